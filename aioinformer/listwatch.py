@@ -1,0 +1,120 @@
+"""The seam between a source of objects and a reflector: ``ListerWatcher``.
+
+A ``ListerWatcher`` lists a resource (one page per call) and opens watches on it. The
+real one is :class:`aioinformer.client.ResourceClient`; tests use
+:class:`aioinformer.testing.FakeListerWatcher`. Reflectors depend on this protocol only.
+
+Values crossing the seam:
+
+* :class:`ListOptions`: the query of one LIST or WATCH request; unset fields are ``None``
+  and are not sent.
+* :class:`ObjectList`: one LIST page: ``items`` (raw dicts, each carrying ``apiVersion``
+  and ``kind``), the list's ``resource_version`` and the ``continue_`` token.
+* :class:`WatchEvent`: one decoded watch line: ``type`` is the wire string (``"ADDED"``,
+  ``"MODIFIED"``, ``"DELETED"``, ``"BOOKMARK"``, ``"ERROR"``), ``object`` the decoded dict.
+
+``watch()`` returns an async generator: iterating it reads the stream, closing it
+(``aclose()``, or leaving ``async with contextlib.aclosing(...)``) closes the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, fields
+from typing import Any, Final, Protocol
+
+__all__ = [
+    "ADDED",
+    "BOOKMARK",
+    "DELETED",
+    "ERROR",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "ListOptions",
+    "ListerWatcher",
+    "MODIFIED",
+    "ObjectList",
+    "WatchEvent",
+]
+
+ADDED: Final = "ADDED"
+MODIFIED: Final = "MODIFIED"
+DELETED: Final = "DELETED"
+BOOKMARK: Final = "BOOKMARK"
+ERROR: Final = "ERROR"
+
+INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
+"""Annotation on the BOOKMARK that ends the initial events of a streaming list."""
+
+_QUERY_NAMES: Final = {
+    "resource_version": "resourceVersion",
+    "resource_version_match": "resourceVersionMatch",
+    "limit": "limit",
+    "continue_": "continue",
+    "timeout_seconds": "timeoutSeconds",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "send_initial_events": "sendInitialEvents",
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+}
+
+
+@dataclass(slots=True)
+class ListOptions:
+    """Options of one LIST or WATCH request, as client-go's ``metav1.ListOptions``.
+
+    All fields are optional; ``None`` means "not sent". Times are in seconds.
+    """
+
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+    limit: int | None = None
+    continue_: str | None = None
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool | None = None
+    send_initial_events: bool | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+    def to_query(self) -> dict[str, str]:
+        """The URL query parameters for these options (unset ones left out)."""
+        query: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                query[_QUERY_NAMES[f.name]] = "true" if value else "false"
+            else:
+                query[_QUERY_NAMES[f.name]] = str(value)
+        return query
+
+
+@dataclass(slots=True)
+class ObjectList:
+    """One LIST page: raw items, the list's resourceVersion and the continue token."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    resource_version: str = ""
+    continue_: str | None = None
+    remaining_item_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event: the wire ``type`` string and the decoded ``object``."""
+
+    type: str
+    object: dict[str, Any]
+
+
+class ListerWatcher(Protocol):
+    """What a reflector needs from a source: paginated LIST and streaming WATCH."""
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        """Return one page of the list described by ``options``."""
+        ...
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        """Open a watch; the returned async generator yields events until the stream
+        ends, and closing it closes the connection."""
+        ...
