@@ -7,6 +7,13 @@ public names; each lives in the module named for its concept.
 
 from __future__ import annotations
 
+from aioinformer.delta_fifo import Delta as Delta
+from aioinformer.delta_fifo import DeltaFIFO as DeltaFIFO
+from aioinformer.delta_fifo import Deltas as Deltas
+from aioinformer.delta_fifo import DeltaType as DeltaType
+from aioinformer.delta_fifo import KnownObjects as KnownObjects
+from aioinformer.delta_fifo import PopProcessFunc as PopProcessFunc
+from aioinformer.delta_fifo import TransformFunc as TransformFunc
 from aioinformer.errors import AioinformerError as AioinformerError
 from aioinformer.errors import AlreadyExists as AlreadyExists
 from aioinformer.errors import ApiError as ApiError
@@ -34,11 +41,38 @@ from aioinformer.errors import UnknownResourceError as UnknownResourceError
 from aioinformer.errors import UnprocessableEntity as UnprocessableEntity
 from aioinformer.errors import WatchError as WatchError
 from aioinformer.errors import WatchTimeout as WatchTimeout
+from aioinformer.errors import api_error_from_response as api_error_from_response
+from aioinformer.errors import api_error_from_status as api_error_from_status
+from aioinformer.errors import map_transport_errors as map_transport_errors
+from aioinformer.indexer import NAMESPACE_INDEX as NAMESPACE_INDEX
+from aioinformer.indexer import Index as Index
+from aioinformer.indexer import Indexer as Indexer
+from aioinformer.indexer import Indexers as Indexers
+from aioinformer.indexer import IndexFunc as IndexFunc
+from aioinformer.indexer import KeyFunc as KeyFunc
+from aioinformer.indexer import meta_namespace_key as meta_namespace_key
+from aioinformer.indexer import namespace_index_func as namespace_index_func
+from aioinformer.indexer import split_meta_namespace_key as split_meta_namespace_key
+from aioinformer.listwatch import ADDED as ADDED
+from aioinformer.listwatch import BOOKMARK as BOOKMARK
+from aioinformer.listwatch import DELETED as DELETED
+from aioinformer.listwatch import ERROR as ERROR
+from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION as INITIAL_EVENTS_END_ANNOTATION
+from aioinformer.listwatch import MODIFIED as MODIFIED
 from aioinformer.listwatch import ListerWatcher as ListerWatcher
 from aioinformer.listwatch import ListOptions as ListOptions
 from aioinformer.listwatch import ObjectList as ObjectList
 from aioinformer.listwatch import WatchEvent as WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+from aioinformer.models import KubeConfig as KubeConfig
+from aioinformer.models import KubeConfigAuthInfo as KubeConfigAuthInfo
+from aioinformer.models import KubeConfigCluster as KubeConfigCluster
+from aioinformer.models import KubeConfigContext as KubeConfigContext
+from aioinformer.models import KubeConfigExec as KubeConfigExec
+from aioinformer.models import KubeConfigExecEnvVar as KubeConfigExecEnvVar
+from aioinformer.models import KubeConfigNamedAuthInfo as KubeConfigNamedAuthInfo
+from aioinformer.models import KubeConfigNamedCluster as KubeConfigNamedCluster
+from aioinformer.models import KubeConfigNamedContext as KubeConfigNamedContext
 from aioinformer.models import KubeObject as KubeObject
 from aioinformer.models import ListMeta as ListMeta
 from aioinformer.models import ObjectMeta as ObjectMeta
@@ -54,27 +88,54 @@ from aioinformer.models import StatusDetails as StatusDetails
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADDED",
     "AioinformerError",
     "AlreadyExists",
     "ApiError",
+    "BOOKMARK",
     "BadRequest",
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "DELETED",
     "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "Deltas",
+    "ERROR",
     "FIFOClosedError",
     "Forbidden",
     "Gone",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "Index",
+    "IndexFunc",
+    "Indexer",
+    "Indexers",
     "InformerStoppedError",
+    "KeyFunc",
     "KeyFuncError",
+    "KnownObjects",
+    "KubeConfig",
+    "KubeConfigAuthInfo",
+    "KubeConfigCluster",
+    "KubeConfigContext",
+    "KubeConfigExec",
+    "KubeConfigExecEnvVar",
+    "KubeConfigNamedAuthInfo",
+    "KubeConfigNamedCluster",
+    "KubeConfigNamedContext",
     "KubeObject",
     "ListMeta",
     "ListOptions",
     "ListerWatcher",
+    "MODIFIED",
+    "NAMESPACE_INDEX",
     "NotFound",
     "ObjectList",
     "ObjectMeta",
     "OwnerReference",
+    "PopProcessFunc",
     "QueueEmpty",
     "RawList",
     "RawListMeta",
@@ -90,6 +151,7 @@ __all__ = [
     "StatusDetails",
     "TLSVerificationError",
     "TooManyRequests",
+    "TransformFunc",
     "TransportError",
     "Unauthorized",
     "UnknownResourceError",
@@ -97,4 +159,10 @@ __all__ = [
     "WatchError",
     "WatchEvent",
     "WatchTimeout",
+    "api_error_from_response",
+    "api_error_from_status",
+    "map_transport_errors",
+    "meta_namespace_key",
+    "namespace_index_func",
+    "split_meta_namespace_key",
 ]

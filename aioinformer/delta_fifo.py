@@ -1,0 +1,507 @@
+"""The informer's queue: a FIFO of keys, each holding the changes seen for one object.
+
+Role. A :class:`DeltaFIFO` sits between a reflector and the informer's cache. The
+reflector is the producer: the result of each LIST goes to :meth:`DeltaFIFO.replace`,
+each watch event to :meth:`~DeltaFIFO.add`, :meth:`~DeltaFIFO.update` or
+:meth:`~DeltaFIFO.delete`, and a periodic :meth:`~DeltaFIFO.resync` re-offers what the
+cache holds. The consumer is the informer's processing task, which calls
+:meth:`DeltaFIFO.pop` in a loop and applies what it gets to the
+:class:`~aioinformer.indexer.Indexer`.
+
+Input and output. Each write appends a :class:`Delta` (a :class:`DeltaType` and the
+object) to the :class:`Deltas` of the object's key. ``pop`` hands out one key's whole
+:class:`Deltas` at a time, oldest change first, so a consumer sees *every* change to an
+object, deletions included, not just its latest state.
+
+Ordering. Keys leave in the order they first entered: more changes to a key already
+queued join its list without moving it, so a busy object cannot starve the others.
+Two deletions in a row for one key collapse into one (the one carrying the real object
+wins over a tombstone). Nothing is ordered across keys beyond that.
+
+Tombstones. A LIST replaces what the watch has told us. A key the FIFO or the cache
+(``known_objects``) knows about but the new list lacks was deleted while we were not
+watching; ``replace`` queues a ``Deleted`` delta for it whose object is a
+:class:`DeletedFinalStateUnknown` carrying the last state seen (the newest queued object,
+else the cached one). A tombstone never wraps another tombstone.
+
+Synced. :meth:`DeltaFIFO.has_synced` becomes true once everything queued by the *first*
+``replace`` (list items and tombstones alike) has been popped and its ``process`` call has
+returned, or as soon as an add, update or delete arrives before any ``replace``. Inside
+``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
+being processed (with one popper; with several, an item popped while an initial item is
+still being processed also counts as initial).
+
+Task model. Everything runs on one event loop. No method suspends between reading and
+changing the FIFO's state, so each call is atomic with respect to other tasks and the
+:class:`asyncio.Condition` needs no real lock; it only parks poppers while the queue is
+empty. Producers are coroutines (the reflector's store protocol) but never suspend.
+``pop`` suspends while the queue is empty and, when it is not, at least once every 128
+calls, so that a long backlog cannot starve the loop. Several
+tasks may pop at once; each key is handed to one of them. ``close()`` is synchronous: it
+wakes every waiting popper; poppers drain what is left and then get
+:class:`FIFOClosedError`.
+
+Example::
+
+    fifo = DeltaFIFO(known_objects=indexer)
+    await fifo.replace(items, resource_version)
+    deltas = await fifo.pop(apply_to_indexer)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, cast
+
+from aioinformer.errors import FIFOClosedError as FIFOClosedError
+from aioinformer.errors import KeyFuncError
+from aioinformer.errors import Requeue as Requeue
+from aioinformer.indexer import KeyFunc, meta_namespace_key
+from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+
+__all__ = [
+    "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "Deltas",
+    "FIFOClosedError",
+    "KnownObjects",
+    "PopProcessFunc",
+    "Requeue",
+    "TransformFunc",
+]
+
+logger = logging.getLogger(__name__)
+
+_CHECKPOINT_EVERY = 128
+"""``pop`` yields to the event loop at least once per this many items handed out."""
+
+
+class DeltaType(enum.StrEnum):
+    """What happened to an object. Values are client-go's spellings, which are also
+    available as member names (``DeltaType.Added is DeltaType.ADDED``)."""
+
+    ADDED = "Added"
+    """A watch reported the object created."""
+    UPDATED = "Updated"
+    """A watch reported the object changed."""
+    DELETED = "Deleted"
+    """The object is gone: from a watch, or a tombstone queued by ``replace``."""
+    REPLACED = "Replaced"
+    """A LIST (re)delivered the object; emitted when ``emit_delta_type_replaced`` is set."""
+    SYNC = "Sync"
+    """A resync re-offered the cached object; also a LIST's delta when ``Replaced`` is off."""
+
+    Added = "Added"
+    Updated = "Updated"
+    Deleted = "Deleted"
+    Replaced = "Replaced"
+    Sync = "Sync"
+
+
+_ADDED = DeltaType.ADDED
+_UPDATED = DeltaType.UPDATED
+_DELETED = DeltaType.DELETED
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Delta:
+    """One change to one object."""
+
+    type: DeltaType
+    """What happened."""
+    object: Any
+    """The object after the change; for ``Deleted``, its last state or a
+    :class:`DeletedFinalStateUnknown`."""
+
+    def __init__(self, type: DeltaType, object: Any) -> None:
+        # Setting the slots through their descriptors skips the frozen __setattr__
+        # guard, which costs more than the rest of the construction on the hot path.
+        _set_type(self, type)
+        _set_object(self, object)
+
+
+_set_type = cast(Any, Delta.__dict__["type"]).__set__
+_set_object = cast(Any, Delta.__dict__["object"]).__set__
+
+
+class Deltas(list[Delta]):
+    """The changes queued for one key, oldest first. Never empty when handed out."""
+
+    __slots__ = ()
+
+    def oldest(self) -> Delta | None:
+        """The first change, or ``None`` when empty."""
+        return self[0] if self else None
+
+    def newest(self) -> Delta | None:
+        """The latest change, or ``None`` when empty."""
+        return self[-1] if self else None
+
+
+class KnownObjects(Protocol):
+    """What the FIFO needs from the cache it feeds (an :class:`Indexer` is one)."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Any | None: ...
+
+
+PopProcessFunc: TypeAlias = Callable[[Deltas], Awaitable[None] | None]
+"""Consumes one key's deltas; may be sync or async; raise :class:`Requeue` to put them back."""
+
+TransformFunc: TypeAlias = Callable[[Any], Any]
+"""Applied to each object as it is queued (not to ``Sync`` deltas nor tombstones)."""
+
+
+class _LoopLock(asyncio.Lock):
+    """The condition's lock: always held, never contended.
+
+    Every critical section of the FIFO is synchronous, so the event loop already runs
+    them one at a time. A real lock would only add a coroutine round trip per write and
+    stop the synchronous ``close()`` from notifying.
+    """
+
+    def locked(self) -> bool:
+        return True
+
+    async def acquire(self) -> Literal[True]:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+class DeltaFIFO:
+    """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
+
+    ``key_func`` gives each object's key (tombstones always use their own ``key``).
+    ``known_objects`` is the cache the consumer fills (anything with ``list_keys()`` and
+    ``get_by_key()``); without it, deletes of keys not queued are dropped, ``replace``
+    can only tombstone queued keys, and ``resync`` does nothing.
+    ``emit_delta_type_replaced`` makes ``replace`` queue ``Replaced`` rather than ``Sync``
+    deltas. ``transform`` (sync) is applied to each object as it is queued, except for
+    ``Sync`` deltas from ``resync`` (those objects come from the cache, already
+    transformed) and tombstones; an error it raises propagates to the producer.
+
+    **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
+    an item has been taken it belongs to that ``pop`` call, as in client-go where an item
+    leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
+    item is *not* put back (for an informer that means shutdown, and re-delivering a
+    half-applied change would be worse), and it counts as processed for
+    :meth:`has_synced`. A consumer that must not lose it can raise :class:`Requeue` from
+    ``process`` on cancellation, or shield it.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_cond",
+        "_emit_replaced",
+        "_initial_in_process",
+        "_initial_population_count",
+        "_items",
+        "_key_func",
+        "_known_objects",
+        "_populated",
+        "_queue",
+        "_since_checkpoint",
+        "_transform",
+        "_waiting",
+    )
+
+    _items: dict[str, Deltas]
+    """Deltas by key. Invariant: a key is in ``_items`` iff it is in ``_queue``, and its
+    Deltas are never empty."""
+    _queue: deque[str]
+    """Keys in the order they first entered; each key at most once."""
+    _populated: bool
+    """True once the first ``replace``, ``add``, ``update`` or ``delete`` has happened."""
+    _initial_population_count: int
+    """Items queued by the first ``replace`` not yet popped; set once, only decreases."""
+    _initial_in_process: int
+    """Items popped while ``_initial_population_count`` was positive whose ``process``
+    call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
+    _closed: bool
+    """Set by ``close()``; never cleared."""
+    _waiting: int
+    """Poppers parked on ``_cond``; producers notify only when it is positive."""
+    _since_checkpoint: int
+    """Items handed out since ``pop`` last yielded to the event loop."""
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key,
+        *,
+        known_objects: KnownObjects | None = None,
+        emit_delta_type_replaced: bool = True,
+        transform: TransformFunc | None = None,
+    ) -> None:
+        self._key_func = key_func
+        self._known_objects = known_objects
+        self._emit_replaced = emit_delta_type_replaced
+        self._transform = transform
+        self._items = {}
+        self._queue = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._initial_in_process = 0
+        self._closed = False
+        self._waiting = 0
+        self._since_checkpoint = 0
+        self._cond = asyncio.Condition(_LoopLock())
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<DeltaFIFO {state} queued={len(self._queue)} "
+            f"synced={self.has_synced()} waiting={self._waiting}>"
+        )
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    # -- keys and reads ------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The key of an object, a tombstone (its ``key``) or a :class:`Deltas` (newest)."""
+        if isinstance(obj, Deltas):
+            if not obj:
+                raise KeyFuncError("cannot take the key of an empty Deltas")
+            obj = obj[-1].object
+        if type(obj) is DeletedFinalStateUnknown:
+            return obj.key
+        return self._key_func(obj)
+
+    def has_synced(self) -> bool:
+        """True once the first list has been fully processed (see the module notes)."""
+        return (
+            self._populated
+            and self._initial_population_count == 0
+            and self._initial_in_process == 0
+        )
+
+    def is_closed(self) -> bool:
+        """True once :meth:`close` has been called (items may still be queued)."""
+        return self._closed
+
+    def list_keys(self) -> list[str]:
+        """Queued keys, in the order they will be popped."""
+        return list(self._queue)
+
+    def list(self) -> list[Any]:
+        """The newest object of every queued key, in queue order."""
+        items = self._items
+        return [items[key][-1].object for key in self._queue]
+
+    def get(self, obj: Any) -> Deltas | None:
+        """A copy of the Deltas queued for ``obj``'s key, or ``None``."""
+        return self.get_by_key(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> Deltas | None:
+        """A copy of the Deltas queued for ``key``, or ``None``."""
+        deltas = self._items.get(key)
+        return Deltas(deltas) if deltas is not None else None
+
+    # -- producers -----------------------------------------------------------------
+
+    async def add(self, obj: Any) -> None:
+        """Queue an ``Added`` delta."""
+        self._populated = True
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._enqueue(_ADDED, obj, key, True)
+
+    async def update(self, obj: Any) -> None:
+        """Queue an ``Updated`` delta."""
+        self._populated = True
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._enqueue(_UPDATED, obj, key, True)
+
+    async def delete(self, obj: Any) -> None:
+        """Queue a ``Deleted`` delta, unless the key is neither queued nor known.
+
+        ``obj`` may be the object or a :class:`DeletedFinalStateUnknown`. Without
+        ``known_objects``, only a queued key can be deleted.
+        """
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._populated = True
+        if key not in self._items:
+            known = self._known_objects
+            if known is None or known.get_by_key(key) is None:
+                return
+        self._enqueue(_DELETED, obj, key, True)
+
+    async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        """Queue the result of a LIST, and tombstones for what it no longer contains.
+
+        Each object gets a ``Replaced`` delta (``Sync`` when ``emit_delta_type_replaced``
+        is off). Then every key that is queued or known but absent from ``objs`` gets a
+        ``Deleted`` delta carrying a :class:`DeletedFinalStateUnknown` with the newest
+        queued object, or else the cached one (``None`` if the cache lost it meanwhile).
+        The first call fixes the initial population that :meth:`has_synced` waits for.
+        ``resource_version`` is not used by the FIFO.
+        """
+        action = _REPLACED if self._emit_replaced else _SYNC
+        key_of = self.key_of
+        pairs = [(key_of(obj), obj) for obj in objs]
+        keys = {key for key, _ in pairs}
+        enqueue = self._enqueue
+        for key, obj in pairs:
+            enqueue(action, obj, key, True)
+
+        queued_deletions = 0
+        items = self._items
+        # Keys only in the queue: values change in place below, the key set does not.
+        for key, deltas in items.items():
+            if key in keys:
+                continue
+            last = deltas[-1].object
+            if type(last) is DeletedFinalStateUnknown:
+                last = last.obj
+            queued_deletions += 1
+            enqueue(_DELETED, DeletedFinalStateUnknown(key, last), key, False)
+
+        known = self._known_objects
+        if known is not None:
+            for key in known.list_keys():
+                if key in keys or key in items:
+                    continue
+                obj = known.get_by_key(key)
+                if obj is None:
+                    logger.debug("key %s vanished from the known objects during replace", key)
+                queued_deletions += 1
+                enqueue(_DELETED, DeletedFinalStateUnknown(key, obj), key, False)
+
+        if not self._populated:
+            self._populated = True
+            self._initial_population_count = len(keys) + queued_deletions
+
+    async def resync(self) -> None:
+        """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
+        known = self._known_objects
+        if known is None:
+            return
+        items = self._items
+        for key in known.list_keys():
+            obj = known.get_by_key(key)
+            if obj is None:
+                logger.debug("key %s vanished from the known objects during resync", key)
+                continue
+            obj_key = self.key_of(obj)
+            if obj_key in items:
+                continue
+            self._enqueue(_SYNC, obj, obj_key, False)
+
+    def _enqueue(self, action: DeltaType, obj: Any, key: str, transform: bool) -> None:
+        if transform and self._transform is not None and type(obj) is not DeletedFinalStateUnknown:
+            obj = self._transform(obj)
+        delta = Delta(action, obj)
+        deltas = self._items.get(key)
+        if deltas is None:
+            deltas = Deltas()
+            deltas.append(delta)
+            self._items[key] = deltas
+            self._queue.append(key)
+            if self._waiting:
+                self._cond.notify(1)
+        elif action is _DELETED and deltas[-1].type is _DELETED:
+            # Two deletions in a row say the same thing; keep the one with the real
+            # object, so a tombstone only survives when it is all we have.
+            if type(deltas[-1].object) is DeletedFinalStateUnknown:
+                deltas[-1] = delta
+        else:
+            deltas.append(delta)
+
+    # -- consumer ------------------------------------------------------------------
+
+    async def pop(self, process: PopProcessFunc) -> Deltas:
+        """Take the oldest key's Deltas, run ``process`` on them, and return them.
+
+        Waits while the queue is empty; raises :class:`FIFOClosedError` once the FIFO is
+        closed and empty. ``process`` may be sync or async. If it raises
+        :class:`Requeue`, the Deltas go back to the queue (at the back, or merged in
+        front of changes queued meanwhile) and ``pop`` raises the requeue's ``err``, or
+        returns normally when it has none. Any other exception from ``process``
+        propagates and the item is not put back.
+        """
+        queue = self._queue
+        if not queue:
+            await self._wait_for_item()
+            self._since_checkpoint = 0
+        elif self._since_checkpoint >= _CHECKPOINT_EVERY:
+            self._since_checkpoint = 0
+            # Taken before the item: a cancellation here loses nothing.
+            await asyncio.sleep(0)
+            if not queue:
+                await self._wait_for_item()
+        self._since_checkpoint += 1
+        key = queue.popleft()
+        deltas = self._items.pop(key)
+        initial = self._initial_population_count > 0
+        if initial:
+            self._initial_population_count -= 1
+            self._initial_in_process += 1
+        try:
+            result = process(deltas)
+            if result is not None and inspect.isawaitable(result):
+                await result
+        except Requeue as requeue:
+            self._requeue(key, deltas)
+            if requeue.err is not None:
+                raise requeue.err from requeue
+        finally:
+            if initial:
+                self._initial_in_process -= 1
+        return deltas
+
+    async def _wait_for_item(self) -> None:
+        queue = self._queue
+        cond = self._cond
+        self._waiting += 1
+        try:
+            while not queue:
+                if self._closed:
+                    raise FIFOClosedError("DeltaFIFO is closed")
+                try:
+                    await cond.wait()
+                except asyncio.CancelledError:
+                    # We may have been notified for an item we will not take now;
+                    # pass the wake-up on so that item is not left waiting.
+                    if queue:
+                        cond.notify(1)
+                    raise
+        finally:
+            self._waiting -= 1
+
+    def _requeue(self, key: str, deltas: Deltas) -> None:
+        self._populated = True
+        newer = self._items.get(key)
+        if newer is None:
+            self._items[key] = deltas
+            self._queue.append(key)
+            if self._waiting:
+                self._cond.notify(1)
+            return
+        # Changes arrived while an async process ran: keep the popped ones first, so the
+        # consumer still sees the key's history in order, and keep the queue position.
+        merged = Deltas(deltas)
+        for delta in newer:
+            if delta.type is _DELETED and merged[-1].type is _DELETED:
+                if type(merged[-1].object) is DeletedFinalStateUnknown:
+                    merged[-1] = delta
+            else:
+                merged.append(delta)
+        self._items[key] = merged
+
+    def close(self) -> None:
+        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
+        self._closed = True
+        self._cond.notify_all()

@@ -1,0 +1,372 @@
+"""The informer's cache: a keyed store of objects with named secondary indexes.
+
+Role. The :class:`Indexer` is the last stage of the informer pipeline and the only one
+listers read. The single task that pops the :class:`~aioinformer.delta_fifo.DeltaFIFO`
+applies each object's deltas here (``add``/``update``/``delete``, or ``replace`` for a
+full list), then hands the change to the handlers. It is also the FIFO's
+``known_objects``: the FIFO asks it which keys exist when it builds tombstones and resyncs.
+
+Input and output. Objects are stored as given (raw ``dict`` by default, or any type when
+the informer transforms them); nothing is copied. Reads return the stored objects
+themselves, so callers must treat them as read-only: mutating one in place corrupts the
+indexes, which are computed from the stored state.
+
+Keys. :func:`meta_namespace_key` gives ``"namespace/name"`` (``"name"`` for a
+cluster-scoped object). It is the default key function of every stage, and it understands
+a :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone, so deletes may be fed
+either an object or a tombstone.
+
+Indexes. Each index function maps an object to a list of strings (its *index values*);
+index ``name`` maps each value to the set of keys of the objects that produce it. The
+sets are maintained incrementally on every write: an update touches only the values
+that changed, and a set that becomes empty is removed, so
+:meth:`Indexer.list_index_func_values` never reports a value without objects.
+
+Task model. Everything here is synchronous and runs on the event loop's thread: no
+method suspends, so every method is atomic with respect to other tasks and no lock is
+needed. It is a cache fed by a watch: what it holds may be behind the server.
+
+Example::
+
+    indexer = Indexer(indexers={NAMESPACE_INDEX: namespace_index_func})
+    indexer.add(pod)
+    indexer.by_index(NAMESPACE_INDEX, "default")
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+
+from aioinformer.errors import KeyFuncError
+from aioinformer.models import DeletedFinalStateUnknown
+
+__all__ = [
+    "Index",
+    "IndexFunc",
+    "Indexer",
+    "Indexers",
+    "KeyFunc",
+    "NAMESPACE_INDEX",
+    "meta_namespace_key",
+    "namespace_index_func",
+    "split_meta_namespace_key",
+]
+
+T = TypeVar("T")
+
+
+class KeyFunc(Protocol):
+    """Maps an object to its store key; raises :class:`KeyFuncError` when it cannot."""
+
+    def __call__(self, obj: Any, /) -> str: ...
+
+
+class IndexFunc(Protocol):
+    """Maps an object to its index values (possibly none, possibly several)."""
+
+    def __call__(self, obj: Any, /) -> list[str]: ...
+
+
+Indexers: TypeAlias = dict[str, IndexFunc]
+"""Index functions by index name."""
+
+Index: TypeAlias = dict[str, set[str]]
+"""One index: index value -> keys of the objects producing it (never an empty set)."""
+
+_ABSENT: Any = object()
+
+NAMESPACE_INDEX = "namespace"
+"""The conventional name of the index built by :func:`namespace_index_func`."""
+
+
+def _key_from_meta(meta: Any, obj: Any) -> str:
+    if isinstance(meta, Mapping):
+        name = meta.get("name")
+        namespace = meta.get("namespace")
+    else:
+        name = getattr(meta, "name", None)
+        namespace = getattr(meta, "namespace", None)
+    if not name or not isinstance(name, str):
+        raise KeyFuncError(f"object has no metadata.name: {obj!r:.200}")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def meta_namespace_key(obj: Any) -> str:
+    """Return ``"namespace/name"``, or ``"name"`` for a cluster-scoped object.
+
+    Accepts a raw ``dict`` (the fast path), any object with a ``.metadata`` (a
+    :class:`~aioinformer.models.KubeObject`, whose metadata may itself be a mapping or a
+    model) and a :class:`DeletedFinalStateUnknown`, whose ``key`` is returned as is.
+    Raises :class:`KeyFuncError` when there is no usable ``metadata.name``.
+    """
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name = meta.get("name")
+            if name and type(name) is str:
+                namespace = meta.get("namespace")
+                return f"{namespace}/{name}" if namespace else name
+        raise KeyFuncError(f"object has no metadata.name: {obj!r:.200}")
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        if meta is None:
+            raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+        return _key_from_meta(meta, obj)
+    meta = getattr(obj, "metadata", None)
+    if meta is None:
+        raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+    return _key_from_meta(meta, obj)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """Split a key made by :func:`meta_namespace_key` into ``(namespace, name)``.
+
+    A cluster-scoped key gives ``("", name)``. Raises :class:`KeyFuncError` for a key
+    with more than one ``/``.
+    """
+    namespace, sep, name = key.partition("/")
+    if not sep:
+        return "", key
+    if "/" in name:
+        raise KeyFuncError(f"unexpected key format: {key!r}")
+    return namespace, name
+
+
+def namespace_index_func(obj: Any) -> list[str]:
+    """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
+
+    Raises :class:`KeyFuncError` for an object without metadata.
+    """
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            return [meta.get("namespace") or ""]
+    elif not isinstance(obj, DeletedFinalStateUnknown):
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
+        if isinstance(meta, Mapping):
+            return [meta.get("namespace") or ""]
+        if meta is not None:
+            return [getattr(meta, "namespace", None) or ""]
+    raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+
+
+class Indexer(Generic[T]):
+    """A store of objects by key with named secondary indexes.
+
+    ``key_func`` (default :func:`meta_namespace_key`) gives each object's key;
+    ``indexers`` names the index functions to maintain from the start, and
+    :meth:`add_indexers` adds more at any time (existing objects get indexed).
+
+    Methods naming an index (``index``, ``index_keys``, ``by_index``) raise ``KeyError``
+    for an unknown name; :meth:`list_index_func_values` returns ``[]`` for one. An index
+    function that raises leaves the store unchanged for that write, and the error
+    propagates.
+
+    This is a cache: it reflects the server as of the last event applied, and the objects
+    it returns are the stored ones, to be treated as read-only.
+    """
+
+    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_pairs")
+
+    _key_func: KeyFunc
+    _items: dict[str, T]
+    """Objects by key."""
+    _indexers: dict[str, IndexFunc]
+    """Index functions by name; ``_indices`` has exactly the same names."""
+    _indices: dict[str, Index]
+    """For each index name: value -> keys. Invariant: key ``k`` is in
+    ``_indices[n][v]`` iff ``_items[k]`` exists and ``v`` is in
+    ``_indexers[n](_items[k])``; no set is ever empty."""
+    _pairs: builtins.list[tuple[IndexFunc, Index]]
+    """``(_indexers[n], _indices[n])`` for every index name: what writes iterate."""
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> None:
+        self._key_func = key_func
+        self._items = {}
+        self._indexers = dict(indexers) if indexers else {}
+        self._indices = {name: {} for name in self._indexers}
+        self._pairs = [(func, self._indices[name]) for name, func in self._indexers.items()]
+
+    def __repr__(self) -> str:
+        return f"<Indexer items={len(self._items)} indexes={sorted(self._indexers)}>"
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # -- writes --------------------------------------------------------------------
+
+    def add(self, obj: T) -> None:
+        """Store ``obj`` under its key, replacing any object with the same key."""
+        self._put(self._key_func(obj), obj)
+
+    def update(self, obj: T) -> None:
+        """Same as :meth:`add`: the store does not distinguish creation from change."""
+        self._put(self._key_func(obj), obj)
+
+    def delete(self, obj: Any) -> None:
+        """Remove the object with ``obj``'s key; absent is fine.
+
+        ``obj`` may be a :class:`DeletedFinalStateUnknown`, whose ``key`` is used whatever
+        the key function.
+        """
+        key = obj.key if type(obj) is DeletedFinalStateUnknown else self._key_func(obj)
+        old = self._items.pop(key, _ABSENT)
+        if old is not _ABSENT:
+            self._unindex(key, old)
+
+    def replace(self, objs: Iterable[T], resource_version: str = "") -> None:
+        """Make the store hold exactly ``objs``.
+
+        The indexes are updated incrementally: objects that are gone are unindexed, the
+        others go through the same path as :meth:`update`, so unchanged index values are
+        not touched. ``resource_version`` is accepted for symmetry with the FIFO and is
+        not stored. With duplicate keys in ``objs`` the last one wins.
+        """
+        key_func = self._key_func
+        new_items = {key_func(obj): obj for obj in objs}
+        items = self._items
+        for key in [key for key in items if key not in new_items]:
+            self._unindex(key, items[key])
+            del items[key]
+        for key, obj in new_items.items():
+            self._put(key, obj)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add index functions and index every stored object with them.
+
+        Raises ``ValueError`` when a name is already in use; nothing is added then. An
+        index function that raises leaves the indexer unchanged.
+        """
+        clash = sorted(set(indexers) & set(self._indexers))
+        if clash:
+            raise ValueError(f"indexer conflict: {clash}")
+        built: dict[str, Index] = {}
+        for name, func in indexers.items():
+            index: Index = {}
+            for key, obj in self._items.items():
+                for value in func(obj):
+                    keys = index.get(value)
+                    if keys is None:
+                        index[value] = {key}
+                    else:
+                        keys.add(key)
+            built[name] = index
+        self._indexers.update(indexers)
+        self._indices.update(built)
+        self._pairs.extend((indexers[name], index) for name, index in built.items())
+
+    def _put(self, key: str, obj: T) -> None:
+        items = self._items
+        pairs = self._pairs
+        if not pairs:
+            items[key] = obj
+            return
+        old = items.get(key, _ABSENT)
+        # Every index function runs before anything changes, so one that raises leaves
+        # the store as it was.
+        if old is _ABSENT:
+            computed = [(index, func(obj)) for func, index in pairs]
+            items[key] = obj
+            for index, values in computed:
+                for value in values:
+                    _insert(index, value, key)
+            return
+        changes: builtins.list[tuple[Index, builtins.list[str], builtins.list[str]]] = []
+        for func, index in pairs:
+            new_values = func(obj)
+            old_values = func(old)
+            if new_values != old_values:
+                changes.append((index, old_values, new_values))
+        items[key] = obj
+        for index, old_values, new_values in changes:
+            if len(old_values) == 1 and len(new_values) == 1:
+                _discard(index, old_values[0], key)
+                _insert(index, new_values[0], key)
+                continue
+            old_set = set(old_values)
+            new_set = set(new_values)
+            for value in old_set - new_set:
+                _discard(index, value, key)
+            for value in new_set - old_set:
+                _insert(index, value, key)
+
+    def _unindex(self, key: str, old: Any) -> None:
+        for func, index in self._pairs:
+            for value in func(old):
+                _discard(index, value, key)
+
+    # -- reads ---------------------------------------------------------------------
+
+    def get(self, obj: Any) -> T | None:
+        """The stored object with ``obj``'s key, or ``None``."""
+        return self._items.get(self._key_func(obj))
+
+    def get_by_key(self, key: str) -> T | None:
+        """The stored object with this key, or ``None``."""
+        return self._items.get(key)
+
+    def list(self) -> builtins.list[T]:
+        """Every stored object, in no particular order."""
+        return list(self._items.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        """Every stored key, in no particular order."""
+        return list(self._items)
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[T]:
+        """Objects sharing at least one of ``obj``'s values in index ``index_name``."""
+        func = self._indexers[index_name]
+        index = self._indices[index_name]
+        values = func(obj)
+        if len(values) == 1:
+            keys: Iterable[str] = index.get(values[0], ())
+        else:
+            union: set[str] = set()
+            for value in values:
+                union.update(index.get(value, ()))
+            keys = union
+        items = self._items
+        return [items[key] for key in keys]
+
+    def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
+        """Keys of the objects whose index ``index_name`` includes ``indexed_value``, sorted."""
+        return sorted(self._indices[index_name].get(indexed_value, ()))
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[T]:
+        """Objects whose index ``index_name`` includes ``indexed_value``."""
+        items = self._items
+        return [items[key] for key in self._indices[index_name].get(indexed_value, ())]
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """Every value index ``index_name`` holds (``[]`` for an unknown index)."""
+        index = self._indices.get(index_name)
+        return list(index) if index is not None else []
+
+    def get_indexers(self) -> Indexers:
+        """A copy of the index functions by name."""
+        return dict(self._indexers)
+
+
+def _insert(index: Index, value: str, key: str) -> None:
+    keys = index.get(value)
+    if keys is None:
+        index[value] = {key}
+    else:
+        keys.add(key)
+
+
+def _discard(index: Index, value: str, key: str) -> None:
+    keys = index.get(value)
+    if keys is None:
+        return
+    keys.discard(key)
+    if not keys:
+        del index[value]
