@@ -7,6 +7,17 @@ public names; each lives in the module named for its concept.
 
 from __future__ import annotations
 
+from aioinformer.client import GVR as GVR
+from aioinformer.client import Client as Client
+from aioinformer.client import PatchType as PatchType
+from aioinformer.client import ResourceClient as ResourceClient
+from aioinformer.client import ResourceInfo as ResourceInfo
+from aioinformer.config import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT_DIR
+from aioinformer.config import Config as Config
+from aioinformer.config import ExecConfig as ExecConfig
+from aioinformer.config import load_config as load_config
+from aioinformer.config import load_incluster_config as load_incluster_config
+from aioinformer.config import load_kube_config as load_kube_config
 from aioinformer.delta_fifo import Delta as Delta
 from aioinformer.delta_fifo import DeltaFIFO as DeltaFIFO
 from aioinformer.delta_fifo import Deltas as Deltas
@@ -26,6 +37,7 @@ from aioinformer.errors import Forbidden as Forbidden
 from aioinformer.errors import Gone as Gone
 from aioinformer.errors import InformerStoppedError as InformerStoppedError
 from aioinformer.errors import KeyFuncError as KeyFuncError
+from aioinformer.errors import LeadershipLost as LeadershipLost
 from aioinformer.errors import NotFound as NotFound
 from aioinformer.errors import QueueEmpty as QueueEmpty
 from aioinformer.errors import Requeue as Requeue
@@ -53,6 +65,14 @@ from aioinformer.indexer import KeyFunc as KeyFunc
 from aioinformer.indexer import meta_namespace_key as meta_namespace_key
 from aioinformer.indexer import namespace_index_func as namespace_index_func
 from aioinformer.indexer import split_meta_namespace_key as split_meta_namespace_key
+from aioinformer.leaderelection import JITTER_FACTOR as JITTER_FACTOR
+from aioinformer.leaderelection import ElectorState as ElectorState
+from aioinformer.leaderelection import LeaderElectionRecord as LeaderElectionRecord
+from aioinformer.leaderelection import LeaderElector as LeaderElector
+from aioinformer.leaderelection import LeaseLock as LeaseLock
+from aioinformer.leaderelection import ResourceLock as ResourceLock
+from aioinformer.leaderelection import lease_spec_to_record as lease_spec_to_record
+from aioinformer.leaderelection import record_to_lease_spec as record_to_lease_spec
 from aioinformer.listwatch import ADDED as ADDED
 from aioinformer.listwatch import BOOKMARK as BOOKMARK
 from aioinformer.listwatch import DELETED as DELETED
@@ -84,6 +104,9 @@ from aioinformer.models import RawObject as RawObject
 from aioinformer.models import Status as Status
 from aioinformer.models import StatusCause as StatusCause
 from aioinformer.models import StatusDetails as StatusDetails
+from aioinformer.watch import WatchStreamDecoder as WatchStreamDecoder
+from aioinformer.watch import error_from_watch_status as error_from_watch_status
+from aioinformer.watch import read_watch_stream as read_watch_stream
 
 __version__ = "0.1.0"
 
@@ -94,6 +117,8 @@ __all__ = [
     "ApiError",
     "BOOKMARK",
     "BadRequest",
+    "Client",
+    "Config",
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
@@ -104,8 +129,11 @@ __all__ = [
     "DeltaType",
     "Deltas",
     "ERROR",
+    "ElectorState",
+    "ExecConfig",
     "FIFOClosedError",
     "Forbidden",
+    "GVR",
     "Gone",
     "INITIAL_EVENTS_END_ANNOTATION",
     "Index",
@@ -113,6 +141,7 @@ __all__ = [
     "Indexer",
     "Indexers",
     "InformerStoppedError",
+    "JITTER_FACTOR",
     "KeyFunc",
     "KeyFuncError",
     "KnownObjects",
@@ -126,6 +155,10 @@ __all__ = [
     "KubeConfigNamedCluster",
     "KubeConfigNamedContext",
     "KubeObject",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "LeadershipLost",
+    "LeaseLock",
     "ListMeta",
     "ListOptions",
     "ListerWatcher",
@@ -135,6 +168,7 @@ __all__ = [
     "ObjectList",
     "ObjectMeta",
     "OwnerReference",
+    "PatchType",
     "PopProcessFunc",
     "QueueEmpty",
     "RawList",
@@ -142,7 +176,11 @@ __all__ = [
     "RawMeta",
     "RawObject",
     "Requeue",
+    "ResourceClient",
     "ResourceExpired",
+    "ResourceInfo",
+    "ResourceLock",
+    "SERVICE_ACCOUNT_DIR",
     "SelectorError",
     "ServerError",
     "ShutDown",
@@ -158,11 +196,19 @@ __all__ = [
     "UnprocessableEntity",
     "WatchError",
     "WatchEvent",
+    "WatchStreamDecoder",
     "WatchTimeout",
     "api_error_from_response",
     "api_error_from_status",
+    "error_from_watch_status",
+    "lease_spec_to_record",
+    "load_config",
+    "load_incluster_config",
+    "load_kube_config",
     "map_transport_errors",
     "meta_namespace_key",
     "namespace_index_func",
+    "read_watch_stream",
+    "record_to_lease_spec",
     "split_meta_namespace_key",
 ]

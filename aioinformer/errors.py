@@ -13,9 +13,10 @@ with ``raise ... from exc`` so the original cause stays visible::
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             handler added to a stopped informer          (terminal)
     ├── Requeue                          "put this item back" signal (FIFO, controller)
+    ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
     ├── ShutDown                         WorkQueue.get() on a shut-down, empty queue  (terminal)
     ├── QueueEmpty                       WorkQueue.get_nowait() with nothing ready
-    ├── TransportError                   no HTTP answer was had               (reflectors retry)
+    ├── TransportError                   no usable HTTP answer: timeout, bad JSON (reflectors retry)
     │   ├── ConnectionFailed             cannot connect (``refused`` tells refusal apart)
     │   │   └── TLSVerificationError     the server's certificate was rejected        (not retried)
     │   └── WatchError                   a watch stream broke: garbage/truncated line (re-watched)
@@ -57,6 +58,7 @@ __all__ = [
     "Gone",
     "InformerStoppedError",
     "KeyFuncError",
+    "LeadershipLost",
     "NotFound",
     "QueueEmpty",
     "Requeue",
@@ -121,6 +123,13 @@ class Requeue(AioinformerError):
         super().__init__(err if err is not None else f"requeue after {after}s")
         self.err = err
         self.after = after
+
+
+class LeadershipLost(AioinformerError):
+    """Raised on leaving ``async with elector.leadership():`` when leadership was lost inside.
+
+    The body was cancelled when the loss was noticed; this error replaces that cancellation.
+    """
 
 
 class ShutDown(AioinformerError):
@@ -339,13 +348,17 @@ def api_error_from_response(
 
 
 @contextlib.contextmanager
-def map_transport_errors(url: str) -> Iterator[None]:
-    """Translate aiohttp, ssl and OS errors raised inside the block.
+def map_transport_errors(url: str, *, streaming: bool = False) -> Iterator[None]:
+    """Translate aiohttp, ssl, orjson and OS errors raised inside the block.
 
     The one place where third-party transport errors become ours. ``url`` is named in
-    the message (never a header, so no credential can leak into it).
+    the message (never a header, so no credential can leak into it). ``streaming`` marks
+    the block as reading a watch stream: a read timeout there is a :class:`WatchTimeout`
+    and a broken connection a :class:`WatchError`; elsewhere a read timeout is a plain
+    :class:`TransportError`. Cancellation is never translated.
     """
     import aiohttp  # local: keeps errors.py at the bottom of the import graph
+    import orjson
 
     try:
         yield
@@ -365,10 +378,16 @@ def map_transport_errors(url: str) -> Iterator[None]:
         raise ConnectionFailed(
             f"connection to {url} {what}: {exc.os_error.strerror or exc}", refused=refused
         ) from exc
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise ConnectionFailed(f"connecting to {url} timed out") from exc
     except aiohttp.ServerTimeoutError as exc:
-        raise WatchTimeout(f"no data from {url} within the read timeout") from exc
+        if streaming:
+            raise WatchTimeout(f"no data from {url} within the inactivity deadline") from exc
+        raise TransportError(f"no answer from {url} within the read timeout") from exc
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-        raise WatchError(f"connection to {url} broke mid-response: {exc}") from exc
+        if streaming:
+            raise WatchError(f"connection to {url} broke mid-stream: {exc}") from exc
+        raise ConnectionFailed(f"connection to {url} broke before a full answer: {exc}") from exc
     except aiohttp.ClientError as exc:
         raise ConnectionFailed(f"request to {url} failed: {exc}") from exc
     except ssl.SSLError as exc:
@@ -376,4 +395,13 @@ def map_transport_errors(url: str) -> Iterator[None]:
     except ConnectionRefusedError as exc:
         raise ConnectionFailed(f"connection to {url} refused", refused=True) from exc
     except (ConnectionResetError, BrokenPipeError) as exc:
-        raise WatchError(f"connection to {url} was reset: {exc}") from exc
+        if streaming:
+            raise WatchError(f"connection to {url} was reset: {exc}") from exc
+        raise ConnectionFailed(f"connection to {url} was reset: {exc}") from exc
+    except orjson.JSONDecodeError as exc:
+        # The body is not quoted: it may hold Secret data.
+        raise TransportError(f"the answer from {url} is not valid JSON: {exc.msg}") from exc
+    except TimeoutError as exc:
+        # aiohttp's overall request deadline; asyncio.timeout() scopes outside this block
+        # see a CancelledError here, which is not caught.
+        raise TransportError(f"request to {url} timed out") from exc

@@ -9,6 +9,10 @@ Two families, for two paths:
   and :class:`Status` model the shared parts. Unknown fields are kept (``extra="allow"``),
   so a model never silently drops what the server sent.
 
+Configuration is modelled here too: :class:`KubeConfig` and its parts parse a kubeconfig
+file exactly as written (kebab-case keys as aliases); ``config.py`` resolves a context of it
+into a ``Config``. Credentials in these models are left out of their reprs.
+
 Also here: :class:`DeletedFinalStateUnknown`, the tombstone a DeltaFIFO emits when an
 object vanished while the watch was down (re-exported by ``delta_fifo``).
 
@@ -26,10 +30,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "DeletedFinalStateUnknown",
+    "KubeConfig",
+    "KubeConfigAuthInfo",
+    "KubeConfigCluster",
+    "KubeConfigContext",
+    "KubeConfigExec",
+    "KubeConfigExecEnvVar",
+    "KubeConfigNamedAuthInfo",
+    "KubeConfigNamedCluster",
+    "KubeConfigNamedContext",
     "KubeObject",
     "ListMeta",
     "ObjectMeta",
@@ -174,6 +187,113 @@ class KubeObject(_Model):
     api_version: str | None = Field(default=None, alias="apiVersion")
     kind: str | None = None
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+class _KubeConfigModel(BaseModel):
+    # kubeconfig keys are kebab-case (and a few camelCase); unknown keys, such as
+    # "extensions" or settings of newer kubectl releases, are ignored rather than refused.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class KubeConfigCluster(_KubeConfigModel):
+    """A kubeconfig ``cluster``: where the API server is and how to trust it."""
+
+    server: str | None = None
+    certificate_authority: str | None = Field(default=None, alias="certificate-authority")
+    certificate_authority_data: str | None = Field(
+        default=None, alias="certificate-authority-data", repr=False
+    )
+    """Base64 of the PEM bundle (kept out of reprs, like every credential)."""
+    insecure_skip_tls_verify: bool = Field(default=False, alias="insecure-skip-tls-verify")
+    tls_server_name: str | None = Field(default=None, alias="tls-server-name")
+    proxy_url: str | None = Field(default=None, alias="proxy-url")
+
+
+class KubeConfigExecEnvVar(_KubeConfigModel):
+    """One environment variable given to an exec credential plugin."""
+
+    name: str
+    value: str = Field(repr=False)
+
+
+class KubeConfigExec(_KubeConfigModel):
+    """A ``user.exec`` credential plugin (``client.authentication.k8s.io`` v1/v1beta1)."""
+
+    command: str
+    args: list[str] | None = None
+    env: list[KubeConfigExecEnvVar] | None = None
+    api_version: str = Field(alias="apiVersion")
+    install_hint: str | None = Field(default=None, alias="installHint")
+    provide_cluster_info: bool = Field(default=False, alias="provideClusterInfo")
+    interactive_mode: str | None = Field(default=None, alias="interactiveMode")
+
+
+class KubeConfigAuthInfo(_KubeConfigModel):
+    """A kubeconfig ``user``: the credentials. None of them is shown in a repr."""
+
+    client_certificate: str | None = Field(default=None, alias="client-certificate")
+    client_certificate_data: str | None = Field(
+        default=None, alias="client-certificate-data", repr=False
+    )
+    client_key: str | None = Field(default=None, alias="client-key")
+    client_key_data: str | None = Field(default=None, alias="client-key-data", repr=False)
+    token: str | None = Field(default=None, repr=False)
+    token_file: str | None = Field(default=None, alias="tokenFile")
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+    exec: KubeConfigExec | None = None
+    auth_provider: dict[str, Any] | None = Field(default=None, alias="auth-provider", repr=False)
+    """Legacy in-tree auth providers (gcp, azure, oidc): recognised in order to refuse them
+    with a clear message; they were removed from kubectl in favour of exec plugins."""
+
+
+class KubeConfigContext(_KubeConfigModel):
+    """A kubeconfig ``context``: a cluster, a user and a default namespace."""
+
+    cluster: str
+    user: str | None = None
+    namespace: str | None = None
+
+
+class KubeConfigNamedCluster(_KubeConfigModel):
+    """An entry of ``clusters``."""
+
+    name: str
+    cluster: KubeConfigCluster
+
+
+class KubeConfigNamedAuthInfo(_KubeConfigModel):
+    """An entry of ``users``."""
+
+    name: str
+    user: KubeConfigAuthInfo = Field(default_factory=KubeConfigAuthInfo)
+
+
+class KubeConfigNamedContext(_KubeConfigModel):
+    """An entry of ``contexts``."""
+
+    name: str
+    context: KubeConfigContext
+
+
+class KubeConfig(_KubeConfigModel):
+    """One kubeconfig file as written. ``null`` lists are read as empty lists.
+
+    Names are unique within a list in practice; when a name repeats, the first entry wins,
+    as kubectl does when it merges files.
+    """
+
+    api_version: str | None = Field(default=None, alias="apiVersion")
+    kind: str | None = None
+    clusters: list[KubeConfigNamedCluster] = Field(default_factory=list)
+    users: list[KubeConfigNamedAuthInfo] = Field(default_factory=list)
+    contexts: list[KubeConfigNamedContext] = Field(default_factory=list)
+    current_context: str | None = Field(default=None, alias="current-context")
+
+    @field_validator("clusters", "users", "contexts", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,194 @@
+"""The watch-stream reader: chunked HTTP body in, :class:`WatchEvent` out.
+
+Role: the hot path between the socket and a reflector. Input: the body of a ``?watch=1``
+response, one JSON object per line (``{"type": ..., "object": {...}}``), arriving in
+chunks whose boundaries fall anywhere. Output: one :class:`WatchEvent` per line, in stream
+order, each decoded with a single ``orjson.loads``.
+
+Framing is done here rather than with ``StreamReader.readline()``, which refuses lines
+over 128 KiB (a large Secret or ConfigMap is bigger): :class:`WatchStreamDecoder` keeps the
+unfinished tail of the previous chunks and scans each byte once.
+
+Failures, raised from the iterator after every complete event before them was yielded:
+
+* an ``ERROR`` event whose object is a ``Status`` becomes the matching
+  :class:`~aioinformer.errors.ApiError` (410 → :class:`~aioinformer.errors.Gone`); an
+  ``ERROR`` without a usable ``Status`` becomes a :class:`~aioinformer.errors.WatchError`;
+* a line that is not JSON, or not a watch event, and a body that ends mid-line become a
+  :class:`~aioinformer.errors.WatchError` (the reflector re-watches);
+* silence past the inactivity deadline (aiohttp's ``sock_read`` timeout, set by the
+  client) becomes :class:`~aioinformer.errors.WatchTimeout`.
+
+Task model: :func:`read_watch_stream` is an async generator run by the consuming task.
+Closing it (``aclose()``), cancelling the consumer, or any failure closes the HTTP
+connection instead of returning it to the pool. Nothing is logged per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final
+
+import aiohttp
+import orjson
+
+from aioinformer.errors import (
+    AioinformerError,
+    WatchError,
+    api_error_from_status,
+    map_transport_errors,
+)
+from aioinformer.listwatch import WatchEvent
+
+__all__ = ["WatchStreamDecoder", "error_from_watch_status", "read_watch_stream"]
+
+CHUNK_SIZE: Final = 256 * 1024
+"""Largest chunk asked of aiohttp at a time; lines longer than this span several."""
+
+_NEWLINE: Final = b"\n"
+
+
+def error_from_watch_status(obj: Any, *, url: str) -> AioinformerError:
+    """The exception for the object of an ``ERROR`` watch event.
+
+    A ``Status`` (``kind: Status`` or an integer ``code``) gives the matching ``ApiError``;
+    anything else gives a ``WatchError``, since there is no status to act on.
+    """
+    if isinstance(obj, dict) and (obj.get("kind") == "Status" or isinstance(obj.get("code"), int)):
+        return api_error_from_status(obj)
+    return WatchError(f"watch on {url} sent an ERROR event without a Status")
+
+
+class WatchStreamDecoder:
+    """Splits a watch body into lines and decodes each into a :class:`WatchEvent`.
+
+    ``feed(chunk)`` yields the events completed by ``chunk``. At the first failure
+    (garbage line, ``ERROR`` event) it sets ``failure`` and ignores everything after it;
+    the caller passes on the events yielded, then raises ``failure``. ``finish()`` at the
+    end of the body reports a truncated last line.
+    """
+
+    __slots__ = ("_pending", "_url", "failure")
+
+    def __init__(self, *, url: str = "") -> None:
+        self._url = url
+        # Parts of the line being assembled, in order; none of them contains b"\n".
+        self._pending: list[bytes] = []
+        self.failure: AioinformerError | None = None
+        """The first failure met; ``None`` while the stream is sound."""
+
+    def feed(self, chunk: bytes) -> Iterator[WatchEvent]:
+        """Consume one chunk; yield the events whose lines it completes, one at a time.
+
+        Iterate the result to the end before the next ``feed()``: the events are decoded
+        lazily, so that only the one being handled is alive (holding a chunk's worth of
+        decoded objects at once costs the garbage collector dearly).
+        """
+        if self.broken:
+            return
+        find = chunk.find
+        end = find(_NEWLINE)
+        if end < 0:
+            if chunk:
+                self._pending.append(chunk)
+            return
+        start = 0
+        if self._pending:
+            self._pending.append(chunk[:end])
+            line = b"".join(self._pending)
+            self._pending.clear()
+            event = self._decode(line)
+            if event is not None:
+                yield event
+            if self.failure is not None:
+                return
+            start = end + 1
+            end = find(_NEWLINE, start)
+        loads = orjson.loads
+        while end >= 0:
+            if end > start:
+                # The common case inline (one slice, one loads, two lookups); anything
+                # unusual goes through _decode, which classifies it.
+                line = chunk[start:end]
+                try:
+                    raw = loads(line)
+                    kind = raw["type"]
+                    obj = raw["object"]
+                except (orjson.JSONDecodeError, TypeError, KeyError):
+                    kind = None
+                if type(kind) is str and kind != "ERROR" and type(obj) is dict:
+                    yield WatchEvent(kind, obj)
+                else:
+                    event = self._decode(line)
+                    if event is not None:
+                        yield event
+                    if self.failure is not None:
+                        return
+            start = end + 1
+            end = find(_NEWLINE, start)
+        if start < len(chunk):
+            self._pending.append(chunk[start:])
+
+    @property
+    def broken(self) -> bool:
+        """Whether a failure was met (the rest of the stream is ignored)."""
+        return self.failure is not None
+
+    def _decode(self, line: bytes) -> WatchEvent | None:
+        """Decode one line the careful way: the event, or ``None`` for a blank line or a
+        failure (then ``failure`` is set)."""
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if not line.strip():
+                return None  # a blank line (e.g. "\r\n" framing) carries nothing
+            # The line is not quoted: it may hold Secret data.
+            self.failure = WatchError(
+                f"watch on {self._url} sent a line that is not JSON ({len(line)} bytes)"
+            )
+            return None
+        try:
+            kind = raw["type"]
+            obj = raw["object"]
+        except (TypeError, KeyError):
+            self.failure = WatchError(f"watch on {self._url} sent a line that is not an event")
+            return None
+        if kind == "ERROR":
+            self.failure = error_from_watch_status(obj, url=self._url)
+            return None
+        if type(kind) is not str or type(obj) is not dict:
+            self.failure = WatchError(f"watch on {self._url} sent a malformed event")
+            return None
+        return WatchEvent(kind, obj)
+
+    def finish(self) -> None:
+        """At the end of the body: raise :class:`WatchError` if a line was cut short."""
+        if self.failure is None and self._pending:
+            tail = b"".join(self._pending)
+            self._pending.clear()
+            if tail.strip():
+                raise WatchError(
+                    f"watch on {self._url} ended in the middle of a line ({len(tail)} bytes)"
+                )
+
+
+async def read_watch_stream(
+    open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
+) -> AsyncGenerator[WatchEvent, None]:
+    """Open a watch with ``open_response()`` and yield its events until the body ends.
+
+    ``open_response`` returns an async context manager yielding a 2xx response (the
+    client's request path, which maps HTTP errors and releases the connection on exit).
+    Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
+    """
+    async with open_response() as response:
+        url = str(response.url.with_query(None))
+        decoder = WatchStreamDecoder(url=url)
+        with map_transport_errors(url, streaming=True):
+            async for chunk in response.content.iter_chunked(CHUNK_SIZE):
+                for event in decoder.feed(chunk):
+                    yield event
+                if decoder.failure is not None:
+                    raise decoder.failure
+            decoder.finish()
