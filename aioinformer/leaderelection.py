@@ -1,0 +1,725 @@
+"""Leader election over ``coordination.k8s.io/v1`` Leases, with client-go's timing rules.
+
+Role: among several processes running the same controller, let exactly one do the work at a
+time, and let another take over when it dies or loses contact. Input: a
+:class:`ResourceLock` (normally a :class:`LeaseLock`) shared by all contenders, each with its
+own identity. Output: callbacks (``on_started_leading``, ``on_stopped_leading``,
+``on_new_leader``) or the scope ``async with elector.leadership():``.
+
+How the election goes (client-go v0.32 ``tools/leaderelection``):
+
+* **Acquire.** Try to take the lease; on failure wait ``retry_period`` stretched by a random
+  jitter of up to :data:`JITTER_FACTOR` times ``retry_period``, and try again, forever. An
+  attempt still unanswered after ``renew_deadline`` is abandoned as failed.
+* **Renew.** Once leading, renew at once and then every ``retry_period``. A renewal may be
+  retried every ``retry_period``, but if none succeeds within ``renew_deadline`` (in-flight
+  calls are cancelled at the deadline), leadership is lost: the leader work is cancelled and
+  awaited, the lease released if configured, ``on_stopped_leading`` called, ``run()`` returns.
+* **Expiry by our own clock.** Remote timestamps are never trusted. A contender remembers
+  when *it* last saw the record change; the holder is presumed alive until that moment plus
+  the record's ``leaseDurationSeconds`` on the contender's clock. Because the holder gives
+  up after ``renew_deadline`` and contenders wait at least ``lease_duration`` (which must be
+  longer), the old leader has stopped before a new one starts, provided clocks advance at
+  similar rates.
+* **Optimistic concurrency.** Every write carries the resourceVersion last seen: of two
+  contenders writing at once, one gets a 409 and counts the attempt as failed. A leader
+  renews on a fast path (write without reading first); on any failure it falls back to
+  reading the lease first.
+* **Release.** On leaving (``release_on_cancel=True``), a leader writes the lease with an
+  empty holder and a 1 s duration, so a contender takes over at its next attempt. The
+  leader work has finished by then: release never races with it.
+
+Task model: ``run()`` works in the caller's task and owns every task it starts, all
+finished before it returns: the renew loop, the ``on_started_leading`` task, and (when
+``on_new_leader`` is set) a notifier task that delivers new-leader reports in order, so
+a slow callback never delays a renewal. Cancelling ``run()`` stops the leader work, awaits
+it, then releases the lease.
+
+This is not fencing. A leader cut off from the API server keeps leading for up to
+``retry_period + renew_deadline`` after its last successful renewal, and a process that is
+frozen (stopped, swapped out) notices nothing until it runs again; work guarded by the lease
+should stop promptly when cancelled.
+
+Example::
+
+    lock = LeaseLock(client, "default", "my-controller", identity=socket.gethostname())
+    elector = LeaderElector(lock)
+    async with elector.leadership():
+        await run_controller()       # cancelled if leadership is lost (LeadershipLost raised)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import inspect
+import logging
+import math
+import random
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Final, TypeAlias
+
+from aioinformer._clock import Clock, default_clock
+from aioinformer._resourcelock import (
+    LeaderElectionRecord,
+    LeaseLock,
+    ResourceLock,
+    lease_spec_to_record,
+    record_to_lease_spec,
+)
+from aioinformer.errors import Conflict, NotFound
+from aioinformer.errors import LeadershipLost as LeadershipLost
+
+__all__ = [
+    "ElectorState",
+    "JITTER_FACTOR",
+    "LeaderElectionRecord",
+    "LeaderElector",
+    "LeadershipLost",
+    "LeaseLock",
+    "ResourceLock",
+    "lease_spec_to_record",
+    "record_to_lease_spec",
+]
+
+logger = logging.getLogger(__name__)
+
+JITTER_FACTOR: Final = 1.2
+"""Upper bound of the random stretch of the acquire retry, as a multiple of ``retry_period``."""
+
+_RELEASED_LEASE_SECONDS: Final = 1
+
+StartedCallback: TypeAlias = Callable[[], Awaitable[None] | None]
+StoppedCallback: TypeAlias = Callable[[], Awaitable[None] | None]
+NewLeaderCallback: TypeAlias = Callable[[str], Awaitable[None] | None]
+
+_END: Final = object()
+
+
+class ElectorState(enum.Enum):
+    """Phases of a :class:`LeaderElector`, passed once each, in this order (an elector
+    stopped while acquiring never reaches LEADING)."""
+
+    IDLE = "IDLE"
+    """Constructed; ``run()`` has not been called."""
+    ACQUIRING = "ACQUIRING"
+    """Trying to take the lease every ``retry_period`` (with jitter)."""
+    LEADING = "LEADING"
+    """Holding the lease: renewing it and running the leader work."""
+    STOPPING = "STOPPING"
+    """Leaving: the leader work is being cancelled and the lease released."""
+    STOPPED = "STOPPED"
+    """``run()`` has returned; an elector cannot be restarted."""
+
+
+def _jitter(period: float, factor: float) -> float:
+    """``period`` stretched by a uniform random amount in ``[0, factor * period)``."""
+    return period + random.random() * factor * period
+
+
+def _is_async(fn: object) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with ``async def __call__``
+    )
+
+
+def _to_async0(fn: Callable[[], Awaitable[None] | None]) -> Callable[[], Coroutine[Any, Any, None]]:
+    if _is_async(fn):
+
+        async def call_async() -> None:
+            await fn()  # type: ignore[misc]
+
+        return call_async
+
+    async def call() -> None:
+        fn()
+
+    return call
+
+
+def _to_async1(
+    fn: Callable[[str], Awaitable[None] | None],
+) -> Callable[[str], Coroutine[Any, Any, None]]:
+    if _is_async(fn):
+
+        async def call_async(identity: str) -> None:
+            await fn(identity)  # type: ignore[misc]
+
+        return call_async
+
+    async def call(identity: str) -> None:
+        fn(identity)
+
+    return call
+
+
+def _callback_name(fn: object) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+async def _cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
+    """Cancel ``tasks`` and wait until every one has finished.
+
+    A cancellation of the caller while waiting is held back until they have finished, then
+    re-raised: no task outlives the scope that started it.
+    """
+    for task in tasks:
+        task.cancel()
+    interrupted = False
+    while pending := [task for task in tasks if not task.done()]:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError
+
+
+async def _finish_regardless(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` to completion even if the caller is cancelled meanwhile (then re-raise)."""
+    task = asyncio.ensure_future(coro)
+    interrupted = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError
+    task.result()
+
+
+async def _completes_within(clock: Clock, seconds: float, coro: Coroutine[Any, Any, None]) -> bool:
+    """Run ``coro``; cancel it after ``seconds`` on ``clock``. True when it finished in time."""
+    work = asyncio.ensure_future(coro)
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait([work, timer], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await _cancel_and_wait(work, timer)
+    if work.cancelled():
+        return False
+    work.result()
+    return True
+
+
+class LeaderElector:
+    """Contends for a lease and runs the leader work while holding it.
+
+    Arguments (periods in seconds, defaults as client-go's core components):
+
+    * ``lease_duration`` (15): how long contenders wait, from when they last saw the record
+      change, before taking over. Written to the lease rounded *up* to whole seconds.
+    * ``renew_deadline`` (10): how long the leader keeps retrying a renewal before giving up.
+    * ``retry_period`` (2): the wait between attempts.
+    * Required: ``lease_duration > renew_deadline > JITTER_FACTOR * retry_period > 0``,
+      else ``ValueError``, as is an empty ``lock.identity``.
+    * ``on_started_leading()``: runs as a task once the lease is acquired; cancelled (and
+      awaited) when leadership ends. Returning does not end leadership; raising does: the
+      elector stops, releases the lease and ``run()`` re-raises the error.
+    * ``on_stopped_leading()``: called once when ``run()`` ends, *whether or not this elector
+      ever led* (as in client-go); after the leader work finished and the lease was released.
+    * ``on_new_leader(identity)``: called, in order and off the election path, when the
+      observed holder has changed (checked after each acquire attempt and each renewal
+      round), including the first holder seen; ``""`` means the lease was seen released.
+    * ``release_on_cancel`` (True): release the lease when ``run()`` ends, so a successor
+      need not wait for expiry.
+    * ``name``: for logs and task names; ``"<namespace>/<lease>[<identity>]"`` by default.
+    * ``clock``: the time source (the event loop's by default; tests pass a ``FakeClock``).
+
+    Callbacks may be sync or async (detected once, here); a sync one should return quickly.
+    An elector runs once: ``run()`` or ``leadership()``, a single time.
+    """
+
+    def __init__(
+        self,
+        lock: ResourceLock,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_started_leading: StartedCallback | None = None,
+        on_stopped_leading: StoppedCallback | None = None,
+        on_new_leader: NewLeaderCallback | None = None,
+        release_on_cancel: bool = True,
+        name: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if lease_duration <= 0:
+            raise ValueError("lease_duration must be greater than zero")
+        if renew_deadline <= 0:
+            raise ValueError("renew_deadline must be greater than zero")
+        if retry_period <= 0:
+            raise ValueError("retry_period must be greater than zero")
+        if lease_duration <= renew_deadline:
+            raise ValueError("lease_duration must be greater than renew_deadline")
+        if renew_deadline <= JITTER_FACTOR * retry_period:
+            raise ValueError("renew_deadline must be greater than retry_period * JITTER_FACTOR")
+        if not lock.identity:
+            raise ValueError("lock identity is empty")
+        self._lock = lock
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.release_on_cancel = release_on_cancel
+        self.name = name if name is not None else f"{lock.describe()}[{lock.identity}]"
+        self._clock: Clock = clock if clock is not None else default_clock
+        # Whole seconds written to the lease: never shorter than configured, so contenders
+        # never wait less than ``lease_duration``.
+        self._lease_seconds = max(1, math.ceil(lease_duration))
+        self._on_started_leading = on_started_leading
+        self._started = _to_async0(on_started_leading) if on_started_leading else None
+        self._on_stopped_leading = on_stopped_leading
+        self._stopped = _to_async0(on_stopped_leading) if on_stopped_leading else None
+        self._on_new_leader = on_new_leader
+        self._new_leader = _to_async1(on_new_leader) if on_new_leader else None
+
+        self._state = ElectorState.IDLE
+        # The record as last read from or written to the lock, and when (our monotonic
+        # clock) it was last seen to change: the holder is presumed alive until
+        # ``_observed_time + _observed_record.lease_duration_seconds``.
+        self._observed_record = LeaderElectionRecord()
+        self._observed_time = -math.inf
+        # Raw form of the record as last *read*; a read with a different raw form is a
+        # change (a renewal by the holder, or a new holder) and refreshes ``_observed_time``.
+        self._observed_raw: bytes | None = None
+        # The holder last reported to ``on_new_leader``; lags ``_observed_record`` until the
+        # end of the current attempt (acquire) or renewal round (renew).
+        self._reported_leader = ""
+        # Identities waiting for the notifier task; only used when ``on_new_leader`` is set.
+        self._reports: asyncio.Queue[object] | None = None
+        # Set on entering LEADING; never cleared (an elector leads at most once).
+        self._leading = asyncio.Event()
+        # Called synchronously when leaving LEADING, before the leader work is cancelled.
+        self._on_leaving: list[Callable[[], None]] = []
+
+    # -- public surface ---------------------------------------------------------------
+
+    @property
+    def state(self) -> ElectorState:
+        """The elector's phase."""
+        return self._state
+
+    @property
+    def identity(self) -> str:
+        """This contender's identity (the lock's)."""
+        return self._lock.identity
+
+    def is_leader(self) -> bool:
+        """True while this elector leads: from acquiring the lease until it starts leaving.
+
+        Unlike client-go's ``IsLeader()`` (the last observed record names us), this is False
+        once renewals have failed or the elector is stopping, even if the lease still names
+        this identity.
+        """
+        return self._state is ElectorState.LEADING and self._observed_is_us()
+
+    def get_leader(self) -> str:
+        """The holder in the record last observed (``""`` for none); informational, may lag."""
+        return self._observed_record.holder_identity
+
+    async def run(self) -> None:
+        """Acquire the lease, lead until leadership is lost or the call is cancelled, return.
+
+        Returns normally when leadership is lost; re-raises an error of
+        ``on_started_leading``. Cancelling it stops the leader work, releases the lease
+        (``release_on_cancel``) and calls ``on_stopped_leading`` before the cancellation
+        propagates. Reports already queued for ``on_new_leader`` are delivered before it
+        returns (a second cancellation drops them).
+        """
+        if self._state is not ElectorState.IDLE:
+            raise RuntimeError(f"{self!r} has already been run; create a new elector")
+        self._state = ElectorState.ACQUIRING
+        notifier: asyncio.Task[None] | None = None
+        if self._new_leader is not None:
+            self._reports = asyncio.Queue()
+            notifier = asyncio.create_task(self._notify(), name=f"{self.name}: on_new_leader")
+        try:
+            await self._acquire()
+            await self._lead()
+        finally:
+            self._state = ElectorState.STOPPING
+            try:
+                if self.release_on_cancel:
+                    await _finish_regardless(self._release())
+                await self._call_stopped_leading()
+            finally:
+                if notifier is not None:
+                    await self._stop_notifier(notifier)
+                self._state = ElectorState.STOPPED
+
+    def leadership(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """An async context manager holding leadership for the duration of its body.
+
+        Entering starts the election and waits until this elector leads. Leaving normally
+        (or by an exception) stops it: the lease is released (``release_on_cancel``). If
+        leadership is lost while the body runs, the body is cancelled and
+        :class:`LeadershipLost` raised from the ``async with``, much as ``asyncio.timeout``
+        turns its cancellation into ``TimeoutError``::
+
+            try:
+                async with elector.leadership():
+                    await reconcile_forever()
+            except LeadershipLost:
+                log.warning("lost the lease; exiting so a standby takes over")
+        """
+        return _LeadershipScope(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<LeaderElector {self.name!r} identity={self.identity!r} "
+            f"state={self._state.name} leader={self.get_leader()!r}>"
+        )
+
+    # -- the election -----------------------------------------------------------------
+
+    def _observed_is_us(self) -> bool:
+        return self._observed_record.holder_identity == self._lock.identity
+
+    def _lease_valid(self, now: float) -> bool:
+        return self._observed_time + self._observed_record.lease_duration_seconds > now
+
+    def _observe(self, record: LeaderElectionRecord) -> None:
+        self._observed_record = record
+        self._observed_time = self._clock.monotonic()
+
+    async def _try_acquire_or_renew(self) -> bool:
+        """One attempt to take or keep the lease; True when this elector now holds it."""
+        now = self._clock.monotonic()
+        stamp = datetime.now(UTC)
+        desired = LeaderElectionRecord(
+            holder_identity=self._lock.identity,
+            lease_duration_seconds=self._lease_seconds,
+            acquire_time=stamp,
+            renew_time=stamp,
+        )
+        desc = self._lock.describe()
+
+        # Any failure of the lock (API error, transport error, a bug in a custom lock) fails
+        # only this attempt, as in client-go: the loops retry and the deadline decides.
+        # Fast path: a leader whose lease is still valid by its own clock writes without
+        # reading first, betting nothing changed since its last write.
+        if self._observed_is_us() and self._lease_valid(now):
+            renewal = replace(
+                desired,
+                acquire_time=self._observed_record.acquire_time,
+                leader_transitions=self._observed_record.leader_transitions,
+            )
+            try:
+                await self._lock.update(renewal)
+            except Exception as exc:
+                logger.info(
+                    "%s: renewing %s without reading failed (%s); reading it", self.name, desc, exc
+                )
+            else:
+                self._observe(renewal)
+                return True
+
+        try:
+            current, raw = await self._lock.get()
+        except NotFound:
+            try:
+                await self._lock.create(desired)
+            except Exception as exc:
+                logger.info("%s: creating lease %s failed: %s", self.name, desc, exc)
+                return False
+            self._observe(desired)
+            return True
+        except Exception as exc:
+            logger.warning("%s: reading lease %s failed: %s", self.name, desc, exc)
+            return False
+
+        if raw != self._observed_raw:
+            self._observe(current)
+            self._observed_raw = raw
+        if current.holder_identity and self._lease_valid(now) and not self._observed_is_us():
+            logger.debug(
+                "%s: lease %s is held by %r and has not expired",
+                self.name,
+                desc,
+                current.holder_identity,
+            )
+            return False
+
+        if self._observed_is_us():
+            desired = replace(
+                desired,
+                acquire_time=current.acquire_time,
+                leader_transitions=current.leader_transitions,
+            )
+        else:
+            desired = replace(desired, leader_transitions=current.leader_transitions + 1)
+        try:
+            await self._lock.update(desired)
+        except Exception as exc:
+            logger.info("%s: writing lease %s failed: %s", self.name, desc, exc)
+            return False
+        self._observe(desired)
+        return True
+
+    async def _attempt(self) -> bool:
+        """One acquire attempt, abandoned (as failed) if it takes longer than the deadline."""
+        outcome: list[bool] = []
+
+        async def attempt() -> None:
+            outcome.append(await self._try_acquire_or_renew())
+
+        finished = await _completes_within(self._clock, self.renew_deadline, attempt())
+        return finished and outcome[0]
+
+    async def _acquire(self) -> None:
+        desc = self._lock.describe()
+        logger.info("%s: attempting to acquire lease %s", self.name, desc)
+        while True:
+            acquired = await self._attempt()
+            self._maybe_report_transition()
+            if acquired:
+                logger.info("%s: acquired lease %s", self.name, desc)
+                return
+            await self._clock.sleep(_jitter(self.retry_period, JITTER_FACTOR))
+
+    async def _renew_until_done(self) -> None:
+        """Attempt at once, then at every ``retry_period`` tick, until one attempt succeeds."""
+        tick = self._clock.monotonic()
+        while not await self._try_acquire_or_renew():
+            now = self._clock.monotonic()
+            # Ticks keep their phase; a tick missed by a slow attempt fires at once.
+            tick += self.retry_period
+            if tick > now:
+                await self._clock.sleep(tick - now)
+            else:
+                tick = now
+                await self._clock.sleep(0)
+
+    async def _renew_loop(self) -> None:
+        """Renew every ``retry_period``; return when a renewal misses ``renew_deadline``."""
+        desc = self._lock.describe()
+        while True:
+            renewed = await _completes_within(
+                self._clock, self.renew_deadline, self._renew_until_done()
+            )
+            self._maybe_report_transition()
+            if not renewed:
+                logger.warning(
+                    "%s: could not renew lease %s within %ss; leadership lost",
+                    self.name,
+                    desc,
+                    self.renew_deadline,
+                )
+                return
+            await self._clock.sleep(self.retry_period)
+
+    async def _lead(self) -> None:
+        self._state = ElectorState.LEADING
+        self._leading.set()
+        renew = asyncio.create_task(self._renew_loop(), name=f"{self.name}: renew")
+        work: asyncio.Task[None] | None = None
+        if self._started is not None:
+            work = asyncio.create_task(
+                self._started(), name=f"{self.name}: {_callback_name(self._on_started_leading)}"
+            )
+        try:
+            watched: set[asyncio.Task[None]] = {renew} if work is None else {renew, work}
+            while True:
+                done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+                if renew in done:
+                    break
+                assert work is not None
+                if not work.cancelled() and work.exception() is not None:
+                    break
+                # The leader work returned: keep the lease until told otherwise, as client-go.
+                watched = {renew}
+        finally:
+            self._state = ElectorState.STOPPING
+            for hook in list(self._on_leaving):
+                hook()
+            if work is not None:
+                await _cancel_and_wait(work)
+            await _cancel_and_wait(renew)
+        if work is not None and not work.cancelled() and work.exception() is not None:
+            logger.error(
+                "%s: leader work %s failed; stepping down",
+                self.name,
+                _callback_name(self._on_started_leading),
+            )
+            raise work.exception()  # type: ignore[misc]
+        renew.result()
+
+    async def _release(self) -> None:
+        """Give the lease up if this elector holds it: empty holder, 1 s duration.
+
+        Unlike client-go, a 409 is not the end: a renewal cancelled in flight may have been
+        applied by the server after all, leaving the lock's resourceVersion stale. The lease
+        is read again and, if it still names this elector, released at its current version.
+        """
+        if not self._observed_is_us():
+            return
+        stamp = datetime.now(UTC)
+        released = LeaderElectionRecord(
+            lease_duration_seconds=_RELEASED_LEASE_SECONDS,
+            acquire_time=stamp,
+            renew_time=stamp,
+            leader_transitions=self._observed_record.leader_transitions,
+        )
+        desc = self._lock.describe()
+        outcome: list[str | Exception] = []
+
+        async def write() -> None:
+            try:
+                try:
+                    await self._lock.update(released)
+                except Conflict:
+                    current, _ = await self._lock.get()
+                    if current.holder_identity != self._lock.identity:
+                        outcome.append(f"now held by {current.holder_identity!r}")
+                        return
+                    await self._lock.update(
+                        replace(released, leader_transitions=current.leader_transitions)
+                    )
+            except Exception as exc:
+                outcome.append(exc)
+
+        if not await _completes_within(self._clock, self.renew_deadline, write()):
+            logger.error("%s: releasing lease %s timed out", self.name, desc)
+        elif outcome:
+            logger.error("%s: releasing lease %s failed: %s", self.name, desc, outcome[0])
+        else:
+            self._observe(released)
+            logger.info("%s: released lease %s", self.name, desc)
+
+    # -- callbacks --------------------------------------------------------------------
+
+    def _maybe_report_transition(self) -> None:
+        holder = self._observed_record.holder_identity
+        if holder == self._reported_leader:
+            return
+        self._reported_leader = holder
+        logger.info("%s: new leader observed: %r", self.name, holder)
+        if self._reports is not None:
+            self._reports.put_nowait(holder)
+
+    async def _notify(self) -> None:
+        assert self._reports is not None
+        assert self._new_leader is not None
+        while (identity := await self._reports.get()) is not _END:
+            assert isinstance(identity, str)
+            try:
+                await self._new_leader(identity)
+            except Exception:
+                logger.exception(
+                    "%s: on_new_leader %s raised", self.name, _callback_name(self._on_new_leader)
+                )
+
+    async def _stop_notifier(self, notifier: asyncio.Task[None]) -> None:
+        """Let the notifier deliver what is queued, then end it; cancel it if interrupted."""
+        assert self._reports is not None
+        self._reports.put_nowait(_END)
+        try:
+            await asyncio.wait([notifier])
+        finally:
+            await _cancel_and_wait(notifier)
+
+    async def _call_stopped_leading(self) -> None:
+        if self._stopped is None:
+            return
+        try:
+            await self._stopped()
+        except Exception:
+            logger.exception(
+                "%s: on_stopped_leading %s raised",
+                self.name,
+                _callback_name(self._on_stopped_leading),
+            )
+
+
+class _LeadershipScope:
+    """``async with elector.leadership():`` (see :meth:`LeaderElector.leadership`).
+
+    The election runs in a task owned by the scope. When the elector leaves LEADING on its
+    own (renewal failed, leader work failed), it calls back here and the body's task is
+    cancelled; ``__aexit__`` turns that cancellation, and only that one, into
+    :class:`LeadershipLost`. Leaving the body cancels the election task, which releases.
+    """
+
+    def __init__(self, elector: LeaderElector) -> None:
+        self._elector = elector
+        self._runner: asyncio.Task[None] | None = None
+        self._body: asyncio.Task[Any] | None = None
+        # The body's ``cancelling()`` count on entry: cancellations beyond it are not ours.
+        self._cancelling = 0
+        # True from the end of ``__aenter__`` to the start of ``__aexit__``.
+        self._inside = False
+        # Set when leadership was lost while inside (and the body cancelled for it).
+        self._lost = False
+
+    def _leaving(self) -> None:
+        if self._inside and not self._lost:
+            self._lost = True
+            assert self._body is not None
+            self._body.cancel(msg="leadership lost")
+
+    async def __aenter__(self) -> None:
+        elector = self._elector
+        body = asyncio.current_task()
+        if body is None:
+            raise RuntimeError("leadership() must be entered from a task")
+        self._body = body
+        self._cancelling = body.cancelling()
+        runner = asyncio.create_task(elector.run(), name=f"{elector.name}: election")
+        self._runner = runner
+        elector._on_leaving.append(self._leaving)
+        leading = asyncio.create_task(elector._leading.wait())
+        try:
+            try:
+                await asyncio.wait([runner, leading], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                await _cancel_and_wait(leading)
+            if runner.done() or not elector.is_leader():
+                await _cancel_and_wait(runner)
+                if not runner.cancelled():
+                    runner.result()
+                raise LeadershipLost(f"{elector.name}: leadership ended before the body started")
+        except BaseException:
+            elector._on_leaving.remove(self._leaving)
+            await _cancel_and_wait(runner)
+            raise
+        self._inside = True
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        self._inside = False
+        runner = self._runner
+        body = self._body
+        assert runner is not None
+        assert body is not None
+        with contextlib.suppress(ValueError):
+            self._elector._on_leaving.remove(self._leaving)
+        # Stop the election (it releases the lease). If the loss was noticed just as the
+        # body ended on its own, our cancellation has not been delivered yet and lands here.
+        interrupted = False
+        try:
+            await _cancel_and_wait(runner)
+        except asyncio.CancelledError:
+            interrupted = True
+        ours = self._lost and body.uncancel() <= self._cancelling
+        if interrupted and not ours:
+            raise asyncio.CancelledError
+        failure = None if runner.cancelled() else runner.exception()
+        if not self._lost:
+            if failure is not None and exc_type is None:
+                raise failure
+            return False
+        if exc_type is None or (exc_type is asyncio.CancelledError and ours):
+            message = f"{self._elector.name}: leadership lost"
+            if failure is not None:
+                raise LeadershipLost(message) from failure
+            raise LeadershipLost(message) from exc
+        return False
