@@ -65,6 +65,15 @@ from aioinformer.indexer import KeyFunc as KeyFunc
 from aioinformer.indexer import meta_namespace_key as meta_namespace_key
 from aioinformer.indexer import namespace_index_func as namespace_index_func
 from aioinformer.indexer import split_meta_namespace_key as split_meta_namespace_key
+from aioinformer.labels import FieldRequirement as FieldRequirement
+from aioinformer.labels import FieldSelector as FieldSelector
+from aioinformer.labels import LabelRequirement as LabelRequirement
+from aioinformer.labels import LabelSelector as LabelSelector
+from aioinformer.labels import SelectorOperator as SelectorOperator
+from aioinformer.labels import match_labels as match_labels
+from aioinformer.labels import parse_field_selector as parse_field_selector
+from aioinformer.labels import parse_label_selector as parse_label_selector
+from aioinformer.labels import selector_from_set as selector_from_set
 from aioinformer.leaderelection import JITTER_FACTOR as JITTER_FACTOR
 from aioinformer.leaderelection import ElectorState as ElectorState
 from aioinformer.leaderelection import LeaderElectionRecord as LeaderElectionRecord
@@ -132,6 +141,8 @@ __all__ = [
     "ElectorState",
     "ExecConfig",
     "FIFOClosedError",
+    "FieldRequirement",
+    "FieldSelector",
     "Forbidden",
     "GVR",
     "Gone",
@@ -155,6 +166,8 @@ __all__ = [
     "KubeConfigNamedCluster",
     "KubeConfigNamedContext",
     "KubeObject",
+    "LabelRequirement",
+    "LabelSelector",
     "LeaderElectionRecord",
     "LeaderElector",
     "LeadershipLost",
@@ -182,6 +195,7 @@ __all__ = [
     "ResourceLock",
     "SERVICE_ACCOUNT_DIR",
     "SelectorError",
+    "SelectorOperator",
     "ServerError",
     "ShutDown",
     "Status",
@@ -206,9 +220,13 @@ __all__ = [
     "load_incluster_config",
     "load_kube_config",
     "map_transport_errors",
+    "match_labels",
     "meta_namespace_key",
     "namespace_index_func",
+    "parse_field_selector",
+    "parse_label_selector",
     "read_watch_stream",
     "record_to_lease_spec",
+    "selector_from_set",
     "split_meta_namespace_key",
 ]

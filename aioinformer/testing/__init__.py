@@ -3,6 +3,20 @@ loopback fake API server, plus the pytest plugin that exposes them as fixtures."
 
 from __future__ import annotations
 
+from aioinformer.testing.apiserver import ADMIN_TOKEN as ADMIN_TOKEN
+from aioinformer.testing.apiserver import FakeAPIServer as FakeAPIServer
+from aioinformer.testing.apiserver import FaultRecord as FaultRecord
+from aioinformer.testing.apiserver import Faults as Faults
+from aioinformer.testing.apiserver import RequestRecord as RequestRecord
+from aioinformer.testing.apiserver import Rule as Rule
 from aioinformer.testing.clock import FakeClock as FakeClock
 
-__all__ = ["FakeClock"]
+__all__ = [
+    "ADMIN_TOKEN",
+    "FakeAPIServer",
+    "FakeClock",
+    "FaultRecord",
+    "Faults",
+    "RequestRecord",
+    "Rule",
+]

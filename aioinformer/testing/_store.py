@@ -1,0 +1,826 @@
+"""The fake API server's storage: objects, one resourceVersion counter, history, watchers.
+
+Role: what etcd plus the watch cache are to kube-apiserver. Input is writes (create,
+update, delete) and reads (list at a resourceVersion, watch from one); output is
+pre-encoded JSON bytes, so serving a LIST or a watch event never re-encodes an object.
+Everything here is synchronous and runs on the server's event loop: a write, its history
+entry and its fan-out to every watcher happen in one step, so a watcher registered in the
+same step as a snapshot sees exactly the events after it.
+
+Ordering: resourceVersions are one global, strictly increasing integer counter. History is
+one bounded deque of events in resourceVersion order; everything after ``compacted_rv`` is
+in it, so a read at an older version answers 410 ``Expired``.
+
+Errors are raised as :class:`StatusError`, carrying the ``Status`` body and HTTP headers
+the server answers with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import bisect
+import collections
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from aioinformer.labels import FieldSelector, LabelSelector
+
+__all__ = [
+    "Entry",
+    "Event",
+    "ResourceType",
+    "StatusError",
+    "Store",
+    "Watcher",
+    "status_body",
+]
+
+_BASE_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
+
+INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
+_SNAPSHOT_CACHE: Final = 4
+
+
+def status_body(
+    code: int,
+    reason: str,
+    message: str,
+    details: Mapping[str, Any] | None = None,
+    *,
+    list_meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``Status`` failure body shaped exactly as kube-apiserver writes it."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": dict(list_meta or {}),
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details is not None:
+        body["details"] = dict(details)
+    body["code"] = code
+    return body
+
+
+class StatusError(Exception):
+    """A request failed; ``status`` is the ``Status`` body, ``headers`` extra headers."""
+
+    def __init__(self, status: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(status.get("message", ""))
+        self.status = status
+        self.code: int = int(status["code"])
+        self.headers: dict[str, str] = dict(headers or {})
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    """One served resource (a built-in or a registered CRD).
+
+    Invariant: ``prefix`` is the encoded ``{"apiVersion":...,"kind":...,`` opening that
+    turns an encoded list item into the full object a watch event carries.
+    """
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    status_subresource: bool = False
+    field_labels: frozenset[str] = _BASE_FIELDS
+    prefix: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        opening = orjson.dumps({"apiVersion": self.api_version, "kind": self.kind})
+        object.__setattr__(self, "prefix", opening[:-1] + b",")
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` for the core group, ``group/version`` otherwise."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """How messages name the resource: ``pods``, ``deployments.apps``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def id(self) -> tuple[str, str]:
+        """Storage identity: (group, plural); versions of one resource share it."""
+        return (self.group, self.plural)
+
+    def details(self, name: str | None = None) -> dict[str, Any]:
+        """``Status.details`` naming an object of this resource."""
+        details: dict[str, Any] = {}
+        if name is not None:
+            details["name"] = name
+        if self.group:
+            details["group"] = self.group
+        details["kind"] = self.plural
+        return details
+
+
+class Entry:
+    """One stored object version: its encoding plus what selectors read.
+
+    Only bytes and a few strings are kept, not the decoded object: bytes are invisible to
+    the garbage collector, so a store holding many objects and a long history stays cheap
+    to scan. ``decode()`` gives the object back.
+
+    Invariants: ``item`` is the object encoded without ``apiVersion``/``kind`` (a LIST
+    item); ``rv``, ``namespace``, ``name`` and ``labels`` equal its metadata; an entry is
+    never mutated after it is stored (a write stores a new entry).
+    """
+
+    __slots__ = ("deleting", "item", "labels", "name", "namespace", "rv", "uid")
+
+    def __init__(self, obj: Mapping[str, Any], rv: int) -> None:
+        meta = obj["metadata"]
+        self.item = encode_item(obj)
+        self.rv = rv
+        self.name: str = meta["name"]
+        self.namespace: str | None = meta.get("namespace")
+        self.labels: Mapping[str, str] | None = meta.get("labels")
+        self.uid: str | None = meta.get("uid")
+        self.deleting = bool(meta.get("deletionTimestamp"))
+
+    def full(self, rt: ResourceType) -> bytes:
+        """The object encoded with ``apiVersion`` and ``kind``, as watch events carry it."""
+        return rt.prefix + self.item[1:]
+
+    def decode(self) -> dict[str, Any]:
+        """A fresh decoded copy of the object (without ``apiVersion``/``kind``)."""
+        obj: dict[str, Any] = orjson.loads(self.item)
+        return obj
+
+    def selected_by(
+        self,
+        labels: LabelSelector | None,
+        fields: FieldSelector | None,
+        *,
+        fields_need_object: bool,
+    ) -> bool:
+        """Whether the selectors pick this object (decoding it only for unusual fields)."""
+        if labels is not None and not labels.matches(self.labels):
+            return False
+        if fields is None:
+            return True
+        if fields_need_object:
+            return fields.matches(self.decode())
+        return fields.matches({"metadata": {"name": self.name, "namespace": self.namespace}})
+
+
+@dataclass(slots=True)
+class Event:
+    """One change in history: ``entry`` is the new state (for DELETED the last state at
+    the deletion's resourceVersion), ``prev`` the state before (``None`` for ADDED)."""
+
+    rv: int
+    rt: ResourceType
+    type: str
+    key: str
+    entry: Entry
+    prev: Entry | None
+    _lines: dict[str, bytes] | None = None
+
+    def line(self, event_type: str | None = None) -> bytes:
+        """The encoded watch line of this event, as ``event_type`` (default: its own)."""
+        kind = event_type or self.type
+        if self._lines is None:
+            self._lines = {}
+        line = self._lines.get(kind)
+        if line is None:
+            line = b'{"type":"' + kind.encode() + b'","object":' + self.entry.full(self.rt) + b"}\n"
+            self._lines[kind] = line
+        return line
+
+
+def needs_object(fields: FieldSelector | None) -> bool:
+    """Whether ``fields`` reads more than ``metadata.name``/``metadata.namespace``."""
+    return fields is not None and not fields.fields() <= _BASE_FIELDS
+
+
+def encode_item(obj: Mapping[str, Any]) -> bytes:
+    """Encode ``obj`` without ``apiVersion``/``kind``, as a LIST item."""
+    return orjson.dumps({k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"})
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    """The storage key: ``namespace/name``, or ``name`` for cluster-scoped objects."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Watcher:
+    """One open watch: the filter it applies and the encoded lines waiting to be sent.
+
+    Invariant: ``buffer`` holds lines in resourceVersion order, all newer than ``min_rv``;
+    ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed.
+    """
+
+    __slots__ = (
+        "buffer",
+        "closed",
+        "field_selector",
+        "fields_need_object",
+        "label_selector",
+        "min_rv",
+        "namespace",
+        "rt",
+        "wake",
+    )
+
+    def __init__(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        min_rv: int,
+    ) -> None:
+        self.rt = rt
+        self.namespace = namespace
+        self.label_selector = label_selector or None
+        self.field_selector = field_selector or None
+        self.fields_need_object = needs_object(self.field_selector)
+        self.min_rv = min_rv
+        self.buffer: list[bytes] = []
+        self.closed = False
+        self.wake = asyncio.Event()
+
+    def selects(self, entry: Entry) -> bool:
+        """Whether ``entry`` passes this watch's namespace and selectors."""
+        if self.namespace is not None and entry.namespace != self.namespace:
+            return False
+        return entry.selected_by(
+            self.label_selector, self.field_selector, fields_need_object=self.fields_need_object
+        )
+
+    def offer(self, event: Event) -> None:
+        """Queue ``event`` if it concerns this watch, translated as the watch cache does:
+        an update that moves an object into (out of) the selection is ADDED (DELETED)."""
+        if event.rv <= self.min_rv:
+            return
+        if self.namespace is None and self.label_selector is None and self.field_selector is None:
+            self.buffer.append(event.line())
+            self.wake.set()
+            return
+        now = self.selects(event.entry)
+        if event.type == "MODIFIED":
+            before = event.prev is not None and self.selects(event.prev)
+            if now and before:
+                line = event.line()
+            elif now:
+                line = event.line("ADDED")
+            elif before:
+                line = event.line("DELETED")
+            else:
+                return
+        elif now:
+            line = event.line()
+        else:
+            return
+        self.buffer.append(line)
+        self.wake.set()
+
+    def close(self) -> None:
+        """Mark closed and wake the writer, which ends the stream."""
+        self.closed = True
+        self.wake.set()
+
+
+class _Table:
+    """The objects of one resource.
+
+    Invariants: ``last_rv`` is the resourceVersion of the newest write to this resource
+    (so its state at any version ``>= last_rv`` is the current one); ``_ordered`` is
+    ``None`` or exactly (sorted keys, their entries), dropped by every write.
+    """
+
+    __slots__ = ("_ordered", "entries", "last_rv", "watchers")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.last_rv = 0
+        self.watchers: list[Watcher] = []
+        self._ordered: tuple[list[str], list[Entry]] | None = None
+
+    def ordered(self) -> tuple[list[str], list[Entry]]:
+        """(keys, entries) of the current state, sorted by key (cached until a write)."""
+        if self._ordered is None:
+            keys = sorted(self.entries)
+            entries = self.entries
+            self._ordered = (keys, [entries[k] for k in keys])
+        return self._ordered
+
+    def put(self, key: str, entry: Entry) -> None:
+        self.entries[key] = entry
+        self.last_rv = entry.rv
+        self._ordered = None
+
+    def pop(self, key: str, rv: int) -> Entry:
+        self.last_rv = rv
+        self._ordered = None
+        return self.entries.pop(key)
+
+
+@dataclass(slots=True)
+class ListResult:
+    """One LIST page: encoded items, the list's resourceVersion, the continue token."""
+
+    items: list[bytes]
+    rv: int
+    continue_: str | None
+    remaining: int | None
+
+
+def _encode_continue(rv: int, start: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        rv, start, version = data["rv"], data["start"], data["v"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StatusError(
+            status_body(400, "BadRequest", f"continue key is not valid: {exc}")
+        ) from exc
+    if version != "meta.k8s.io/v1" or not isinstance(rv, int) or not isinstance(start, str):
+        raise StatusError(
+            status_body(400, "BadRequest", "continue key is not valid: incorrect encoded start")
+        )
+    return rv, start
+
+
+def too_old(rv: int, compacted: int) -> StatusError:
+    """The 410 a read at a compacted resourceVersion gets."""
+    return StatusError(status_body(410, "Expired", f"too old resource version: {rv} ({compacted})"))
+
+
+def too_large(rv: int, current: int) -> StatusError:
+    """The 504 a read at a resourceVersion the server has not reached gets."""
+    body = status_body(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {rv}, current: {current}",
+        {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
+    return StatusError(body, {"Retry-After": "1"})
+
+
+_CONTINUE_EXPIRED: Final = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
+
+
+class Store:
+    """Objects of every resource, the global resourceVersion and the bounded history.
+
+    Invariants: ``rv`` is the resourceVersion of the newest write (0 before any);
+    ``history`` holds, in order, every event with ``compacted_rv < event.rv <= rv``;
+    an event evicted from the full deque raises ``compacted_rv`` to its resourceVersion.
+    """
+
+    def __init__(self, *, history_size: int) -> None:
+        self.rv = 0
+        self.compacted_rv = 0
+        self.history: collections.deque[Event] = collections.deque()
+        self.history_size = history_size
+        self._tables: dict[tuple[str, str], _Table] = {}
+        self._snapshots: collections.OrderedDict[
+            tuple[tuple[str, str], int], tuple[list[str], list[Entry]]
+        ] = collections.OrderedDict()
+        self.on_write: Callable[[], None] | None = None
+
+    # -- tables --------------------------------------------------------------------------
+
+    def table(self, rt: ResourceType) -> _Table:
+        table = self._tables.get(rt.id)
+        if table is None:
+            table = self._tables[rt.id] = _Table()
+        return table
+
+    def all_watchers(self) -> Iterable[Watcher]:
+        for table in self._tables.values():
+            yield from table.watchers
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
+        entry = self.table(rt).entries.get(object_key(namespace, name))
+        if entry is None:
+            raise not_found(rt, name)
+        return entry
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _commit(
+        self, rt: ResourceType, event_type: str, key: str, entry: Entry, prev: Entry | None
+    ) -> None:
+        event = Event(entry.rv, rt, event_type, key, entry, prev)
+        history = self.history
+        history.append(event)
+        if len(history) > self.history_size:
+            self.compacted_rv = history.popleft().rv
+        for watcher in self.table(rt).watchers:
+            watcher.offer(event)
+        if self.on_write is not None:
+            self.on_write()
+
+    def _stamp(self, obj: dict[str, Any]) -> Entry:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        return Entry(obj, self.rv)
+
+    def create(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
+        """Store a new object (``obj`` is owned by the store from here on)."""
+        meta = obj["metadata"]
+        name = meta["name"]
+        key = object_key(meta.get("namespace"), name)
+        table = self.table(rt)
+        if key in table.entries:
+            raise StatusError(
+                status_body(
+                    409,
+                    "AlreadyExists",
+                    f'{rt.qualified} "{name}" already exists',
+                    rt.details(name),
+                )
+            )
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        meta["generation"] = 1
+        meta.pop("deletionTimestamp", None)
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
+        entry = self._stamp(obj)
+        table.put(key, entry)
+        self._commit(rt, "ADDED", key, entry, None)
+        return entry
+
+    def update(
+        self, rt: ResourceType, obj: dict[str, Any], *, subresource: str | None = None
+    ) -> Entry:
+        """Replace an object; ``metadata.resourceVersion``, when set, is a precondition.
+
+        Server-owned metadata (uid, creationTimestamp, generation) is kept; a main-resource
+        update keeps the stored ``status`` of resources with a status subresource, a status
+        update changes only ``status``. An object marked for deletion whose finalizers
+        become empty is deleted.
+        """
+        meta = obj["metadata"]
+        name = meta["name"]
+        key = object_key(meta.get("namespace"), name)
+        table = self.table(rt)
+        current = table.entries.get(key)
+        if current is None:
+            raise not_found(rt, name)
+        wanted = meta.get("resourceVersion")
+        if wanted not in (None, "") and wanted != str(current.rv):
+            raise conflict(rt, name)
+        old = current.decode()
+        old_meta = old["metadata"]
+        if subresource == "status":
+            new = dict(old)
+            new["metadata"] = dict(old_meta)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = dict(obj)
+            new_meta = dict(meta)
+            for owned in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+                if owned in old_meta:
+                    new_meta[owned] = old_meta[owned]
+                else:
+                    new_meta.pop(owned, None)
+            new["metadata"] = new_meta
+            if rt.status_subresource:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            if _spec_changed(new, old):
+                new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        new["apiVersion"] = rt.api_version
+        new["kind"] = rt.kind
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return self._remove(rt, key, new)
+        entry = self._stamp(new)
+        table.put(key, entry)
+        self._commit(rt, "MODIFIED", key, entry, current)
+        return entry
+
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        precondition_rv: str | None = None,
+        precondition_uid: str | None = None,
+    ) -> Entry:
+        """Delete an object (or mark it, when it has finalizers); return the last state."""
+        key = object_key(namespace, name)
+        current = self.table(rt).entries.get(key)
+        if current is None:
+            raise not_found(rt, name)
+        if precondition_uid is not None and precondition_uid != current.uid:
+            raise StatusError(
+                status_body(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {rt.qualified} "{name}": Precondition '
+                    f"failed: UID in precondition: {precondition_uid}, UID in object meta: "
+                    f"{current.uid}",
+                    rt.details(name),
+                )
+            )
+        if precondition_rv is not None and precondition_rv != str(current.rv):
+            raise StatusError(
+                status_body(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {rt.qualified} "{name}": the '
+                    f"ResourceVersion in the precondition ({precondition_rv}) does not match "
+                    f"the ResourceVersion in record ({current.rv}). The object might have "
+                    "been modified",
+                    rt.details(name),
+                )
+            )
+        new = current.decode()
+        new["apiVersion"] = rt.api_version
+        new["kind"] = rt.kind
+        meta = new["metadata"]
+        if meta.get("finalizers"):
+            if current.deleting:
+                return current
+            meta["deletionTimestamp"] = _now()
+            meta["deletionGracePeriodSeconds"] = 0
+            entry = self._stamp(new)
+            self.table(rt).put(key, entry)
+            self._commit(rt, "MODIFIED", key, entry, current)
+            return entry
+        return self._remove(rt, key, new)
+
+    def _remove(self, rt: ResourceType, key: str, last: dict[str, Any]) -> Entry:
+        entry = self._stamp(last)
+        prev = self.table(rt).pop(key, entry.rv)
+        self._commit(rt, "DELETED", key, entry, prev)
+        return entry
+
+    # -- history -------------------------------------------------------------------------
+
+    def compact(self, rv: int | None = None) -> None:
+        """Forget history up to ``rv`` (default: everything): older reads answer 410."""
+        target = self.rv if rv is None else min(rv, self.rv)
+        history = self.history
+        while history and history[0].rv <= target:
+            history.popleft()
+        self.compacted_rv = max(self.compacted_rv, target)
+        self._snapshots.clear()
+
+    def snapshot(self, rt: ResourceType, rv: int) -> tuple[list[str], list[Entry]]:
+        """(keys, entries) of the resource as it was at ``rv``, sorted by key.
+
+        Caller guarantees ``compacted_rv <= rv <= self.rv``. Reconstructed by undoing the
+        newer history; the last few reconstructions are cached, since the pages of one
+        paginated LIST all read the same version.
+        """
+        table = self.table(rt)
+        if rv >= table.last_rv:
+            return table.ordered()
+        cache_key = (rt.id, rv)
+        cached = self._snapshots.get(cache_key)
+        if cached is not None:
+            self._snapshots.move_to_end(cache_key)
+            return cached
+        state = dict(table.entries)
+        for event in reversed(self.history):
+            if event.rv <= rv:
+                break
+            if event.rt.id != rt.id:
+                continue
+            if event.prev is None:
+                state.pop(event.key, None)
+            else:
+                state[event.key] = event.prev
+        keys = sorted(state)
+        result = (keys, [state[k] for k in keys])
+        self._snapshots[cache_key] = result
+        while len(self._snapshots) > _SNAPSHOT_CACHE:
+            self._snapshots.popitem(last=False)
+        return result
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def list(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        resource_version: str | None,
+        resource_version_match: str | None,
+        limit: int | None,
+        continue_: str | None,
+    ) -> ListResult:
+        """One LIST page, following kube-apiserver's resourceVersion rules."""
+        start = ""
+        if continue_:
+            if resource_version not in (None, "", "0"):
+                raise StatusError(
+                    status_body(
+                        400,
+                        "BadRequest",
+                        "specifying resource version is not allowed when using continue",
+                    )
+                )
+            rv, start = _decode_continue(continue_)
+            if rv < self.compacted_rv or rv > self.rv:
+                inconsistent = _encode_continue(self.rv, start)
+                raise StatusError(
+                    status_body(
+                        410, "Expired", _CONTINUE_EXPIRED, list_meta={"continue": inconsistent}
+                    )
+                )
+        else:
+            rv = self.read_rv(resource_version, resource_version_match, limit=limit)
+        keys, entries = self.snapshot(rt, rv)
+        lo, hi = 0, len(entries)
+        if namespace is not None and rt.namespaced:
+            prefix = namespace + "/"
+            lo = bisect.bisect_left(keys, prefix)
+            hi = bisect.bisect_left(keys, prefix + "\U0010ffff")
+        if start:
+            lo = max(lo, bisect.bisect_left(keys, start))
+        filtering = bool(label_selector) or bool(field_selector)
+        items: list[bytes] = []
+        if not filtering and not limit:
+            items = [entries[i].item for i in range(lo, hi)]
+            return ListResult(items, rv, None, None)
+        labels = label_selector or None
+        fields = field_selector or None
+        decode = needs_object(fields)
+        i = lo
+        while i < hi:
+            entry = entries[i]
+            i += 1
+            if filtering and not entry.selected_by(labels, fields, fields_need_object=decode):
+                continue
+            items.append(entry.item)
+            if limit and len(items) >= limit:
+                break
+        if i < hi and limit and len(items) >= limit:
+            token = _encode_continue(rv, keys[i - 1] + "\x00")
+            remaining = None if filtering else hi - i
+            return ListResult(items, rv, token, remaining)
+        return ListResult(items, rv, None, None)
+
+    def read_rv(self, resource_version: str | None, match: str | None, *, limit: int | None) -> int:
+        """The resourceVersion a LIST reads at, or the 410/504 kube-apiserver answers."""
+        if not resource_version:
+            return self.rv
+        requested = parse_rv(resource_version)
+        if requested == 0:
+            return self.rv
+        exact = match == "Exact" or (not match and bool(limit))
+        if requested > self.rv:
+            raise too_large(requested, self.rv)
+        if not exact:
+            return self.rv
+        if requested < self.compacted_rv:
+            raise StatusError(
+                status_body(410, "Expired", "The resourceVersion for the provided list is too old.")
+            )
+        return requested
+
+    # -- watches -------------------------------------------------------------------------
+
+    def open_watch(
+        self,
+        rt: ResourceType,
+        *,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        resource_version: str | None,
+        initial_events: bool,
+        initial_events_end: bool,
+    ) -> Watcher:
+        """Register a watcher with its first lines already queued.
+
+        ``initial_events`` queues ADDED for the current state (an unset or ``0``
+        resourceVersion, or ``sendInitialEvents``); ``initial_events_end`` then queues the
+        ``k8s.io/initial-events-end`` BOOKMARK. A resourceVersion older than the history
+        raises the 410 the caller sends as an ERROR event.
+        """
+        if initial_events:
+            start_rv = self.rv
+        else:
+            start_rv = self.rv if not resource_version else parse_rv(resource_version)
+            if start_rv == 0:
+                start_rv = self.rv
+            elif start_rv < self.compacted_rv:
+                raise too_old(start_rv, self.compacted_rv)
+        watcher = Watcher(
+            rt,
+            namespace=namespace if rt.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            min_rv=start_rv,
+        )
+        if initial_events:
+            prefix = b'{"type":"ADDED","object":' + rt.prefix
+            for entry in self.snapshot(rt, start_rv)[1]:
+                if watcher.selects(entry):
+                    watcher.buffer.append(prefix + entry.item[1:] + b"}\n")
+            if initial_events_end:
+                watcher.buffer.append(bookmark_line(rt, start_rv, initial_events_end=True))
+        elif start_rv < self.rv:
+            for event in self.history:
+                if event.rv > start_rv and event.rt.id == rt.id:
+                    watcher.offer(event)
+        if watcher.buffer:
+            watcher.wake.set()
+        self.table(rt).watchers.append(watcher)
+        return watcher
+
+    def close_watch(self, watcher: Watcher) -> None:
+        watchers = self.table(watcher.rt).watchers
+        if watcher in watchers:
+            watchers.remove(watcher)
+        watcher.close()
+
+
+def bookmark_line(rt: ResourceType, rv: int, *, initial_events_end: bool = False) -> bytes:
+    """A BOOKMARK watch line: only kind, apiVersion and metadata.resourceVersion."""
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_events_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def parse_rv(text: str) -> int:
+    """A resourceVersion as an integer, or the 400 for one that is not."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise StatusError(status_body(400, "BadRequest", f'invalid resource version "{text}"'))
+    return value
+
+
+def not_found(rt: ResourceType, name: str) -> StatusError:
+    return StatusError(
+        status_body(404, "NotFound", f'{rt.qualified} "{name}" not found', rt.details(name))
+    )
+
+
+def conflict(rt: ResourceType, name: str) -> StatusError:
+    return StatusError(
+        status_body(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {rt.qualified} "{name}": the object has been '
+            "modified; please apply your changes to the latest version and try again",
+            rt.details(name),
+        )
+    )
+
+
+_NOT_SPEC: Final = frozenset({"metadata", "status", "apiVersion", "kind"})
+
+
+def _spec_changed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether anything but metadata and status differs (what bumps ``generation``)."""
+    for key, value in new.items():
+        if key not in _NOT_SPEC and old.get(key) != value:
+            return True
+    return any(key not in _NOT_SPEC and key not in new for key in old)

@@ -1,0 +1,46 @@
+"""``server.client()`` and the ``kube_client`` fixture: the library's own client, talking
+to the fake over real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from aioinformer.client import Client, ResourceClient
+from aioinformer.errors import Gone
+from aioinformer.listwatch import ListOptions, WatchEvent
+from aioinformer.testing import FakeAPIServer
+
+
+async def first_event(resource: ResourceClient, options: ListOptions) -> WatchEvent:
+    async with contextlib.aclosing(resource.watch(options)) as events:
+        async for event in events:
+            return event
+    raise AssertionError("the watch ended without an event")
+
+
+async def test_server_client_lists_pods(fake_apiserver: FakeAPIServer) -> None:
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "default"}}
+    )
+    async with fake_apiserver.client() as client:
+        page = await client.resource("pods", namespace="default").list(ListOptions())
+    assert [item["metadata"]["name"] for item in page.items] == ["a"]
+    assert page.items[0]["kind"] == "Pod"
+    assert page.resource_version == fake_apiserver.resource_version
+
+
+async def test_kube_client_fixture_watches_and_sees_410(
+    kube_client: Client, fake_apiserver: FakeAPIServer
+) -> None:
+    pods = kube_client.resource("v1/configmaps", namespace="default")
+    old = fake_apiserver.resource_version
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    event = await first_event(pods, ListOptions(resource_version=old))
+    assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "c")
+    fake_apiserver.compact()
+    with pytest.raises(Gone):
+        await first_event(pods, ListOptions(resource_version=old))
