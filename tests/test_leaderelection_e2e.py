@@ -1,0 +1,270 @@
+"""Leader election end to end: LeaseLock over the real client against the fake API server.
+
+Real HTTP on 127.0.0.1 and real (short) time: lease 1 s, renew deadline 0.6 s, retry 0.1 s.
+Every leader's term is recorded from ``on_started_leading`` until its work is cancelled;
+the tests assert that no two terms overlap, whatever happens to the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import itertools
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aioinformer.client import Client
+from aioinformer.errors import Conflict, ConnectionFailed
+from aioinformer.leaderelection import (
+    LeaderElectionRecord,
+    LeaderElector,
+    LeaseLock,
+    ResourceLock,
+)
+from aioinformer.testing import FakeAPIServer
+
+NAMESPACE = "default"
+LEASE = "e2e-lock"
+LEASE_DURATION = 1.0
+RENEW_DEADLINE = 0.6
+RETRY_PERIOD = 0.1
+# A takeover after a release happens at the next acquire attempt: within one jittered
+# retry period, plus request time.
+RELEASE_HANDOVER_BOUND = RETRY_PERIOD * 2.2 + 0.5
+
+
+def make_elector(lock: ResourceLock, **callbacks: Any) -> LeaderElector:
+    return LeaderElector(
+        lock,
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        **callbacks,
+    )
+
+
+class ContenderLock:
+    """A LeaseLock that can be cut off from the API server and counts conflicts it met."""
+
+    def __init__(self, inner: LeaseLock) -> None:
+        self.inner = inner
+        self.partitioned = False
+        self.conflicts = 0
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    async def _call(self, call: Callable[[], Any]) -> Any:
+        if self.partitioned:
+            raise ConnectionFailed("partitioned from the API server")
+        try:
+            return await call()
+        except Conflict:
+            self.conflicts += 1
+            raise
+
+    async def get(self) -> tuple[LeaderElectionRecord, bytes]:
+        result: tuple[LeaderElectionRecord, bytes] = await self._call(self.inner.get)
+        return result
+
+    async def create(self, record: LeaderElectionRecord) -> None:
+        await self._call(lambda: self.inner.create(record))
+
+    async def update(self, record: LeaderElectionRecord) -> None:
+        await self._call(lambda: self.inner.update(record))
+
+
+@dataclass
+class Terms:
+    """Leader terms as (start, end, identity), on the loop's clock; a violation is recorded
+    the moment a term starts while another is running."""
+
+    running: set[str] = field(default_factory=set)
+    spans: list[tuple[float, float, str]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def work(self, identity: str) -> Callable[[], Any]:
+        async def lead() -> None:
+            loop = asyncio.get_running_loop()
+            if self.running:
+                self.violations.append(f"{identity} started while {self.running} led")
+            self.running.add(identity)
+            start = self.started[identity] = loop.time()
+            self.changed.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.running.discard(identity)
+                self.spans.append((start, loop.time(), identity))
+                self.changed.set()
+
+        return lead
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+    def leader(self) -> str:
+        (only,) = self.running
+        return only
+
+    def assert_never_two_leaders(self) -> None:
+        assert not self.violations
+        spans = sorted(self.spans)
+        for (_, end, first), (start, _, second) in itertools.pairwise(spans):
+            assert end <= start, f"{first} led until {end}, {second} started at {start}"
+
+
+@dataclass
+class Cluster:
+    server: FakeAPIServer
+    client: Client
+    terms: Terms = field(default_factory=Terms)
+    locks: dict[str, ContenderLock] = field(default_factory=dict)
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    def start(self, identity: str, **kwargs: Any) -> LeaderElector:
+        lock = ContenderLock(LeaseLock(self.client, NAMESPACE, LEASE, identity))
+        elector = make_elector(lock, on_started_leading=self.terms.work(identity), **kwargs)
+        self.locks[identity] = lock
+        self.tasks[identity] = asyncio.create_task(elector.run(), name=identity)
+        return elector
+
+    def lease_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.server.get("leases", NAMESPACE, LEASE)["spec"]
+        return spec
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    async with FakeAPIServer() as server, server.client() as client:
+        state = Cluster(server, client)
+        try:
+            yield state
+        finally:
+            for task in state.tasks.values():
+                task.cancel()
+            if state.tasks:
+                await asyncio.wait(state.tasks.values())
+            state.terms.assert_never_two_leaders()
+
+
+async def test_two_electors_one_leads_and_the_other_takes_over_on_release(
+    cluster: Cluster,
+) -> None:
+    cluster.start("a")
+    cluster.start("b")
+    await cluster.terms.wait_for(lambda: len(cluster.terms.running) == 1)
+    first = cluster.terms.leader()
+    other = "b" if first == "a" else "a"
+    assert cluster.lease_spec()["holderIdentity"] == first
+    assert cluster.lease_spec()["leaseDurationSeconds"] == 1
+
+    loop = asyncio.get_running_loop()
+    cluster.tasks[first].cancel()
+    released_at = loop.time()
+    await cluster.terms.wait_for(lambda: cluster.terms.running == {other})
+    assert loop.time() - released_at < RELEASE_HANDOVER_BOUND
+    assert cluster.lease_spec()["holderIdentity"] == other
+    assert cluster.lease_spec()["leaseTransitions"] == 1
+
+
+async def test_simultaneous_first_acquisitions_let_exactly_one_win(cluster: Cluster) -> None:
+    for name in ("a", "b", "c"):
+        cluster.start(name)
+    await cluster.terms.wait_for(lambda: len(cluster.terms.running) == 1)
+    await asyncio.sleep(0.3)  # several renewals and retries, all racing on one Lease
+    assert len(cluster.terms.running) == 1
+    assert len(cluster.server.objects("leases", NAMESPACE)) == 1
+
+
+@pytest.mark.parametrize("contenders", [2, 3])
+async def test_a_leader_cut_off_from_the_api_steps_down_before_another_takes_over(
+    contenders: int, cluster: Cluster
+) -> None:
+    names = [f"replica-{i}" for i in range(contenders)]
+    for name in names:
+        cluster.start(name)
+    await cluster.terms.wait_for(lambda: len(cluster.terms.running) == 1)
+    first = cluster.terms.leader()
+
+    cluster.locks[first].partitioned = True
+    await cluster.terms.wait_for(lambda: cluster.terms.running - {first} != set())
+    assert cluster.tasks[first].done()  # it gave up within its renew deadline
+    second = cluster.terms.leader()
+    assert second != first
+    (first_term,) = [span for span in cluster.terms.spans if span[2] == first]
+    assert cluster.terms.started[second] >= first_term[1]
+    cluster.terms.assert_never_two_leaders()
+
+
+async def test_a_lease_stolen_mid_term_ends_the_term_and_is_waited_out(
+    cluster: Cluster,
+) -> None:
+    for name in ("a", "b", "c"):
+        cluster.start(name)
+    await cluster.terms.wait_for(lambda: len(cluster.terms.running) == 1)
+    first = cluster.terms.leader()
+    loop = asyncio.get_running_loop()
+
+    lease = cluster.server.get("leases", NAMESPACE, LEASE)
+    lease["spec"] = {
+        **lease["spec"],
+        "holderIdentity": "intruder",
+        "leaseDurationSeconds": 1,
+        "leaseTransitions": lease["spec"]["leaseTransitions"] + 1,
+    }
+    cluster.server.update(lease)
+    stolen_at = loop.time()
+
+    await cluster.terms.wait_for(lambda: first not in cluster.terms.running)
+    assert loop.time() - stolen_at < RETRY_PERIOD + RENEW_DEADLINE + 0.3
+    assert cluster.locks[first].conflicts >= 1  # its fast-path renewal met a 409
+    await cluster.terms.wait_for(lambda: len(cluster.terms.running) == 1)
+    assert loop.time() - stolen_at >= 1.0  # the intruder's lease was waited out
+    assert cluster.lease_spec()["holderIdentity"] == cluster.terms.leader()
+
+
+async def test_leadership_scope_over_http_releases_on_exit(cluster: Cluster) -> None:
+    elector = make_elector(LeaseLock(cluster.client, NAMESPACE, LEASE, "scoped"))
+    async with elector.leadership():
+        assert cluster.lease_spec()["holderIdentity"] == "scoped"
+        await asyncio.sleep(0.25)  # renewals happen meanwhile
+        assert elector.is_leader()
+    spec = cluster.lease_spec()
+    assert spec["holderIdentity"] == ""
+    assert spec["leaseDurationSeconds"] == 1
+
+
+def load_example(name: str) -> Any:
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+async def test_leader_election_example_hands_over_from_alpha_to_beta() -> None:
+    example = load_example("leader_election")
+    outcome = await asyncio.wait_for(example.main(), 10)
+    assert outcome.leaders == ["alpha", "beta"]
+    assert outcome.handover_seconds < RELEASE_HANDOVER_BOUND
