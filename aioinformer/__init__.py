@@ -116,6 +116,26 @@ from aioinformer.models import StatusDetails as StatusDetails
 from aioinformer.watch import WatchStreamDecoder as WatchStreamDecoder
 from aioinformer.watch import error_from_watch_status as error_from_watch_status
 from aioinformer.watch import read_watch_stream as read_watch_stream
+from aioinformer.workqueue import BucketRateLimiter as BucketRateLimiter
+from aioinformer.workqueue import CounterMetric as CounterMetric
+from aioinformer.workqueue import DelayingQueue as DelayingQueue
+from aioinformer.workqueue import GaugeMetric as GaugeMetric
+from aioinformer.workqueue import HistogramMetric as HistogramMetric
+from aioinformer.workqueue import (
+    ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
+)
+from aioinformer.workqueue import ItemFastSlowRateLimiter as ItemFastSlowRateLimiter
+from aioinformer.workqueue import MaxOfRateLimiter as MaxOfRateLimiter
+from aioinformer.workqueue import MetricsProvider as MetricsProvider
+from aioinformer.workqueue import QueueStatistics as QueueStatistics
+from aioinformer.workqueue import RateLimiter as RateLimiter
+from aioinformer.workqueue import RateLimitingQueue as RateLimitingQueue
+from aioinformer.workqueue import SettableGaugeMetric as SettableGaugeMetric
+from aioinformer.workqueue import WithMaxWaitRateLimiter as WithMaxWaitRateLimiter
+from aioinformer.workqueue import WorkQueue as WorkQueue
+from aioinformer.workqueue import default_controller_rate_limiter as default_controller_rate_limiter
+from aioinformer.workqueue import get_metrics_provider as get_metrics_provider
+from aioinformer.workqueue import set_metrics_provider as set_metrics_provider
 
 __version__ = "0.1.0"
 
@@ -126,12 +146,15 @@ __all__ = [
     "ApiError",
     "BOOKMARK",
     "BadRequest",
+    "BucketRateLimiter",
     "Client",
     "Config",
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "CounterMetric",
     "DELETED",
+    "DelayingQueue",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaFIFO",
@@ -145,13 +168,17 @@ __all__ = [
     "FieldSelector",
     "Forbidden",
     "GVR",
+    "GaugeMetric",
     "Gone",
+    "HistogramMetric",
     "INITIAL_EVENTS_END_ANNOTATION",
     "Index",
     "IndexFunc",
     "Indexer",
     "Indexers",
     "InformerStoppedError",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
     "JITTER_FACTOR",
     "KeyFunc",
     "KeyFuncError",
@@ -176,6 +203,8 @@ __all__ = [
     "ListOptions",
     "ListerWatcher",
     "MODIFIED",
+    "MaxOfRateLimiter",
+    "MetricsProvider",
     "NAMESPACE_INDEX",
     "NotFound",
     "ObjectList",
@@ -184,6 +213,9 @@ __all__ = [
     "PatchType",
     "PopProcessFunc",
     "QueueEmpty",
+    "QueueStatistics",
+    "RateLimiter",
+    "RateLimitingQueue",
     "RawList",
     "RawListMeta",
     "RawMeta",
@@ -197,6 +229,7 @@ __all__ = [
     "SelectorError",
     "SelectorOperator",
     "ServerError",
+    "SettableGaugeMetric",
     "ShutDown",
     "Status",
     "StatusCause",
@@ -212,9 +245,13 @@ __all__ = [
     "WatchEvent",
     "WatchStreamDecoder",
     "WatchTimeout",
+    "WithMaxWaitRateLimiter",
+    "WorkQueue",
     "api_error_from_response",
     "api_error_from_status",
+    "default_controller_rate_limiter",
     "error_from_watch_status",
+    "get_metrics_provider",
     "lease_spec_to_record",
     "load_config",
     "load_incluster_config",
@@ -228,5 +265,6 @@ __all__ = [
     "read_watch_stream",
     "record_to_lease_spec",
     "selector_from_set",
+    "set_metrics_provider",
     "split_meta_namespace_key",
 ]

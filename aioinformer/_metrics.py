@@ -1,0 +1,251 @@
+"""Workqueue metrics: the seam between a queue and a metrics backend.
+
+Role: a queue reports what happens to its items (added, handed out, finished, retried)
+to a per-queue *recorder*; the recorder turns those events into the seven workqueue
+metrics client-go defines and writes them to metric objects a :class:`MetricsProvider`
+made for the queue's name.
+
+Input: the queue's hook calls (``add``, ``get``, ``done``, ``retry``,
+``update_unfinished_work``), all sync and called on the queue's event loop.
+Output: ``inc``/``dec``/``set``/``observe`` calls on the provider's metric objects.
+
+Metrics are recorded only for a queue with a non-empty ``name``, as in client-go; an
+unnamed queue, or a queue with no provider (neither passed nor installed with
+:func:`set_metrics_provider`), gets the no-op recorder and pays nothing.
+
+The method names of the metric protocols (``inc``, ``dec``, ``set``, ``observe``) are
+the ones ``prometheus_client`` uses, so its labelled children satisfy them directly
+(see :mod:`aioinformer.contrib.prometheus`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Final, Protocol
+
+from aioinformer._clock import Clock
+
+__all__ = [
+    "CounterMetric",
+    "GaugeMetric",
+    "HistogramMetric",
+    "MetricsProvider",
+    "QueueMetrics",
+    "SettableGaugeMetric",
+    "get_metrics_provider",
+    "new_queue_metrics",
+    "set_metrics_provider",
+]
+
+
+class GaugeMetric(Protocol):
+    """A value that goes up and down by one (the queue depth)."""
+
+    def inc(self) -> None: ...
+
+    def dec(self) -> None: ...
+
+
+class SettableGaugeMetric(Protocol):
+    """A value that is set outright (unfinished work, longest-running processor)."""
+
+    def set(self, value: float) -> None: ...
+
+
+class CounterMetric(Protocol):
+    """A monotonically increasing count (adds, retries)."""
+
+    def inc(self) -> None: ...
+
+
+class HistogramMetric(Protocol):
+    """A distribution of observed values, in seconds (queue latency, work duration)."""
+
+    def observe(self, value: float) -> None: ...
+
+
+class MetricsProvider(Protocol):
+    """Makes the metric objects of one queue, keyed by the queue's name.
+
+    Each method is called once per named queue, when the queue is created. Returning
+    the same object for two names merges their values.
+    """
+
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        """Items waiting to be handed out (``workqueue_depth``)."""
+        ...
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        """Adds the queue accepted, duplicates excluded (``workqueue_adds_total``)."""
+        ...
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        """Seconds from an item's add to its get (``workqueue_queue_duration_seconds``)."""
+        ...
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        """Seconds from an item's get to its done (``workqueue_work_duration_seconds``)."""
+        ...
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """Summed age of the items being processed (``workqueue_unfinished_work_seconds``)."""
+        ...
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        """Age of the oldest item being processed
+        (``workqueue_longest_running_processor_seconds``)."""
+        ...
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        """Delayed re-adds, ``add_after``/``add_rate_limited`` (``workqueue_retries_total``)."""
+        ...
+
+
+class QueueMetrics(Protocol):
+    """The hooks a queue calls; sync, on the queue's loop, never raising."""
+
+    @property
+    def enabled(self) -> bool:
+        """False for the no-op recorder: the queue then runs no unfinished-work task."""
+        ...
+
+    def add(self, item: Hashable) -> None:
+        """An item became dirty (a new add, not a duplicate)."""
+        ...
+
+    def get(self, item: Hashable) -> None:
+        """An item was handed to a worker."""
+        ...
+
+    def done(self, item: Hashable) -> None:
+        """A worker finished an item."""
+        ...
+
+    def retry(self) -> None:
+        """A delayed add was requested."""
+        ...
+
+    def update_unfinished_work(self) -> None:
+        """Refresh the gauges that track items still being processed."""
+        ...
+
+
+class _NoQueueMetrics:
+    """The recorder of unnamed queues and of queues without a provider."""
+
+    __slots__ = ()
+
+    @property
+    def enabled(self) -> bool:
+        return False
+
+    def add(self, item: Hashable) -> None:
+        pass
+
+    def get(self, item: Hashable) -> None:
+        pass
+
+    def done(self, item: Hashable) -> None:
+        pass
+
+    def retry(self) -> None:
+        pass
+
+    def update_unfinished_work(self) -> None:
+        pass
+
+
+class _ProviderQueueMetrics:
+    """Turns a queue's hook calls into client-go's workqueue metrics."""
+
+    __slots__ = (
+        "_added_at",
+        "_adds",
+        "_clock",
+        "_depth",
+        "_latency",
+        "_longest",
+        "_retries",
+        "_started_at",
+        "_unfinished",
+        "_work_duration",
+    )
+
+    def __init__(self, provider: MetricsProvider, name: str, clock: Clock) -> None:
+        self._clock = clock
+        self._depth = provider.new_depth_metric(name)
+        self._adds = provider.new_adds_metric(name)
+        self._latency = provider.new_latency_metric(name)
+        self._work_duration = provider.new_work_duration_metric(name)
+        self._unfinished = provider.new_unfinished_work_seconds_metric(name)
+        self._longest = provider.new_longest_running_processor_seconds_metric(name)
+        self._retries = provider.new_retries_metric(name)
+        # item -> clock time of the add that made it dirty; dropped when it is handed out.
+        # An item re-added while being processed keeps its first add time.
+        self._added_at: dict[Hashable, float] = {}
+        # item -> clock time it was handed out; dropped when done() is called for it.
+        self._started_at: dict[Hashable, float] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    def add(self, item: Hashable) -> None:
+        self._adds.inc()
+        self._depth.inc()
+        self._added_at.setdefault(item, self._clock.monotonic())
+
+    def get(self, item: Hashable) -> None:
+        now = self._clock.monotonic()
+        self._depth.dec()
+        self._started_at[item] = now
+        added = self._added_at.pop(item, None)
+        if added is not None:
+            self._latency.observe(now - added)
+
+    def done(self, item: Hashable) -> None:
+        started = self._started_at.pop(item, None)
+        if started is not None:
+            self._work_duration.observe(self._clock.monotonic() - started)
+
+    def retry(self) -> None:
+        self._retries.inc()
+
+    def update_unfinished_work(self) -> None:
+        now = self._clock.monotonic()
+        total = 0.0
+        oldest = 0.0
+        for started in self._started_at.values():
+            age = now - started
+            total += age
+            oldest = max(oldest, age)
+        self._unfinished.set(total)
+        self._longest.set(oldest)
+
+
+_NO_METRICS: Final = _NoQueueMetrics()
+
+_installed_provider: MetricsProvider | None = None
+
+
+def set_metrics_provider(provider: MetricsProvider | None) -> None:
+    """Install the provider used by named queues created without ``metrics_provider=``.
+
+    Queues read it when they are created, so install it before building controllers.
+    ``None`` uninstalls it (later queues record nothing).
+    """
+    global _installed_provider
+    _installed_provider = provider
+
+
+def get_metrics_provider() -> MetricsProvider | None:
+    """The provider installed with :func:`set_metrics_provider`, or ``None``."""
+    return _installed_provider
+
+
+def new_queue_metrics(name: str, provider: MetricsProvider | None, *, clock: Clock) -> QueueMetrics:
+    """The recorder for a queue called ``name``: no-op unless named and provided for."""
+    chosen = provider if provider is not None else _installed_provider
+    if not name or chosen is None:
+        return _NO_METRICS
+    return _ProviderQueueMetrics(chosen, name, clock)
