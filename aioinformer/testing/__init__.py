@@ -10,11 +10,13 @@ from aioinformer.testing.apiserver import Faults as Faults
 from aioinformer.testing.apiserver import RequestRecord as RequestRecord
 from aioinformer.testing.apiserver import Rule as Rule
 from aioinformer.testing.clock import FakeClock as FakeClock
+from aioinformer.testing.lister_watcher import FakeListerWatcher as FakeListerWatcher
 
 __all__ = [
     "ADMIN_TOKEN",
     "FakeAPIServer",
     "FakeClock",
+    "FakeListerWatcher",
     "FaultRecord",
     "Faults",
     "RequestRecord",

@@ -56,7 +56,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Final
 
-from aioinformer.errors import ApiError, UnprocessableEntity, api_error_from_status
+from aioinformer.errors import ApiError, BadRequest, UnprocessableEntity, api_error_from_status
 from aioinformer.labels import (
     FieldSelector,
     LabelSelector,
@@ -595,7 +595,19 @@ class FakeListerWatcher:
 def _parse_rv(value: str | None) -> int | None:
     if value is None or value == "":
         return None
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise BadRequest(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "message": f"invalid resource version: {value!r}",
+                "reason": "BadRequest",
+                "code": 400,
+            }
+        ) from None
 
 
 def _status_of(status: Mapping[str, Any] | ApiError) -> dict[str, Any]:

@@ -1,0 +1,456 @@
+"""Reflector with ``use_watch_list=True``: client-go v0.32 ``reflector_watchlist_test.go``
+(``TestWatchList``) ported, plus the inactivity deadline and cancellation of a streaming
+list. Each case asserts the exact, interleaved list/watch request options and the store."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from aioinformer._backoff import Backoff
+from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests
+from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
+from aioinformer.reflector import Reflector, ReflectorState
+from aioinformer.testing import FakeClock
+from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}
+    if spec:
+        obj["spec"] = spec
+    return obj
+
+
+class RecordingStore:
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, Any, str]] = []
+
+    async def add(self, obj: Any) -> None:
+        self.calls.append(("add", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+        self.items[obj["metadata"]["name"]] = obj
+
+    async def update(self, obj: Any) -> None:
+        self.calls.append(("update", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+        self.items[obj["metadata"]["name"]] = obj
+
+    async def delete(self, obj: Any) -> None:
+        self.calls.append(("delete", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
+        self.items.pop(obj["metadata"]["name"], None)
+
+    async def replace(self, objs: list[Any], resource_version: str) -> None:
+        self.calls.append(
+            ("replace", sorted(o["metadata"]["name"] for o in objs), resource_version)
+        )
+        self.items = {o["metadata"]["name"]: o for o in objs}
+
+    async def resync(self) -> None:
+        pass
+
+    def contents(self) -> dict[str, str]:
+        return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
+
+
+def streaming(rv: str = "") -> tuple[str, ListOptions]:
+    """The request of a streaming list from ``rv`` (client-go's watch-list options)."""
+    return (
+        "watch",
+        ListOptions(
+            resource_version=rv,
+            resource_version_match="NotOlderThan",
+            allow_watch_bookmarks=True,
+            send_initial_events=True,
+        ),
+    )
+
+
+def listing(rv: str, limit: int | None = 500) -> tuple[str, ListOptions]:
+    return ("list", ListOptions(resource_version=rv, limit=limit))
+
+
+def watching(rv: str) -> tuple[str, ListOptions]:
+    return ("watch", ListOptions(resource_version=rv, allow_watch_bookmarks=True))
+
+
+def requests(lw: FakeListerWatcher) -> list[tuple[str, ListOptions]]:
+    """The interleaved requests, timeouts checked to be in [300, 600) and blanked."""
+    out = []
+    for kind, options in lw.requests:
+        if kind == "watch":
+            assert options.timeout_seconds is not None
+            assert 300 <= options.timeout_seconds < 600
+            options = dataclasses.replace(options, timeout_seconds=None)
+        out.append((kind, options))
+    return out
+
+
+async def wait_until(predicate: Callable[[], bool], *, timeout: float = 2.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - polls state owned by the code under test
+            await asyncio.sleep(0)
+
+
+async def stop(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store() -> RecordingStore:
+    return RecordingStore()
+
+
+def spawn(reflector: Reflector) -> asyncio.Task[None]:
+    return asyncio.get_running_loop().create_task(reflector.list_and_watch())
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+async def test_the_store_stays_untouched_until_the_initial_events_end(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "the reflector won't be synced if the bookmark event has been received"
+    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    await clock.settle()
+
+    assert reflector.state is ReflectorState.LISTING
+    assert store.calls == []
+    assert reflector.last_sync_resource_version == ""
+    assert requests(lw) == [streaming()]
+    await stop(task)
+    assert lw.open_watches == 0
+
+
+async def test_without_use_watch_list_the_reflector_lists_and_watches(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+
+    assert requests(lw) == [listing("0"), watching("1")]
+    assert store.contents() == {"p1": "1"}
+    await stop(task)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(BadRequest({"message": "dummy error"}), id="any-error"),
+        pytest.param(Forbidden({"message": "watch forbidden"}), id="forbidden"),
+        pytest.param(RuntimeError("not even an API error"), id="unexpected-exception"),
+    ],
+)
+async def test_a_failed_streaming_list_falls_back_to_list_and_watch(
+    error: BaseException, clock: FakeClock, store: RecordingStore
+) -> None:
+    # "returning any other error than apierrors.NewInvalid forces fallback"
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(error)
+    errors: list[BaseException] = []
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        use_watch_list=True,
+        watch_error_handler=lambda r, e: errors.append(e),
+    )
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    lw.add(pod("p2"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "2")
+
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
+    assert store.contents() == {"p1": "1", "p2": "2"}
+    assert errors == [error]
+    await stop(task)
+
+
+async def test_a_server_without_streaming_lists_falls_back_to_list_and_watch(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "the reflector can fall back to old LIST/WATCH semantics when a server doesn't
+    # support streaming": the server answers 422 Invalid.
+    lw = FakeListerWatcher(objects=[pod("p1")], supports_watch_list=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    lw.add(pod("p2"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "2")
+
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
+    assert store.contents() == {"p1": "1", "p2": "2"}
+    await stop(task)
+
+
+async def test_the_reflector_is_synced_with_one_replace_at_the_bookmark(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "prove that the reflector is synced after receiving a bookmark event"
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert store.calls == [("replace", ["p1", "p2"], "2")]
+    assert reflector.last_sync_resource_version == "2"
+    assert requests(lw) == [streaming()]
+    await stop(task)
+
+
+async def test_updates_and_deletes_during_streaming_reach_the_committed_state(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "check if Updates and Deletes events are propagated during streaming (until the
+    # bookmark is received)"
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+
+    lw.modify(pod("p1", activeDeadlineSeconds=12))  # 3
+    lw.add(pod("p3"))  # 4
+    lw.delete("p3")  # 5
+    lw.send_initial_events_end()
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert store.calls == [("replace", ["p1", "p2"], "5")]
+    assert store.items["p1"]["spec"] == {"activeDeadlineSeconds": 12}
+    assert store.contents() == {"p1": "3", "p2": "2"}
+    await stop(task)
+
+
+async def test_too_many_requests_is_retried_after_backoff(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "checks if the reflector retries 429"
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(
+        TooManyRequests({"message": "busy, check again later"}, retry_after=1.0),
+        TooManyRequests({"message": "busy, check again later"}, retry_after=1.0),
+    )
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    for _ in range(2):
+        await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+        await clock.advance(1.0)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming(), streaming()]
+    assert store.contents() == {"p1": "1"}
+    await stop(task)
+
+
+async def test_a_stream_lost_before_the_bookmark_is_asked_for_again(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "check if stopping a watcher before sync results in creating a new watch-list request"
+    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    await clock.settle()
+
+    lw.drop_watches()
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+    lw.send_initial_events_end()
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming()]
+    assert store.calls == [("replace", ["p1"], "1")]
+    await stop(task)
+
+
+async def test_after_the_sync_the_stream_carries_on_as_the_watch(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "stopping a watcher after synchronization results in creating a new watch request"
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    lw.add(pod("p3"))  # arrives on the same stream
+    await wait_until(lambda: reflector.last_sync_resource_version == "3")
+    lw.drop_watches()
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+    lw.add(pod("p4"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "4")
+
+    assert requests(lw) == [streaming(), watching("3")]
+    assert store.contents() == {"p1": "1", "p2": "2", "p3": "3", "p4": "4"}
+    assert store.calls == [
+        ("replace", ["p1", "p2"], "2"),
+        ("add", "p3", "3"),
+        ("add", "p4", "4"),
+    ]
+    await stop(task)
+
+
+async def test_an_expired_watch_after_the_sync_fails_the_call(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "expiring an established watcher results in returning an error from the reflector"
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    expired = Gone({"message": "rv already expired", "reason": "Expired"})
+    lw.fail_next_watch(None, expired)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    lw.add(pod("p3"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "2")
+    lw.drop_watches()
+
+    with pytest.raises(Gone) as raised:
+        await task
+
+    assert raised.value is expired
+    assert requests(lw) == [streaming(), watching("2")]
+    assert store.contents() == {"p1": "1", "p3": "2"}
+
+
+async def test_a_bookmark_without_the_initial_events_end_annotation_does_not_sync(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "prove that the reflector is checking the value of the initialEventsEnd annotation"
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+
+    lw.send_bookmark()
+    lw._watchers[0].queue.put_nowait(
+        WatchEvent(
+            "BOOKMARK",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "resourceVersion": "2",
+                    "annotations": {INITIAL_EVENTS_END_ANNOTATION: "false"},
+                },
+            },
+        )
+    )
+    await clock.settle()
+
+    assert store.calls == []
+    assert reflector.state is ReflectorState.LISTING
+    await stop(task)
+
+
+async def test_an_expired_version_streams_the_latest_state_instead(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    lw.send_error(Gone({"message": "too old resource version", "reason": "Expired"}))
+    await task
+    lw.add(pod("p2"))
+
+    lw.error_next_watch(Gone({"message": "too old resource version", "reason": "Expired"}))
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming("1"), streaming("")]
+    assert store.calls[-1] == ("replace", ["p1", "p2"], "2")
+    assert reflector.statistics().relists == 1
+    await stop(task)
+
+
+async def test_a_stalled_streaming_list_is_asked_for_again(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.stall_next_watch()
+    reflector = Reflector(
+        lw, store, clock=clock, use_watch_list=True, watch_inactivity_timeout=60.0
+    )
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+
+    await clock.advance(67.0)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming()]
+    assert lw.open_watches == 1
+    assert store.calls == [("replace", ["p1"], "1")]
+    await stop(task)
+
+
+async def test_a_very_short_empty_streaming_list_falls_back_to_a_list(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
+    lw.delete("p1", notify=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+
+    lw.drop_watches()  # closed at once, nothing sent: the server does not stream lists
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+
+    assert requests(lw) == [streaming(), listing("0"), watching("2")]
+    await stop(task)
+
+
+async def test_cancelling_a_streaming_list_closes_it_and_commits_nothing(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True, resync_period=10.0)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    await clock.settle()
+
+    await stop(task)
+
+    assert lw.open_watches == 0
+    assert store.calls == []
+    assert reflector.state is ReflectorState.STOPPED
+    assert other_tasks() == set()
+
+
+async def test_a_replace_failure_closes_the_stream_and_falls_back(clock: FakeClock) -> None:
+    class FailingOnce(RecordingStore):
+        failed = False
+
+        async def replace(self, objs: list[Any], resource_version: str) -> None:
+            if not self.failed:
+                self.failed = True
+                raise RuntimeError("store full")
+            await super().replace(objs, resource_version)
+
+    store = FailingOnce()
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True, backoff=Backoff(clock=clock))
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    await wait_until(lambda: len(lw.requests) == 3)
+
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
+    assert lw.open_watches == 1
+    assert store.calls == [("replace", ["p1"], "1")]
+    await stop(task)
