@@ -56,6 +56,8 @@ from aioinformer.errors import WatchTimeout as WatchTimeout
 from aioinformer.errors import api_error_from_response as api_error_from_response
 from aioinformer.errors import api_error_from_status as api_error_from_status
 from aioinformer.errors import map_transport_errors as map_transport_errors
+from aioinformer.factory import InformerKey as InformerKey
+from aioinformer.factory import SharedInformerFactory as SharedInformerFactory
 from aioinformer.indexer import NAMESPACE_INDEX as NAMESPACE_INDEX
 from aioinformer.indexer import Index as Index
 from aioinformer.indexer import Indexer as Indexer
@@ -65,6 +67,15 @@ from aioinformer.indexer import KeyFunc as KeyFunc
 from aioinformer.indexer import meta_namespace_key as meta_namespace_key
 from aioinformer.indexer import namespace_index_func as namespace_index_func
 from aioinformer.indexer import split_meta_namespace_key as split_meta_namespace_key
+from aioinformer.informer import Event as Event
+from aioinformer.informer import EventHandler as EventHandler
+from aioinformer.informer import EventStream as EventStream
+from aioinformer.informer import EventType as EventType
+from aioinformer.informer import HandlerRegistration as HandlerRegistration
+from aioinformer.informer import InformerState as InformerState
+from aioinformer.informer import InformerStatistics as InformerStatistics
+from aioinformer.informer import Lister as Lister
+from aioinformer.informer import SharedIndexInformer as SharedIndexInformer
 from aioinformer.labels import FieldRequirement as FieldRequirement
 from aioinformer.labels import FieldSelector as FieldSelector
 from aioinformer.labels import LabelRequirement as LabelRequirement
@@ -113,6 +124,24 @@ from aioinformer.models import RawObject as RawObject
 from aioinformer.models import Status as Status
 from aioinformer.models import StatusCause as StatusCause
 from aioinformer.models import StatusDetails as StatusDetails
+from aioinformer.processor import ADD as ADD
+from aioinformer.processor import DELETE as DELETE
+from aioinformer.processor import MINIMUM_RESYNC_PERIOD as MINIMUM_RESYNC_PERIOD
+from aioinformer.processor import UPDATE as UPDATE
+from aioinformer.processor import HandlerStatistics as HandlerStatistics
+from aioinformer.processor import Notification as Notification
+from aioinformer.processor import OverflowPolicy as OverflowPolicy
+from aioinformer.processor import ProcessorListener as ProcessorListener
+from aioinformer.processor import SharedProcessor as SharedProcessor
+from aioinformer.processor import determine_resync_period as determine_resync_period
+from aioinformer.reflector import Reflector as Reflector
+from aioinformer.reflector import ReflectorState as ReflectorState
+from aioinformer.reflector import ReflectorStatistics as ReflectorStatistics
+from aioinformer.reflector import ReflectorStore as ReflectorStore
+from aioinformer.reflector import WatchErrorHandler as WatchErrorHandler
+from aioinformer.transforms import chain as chain
+from aioinformer.transforms import keep_metadata_only as keep_metadata_only
+from aioinformer.transforms import strip_managed_fields as strip_managed_fields
 from aioinformer.watch import WatchStreamDecoder as WatchStreamDecoder
 from aioinformer.watch import error_from_watch_status as error_from_watch_status
 from aioinformer.watch import read_watch_stream as read_watch_stream
@@ -140,6 +169,7 @@ from aioinformer.workqueue import set_metrics_provider as set_metrics_provider
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADD",
     "ADDED",
     "AioinformerError",
     "AlreadyExists",
@@ -153,6 +183,7 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "CounterMetric",
+    "DELETE",
     "DELETED",
     "DelayingQueue",
     "DeletedFinalStateUnknown",
@@ -162,6 +193,10 @@ __all__ = [
     "Deltas",
     "ERROR",
     "ElectorState",
+    "Event",
+    "EventHandler",
+    "EventStream",
+    "EventType",
     "ExecConfig",
     "FIFOClosedError",
     "FieldRequirement",
@@ -170,12 +205,17 @@ __all__ = [
     "GVR",
     "GaugeMetric",
     "Gone",
+    "HandlerRegistration",
+    "HandlerStatistics",
     "HistogramMetric",
     "INITIAL_EVENTS_END_ANNOTATION",
     "Index",
     "IndexFunc",
     "Indexer",
     "Indexers",
+    "InformerKey",
+    "InformerState",
+    "InformerStatistics",
     "InformerStoppedError",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
@@ -201,17 +241,22 @@ __all__ = [
     "LeaseLock",
     "ListMeta",
     "ListOptions",
+    "Lister",
     "ListerWatcher",
+    "MINIMUM_RESYNC_PERIOD",
     "MODIFIED",
     "MaxOfRateLimiter",
     "MetricsProvider",
     "NAMESPACE_INDEX",
     "NotFound",
+    "Notification",
     "ObjectList",
     "ObjectMeta",
+    "OverflowPolicy",
     "OwnerReference",
     "PatchType",
     "PopProcessFunc",
+    "ProcessorListener",
     "QueueEmpty",
     "QueueStatistics",
     "RateLimiter",
@@ -220,6 +265,10 @@ __all__ = [
     "RawListMeta",
     "RawMeta",
     "RawObject",
+    "Reflector",
+    "ReflectorState",
+    "ReflectorStatistics",
+    "ReflectorStore",
     "Requeue",
     "ResourceClient",
     "ResourceExpired",
@@ -230,6 +279,9 @@ __all__ = [
     "SelectorOperator",
     "ServerError",
     "SettableGaugeMetric",
+    "SharedIndexInformer",
+    "SharedInformerFactory",
+    "SharedProcessor",
     "ShutDown",
     "Status",
     "StatusCause",
@@ -238,10 +290,12 @@ __all__ = [
     "TooManyRequests",
     "TransformFunc",
     "TransportError",
+    "UPDATE",
     "Unauthorized",
     "UnknownResourceError",
     "UnprocessableEntity",
     "WatchError",
+    "WatchErrorHandler",
     "WatchEvent",
     "WatchStreamDecoder",
     "WatchTimeout",
@@ -249,9 +303,12 @@ __all__ = [
     "WorkQueue",
     "api_error_from_response",
     "api_error_from_status",
+    "chain",
     "default_controller_rate_limiter",
+    "determine_resync_period",
     "error_from_watch_status",
     "get_metrics_provider",
+    "keep_metadata_only",
     "lease_spec_to_record",
     "load_config",
     "load_incluster_config",
@@ -267,4 +324,5 @@ __all__ = [
     "selector_from_set",
     "set_metrics_provider",
     "split_meta_namespace_key",
+    "strip_managed_fields",
 ]

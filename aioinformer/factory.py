@@ -1,0 +1,305 @@
+"""Shared informers for a whole program: :class:`SharedInformerFactory`.
+
+Role: hands out one :class:`~aioinformer.informer.SharedIndexInformer` per distinct
+``(resource, namespace, label selector, field selector, metadata_only)``, so every part of
+a program that watches pods shares one watch connection and one cache. Input: a
+:class:`~aioinformer.client.Client`. Output: informers, started and stopped together.
+
+Resources are named as :meth:`Client.resource` accepts them: ``"pods"``, ``"v1/configmaps"``,
+``"apps/v1/deployments"``, ``"deployments.apps"``, a :class:`~aioinformer.client.GVR`, or a
+custom resource's plural; names without a version are resolved through discovery when the
+informer first lists. Informers are shared by the name as given, normalised
+(``"v1/pods"`` and ``GVR("", "v1", "pods")`` are one informer; ``"pods"`` is another, as
+the factory cannot know before discovery that they are the same resource): use one
+spelling per resource.
+
+Every informer the factory builds carries the namespace index (as client-go's generated
+informers do), so ``lister().list(namespace=...)`` is an index lookup.
+
+Task model: the factory owns one task per informer, each running ``informer.run()``.
+``start()`` starts every informer not yet running, and once the factory has started,
+``informer_for`` starts new informers at once. ``shutdown()`` (or leaving ``async with``)
+cancels them all and waits until each has stopped and closed its connection.
+
+Example::
+
+    async with client, SharedInformerFactory(client, resync_period=600) as factory:
+        pods = factory.informer_for("pods", namespace="default")
+        pods.add_event_handler(on_add=...)
+        synced = await factory.wait_for_cache_sync(timeout=30)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from types import EllipsisType, TracebackType
+from typing import Any, Self
+
+from aioinformer._clock import Clock
+from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
+from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
+from aioinformer.transforms import chain, keep_metadata_only
+
+__all__ = ["InformerKey", "SharedInformerFactory"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class InformerKey:
+    """What makes two informers of a factory the same informer."""
+
+    resource: str
+    """The resource as given, normalised (a GVR string when it has a version)."""
+    namespace: str | None
+    """``None`` for all namespaces."""
+    label_selector: str | None
+    field_selector: str | None
+    metadata_only: bool
+
+    def describe(self) -> str:
+        """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``."""
+        parts = [self.resource]
+        if self.namespace is not None:
+            parts.append(f"ns={self.namespace}")
+        if self.label_selector:
+            parts.append(f"l={self.label_selector}")
+        if self.field_selector:
+            parts.append(f"f={self.field_selector}")
+        if self.metadata_only:
+            parts.append("metadata-only")
+        return " ".join(parts)
+
+
+def _normalise(resource: str | GVR | ResourceInfo) -> str:
+    if isinstance(resource, ResourceInfo):
+        return str(resource.gvr)
+    if isinstance(resource, GVR):
+        return str(resource)
+    if "/" in resource:
+        return str(GVR.parse(resource))
+    return resource.lower()
+
+
+class SharedInformerFactory:
+    """Builds, shares, starts and stops informers for one client.
+
+    Defaults for every informer: ``namespace`` (``None``: all namespaces),
+    ``resync_period`` (seconds, 0 = never), ``label_selector``, ``field_selector``,
+    ``transform`` and ``clock``; ``informer_for`` may override the namespace and selectors.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespace: str | None = None,
+        resync_period: float = 0.0,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._resync_period = resync_period
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._transform = transform
+        self._clock = clock
+        # Every informer built, by key; insertion-ordered.
+        self._informers: dict[InformerKey, SharedIndexInformer] = {}
+        # The run task of every started informer. A key is here iff its informer was
+        # started and has not been reaped by shutdown().
+        self._tasks: dict[InformerKey, asyncio.Task[None]] = {}
+        self._started = False
+        self._shut_down = False
+
+    def informer_for(
+        self,
+        resource: str | GVR | ResourceInfo,
+        *,
+        namespace: str | EllipsisType | None = ...,
+        label_selector: str | EllipsisType | None = ...,
+        field_selector: str | EllipsisType | None = ...,
+        metadata_only: bool = False,
+        model: type[Any] | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        resync_period: float | None = None,
+    ) -> SharedIndexInformer:
+        """The shared informer for this resource, namespace, selectors and
+        ``metadata_only`` (``...`` means the factory's default), built on first request.
+
+        ``metadata_only=True`` lists and watches ``PartialObjectMetadata``: objects carry
+        ``apiVersion``, ``kind`` and ``metadata`` only (a server that answers with whole
+        objects has them cut down by :func:`~aioinformer.transforms.keep_metadata_only`).
+        ``model`` makes its listers and handlers typed (a later request with another
+        model raises ``ValueError``); ``indexers`` are added to the shared informer when
+        their names are new; ``resync_period`` applies when the informer is built. Once
+        the factory has started, a new informer starts at once.
+        """
+        if self._shut_down:
+            raise RuntimeError("the factory has been shut down")
+        key = InformerKey(
+            resource=_normalise(resource),
+            namespace=self._namespace if namespace is ... else namespace,
+            label_selector=self._label_selector if label_selector is ... else label_selector,
+            field_selector=self._field_selector if field_selector is ... else field_selector,
+            metadata_only=metadata_only,
+        )
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = self._build(resource, key, model, resync_period)
+            self._informers[key] = informer
+            if self._started:
+                self._start_one(key, informer)
+        elif model is not None and informer.model is not model:
+            raise ValueError(
+                f"informer {key.describe()} already exists with model "
+                f"{getattr(informer.model, '__name__', None)}, not {model.__name__}"
+            )
+        if indexers:
+            existing = informer.indexer.get_indexers()
+            new = {name: func for name, func in indexers.items() if name not in existing}
+            if new:
+                informer.add_indexers(new)
+        return informer
+
+    def _build(
+        self,
+        resource: str | GVR | ResourceInfo,
+        key: InformerKey,
+        model: type[Any] | None,
+        resync_period: float | None,
+    ) -> SharedIndexInformer:
+        resource_client = self._client.resource(
+            resource, key.namespace, metadata_only=key.metadata_only
+        )
+        lister_watcher = _SelectedResource(resource_client, key.label_selector, key.field_selector)
+        transform = self._transform
+        if key.metadata_only:
+            transform = (
+                keep_metadata_only if transform is None else chain(keep_metadata_only, transform)
+            )
+        return SharedIndexInformer(
+            lister_watcher,
+            resync_period=self._resync_period if resync_period is None else resync_period,
+            indexers={NAMESPACE_INDEX: namespace_index_func},
+            transform=transform,
+            name=key.describe(),
+            model=model,
+            clock=self._clock,
+        )
+
+    def informers(self) -> dict[InformerKey, SharedIndexInformer]:
+        """Every informer built so far, by key."""
+        return dict(self._informers)
+
+    async def start(self) -> None:
+        """Start every informer not yet started; later ``informer_for`` calls start theirs
+        at once. Returns without waiting for sync. Idempotent."""
+        if self._shut_down:
+            raise RuntimeError("the factory has been shut down")
+        self._started = True
+        for key, informer in self._informers.items():
+            if key not in self._tasks:
+                self._start_one(key, informer)
+        await asyncio.sleep(0)
+
+    def _start_one(self, key: InformerKey, informer: SharedIndexInformer) -> None:
+        self._tasks[key] = asyncio.create_task(informer.run(), name=f"informer {key.describe()}")
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
+        """Wait until every started informer has synced, at most ``timeout`` seconds in
+        all; returns each informer's name with whether it synced."""
+        started = [self._informers[key] for key in self._tasks]
+        if not started:
+            return {}
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        results: dict[str, bool] = {}
+        for informer in started:
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            results[informer.name] = await informer.wait_for_sync(remaining)
+        return results
+
+    async def shutdown(self) -> None:
+        """Stop every informer and wait until all have stopped. Idempotent.
+
+        An informer whose run ended with an error is logged here, so that one failure
+        does not hide the others.
+        """
+        self._shut_down = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        cancelled = False
+        while not all(task.done() for task in tasks):
+            try:
+                await asyncio.wait(tasks)
+            except asyncio.CancelledError:
+                cancelled = True  # finish stopping first: no task may outlive us
+        for key, task in self._tasks.items():
+            if not task.cancelled() and task.exception() is not None:
+                logger.error("informer %s failed", key.describe(), exc_info=task.exception())
+        self._tasks.clear()
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    def __repr__(self) -> str:
+        state = "shut down" if self._shut_down else ("started" if self._started else "new")
+        return f"<SharedInformerFactory informers={len(self._informers)} {state}>"
+
+
+class _SelectedResource:
+    """A ListerWatcher adding the informer's fixed label and field selectors to every
+    request of a resource client."""
+
+    __slots__ = ("_field_selector", "_label_selector", "_resource", "name")
+
+    def __init__(
+        self, resource: ResourceClient, label_selector: str | None, field_selector: str | None
+    ) -> None:
+        self._resource = resource
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self.name = repr(resource)
+
+    def _options(self, options: ListOptions) -> ListOptions:
+        if self._label_selector is None and self._field_selector is None:
+            return options
+        return dataclasses.replace(
+            options,
+            label_selector=self._label_selector or options.label_selector,
+            field_selector=self._field_selector or options.field_selector,
+        )
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        return await self._resource.list(self._options(options))
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        return self._resource.watch(self._options(options))
+
+    def __repr__(self) -> str:
+        return (
+            f"<{self._resource!r} label_selector={self._label_selector!r}"
+            f" field_selector={self._field_selector!r}>"
+        )

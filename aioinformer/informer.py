@@ -1,0 +1,885 @@
+"""The shared informer: a watched, indexed cache of one resource, fanned out to handlers.
+
+Role: :class:`SharedIndexInformer` wires the pipeline together::
+
+    Reflector --list/watch--> DeltaFIFO --one pop task--> Indexer --> SharedProcessor
+                                                                       |  one queue and
+                                                                       v  task per handler
+                                                              on_add / on_update / on_delete
+
+Input: a :class:`~aioinformer.listwatch.ListerWatcher` (a ``client.resource(...)`` or a
+fake). Output: the :attr:`SharedIndexInformer.indexer` cache (read it through
+:meth:`SharedIndexInformer.lister`) and calls to the registered handlers.
+
+The pop task applies each object's deltas to the cache, then distributes one notification
+per delta: ``Added``/``Updated``/``Replaced``/``Sync`` become an update when the cache
+held the object and an add otherwise; ``Deleted`` becomes a delete. An update whose old and
+new objects have the same resourceVersion is a *resync* and reaches only the handlers due
+for a resync at the last check (see :mod:`aioinformer.processor`).
+
+Guarantees:
+
+* Ordering: a handler sees the events of one object in the order the server produced them.
+  Events of different objects are delivered in the order they were popped, but handlers
+  are independent of each other: one may be ahead of another.
+* Staleness: the cache (and so a lister) holds what the last popped event said; it lags the
+  server by the watch latency and by what still waits in the DeltaFIFO. A handler may run
+  after the cache has moved on: read the cache for the newest state, use the handler's
+  arguments for what changed.
+* Tombstones: when a relist finds an object gone whose delete event was missed (the watch
+  was down), ``on_delete`` receives a :class:`~aioinformer.models.DeletedFinalStateUnknown`
+  carrying the key and the last known (possibly stale) object instead of the object.
+* Late handlers: a handler added to a running informer first receives a synthetic
+  ``on_add(obj, True)`` for every object in the cache at that moment; its registration's
+  ``has_synced()`` stays false until those were handed over.
+
+Task model: :meth:`SharedIndexInformer.run` owns an ``asyncio.TaskGroup`` with the
+reflector, the pop task and the processor (one task per handler). ``async with informer:``
+runs it in a task and leaving the block cancels it; either way every task is stopped and
+every connection closed before control returns. A handler blocked forever does not hold up
+stopping: handler tasks are cancelled. Everything runs on one event loop, and the cache is
+only written by the pop task between two suspension points, so reads are consistent.
+
+Example::
+
+    informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+    informer.add_event_handler(on_add=lambda pod, initial: print(pod["metadata"]["name"]))
+    async with informer:
+        await informer.wait_for_sync()
+        pod = informer.lister().get("web-0", namespace="default")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+from anyio.abc import TaskStatus
+
+from aioinformer._clock import Clock, default_clock
+from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
+from aioinformer.errors import FIFOClosedError, InformerStoppedError
+from aioinformer.indexer import (
+    NAMESPACE_INDEX,
+    Indexer,
+    IndexFunc,
+    meta_namespace_key,
+)
+from aioinformer.labels import LabelSelector, parse_label_selector
+from aioinformer.listwatch import ListerWatcher
+from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.processor import (
+    ADD,
+    DELETE,
+    MINIMUM_RESYNC_PERIOD,
+    UPDATE,
+    HandlerStatistics,
+    OverflowPolicy,
+    ProcessorListener,
+    SharedProcessor,
+    determine_resync_period,
+)
+from aioinformer.reflector import Reflector, ReflectorStatistics
+
+__all__ = [
+    "Event",
+    "EventHandler",
+    "EventStream",
+    "EventType",
+    "HandlerRegistration",
+    "InformerState",
+    "InformerStatistics",
+    "Lister",
+    "SharedIndexInformer",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+EventType = Literal["ADDED", "UPDATED", "DELETED"]
+
+_DELETED: Final = DeltaType.DELETED
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    """What ``add_event_handler(handler)`` calls. Each method may be sync or async, and a
+    handler object may leave out the ones it does not need.
+
+    * ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
+      true for objects of the initial list (and of the snapshot a late handler receives).
+    * ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
+      ``new`` then have the same resourceVersion).
+    * ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
+      :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
+    """
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
+
+    def on_update(self, old: Any, new: Any) -> Any: ...
+
+    def on_delete(self, obj: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One notification, as yielded by :meth:`SharedIndexInformer.events`."""
+
+    type: EventType
+    """``"ADDED"``, ``"UPDATED"`` or ``"DELETED"``."""
+    object: Any
+    """The new object; for ``"DELETED"`` the last state seen, or a tombstone."""
+    old: Any = None
+    """The previous object, for ``"UPDATED"`` only."""
+    is_in_initial_list: bool = False
+    """For ``"ADDED"``: the object came with the initial list (or a late snapshot)."""
+
+
+class InformerState(enum.Enum):
+    """The phases of an informer's life; it goes through them once, in order."""
+
+    NEW = "new"
+    """Created; handlers, indexers and the transform may be set."""
+    RUNNING = "running"
+    """``run()`` is running: the reflector lists and watches, handlers get events."""
+    STOPPED = "stopped"
+    """``run()`` has ended; no handler may be added, ``events()`` streams have ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class InformerStatistics:
+    """A snapshot of an informer's state and counters."""
+
+    name: str
+    state: InformerState
+    synced: bool
+    """``has_synced()`` at the time of the snapshot."""
+    cache_size: int
+    """Objects in the cache."""
+    fifo_pending: int
+    """Keys waiting in the DeltaFIFO."""
+    last_sync_resource_version: str
+    handlers: tuple[HandlerStatistics, ...]
+    """One record per registered handler (``events()`` streams included)."""
+    reflector: ReflectorStatistics | None
+    """The reflector's statistics, or ``None`` before ``run()``."""
+
+
+class HandlerRegistration:
+    """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
+
+    __slots__ = ("_informer", "_listener")
+
+    def __init__(self, informer: SharedIndexInformer, listener: ProcessorListener) -> None:
+        self._informer = informer
+        self._listener = listener
+
+    @property
+    def name(self) -> str:
+        """The handler's name, as used in logs and statistics."""
+        return self._listener.name
+
+    def has_synced(self) -> bool:
+        """True once the informer has synced and this handler has been handed every object
+        of the initial list (for a late handler: of the snapshot it was given)."""
+        return self._listener.has_synced()
+
+    def statistics(self) -> HandlerStatistics:
+        """This handler's counters."""
+        return self._listener.statistics()
+
+    def __repr__(self) -> str:
+        return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
+
+
+def _same_resource_version(old: Any, new: Any) -> bool:
+    """Whether an update is a resync: client-go compares the two resourceVersions."""
+    if type(old) is dict and type(new) is dict:
+        old_meta, new_meta = old.get("metadata"), new.get("metadata")
+        if type(old_meta) is dict and type(new_meta) is dict:
+            return bool(old_meta.get("resourceVersion") == new_meta.get("resourceVersion"))
+    return _resource_version(old) == _resource_version(new)
+
+
+def _resource_version(obj: Any) -> str | None:
+    meta = getattr(obj, "metadata", None)
+    if meta is None and isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+    if isinstance(meta, Mapping):
+        value = meta.get("resourceVersion")
+        return value if isinstance(value, str) else None
+    value = getattr(meta, "resource_version", None)
+    return value if isinstance(value, str) else None
+
+
+def _labels_of(obj: Any) -> Mapping[str, str] | None:
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        return meta.get("labels") if isinstance(meta, Mapping) else None
+    meta = getattr(obj, "metadata", None)
+    if isinstance(meta, Mapping):
+        return meta.get("labels")
+    return getattr(meta, "labels", None)
+
+
+def _namespace_of(obj: Any) -> str:
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        return (meta.get("namespace") or "") if isinstance(meta, Mapping) else ""
+    meta = getattr(obj, "metadata", None)
+    if isinstance(meta, Mapping):
+        return meta.get("namespace") or ""
+    return getattr(meta, "namespace", None) or ""
+
+
+class Lister(Generic[T]):
+    """Read access to an informer's cache.
+
+    Reads never block and never go to the server: they return what the cache holds now,
+    which may be behind the server. Returned objects are the cached ones: treat them as
+    read-only (a pydantic model built from one is a fresh copy). With ``model=``, every
+    read validates the returned objects into that model; the cache itself stays raw.
+    """
+
+    __slots__ = ("_indexer", "_model")
+
+    def __init__(self, indexer: Indexer[Any], *, model: type[T] | None = None) -> None:
+        self._indexer = indexer
+        self._model = model
+
+    def _out(self, objs: list[Any]) -> list[T]:
+        model = self._model
+        if model is None:
+            return objs
+        validate = model.model_validate  # type: ignore[attr-defined]
+        return [validate(obj) for obj in objs]
+
+    def get(self, name: str, namespace: str | None = None) -> T | None:
+        """The object called ``name`` (in ``namespace`` for a namespaced resource), or
+        ``None`` when the cache does not hold it."""
+        obj = self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
+        if obj is None or self._model is None:
+            return obj
+        return self._model.model_validate(obj)  # type: ignore[attr-defined, no-any-return]
+
+    def list(
+        self,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+    ) -> list[T]:
+        """The cached objects, optionally only those in ``namespace`` and/or matching
+        ``label_selector`` (selector text, parsed here, or a parsed selector).
+
+        Uses the namespace index when the informer has one, else scans the cache.
+        """
+        indexer = self._indexer
+        if namespace is None:
+            objs = indexer.list()
+        elif NAMESPACE_INDEX in indexer.get_indexers():
+            objs = indexer.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            objs = [obj for obj in indexer.list() if _namespace_of(obj) == namespace]
+        if label_selector is not None:
+            selector = (
+                parse_label_selector(label_selector)
+                if isinstance(label_selector, str)
+                else label_selector
+            )
+            if not selector.is_empty():
+                objs = [obj for obj in objs if selector.matches(_labels_of(obj))]
+        return self._out(objs)
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[T]:
+        """The cached objects whose index ``index_name`` includes ``value``; raises
+        ``KeyError`` for an unknown index."""
+        return self._out(self._indexer.by_index(index_name, value))
+
+    def __repr__(self) -> str:
+        model = "" if self._model is None else f" model={self._model.__name__}"
+        return f"<Lister items={len(self._indexer)}{model}>"
+
+
+class EventStream:
+    """An async iterator of :class:`Event`, fed by its own handler queue.
+
+    Created by :meth:`SharedIndexInformer.events`, registered at that call. Iteration ends
+    when the informer stops. ``aclose()`` (or leaving ``async with``) unregisters it; so
+    does dropping the last reference to it.
+    """
+
+    __slots__ = ("__weakref__", "_informer", "_listener", "_registration")
+
+    def __init__(self, informer: SharedIndexInformer, registration: HandlerRegistration) -> None:
+        self._informer = informer
+        self._registration = registration
+        self._listener = registration._listener
+
+    @property
+    def registration(self) -> HandlerRegistration:
+        """The stream's handler registration (``has_synced()``, ``statistics()``)."""
+        return self._registration
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        notification = await self._listener.next_notification()
+        if notification is None:
+            raise StopAsyncIteration
+        kind, a, b = notification
+        convert = self._listener.convert
+        if kind == UPDATE:
+            if convert is not None:
+                return Event("UPDATED", convert(b), convert(a))
+            return Event("UPDATED", b, a)
+        if convert is not None:
+            a = convert(a)
+        if kind == ADD:
+            return Event("ADDED", a, None, b)
+        return Event("DELETED", a)
+
+    async def aclose(self) -> None:
+        """Unregister the stream; iteration then ends. Idempotent."""
+        self._informer.remove_event_handler(self._registration)
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        # A stream abandoned mid-iteration must not keep queueing events forever.
+        with contextlib.suppress(Exception):
+            self._informer.remove_event_handler(self._registration)
+
+
+class _InformerFIFO(DeltaFIFO):
+    """The informer's DeltaFIFO: tells the informer when a replace completes, so that an
+    empty initial list marks it synced without any pop."""
+
+    __slots__ = ("_informer",)
+
+    def __init__(self, informer: SharedIndexInformer, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._informer = informer
+
+    async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        await super().replace(objs, resource_version)
+        self._informer._check_synced()
+
+
+class SharedIndexInformer:
+    """A list-watched, indexed cache of one resource with any number of event handlers.
+
+    ``resync_period`` (seconds, 0 = never) is the default handler resync period and the
+    informer's initial resync check period; an informer created with 0 never resyncs.
+    ``indexers`` names index functions maintained from the start; ``transform`` is applied
+    to every object before it is cached (see
+    :func:`aioinformer.transforms.strip_managed_fields`); ``model`` makes listers, handlers
+    and ``events()`` see that pydantic model instead of raw dicts (the cache stays raw;
+    each read or delivery validates). ``clock`` drives resync timers and the reflector's
+    waits (tests pass a ``FakeClock``).
+
+    It runs once: ``await informer.run()`` or ``async with informer:``.
+    """
+
+    def __init__(
+        self,
+        lister_watcher: ListerWatcher,
+        *,
+        resync_period: float = 0.0,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        name: str | None = None,
+        model: type[Any] | None = None,
+        clock: Clock | None = None,
+        page_size: int | None = None,
+        use_watch_list: bool = False,
+        watch_error_handler: Callable[..., Any] | None = None,
+    ) -> None:
+        if resync_period < 0:
+            raise ValueError(f"resync_period must be >= 0, got {resync_period}")
+        self._lister_watcher = lister_watcher
+        self.name: str = name or _describe(lister_watcher)
+        self._indexer: Indexer[Any] = Indexer(meta_namespace_key, indexers)
+        self._clock = clock or default_clock
+        self._processor = SharedProcessor(clock=self._clock)
+        self._model = model
+        self._transform = transform
+        self._watch_error_handler = watch_error_handler
+        self._page_size = page_size
+        self._use_watch_list = use_watch_list
+
+        # The period of the reflector's resync check; only lowered, and only before start
+        # (a handler asking for a shorter period than this while running gets this one).
+        self._resync_check_period = float(resync_period)
+        # What add_event_handler() uses when no resync_period is given.
+        self._default_handler_resync_period = float(resync_period)
+
+        self._state = InformerState.NEW
+        self._fifo: _InformerFIFO | None = None
+        self._reflector: Reflector | None = None
+        # Resolved with True when the informer first syncs, False if it stops before.
+        self._synced: asyncio.Future[bool] | None = None
+        self._synced_flag = False
+        self._run_task: asyncio.Task[None] | None = None
+        self._stop_requested: asyncio.Event | None = None
+
+    # -- configuration (before start) ------------------------------------------------
+
+    def set_transform(self, transform: Callable[[Any], Any] | None) -> None:
+        """Set the function applied to every object before it is cached (and handed to
+        handlers). Only before the informer starts: raises ``RuntimeError`` after."""
+        self._require_new("set_transform")
+        self._transform = transform
+
+    def set_watch_error_handler(self, handler: Callable[..., Any] | None) -> None:
+        """Set ``handler(reflector, exc)`` (sync or async), called when a list or watch
+        fails. Only before the informer starts: raises ``RuntimeError`` after."""
+        self._require_new("set_watch_error_handler")
+        self._watch_error_handler = handler
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add index functions; cached objects are indexed at once. Allowed until the
+        informer stops (raises :class:`InformerStoppedError` after); a name already in use
+        raises ``ValueError``."""
+        if self._state is InformerState.STOPPED:
+            raise InformerStoppedError(f"informer {self.name} has stopped: indexers not added")
+        self._indexer.add_indexers(indexers)
+
+    def _require_new(self, what: str) -> None:
+        if self._state is not InformerState.NEW:
+            raise RuntimeError(f"{what}() must be called before informer {self.name} starts")
+
+    # -- handlers ----------------------------------------------------------------------
+
+    def add_event_handler(
+        self,
+        handler: EventHandler | None = None,
+        *,
+        on_add: Callable[[Any, bool], Any] | None = None,
+        on_update: Callable[[Any, Any], Any] | None = None,
+        on_delete: Callable[[Any], Any] | None = None,
+        resync_period: float | None = None,
+        name: str | None = None,
+        max_pending: int | None = None,
+        overflow: OverflowPolicy = "block",
+    ) -> HandlerRegistration:
+        """Register a handler: an object with ``on_add``/``on_update``/``on_delete``
+        methods, and/or those callbacks as keywords (a keyword wins over the method).
+        Callbacks may be sync or async.
+
+        ``resync_period`` (seconds) defaults to the informer's; below 1 s it is raised to
+        1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
+        the handler's queue, with ``overflow`` ``"block"`` (backpressure) or
+        ``"coalesce"`` (newest state per key); see :mod:`aioinformer.processor`.
+
+        Added to a running informer, the handler first receives ``on_add(obj, True)`` for
+        each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
+        """
+        if handler is not None:
+            on_add = on_add or getattr(handler, "on_add", None)
+            on_update = on_update or getattr(handler, "on_update", None)
+            on_delete = on_delete or getattr(handler, "on_delete", None)
+        if name is None:
+            name = _handler_name(handler, on_add, on_update, on_delete)
+        return self._register(
+            name=name,
+            on_add=on_add,
+            on_update=on_update,
+            on_delete=on_delete,
+            resync_period=resync_period,
+            max_pending=max_pending,
+            overflow=overflow,
+            start=True,
+        )
+
+    def events(
+        self,
+        *,
+        resync_period: float | None = None,
+        max_pending: int | None = None,
+        overflow: OverflowPolicy = "block",
+        name: str = "events",
+    ) -> EventStream:
+        """Register a handler whose notifications are yielded as :class:`Event` objects.
+
+        Registered at this call (a running informer's cache arrives first as
+        ``"ADDED"`` events with ``is_in_initial_list``); iteration ends when the informer
+        stops. Unconsumed events queue up, so iterate it or close it (``aclose()``, or
+        ``async with informer.events() as stream:``). Raises
+        :class:`InformerStoppedError` once the informer stopped.
+        """
+        registration = self._register(
+            name=name,
+            on_add=None,
+            on_update=None,
+            on_delete=None,
+            resync_period=resync_period,
+            max_pending=max_pending,
+            overflow=overflow,
+            start=False,
+        )
+        return EventStream(self, registration)
+
+    def _register(
+        self,
+        *,
+        name: str,
+        on_add: Callable[..., Any] | None,
+        on_update: Callable[..., Any] | None,
+        on_delete: Callable[..., Any] | None,
+        resync_period: float | None,
+        max_pending: int | None,
+        overflow: OverflowPolicy,
+        start: bool,
+    ) -> HandlerRegistration:
+        if self._state is InformerState.STOPPED:
+            raise InformerStoppedError(
+                f"handler {name} was not added: informer {self.name} has stopped"
+            )
+        started = self._state is InformerState.RUNNING
+        requested = float(
+            self._default_handler_resync_period if resync_period is None else resync_period
+        )
+        if requested < 0:
+            raise ValueError(f"resync_period must be >= 0, got {requested}")
+        if requested > 0:
+            if requested < MINIMUM_RESYNC_PERIOD:
+                logger.warning(
+                    "handler %s: resync period %ss raised to the minimum %ss",
+                    name,
+                    requested,
+                    MINIMUM_RESYNC_PERIOD,
+                )
+                requested = MINIMUM_RESYNC_PERIOD
+            if requested < self._resync_check_period:
+                if started:
+                    logger.warning(
+                        "handler %s: resync period %ss raised to %ss, the check period of "
+                        "informer %s, which has already started",
+                        name,
+                        requested,
+                        self._resync_check_period,
+                        self.name,
+                    )
+                    requested = self._resync_check_period
+                else:
+                    self._resync_check_period = requested
+                    self._processor.resync_check_period_changed(requested)
+        listener = ProcessorListener(
+            name=name,
+            on_add=on_add,
+            on_update=on_update,
+            on_delete=on_delete,
+            requested_resync_period=requested,
+            resync_period=determine_resync_period(requested, self._resync_check_period),
+            now=self._clock.monotonic() if started else 0.0,
+            upstream_has_synced=self.has_synced,
+            max_pending=max_pending,
+            overflow=overflow,
+            key_func=meta_namespace_key if overflow == "coalesce" else None,
+            convert=self._to_model if self._model is not None else None,
+        )
+        if started:
+            # Atomic with respect to the pop task (nothing here suspends): the snapshot
+            # and the notifications that follow it line up exactly.
+            add = listener.add
+            for obj in self._indexer.list():
+                add((ADD, obj, True))
+        else:
+            # The clock may not be usable before the loop runs; schedule from start().
+            listener.next_resync = -1.0
+        self._processor.add_listener(listener, start=start)
+        return HandlerRegistration(self, listener)
+
+    def remove_event_handler(self, registration: HandlerRegistration) -> None:
+        """Unregister a handler and drop its undelivered notifications. A call already
+        running is not cancelled. Idempotent; a registration of another informer, or any
+        registration once the informer stopped, is ignored."""
+        if registration._informer is not self:
+            return
+        self._processor.remove_listener(registration._listener)
+
+    def _to_model(self, obj: Any) -> Any:
+        model = self._model
+        assert model is not None
+        if isinstance(obj, DeletedFinalStateUnknown):
+            inner = obj.obj
+            if inner is not None and not isinstance(inner, model):
+                inner = model.model_validate(inner)
+            return DeletedFinalStateUnknown(obj.key, inner)
+        if isinstance(obj, model):
+            return obj
+        return model.model_validate(obj)
+
+    # -- cache access ------------------------------------------------------------------
+
+    @property
+    def indexer(self) -> Indexer[Any]:
+        """The cache itself (raw objects). Read-only for users: prefer :meth:`lister`."""
+        return self._indexer
+
+    def lister(self) -> Lister[Any]:
+        """A :class:`Lister` over the cache (typed when the informer has a ``model``)."""
+        return Lister(self._indexer, model=self._model)
+
+    @property
+    def model(self) -> type[Any] | None:
+        return self._model
+
+    @property
+    def state(self) -> InformerState:
+        return self._state
+
+    @property
+    def resync_check_period(self) -> float:
+        """How often (seconds) the reflector checks whether a handler is due a resync."""
+        return self._resync_check_period
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion the reflector last synced to ("" before the first list)."""
+        reflector = self._reflector
+        return reflector.last_sync_resource_version if reflector is not None else ""
+
+    def has_synced(self) -> bool:
+        """True once the initial list has been popped into the cache (and stays true)."""
+        return self._synced_flag
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
+        informer stops first."""
+        if self._synced_flag:
+            return True
+        if self._state is InformerState.STOPPED:
+            return False
+        future = self._synced_future()
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            return False
+
+    def _synced_future(self) -> asyncio.Future[bool]:
+        if self._synced is None:
+            self._synced = asyncio.get_running_loop().create_future()
+        return self._synced
+
+    def _check_synced(self) -> None:
+        fifo = self._fifo
+        if not self._synced_flag and fifo is not None and fifo.has_synced():
+            self._synced_flag = True
+            if self._synced is not None and not self._synced.done():
+                self._synced.set_result(True)
+
+    def statistics(self) -> InformerStatistics:
+        """A frozen snapshot: state, cache size, FIFO depth, per-handler counters and the
+        reflector's statistics."""
+        reflector = self._reflector
+        return InformerStatistics(
+            name=self.name,
+            state=self._state,
+            synced=self._synced_flag,
+            cache_size=len(self._indexer),
+            fifo_pending=len(self._fifo) if self._fifo is not None else 0,
+            last_sync_resource_version=self.last_sync_resource_version,
+            handlers=self._processor.statistics(),
+            reflector=reflector.statistics() if reflector is not None else None,
+        )
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
+        """List, watch and deliver until cancelled (or :meth:`stop`); runs once.
+
+        With anyio, ``await task_group.start(informer.run)`` returns once the informer has
+        synced. On exit (cancellation included) every task it started has ended and the
+        watch connection is closed; handler calls in flight are cancelled.
+        """
+        if self._state is not InformerState.NEW:
+            raise RuntimeError(f"informer {self.name} runs only once")
+        self._state = InformerState.RUNNING
+        self._stop_requested = asyncio.Event()
+        synced = self._synced_future()
+        now = self._clock.monotonic()
+        for listener in self._processor:
+            if listener.next_resync < 0:
+                listener.next_resync = now + listener.resync_period
+        fifo = self._fifo = _InformerFIFO(
+            self,
+            known_objects=self._indexer,
+            emit_delta_type_replaced=True,
+            transform=self._transform,
+        )
+        reflector = self._reflector = Reflector(
+            self._lister_watcher,
+            fifo,
+            name=self.name,
+            resync_period=self._resync_check_period,
+            page_size=self._page_size,
+            watch_error_handler=self._watch_error_handler,
+            use_watch_list=self._use_watch_list,
+            clock=self._clock,
+            should_resync=self._processor.should_resync,
+        )
+        try:
+            async with asyncio.TaskGroup() as task_group:
+                tasks = [
+                    task_group.create_task(self._processor.run(), name=f"{self.name} handlers"),
+                    task_group.create_task(self._pop_loop(fifo), name=f"{self.name} pop"),
+                    task_group.create_task(reflector.run(), name=f"{self.name} reflector"),
+                ]
+                if task_status is not None:
+                    stop_wait = asyncio.ensure_future(self._stop_requested.wait())
+                    waiters: list[asyncio.Future[Any]] = [synced, stop_wait]
+                    try:
+                        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        stop_wait.cancel()
+                    task_status.started()
+                await self._stop_requested.wait()
+                for task in reversed(tasks):
+                    task.cancel()
+        finally:
+            self._state = InformerState.STOPPED
+            self._processor.stop()
+            fifo.close()
+            if not synced.done():
+                synced.set_result(False)
+
+    async def _pop_loop(self, fifo: DeltaFIFO) -> None:
+        process = self._handle_deltas
+        processor = self._processor
+        while True:
+            try:
+                await fifo.pop(process)
+            except FIFOClosedError:
+                return
+            except Exception:
+                # Applying one key's deltas failed (an index function raised, an object
+                # without metadata): log it and carry on with the other keys.
+                logger.exception("informer %s failed to apply deltas", self.name)
+            if not self._synced_flag:
+                self._check_synced()
+            if processor.needs_room:
+                await processor.wait_for_room()
+
+    def _handle_deltas(self, deltas: Deltas) -> None:
+        """Apply one key's deltas to the cache and distribute the notifications.
+
+        Runs without suspending, so the cache, the notifications and a late handler's
+        snapshot always line up. The cached object is looked up once per key: within one
+        Deltas, each delta's "old" is the object the previous delta stored.
+        """
+        fifo = self._fifo
+        assert fifo is not None
+        is_in_initial_list = not fifo.has_synced()
+        indexer = self._indexer
+        distribute = self._processor.distribute
+        first = deltas[0].object
+        key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
+        old = indexer.get_by_key(key)
+        for delta in deltas:
+            obj = delta.object
+            if delta.type is _DELETED:
+                indexer.delete(obj)
+                distribute((DELETE, obj, None), False)
+                old = None
+            elif old is not None:
+                indexer.update(obj)
+                try:
+                    is_sync = (
+                        old["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+                    )
+                except (KeyError, TypeError):  # not raw dicts, or no resourceVersion
+                    is_sync = _same_resource_version(old, obj)
+                distribute((UPDATE, old, obj), is_sync)
+                old = obj
+            else:
+                indexer.add(obj)
+                distribute((ADD, obj, is_in_initial_list), False)
+                old = obj
+
+    def stop(self) -> None:
+        """Ask a running informer to stop: ``run()`` then returns. Idempotent."""
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+
+    async def __aenter__(self) -> SharedIndexInformer:
+        """Start :meth:`run` in a task; returns without waiting for sync."""
+        if self._state is not InformerState.NEW:
+            raise RuntimeError(f"informer {self.name} runs only once")
+        self._run_task = asyncio.create_task(self.run(), name=f"informer {self.name}")
+        await asyncio.sleep(0)  # let run() set the state
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        task = self._run_task
+        if task is None:
+            return
+        self._run_task = None
+        await _cancel_and_wait(task)
+        if not task.cancelled() and task.exception() is not None and exc is None:
+            raise task.exception()  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return (
+            f"<SharedIndexInformer {self.name} state={self._state.name}"
+            f" synced={self._synced_flag} items={len(self._indexer)}"
+            f" handlers={len(self._processor)}>"
+        )
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait until it has ended, even if we are cancelled meanwhile
+    (the cancellation is re-raised afterwards): no task outlives its owner."""
+    task.cancel()
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def _handler_name(handler: object, *funcs: Callable[..., Any] | None) -> str:
+    if handler is not None:
+        return type(handler).__qualname__
+    for func in funcs:
+        if func is not None:
+            qualname = getattr(func, "__qualname__", None)
+            return qualname or type(func).__qualname__
+    return "handler"
+
+
+def _describe(lister_watcher: object) -> str:
+    value = getattr(lister_watcher, "name", None)
+    if isinstance(value, str) and value:
+        return value
+    resource = getattr(lister_watcher, "resource", None)
+    if isinstance(resource, str) and resource:
+        namespace = getattr(lister_watcher, "namespace", None)
+        return f"{resource} ns={namespace}" if isinstance(namespace, str) else resource
+    return type(lister_watcher).__name__

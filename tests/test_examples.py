@@ -1,0 +1,56 @@
+"""Every example runs: each ``examples/*.py`` is executed as ``python examples/x.py``
+(against the embedded fake API server) and must exit 0, printing what it promises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# What an example must print, beyond exiting 0 (examples not listed: exit status only).
+EXPECTED_OUTPUT: dict[str, list[str]] = {
+    "minimal_informer.py": [
+        "added   web-0 (initial list)",
+        "updated web-1: labels {'app': 'demo', 'tier': 'front'}",
+        "deleted web-2",
+        "cache: ['web-0', 'web-1']",
+    ],
+    "index_by_label.py": [
+        "synced: {'pods': True}",
+        "app=web: ['default/db-0', 'default/web-0', 'kube-system/web-1']",
+        "default, app=web: ['default/db-0', 'default/web-0']",
+    ],
+    "two_handlers_with_resync.py": [
+        "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
+        "notifier: {'added': 2, 'updated': 1}",
+    ],
+}
+
+
+def test_the_examples_with_expected_output_exist() -> None:
+    present = {path.name for path in EXAMPLES.glob("*.py")}
+    assert set(EXPECTED_OUTPUT) <= present
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "example", sorted(path.name for path in EXAMPLES.glob("*.py")), ids=lambda name: name[:-3]
+)
+def test_example_runs_against_the_fake_api_server(example: str) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / example)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    for line in EXPECTED_OUTPUT.get(example, []):
+        assert line in result.stdout, f"{line!r} not printed:\n{result.stdout}"

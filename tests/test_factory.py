@@ -1,0 +1,331 @@
+"""SharedInformerFactory and end-to-end informers over real HTTP against the fake API
+server: sharing, selectors, CRDs through discovery, metadata-only informers, and churn
+after which every handler's view equals the server's objects."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from aioinformer.client import GVR, Client
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.indexer import meta_namespace_key
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.models import DeletedFinalStateUnknown, KubeObject
+from aioinformer.reflector import ReflectorState
+from aioinformer.testing import FakeAPIServer, FakeClock
+
+
+def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+
+
+def server_view(server: FakeAPIServer, resource: str = "pods") -> dict[str, str]:
+    return {
+        meta_namespace_key(obj): obj["metadata"]["resourceVersion"]
+        for obj in server.objects(resource)
+    }
+
+
+async def converge(
+    condition: Callable[[], bool],
+    informers: list[SharedIndexInformer],
+    clock: FakeClock,
+    *,
+    timeout: float = 10.0,
+) -> None:
+    """Wait (real time, bounded) for ``condition``; whenever a reflector backs off, let its
+    backoff run out on the fake clock."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            if any(
+                informer.statistics().reflector is not None
+                and informer.statistics().reflector.state is ReflectorState.BACKING_OFF
+                for informer in informers
+            ):
+                await clock.advance(2)
+            await asyncio.sleep(0.001)
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll (real time, bounded): the condition depends on socket I/O between the real
+    client and server, so a short real sleep lets the loop's selector run."""
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
+
+
+async def _watches_closed(server: FakeAPIServer) -> None:
+    await _until(lambda: server.watch_count == 0)
+
+
+class ViewHandler:
+    """Replays its events into a dict ``key -> resourceVersion``, checking that each event
+    is consistent with what it saw before."""
+
+    def __init__(self) -> None:
+        self.view: dict[str, str] = {}
+        self.inconsistencies: list[str] = []
+
+    def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        key = meta_namespace_key(obj)
+        if key in self.view:
+            self.inconsistencies.append(f"add of known {key}")
+        self.view[key] = obj["metadata"]["resourceVersion"]
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        key = meta_namespace_key(new)
+        if self.view.get(key) != old["metadata"]["resourceVersion"]:
+            self.inconsistencies.append(f"update of {key} from an old state we did not see")
+        self.view[key] = new["metadata"]["resourceVersion"]
+
+    def on_delete(self, obj: Any) -> None:
+        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
+        if self.view.pop(key, None) is None:
+            self.inconsistencies.append(f"delete of unknown {key}")
+
+
+class SlowViewHandler(ViewHandler):
+    """The same, async, yielding on every call."""
+
+    async def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().on_add(obj, is_in_initial_list)
+
+    async def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().on_update(old, new)
+
+    async def on_delete(self, obj: Any) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().on_delete(obj)
+
+
+# -- sharing ---------------------------------------------------------------------------
+
+
+def test_informer_for_shares_one_informer_per_resource_namespace_selectors_and_kind(
+    kube_client: Client,
+) -> None:
+    factory = SharedInformerFactory(kube_client)
+    pods = factory.informer_for("v1/pods")
+    assert factory.informer_for(GVR("", "v1", "pods")) is pods
+    assert factory.informer_for("v1/pods", namespace=None) is pods
+    others = [
+        factory.informer_for("pods"),
+        factory.informer_for("v1/pods", namespace="default"),
+        factory.informer_for("v1/pods", label_selector="app=web"),
+        factory.informer_for("v1/pods", field_selector="status.phase=Running"),
+        factory.informer_for("v1/pods", metadata_only=True),
+    ]
+    assert len({id(informer) for informer in [pods, *others]}) == 6
+    assert len(factory.informers()) == 6
+
+
+def test_factory_defaults_apply_and_can_be_overridden(kube_client: Client) -> None:
+    factory = SharedInformerFactory(kube_client, namespace="team-a", label_selector="tier=db")
+    default = factory.informer_for("pods")
+    assert default.name == "pods ns=team-a l=tier=db"
+    assert factory.informer_for("pods", namespace=None, label_selector=None).name == "pods"
+
+
+def test_informer_for_merges_new_indexers_and_refuses_a_second_model(
+    kube_client: Client,
+) -> None:
+    class Pod(KubeObject):
+        pass
+
+    class OtherPod(KubeObject):
+        pass
+
+    factory = SharedInformerFactory(kube_client)
+    informer = factory.informer_for("pods", model=Pod, indexers={"by-node": lambda o: []})
+    assert factory.informer_for("pods", indexers={"by-app": lambda o: []}) is informer
+    assert sorted(informer.indexer.get_indexers()) == ["by-app", "by-node", "namespace"]
+    assert factory.informer_for("pods", model=Pod) is informer
+    with pytest.raises(ValueError, match="model"):
+        factory.informer_for("pods", model=OtherPod)
+
+
+async def test_shut_down_factory_refuses_new_informers(kube_client: Client) -> None:
+    factory = SharedInformerFactory(kube_client)
+    await factory.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        factory.informer_for("pods")
+
+
+# -- running -------------------------------------------------------------------------
+
+
+async def test_factory_starts_syncs_and_shuts_down_every_informer(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0", app="web"))
+    fake_apiserver.create(pod("db-0", namespace="kube-system", app="db"))
+    async with SharedInformerFactory(kube_client) as factory:
+        pods = factory.informer_for("pods")
+        configmaps = factory.informer_for("v1/configmaps", namespace="default")
+        synced = await factory.wait_for_cache_sync(timeout=10)
+        assert synced == {"pods": True, "v1/configmaps ns=default": True}
+        lister = pods.lister()
+        assert lister.get("web-0", namespace="default")["metadata"]["labels"] == {"app": "web"}
+        assert [p["metadata"]["name"] for p in lister.list(namespace="kube-system")] == ["db-0"]
+        assert [p["metadata"]["name"] for p in lister.list(label_selector="app=web")] == ["web-0"]
+        assert configmaps.lister().list() == []
+        await fake_apiserver.wait_for_watchers(2)
+    await _watches_closed(fake_apiserver)
+    assert pods.state.name == "STOPPED"
+
+
+async def test_informer_requested_after_start_starts_at_once(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("late"))
+    async with SharedInformerFactory(kube_client) as factory:
+        informer = factory.informer_for("pods")
+        assert await informer.wait_for_sync(timeout=10)
+        assert informer.lister().get("late", "default") is not None
+
+
+async def test_custom_resource_is_found_by_plural_through_discovery(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.register_crd("example.com", "v1", "widgets", "Widget")
+    fake_apiserver.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "default"},
+            "spec": {"size": 3},
+        }
+    )
+    async with SharedInformerFactory(kube_client) as factory:
+        widgets = factory.informer_for("widgets")
+        assert await factory.wait_for_cache_sync(timeout=10) == {"widgets": True}
+        widget = widgets.lister().get("w1", "default")
+        assert widget["kind"] == "Widget"
+        assert widget["spec"] == {"size": 3}
+
+
+async def test_metadata_only_informer_caches_metadata_without_spec(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0", app="web"))
+    async with SharedInformerFactory(kube_client) as factory:
+        informer = factory.informer_for("pods", metadata_only=True)
+        assert all((await factory.wait_for_cache_sync(timeout=10)).values())
+        obj = informer.lister().get("web-0", "default")
+        assert obj["metadata"]["labels"] == {"app": "web"}
+        assert "spec" not in obj
+        fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"app": "x"}}})
+        await _until(
+            lambda: informer.lister().get("web-0", "default")["metadata"]["labels"] == {"app": "x"}
+        )
+
+
+async def test_label_selected_informer_sees_only_matching_objects(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0", app="web"))
+    fake_apiserver.create(pod("db-0", app="db"))
+    async with SharedInformerFactory(kube_client, label_selector="app=web") as factory:
+        informer = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=10)
+        assert informer.indexer.list_keys() == ["default/web-0"]
+        # Relabelled out of the selector: the watch reports it deleted.
+        fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"app": "x"}}})
+        await _until(lambda: informer.indexer.list_keys() == [])
+
+
+async def test_unknown_resource_never_syncs(kube_client: Client) -> None:
+    clock = FakeClock()
+    async with SharedInformerFactory(kube_client, clock=clock) as factory:
+        factory.informer_for("gizmos")
+        assert await factory.wait_for_cache_sync(timeout=0.2) == {"gizmos": False}
+
+
+# -- end to end --------------------------------------------------------------------------
+
+
+async def churn(server: FakeAPIServer, rng: random.Random, steps: int, prefix: str) -> None:
+    names: list[tuple[str, str]] = [
+        (obj["metadata"]["namespace"], obj["metadata"]["name"]) for obj in server.objects("pods")
+    ]
+    for step in range(steps):
+        roll = rng.random()
+        if not names or roll < 0.4:
+            namespace = rng.choice(["default", "kube-system"])
+            name = f"{prefix}-{step}"
+            server.create(pod(name, namespace, step=str(step)))
+            names.append((namespace, name))
+        elif roll < 0.8:
+            namespace, name = rng.choice(names)
+            server.patch("pods", namespace, name, {"metadata": {"labels": {"step": str(step)}}})
+        else:
+            namespace, name = names.pop(rng.randrange(len(names)))
+            server.delete("pods", namespace, name)
+        if step % 7 == 0:
+            await asyncio.sleep(0)
+
+
+@pytest.mark.slow
+async def test_every_handler_view_equals_the_server_after_churn_and_a_server_restart(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    rng = random.Random(20240611)
+    clock = FakeClock()
+    for i in range(30):
+        fake_apiserver.create(pod(f"seed-{i}", rng.choice(["default", "kube-system"])))
+    fast, slow = ViewHandler(), SlowViewHandler()
+    stream_view: dict[str, str] = {}
+    async with SharedInformerFactory(kube_client, clock=clock) as factory:
+        informer = factory.informer_for("pods")
+        informer.add_event_handler(fast)
+        informer.add_event_handler(slow)
+        stream = informer.events()
+
+        async def consume() -> None:
+            async for event in stream:
+                if event.type == "DELETED":
+                    obj = event.object
+                    key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else None
+                    stream_view.pop(key or meta_namespace_key(obj), None)
+                else:
+                    stream_view[meta_namespace_key(event.object)] = event.object["metadata"][
+                        "resourceVersion"
+                    ]
+
+        consumer = asyncio.create_task(consume())
+        await factory.wait_for_cache_sync(timeout=10)
+        await churn(fake_apiserver, rng, 300, "a")
+        # Lose the server and its history mid-churn: a relist with tombstones follows.
+        await fake_apiserver.restart(reset_history=True)
+        await churn(fake_apiserver, rng, 300, "b")
+        late = ViewHandler()
+        informer.add_event_handler(late)
+        await churn(fake_apiserver, rng, 100, "c")
+
+        def converged() -> bool:
+            truth = server_view(fake_apiserver)
+            return fast.view == slow.view == late.view == stream_view == truth
+
+        await converge(converged, [informer], clock, timeout=20)
+        cache = {
+            meta_namespace_key(obj): obj["metadata"]["resourceVersion"]
+            for obj in informer.indexer.list()
+        }
+        assert cache == server_view(fake_apiserver)
+        reflector = informer.statistics().reflector
+        assert reflector is not None
+        assert reflector.relists >= 1  # the restart forced a relist
+    await asyncio.wait_for(consumer, timeout=5)
+    assert fast.inconsistencies == slow.inconsistencies == late.inconsistencies == []

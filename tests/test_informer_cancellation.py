@@ -1,0 +1,313 @@
+"""Cancelling an informer at each stage: during the list, mid-watch, while the pop task
+waits, inside a handler blocked forever, under backpressure, and mid-churn. After each:
+no task it started is left, no watch stays open, and the FIFO and the cache agree."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from aioinformer.client import Client
+from aioinformer.delta_fifo import DeltaType
+from aioinformer.indexer import meta_namespace_key
+from aioinformer.informer import InformerState, SharedIndexInformer
+from aioinformer.listwatch import ListOptions, ObjectList
+from aioinformer.testing import FakeAPIServer, FakeClock
+from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "labels": labels}}
+
+
+async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        # Polling at every loop turn: conditions span several components' state.
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[arg-type]
+
+
+async def cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def assert_fifo_and_cache_agree(
+    informer: SharedIndexInformer, truth: dict[str, dict[str, Any]]
+) -> None:
+    """``truth`` is the source's state at the last resourceVersion the reflector synced.
+    Every object in it is either cached at that version or has it waiting in the FIFO;
+    nothing is cached that it lacks, unless a deletion waits in the FIFO. So no delta was
+    lost or half-applied."""
+    fifo = informer._fifo
+    assert fifo is not None
+    cache = {meta_namespace_key(obj): obj for obj in informer.indexer.list()}
+    for key, obj in truth.items():
+        queued = fifo.get_by_key(key)
+        newest = queued.newest() if queued else None
+        cached = cache.get(key)
+        rv = obj["metadata"]["resourceVersion"]
+        assert (cached is not None and cached["metadata"]["resourceVersion"] == rv) or (
+            newest is not None and newest.object["metadata"]["resourceVersion"] == rv
+        ), key
+    for key in cache.keys() - truth.keys():
+        queued = fifo.get_by_key(key)
+        assert queued, key
+        assert queued[-1].type is DeltaType.DELETED, key
+
+
+class History:
+    """Changes made to a fake source, to rebuild its state at any resourceVersion."""
+
+    def __init__(self, source: FakeListerWatcher) -> None:
+        self.source = source
+        self.changes: list[tuple[int, str, dict[str, Any] | None]] = []
+
+    def add(self, obj: dict[str, Any]) -> None:
+        stored = self.source.add(obj)
+        self.changes.append((int(stored["metadata"]["resourceVersion"]), _key(stored), stored))
+
+    def modify(self, obj: dict[str, Any]) -> None:
+        stored = self.source.modify(obj)
+        self.changes.append((int(stored["metadata"]["resourceVersion"]), _key(stored), stored))
+
+    def delete(self, key: str) -> None:
+        self.source.delete(key)
+        self.changes.append((int(self.source.resource_version), key, None))
+
+    def state_at(self, resource_version: str) -> dict[str, dict[str, Any]]:
+        state: dict[str, dict[str, Any]] = {}
+        for rv, key, obj in self.changes:
+            if rv > int(resource_version or 0):
+                break
+            if obj is None:
+                state.pop(key, None)
+            else:
+                state[key] = obj
+        return state
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return meta_namespace_key(obj)
+
+
+class BlockingLister(FakeListerWatcher):
+    """A fake whose next list call blocks until cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listing = asyncio.Event()
+        self.list_cancelled = False
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        self.listing.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.list_cancelled = True
+            raise
+        raise AssertionError("unreachable")
+
+
+async def test_cancel_during_list_leaves_no_task_and_nothing_cached() -> None:
+    source = BlockingLister()
+    source.add(pod("a"))
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    task = asyncio.create_task(informer.run())
+    await source.listing.wait()
+    await cancel(task)
+    assert source.list_cancelled
+    assert other_tasks() == baseline
+    assert informer.state is InformerState.STOPPED
+    assert len(informer.indexer) == 0
+    assert not informer.has_synced()
+    assert not await informer.wait_for_sync(timeout=1)
+
+
+async def test_cancel_mid_watch_closes_the_watch() -> None:
+    source = FakeListerWatcher()
+    history = History(source)
+    history.add(pod("a"))
+    history.add(pod("b"))
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    task = asyncio.create_task(informer.run())
+    await source.wait_for_watchers(1)
+    history.modify(pod("a", changed="yes"))
+    await cancel(task)
+    assert source.open_watches == 0
+    assert other_tasks() == baseline
+    assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
+
+
+async def test_cancel_while_pop_waits_on_an_idle_informer() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watchers(1)
+    assert other_tasks() == baseline
+    assert source.open_watches == 0
+    assert informer.state is InformerState.STOPPED
+
+
+async def test_handler_blocked_forever_does_not_prevent_stop() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    entered = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def stuck(obj: Any, initial: bool) -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer.add_event_handler(on_add=stuck)
+    async with informer:
+        await entered.wait()
+    assert cancelled.is_set()
+    assert other_tasks() == baseline
+    assert source.open_watches == 0
+
+
+async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cache() -> None:
+    source = FakeListerWatcher()
+    history = History(source)
+    gate = asyncio.Event()
+
+    async def slow(obj: Any, initial: bool) -> None:
+        await gate.wait()
+
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer.add_event_handler(on_add=slow, max_pending=2)
+    task = asyncio.create_task(informer.run())
+    await source.wait_for_watchers(1)
+    for i in range(10):
+        history.add(pod(f"p{i}"))
+    await until(lambda: informer.statistics().fifo_pending > 0 and len(informer.indexer) >= 2)
+    await cancel(task)
+    assert other_tasks() == baseline
+    assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
+
+
+@pytest.mark.parametrize("cancel_at", [0, 1, 5, 37, 120])
+async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(cancel_at: int) -> None:
+    rng = random.Random(cancel_at)
+    source = FakeListerWatcher()
+    history = History(source)
+    for i in range(20):
+        history.add(pod(f"seed{i}"))
+    baseline = other_tasks()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer.add_event_handler(on_update=lambda old, new: None)
+    task = asyncio.create_task(informer.run())
+    await source.wait_for_watchers(1)
+    live = [f"default/seed{i}" for i in range(20)]
+    for step in range(150):
+        if step == cancel_at:
+            task.cancel()
+        roll = rng.random()
+        if not live or roll < 0.4:
+            history.add(pod(f"new{step}"))
+            live.append(f"default/new{step}")
+        elif roll < 0.7:
+            history.modify(pod(live[rng.randrange(len(live))].split("/")[1], step=str(step)))
+        else:
+            history.delete(live.pop(rng.randrange(len(live))))
+        await asyncio.sleep(0)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert other_tasks() == baseline
+    assert source.open_watches == 0
+    assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
+
+
+async def test_event_stream_ends_when_informer_is_cancelled() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    stream = informer.events()
+    task = asyncio.create_task(informer.run())
+    first = await anext(stream)
+    assert first.type == "ADDED"
+    await cancel(task)
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
+async def test_cancelling_the_owner_inside_async_with_stops_everything() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    baseline = other_tasks()
+    inside = asyncio.Event()
+
+    async def owner() -> None:
+        async with informer:
+            inside.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(owner())
+    await inside.wait()
+    await source.wait_for_watchers(1)
+    await cancel(task)
+    assert other_tasks() == baseline
+    assert source.open_watches == 0
+    assert informer.state is InformerState.STOPPED
+
+
+async def test_stop_makes_run_return_normally() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    task = asyncio.create_task(informer.run())
+    assert await informer.wait_for_sync(timeout=5)
+    informer.stop()
+    await asyncio.wait_for(task, timeout=5)
+    assert source.open_watches == 0
+    assert informer.state is InformerState.STOPPED
+
+
+async def test_anyio_task_group_start_returns_once_synced() -> None:
+    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(informer.run)
+        assert informer.has_synced()
+        assert len(informer.indexer) == 2
+        task_group.cancel_scope.cancel()
+    assert informer.state is InformerState.STOPPED
+    assert source.open_watches == 0
+
+
+async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    baseline = other_tasks()
+    informer = SharedIndexInformer(kube_client.resource("configmaps"), clock=FakeClock())
+    async with informer:
+        assert await informer.wait_for_sync(timeout=10)
+        await fake_apiserver.wait_for_watchers(1)
+    # Our side is closed at once; the server notices the closed socket promptly.
+    async with asyncio.timeout(5):
+        while fake_apiserver.watch_count:  # noqa: ASYNC110 -- socket I/O, not a task event
+            await asyncio.sleep(0.001)
+    leftover = {task for task in other_tasks() - baseline if "informer" in task.get_name()}
+    assert leftover == set()
