@@ -7,6 +7,9 @@ public names; each lives in the module named for its concept.
 
 from __future__ import annotations
 
+from aioinformer._clock import Clock as Clock
+from aioinformer._clock import LoopClock as LoopClock
+from aioinformer._clock import default_clock as default_clock
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
 from aioinformer.client import PatchType as PatchType
@@ -18,6 +21,12 @@ from aioinformer.config import ExecConfig as ExecConfig
 from aioinformer.config import load_config as load_config
 from aioinformer.config import load_incluster_config as load_incluster_config
 from aioinformer.config import load_kube_config as load_kube_config
+from aioinformer.controller import Controller as Controller
+from aioinformer.controller import ControllerState as ControllerState
+from aioinformer.controller import ControllerStatistics as ControllerStatistics
+from aioinformer.controller import EnqueueFunc as EnqueueFunc
+from aioinformer.controller import Reconcile as Reconcile
+from aioinformer.controller import enqueue_owner as enqueue_owner
 from aioinformer.delta_fifo import Delta as Delta
 from aioinformer.delta_fifo import DeltaFIFO as DeltaFIFO
 from aioinformer.delta_fifo import Deltas as Deltas
@@ -178,10 +187,14 @@ __all__ = [
     "BadRequest",
     "BucketRateLimiter",
     "Client",
+    "Clock",
     "Config",
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "Controller",
+    "ControllerState",
+    "ControllerStatistics",
     "CounterMetric",
     "DELETE",
     "DELETED",
@@ -193,6 +206,7 @@ __all__ = [
     "Deltas",
     "ERROR",
     "ElectorState",
+    "EnqueueFunc",
     "Event",
     "EventHandler",
     "EventStream",
@@ -243,6 +257,7 @@ __all__ = [
     "ListOptions",
     "Lister",
     "ListerWatcher",
+    "LoopClock",
     "MINIMUM_RESYNC_PERIOD",
     "MODIFIED",
     "MaxOfRateLimiter",
@@ -265,6 +280,7 @@ __all__ = [
     "RawListMeta",
     "RawMeta",
     "RawObject",
+    "Reconcile",
     "Reflector",
     "ReflectorState",
     "ReflectorStatistics",
@@ -304,8 +320,10 @@ __all__ = [
     "api_error_from_response",
     "api_error_from_status",
     "chain",
+    "default_clock",
     "default_controller_rate_limiter",
     "determine_resync_period",
+    "enqueue_owner",
     "error_from_watch_status",
     "get_metrics_provider",
     "keep_metadata_only",

@@ -37,10 +37,12 @@ def test_the_examples_with_expected_output_exist() -> None:
     assert set(EXPECTED_OUTPUT) <= present
 
 
+# Example test files (``test_*.py``) are pytest modules, run by their own test.
+SCRIPTS = sorted(path.name for path in EXAMPLES.glob("*.py") if not path.name.startswith("test_"))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "example", sorted(path.name for path in EXAMPLES.glob("*.py")), ids=lambda name: name[:-3]
-)
+@pytest.mark.parametrize("example", SCRIPTS, ids=lambda name: name[:-3])
 def test_example_runs_against_the_fake_api_server(example: str) -> None:
     env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
     result = subprocess.run(

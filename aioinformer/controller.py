@@ -1,0 +1,560 @@
+"""The controller runner: informer events in, reconcile calls out, failures retried.
+
+Role: :class:`Controller` ties informers to a reconcile function through a
+:class:`~aioinformer.workqueue.RateLimitingQueue`::
+
+    informer handlers --key--> RateLimitingQueue --get()--> N workers --> reconcile(key)
+          ^                          ^     |                                  |
+          |                          |     +-- add_after / add_rate_limited <-+ (failure,
+    add/update/delete           enqueue(key)                                      Requeue)
+
+Input: the events of one or more :class:`~aioinformer.informer.SharedIndexInformer`\\ s,
+each mapped to keys (``"namespace/name"`` by default; any ``enqueue`` mapping, such as
+:func:`enqueue_owner`, for secondary resources), plus keys passed to
+:meth:`Controller.enqueue`. Output: calls of ``reconcile(key)``, which reads the current
+state from listers and drives the world towards it. Reconcile is level-based: it gets a
+key, never an event, so any number of events for one object collapse into one call.
+
+What a reconcile's outcome does (controller-runtime's rules):
+
+=================================================  ==========================================
+outcome                                            effect on the key
+=================================================  ==========================================
+returns (anything but a ``Requeue``)               success: its failure count is forgotten
+raises an exception                                logged with the controller name and key;
+                                                   retried after the rate limiter's delay
+                                                   (5 ms, 10 ms, 20 ms, ... up to 1000 s)
+returns or raises ``Requeue(after=s)``, ``s > 0``  not a failure: count forgotten, retried
+                                                   in ``s`` seconds
+returns or raises ``Requeue()``                    retried after the rate limiter's delay,
+                                                   not logged as an error
+returns or raises ``Requeue(err)``                 as if ``err`` had been raised (``after``
+                                                   is ignored, like controller-runtime)
+=================================================  ==========================================
+
+Guarantees:
+
+* One key is reconciled by at most one worker at a time (the work queue hands an item to
+  one worker and holds re-adds back until it is done); distinct keys run in parallel on
+  up to ``workers`` workers.
+* Workers start only once every watched informer has synced, so a reconcile never reads
+  a cache that is still filling. Keys enqueued before that wait in the queue.
+* Events are never lost while the controller runs: a key re-added while it is being
+  reconciled is reconciled again afterwards.
+
+Task model: :meth:`Controller.run` owns the worker tasks (and the queue's timer task) and
+returns only when all have ended. It runs until cancelled or :meth:`Controller.stop`;
+either way it shuts down gracefully: workers stop taking keys, reconciles in flight may
+finish for up to ``drain_timeout`` seconds, then they are cancelled. A cancellation that
+arrives during the drain cuts it short. ``async with controller:`` runs it in a task and
+leaving the block stops it the same way. The controller does not run its informers:
+start them (a :class:`~aioinformer.factory.SharedInformerFactory`) alongside it.
+
+Example::
+
+    async def reconcile(key: str) -> Requeue | None:
+        namespace, name = split_meta_namespace_key(key)
+        widget = widgets.lister().get(name, namespace=namespace)
+        if widget is None:
+            return None                  # deleted: nothing to do
+        ...                              # create or patch what the widget asks for
+        return None
+
+    controller = Controller("widgets", reconcile, informers=[widgets], workers=4)
+    async with factory, controller:
+        await stop_signal.wait()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Self
+
+from aioinformer._clock import Clock, default_clock
+from aioinformer.errors import Requeue, ShutDown
+from aioinformer.indexer import KeyFunc, meta_namespace_key
+from aioinformer.informer import HandlerRegistration, SharedIndexInformer
+from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
+
+__all__ = [
+    "Controller",
+    "ControllerState",
+    "ControllerStatistics",
+    "EnqueueFunc",
+    "Reconcile",
+    "enqueue_owner",
+]
+
+logger = logging.getLogger(__name__)
+
+Reconcile = Callable[[str], Awaitable[Any] | Any]
+"""``reconcile(key)``: sync or async; its outcome is read as the module docstring says."""
+
+EnqueueFunc = Callable[[Any], Iterable[str]]
+"""Maps an informer's object (or a deletion tombstone) to the keys to reconcile."""
+
+DEFAULT_DRAIN_TIMEOUT: Final = 30.0
+"""Seconds in-flight reconciles may take to finish once the controller is stopping."""
+
+
+class ControllerState(enum.Enum):
+    """The phases of a controller's life; it goes through them once, in order."""
+
+    NEW = "new"
+    """Created; handlers are registered and keys already queue up."""
+    WAITING_FOR_SYNC = "waiting for sync"
+    """``run()`` started and waits for every informer to sync; no worker runs yet."""
+    RUNNING = "running"
+    """Workers take keys and reconcile them."""
+    DRAINING = "draining"
+    """Stopping: no key is taken any more; reconciles in flight may finish."""
+    STOPPED = "stopped"
+    """``run()`` has ended; every worker has ended and the queue is shut down."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerStatistics:
+    """A snapshot of a controller, from :meth:`Controller.statistics`."""
+
+    name: str
+    state: ControllerState
+    workers: int
+    """Worker tasks running now (``0`` before they start and after the stop)."""
+    active: int
+    """Reconciles in flight."""
+    reconciles: int
+    """Reconcile calls that ended, whatever their outcome."""
+    successes: int
+    """Reconciles that returned without asking for a retry."""
+    failures: int
+    """Reconciles that raised (or asked with ``Requeue(err)``): retried rate-limited."""
+    requeues: int
+    """Reconciles that asked for a retry with ``Requeue`` and no error."""
+    queue: QueueStatistics
+    """The work queue's snapshot."""
+
+
+def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
+    """An ``enqueue`` mapping for secondary objects: the key of their controlling owner.
+
+    For an object whose ``metadata.ownerReferences`` holds a reference with
+    ``controller: true`` of ``kind`` (and ``api_version``'s group, when given), yields
+    ``"namespace/owner-name"`` in the object's namespace. Objects without such an owner
+    yield nothing. Deletion tombstones map through the last state they carry.
+
+    Example: a ConfigMap owned by ``Widget`` ``default/hello`` enqueues ``default/hello``,
+    so editing or deleting the ConfigMap makes the Widget's reconcile repair it.
+    """
+    group = api_version.rpartition("/")[0] if api_version is not None else None
+
+    def owner_keys(obj: Any) -> list[str]:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+            if obj is None:
+                return []
+        meta = obj.get("metadata") if isinstance(obj, dict) else getattr(obj, "metadata", None)
+        if meta is None:
+            return []
+        if isinstance(meta, dict):
+            refs = meta.get("ownerReferences") or ()
+            namespace = meta.get("namespace") or ""
+        else:
+            refs = [
+                ref.model_dump(by_alias=True) if hasattr(ref, "model_dump") else ref
+                for ref in getattr(meta, "owner_references", ())
+            ]
+            namespace = getattr(meta, "namespace", None) or ""
+        keys = []
+        for ref in refs:
+            if not ref.get("controller") or ref.get("kind") != kind:
+                continue
+            if group is not None and str(ref.get("apiVersion", "")).rpartition("/")[0] != group:
+                continue
+            name = ref.get("name")
+            if name:
+                keys.append(f"{namespace}/{name}" if namespace else str(name))
+        return keys
+
+    owner_keys.__qualname__ = f"enqueue_owner({kind})"
+    return owner_keys
+
+
+class Controller:
+    """Runs ``reconcile(key)`` on ``workers`` workers for every key the informers' events
+    (and :meth:`enqueue`) produce, retrying failures with rate-limited backoff.
+
+    ``name`` labels logs, statistics and the queue's metrics. ``informers`` are watched
+    from construction on: every add, update (resyncs included) and delete enqueues
+    ``key_func(obj)`` (default :func:`~aioinformer.indexer.meta_namespace_key`, which maps
+    a tombstone to its key), or the keys ``enqueue(obj)`` yields when that mapping is
+    given. :meth:`watch` adds informers with their own mapping. ``reconcile`` may be sync
+    or async (detected once, here); a sync one runs on the event loop and must not block.
+
+    Keyword arguments: ``rate_limiter`` decides failure delays (default
+    :func:`~aioinformer.workqueue.default_controller_rate_limiter`); ``clock`` drives the
+    queue's delays and the drain timeout (tests pass a ``FakeClock``); ``drain_timeout``
+    bounds, in seconds, how long in-flight reconciles may run once stopping.
+
+    It runs once: ``await controller.run()`` or ``async with controller:``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconcile: Reconcile,
+        *,
+        informers: Sequence[SharedIndexInformer] = (),
+        workers: int = 1,
+        key_func: KeyFunc = meta_namespace_key,
+        rate_limiter: RateLimiter[str] | None = None,
+        clock: Clock | None = None,
+        enqueue: EnqueueFunc | None = None,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        if drain_timeout < 0:
+            raise ValueError(f"drain_timeout must be >= 0, got {drain_timeout}")
+        self.name = name
+        self._reconcile = reconcile
+        self._is_async = _is_async_callable(reconcile)
+        self._workers = workers
+        self._key_func = key_func
+        self._clock = clock if clock is not None else default_clock
+        self._drain_timeout = float(drain_timeout)
+        self._queue: RateLimitingQueue[str] = RateLimitingQueue(
+            rate_limiter, name=name, clock=self._clock
+        )
+        # Every informer watched, with its registration; all must sync before workers start.
+        self._watches: list[tuple[SharedIndexInformer, HandlerRegistration]] = []
+        self._state = ControllerState.NEW
+        self._stop_requested: asyncio.Event | None = None
+        self._stop_early = False
+        # Worker tasks; a task is here from its creation until run() has reaped it.
+        self._worker_tasks: set[asyncio.Task[None]] = set()
+        # Worker task -> the key it is reconciling; a worker absent here is idle in get().
+        self._in_flight: dict[asyncio.Task[None], str] = {}
+        self._run_task: asyncio.Task[None] | None = None
+        self._reconciles = 0
+        self._successes = 0
+        self._failures = 0
+        self._requeues = 0
+        for informer in informers:
+            self.watch(informer, enqueue=enqueue)
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def watch(self, informer: SharedIndexInformer, *, enqueue: EnqueueFunc | None = None) -> None:
+        """Also enqueue keys for ``informer``'s events: ``enqueue(obj)``'s keys, or the
+        controller's ``key_func(obj)``. Only before :meth:`run` starts (``RuntimeError``
+        after); the informer must sync before workers start."""
+        if self._state is not ControllerState.NEW:
+            raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
+        if enqueue is None:
+            key_func = self._key_func
+
+            def keys_of(obj: Any) -> Iterable[str]:
+                return (key_func(obj),)
+
+            mapping: EnqueueFunc = keys_of
+        else:
+            mapping = enqueue
+        add = self._queue.add
+        controller_name = self.name
+
+        def handle(obj: Any) -> None:
+            try:
+                keys = list(mapping(obj))
+            except Exception:
+                logger.exception(
+                    "controller %s: no key for an object of %s", controller_name, informer.name
+                )
+                return
+            for key in keys:
+                add(key)
+
+        registration = informer.add_event_handler(
+            on_add=lambda obj, is_in_initial_list: handle(obj),
+            on_update=lambda old, new: handle(new),
+            on_delete=handle,
+            name=f"controller {self.name}",
+        )
+        self._watches.append((informer, registration))
+
+    def enqueue(self, key: str) -> None:
+        """Queue ``key`` for a reconcile (a manual trigger); ignored once stopping."""
+        self._queue.add(key)
+
+    def enqueue_after(self, key: str, delay: float) -> None:
+        """Queue ``key`` once ``delay`` seconds have passed; ignored once stopping."""
+        self._queue.add_after(key, delay)
+
+    # -- inspection --------------------------------------------------------------------
+
+    @property
+    def state(self) -> ControllerState:
+        return self._state
+
+    @property
+    def queue(self) -> RateLimitingQueue[str]:
+        """The controller's work queue (for inspection; prefer :meth:`enqueue`)."""
+        return self._queue
+
+    def statistics(self) -> ControllerStatistics:
+        """A frozen snapshot of the controller's state, counters and queue."""
+        return ControllerStatistics(
+            name=self.name,
+            state=self._state,
+            workers=sum(1 for task in self._worker_tasks if not task.done()),
+            active=len(self._in_flight),
+            reconciles=self._reconciles,
+            successes=self._successes,
+            failures=self._failures,
+            requeues=self._requeues,
+            queue=self._queue.statistics(),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Controller {self.name!r} state={self._state.name} workers={self._workers}"
+            f" active={len(self._in_flight)} depth={len(self._queue)}>"
+        )
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Wait for the informers to sync, then reconcile until cancelled or stopped.
+
+        Stopping is graceful (see the module docstring). Returns normally after
+        :meth:`stop`; re-raises the cancellation when cancelled. Raises ``RuntimeError``
+        when an informer stops before it synced (no worker has started then).
+        """
+        if self._state is not ControllerState.NEW:
+            raise RuntimeError(f"controller {self.name} runs only once")
+        self._state = ControllerState.WAITING_FOR_SYNC
+        stop_requested = self._stop_requested = asyncio.Event()
+        if self._stop_early:
+            stop_requested.set()
+        try:
+            if not await self._wait_for_sync(stop_requested):
+                return
+            self._state = ControllerState.RUNNING
+            logger.info(
+                "controller %s: caches synced, starting %s workers", self.name, self._workers
+            )
+            loop = asyncio.get_running_loop()
+            for index in range(self._workers):
+                self._worker_tasks.add(
+                    loop.create_task(self._work(), name=f"controller {self.name} worker {index}")
+                )
+            try:
+                await stop_requested.wait()
+            finally:
+                await self._drain()
+        finally:
+            self._state = ControllerState.STOPPED
+            for informer, registration in self._watches:
+                informer.remove_event_handler(registration)
+            await self._queue.aclose()
+
+    async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
+        """True once every informer synced; False when asked to stop first."""
+        pending = [informer for informer, _ in self._watches if not informer.has_synced()]
+        if not pending:
+            return not stop_requested.is_set()
+        waits = {asyncio.ensure_future(informer.wait_for_sync()): informer for informer in pending}
+        stop_wait = asyncio.ensure_future(stop_requested.wait())
+        try:
+            remaining = set(waits)
+            while remaining:
+                done, _ = await asyncio.wait(
+                    [*remaining, stop_wait], return_when=asyncio.FIRST_COMPLETED
+                )
+                if stop_wait in done:
+                    return False
+                for future in done:
+                    remaining.discard(future)
+                    if not future.result():
+                        raise RuntimeError(
+                            f"controller {self.name}: informer {waits[future].name} "
+                            "stopped before it synced"
+                        )
+            return True
+        finally:
+            for future in [*waits, stop_wait]:
+                future.cancel()
+            await asyncio.wait([*waits, stop_wait])
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to stop gracefully and return. Idempotent; before ``run()`` it
+        makes ``run()`` return at once."""
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+        else:
+            self._stop_early = True
+
+    async def _drain(self) -> None:
+        """Stop taking keys, give in-flight reconciles ``drain_timeout``, cancel the rest.
+
+        Returns only when every worker has ended, even if cancelled meanwhile (the
+        cancellation is re-raised then: no worker outlives ``run()``)."""
+        self._state = ControllerState.DRAINING
+        workers = self._worker_tasks
+        for task in workers:
+            if task not in self._in_flight:
+                task.cancel()  # idle in get(): cancelling it takes nothing from the queue
+        cancelled = False
+        timer: asyncio.Future[None] | None = None
+        busy = {task for task in self._in_flight if not task.done()}
+        if busy:
+            logger.info(
+                "controller %s: waiting up to %ss for %s reconciles to finish",
+                self.name,
+                self._drain_timeout,
+                len(busy),
+            )
+            timer = asyncio.ensure_future(self._clock.sleep(self._drain_timeout))
+            try:
+                while busy and not timer.done():
+                    await asyncio.wait([*busy, timer], return_when=asyncio.FIRST_COMPLETED)
+                    busy = {task for task in busy if not task.done()}
+            except asyncio.CancelledError:
+                cancelled = True
+            timer.cancel()
+            if busy:
+                logger.warning(
+                    "controller %s: cancelling %s reconciles still running: %s",
+                    self.name,
+                    len(busy),
+                    sorted(self._in_flight.get(task, "?") for task in busy),
+                )
+        ending: list[asyncio.Future[Any]] = [*workers]
+        if timer is not None:
+            ending.append(timer)
+        for task in workers:
+            task.cancel()
+        while not all(future.done() for future in ending):
+            try:
+                await asyncio.wait(ending)
+            except asyncio.CancelledError:
+                cancelled = True
+        for task in workers:
+            if not task.cancelled() and task.exception() is not None:
+                logger.error(
+                    "controller %s: worker %s failed",
+                    self.name,
+                    task.get_name(),
+                    exc_info=task.exception(),
+                )
+        workers.clear()
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _work(self) -> None:
+        """One worker: take a key, reconcile it, record the outcome; until stopping."""
+        queue = self._queue
+        task = asyncio.current_task()
+        assert task is not None
+        while self._state is ControllerState.RUNNING:
+            try:
+                key = await queue.get()
+            except ShutDown:
+                return
+            self._in_flight[task] = key
+            try:
+                await self._process(key)
+            finally:
+                del self._in_flight[task]
+                queue.done(key)
+
+    async def _process(self, key: str) -> None:
+        queue = self._queue
+        try:
+            if self._is_async:
+                result = await self._reconcile(key)
+            else:
+                result = self._reconcile(key)
+                if inspect.isawaitable(result):
+                    result = await result
+        except Requeue as requeue:
+            result = requeue
+        except Exception:
+            self._reconciles += 1
+            self._failures += 1
+            logger.exception(
+                "controller %s: reconcile of %s failed (retry %s)",
+                self.name,
+                key,
+                queue.num_requeues(key) + 1,
+            )
+            queue.add_rate_limited(key)
+            return
+        self._reconciles += 1
+        if not isinstance(result, Requeue):
+            self._successes += 1
+            queue.forget(key)
+            return
+        if result.err is not None:
+            self._failures += 1
+            logger.error(
+                "controller %s: reconcile of %s failed (retry %s)",
+                self.name,
+                key,
+                queue.num_requeues(key) + 1,
+                exc_info=result.err,
+            )
+            queue.add_rate_limited(key)
+            return
+        self._requeues += 1
+        if result.after is not None and result.after > 0:
+            queue.forget(key)
+            queue.add_after(key, result.after)
+        else:
+            queue.add_rate_limited(key)
+
+    async def __aenter__(self) -> Self:
+        """Start :meth:`run` in a task; returns at once (workers start after sync)."""
+        if self._state is not ControllerState.NEW:
+            raise RuntimeError(f"controller {self.name} runs only once")
+        self._run_task = asyncio.create_task(self.run(), name=f"controller {self.name}")
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any."""
+        task = self._run_task
+        if task is None:
+            return
+        self._run_task = None
+        self.stop()
+        cancelled = False
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                # Cut the drain short, but still wait: no task may outlive the block.
+                cancelled = True
+                task.cancel()
+        if cancelled:
+            raise asyncio.CancelledError
+        if not task.cancelled() and task.exception() is not None and exc is None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def _is_async_callable(func: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)

@@ -1,0 +1,181 @@
+"""A FastAPI service answering from informer caches, with an honest ``/readyz``.
+
+* The informers live in the app's lifespan: they start with the app (one LIST and one
+  WATCH per resource, shared by every request) and stop with it, closing their
+  connections. Startup does not wait for them to sync: ``/readyz`` tells when to send
+  traffic.
+* Endpoints read listers only: no request ever reaches the API server, so they are fast
+  and cannot overload it. The answers are a cache, a watch latency behind the cluster.
+* ``/readyz`` answers 200 only while every informer has synced **and** its reflector is
+  watching; while a watch is down (backing off, relisting) the cache is going stale and
+  it answers 503, so a load balancer takes the pod out of rotation. ``/livez`` stays 200.
+
+Runs against the embedded fake API server, driving the app in-process through httpx::
+
+    python examples/fastapi_app.py
+
+Serve it for real (a kubeconfig or in-cluster credentials, any ASGI server)::
+
+    uvicorn examples.fastapi_app:app
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, Response
+
+from aioinformer import Clock
+from aioinformer.client import Client
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorState
+from aioinformer.testing import FakeAPIServer
+from aioinformer.transforms import strip_managed_fields
+
+RESOURCES = {"pods": "v1/pods", "configmaps": "v1/configmaps"}
+"""The informers the app runs: URL name -> resource."""
+
+
+def readiness(informers: dict[str, SharedIndexInformer]) -> tuple[bool, dict[str, Any]]:
+    """Whether every informer is synced and watching, with the detail per informer."""
+    detail: dict[str, Any] = {}
+    ready = True
+    for name, informer in informers.items():
+        stats = informer.statistics()
+        reflector = stats.reflector
+        watching = reflector is not None and reflector.state is ReflectorState.WATCHING
+        detail[name] = {
+            "synced": stats.synced,
+            "watching": watching,
+            "state": reflector.state.value if reflector is not None else "STOPPED",
+            "objects": stats.cache_size,
+        }
+        ready = ready and stats.synced and watching
+    return ready, detail
+
+
+def summary(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "namespace": meta.get("namespace"),
+        "name": meta["name"],
+        "resourceVersion": meta.get("resourceVersion"),
+        "labels": meta.get("labels", {}),
+    }
+
+
+def create_app(
+    client_factory: Callable[[], Client] = Client.from_env,
+    *,
+    namespace: str | None = None,
+    clock: Clock | None = None,
+) -> FastAPI:
+    """The app. ``client_factory`` is called at startup (``Client.from_env`` by
+    default); ``namespace`` limits the informers to one namespace; ``clock`` drives the
+    informers' timers (tests pass a ``FakeClock``)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with client_factory() as client:
+            factory = SharedInformerFactory(
+                client, namespace=namespace, transform=strip_managed_fields, clock=clock
+            )
+            app.state.informers = {
+                name: factory.informer_for(resource) for name, resource in RESOURCES.items()
+            }
+            async with factory:
+                yield
+
+    app = FastAPI(title="aioinformer cache service", lifespan=lifespan)
+
+    def informer_of(request: Request, resource: str) -> SharedIndexInformer:
+        informers: dict[str, SharedIndexInformer] = request.app.state.informers
+        informer = informers.get(resource)
+        if informer is None:
+            raise HTTPException(status_code=404, detail=f"no informer for {resource!r}")
+        return informer
+
+    @app.get("/livez")
+    async def livez() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.get("/readyz")
+    async def readyz(request: Request, response: Response) -> dict[str, Any]:
+        ready, detail = readiness(request.app.state.informers)
+        if not ready:
+            response.status_code = 503
+        return {"ready": ready, "informers": detail}
+
+    @app.get("/{resource}")
+    async def list_objects(
+        request: Request,
+        resource: str,
+        namespace: str | None = None,
+        selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        lister = informer_of(request, resource).lister()
+        try:
+            objs = lister.list(namespace=namespace, label_selector=selector)
+        except ValueError as exc:  # a selector that does not parse
+            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        return sorted((summary(obj) for obj in objs), key=lambda s: (s["namespace"], s["name"]))
+
+    @app.get("/{resource}/{namespace}/{name}")
+    async def get_object(
+        request: Request, resource: str, namespace: str, name: str
+    ) -> dict[str, Any]:
+        obj = informer_of(request, resource).lister().get(name, namespace=namespace)
+        if obj is None:
+            raise HTTPException(status_code=404, detail=f"{resource} {namespace}/{name} not found")
+        result: dict[str, Any] = obj
+        return result
+
+    return app
+
+
+app = create_app()
+"""The app for an ASGI server (``uvicorn examples.fastapi_app:app``)."""
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+
+
+async def demo() -> None:
+    """Serve the app in-process against the fake API server and query it."""
+    import httpx  # the demo's HTTP client; the app itself does not need it
+
+    async with FakeAPIServer() as server:
+        server.create(pod("web-0", app="web"))
+        server.create(pod("web-1", app="web"))
+        server.create(pod("db-0", app="db"))
+        service = create_app(server.client)
+        transport = httpx.ASGITransport(app=service)
+        async with (
+            service.router.lifespan_context(service),
+            httpx.AsyncClient(transport=transport, base_url="http://service") as http,
+        ):
+            async with asyncio.timeout(10):
+                # Polling is the point here: it is what a kubelet readiness probe does.
+                while (ready := await http.get("/readyz")).status_code != 200:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            print("readyz:", ready.status_code, ready.json()["ready"])
+            pods = (await http.get("/pods", params={"selector": "app=web"})).json()
+            print("pods app=web:", [p["name"] for p in pods])
+            one = await http.get("/pods/default/db-0")
+            print("db-0 labels:", one.json()["metadata"]["labels"])
+            missing = await http.get("/pods/default/nope")
+            print("nope:", missing.status_code)
+
+
+if __name__ == "__main__":
+    asyncio.run(demo())

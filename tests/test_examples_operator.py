@@ -1,0 +1,295 @@
+"""The controller examples, exercised: the Widget operator, the FastAPI service and its
+``/readyz``, and the user-facing test file that shows our pytest fixtures.
+
+The example modules are loaded from ``examples/`` by path (the directory is not a
+package); the user-facing test file runs in its own pytest process, as a user runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+from aioinformer.client import Client
+from aioinformer.controller import ControllerState
+from aioinformer.errors import Requeue
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.reflector import ReflectorState
+from aioinformer.testing import FakeAPIServer
+from aioinformer.testing.clock import FakeClock
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``examples/<name>.py`` as module ``examples_<name>`` (once)."""
+    module_name = f"examples_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # pydantic resolves the models' annotations here
+    spec.loader.exec_module(module)
+    return module
+
+
+widget_operator = load_example("widget_operator")
+fastapi_app = load_example("fastapi_app")
+
+
+async def until(condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    """Wait (real time, bounded) until ``condition`` holds: the truth is on the server."""
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+def config_maps(server: FakeAPIServer) -> dict[str, dict[str, Any]]:
+    return {obj["metadata"]["name"]: obj for obj in server.objects("configmaps", "default")}
+
+
+# -- the operator ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def crd_server(fake_apiserver: FakeAPIServer) -> FakeAPIServer:
+    fake_apiserver.register_crd("example.com", "v1", "widgets", "Widget")
+    return fake_apiserver
+
+
+async def test_the_operator_demo_runs_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    await widget_operator.demo()
+    out = capsys.readouterr().out
+    assert "created: {'bye-config': {'greeting': 'Goodbye', 'size': '2'}, " in out
+    assert "widget edited: {'greeting': 'Hello, world', 'size': '1'}" in out
+    assert "ConfigMap edited by hand, repaired: {'greeting': 'Goodbye', 'size': '2'}" in out
+    assert "ConfigMap deleted by hand, recreated: ['bye-config', 'hello-config']" in out
+    assert "widget deleted: ['hello-config']" in out
+    assert "failures: 0" in out
+
+
+async def test_the_operator_creates_an_owned_config_map_per_widget(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    for name in ("a", "b", "c"):
+        crd_server.create(widget_operator.widget(name, f"hi {name}", size=2))
+    factory = SharedInformerFactory(kube_client)
+    operator = widget_operator.WidgetOperator(kube_client, factory, workers=3)
+    async with factory, operator.controller:
+        await until(lambda: len(config_maps(crd_server)) == 3)
+        assert operator.controller.state is ControllerState.RUNNING
+    for name in ("a", "b", "c"):
+        cm = config_maps(crd_server)[f"{name}-config"]
+        assert cm["data"] == {"greeting": f"hi {name}", "size": "2"}
+        assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "widget-operator"}
+        owner = cm["metadata"]["ownerReferences"][0]
+        uid = crd_server.get("example.com/v1/widgets", "default", name)["metadata"]["uid"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "Widget",
+            name,
+            uid,
+            True,
+        )
+    assert operator.controller.statistics().failures == 0
+
+
+async def test_the_operator_restores_a_config_map_patched_by_hand(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    crd_server.create(widget_operator.widget("w", "hello"))
+    factory = SharedInformerFactory(kube_client)
+    operator = widget_operator.WidgetOperator(kube_client, factory)
+    async with factory, operator.controller:
+        await until(lambda: "w-config" in config_maps(crd_server))
+        crd_server.patch("configmaps", "default", "w-config", {"data": {"greeting": "nope"}})
+        await until(lambda: config_maps(crd_server)["w-config"]["data"]["greeting"] == "hello")
+
+
+async def test_the_operator_requeues_later_when_the_name_is_taken(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    crd_server.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-config"}, "data": {}}
+    )
+    crd_server.create(widget_operator.widget("w", "hello"))
+    factory = SharedInformerFactory(kube_client)
+    operator = widget_operator.WidgetOperator(kube_client, factory, recheck_after=120)
+    async with factory, operator.controller:
+        await until(lambda: operator.controller.statistics().requeues == 1)
+        stats = operator.controller.statistics()
+        assert (stats.failures, stats.queue.delayed) == (0, 1)
+    assert config_maps(crd_server)["w-config"]["data"] == {}
+
+
+async def test_the_operators_reconcile_of_a_deleted_widget_deletes_its_config_map(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    crd_server.create(widget_operator.widget("w", "hello"))
+    factory = SharedInformerFactory(kube_client)
+    operator = widget_operator.WidgetOperator(kube_client, factory)
+    async with factory:
+        await factory.wait_for_cache_sync(timeout=10)
+        assert await operator.reconcile("default/w") is None
+        await until(lambda: operator.config_maps.lister().get("w-config", "default") is not None)
+        crd_server.delete("example.com/v1/widgets", "default", "w")
+        await until(lambda: operator.widgets.lister().get("w", "default") is None)
+        outcome = await operator.reconcile("default/w")
+    assert outcome is None
+    assert "w-config" not in config_maps(crd_server)
+    assert not isinstance(outcome, Requeue)
+
+
+# -- the FastAPI service -----------------------------------------------------------------
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return fastapi_app.pod(name, **labels)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def service(
+    fake_apiserver: FakeAPIServer, fake_clock: FakeClock
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app, started (lifespan entered) with informers on ``fake_clock``, behind an
+    httpx client on the ASGI transport."""
+    app = fastapi_app.create_app(fake_apiserver.client, clock=fake_clock)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://service") as http,
+    ):
+        yield http
+
+
+async def wait_ready(http: httpx.AsyncClient, status: int = 200) -> dict[str, Any]:
+    async with asyncio.timeout(10):
+        while (response := await http.get("/readyz")).status_code != status:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_the_fastapi_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    await fastapi_app.demo()
+    out = capsys.readouterr().out
+    assert "readyz: 200 True" in out
+    assert "pods app=web: ['web-0', 'web-1']" in out
+    assert "db-0 labels: {'app': 'db'}" in out
+    assert "nope: 404" in out
+
+
+@pytest.mark.fake_apiserver(clock=FakeClock())
+async def test_readyz_is_503_until_the_informers_have_synced(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    server_clock = fake_apiserver.clock
+    assert isinstance(server_clock, FakeClock)
+    fake_apiserver.create(pod("web-0"))
+    fake_apiserver.faults.latency(5)  # every request waits 5 s of the server's clock
+    app = fastapi_app.create_app(fake_apiserver.client)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://service") as http,
+    ):
+        await server_clock.wait_for_sleepers(1)  # a request hangs in the server
+        response = await http.get("/readyz")
+        assert response.status_code == 503
+        assert response.json()["informers"]["pods"]["synced"] is False
+        assert (await http.get("/pods")).json() == []
+        assert (await http.get("/livez")).status_code == 200
+
+        fake_apiserver.faults.latency(0)
+        await server_clock.advance(5)
+        body = await wait_ready(http)
+        assert body["informers"]["pods"] == {
+            "synced": True,
+            "watching": True,
+            "state": "WATCHING",
+            "objects": 1,
+        }
+        assert [p["name"] for p in (await http.get("/pods")).json()] == ["web-0"]
+
+
+async def test_readyz_is_503_while_a_watch_is_down(
+    fake_apiserver: FakeAPIServer, service: httpx.AsyncClient, fake_clock: FakeClock
+) -> None:
+    await wait_ready(service)
+    await fake_apiserver.faults.refuse_connections()
+    body = await wait_ready(service, status=503)
+    states = {name: detail["state"] for name, detail in body["informers"].items()}
+    assert ReflectorState.BACKING_OFF.value in states.values()
+    assert all(detail["synced"] for detail in body["informers"].values())
+
+    await fake_apiserver.faults.accept_connections()
+    await fake_clock.advance(60)  # every backoff runs out; the reflectors watch again
+    await wait_ready(service)
+
+
+async def test_endpoints_answer_from_the_listers(
+    fake_apiserver: FakeAPIServer, service: httpx.AsyncClient
+) -> None:
+    fake_apiserver.create(pod("web-0", app="web"))
+    fake_apiserver.create(pod("db-0", app="db"))
+    await wait_ready(service)
+    await until(lambda: len(fake_apiserver.request_log) > 0)
+    requests_before = len(fake_apiserver.request_log)
+
+    listed = (await service.get("/pods", params={"namespace": "default"})).json()
+    assert [(p["namespace"], p["name"]) for p in listed] == [
+        ("default", "db-0"),
+        ("default", "web-0"),
+    ]
+    selected = (await service.get("/pods", params={"selector": "app=db"})).json()
+    assert [p["name"] for p in selected] == ["db-0"]
+    one = await service.get("/pods/default/web-0")
+    assert one.json()["metadata"]["labels"] == {"app": "web"}
+    assert "managedFields" not in one.json()["metadata"]
+    assert (await service.get("/pods/default/nope")).status_code == 404
+    assert (await service.get("/secrets")).status_code == 404
+    assert (await service.get("/pods", params={"selector": "app in (("})).status_code == 400
+    assert len(fake_apiserver.request_log) == requests_before  # nothing reached the server
+
+    fake_apiserver.create(pod("web-1", app="web"))  # the watch brings it into the cache
+    async with asyncio.timeout(10):
+        while (await service.get("/pods/default/web-1")).status_code != 200:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+# -- the user-facing test file -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_user_facing_example_tests_pass_in_their_own_pytest_run() -> None:
+    env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(EXAMPLES / "test_with_fake_apiserver.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+        cwd=EXAMPLES.parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "6 passed" in result.stdout
