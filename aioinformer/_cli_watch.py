@@ -1,0 +1,482 @@
+"""``aioinformer watch``: ``kubectl get -w`` through a shared informer.
+
+Role: print a resource's synced list, then one row per change, for as long as the user
+wants, surviving dropped watches and expired resourceVersions the way informers do
+(re-watch from the last resourceVersion; relist on 410 Gone, with deletions missed in
+between reported from the relist's tombstones). Input: :class:`WatchOptions`. Output:
+rows on stdout (a table, ``-o wide``, one JSON event per line with ``-o json``, or
+``kind/name`` with ``-o name``); a one-line error on stderr and exit code 1 when the
+kubeconfig is unusable, the resource unknown, the namespace forbidden or the server
+unreachable.
+
+Ordering: the synced list comes first (sorted by namespace and name), then the events
+in the order the informer delivers them; an event the list already showed (same key and
+resourceVersion) is not printed twice.
+
+Task model: one ``asyncio.run()``. Before the informer starts, one discovery request and
+one ``LIST ?limit=1`` check that the resource exists and may be listed, so those
+failures are reported at once instead of retried. The informer's handler writes rows
+synchronously; SIGINT/SIGTERM stop the watch and exit 0. With ``--fake`` an embedded fake
+API server, seeded with a few pods and config maps, runs on the same loop and changes
+something every second or so once the list is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import os
+import random
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
+
+import orjson
+
+from aioinformer.client import Client, ResourceInfo
+from aioinformer.config import Config, load_config, load_kube_config
+from aioinformer.errors import (
+    AioinformerError,
+    ApiError,
+    Forbidden,
+    Unauthorized,
+    UnknownResourceError,
+)
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.indexer import meta_namespace_key
+from aioinformer.listwatch import ListOptions
+from aioinformer.models import DeletedFinalStateUnknown
+
+if TYPE_CHECKING:
+    from aioinformer.testing.apiserver import FakeAPIServer
+
+__all__ = ["OutputFormat", "WatchFailure", "WatchOptions", "format_age", "run_watch"]
+
+OutputFormat = Literal["wide", "json", "name"]
+
+EXIT_OK: Final = 0
+EXIT_FAILURE: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+_FAKE_CHURN_INTERVAL: Final = 1.0
+_EVENT_WIDTH: Final = len("MODIFIED")
+_GAP: Final = "   "
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchOptions:
+    """What ``aioinformer watch`` was asked for."""
+
+    resource: str
+    namespace: str | None = None
+    """``-n``; ``None`` means the context's namespace (unless ``all_namespaces``)."""
+    all_namespaces: bool = False
+    label_selector: str | None = None
+    field_selector: str | None = None
+    context: str | None = None
+    kubeconfig: str | None = None
+    output: OutputFormat | None = None
+    """``None`` for the plain table."""
+    fake: bool = False
+    """Watch an embedded, seeded fake API server instead of a cluster."""
+
+
+class WatchFailure(Exception):
+    """A failure reported to the user as one line (its message) and exit code 1."""
+
+
+def format_age(seconds: float) -> str:
+    """A duration as kubectl's AGE column writes it: ``45s``, ``3m12s``, ``17m``, ``5h3m``,
+    ``30h``, ``3d4h``, ``200d``, ``2y30d``, ``9y``; ``<invalid>`` for a time well in the
+    future (clock skew up to a second reads as ``0s``)."""
+    if seconds < -1:
+        return "<invalid>"
+    total = max(0, int(seconds))
+    if total < 120:
+        return f"{total}s"
+    minutes = total // 60
+    if minutes < 10:
+        rest = total % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        rest = days % 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"
+
+
+def _age_of(obj: Mapping[str, Any], now: datetime.datetime) -> str:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not stamp:
+        return "<unknown>"
+    try:
+        created = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    return format_age((now - created).total_seconds())
+
+
+class _Printer:
+    """Formats rows for one resource and output format; writes and flushes each line.
+
+    The table's column widths are fixed from the synced list (a longer name later just
+    pushes its row's tail right, as a stream cannot re-align what it printed).
+    """
+
+    def __init__(
+        self,
+        info: ResourceInfo,
+        output: OutputFormat | None,
+        all_namespaces: bool,
+        out: TextIO,
+        *,
+        on_closed: Callable[[], None],
+    ) -> None:
+        self._info = info
+        self._on_closed = on_closed
+        # Set when the reader went away (``| head``); nothing is written after that.
+        self.closed = False
+        self._output = output
+        self._show_namespace = all_namespaces and info.namespaced
+        self._out = out
+        self._namespace_width = len("NAMESPACE")
+        self._name_width = len("NAME")
+        self._age_width = len("AGE")
+        kind = info.kind.lower()
+        self._kind_prefix = f"{kind}.{info.gvr.group}" if info.gvr.group else kind
+
+    def _write(self, line: str) -> None:
+        if self.closed:
+            return
+        try:
+            self._out.write(line + "\n")
+            self._out.flush()
+        except BrokenPipeError:
+            self.closed = True
+            self._on_closed()
+
+    def list(self, objs: list[Any]) -> None:
+        """The synced list: the header (table formats), then one ADDED row per object."""
+        if self._output in (None, "wide"):
+            for obj in objs:
+                meta = obj.get("metadata") or {}
+                self._namespace_width = max(self._namespace_width, len(meta.get("namespace", "")))
+                self._name_width = max(self._name_width, len(meta.get("name", "")))
+            self._write(
+                self._row("EVENT", "NAMESPACE", "NAME", "AGE", "RESOURCE-VERSION", "LABELS")
+            )
+        for obj in objs:
+            self.event("ADDED", obj)
+
+    def _row(self, event: str, namespace: str, name: str, age: str, rv: str, labels: str) -> str:
+        cells = [(event, _EVENT_WIDTH)]
+        if self._show_namespace:
+            cells.append((namespace, self._namespace_width))
+        cells.append((name, self._name_width))
+        if self._output == "wide":
+            cells += [(age, self._age_width + 2), (rv, len("RESOURCE-VERSION")), (labels, 0)]
+        else:
+            cells.append((age, 0))
+        return _GAP.join(text.ljust(width) for text, width in cells).rstrip()
+
+    def event(self, event: str, obj: Any) -> None:
+        """One row: ``event`` is ADDED, MODIFIED or DELETED; ``obj`` may be a tombstone."""
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        meta = obj.get("metadata") or {}
+        if self._output == "json":
+            self._write(orjson.dumps({"type": event, "object": obj}).decode())
+            return
+        if self._output == "name":
+            self._write(f"{self._kind_prefix}/{meta.get('name', '')}")
+            return
+        labels = meta.get("labels") or {}
+        self._write(
+            self._row(
+                event,
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                _age_of(obj, datetime.datetime.now(datetime.UTC)),
+                str(meta.get("resourceVersion", "")),
+                ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>",
+            )
+        )
+
+
+class _RowHandler:
+    """The informer handler: rows for events after the synced list.
+
+    Until :meth:`listed` is called, events are held back (the list prints first); events
+    the list already showed, by key and resourceVersion, are dropped, and so are updates
+    that do not change the resourceVersion (a relist re-delivers every object).
+    """
+
+    def __init__(self, printer: _Printer) -> None:
+        self._printer = printer
+        self._shown: dict[str, str] | None = None  # None until the list is printed
+        self._held: list[tuple[str, Any]] = []
+
+    def listed(self, objs: list[Any]) -> None:
+        self._printer.list(objs)
+        self._shown = {meta_namespace_key(obj): _rv(obj) for obj in objs}
+        held, self._held = self._held, []
+        for event, obj in held:
+            self._emit(event, obj)
+
+    def _emit(self, event: str, obj: Any) -> None:
+        shown = self._shown
+        if shown is None:
+            self._held.append((event, obj))
+            return
+        if event != "DELETED" and shown:
+            key = meta_namespace_key(obj)
+            if shown.pop(key, None) == _rv(obj):
+                return
+        elif shown:
+            shown.pop(meta_namespace_key(obj), None)
+        self._printer.event(event, obj)
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if not is_in_initial_list:
+            self._emit("ADDED", obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        # Same resourceVersion: a relist or resync confirming what was shown, not a change.
+        if _rv(old) != _rv(new):
+            self._emit("MODIFIED", new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._emit("DELETED", obj)
+
+
+def _rv(obj: Any) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _fake_pod(name: str, namespace: str, app: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"containers": [{"name": app, "image": f"registry.example/{app}:1.0"}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def _seed(server: FakeAPIServer) -> None:
+    for name, namespace, app in (
+        ("web-0", "default", "web"),
+        ("web-1", "default", "web"),
+        ("api-0", "default", "api"),
+        ("coredns-0", "kube-system", "coredns"),
+        ("metrics-0", "kube-system", "metrics"),
+    ):
+        server.create(_fake_pod(name, namespace, app))
+    for name in ("settings", "feature-flags"):
+        server.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"},
+                "data": {"revision": "1"},
+            }
+        )
+
+
+async def _fake_churn(server: FakeAPIServer, listed: asyncio.Event) -> None:
+    """Once the list is printed, every second or so: a pod created, a pod relabelled or a
+    pod deleted (in ``default``, keeping three to eight), and a config map touched."""
+    rng = random.Random()
+    sequence = 0
+    await listed.wait()
+    while True:
+        await asyncio.sleep(_FAKE_CHURN_INTERVAL)
+        sequence += 1
+        pods = server.objects("pods", "default")
+        roll = rng.random()
+        if len(pods) < 3 or (roll < 0.35 and len(pods) < 8):
+            server.create(_fake_pod(f"worker-{sequence}", "default", "worker"))
+        elif roll < 0.7:
+            name = rng.choice(pods)["metadata"]["name"]
+            server.patch("pods", "default", name, {"metadata": {"labels": {"rev": str(sequence)}}})
+        else:
+            server.delete("pods", "default", rng.choice(pods)["metadata"]["name"])
+        server.patch("configmaps", "default", "settings", {"data": {"revision": str(sequence)}})
+
+
+async def _start_fake_server(stack: contextlib.AsyncExitStack, listed: asyncio.Event) -> str:
+    """Start a seeded fake API server on ``stack``, changing things once ``listed`` is
+    set; return its kubeconfig."""
+    from aioinformer.testing.apiserver import FakeAPIServer
+
+    server = await stack.enter_async_context(FakeAPIServer())
+    _seed(server)
+    churn = asyncio.create_task(_fake_churn(server, listed), name="fake churn")
+
+    async def stop_churn() -> None:
+        churn.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await churn
+
+    stack.push_async_callback(stop_churn)
+    return server.kubeconfig_path()
+
+
+def _load(options: WatchOptions) -> Config:
+    try:
+        if options.kubeconfig is not None:
+            return load_kube_config(options.kubeconfig, options.context)
+        return load_config(context=options.context)
+    except AioinformerError as exc:
+        raise WatchFailure(f"cannot load kubeconfig: {exc}") from exc
+    except OSError as exc:
+        raise WatchFailure(f"cannot read kubeconfig: {exc}") from exc
+
+
+def _describe_api_error(exc: ApiError) -> str:
+    """As kubectl says it: ``error from server (Forbidden): pods is forbidden: ...``."""
+    return f"error from server ({exc.reason or exc.code}): {exc.message or exc}"
+
+
+async def _preflight(client: Client, options: WatchOptions, namespace: str | None) -> ResourceInfo:
+    """Resolve the resource and list one object, so that what retrying cannot fix is
+    reported now: an unknown resource, a forbidden namespace, bad credentials, a bad
+    selector, no server."""
+    try:
+        resource = client.resource(options.resource, namespace)
+        info = await resource.info()
+        await resource.list(
+            ListOptions(
+                limit=1,
+                label_selector=options.label_selector,
+                field_selector=options.field_selector,
+            )
+        )
+    except ApiError as exc:
+        raise WatchFailure(_describe_api_error(exc)) from exc
+    except (AioinformerError, ValueError) as exc:
+        raise WatchFailure(str(exc)) from exc
+    return info
+
+
+async def _watch(options: WatchOptions, out: TextIO) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    listed = asyncio.Event()
+    fatal: list[BaseException] = []
+    signals = [signal.SIGINT, signal.SIGTERM]
+    for signum in signals:
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            if options.fake:
+                kubeconfig = await _start_fake_server(stack, listed)
+                config = _load(WatchOptions(resource=options.resource, kubeconfig=kubeconfig))
+            else:
+                config = _load(options)
+            client = await stack.enter_async_context(Client(config))
+            namespace = None if options.all_namespaces else options.namespace or config.namespace
+            info = await _preflight(client, options, namespace)
+
+            def on_watch_error(reflector: object, exc: BaseException) -> None:
+                # What a retry cannot fix ends the watch; the rest the informer retries.
+                if isinstance(exc, (Forbidden, Unauthorized, UnknownResourceError)):
+                    fatal.append(exc)
+                    stop.set()
+
+            factory = SharedInformerFactory(
+                client,
+                namespace=namespace if info.namespaced else None,
+                label_selector=options.label_selector,
+                field_selector=options.field_selector,
+            )
+            informer = factory.informer_for(info)
+            informer.set_watch_error_handler(on_watch_error)
+            printer = _Printer(info, options.output, namespace is None, out, on_closed=stop.set)
+            handler = _RowHandler(printer)
+            informer.add_event_handler(handler, name="watch rows")
+            async with factory:
+                sync = asyncio.ensure_future(informer.wait_for_sync())
+                stopped = asyncio.ensure_future(stop.wait())
+                try:
+                    await asyncio.wait([sync, stopped], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    sync.cancel()
+                    stopped.cancel()
+                if informer.has_synced():
+                    handler.listed(sorted(informer.indexer.list(), key=meta_namespace_key))
+                    listed.set()
+                    await stop.wait()
+            if printer.closed:
+                _silence_stdout(out)
+        if fatal:
+            exc = fatal[0]
+            raise WatchFailure(_describe_api_error(exc) if isinstance(exc, ApiError) else str(exc))
+        return EXIT_OK
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+
+
+def _silence_stdout(out: TextIO) -> None:
+    """After the reader of stdout went away, point it at /dev/null so that the
+    interpreter's final flush does not complain about the broken pipe."""
+    if out is sys.stdout:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+def run_watch(
+    options: WatchOptions,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    log_level: int = logging.WARNING,
+) -> int:
+    """Run ``aioinformer watch``; return the exit code (0 after Ctrl-C or when the reader
+    of stdout went away, 1 on a failure reported as one line on ``err``).
+
+    Library log records at ``log_level`` and above (retries, relists) go to ``err``.
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if options.fake and (options.kubeconfig or options.context):
+        err.write("aioinformer: error: --fake cannot be combined with --kubeconfig or --context\n")
+        return EXIT_USAGE
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("aioinformer: %(levelname)s: %(message)s"))
+    package_logger = logging.getLogger("aioinformer")
+    previous_level = package_logger.level
+    package_logger.addHandler(handler)
+    package_logger.setLevel(log_level)
+    try:
+        return asyncio.run(_watch(options, out))
+    except WatchFailure as exc:
+        err.write(f"aioinformer: error: {exc}\n")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    finally:
+        package_logger.removeHandler(handler)
+        package_logger.setLevel(previous_level)

@@ -1,0 +1,188 @@
+"""The ``aioinformer`` command: ``demo`` and ``watch``.
+
+Role: the command-line front door. Input: ``argv``. Output: text on stdout (the demo's
+live display and summary, ``watch``'s rows), one-line errors on stderr, and an exit code.
+
+* ``aioinformer demo`` starts the embedded fake API server with generated pods and churn,
+  runs a shared informer with indexes and handlers, shows the initial sync, events/s,
+  cache size against the server, per-handler queue depths, relists and reconnects, and
+  exits 0 only when the cache converged to the server's state (see
+  :mod:`aioinformer._cli_demo`).
+* ``aioinformer watch RESOURCE`` is ``kubectl get -w`` through an informer: the synced
+  list, then one row per event (see :mod:`aioinformer._cli_watch`).
+
+Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
+resource, forbidden namespace, unreachable server, a demo that did not converge); 2 a
+command-line usage error; 130 interrupted before anything could be reported.
+
+Task model: each command runs one ``asyncio.run()``; SIGINT and SIGTERM end a command
+cleanly (the demo still prints its summary). The core library never imports this module;
+``rich`` is imported only by the demo, which needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+__all__ = ["build_parser", "log_level", "main"]
+
+_QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING}
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show the library's log on stderr: -v retries and relists, -vv everything",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aioinformer`` argument parser (subcommands ``demo`` and ``watch``)."""
+    parser = argparse.ArgumentParser(
+        prog="aioinformer",
+        description="asyncio-native Kubernetes informers: a live demo and kubectl-like watch",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run informers against an embedded fake API server with churn and faults",
+        description=(
+            "Start an embedded fake API server with generated pods, run a shared pods "
+            "informer (namespace, label and node indexes) with several handlers while pods "
+            "are created, updated and deleted, drop the watch and compact the history on "
+            "the way, and check that the cache converges to the server's state."
+        ),
+    )
+    demo.add_argument("--pods", type=_count, default=2000, metavar="N", help="initial pods (2000)")
+    demo.add_argument(
+        "--churn",
+        type=_rate,
+        default=200.0,
+        metavar="RATE",
+        help="creates/updates/deletes per second (200)",
+    )
+    demo.add_argument("--handlers", type=_count, default=3, metavar="K", help="event handlers (3)")
+    demo.add_argument(
+        "--duration",
+        type=_positive_number,
+        default=20.0,
+        metavar="S",
+        help="seconds of churn before the convergence check (20)",
+    )
+    demo.add_argument("--seed", type=int, default=None, help="random seed, for a reproducible run")
+    _add_verbose(demo)
+
+    watch = commands.add_parser(
+        "watch",
+        help="like kubectl get -w, through an informer",
+        description=(
+            "Print the synced list of RESOURCE, then one row per change, through a shared "
+            "informer that survives reconnects and expired resource versions. Ctrl-C stops."
+        ),
+    )
+    watch.add_argument(
+        "resource", metavar="RESOURCE", help="pods, v1/configmaps, apps/v1/deployments, ..."
+    )
+    scope = watch.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
+    watch.add_argument("-l", "--selector", metavar="SELECTOR", help="label selector")
+    watch.add_argument("--field-selector", metavar="F", help="field selector")
+    watch.add_argument("--context", help="kubeconfig context to use")
+    watch.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file to use")
+    watch.add_argument(
+        "-o",
+        "--output",
+        choices=("wide", "json", "name"),
+        default=None,
+        help="wide: more columns; json: one JSON event per line; name: kind/name",
+    )
+    watch.add_argument(
+        "--fake",
+        action="store_true",
+        help="watch an embedded fake API server seeded with a few objects and some churn",
+    )
+    _add_verbose(watch)
+    return parser
+
+
+def log_level(args: argparse.Namespace) -> int:
+    """The library log level for parsed arguments: quiet by default (the demo's faults
+    are on purpose; ``watch`` shows warnings), INFO with ``-v``, DEBUG with ``-vv``."""
+    verbosity: int = args.verbose
+    if verbosity == 0:
+        return _QUIET[args.command]
+    return logging.INFO if verbosity == 1 else logging.DEBUG
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command in ``argv`` (default ``sys.argv[1:]``); return its exit code.
+
+    Usage errors exit through argparse (code 2).
+    """
+    args = build_parser().parse_args(argv)
+    level = log_level(args)
+    if args.command == "demo":
+        from aioinformer._cli_demo import run_demo
+
+        return run_demo(
+            pods=args.pods,
+            churn=args.churn,
+            handlers=args.handlers,
+            duration=args.duration,
+            seed=args.seed,
+            log_level=level,
+        )
+    from aioinformer._cli_watch import WatchOptions, run_watch
+
+    return run_watch(
+        WatchOptions(
+            resource=args.resource,
+            namespace=args.namespace,
+            all_namespaces=args.all_namespaces,
+            label_selector=args.selector,
+            field_selector=args.field_selector,
+            context=args.context,
+            kubeconfig=args.kubeconfig,
+            output=args.output,
+            fake=args.fake,
+        ),
+        log_level=level,
+    )

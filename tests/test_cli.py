@@ -1,0 +1,592 @@
+"""The ``aioinformer`` command, run as a user runs it: a subprocess.
+
+``demo`` must converge and exit 0 (and stop cleanly on SIGINT with its summary);
+``watch`` runs against a fake API server the test starts, through ``--kubeconfig``, and
+must print the list, then a row per event, across reconnects and 410s; each failure it
+knows about must be one line on stderr with exit code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from aioinformer._cli_watch import format_age
+from aioinformer.cli import build_parser, log_level
+from aioinformer.testing.apiserver import FakeAPIServer, Rule
+
+LINE_TIMEOUT = 30.0
+"""Seconds a test waits for an expected line before failing (generous: CI is shared)."""
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS", "LINES")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aioinformer", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(),
+        check=False,
+    )
+
+
+def _pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": "example/app:1"}]},
+    }
+
+
+class _Running:
+    """A CLI subprocess on the test's loop, read line by line."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+
+    async def read_until(self, predicate: Callable[[str], bool]) -> str:
+        """Read stdout lines until one satisfies ``predicate``; return it."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        async with asyncio.timeout(LINE_TIMEOUT):
+            while True:
+                raw = await stdout.readline()
+                if not raw:
+                    stderr = await self.process.stderr.read() if self.process.stderr else b""
+                    raise AssertionError(
+                        f"output ended; got {self.lines!r}; stderr {stderr.decode()!r}"
+                    )
+                line = raw.decode().rstrip("\n")
+                self.lines.append(line)
+                if predicate(line):
+                    return line
+
+    async def interrupt(self) -> tuple[int, str, str]:
+        """SIGINT, then the exit code and the rest of stdout and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(LINE_TIMEOUT):
+            out, err = await self.process.communicate()
+        return self.process.returncode or 0, out.decode(), err.decode()
+
+
+@contextlib.asynccontextmanager
+async def _watch(*args: str) -> AsyncIterator[_Running]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "watch",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+    running = _Running(process)
+    try:
+        yield running
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
+
+
+def _row(line: str) -> list[str]:
+    return line.split()
+
+
+# ---------------------------------------------------------------------------------------
+# Entry points and arguments
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-m", "aioinformer"],
+        [str(Path(sys.executable).with_name("aioinformer"))],
+    ],
+    ids=["python-m", "console-script"],
+)
+def test_both_entry_points_show_help_naming_the_commands(command: list[str]) -> None:
+    result = subprocess.run(
+        [*command, "--help"], capture_output=True, text=True, env=_env(), check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "demo" in result.stdout
+    assert "watch" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--pods", "-5"], "--pods"),
+        (["demo", "--duration", "0"], "--duration"),
+        (["demo", "--churn", "fast"], "--churn"),
+        (["watch"], "RESOURCE"),
+        (["watch", "pods", "-n", "a", "-A"], "not allowed with"),
+        (["watch", "pods", "-o", "yaml"], "invalid choice"),
+        ([], "COMMAND"),
+    ],
+    ids=[
+        "negative-pods",
+        "zero-duration",
+        "non-numeric-churn",
+        "watch-without-resource",
+        "namespace-and-all-namespaces",
+        "unknown-output-format",
+        "no-command",
+    ],
+)
+def test_usage_errors_exit_2_naming_the_argument(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc_info:
+        build_parser().parse_args(argv)
+    assert exc_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--pods", "-5"], "--pods"),
+        (["watch", "pods", "-n", "a", "-A"], "not allowed with"),
+    ],
+    ids=["negative-pods", "namespace-and-all-namespaces"],
+)
+def test_usage_errors_from_the_command_exit_2_with_a_message(argv: list[str], message: str) -> None:
+    result = _cli(*argv)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["demo"], logging.ERROR),
+        (["demo", "-v"], logging.INFO),
+        (["watch", "pods"], logging.WARNING),
+        (["watch", "pods", "-v"], logging.INFO),
+        (["watch", "pods", "-vv"], logging.DEBUG),
+        (["watch", "pods", "-v", "-v", "-v"], logging.DEBUG),
+    ],
+    ids=["demo", "demo-v", "watch", "watch-v", "watch-vv", "watch-vvv"],
+)
+def test_verbosity_picks_the_library_log_level(argv: list[str], level: int) -> None:
+    assert log_level(build_parser().parse_args(argv)) == level
+
+
+def test_fake_watch_refuses_a_kubeconfig_as_a_usage_error() -> None:
+    result = _cli("watch", "pods", "--fake", "--kubeconfig", "/dev/null")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "aioinformer: error: --fake cannot be combined with --kubeconfig or --context"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# demo
+
+
+def _summary_value(output: str, label: str) -> str:
+    match = re.search(rf"^{re.escape(label)}: (.*)$", output, re.MULTILINE)
+    assert match is not None, f"no {label!r} line in:\n{output}"
+    return match.group(1)
+
+
+def test_demo_converges_recovers_from_faults_and_exits_zero() -> None:
+    result = _cli(
+        "demo", "--pods", "300", "--churn", "150", "--handlers", "4", "--duration", "5",
+        "--seed", "11",
+    )  # fmt: skip
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert _summary_value(out, "cache == server").startswith("yes")
+    assert _summary_value(out, "handlers agreeing with server") == "4/4"
+    assert _summary_value(out, "indexes consistent") == "yes"
+    assert _summary_value(out, "initial sync").startswith("300 pods in ")
+    # Both faults took effect and the informer recovered: a reconnect and a relist.
+    assert "not reached" not in _summary_value(out, "faults")
+    assert int(_summary_value(out, "reconnects")) >= 1
+    assert int(_summary_value(out, "relists")) >= 1
+    # Not a terminal: plain progress lines, no escape sequences.
+    assert re.search(r"^\[\s*\d+\.\d+s\] churning: server \d+ \| cache \d+", out, re.MULTILINE)
+    assert "handler queues mirror:" in out
+    assert not ANSI.search(out)
+
+
+def test_demo_with_no_churn_and_no_pods_still_converges() -> None:
+    result = _cli("demo", "--pods", "0", "--churn", "0", "--handlers", "1", "--duration", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _summary_value(result.stdout, "cache == server").startswith("yes")
+    assert _summary_value(result.stdout, "handlers agreeing with server") == "1/1"
+
+
+async def test_demo_stops_on_sigint_and_still_prints_the_summary() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "demo",
+        "--pods",
+        "200",
+        "--churn",
+        "100",
+        "--duration",
+        "600",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+    running = _Running(process)
+    try:
+        await running.read_until(lambda line: "churning:" in line)
+        loop = asyncio.get_running_loop()
+        interrupted_at = loop.time()
+        code, rest, err = await running.interrupt()
+        stopped_after = loop.time() - interrupted_at
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
+    assert code == 0, rest + err
+    assert stopped_after < 10
+    assert "interrupted: stopping churn" in rest
+    assert _summary_value(rest, "ran for").endswith("(interrupted)")
+    assert _summary_value(rest, "cache == server").startswith("yes")
+
+
+# ---------------------------------------------------------------------------------------
+# watch
+
+
+async def test_watch_prints_the_synced_list_then_a_row_per_event(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("web-1"))
+    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.create(_pod("elsewhere", namespace="other"))
+    kubeconfig = fake_apiserver.kubeconfig_path()
+    async with _watch("pods", "--kubeconfig", kubeconfig) as cli:
+        header = await cli.read_until(lambda line: line.startswith("EVENT"))
+        assert _row(header) == ["EVENT", "NAME", "AGE"]
+        first = await cli.read_until(lambda line: True)
+        second = await cli.read_until(lambda line: True)
+        assert [_row(first)[:2], _row(second)[:2]] == [["ADDED", "web-0"], ["ADDED", "web-1"]]
+        assert re.fullmatch(r"\d+s", _row(first)[2])
+
+        fake_apiserver.create(_pod("web-2"))
+        assert _row(await cli.read_until(lambda line: "web-2" in line))[:2] == ["ADDED", "web-2"]
+        fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"v": "2"}}})
+        assert _row(await cli.read_until(lambda line: "web-0" in line))[:2] == [
+            "MODIFIED",
+            "web-0",
+        ]
+        fake_apiserver.delete("pods", "default", "web-1")
+        assert _row(await cli.read_until(lambda line: "web-1" in line))[:2] == [
+            "DELETED",
+            "web-1",
+        ]
+        code, rest, err = await cli.interrupt()
+    assert code == 0, err
+    assert err == ""
+    assert "elsewhere" not in "\n".join(cli.lines) + rest
+
+
+async def test_watch_survives_a_dropped_watch_and_a_410_with_a_relist(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("stays"))
+    fake_apiserver.create(_pod("goes"))
+    async with _watch("pods", "--kubeconfig", fake_apiserver.kubeconfig_path()) as cli:
+        await cli.read_until(lambda line: "goes" in line)
+        await cli.read_until(lambda line: "stays" in line)
+        await fake_apiserver.wait_for_watchers(1, resource="pods", timeout=LINE_TIMEOUT)
+
+        # A dropped connection: the watch resumes from its resourceVersion.
+        await fake_apiserver.restart(reset_history=False)
+        fake_apiserver.create(_pod("after-drop"))
+        assert _row(await cli.read_until(lambda line: "after-drop" in line))[0] == "ADDED"
+
+        # Changes while the watch is away, then the history is gone: the re-watch gets
+        # 410 Gone, the informer relists and reports the difference.
+        await fake_apiserver.faults.refuse_connections()
+        fake_apiserver.delete("pods", "default", "goes")
+        fake_apiserver.create(_pod("during-outage"))
+        fake_apiserver.compact()
+        await fake_apiserver.faults.accept_connections()
+        seen: dict[str, str] = {}
+        while set(seen) != {"goes", "during-outage"}:
+            row = _row(await cli.read_until(lambda line: "goes" in line or "outage" in line))
+            seen[row[1]] = row[0]
+        assert seen == {"goes": "DELETED", "during-outage": "ADDED"}
+        code, _, err = await cli.interrupt()
+    assert code == 0, err
+    # "stays" was printed once, by the list: the relist did not repeat it.
+    assert sum("stays" in line for line in cli.lines) == 1
+    paths = [r.path for r in fake_apiserver.request_log if "watch" in r.query]
+    assert len(paths) >= 3
+
+
+async def test_watch_all_namespaces_adds_a_namespace_column(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("a", namespace="team-a"))
+    fake_apiserver.create(_pod("b", namespace="team-b"))
+    async with _watch("pods", "-A", "--kubeconfig", fake_apiserver.kubeconfig_path()) as cli:
+        header = await cli.read_until(lambda line: line.startswith("EVENT"))
+        rows = [_row(await cli.read_until(lambda line: True)) for _ in range(2)]
+        code, _, err = await cli.interrupt()
+    assert code == 0, err
+    assert _row(header) == ["EVENT", "NAMESPACE", "NAME", "AGE"]
+    assert [r[:3] for r in rows] == [["ADDED", "team-a", "a"], ["ADDED", "team-b", "b"]]
+
+
+async def test_watch_with_a_label_selector_and_wide_output(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("front", tier="web"))
+    fake_apiserver.create(_pod("back", tier="db"))
+    async with _watch(
+        "pods", "-l", "tier=web", "-o", "wide", "--kubeconfig", fake_apiserver.kubeconfig_path()
+    ) as cli:
+        header = await cli.read_until(lambda line: line.startswith("EVENT"))
+        row = _row(await cli.read_until(lambda line: True))
+        fake_apiserver.create(_pod("front-2", tier="web"))
+        fake_apiserver.create(_pod("back-2", tier="db"))
+        await cli.read_until(lambda line: "front-2" in line)
+        code, rest, err = await cli.interrupt()
+    assert code == 0, err
+    assert _row(header) == ["EVENT", "NAME", "AGE", "RESOURCE-VERSION", "LABELS"]
+    assert row[:2] == ["ADDED", "front"]
+    assert row[3] == fake_apiserver.get("pods", "default", "front")["metadata"]["resourceVersion"]
+    assert row[4] == "tier=web"
+    assert "back" not in "\n".join(cli.lines) + rest
+
+
+async def test_watch_json_output_is_one_event_per_line(fake_apiserver: FakeAPIServer) -> None:
+    fake_apiserver.create(_pod("web-0"))
+    async with _watch(
+        "pods", "-o", "json", "--kubeconfig", fake_apiserver.kubeconfig_path()
+    ) as cli:
+        listed = orjson.loads(await cli.read_until(lambda line: True))
+        fake_apiserver.delete("pods", "default", "web-0")
+        deleted = orjson.loads(await cli.read_until(lambda line: True))
+        code, _, err = await cli.interrupt()
+    assert code == 0, err
+    assert listed["type"] == "ADDED"
+    assert listed["object"]["kind"] == "Pod"
+    assert listed["object"]["metadata"]["name"] == "web-0"
+    assert deleted["type"] == "DELETED"
+    assert deleted["object"]["metadata"]["name"] == "web-0"
+
+
+async def test_watch_name_output_prints_kind_slash_name(fake_apiserver: FakeAPIServer) -> None:
+    fake_apiserver.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 1},
+        }
+    )
+    kubeconfig = fake_apiserver.kubeconfig_path()
+    async with _watch("apps/v1/deployments", "-o", "name", "--kubeconfig", kubeconfig) as cli:
+        line = await cli.read_until(lambda line: True)
+        code, _, err = await cli.interrupt()
+    assert code == 0, err
+    assert line == "deployment.apps/web"
+
+
+async def test_watch_fake_shows_its_seeded_pods_then_its_churn() -> None:
+    async with _watch("pods", "--fake") as cli:
+        await cli.read_until(lambda line: line.startswith("EVENT"))
+        names = {_row(await cli.read_until(lambda line: True))[1] for _ in range(3)}
+        change = _row(await cli.read_until(lambda line: True))
+        code, _, err = await cli.interrupt()
+    assert code == 0, err
+    assert names == {"api-0", "web-0", "web-1"}
+    assert change[0] in {"ADDED", "MODIFIED", "DELETED"}
+
+
+async def test_watch_ends_with_an_error_when_access_is_revoked_mid_run(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.add_token("temporary")
+    kubeconfig = fake_apiserver.kubeconfig_path(token="temporary")
+    async with _watch("pods", "--kubeconfig", kubeconfig) as cli:
+        await cli.read_until(lambda line: "web-0" in line)
+        await fake_apiserver.wait_for_watchers(1, resource="pods", timeout=LINE_TIMEOUT)
+        fake_apiserver.remove_token("temporary")
+        await fake_apiserver.restart(reset_history=False)
+        async with asyncio.timeout(LINE_TIMEOUT):
+            _, err = await cli.process.communicate()
+    assert cli.process.returncode == 1
+    last = err.decode().splitlines()[-1]
+    assert last.startswith("aioinformer: error: error from server (Unauthorized)")
+
+
+async def test_watch_exits_quietly_when_its_reader_goes_away(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.create(_pod("web-0"))
+    read_end, write_end = os.pipe()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "watch",
+        "pods",
+        "--kubeconfig",
+        fake_apiserver.kubeconfig_path(),
+        stdout=write_end,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+    os.close(write_end)
+    try:
+        loop = asyncio.get_running_loop()
+        # As `| head -1` does: read the first bytes, then go away.
+        async with asyncio.timeout(LINE_TIMEOUT):
+            first = await loop.run_in_executor(None, os.read, read_end, 4096)
+        os.close(read_end)
+        read_end = -1
+        fake_apiserver.create(_pod("web-1"))
+        async with asyncio.timeout(LINE_TIMEOUT):
+            _, err = await process.communicate()
+    finally:
+        if read_end >= 0:
+            os.close(read_end)
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
+    assert first.startswith(b"EVENT")
+    assert process.returncode == 0
+    assert err == b""
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+async def _closed_port() -> int:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port: int = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    return port
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing-kubeconfig",
+        "malformed-kubeconfig",
+        "unknown-context",
+        "unknown-resource",
+        "forbidden-namespace",
+        "unreachable-server",
+    ],
+)
+async def test_watch_failures_are_one_clear_line_and_exit_1(
+    case: str, fake_apiserver: FakeAPIServer, tmp_path: Path
+) -> None:
+    args: list[str]
+    expected: str
+    if case == "missing-kubeconfig":
+        path = str(tmp_path / "nope.yaml")
+        args, expected = ["pods", "--kubeconfig", path], "nope.yaml"
+    elif case == "malformed-kubeconfig":
+        path = _write(tmp_path / "bad.yaml", "clusters: [this is: not: valid\n")
+        args, expected = ["pods", "--kubeconfig", path], "bad.yaml"
+    elif case == "unknown-context":
+        path = fake_apiserver.kubeconfig_path()
+        args, expected = ["pods", "--kubeconfig", path, "--context", "staging"], "staging"
+    elif case == "unknown-resource":
+        path = fake_apiserver.kubeconfig_path()
+        args, expected = ["widgets", "--kubeconfig", path], "widgets"
+    elif case == "forbidden-namespace":
+        fake_apiserver.add_token(
+            "limited", rules=[Rule(verbs=["*"], resources=["pods"], namespaces=["allowed"])]
+        )
+        path = fake_apiserver.kubeconfig_path(token="limited")
+        args, expected = ["pods", "-n", "secret", "--kubeconfig", path], "forbidden"
+    else:
+        port = await _closed_port()
+        text = _kubeconfig_text(f"http://127.0.0.1:{port}")
+        path = _write(tmp_path / "dead.yaml", text)
+        args, expected = ["pods", "--kubeconfig", path], f"127.0.0.1:{port}"
+    async with _watch(*args) as cli:
+        async with asyncio.timeout(LINE_TIMEOUT):
+            out, err = await cli.process.communicate()
+    assert cli.process.returncode == 1, (out, err)
+    assert out == b""
+    lines = err.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("aioinformer: error: ")
+    assert expected in lines[0]
+    if case == "forbidden-namespace":
+        assert '"secret"' in lines[0]
+
+
+def _kubeconfig_text(url: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Config\ncurrent-context: dead\n"
+        f"clusters: [{{name: dead, cluster: {{server: '{url}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: dead, context: {cluster: dead, user: u}}]\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Formatting
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (-5, "<invalid>"),
+        (-0.5, "0s"),
+        (0, "0s"),
+        (45, "45s"),
+        (119, "119s"),
+        (120, "2m"),
+        (192, "3m12s"),
+        (600, "10m"),
+        (179 * 60, "179m"),
+        (3 * 3600, "3h"),
+        (5 * 3600 + 3 * 60, "5h3m"),
+        (30 * 3600, "30h"),
+        (3 * 86400 + 4 * 3600, "3d4h"),
+        (4 * 86400, "4d"),
+        (200 * 86400, "200d"),
+        (2 * 365 * 86400 + 30 * 86400, "2y30d"),
+        (9 * 365 * 86400, "9y"),
+    ],
+    ids=lambda value: str(value),
+)
+def test_age_is_written_as_kubectl_writes_it(seconds: float, text: str) -> None:
+    assert format_age(seconds) == text
