@@ -1,0 +1,569 @@
+"""The measured cases: one coroutine per (scenario kind, variant), run in a fresh process.
+
+Role: what is timed. Each case connects to a replay server (:mod:`bench.replay`) at ``url``,
+does one scenario's work through either the raw baseline (:mod:`bench.baseline`) or
+aioinformer's public API (``Client`` → ``SharedIndexInformer``), and returns flat
+``{metric: value}`` figures. The runner (:mod:`bench.run`) starts one worker process per
+case and repeat (:mod:`bench.worker`), so peak RSS is the case's own.
+
+Kinds and what they report:
+
+* ``sync`` — seconds from start to synced, peak RSS, resident bytes per cached object (RSS
+  growth over the sync divided by the object count) and logical bytes per object (a deep
+  walk of a sample of the cache).
+  Variants: ``baseline``, ``baseline-gc-paused`` (cyclic GC off during the list), ``ours``
+  (cache with a namespace index, no handler), ``ours-1-handler`` (also the time until one
+  handler got every initial add), ``ours-strip-managed-fields``, ``ours-model`` (``model=``:
+  raw cache, typed reads; also times one typed read of the whole cache) and
+  ``ours-model-transform`` (objects validated into models on the way into the cache).
+* ``watch`` — MODIFIED events per second end to end, after the initial list, through a
+  cache with a namespace index and two label indexes and ``handlers`` handlers.
+  Variants: ``baseline``, ``baseline-readline`` (aiohttp's readline framing),
+  ``baseline-gc-frozen`` (``gc.freeze()`` after the list), ``ours``, ``ours-gc-frozen``
+  (``gc.freeze()`` once synced: what the technique would give the informer).
+* ``latency`` — emit → handler entered (p50/p99/max) at a fixed rate. Variants:
+  ``baseline`` (emit → stored in the dict), ``ours``.
+* ``slow-handler`` — one handler sleeping 10 ms per event beside fast ones: the fast ones'
+  latency in the first and second half of the run, and RSS over time. Variants as latency.
+* ``decode`` — ``orjson.loads`` over the same watch lines with no I/O: the ceiling.
+  Variants: ``orjson-loads`` (a list of lines), ``split-and-loads`` (the stream in 256 KiB
+  chunks, framed into lines across chunk borders, then decoded).
+* ``placement`` — the raw watch baseline with the replay server in a separate process
+  (``server-separate``) or on the measured loop itself (``server-same-loop``).
+
+Task model: each case is one coroutine on the worker's loop; everything it starts (sessions,
+informers, samplers) is closed before it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import aiohttp
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from aioinformer.models import KubeObject
+from bench.baseline import Framing, raw_list, raw_watch
+from bench.measure import (
+    LatencyRecorder,
+    RssSampler,
+    deep_size,
+    peak_rss,
+    percentile,
+    settled_rss,
+)
+from bench.objects import APP_LABEL, TIER_LABEL, WatchLineTemplate
+from bench.replay import ReplayConfig, ReplayData, start_replay_server
+
+__all__ = ["CASES", "BenchPod", "Case", "run_case"]
+
+Case = Callable[[str, dict[str, Any]], Awaitable[dict[str, float]]]
+"""``(url, params) -> metrics``."""
+
+_MIB = 1024 * 1024
+_SLOW_HANDLER_SECONDS = 0.010
+_SIZE_SAMPLE = 200
+"""Cached objects whose logical size is walked (evenly spread over the cache)."""
+
+
+# --- typed access ---------------------------------------------------------------------
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class BenchContainer(_Part):
+    name: str
+    image: str | None = None
+
+
+class BenchPodSpec(_Part):
+    containers: list[BenchContainer] = Field(default_factory=list)
+    node_name: str | None = Field(default=None, alias="nodeName")
+
+
+class BenchPodStatus(_Part):
+    phase: str | None = None
+    pod_ip: str | None = Field(default=None, alias="podIP")
+
+
+class BenchPod(KubeObject):
+    """The typed Pod of the ``ours-model`` variant: the fields a controller typically reads
+    are declared, the rest is kept as extras (as ``KubeObject`` does)."""
+
+    spec: BenchPodSpec = Field(default_factory=BenchPodSpec)
+    status: BenchPodStatus = Field(default_factory=BenchPodStatus)
+
+
+# --- shared pieces ----------------------------------------------------------------------
+
+
+def _label_index(label: str) -> Callable[[Any], list[str]]:
+    def index(obj: Any) -> list[str]:
+        labels = obj["metadata"].get("labels") or {}
+        value = labels.get(label)
+        return [value] if value is not None else []
+
+    index.__name__ = f"index_by_{label.replace('.', '_').replace('/', '_')}"
+    return index
+
+
+@contextlib.asynccontextmanager
+async def _session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def _client(url: str) -> AsyncIterator[Any]:
+    from aioinformer.client import Client
+    from aioinformer.config import Config
+
+    async with Client(Config(host=url)) as client:
+        yield client
+
+
+def _watch_indexers() -> dict[str, Callable[[Any], list[str]]]:
+    from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+
+    return {
+        NAMESPACE_INDEX: namespace_index_func,
+        APP_LABEL: _label_index(APP_LABEL),
+        TIER_LABEL: _label_index(TIER_LABEL),
+    }
+
+
+def _informer(client: Any, resource: str, **kwargs: Any) -> Any:
+    from aioinformer.informer import SharedIndexInformer
+
+    return SharedIndexInformer(client.resource(f"v1/{resource}"), **kwargs)
+
+
+# --- sync -------------------------------------------------------------------------------
+
+
+async def _sync_baseline(url: str, params: dict[str, Any], *, pause_gc: bool) -> dict[str, float]:
+    async with _session() as session:
+        before = settled_rss()
+        started = time.perf_counter()
+        cache, _ = await raw_list(
+            session, url, params["resource"], page_size=params["page_size"], pause_gc=pause_gc
+        )
+        seconds = time.perf_counter() - started
+        after = settled_rss()
+        objects = len(cache)
+    return {
+        "seconds": seconds,
+        "peak_rss_mib": peak_rss() / _MIB,
+        "bytes_per_object": (after - before) / max(1, objects),
+        "object_bytes": _sampled_object_bytes(list(cache.values())),
+        "objects": float(objects),
+    }
+
+
+def _sampled_object_bytes(objs: list[Any]) -> float:
+    """Mean :func:`deep_size` of an evenly spread sample of ``objs``."""
+    sample = objs[:: max(1, len(objs) // _SIZE_SAMPLE)]
+    return deep_size(sample) / max(1, len(sample))
+
+
+async def sync_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_baseline(url, params, pause_gc=False)
+
+
+async def sync_baseline_gc_paused(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_baseline(url, params, pause_gc=True)
+
+
+async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[str, float]:
+    from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+
+    resource = params["resource"]
+    options: dict[str, Any] = {"indexers": {NAMESPACE_INDEX: namespace_index_func}}
+    if variant == "strip":
+        from aioinformer.transforms import strip_managed_fields
+
+        options["transform"] = strip_managed_fields
+    elif variant == "model":
+        # Typed access the informer's way: the cache stays raw, reads validate.
+        options["model"] = BenchPod
+    elif variant == "model-transform":
+        # Typed access the other way: validate once, on the way into the cache.
+        options["transform"] = BenchPod.model_validate
+    delivered = asyncio.Event()
+    added = [0]
+    figures: dict[str, float] = {}
+    async with _client(url) as client:
+        informer = _informer(client, resource, **options)
+        if variant == "handler":
+
+            def on_add(_obj: Any, _is_in_initial_list: bool) -> None:
+                added[0] += 1
+                if added[0] == params["objects"]:
+                    delivered.set()
+
+            informer.add_event_handler(on_add=on_add)
+        before = settled_rss()
+        started = time.perf_counter()
+        async with informer:
+            if not await informer.wait_for_sync():
+                raise RuntimeError("informer did not report synced")
+            figures["seconds"] = time.perf_counter() - started
+            if variant == "handler":
+                await delivered.wait()
+                figures["seconds_all_delivered"] = time.perf_counter() - started
+            after = settled_rss()
+            objects = len(informer.indexer)
+            figures["object_bytes"] = _sampled_object_bytes(informer.indexer.list())
+            if variant in ("model", "model-transform"):
+                read_started = time.perf_counter()
+                typed = informer.lister().list()
+                figures["typed_list_seconds"] = time.perf_counter() - read_started
+                if not all(isinstance(obj, BenchPod) for obj in typed[:10]):
+                    raise RuntimeError("the lister did not return typed objects")
+                del typed
+    figures.update(
+        {
+            "peak_rss_mib": peak_rss() / _MIB,
+            "bytes_per_object": (after - before) / max(1, objects),
+            "objects": float(objects),
+        }
+    )
+    return figures
+
+
+async def sync_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_ours(url, params, variant="default")
+
+
+async def sync_ours_handler(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_ours(url, params, variant="handler")
+
+
+async def sync_ours_strip(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_ours(url, params, variant="strip")
+
+
+async def sync_ours_model(url: str, params: dict[str, Any]) -> dict[str, float]:
+    if params["resource"] != "pods":
+        raise ValueError("the typed variants are defined for pods only")
+    return await _sync_ours(url, params, variant="model")
+
+
+async def sync_ours_model_transform(url: str, params: dict[str, Any]) -> dict[str, float]:
+    if params["resource"] != "pods":
+        raise ValueError("the typed variants are defined for pods only")
+    return await _sync_ours(url, params, variant="model-transform")
+
+
+# --- watch throughput ---------------------------------------------------------------------
+
+
+async def _raw_watch_throughput(
+    session: aiohttp.ClientSession,
+    url: str,
+    params: dict[str, Any],
+    framing: Framing,
+    *,
+    freeze_gc: bool = False,
+) -> dict[str, float]:
+    resource = params.get("resource", "pods")
+    cache, rv = await raw_list(session, url, resource, page_size=500)
+    if freeze_gc:
+        # Move everything alive now out of the collector's sight: the synced cache is no
+        # longer traversed by full collections during the watch.
+        gc.freeze()
+    last = params["objects"] + params["events"]
+    run = await raw_watch(
+        session,
+        url,
+        resource,
+        cache,
+        resource_version=rv,
+        until_resource_version=last,
+        framing=framing,
+    )
+    if run.applied != params["events"]:
+        raise RuntimeError(f"applied {run.applied} of {params['events']} events")
+    return {"events_per_s": run.events_per_second, "seconds": run.last_at - run.first_at}
+
+
+async def watch_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
+    async with _session() as session:
+        return await _raw_watch_throughput(session, url, params, "chunks")
+
+
+async def watch_baseline_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
+    async with _session() as session:
+        return await _raw_watch_throughput(session, url, params, "chunks", freeze_gc=True)
+
+
+async def watch_baseline_readline(url: str, params: dict[str, Any]) -> dict[str, float]:
+    async with _session() as session:
+        return await _raw_watch_throughput(session, url, params, "readline")
+
+
+async def watch_ours(
+    url: str, params: dict[str, Any], *, freeze_gc: bool = False
+) -> dict[str, float]:
+    resource = params.get("resource", "pods")
+    handlers = params["handlers"]
+    last = str(params["objects"] + params["events"])
+    counts = [0] * handlers
+    finished = asyncio.Event()
+    waiting = {"handlers": handlers}
+    first_at = [0.0]
+
+    def make_handler(slot: int) -> Callable[[Any, Any], None]:
+        def on_update(_old: Any, new: Any) -> None:
+            counts[slot] += 1
+            if not first_at[0]:
+                first_at[0] = time.perf_counter()
+            if new["metadata"]["resourceVersion"] == last:
+                waiting["handlers"] -= 1
+                if not waiting["handlers"]:
+                    finished.set()
+
+        on_update.__name__ = f"on_update_{slot}"
+        return on_update
+
+    async with _client(url) as client:
+        informer = _informer(client, resource, indexers=_watch_indexers())
+        for slot in range(handlers):
+            informer.add_event_handler(on_update=make_handler(slot))
+        async with informer:
+            if not await informer.wait_for_sync():
+                raise RuntimeError("informer did not report synced")
+            if freeze_gc:
+                gc.freeze()
+            await finished.wait()
+            seconds = time.perf_counter() - first_at[0]
+    # Measured as the baseline is: from the first event a handler got to the last event
+    # every handler got, so the initial list's tail is not counted on either side.
+    return {
+        "events_per_s": (params["events"] - 1) / seconds,
+        "seconds": seconds,
+        "delivered_per_handler": float(min(counts)),
+    }
+
+
+async def watch_ours_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await watch_ours(url, params, freeze_gc=True)
+
+
+# --- latency and the slow handler -------------------------------------------------------
+
+
+async def _raw_paced(url: str, params: dict[str, Any], *, sample_rss: bool) -> dict[str, float]:
+    resource = params.get("resource", "pods")
+    recorder = LatencyRecorder()
+    async with _session() as session:
+        cache, rv = await raw_list(session, url, resource, page_size=500)
+        last = params["objects"] + params["events"]
+        sampler = RssSampler(period=0.1)
+        async with sampler if sample_rss else contextlib.nullcontext(sampler):
+            run = await raw_watch(
+                session,
+                url,
+                resource,
+                cache,
+                resource_version=rv,
+                until_resource_version=last,
+                on_event=recorder.record,
+            )
+    figures = _latency_figures(_steady(recorder.samples), prefix="fast_" if sample_rss else "")
+    figures["achieved_rate"] = run.events_per_second
+    if sample_rss:
+        figures.update(sampler.summary())
+    return figures
+
+
+_WARMUP_FRACTION = 0.1
+
+
+def _steady(samples: list[int]) -> list[int]:
+    """``samples`` without the first tenth: the stream's start overlaps the end of the
+    initial sync on the informer side, and neither side is judged on that."""
+    return samples[int(len(samples) * _WARMUP_FRACTION) :]
+
+
+def _latency_figures(samples: list[int], *, prefix: str) -> dict[str, float]:
+    half = len(samples) // 2
+    figures = {
+        f"{prefix}p50_ms": percentile(samples, 0.50) / 1e6,
+        f"{prefix}p99_ms": percentile(samples, 0.99) / 1e6,
+        f"{prefix}max_ms": (max(samples) / 1e6) if samples else float("nan"),
+    }
+    if prefix:
+        figures[f"{prefix}p99_first_half_ms"] = percentile(samples[:half], 0.99) / 1e6
+        figures[f"{prefix}p99_second_half_ms"] = percentile(samples[half:], 0.99) / 1e6
+    return figures
+
+
+async def latency_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _raw_paced(url, params, sample_rss=False)
+
+
+async def slow_handler_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _raw_paced(url, params, sample_rss=True)
+
+
+async def _ours_paced(
+    url: str, params: dict[str, Any], *, slow_handlers: int, sample_rss: bool
+) -> dict[str, float]:
+    resource = params.get("resource", "pods")
+    fast = params["handlers"]
+    last = str(params["objects"] + params["events"])
+    recorders = [LatencyRecorder() for _ in range(fast)]
+    finished = asyncio.Event()
+    waiting = {"handlers": fast}
+    slow_seen = [0]
+    first_at = [0.0]
+
+    def make_fast(recorder: LatencyRecorder) -> Callable[[Any, Any], None]:
+        def on_update(_old: Any, new: Any) -> None:
+            recorder.record(new)
+            if not first_at[0]:
+                first_at[0] = time.perf_counter()
+            if new["metadata"]["resourceVersion"] == last:
+                waiting["handlers"] -= 1
+                if not waiting["handlers"]:
+                    finished.set()
+
+        return on_update
+
+    async def on_update_slow(_old: Any, _new: Any) -> None:
+        await asyncio.sleep(_SLOW_HANDLER_SECONDS)
+        slow_seen[0] += 1
+
+    sampler = RssSampler(period=0.1)
+    async with _client(url) as client:
+        informer = _informer(client, resource, indexers=_watch_indexers())
+        for recorder in recorders:
+            informer.add_event_handler(on_update=make_fast(recorder))
+        slow = [informer.add_event_handler(on_update=on_update_slow) for _ in range(slow_handlers)]
+        async with informer:
+            if not await informer.wait_for_sync():
+                raise RuntimeError("informer did not report synced")
+            async with sampler if sample_rss else contextlib.nullcontext(sampler):
+                await finished.wait()
+                time_last = time.perf_counter()
+            slow_done = slow_seen[0]
+            slow_pending = sum(registration.statistics().pending for registration in slow)
+    steady = [_steady(recorder.samples) for recorder in recorders]
+    figures = _latency_figures(
+        [s for samples in steady for s in samples], prefix="fast_" if sample_rss else ""
+    )
+    if sample_rss:
+        # Halves in time, per handler, pooled: pooling first would mix handlers' timelines.
+        first = [s for samples in steady for s in samples[: len(samples) // 2]]
+        second = [s for samples in steady for s in samples[len(samples) // 2 :]]
+        figures["fast_p99_first_half_ms"] = percentile(first, 0.99) / 1e6
+        figures["fast_p99_second_half_ms"] = percentile(second, 0.99) / 1e6
+        figures.update(sampler.summary())
+        figures["slow_handled"] = float(slow_done)
+        figures["slow_pending_at_end"] = float(slow_pending)
+    figures["achieved_rate"] = (params["events"] - 1) / (time_last - first_at[0])
+    return figures
+
+
+async def latency_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _ours_paced(url, params, slow_handlers=0, sample_rss=False)
+
+
+async def slow_handler_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _ours_paced(url, params, slow_handlers=1, sample_rss=True)
+
+
+# --- decode ceiling and server placement ----------------------------------------------
+
+
+_CHUNK_BYTES = 256 * 1024
+
+
+def _watch_lines(params: dict[str, Any]) -> Iterator[bytes]:
+    """The scenario's watch lines, exactly as the replay server sends them."""
+    resource = params.get("resource", "pods")
+    objects = params["objects"]
+    templates = [WatchLineTemplate.for_object(resource, i) for i in range(objects)]
+    for event in range(1, params["events"] + 1):
+        yield templates[(event - 1) % objects].render(objects + event)
+
+
+async def decode_loads(_url: str, params: dict[str, Any]) -> dict[str, float]:
+    lines = list(_watch_lines(params))
+    loads = orjson.loads
+    started = time.perf_counter()
+    for line in lines:
+        loads(line)
+    seconds = time.perf_counter() - started
+    return {"events_per_s": len(lines) / seconds, "seconds": seconds}
+
+
+async def decode_split_and_loads(_url: str, params: dict[str, Any]) -> dict[str, float]:
+    # The stream cut into 256 KiB chunks at arbitrary offsets, as a socket delivers it;
+    # the timed part frames lines across chunk borders the baseline's way, then decodes.
+    buffer = b"".join(_watch_lines(params))
+    chunks = [buffer[i : i + _CHUNK_BYTES] for i in range(0, len(buffer), _CHUNK_BYTES)]
+    del buffer
+    loads = orjson.loads
+    decoded = 0
+    started = time.perf_counter()
+    pending = b""
+    for chunk in chunks:
+        lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            loads(line)
+        decoded += len(lines)
+    seconds = time.perf_counter() - started
+    return {"events_per_s": decoded / seconds, "seconds": seconds}
+
+
+async def placement_separate(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await watch_baseline(url, params)
+
+
+async def placement_same_loop(_url: str, params: dict[str, Any]) -> dict[str, float]:
+    config = ReplayConfig(objects=params["objects"], watch_events=params["events"])
+    data = ReplayData(config)
+    gc.collect()
+    async with start_replay_server(data) as url:
+        return await watch_baseline(url, params)
+
+
+CASES: dict[tuple[str, str], Case] = {
+    ("sync", "baseline"): sync_baseline,
+    ("sync", "baseline-gc-paused"): sync_baseline_gc_paused,
+    ("sync", "ours"): sync_ours,
+    ("sync", "ours-strip-managed-fields"): sync_ours_strip,
+    ("sync", "ours-model"): sync_ours_model,
+    ("sync", "ours-model-transform"): sync_ours_model_transform,
+    ("sync", "ours-1-handler"): sync_ours_handler,
+    ("watch", "baseline"): watch_baseline,
+    ("watch", "baseline-readline"): watch_baseline_readline,
+    ("watch", "baseline-gc-frozen"): watch_baseline_gc_frozen,
+    ("watch", "ours"): watch_ours,
+    ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
+    ("latency", "baseline"): latency_baseline,
+    ("latency", "ours"): latency_ours,
+    ("slow-handler", "baseline"): slow_handler_baseline,
+    ("slow-handler", "ours"): slow_handler_ours,
+    ("decode", "orjson-loads"): decode_loads,
+    ("decode", "split-and-loads"): decode_split_and_loads,
+    ("placement", "server-separate"): placement_separate,
+    ("placement", "server-same-loop"): placement_same_loop,
+}
+"""Every measurable case, by (kind, variant)."""
+
+
+async def run_case(kind: str, variant: str, url: str, params: dict[str, Any]) -> dict[str, float]:
+    """Run one case and return its figures (raises what the case raises)."""
+    return await CASES[kind, variant](url, params)

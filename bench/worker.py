@@ -1,0 +1,50 @@
+"""One measured case in a fresh process: ``python -m bench.worker '<json spec>'``.
+
+Input: a JSON object ``{"kind", "variant", "url", "params", "loop"}`` as the only argument
+(``loop`` is ``"asyncio"`` or ``"uvloop"``). Output: one line on stdout, ``RESULT `` followed
+by ``{"metrics": {...}}`` or ``{"error": "..."}``. A fresh process per case keeps each
+case's peak RSS its own and keeps one case's garbage out of the next one's timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import traceback
+from typing import Any
+
+import orjson
+
+from bench.scenarios import run_case
+
+__all__ = ["RESULT_PREFIX", "main"]
+
+RESULT_PREFIX = "RESULT "
+
+
+def _run(spec: dict[str, Any]) -> dict[str, float]:
+    coroutine = run_case(spec["kind"], spec["variant"], spec["url"], spec["params"])
+    if spec.get("loop", "asyncio") == "uvloop":
+        # An optional extra: imported by name so the suite runs without it installed.
+        uvloop = importlib.import_module("uvloop")
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(coroutine)
+    return asyncio.run(coroutine)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = orjson.loads(args[0])
+    try:
+        outcome: dict[str, Any] = {"metrics": _run(spec)}
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        outcome = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(RESULT_PREFIX + orjson.dumps(outcome).decode() + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

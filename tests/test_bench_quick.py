@@ -1,0 +1,184 @@
+"""The benchmark suite runs: ``python -m bench --quick`` completes and reports every
+scenario, and the replay server behaves as the scenarios assume. No figure is judged here;
+the numbers are only meaningful on a quiet machine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
+from bench.replay import ReplayConfig, ReplayData, start_replay_server
+from bench.run import SCENARIOS, render_table
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
+    output = tmp_path / "results.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    results = orjson.loads(output.read_bytes())
+    assert results["meta"]["mode"] == "quick"
+    by_name = {entry["name"]: entry for entry in results["scenarios"]}
+    assert set(by_name) == {scenario.name for scenario in SCENARIOS}
+    for scenario in SCENARIOS:
+        entry = by_name[scenario.name]
+        assert list(entry["variants"]) == list(scenario.quick_variants)
+        for variant, data in entry["variants"].items():
+            assert data["errors"] == [], f"{scenario.name}/{variant}: {data['errors']}"
+            medians = {name: stats["median"] for name, stats in data["metrics"].items()}
+            assert medians, f"{scenario.name}/{variant} reported nothing"
+            reported = [m.name for m in scenario.metrics if medians.get(m.name) is not None]
+            assert reported, f"{scenario.name}/{variant} reported none of its table figures"
+        assert set(entry["ratios"]) == set(scenario.quick_variants) - {scenario.reference}
+    table = completed.stdout
+    assert table.startswith("| scenario | variant |")
+    for scenario in SCENARIOS:
+        assert f"| {scenario.name} | " in table
+
+
+@pytest.mark.parametrize(
+    ("make", "low", "high"),
+    [
+        pytest.param(make_pod, 3_500, 5_500, id="pod-about-4-KiB"),
+        pytest.param(make_configmap, 800, 1_400, id="configmap-about-1-KiB"),
+    ],
+)
+def test_generated_objects_have_realistic_sizes(
+    make: Callable[[int], dict[str, Any]], low: int, high: int
+) -> None:
+    sizes = [len(orjson.dumps(make(i))) for i in range(0, 50_000, 997)]
+    assert all(low <= size <= high for size in sizes), sizes
+
+
+def test_generated_pods_are_deterministic_and_uniquely_keyed() -> None:
+    assert encode_item("pods", 42) == encode_item("pods", 42)
+    keys = {object_key(make_pod(i)) for i in range(5_000)}
+    assert len(keys) == 5_000
+    pod = make_pod(7)
+    assert pod["metadata"]["managedFields"]
+    assert pod["spec"]["containers"]
+    assert pod["status"]["phase"] == "Running"
+
+
+async def _get_json(session: aiohttp.ClientSession, url: str, **params: str) -> dict[str, object]:
+    async with session.get(url, params=params) as response:
+        response.raise_for_status()
+        body: dict[str, object] = orjson.loads(await response.read())
+        return body
+
+
+async def test_replay_list_pages_follow_limit_and_continue() -> None:
+    data = ReplayData(ReplayConfig(objects=25))
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        names: list[str] = []
+        params = {"resourceVersion": "0", "limit": "10"}
+        pages = 0
+        while True:
+            page = await _get_json(session, f"{url}/api/v1/pods", **params)
+            pages += 1
+            items = page["items"]
+            assert isinstance(items, list)
+            assert all("kind" not in item for item in items)
+            names.extend(item["metadata"]["name"] for item in items)
+            metadata = page["metadata"]
+            assert isinstance(metadata, dict)
+            assert metadata["resourceVersion"] == "25"
+            if not metadata.get("continue"):
+                break
+            params = {"limit": "10", "continue": metadata["continue"]}
+    assert pages == 3
+    assert names == [make_pod(i)["metadata"]["name"] for i in range(25)]
+
+
+async def _read_lines(response: aiohttp.ClientResponse, count: int) -> list[dict[str, object]]:
+    events: list[dict[str, object]] = []
+    while len(events) < count:
+        line = await response.content.readline()
+        assert line, "the stream ended early"
+        events.append(orjson.loads(line))
+    return events
+
+
+async def test_replay_watch_streams_events_after_the_requested_resource_version() -> None:
+    data = ReplayData(ReplayConfig(objects=5, watch_events=12))
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        params = {"watch": "1", "resourceVersion": "9", "timeoutSeconds": "1"}
+        async with session.get(f"{url}/api/v1/pods", params=params) as response:
+            events = await _read_lines(response, 8)
+            assert await response.content.read() == b""
+    versions = [event["object"]["metadata"]["resourceVersion"] for event in events]  # type: ignore[index]
+    assert versions == [str(rv) for rv in range(10, 18)]
+    assert {event["type"] for event in events} == {"MODIFIED"}
+    first = events[0]["object"]
+    assert isinstance(first, dict)
+    assert first["kind"] == "Pod"
+    assert object_key(first) == object_key(make_pod((10 - 5 - 1) % 5))
+
+
+async def test_replay_watch_at_a_rate_stamps_the_emit_time() -> None:
+    data = ReplayData(ReplayConfig(objects=3, watch_events=20, rate=2_000.0))
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        before = time.monotonic_ns()
+        params = {"watch": "1", "resourceVersion": "3", "timeoutSeconds": "1"}
+        async with session.get(f"{url}/api/v1/pods", params=params) as response:
+            events = await _read_lines(response, 20)
+        after = time.monotonic_ns()
+    stamps = [
+        int(event["object"]["metadata"]["annotations"][EMITTED_ANNOTATION])  # type: ignore[index]
+        for event in events
+    ]
+    assert all(before <= stamp <= after for stamp in stamps)
+    assert stamps == sorted(stamps)
+
+
+def test_table_shows_errors_and_ratios() -> None:
+    scenario = SCENARIOS[0]
+    stats = {"median": 2.0, "min": 1.0, "max": 3.0, "samples": [1.0, 2.0, 3.0]}
+    results = {
+        "scenarios": [
+            {
+                "name": scenario.name,
+                "targets": [],
+                "ratios": {"ours": {"seconds": 0.5}},
+                "variants": {
+                    "baseline": {"metrics": {"seconds": stats}, "errors": []},
+                    "ours": {"metrics": {"seconds": stats}, "errors": []},
+                    "ours-model": {"metrics": {}, "errors": ["ValueError: boom | bang"]},
+                },
+            }
+        ]
+    }
+    table = render_table(results)
+    assert f"| {scenario.name} | ours | seconds to synced | 2.000 | 1.000-3.000 | 0.50x |" in table
+    assert "error: ValueError: boom \\| bang" in table
+
+
+async def test_replay_answers_a_404_status_for_a_collection_it_does_not_serve() -> None:
+    data = ReplayData(ReplayConfig(objects=2))
+    async with (
+        start_replay_server(data) as url,
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/api/v1/configmaps") as response,
+    ):
+        assert response.status == 404
+        status = orjson.loads(await response.read())
+    assert (status["kind"], status["reason"], status["code"]) == ("Status", "NotFound", 404)
