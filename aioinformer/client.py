@@ -91,12 +91,20 @@ _GROUP_RE: Final = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)?$")
 _VERSION_RE: Final = re.compile(r"^[a-z0-9]+$")
 _RESOURCE_RE: Final = re.compile(r"^[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?$")
 _NAMESPACE_RE: Final = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
+_SUBRESOURCE_RE: Final = re.compile(r"^[a-z][a-z0-9]*$")
 
 
 def _check_namespace(namespace: str) -> str:
     if not isinstance(namespace, str) or len(namespace) > 63 or not _NAMESPACE_RE.match(namespace):
         raise ValueError(f"invalid namespace {namespace!r}: must be a DNS-1123 label")
     return namespace
+
+
+def _check_subresource(subresource: str) -> str:
+    # Subresource names are single lowercase words (status, scale, ephemeralcontainers).
+    if not isinstance(subresource, str) or not _SUBRESOURCE_RE.match(subresource):
+        raise ValueError(f"invalid subresource {subresource!r}: must be a lowercase word")
+    return subresource
 
 
 def _check_name(name: str) -> str:
@@ -147,7 +155,11 @@ class GVR:
 
 @dataclass(frozen=True, slots=True)
 class ResourceInfo:
-    """A resource type as discovery describes it: enough to build every URL."""
+    """A resource type as discovery describes it: enough to build every URL.
+
+    ``subresources`` lists what discovery announced (``("scale", "status")``); it informs,
+    it does not restrict: a request for a subresource not listed is still sent.
+    """
 
     gvr: GVR
     kind: str
@@ -155,6 +167,7 @@ class ResourceInfo:
     verbs: tuple[str, ...] = ()
     singular: str = ""
     short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
 
     @property
     def _prefix(self) -> str:
@@ -168,11 +181,16 @@ class ResourceInfo:
             return f"{self._prefix}/namespaces/{_check_namespace(namespace)}/{self.gvr.resource}"
         return f"{self._prefix}/{self.gvr.resource}"
 
-    def object_path(self, name: str, namespace: str | None) -> str:
-        """One object's URL path; a namespaced resource needs ``namespace``."""
+    def object_path(self, name: str, namespace: str | None, subresource: str | None = None) -> str:
+        """One object's URL path (of its ``subresource`` when given, e.g. ``"status"``);
+        a namespaced resource needs ``namespace``. Raises ``ValueError`` for an invalid
+        name or subresource."""
         if self.namespaced and namespace is None:
             raise ValueError(f"{self.gvr} is namespaced: a namespace is needed for {name!r}")
-        return f"{self.collection_path(namespace)}/{quote(_check_name(name), safe='')}"
+        path = f"{self.collection_path(namespace)}/{quote(_check_name(name), safe='')}"
+        if subresource is not None:
+            path += "/" + _check_subresource(subresource)
+        return path
 
     def matches(self, word: str) -> bool:
         """Whether ``word`` names this resource (plural, singular, short name or kind)."""
@@ -281,11 +299,17 @@ class _Discovery:
         group, _, version = gv.rpartition("/")
         path = f"/apis/{gv}" if group else f"/api/{version}"
         body = await self._client.request("GET", path)
+        entries = body.get("resources") or ()
+        subresources: dict[str, list[str]] = {}
+        for entry in entries:
+            parent, slash, sub = str(entry.get("name", "")).partition("/")
+            if slash:
+                subresources.setdefault(parent, []).append(sub)
         found: list[ResourceInfo] = []
-        for entry in body.get("resources") or ():
+        for entry in entries:
             name = entry.get("name", "")
             if "/" in name:
-                continue  # a subresource (pods/log, deployments/scale, ...)
+                continue  # a subresource (pods/log, deployments/scale, ...), listed above
             try:
                 gvr = GVR(group, version, name)
             except ValueError:
@@ -298,6 +322,7 @@ class _Discovery:
                     verbs=tuple(entry.get("verbs") or ()),
                     singular=str(entry.get("singularName") or ""),
                     short_names=tuple(entry.get("shortNames") or ()),
+                    subresources=tuple(sorted(subresources.get(name, ()))),
                 )
             )
         return found
@@ -586,6 +611,16 @@ class ResourceClient:
     answer. ``namespace`` (the bound one) ``None`` means all namespaces for list and watch;
     single-object requests then use the object's namespace or the config's default.
     For a cluster-scoped resource namespaces are ignored.
+
+    ``get``, ``update`` and ``patch`` take ``subresource=``: ``"status"`` writes only the
+    status of a resource that has the status subresource (the server ignores everything
+    else, as the main resource ignores ``status``); ``"scale"`` reads and writes an
+    ``autoscaling/v1`` ``Scale``.
+
+    ``metadata_only=True`` asks the server for ``PartialObjectMetadata`` as client-go's
+    metadata client does: ``list`` pages are ``PartialObjectMetadataList`` (each item's
+    apiVersion and kind are ``meta.k8s.io/v1`` and ``PartialObjectMetadata``), watch events
+    and every single-object answer are ``PartialObjectMetadata``.
     """
 
     def __init__(
@@ -668,7 +703,10 @@ class ResourceClient:
             info = await self.info()
             query = opts.to_query()
             query["watch"] = "1"
-            accept = _META_LIST_ACCEPT + "," + _JSON if self._metadata_only else _JSON
+            # A watch's events are single objects: client-go's metadata client asks for
+            # PartialObjectMetadata here (asked for a list, kube-apiserver fails to convert
+            # each event and sends the full objects).
+            accept = self._object_accept()
             async with self._client.stream(
                 "GET",
                 info.collection_path(self._namespace),
@@ -680,13 +718,18 @@ class ResourceClient:
 
         return read_watch_stream(open_response)
 
-    async def get(self, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """The object ``name``. Raises :class:`NotFound` when absent."""
+    def _object_accept(self) -> str:
+        return _META_OBJECT_ACCEPT + "," + _JSON if self._metadata_only else _JSON
+
+    async def get(
+        self, name: str, namespace: str | None = None, *, subresource: str | None = None
+    ) -> dict[str, Any]:
+        """The object ``name`` (its ``subresource``, e.g. ``"scale"``, when given). Raises
+        :class:`NotFound` when absent."""
         info = await self.info()
         ns = self._object_namespace(info, namespace)
-        accept = _META_OBJECT_ACCEPT + "," + _JSON if self._metadata_only else _JSON
         result: dict[str, Any] = await self._client.request(
-            "GET", info.object_path(name, ns), accept=accept
+            "GET", info.object_path(name, ns, subresource), accept=self._object_accept()
         )
         return result
 
@@ -704,7 +747,7 @@ class ResourceClient:
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
         query = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self._client.request(
-            "POST", info.collection_path(ns), query=query, json=obj
+            "POST", info.collection_path(ns), query=query, json=obj, accept=self._object_accept()
         )
         return result
 
@@ -714,15 +757,20 @@ class ResourceClient:
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
-        """Replace ``obj`` (PUT). With ``metadata.resourceVersion`` set, a stale object
-        raises :class:`Conflict`."""
+        """Replace ``obj`` (PUT), or with ``subresource="status"`` only its status. With
+        ``metadata.resourceVersion`` set, a stale object raises :class:`Conflict`."""
         info = await self.info()
         meta = obj.get("metadata") or {}
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
         query = {"fieldManager": field_manager} if field_manager else None
         result: dict[str, Any] = await self._client.request(
-            "PUT", info.object_path(meta.get("name", ""), ns), query=query, json=obj
+            "PUT",
+            info.object_path(meta.get("name", ""), ns, subresource),
+            query=query,
+            json=obj,
+            accept=self._object_accept(),
         )
         return result
 
@@ -735,10 +783,11 @@ class ResourceClient:
         field_manager: str | None = None,
         force: bool | None = None,
         namespace: str | None = None,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
         """Patch ``name``: JSON merge patch, strategic merge patch, JSON patch (a list of
         operations) or server-side apply (needs ``field_manager``; ``force`` takes over
-        conflicting fields)."""
+        conflicting fields). ``subresource="status"`` patches only the status."""
         content_type = _PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise ValueError(f"unknown patch_type {patch_type!r}")
@@ -746,6 +795,8 @@ class ResourceClient:
             raise ValueError("a JSON patch is a list of operations")
         if patch_type == "apply" and not field_manager:
             raise ValueError("server-side apply needs a field_manager")
+        if subresource is not None:
+            _check_subresource(subresource)
         info = await self.info()
         ns = self._object_namespace(info, namespace)
         query: dict[str, str] = {}
@@ -755,10 +806,11 @@ class ResourceClient:
             query["force"] = "true" if force else "false"
         result: dict[str, Any] = await self._client.request(
             "PATCH",
-            info.object_path(name, ns),
+            info.object_path(name, ns, subresource),
             query=query or None,
             json=patch,
             content_type=content_type,
+            accept=self._object_accept(),
         )
         return result
 

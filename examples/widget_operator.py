@@ -5,6 +5,10 @@ Widget and its ConfigMap from the informers' caches, and creates, patches or del
 ConfigMap until it matches what the Widget asks for. It never looks at *what* changed,
 so missed, repeated or merged events do no harm, and one function handles every case:
 a new Widget, an edited Widget, a ConfigMap edited or deleted by hand, a deleted Widget.
+Once the ConfigMap is in place it records that in the Widget's ``status``
+(``observedGeneration`` and ``configMap``) through the status subresource, which is the
+only place an operator should write status: the API server keeps spec edits and status
+writes apart, so neither can clobber the other.
 
 * ``widgets``: a typed informer (``model=Widget``) on ``example.com/v1/widgets``.
 * ``config_maps``: an informer on the ConfigMaps this operator manages (label selector),
@@ -31,7 +35,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from aioinformer.client import Client
 from aioinformer.controller import Controller, enqueue_owner
@@ -63,6 +67,7 @@ WIDGET_CRD: dict[str, Any] = {
                 "name": VERSION,
                 "served": True,
                 "storage": True,
+                "subresources": {"status": {}},
                 "schema": {
                     "openAPIV3Schema": {
                         "type": "object",
@@ -73,7 +78,14 @@ WIDGET_CRD: dict[str, Any] = {
                                     "greeting": {"type": "string"},
                                     "size": {"type": "integer", "minimum": 1},
                                 },
-                            }
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "observedGeneration": {"type": "integer"},
+                                    "configMap": {"type": "string"},
+                                },
+                            },
                         },
                     }
                 },
@@ -89,10 +101,18 @@ class WidgetSpec(BaseModel):
     size: int = 1
 
 
+class WidgetStatus(BaseModel):
+    """What the operator last did: the spec generation it acted on, and its ConfigMap."""
+
+    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    config_map: str | None = Field(default=None, alias="configMap")
+
+
 class Widget(KubeObject):
     """The typed custom resource: listers and handlers hand these out."""
 
     spec: WidgetSpec = WidgetSpec()
+    status: WidgetStatus = WidgetStatus()
 
 
 def config_map_name(widget_name: str) -> str:
@@ -148,6 +168,10 @@ class WidgetOperator:
             "v1/configmaps", label_selector=f"{MANAGED_BY}={OPERATOR}"
         )
         self._config_map_api = client.resource("v1/configmaps")
+        self._widget_api = client.resource(WIDGETS)
+        self._status_sent: dict[str, tuple[str | None, WidgetStatus]] = {}
+        """key -> (resourceVersion of the cached Widget a status write was based on, the
+        status written); only while the cache has not caught up with that write."""
         self._recheck_after = recheck_after
         self.controller = Controller(
             OPERATOR, self.reconcile, informers=[self.widgets], workers=workers
@@ -165,6 +189,7 @@ class WidgetOperator:
         current: dict[str, Any] | None = self.config_maps.lister().get(cm_name, namespace)
 
         if widget is None or widget.metadata.deletion_timestamp is not None:
+            self._status_sent.pop(key, None)
             # A cluster's garbage collector deletes the ConfigMap through its owner
             # reference; deleting it here too gives the same result without one.
             if current is not None:
@@ -189,6 +214,7 @@ class WidgetOperator:
                 )
                 return Requeue(after=self._recheck_after)
             logger.info("created ConfigMap %s/%s", namespace, cm_name)
+            await self._record_status(widget, cm_name)
             return None
 
         wanted_owners = desired["metadata"]["ownerReferences"]
@@ -204,7 +230,35 @@ class WidgetOperator:
                 namespace=namespace,
             )
             logger.info("patched ConfigMap %s/%s", namespace, cm_name)
+        await self._record_status(widget, cm_name)
         return None
+
+    async def _record_status(self, widget: Widget, cm_name: str) -> None:
+        """Write the Widget's status when it is not already what this reconcile did.
+
+        The status subresource changes only ``status`` (a stale spec in the request could
+        not undo a user's edit) and does not bump ``generation``. The write comes back as
+        a Widget event, and that reconcile finds the status current and writes nothing. A
+        reconcile that runs before the cache has caught up with the write (the cached Widget
+        still has the resourceVersion the write was based on) does not send it again.
+        """
+        meta = widget.metadata
+        assert meta.name is not None
+        key = f"{meta.namespace}/{meta.name}"
+        wanted = WidgetStatus(observedGeneration=meta.generation, configMap=cm_name)
+        if widget.status == wanted:
+            self._status_sent.pop(key, None)
+            return
+        if self._status_sent.get(key) == (meta.resource_version, wanted):
+            return
+        await self._widget_api.patch(
+            meta.name,
+            {"status": wanted.model_dump(by_alias=True)},
+            namespace=meta.namespace,
+            subresource="status",
+        )
+        self._status_sent[key] = (meta.resource_version, wanted)
+        logger.info("recorded status of Widget %s/%s", meta.namespace, meta.name)
 
 
 def widget(name: str, greeting: str, *, size: int = 1) -> dict[str, Any]:
@@ -221,6 +275,12 @@ async def converged(check: Callable[[], bool], *, timeout: float = 10.0) -> None
     async with asyncio.timeout(timeout):
         while not check():  # noqa: ASYNC110 - the truth is on the server, not an event
             await asyncio.sleep(0.01)
+
+
+def widget_status(server: FakeAPIServer, name: str) -> dict[str, Any]:
+    """The status the operator recorded on Widget ``name`` (``{}`` before it did)."""
+    status: dict[str, Any] = server.get(WIDGETS, "default", name).get("status", {})
+    return status
 
 
 def managed_config_maps(server: FakeAPIServer) -> dict[str, dict[str, str]]:
@@ -244,6 +304,8 @@ async def demo() -> None:
         async with factory, operator.controller:
             await converged(lambda: len(managed_config_maps(server)) == 2)
             print("created:", managed_config_maps(server))
+            await converged(lambda: widget_status(server, "hello").get("configMap") is not None)
+            print("status:", widget_status(server, "hello"))
 
             server.patch(WIDGETS, "default", "hello", {"spec": {"greeting": "Hello, world"}})
             await converged(

@@ -516,9 +516,11 @@ async def test_closed_client_refuses_new_requests(recorder: tuple[Recorder, str]
     _, url = recorder
     client = Client(Config(host=url))
     await get_once(client)
-    assert client.session is not None
+    opened = client.session
+    assert opened is not None
     await client.close()
     assert client.session is None
+    assert opened.closed
     with pytest.raises(RuntimeError, match="closed"):
         await get_once(client)
 
@@ -865,6 +867,147 @@ async def test_patch_misuse_is_refused_before_any_request(
         with pytest.raises(ValueError, match=message):
             await client.resource(PODS, "a").patch("x", {"a": 1}, **kwargs)
     assert rec.requests == []
+
+
+DEPLOYMENTS = ResourceInfo(gvr=GVR("apps", "v1", "deployments"), kind="Deployment", namespaced=True)
+SCALE = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}
+
+
+async def _get_status(client: Client) -> None:
+    await client.resource(PODS, "team-a").get("web-0", subresource="status")
+
+
+async def _update_status(client: Client) -> None:
+    await client.resource(PODS).update(dict(POD, status={"phase": "Running"}), subresource="status")
+
+
+async def _patch_status(client: Client) -> None:
+    await client.resource(PODS, "team-a").patch(
+        "web-0", {"status": {"phase": "Running"}}, subresource="status"
+    )
+
+
+async def _get_scale(client: Client) -> None:
+    await client.resource(DEPLOYMENTS, "team-a").get("web", subresource="scale")
+
+
+async def _update_scale(client: Client) -> None:
+    await client.resource(DEPLOYMENTS, "team-a").update(SCALE, subresource="scale")
+
+
+async def _patch_scale(client: Client) -> None:
+    await client.resource(DEPLOYMENTS, "team-a").patch(
+        "web", {"spec": {"replicas": 3}}, subresource="scale"
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path"),
+    [
+        pytest.param(_get_status, "GET", "/api/v1/namespaces/team-a/pods/web-0/status", id="get"),
+        pytest.param(
+            _update_status, "PUT", "/api/v1/namespaces/team-a/pods/web-0/status", id="update"
+        ),
+        pytest.param(
+            _patch_status, "PATCH", "/api/v1/namespaces/team-a/pods/web-0/status", id="patch"
+        ),
+        pytest.param(
+            _get_scale,
+            "GET",
+            "/apis/apps/v1/namespaces/team-a/deployments/web/scale",
+            id="get-scale",
+        ),
+        pytest.param(
+            _update_scale,
+            "PUT",
+            "/apis/apps/v1/namespaces/team-a/deployments/web/scale",
+            id="update-scale",
+        ),
+        pytest.param(
+            _patch_scale,
+            "PATCH",
+            "/apis/apps/v1/namespaces/team-a/deployments/web/scale",
+            id="patch-scale",
+        ),
+    ],
+)
+async def test_subresource_requests_go_to_the_subresource_path(
+    recorder: tuple[Recorder, str],
+    call: Callable[[Client], Awaitable[None]],
+    method: str,
+    path: str,
+) -> None:
+    rec, url = recorder
+    async with Client(Config(host=url)) as client:
+        await call(client)
+    assert [(r["method"], r["path"]) for r in rec.requests] == [(method, path)]
+
+
+@pytest.mark.parametrize(
+    "subresource", ["", "Status", "status/x", "../status", "sta tus", "1scale", "status%2f"]
+)
+async def test_invalid_subresources_are_refused_before_any_request(
+    recorder: tuple[Recorder, str], subresource: str
+) -> None:
+    rec, url = recorder
+    async with Client(Config(host=url)) as client:
+        pods = client.resource(PODS, "team-a")
+        with pytest.raises(ValueError, match="invalid subresource"):
+            await pods.get("web-0", subresource=subresource)
+        with pytest.raises(ValueError, match="invalid subresource"):
+            await pods.update(POD, subresource=subresource)
+        with pytest.raises(ValueError, match="invalid subresource"):
+            await pods.patch("web-0", {}, subresource=subresource)
+    assert rec.requests == []
+
+
+async def test_discovery_records_the_subresources_of_each_resource(
+    recorder: tuple[Recorder, str],
+) -> None:
+    _, url = recorder
+    async with Client(Config(host=url)) as client:
+        deployments = await client.resolve("deployments")
+        pods = await client.resolve("pods")
+    assert deployments.subresources == ("scale",)
+    assert "scale" not in pods.subresources
+
+
+async def test_metadata_only_watch_asks_for_partial_object_metadata_events(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+
+    async def empty_stream(request: web.Request) -> web.Response:
+        return web.Response(body=b"", content_type="application/json")
+
+    rec.handler = empty_stream
+    async with Client(Config(host=url)) as client:
+        events = [ev async for ev in client.resource(PODS, metadata_only=True).watch()]
+    assert events == []
+    # A watch's events are single objects: asking for a list would make kube-apiserver
+    # send the full objects.
+    assert rec.requests[0]["headers"]["Accept"] == (
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    )
+
+
+async def test_metadata_only_writes_ask_for_partial_object_metadata(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+    async with Client(Config(host=url)) as client:
+        pods = client.resource(PODS, metadata_only=True)
+        await pods.patch("web-0", {"metadata": {"labels": {"a": "b"}}}, namespace="team-a")
+        await pods.update(POD)
+        await pods.create(POD)
+        await client.resource(PODS).patch("web-0", {}, namespace="team-a")
+    accepts = [r["headers"]["Accept"] for r in rec.requests]
+    assert [a.split(",")[0] for a in accepts] == [
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        "application/json",
+    ]
 
 
 async def test_delete_sends_delete_options(recorder: tuple[Recorder, str]) -> None:

@@ -73,6 +73,7 @@ async def test_the_operator_demo_runs_every_scenario(capsys: pytest.CaptureFixtu
     await widget_operator.demo()
     out = capsys.readouterr().out
     assert "created: {'bye-config': {'greeting': 'Goodbye', 'size': '2'}, " in out
+    assert "status: {'observedGeneration': 1, 'configMap': 'hello-config'}" in out
     assert "widget edited: {'greeting': 'Hello, world', 'size': '1'}" in out
     assert "ConfigMap edited by hand, repaired: {'greeting': 'Goodbye', 'size': '2'}" in out
     assert "ConfigMap deleted by hand, recreated: ['bye-config', 'hello-config']" in out
@@ -102,7 +103,45 @@ async def test_the_operator_creates_an_owned_config_map_per_widget(
             uid,
             True,
         )
+        assert crd_server.get("example.com/v1/widgets", "default", name)["status"] == {
+            "observedGeneration": 1,
+            "configMap": f"{name}-config",
+        }
     assert operator.controller.statistics().failures == 0
+
+
+async def test_the_operator_records_the_generation_it_acted_on_in_the_status(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    crd_server.create(widget_operator.widget("w", "hello"))
+    factory = SharedInformerFactory(kube_client)
+    operator = widget_operator.WidgetOperator(kube_client, factory)
+
+    def status() -> dict[str, Any]:
+        found = crd_server.get("example.com/v1/widgets", "default", "w")
+        current: dict[str, Any] = found.get("status", {})
+        return current
+
+    async with factory, operator.controller:
+        await until(lambda: status().get("observedGeneration") == 1)
+        crd_server.patch("example.com/v1/widgets", "default", "w", {"spec": {"size": 3}})
+        await until(lambda: status().get("observedGeneration") == 2)
+        assert config_maps(crd_server)["w-config"]["data"]["size"] == "3"
+    stored = crd_server.get("example.com/v1/widgets", "default", "w")
+    # The status writes went through the status subresource: the spec and generation
+    # are the user's alone.
+    assert stored["spec"] == {"greeting": "hello", "size": 3}
+    assert stored["metadata"]["generation"] == 2
+    assert stored["status"] == {"observedGeneration": 2, "configMap": "w-config"}
+    status_writes = [
+        r
+        for r in crd_server.request_log
+        if r.method == "PATCH" and r.path.endswith("/widgets/w/status")
+    ]
+    assert status_writes
+    assert not [
+        r for r in crd_server.request_log if r.method in ("PUT", "PATCH") and r.path.endswith("/w")
+    ]
 
 
 async def test_the_operator_restores_a_config_map_patched_by_hand(

@@ -10,10 +10,14 @@ import pytest
 pytest_plugins = ["pytester"]
 
 USER_TEST = """
+import asyncio
+import contextlib
+
 import aiohttp
 import orjson
 import pytest
 
+from aioinformer.listwatch import ListOptions
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 
 {extra}
@@ -43,6 +47,22 @@ async def test_factory_starts_independent_servers(fake_apiserver_factory) -> Non
     assert first.url != second.url
 
 
+{marker}
+@pytest.mark.fake_apiserver(history_size=7)
+async def test_kube_client_lists_and_watches_on_the_tests_loop(fake_apiserver, kube_client) -> None:
+    assert fake_apiserver._store.history_size == 7
+    pods = kube_client.resource("pods", "default")
+    async with asyncio.timeout(5):
+        page = await pods.list()
+        meta = {{"name": "b", "namespace": "default"}}
+        fake_apiserver.create({{"apiVersion": "v1", "kind": "Pod", "metadata": meta}})
+        watch = pods.watch(ListOptions(resource_version=page.resource_version))
+        async with contextlib.aclosing(watch) as events:
+            async for event in events:
+                assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "b")
+                break
+
+
 def test_fake_clock_fixture(fake_clock) -> None:
     assert fake_clock.monotonic() == 0.0
 """
@@ -66,8 +86,14 @@ def anyio_backend():
         ("auto", "", "", ["-p", "no:anyio"]),
         ("strict", "@pytest.mark.asyncio", "", ["-p", "no:anyio"]),
         ("strict", "@pytest.mark.anyio", ANYIO_BACKEND, ["-p", "no:asyncio"]),
+        ("strict", "@pytest.mark.anyio", ANYIO_BACKEND, []),
     ],
-    ids=["pytest-asyncio-auto", "pytest-asyncio-strict", "anyio"],
+    ids=[
+        "pytest-asyncio-auto",
+        "pytest-asyncio-strict",
+        "anyio-without-pytest-asyncio",
+        "anyio-beside-pytest-asyncio-strict",
+    ],
 )
 def test_fixtures_work_in_a_users_suite(
     pytester: pytest.Pytester, mode: str, marker: str, extra: str, plugins: list[str]
@@ -80,7 +106,95 @@ def test_fixtures_work_in_a_users_suite(
     pytester.makeini(f"[pytest]\n{asyncio_options}filterwarnings = error\n")
     pytester.makepyfile(test_user=USER_TEST.format(marker=marker, extra=extra))
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", *plugins)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
+
+
+MIXED_SUITE = """
+import asyncio
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.asyncio
+async def test_on_pytest_asyncio(kube_client, fake_apiserver):
+    assert (await kube_client.resource("namespaces").get("default"))["kind"] == "Namespace"
+
+
+@pytest.mark.anyio
+async def test_on_anyio(kube_client, fake_apiserver):
+    assert (await kube_client.resource("namespaces").get("default"))["kind"] == "Namespace"
+"""
+
+
+def test_one_suite_can_mix_pytest_asyncio_and_anyio_tests(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(test_mixed=MIXED_SUITE)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+MISUSE = {
+    "anyio-under-pytest-asyncio-auto": (
+        """
+import pytest
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.anyio
+async def test_it(fake_apiserver):
+    pass
+""",
+        ["-o", "asyncio_mode=auto"],
+        "this anyio test is also run by pytest-asyncio*use asyncio_mode = strict beside anyio",
+    ),
+    "trio-backend": (
+        """
+import pytest
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+
+@pytest.mark.anyio
+async def test_it(fake_apiserver):
+    pass
+""",
+        [],
+        "aioinformer's fixtures need the asyncio backend; anyio_backend is 'trio'",
+    ),
+    "no-async-plugin": (
+        """
+def test_it(fake_apiserver):
+    pass
+""",
+        ["-p", "no:asyncio", "-p", "no:anyio"],
+        "'fake_apiserver_factory' is an async fixture: run the test with pytest-asyncio",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISUSE))
+def test_fixtures_explain_a_test_no_plugin_can_serve(pytester: pytest.Pytester, case: str) -> None:
+    source, plugins, message = MISUSE[case]
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+        if "no:asyncio" not in plugins
+        else "[pytest]\n"
+    )
+    pytester.makepyfile(test_misuse=source)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", *plugins)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{message}*"])
 
 
 def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> None:

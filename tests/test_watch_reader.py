@@ -425,4 +425,4 @@ async def test_watch_sends_every_list_option_and_metadata_accept(
             "watch": "1",
         }
     ]
-    assert server.accepts[0].startswith("application/json;as=PartialObjectMetadataList;")
+    assert server.accepts[0].startswith("application/json;as=PartialObjectMetadata;")

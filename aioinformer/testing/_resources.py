@@ -2,7 +2,8 @@
 
 Each entry mirrors the discovery document kube-apiserver publishes for it (group,
 version, plural, kind, scope, short names, status subresource) and the field selectors it
-accepts beyond ``metadata.name`` and ``metadata.namespace``.
+accepts beyond ``metadata.name`` and ``metadata.namespace``; the workload controllers
+(deployments, replica sets, stateful sets) also serve the ``scale`` subresource.
 """
 
 from __future__ import annotations
@@ -82,9 +83,39 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
             "type",
         },
     ),
-    ResourceType("apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), True),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ("rs",), True),
-    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset", ("sts",), True),
+    ResourceType(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        True,
+        "deployment",
+        ("deploy",),
+        True,
+        scale_subresource=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        True,
+        "replicaset",
+        ("rs",),
+        True,
+        scale_subresource=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        True,
+        "statefulset",
+        ("sts",),
+        True,
+        scale_subresource=True,
+    ),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
 )

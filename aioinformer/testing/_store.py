@@ -34,16 +34,20 @@ from aioinformer.labels import FieldSelector, LabelSelector
 __all__ = [
     "Entry",
     "Event",
+    "META_GROUP",
     "ResourceType",
     "StatusError",
     "Store",
     "Watcher",
+    "partial_object",
     "status_body",
 ]
 
 _BASE_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
 
 INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
+META_GROUP: Final = "meta.k8s.io"
+"""The API group of ``PartialObjectMetadata`` and ``PartialObjectMetadataList``."""
 _SNAPSHOT_CACHE: Final = 4
 
 
@@ -97,6 +101,8 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     status_subresource: bool = False
     field_labels: frozenset[str] = _BASE_FIELDS
+    scale_subresource: bool = False
+    """Serves ``/scale``: an ``autoscaling/v1`` Scale over ``spec.replicas``."""
     prefix: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -138,14 +144,16 @@ class Entry:
 
     Invariants: ``item`` is the object encoded without ``apiVersion``/``kind`` (a LIST
     item); ``rv``, ``namespace``, ``name`` and ``labels`` equal its metadata; an entry is
-    never mutated after it is stored (a write stores a new entry).
+    never mutated after it is stored (a write stores a new entry), so ``_metadata``, once
+    set, stays the encoding of its ``metadata``.
     """
 
-    __slots__ = ("deleting", "item", "labels", "name", "namespace", "rv", "uid")
+    __slots__ = ("_metadata", "deleting", "item", "labels", "name", "namespace", "rv", "uid")
 
     def __init__(self, obj: Mapping[str, Any], rv: int) -> None:
         meta = obj["metadata"]
         self.item = encode_item(obj)
+        self._metadata: bytes | None = None
         self.rv = rv
         self.name: str = meta["name"]
         self.namespace: str | None = meta.get("namespace")
@@ -156,6 +164,14 @@ class Entry:
     def full(self, rt: ResourceType) -> bytes:
         """The object encoded with ``apiVersion`` and ``kind``, as watch events carry it."""
         return rt.prefix + self.item[1:]
+
+    def partial(self, api_version: str) -> bytes:
+        """The object as a ``PartialObjectMetadata`` of ``api_version`` (``meta.k8s.io/v1``
+        or ``meta.k8s.io/v1beta1``): kind, apiVersion and the whole ``metadata``."""
+        metadata = self._metadata
+        if metadata is None:
+            metadata = self._metadata = orjson.dumps(orjson.loads(self.item).get("metadata", {}))
+        return partial_object(api_version, metadata)
 
     def decode(self) -> dict[str, Any]:
         """A fresh decoded copy of the object (without ``apiVersion``/``kind``)."""
@@ -192,16 +208,31 @@ class Event:
     prev: Entry | None
     _lines: dict[str, bytes] | None = None
 
-    def line(self, event_type: str | None = None) -> bytes:
-        """The encoded watch line of this event, as ``event_type`` (default: its own)."""
+    def line(self, event_type: str | None = None, as_meta: str | None = None) -> bytes:
+        """The encoded watch line of this event, as ``event_type`` (default: its own);
+        with ``as_meta`` (a ``meta.k8s.io`` apiVersion) the object is its
+        ``PartialObjectMetadata``. Each variant is encoded once, however many watchers."""
         kind = event_type or self.type
         if self._lines is None:
             self._lines = {}
-        line = self._lines.get(kind)
+        cache_key = kind if as_meta is None else f"{kind} {as_meta}"
+        line = self._lines.get(cache_key)
         if line is None:
-            line = b'{"type":"' + kind.encode() + b'","object":' + self.entry.full(self.rt) + b"}\n"
-            self._lines[kind] = line
+            obj = self.entry.full(self.rt) if as_meta is None else self.entry.partial(as_meta)
+            line = b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
+            self._lines[cache_key] = line
         return line
+
+
+def partial_object(api_version: str, metadata: bytes) -> bytes:
+    """A ``PartialObjectMetadata`` encoding around already-encoded ``metadata``."""
+    return (
+        b'{"kind":"PartialObjectMetadata","apiVersion":"'
+        + api_version.encode()
+        + b'","metadata":'
+        + metadata
+        + b"}"
+    )
 
 
 def needs_object(fields: FieldSelector | None) -> bool:
@@ -227,10 +258,13 @@ class Watcher:
     """One open watch: the filter it applies and the encoded lines waiting to be sent.
 
     Invariant: ``buffer`` holds lines in resourceVersion order, all newer than ``min_rv``;
-    ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed.
+    ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed. With
+    ``as_meta`` set (a ``meta.k8s.io`` apiVersion) every object in ``buffer`` is a
+    ``PartialObjectMetadata`` of that version, bookmarks included.
     """
 
     __slots__ = (
+        "as_meta",
         "buffer",
         "closed",
         "field_selector",
@@ -250,8 +284,10 @@ class Watcher:
         label_selector: LabelSelector | None,
         field_selector: FieldSelector | None,
         min_rv: int,
+        as_meta: str | None = None,
     ) -> None:
         self.rt = rt
+        self.as_meta = as_meta
         self.namespace = namespace
         self.label_selector = label_selector or None
         self.field_selector = field_selector or None
@@ -274,23 +310,24 @@ class Watcher:
         an update that moves an object into (out of) the selection is ADDED (DELETED)."""
         if event.rv <= self.min_rv:
             return
+        as_meta = self.as_meta
         if self.namespace is None and self.label_selector is None and self.field_selector is None:
-            self.buffer.append(event.line())
+            self.buffer.append(event.line(None, as_meta))
             self.wake.set()
             return
         now = self.selects(event.entry)
         if event.type == "MODIFIED":
             before = event.prev is not None and self.selects(event.prev)
             if now and before:
-                line = event.line()
+                line = event.line(None, as_meta)
             elif now:
-                line = event.line("ADDED")
+                line = event.line("ADDED", as_meta)
             elif before:
-                line = event.line("DELETED")
+                line = event.line("DELETED", as_meta)
             else:
                 return
         elif now:
-            line = event.line()
+            line = event.line(None, as_meta)
         else:
             return
         self.buffer.append(line)
@@ -339,12 +376,17 @@ class _Table:
 
 @dataclass(slots=True)
 class ListResult:
-    """One LIST page: encoded items, the list's resourceVersion, the continue token."""
+    """One LIST page: the stored entries, the list's resourceVersion, the continue token."""
 
-    items: list[bytes]
+    entries: list[Entry]
     rv: int
     continue_: str | None
     remaining: int | None
+
+    @property
+    def items(self) -> list[bytes]:
+        """The page's items encoded as a LIST carries them (no apiVersion/kind)."""
+        return [entry.item for entry in self.entries]
 
 
 def _encode_continue(rv: int, start: str) -> str:
@@ -679,10 +721,9 @@ class Store:
         if start:
             lo = max(lo, bisect.bisect_left(keys, start))
         filtering = bool(label_selector) or bool(field_selector)
-        items: list[bytes] = []
+        items: list[Entry] = []
         if not filtering and not limit:
-            items = [entries[i].item for i in range(lo, hi)]
-            return ListResult(items, rv, None, None)
+            return ListResult(entries[lo:hi], rv, None, None)
         labels = label_selector or None
         fields = field_selector or None
         decode = needs_object(fields)
@@ -692,7 +733,7 @@ class Store:
             i += 1
             if filtering and not entry.selected_by(labels, fields, fields_need_object=decode):
                 continue
-            items.append(entry.item)
+            items.append(entry)
             if limit and len(items) >= limit:
                 break
         if i < hi and limit and len(items) >= limit:
@@ -731,13 +772,15 @@ class Store:
         resource_version: str | None,
         initial_events: bool,
         initial_events_end: bool,
+        as_meta: str | None = None,
     ) -> Watcher:
         """Register a watcher with its first lines already queued.
 
         ``initial_events`` queues ADDED for the current state (an unset or ``0``
         resourceVersion, or ``sendInitialEvents``); ``initial_events_end`` then queues the
         ``k8s.io/initial-events-end`` BOOKMARK. A resourceVersion older than the history
-        raises the 410 the caller sends as an ERROR event.
+        raises the 410 the caller sends as an ERROR event. ``as_meta`` makes it a
+        metadata-only watch (see :class:`Watcher`).
         """
         if initial_events:
             start_rv = self.rv
@@ -753,14 +796,20 @@ class Store:
             label_selector=label_selector,
             field_selector=field_selector,
             min_rv=start_rv,
+            as_meta=as_meta,
         )
         if initial_events:
-            prefix = b'{"type":"ADDED","object":' + rt.prefix
+            added = b'{"type":"ADDED","object":'
             for entry in self.snapshot(rt, start_rv)[1]:
                 if watcher.selects(entry):
-                    watcher.buffer.append(prefix + entry.item[1:] + b"}\n")
+                    if as_meta is None:
+                        watcher.buffer.append(added + rt.prefix + entry.item[1:] + b"}\n")
+                    else:
+                        watcher.buffer.append(added + entry.partial(as_meta) + b"}\n")
             if initial_events_end:
-                watcher.buffer.append(bookmark_line(rt, start_rv, initial_events_end=True))
+                watcher.buffer.append(
+                    bookmark_line(rt, start_rv, initial_events_end=True, as_meta=as_meta)
+                )
         elif start_rv < self.rv:
             for event in self.history:
                 if event.rv > start_rv and event.rt.id == rt.id:
@@ -777,12 +826,18 @@ class Store:
         watcher.close()
 
 
-def bookmark_line(rt: ResourceType, rv: int, *, initial_events_end: bool = False) -> bytes:
-    """A BOOKMARK watch line: only kind, apiVersion and metadata.resourceVersion."""
+def bookmark_line(
+    rt: ResourceType, rv: int, *, initial_events_end: bool = False, as_meta: str | None = None
+) -> bytes:
+    """A BOOKMARK watch line: only kind, apiVersion and metadata.resourceVersion (the
+    kind and apiVersion of ``PartialObjectMetadata`` on a metadata-only watch)."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_events_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-    obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    if as_meta is None:
+        obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    else:
+        obj = {"kind": "PartialObjectMetadata", "apiVersion": as_meta, "metadata": meta}
     return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
 

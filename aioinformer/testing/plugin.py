@@ -10,16 +10,34 @@ Fixtures:
 * ``fake_apiserver_factory`` -- ``await fake_apiserver_factory(**options)`` starts more
   servers (each closed after the test).
 
-The async fixtures are ``pytest_asyncio`` fixtures when pytest-asyncio is installed (they
-then work in its strict and auto modes), and plain async fixtures otherwise, which anyio's
-pytest plugin runs for tests marked ``@pytest.mark.anyio``.
+Which event loop: the server must live on the loop that runs the test, and two plugins
+may run async tests. The public fixtures are therefore plain (sync) fixtures that look
+at the requesting test and run their async setup and teardown where the test runs:
+
+* a test anyio's plugin runs (marked ``anyio``, so it uses the ``anyio_backend``
+  fixture): on anyio's test runner, the one that then runs the test, with or without
+  pytest-asyncio installed beside it (in its strict mode). The backend must be
+  ``asyncio`` (the server and the client are aiohttp's); ``trio`` fails the test with
+  that reason;
+* any other async test, which pytest-asyncio runs (auto mode, or ``@pytest.mark.asyncio``
+  in strict mode): through private ``pytest_asyncio`` fixtures, so on pytest-asyncio's
+  loop, in its strict and auto modes alike.
+
+Known limit: an anyio-marked test in a suite where pytest-asyncio's *auto* mode is on
+(or a test marked both ``anyio`` and ``asyncio``) is run by pytest-asyncio on its loop
+while anyio's plugin runs every async fixture of that test on anyio's loop. No fixture
+can serve both loops, so ours fail such a test at once and say so, instead of letting it
+hang on a server bound to the other loop. Use ``asyncio_mode = strict`` beside anyio, or
+drop the ``anyio`` marker there. A test that no plugin runs gets a clear error as well.
+Fixture loop scopes follow pytest-asyncio's ``asyncio_default_fixture_loop_scope`` (use
+``function``, or the tests' own loop scope).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -29,15 +47,20 @@ from aioinformer.testing.clock import FakeClock
 if TYPE_CHECKING:
     from aioinformer.client import Client
 
-try:
-    import pytest_asyncio
-
-    _async_fixture: Callable[..., Any] = pytest_asyncio.fixture
-except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
-    _async_fixture = pytest.fixture
+__all__ = [
+    "FakeAPIServerFactory",
+    "fake_apiserver",
+    "fake_apiserver_factory",
+    "fake_clock",
+    "kube_client",
+]
 
 FakeAPIServerFactory = Callable[..., Awaitable[FakeAPIServer]]
 """``await factory(**options)``: start a :class:`FakeAPIServer` closed after the test."""
+
+_ASYNCIO_FACTORY: Final = "_aioinformer_asyncio_fake_apiserver_factory"
+_ASYNCIO_SERVER: Final = "_aioinformer_asyncio_fake_apiserver"
+_ASYNCIO_CLIENT: Final = "_aioinformer_asyncio_kube_client"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,15 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture
-def fake_clock() -> FakeClock:
-    """A :class:`FakeClock` at time 0, for components that take ``clock=``."""
-    return FakeClock()
+# -- the async bodies, shared by both ways of running them ------------------------------------
 
 
-@_async_fixture
-async def fake_apiserver_factory() -> AsyncIterator[FakeAPIServerFactory]:
-    """A factory starting :class:`FakeAPIServer` instances; all are closed after the test."""
+async def _factory_body() -> AsyncIterator[FakeAPIServerFactory]:
     async with contextlib.AsyncExitStack() as stack:
 
         async def start(**options: Any) -> FakeAPIServer:
@@ -65,21 +83,135 @@ async def fake_apiserver_factory() -> AsyncIterator[FakeAPIServerFactory]:
         yield start
 
 
-@_async_fixture
-async def fake_apiserver(
+async def _server_body(
+    request: pytest.FixtureRequest, factory: FakeAPIServerFactory
+) -> FakeAPIServer:
+    marker = request.node.get_closest_marker("fake_apiserver")
+    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    return await factory(**options)
+
+
+async def _client_body(server: FakeAPIServer) -> AsyncIterator[Client]:
+    async with server.client() as client:
+        yield client
+
+
+# -- pytest-asyncio's side ------------------------------------------------------------------------
+
+try:
+    import pytest_asyncio
+except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
+    pytest_asyncio = None  # type: ignore[assignment]
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture(name=_ASYNCIO_FACTORY)
+    async def _asyncio_factory() -> AsyncIterator[FakeAPIServerFactory]:
+        async for factory in _factory_body():
+            yield factory
+
+    @pytest_asyncio.fixture(name=_ASYNCIO_SERVER)
+    async def _asyncio_server(
+        request: pytest.FixtureRequest, fake_apiserver_factory: FakeAPIServerFactory
+    ) -> FakeAPIServer:
+        return await _server_body(request, fake_apiserver_factory)
+
+    @pytest_asyncio.fixture(name=_ASYNCIO_CLIENT)
+    async def _asyncio_client(fake_apiserver: FakeAPIServer) -> AsyncIterator[Client]:
+        async for client in _client_body(fake_apiserver):
+            yield client
+
+
+# -- choosing the loop ----------------------------------------------------------------------------
+
+
+def _runs_on_anyio(request: pytest.FixtureRequest) -> bool:
+    """Whether anyio's plugin runs the requesting test (its marker adds ``anyio_backend``);
+    fails the test when pytest-asyncio claims it as well (see the module docstring)."""
+    if "anyio_backend" not in request.fixturenames:
+        return False
+    if request.node.get_closest_marker(
+        "asyncio"
+    ) is not None and request.config.pluginmanager.has_plugin("asyncio"):
+        pytest.fail(
+            "this anyio test is also run by pytest-asyncio (its auto mode marks every async "
+            "test 'asyncio'), and the two plugins put the test and its async fixtures on "
+            "different event loops: use asyncio_mode = strict beside anyio",
+            pytrace=False,
+        )
+    return True
+
+
+@contextlib.contextmanager
+def _anyio_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """anyio's test runner for the requesting test (the one that runs the test too: anyio
+    keeps one runner alive while anything holds it)."""
+    from anyio.pytest_plugin import extract_backend_and_options, get_runner
+
+    backend, options = extract_backend_and_options(request.getfixturevalue("anyio_backend"))
+    if backend != "asyncio":
+        pytest.fail(
+            f"aioinformer's fixtures need the asyncio backend; anyio_backend is {backend!r}",
+            pytrace=False,
+        )
+    with get_runner(backend, options) as runner:
+        yield runner
+
+
+def _asyncio_value(request: pytest.FixtureRequest, name: str) -> Any:
+    """The value of pytest-asyncio fixture ``name`` (set up on pytest-asyncio's loop)."""
+    if pytest_asyncio is None or not request.config.pluginmanager.has_plugin("asyncio"):
+        pytest.fail(
+            f"{request.fixturename!r} is an async fixture: run the test with pytest-asyncio "
+            "(async test in auto mode, or @pytest.mark.asyncio) or with anyio's plugin "
+            "(@pytest.mark.anyio)",
+            pytrace=False,
+        )
+    return request.getfixturevalue(name)
+
+
+# -- the fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A :class:`FakeClock` at time 0, for components that take ``clock=``."""
+    return FakeClock()
+
+
+@pytest.fixture
+def fake_apiserver_factory(request: pytest.FixtureRequest) -> Iterator[FakeAPIServerFactory]:
+    """A factory starting :class:`FakeAPIServer` instances; all are closed after the test."""
+    if _runs_on_anyio(request):
+        with _anyio_runner(request) as runner:
+            yield from runner.run_asyncgen_fixture(_factory_body, {})
+    else:
+        yield _asyncio_value(request, _ASYNCIO_FACTORY)
+
+
+@pytest.fixture
+def fake_apiserver(
     request: pytest.FixtureRequest, fake_apiserver_factory: FakeAPIServerFactory
 ) -> FakeAPIServer:
     """A started :class:`FakeAPIServer` on 127.0.0.1, closed after the test.
 
     Options come from ``@pytest.mark.fake_apiserver(**options)`` when the test has it.
     """
-    marker = request.node.get_closest_marker("fake_apiserver")
-    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    return await fake_apiserver_factory(**options)
+    if _runs_on_anyio(request):
+        with _anyio_runner(request) as runner:
+            server: FakeAPIServer = runner.run_fixture(
+                _server_body, {"request": request, "factory": fake_apiserver_factory}
+            )
+            return server
+    result: FakeAPIServer = _asyncio_value(request, _ASYNCIO_SERVER)
+    return result
 
 
-@_async_fixture
-async def kube_client(fake_apiserver: FakeAPIServer) -> AsyncIterator[Client]:
+@pytest.fixture
+def kube_client(request: pytest.FixtureRequest, fake_apiserver: FakeAPIServer) -> Iterator[Client]:
     """An :class:`aioinformer.client.Client` for ``fake_apiserver`` (admin token)."""
-    async with fake_apiserver.client() as client:
-        yield client
+    if _runs_on_anyio(request):
+        with _anyio_runner(request) as runner:
+            yield from runner.run_asyncgen_fixture(_client_body, {"server": fake_apiserver})
+    else:
+        yield _asyncio_value(request, _ASYNCIO_CLIENT)
