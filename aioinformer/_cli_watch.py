@@ -27,18 +27,34 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import os
 import random
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
+from aioinformer._cli_common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    GAP,
+    CommandFailure,
+    age_of,
+    describe_api_error,
+    fake_pod,
+    format_age,
+    kind_prefix,
+    labels_text,
+    library_logging,
+    load_cli_config,
+    seed_fake_server,
+    silence_stdout,
+)
 from aioinformer.client import Client, ResourceInfo
-from aioinformer.config import Config, load_config, load_kube_config
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
@@ -58,14 +74,8 @@ __all__ = ["OutputFormat", "WatchFailure", "WatchOptions", "format_age", "run_wa
 
 OutputFormat = Literal["wide", "json", "name"]
 
-EXIT_OK: Final = 0
-EXIT_FAILURE: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INTERRUPTED: Final = 130
-
 _FAKE_CHURN_INTERVAL: Final = 1.0
 _EVENT_WIDTH: Final = len("MODIFIED")
-_GAP: Final = "   "
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,53 +96,8 @@ class WatchOptions:
     """Watch an embedded, seeded fake API server instead of a cluster."""
 
 
-class WatchFailure(Exception):
-    """A failure reported to the user as one line (its message) and exit code 1."""
-
-
-def format_age(seconds: float) -> str:
-    """A duration as kubectl's AGE column writes it: ``45s``, ``3m12s``, ``17m``, ``5h3m``,
-    ``30h``, ``3d4h``, ``200d``, ``2y30d``, ``9y``; ``<invalid>`` for a time well in the
-    future (clock skew up to a second reads as ``0s``)."""
-    if seconds < -1:
-        return "<invalid>"
-    total = max(0, int(seconds))
-    if total < 120:
-        return f"{total}s"
-    minutes = total // 60
-    if minutes < 10:
-        rest = total % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    years = days // 365
-    if years < 8:
-        rest = days % 365
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{years}y"
-
-
-def _age_of(obj: Mapping[str, Any], now: datetime.datetime) -> str:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not stamp:
-        return "<unknown>"
-    try:
-        created = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return "<unknown>"
-    return format_age((now - created).total_seconds())
+class WatchFailure(CommandFailure):
+    """A failure of the watch itself reported as one line (its message) and exit code 1."""
 
 
 class _Printer:
@@ -161,8 +126,7 @@ class _Printer:
         self._namespace_width = len("NAMESPACE")
         self._name_width = len("NAME")
         self._age_width = len("AGE")
-        kind = info.kind.lower()
-        self._kind_prefix = f"{kind}.{info.gvr.group}" if info.gvr.group else kind
+        self._kind_prefix = kind_prefix(info)
 
     def _write(self, line: str) -> None:
         if self.closed:
@@ -196,7 +160,7 @@ class _Printer:
             cells += [(age, self._age_width + 2), (rv, len("RESOURCE-VERSION")), (labels, 0)]
         else:
             cells.append((age, 0))
-        return _GAP.join(text.ljust(width) for text, width in cells).rstrip()
+        return GAP.join(text.ljust(width) for text, width in cells).rstrip()
 
     def event(self, event: str, obj: Any) -> None:
         """One row: ``event`` is ADDED, MODIFIED or DELETED; ``obj`` may be a tombstone."""
@@ -209,15 +173,14 @@ class _Printer:
         if self._output == "name":
             self._write(f"{self._kind_prefix}/{meta.get('name', '')}")
             return
-        labels = meta.get("labels") or {}
         self._write(
             self._row(
                 event,
                 meta.get("namespace", ""),
                 meta.get("name", ""),
-                _age_of(obj, datetime.datetime.now(datetime.UTC)),
+                age_of(obj, datetime.datetime.now(datetime.UTC)),
                 str(meta.get("resourceVersion", "")),
-                ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>",
+                labels_text(meta),
             )
         )
 
@@ -272,36 +235,6 @@ def _rv(obj: Any) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
-def _fake_pod(name: str, namespace: str, app: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
-        "spec": {"containers": [{"name": app, "image": f"registry.example/{app}:1.0"}]},
-        "status": {"phase": "Running"},
-    }
-
-
-def _seed(server: FakeAPIServer) -> None:
-    for name, namespace, app in (
-        ("web-0", "default", "web"),
-        ("web-1", "default", "web"),
-        ("api-0", "default", "api"),
-        ("coredns-0", "kube-system", "coredns"),
-        ("metrics-0", "kube-system", "metrics"),
-    ):
-        server.create(_fake_pod(name, namespace, app))
-    for name in ("settings", "feature-flags"):
-        server.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": "default"},
-                "data": {"revision": "1"},
-            }
-        )
-
-
 async def _fake_churn(server: FakeAPIServer, listed: asyncio.Event) -> None:
     """Once the list is printed, every second or so: a pod created, a pod relabelled or a
     pod deleted (in ``default``, keeping three to eight), and a config map touched."""
@@ -314,7 +247,7 @@ async def _fake_churn(server: FakeAPIServer, listed: asyncio.Event) -> None:
         pods = server.objects("pods", "default")
         roll = rng.random()
         if len(pods) < 3 or (roll < 0.35 and len(pods) < 8):
-            server.create(_fake_pod(f"worker-{sequence}", "default", "worker"))
+            server.create(fake_pod(f"worker-{sequence}", "default", "worker"))
         elif roll < 0.7:
             name = rng.choice(pods)["metadata"]["name"]
             server.patch("pods", "default", name, {"metadata": {"labels": {"rev": str(sequence)}}})
@@ -329,7 +262,7 @@ async def _start_fake_server(stack: contextlib.AsyncExitStack, listed: asyncio.E
     from aioinformer.testing.apiserver import FakeAPIServer
 
     server = await stack.enter_async_context(FakeAPIServer())
-    _seed(server)
+    seed_fake_server(server)
     churn = asyncio.create_task(_fake_churn(server, listed), name="fake churn")
 
     async def stop_churn() -> None:
@@ -339,22 +272,6 @@ async def _start_fake_server(stack: contextlib.AsyncExitStack, listed: asyncio.E
 
     stack.push_async_callback(stop_churn)
     return server.kubeconfig_path()
-
-
-def _load(options: WatchOptions) -> Config:
-    try:
-        if options.kubeconfig is not None:
-            return load_kube_config(options.kubeconfig, options.context)
-        return load_config(context=options.context)
-    except AioinformerError as exc:
-        raise WatchFailure(f"cannot load kubeconfig: {exc}") from exc
-    except OSError as exc:
-        raise WatchFailure(f"cannot read kubeconfig: {exc}") from exc
-
-
-def _describe_api_error(exc: ApiError) -> str:
-    """As kubectl says it: ``error from server (Forbidden): pods is forbidden: ...``."""
-    return f"error from server ({exc.reason or exc.code}): {exc.message or exc}"
 
 
 async def _preflight(client: Client, options: WatchOptions, namespace: str | None) -> ResourceInfo:
@@ -372,7 +289,7 @@ async def _preflight(client: Client, options: WatchOptions, namespace: str | Non
             )
         )
     except ApiError as exc:
-        raise WatchFailure(_describe_api_error(exc)) from exc
+        raise WatchFailure(describe_api_error(exc)) from exc
     except (AioinformerError, ValueError) as exc:
         raise WatchFailure(str(exc)) from exc
     return info
@@ -390,9 +307,9 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
         async with contextlib.AsyncExitStack() as stack:
             if options.fake:
                 kubeconfig = await _start_fake_server(stack, listed)
-                config = _load(WatchOptions(resource=options.resource, kubeconfig=kubeconfig))
+                config = load_cli_config(kubeconfig, None)
             else:
-                config = _load(options)
+                config = load_cli_config(options.kubeconfig, options.context)
             client = await stack.enter_async_context(Client(config))
             namespace = None if options.all_namespaces else options.namespace or config.namespace
             info = await _preflight(client, options, namespace)
@@ -427,24 +344,14 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
                     listed.set()
                     await stop.wait()
             if printer.closed:
-                _silence_stdout(out)
+                silence_stdout(out)
         if fatal:
             exc = fatal[0]
-            raise WatchFailure(_describe_api_error(exc) if isinstance(exc, ApiError) else str(exc))
+            raise WatchFailure(describe_api_error(exc) if isinstance(exc, ApiError) else str(exc))
         return EXIT_OK
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)
-
-
-def _silence_stdout(out: TextIO) -> None:
-    """After the reader of stdout went away, point it at /dev/null so that the
-    interpreter's final flush does not complain about the broken pipe."""
-    if out is sys.stdout:
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
 
 
 def run_watch(
@@ -464,19 +371,11 @@ def run_watch(
     if options.fake and (options.kubeconfig or options.context):
         err.write("aioinformer: error: --fake cannot be combined with --kubeconfig or --context\n")
         return EXIT_USAGE
-    handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("aioinformer: %(levelname)s: %(message)s"))
-    package_logger = logging.getLogger("aioinformer")
-    previous_level = package_logger.level
-    package_logger.addHandler(handler)
-    package_logger.setLevel(log_level)
     try:
-        return asyncio.run(_watch(options, out))
-    except WatchFailure as exc:
+        with library_logging(err, log_level):
+            return asyncio.run(_watch(options, out))
+    except CommandFailure as exc:
         err.write(f"aioinformer: error: {exc}\n")
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    finally:
-        package_logger.removeHandler(handler)
-        package_logger.setLevel(previous_level)

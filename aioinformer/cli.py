@@ -1,4 +1,4 @@
-"""The ``aioinformer`` command: ``demo`` and ``watch``.
+"""The ``aioinformer`` command: ``demo``, ``watch`` and ``get``.
 
 Role: the command-line front door. Input: ``argv``. Output: text on stdout (the demo's
 live display and summary, ``watch``'s rows), one-line errors on stderr, and an exit code.
@@ -10,9 +10,12 @@ live display and summary, ``watch``'s rows), one-line errors on stderr, and an e
   :mod:`aioinformer._cli_demo`).
 * ``aioinformer watch RESOURCE`` is ``kubectl get -w`` through an informer: the synced
   list, then one row per event (see :mod:`aioinformer._cli_watch`).
+* ``aioinformer get RESOURCE [NAME ...]`` is ``kubectl get``: one paginated LIST (or a
+  GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer._cli_get`).
 
 Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
-resource, forbidden namespace, unreachable server, a demo that did not converge); 2 a
+resource, forbidden namespace, a named object not found, unreachable server, a demo that
+did not converge); 2 a
 command-line usage error; 130 interrupted before anything could be reported.
 
 Task model: each command runs one ``asyncio.run()``; SIGINT and SIGTERM end a command
@@ -27,9 +30,9 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["build_parser", "log_level", "main"]
+__all__ = ["build_parser", "log_level", "main", "parse_args"]
 
-_QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING}
+_QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING, "get": logging.WARNING}
 
 
 def _count(text: str) -> int:
@@ -72,11 +75,26 @@ def _add_verbose(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_target(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    """The options saying which cluster, namespaces and objects: shared by watch and get."""
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help=f"{verb} every namespace"
+    )
+    parser.add_argument("-l", "--selector", metavar="SELECTOR", help="label selector")
+    parser.add_argument("--field-selector", metavar="F", help="field selector")
+    parser.add_argument("--context", help="kubeconfig context to use")
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file to use")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``aioinformer`` argument parser (subcommands ``demo`` and ``watch``)."""
+    """The ``aioinformer`` argument parser (subcommands ``demo``, ``watch`` and ``get``)."""
     parser = argparse.ArgumentParser(
         prog="aioinformer",
-        description="asyncio-native Kubernetes informers: a live demo and kubectl-like watch",
+        description=(
+            "asyncio-native Kubernetes informers: a live demo, kubectl-like watch and get"
+        ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -120,13 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "resource", metavar="RESOURCE", help="pods, v1/configmaps, apps/v1/deployments, ..."
     )
-    scope = watch.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
-    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace")
-    watch.add_argument("-l", "--selector", metavar="SELECTOR", help="label selector")
-    watch.add_argument("--field-selector", metavar="F", help="field selector")
-    watch.add_argument("--context", help="kubeconfig context to use")
-    watch.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file to use")
+    _add_target(watch, verb="watch")
     watch.add_argument(
         "-o",
         "--output",
@@ -140,7 +152,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch an embedded fake API server seeded with a few objects and some churn",
     )
     _add_verbose(watch)
+
+    get = commands.add_parser(
+        "get",
+        help="like kubectl get: list a resource, or get objects by name, once",
+        description=(
+            "Print RESOURCE's objects (or the NAMEd ones) once: one LIST fetched in pages "
+            "of --chunk-size objects, or one GET per name."
+        ),
+    )
+    get.add_argument(
+        "resource", metavar="RESOURCE", help="pods, v1/configmaps, apps/v1/deployments, ..."
+    )
+    get.add_argument("names", metavar="NAME", nargs="*", help="objects to get by name")
+    _add_target(get, verb="list")
+    get.add_argument(
+        "-o",
+        "--output",
+        choices=("wide", "json", "yaml", "name"),
+        default=None,
+        help="wide: more columns; json, yaml: a v1 List; name: kind/name",
+    )
+    get.add_argument(
+        "--fake",
+        action="store_true",
+        help="read from an embedded fake API server seeded with a few objects",
+    )
+    get.add_argument(
+        "--chunk-size",
+        type=_count,
+        default=500,
+        metavar="N",
+        help="objects per LIST page; 0 fetches everything in one answer (500)",
+    )
+    _add_verbose(get)
     return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse ``argv`` (default ``sys.argv[1:]``) as the command does; usage errors exit 2.
+
+    ``get``'s NAMEs may follow options (``get pods -n team web-0``), as kubectl allows:
+    argparse matches the optional NAME list before the options and leaves later words
+    over, so those are taken as NAMEs here.
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "get" and not any(word.startswith("-") for word in extra):
+        args.names = [*args.names, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def log_level(args: argparse.Namespace) -> int:
@@ -157,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Usage errors exit through argparse (code 2).
     """
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     level = log_level(args)
     if args.command == "demo":
         from aioinformer._cli_demo import run_demo
@@ -168,6 +230,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             handlers=args.handlers,
             duration=args.duration,
             seed=args.seed,
+            log_level=level,
+        )
+    if args.command == "get":
+        from aioinformer._cli_get import GetOptions, run_get
+
+        return run_get(
+            GetOptions(
+                resource=args.resource,
+                names=tuple(args.names),
+                namespace=args.namespace,
+                all_namespaces=args.all_namespaces,
+                label_selector=args.selector,
+                field_selector=args.field_selector,
+                context=args.context,
+                kubeconfig=args.kubeconfig,
+                output=args.output,
+                fake=args.fake,
+                chunk_size=args.chunk_size,
+            ),
             log_level=level,
         )
     from aioinformer._cli_watch import WatchOptions, run_watch

@@ -1,0 +1,197 @@
+"""What the ``aioinformer`` commands share: exit codes, failures, kubeconfig loading,
+the fake server's seed, and the kubectl-like formatting of ages, labels and names.
+
+Role: one place for the conventions ``watch`` and ``get`` must agree on, so that the
+same object reads the same in both. Input: parsed options, objects as the server sends
+them. Output: strings (cells, one-line error messages) and a loaded :class:`Config`;
+nothing here writes to a stream except :func:`silence_stdout` and the log handler that
+:func:`library_logging` installs.
+
+Task model: plain synchronous functions; :func:`seed_fake_server` writes to the fake
+server's store directly and needs no running request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from aioinformer.client import ResourceInfo
+from aioinformer.config import Config, load_config, load_kube_config
+from aioinformer.errors import AioinformerError, ApiError
+
+if TYPE_CHECKING:
+    from aioinformer.testing.apiserver import FakeAPIServer
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "GAP",
+    "CommandFailure",
+    "age_of",
+    "describe_api_error",
+    "fake_pod",
+    "format_age",
+    "kind_prefix",
+    "labels_text",
+    "library_logging",
+    "load_cli_config",
+    "seed_fake_server",
+    "silence_stdout",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILURE: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+GAP: Final = "   "
+"""Between table columns, as kubectl's tab writer pads them."""
+
+
+class CommandFailure(Exception):
+    """A failure reported to the user as one line (its message) and exit code 1."""
+
+
+def format_age(seconds: float) -> str:
+    """A duration as kubectl's AGE column writes it: ``45s``, ``3m12s``, ``17m``, ``5h3m``,
+    ``30h``, ``3d4h``, ``200d``, ``2y30d``, ``9y``; ``<invalid>`` for a time well in the
+    future (clock skew up to a second reads as ``0s``)."""
+    if seconds < -1:
+        return "<invalid>"
+    total = max(0, int(seconds))
+    if total < 120:
+        return f"{total}s"
+    minutes = total // 60
+    if minutes < 10:
+        rest = total % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        rest = days % 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"
+
+
+def age_of(obj: Mapping[str, Any], now: datetime.datetime) -> str:
+    """The AGE cell of ``obj`` at ``now`` (aware); ``<unknown>`` without a readable
+    ``creationTimestamp``."""
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not stamp:
+        return "<unknown>"
+    try:
+        created = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    return format_age((now - created).total_seconds())
+
+
+def labels_text(meta: Mapping[str, Any]) -> str:
+    """The LABELS cell: ``k=v`` pairs sorted by key and joined by commas, or ``<none>``."""
+    labels = meta.get("labels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
+
+
+def kind_prefix(info: ResourceInfo) -> str:
+    """What ``-o name`` writes before the slash: ``pod``, ``deployment.apps``."""
+    kind = info.kind.lower()
+    return f"{kind}.{info.gvr.group}" if info.gvr.group else kind
+
+
+def describe_api_error(exc: ApiError) -> str:
+    """As kubectl says it: ``error from server (Forbidden): pods is forbidden: ...``."""
+    return f"error from server ({exc.reason or exc.code}): {exc.message or exc}"
+
+
+def load_cli_config(kubeconfig: str | None, context: str | None) -> Config:
+    """The configuration for ``--kubeconfig`` and ``--context`` (kubeconfig or in-cluster
+    as the library finds it when neither is given). Raises :class:`CommandFailure`."""
+    try:
+        if kubeconfig is not None:
+            return load_kube_config(kubeconfig, context)
+        return load_config(context=context)
+    except AioinformerError as exc:
+        raise CommandFailure(f"cannot load kubeconfig: {exc}") from exc
+    except OSError as exc:
+        raise CommandFailure(f"cannot read kubeconfig: {exc}") from exc
+
+
+def fake_pod(name: str, namespace: str, app: str) -> dict[str, Any]:
+    """A small running pod labelled ``app=<app>``, for the fake server."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"containers": [{"name": app, "image": f"registry.example/{app}:1.0"}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def seed_fake_server(server: FakeAPIServer) -> None:
+    """What ``--fake`` starts with: three pods and two config maps in ``default``, two
+    pods in ``kube-system``."""
+    for name, namespace, app in (
+        ("web-0", "default", "web"),
+        ("web-1", "default", "web"),
+        ("api-0", "default", "api"),
+        ("coredns-0", "kube-system", "coredns"),
+        ("metrics-0", "kube-system", "metrics"),
+    ):
+        server.create(fake_pod(name, namespace, app))
+    for name in ("settings", "feature-flags"):
+        server.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"},
+                "data": {"revision": "1"},
+            }
+        )
+
+
+def silence_stdout(out: TextIO) -> None:
+    """After the reader of stdout went away, point it at /dev/null so that the
+    interpreter's final flush does not complain about the broken pipe."""
+    if out is sys.stdout:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+@contextlib.contextmanager
+def library_logging(err: TextIO, level: int) -> Iterator[None]:
+    """While inside, the library's log records at ``level`` and above go to ``err`` as
+    ``aioinformer: LEVEL: message`` lines; the logger is restored on leaving."""
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("aioinformer: %(levelname)s: %(message)s"))
+    package_logger = logging.getLogger("aioinformer")
+    previous_level = package_logger.level
+    package_logger.addHandler(handler)
+    package_logger.setLevel(level)
+    try:
+        yield
+    finally:
+        package_logger.removeHandler(handler)
+        package_logger.setLevel(previous_level)
