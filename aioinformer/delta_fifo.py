@@ -431,6 +431,13 @@ class DeltaFIFO:
         front of changes queued meanwhile) and ``pop`` raises the requeue's ``err``, or
         returns normally when it has none. Any other exception from ``process``
         propagates and the item is not put back.
+
+        While an async ``process`` is suspended, its key is neither queued nor (until
+        ``process`` stores it) in ``known_objects``, so a ``replace`` meanwhile cannot
+        queue a tombstone for it. Client-go runs ``process`` under the queue's lock and
+        has no such window; a consumer that needs relists to catch every deletion should
+        apply the deltas to its store before its first suspension (the informer's
+        ``process`` is synchronous).
         """
         queue = self._queue
         if not queue:

@@ -43,6 +43,7 @@ from aioinformer._clock import Clock
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.transforms import chain, keep_metadata_only
 
@@ -87,12 +88,23 @@ def _normalise(resource: str | GVR | ResourceInfo) -> str:
     return resource.lower()
 
 
+def _check_selectors(label_selector: str | None, field_selector: str | None) -> None:
+    """Raise :class:`~aioinformer.errors.SelectorError` for a selector that does not parse:
+    sent as is, the server would refuse every LIST and the reflector retry it forever."""
+    if label_selector:
+        parse_label_selector(label_selector)
+    if field_selector:
+        parse_field_selector(field_selector)
+
+
 class SharedInformerFactory:
     """Builds, shares, starts and stops informers for one client.
 
     Defaults for every informer: ``namespace`` (``None``: all namespaces),
     ``resync_period`` (seconds, 0 = never), ``label_selector``, ``field_selector``,
     ``transform`` and ``clock``; ``informer_for`` may override the namespace and selectors.
+    A selector that does not parse raises :class:`~aioinformer.errors.SelectorError` here
+    and in ``informer_for``, before any request.
     """
 
     def __init__(
@@ -106,6 +118,7 @@ class SharedInformerFactory:
         transform: Callable[[Any], Any] | None = None,
         clock: Clock | None = None,
     ) -> None:
+        _check_selectors(label_selector, field_selector)
         self._client = client
         self._namespace = namespace
         self._resync_period = resync_period
@@ -155,6 +168,7 @@ class SharedInformerFactory:
         )
         informer = self._informers.get(key)
         if informer is None:
+            _check_selectors(key.label_selector, key.field_selector)
             informer = self._build(resource, key, model, resync_period)
             self._informers[key] = informer
             if self._started:

@@ -389,10 +389,18 @@ class SharedIndexInformer:
     informer's initial resync check period; an informer created with 0 never resyncs.
     ``indexers`` names index functions maintained from the start; ``transform`` is applied
     to every object before it is cached (see
-    :func:`aioinformer.transforms.strip_managed_fields`); ``model`` makes listers, handlers
-    and ``events()`` see that pydantic model instead of raw dicts (the cache stays raw;
-    each read or delivery validates). ``clock`` drives resync timers and the reflector's
-    waits (tests pass a ``FakeClock``).
+    :func:`aioinformer.transforms.strip_managed_fields`). A ``transform`` that raises is
+    surfaced, never swallowed: on a watch event the error is logged with its traceback
+    and that event is skipped (the cache misses the change until the object changes again
+    or a relist); on a listed object the whole list fails, goes to the watch error handler
+    and is retried after the backoff, so the informer does not sync while the server holds
+    an object it cannot transform. An index function that raises is logged with its
+    traceback and the rest of that object's queued changes are dropped; the other
+    objects are unaffected.
+
+    ``model`` makes listers, handlers and ``events()`` see that pydantic model instead of
+    raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
+    resync timers and the reflector's waits (tests pass a ``FakeClock``).
 
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
@@ -709,7 +717,11 @@ class SharedIndexInformer:
 
         With anyio, ``await task_group.start(informer.run)`` returns once the informer has
         synced. On exit (cancellation included) every task it started has ended and the
-        watch connection is closed; handler calls in flight are cancelled.
+        watch connection is closed; handler calls in flight are cancelled. Once stopping
+        has begun, ``add_event_handler()`` and ``events()`` raise
+        :class:`InformerStoppedError`. Should one of its tasks end by itself (a stray
+        ``CancelledError`` out of an index function, say), the informer logs it, stops
+        and raises ``RuntimeError`` rather than carry on with a stage missing.
         """
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
@@ -737,6 +749,7 @@ class SharedIndexInformer:
             clock=self._clock,
             should_resync=self._processor.should_resync,
         )
+        failure: RuntimeError | None = None
         try:
             async with asyncio.TaskGroup() as task_group:
                 tasks = [
@@ -744,15 +757,32 @@ class SharedIndexInformer:
                     task_group.create_task(self._pop_loop(fifo), name=f"{self.name} pop"),
                     task_group.create_task(reflector.run(), name=f"{self.name} reflector"),
                 ]
-                if task_status is not None:
-                    stop_wait = asyncio.ensure_future(self._stop_requested.wait())
-                    waiters: list[asyncio.Future[Any]] = [synced, stop_wait]
-                    try:
-                        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        stop_wait.cancel()
-                    task_status.started()
-                await self._stop_requested.wait()
+                stop_wait = task_group.create_task(
+                    self._stop_requested.wait(), name=f"{self.name} stop"
+                )
+                try:
+                    # None of the three tasks ends on its own: one that does (a stray
+                    # CancelledError let out of user code) would leave the informer
+                    # looking alive with a stage gone, so they are waited on too.
+                    if task_status is not None:
+                        first: list[asyncio.Future[Any]] = [synced, stop_wait, *tasks]
+                        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+                        if not any(task.done() for task in tasks):
+                            task_status.started()
+                    await asyncio.wait([stop_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    # Stopping from here on: new handlers are refused, as their tasks
+                    # could no longer be started.
+                    self._state = InformerState.STOPPED
+                ended = [task for task in tasks if task.done()]
+                if ended and not self._stop_requested.is_set():
+                    how = "was cancelled" if ended[0].cancelled() else "returned"
+                    failure = RuntimeError(
+                        f"informer {self.name}: task {ended[0].get_name()!r} {how} "
+                        "unexpectedly; the informer has stopped"
+                    )
+                    logger.error("%s", failure)
+                stop_wait.cancel()
                 for task in reversed(tasks):
                     task.cancel()
         finally:
@@ -761,6 +791,8 @@ class SharedIndexInformer:
             fifo.close()
             if not synced.done():
                 synced.set_result(False)
+        if failure is not None:
+            raise failure
 
     async def _pop_loop(self, fifo: DeltaFIFO) -> None:
         process = self._handle_deltas

@@ -403,6 +403,8 @@ class ProcessorListener:
         delete_async = self._delete_is_async
         convert = self.convert
         bookkeeping = self.max_pending is not None or self._key_func is not None
+        task = asyncio.current_task()
+        assert task is not None
         while True:
             if not queue:
                 if self.closed:
@@ -448,6 +450,18 @@ class ProcessorListener:
                 except Exception:
                     self.failed += 1
                     logger.exception("event handler %s failed on %s", self.name, _KIND_NAMES[kind])
+                except asyncio.CancelledError:
+                    if task.cancelling():
+                        raise
+                    # Nobody cancelled this task: the handler let a CancelledError out
+                    # of something it awaited. Ending here would silently stop this
+                    # handler's deliveries for good, so it is a failure like any other.
+                    self.failed += 1
+                    logger.exception(
+                        "event handler %s failed on %s with a stray cancellation",
+                        self.name,
+                        _KIND_NAMES[kind],
+                    )
                 if kind == ADD and b is True:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.

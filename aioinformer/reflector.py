@@ -362,6 +362,13 @@ def _is_retriable_watch_error(error: BaseException) -> bool:
     )
 
 
+def _is_stray_cancellation() -> bool:
+    """For a ``CancelledError`` just caught: true when nobody cancelled the current task
+    (it came out of something awaited that was cancelled elsewhere)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
+
+
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
     # A callable object counts as async when its class's __call__ is a coroutine function.
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
@@ -525,7 +532,9 @@ class Reflector:
 
         Each failure raised by :meth:`list_and_watch` goes to the error handler; every
         attempt, failed or not, is followed by a backoff delay (client-go's sliding
-        ``BackoffUntil``), which a 429's ``Retry-After`` replaces.
+        ``BackoffUntil``), which a 429's ``Retry-After`` replaces. A ``CancelledError``
+        let out by the lister-watcher while this task is not being cancelled counts as
+        such a failure: only cancelling the task ends ``run()``.
         """
         if self._running:
             raise RuntimeError(f"{self!r} is already running")
@@ -542,6 +551,16 @@ class Reflector:
                         logger.warning("%s: list and watch failed: %s", self._name, exc)
                     else:
                         logger.exception("%s: list and watch failed", self._name)
+                    await self._report(exc)
+                except asyncio.CancelledError as exc:
+                    if not _is_stray_cancellation():
+                        raise
+                    # Let out by the lister-watcher although nobody cancelled us: a
+                    # failure like any other, or the reflector would end for good.
+                    error = exc
+                    logger.exception(
+                        "%s: list and watch failed with a stray cancellation", self._name
+                    )
                     await self._report(exc)
                 await self._back_off(error)
         finally:
@@ -688,10 +707,14 @@ class Reflector:
         """Watch until a relist is called for.
 
         ``stream``, when given, is an already open watch asked for ``timeout`` seconds
-        (a streaming list's); it is owned, and closed, from here on.
+        (a streaming list's); it is owned, and closed, from here on. Its request has
+        succeeded, so it breaking before any further event is an open watch ending, not a
+        failed watch request.
         """
         retry = _InternalErrorRetry(self._max_internal_error_retry, self._clock)
         while True:
+            # A streaming list's stream was opened (and read) before we got it.
+            carried_over = stream is not None
             if stream is None:
                 timeout = self._watch_timeout()
                 self._watches += 1
@@ -715,7 +738,7 @@ class Reflector:
                 logger.warning("%s: resync failed: %s", self._name, result.interrupt)
                 await self._report(result.interrupt)
                 return
-            if error is not None and not result.opened:
+            if error is not None and not (result.opened or carried_over):
                 # The watch request itself failed (client-go's failed Watch() call).
                 if _is_retriable_watch_error(error):
                     logger.info("%s: watch failed (%s), backing off", self._name, error)
@@ -1009,4 +1032,8 @@ class Reflector:
             if self._handler_is_async and result is not None:
                 await result
         except Exception:
+            logger.exception("%s: watch error handler failed", self._name)
+        except asyncio.CancelledError:
+            if not _is_stray_cancellation():
+                raise
             logger.exception("%s: watch error handler failed", self._name)

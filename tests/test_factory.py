@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer.client import GVR, Client
+from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
@@ -154,6 +155,29 @@ def test_informer_for_merges_new_indexers_and_refuses_a_second_model(
     assert factory.informer_for("pods", model=Pod) is informer
     with pytest.raises(ValueError, match="model"):
         factory.informer_for("pods", model=OtherPod)
+
+
+@pytest.mark.parametrize(
+    ("argument", "selector"),
+    [
+        ("label_selector", "a in ("),
+        ("label_selector", "a==b==c"),
+        ("label_selector", "x in (a b)"),
+        ("field_selector", "metadata.name"),
+    ],
+    ids=["unclosed-set", "double-equals", "set-without-comma", "field-without-operator"],
+)
+def test_an_invalid_selector_is_refused_before_any_informer_or_request(
+    kube_client: Client, argument: str, selector: str
+) -> None:
+    # The server would answer every LIST with a 400 and the reflector would retry it
+    # forever: a selector that cannot parse is the caller's bug, reported at once.
+    with pytest.raises(SelectorError):
+        SharedInformerFactory(kube_client, **{argument: selector})
+    factory = SharedInformerFactory(kube_client)
+    with pytest.raises(SelectorError):
+        factory.informer_for("pods", **{argument: selector})
+    assert factory.informers() == {}
 
 
 async def test_shut_down_factory_refuses_new_informers(kube_client: Client) -> None:

@@ -289,6 +289,20 @@ async def test_list_error_reaches_the_watch_error_handler(
         assert not informer.has_synced()
 
 
+async def test_a_stray_cancellation_from_the_source_is_retried_and_the_informer_syncs(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    # The source lets out a CancelledError nobody asked for: a list failure, not a stop.
+    source.add(pod("pod1"))
+    source.fail_next_list(asyncio.CancelledError())
+    informer = SharedIndexInformer(source, clock=clock)
+    async with informer:
+        await relist_after_backoff(informer, clock)
+        assert await informer.wait_for_sync(timeout=5)
+        assert informer.state is InformerState.RUNNING
+        assert informer.indexer.list_keys() == ["pod1"]
+
+
 async def test_wait_for_sync_times_out_while_list_keeps_failing(
     source: FakeListerWatcher, clock: FakeClock
 ) -> None:
@@ -331,6 +345,53 @@ async def test_transform_is_applied_before_cache_and_handlers(
     async with informer:
         await until(lambda: handler.names() == {"POD1", "POD2"})
         assert sorted(informer.indexer.list_keys()) == ["POD1", "POD2"]
+
+
+def refuse_poisoned(obj: dict[str, Any]) -> dict[str, Any]:
+    if obj["metadata"].get("labels", {}).get("poison"):
+        raise ValueError("cannot transform a poisoned object")
+    return obj
+
+
+async def test_a_transform_failing_on_a_watch_event_is_logged_and_later_events_apply(
+    source: FakeListerWatcher, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    source.add(pod("a"))
+    informer = SharedIndexInformer(source, clock=clock, transform=refuse_poisoned)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        with caplog.at_level(logging.ERROR):
+            source.add(pod("bad", labels={"poison": "yes"}))
+            source.add(pod("b"))
+            await until(lambda: informer.indexer.get_by_key("b") is not None)
+        assert informer.indexer.get_by_key("bad") is None
+        assert informer.state is InformerState.RUNNING
+    record = next(r for r in caplog.records if "rejected" in r.getMessage())
+    assert record.exc_info is not None
+    assert "poisoned" in str(record.exc_info[1])
+
+
+async def test_a_transform_failing_on_a_listed_object_fails_the_list_until_it_is_gone(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    source.add(pod("a"))
+    source.add(pod("bad", labels={"poison": "yes"}))
+    errors: list[BaseException] = []
+    informer = SharedIndexInformer(
+        source,
+        clock=clock,
+        transform=refuse_poisoned,
+        watch_error_handler=lambda reflector, exc: errors.append(exc),
+    )
+    async with informer:
+        await until(lambda: len(errors) == 1)
+        assert isinstance(errors[0], ValueError)
+        assert not informer.has_synced()
+        # Not wedged: the reflector keeps relisting after its backoff.
+        source.delete("bad", notify=False)
+        await relist_after_backoff(informer, clock)
+        assert await informer.wait_for_sync(timeout=5)
+        assert informer.indexer.list_keys() == ["a"]
 
 
 async def test_transforming_informer_reports_transformed_objects(

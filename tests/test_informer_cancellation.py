@@ -5,6 +5,7 @@ no task it started is left, no watch stays open, and the FIFO and the cache agre
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from aioinformer.client import Client
 from aioinformer.delta_fifo import DeltaType
+from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.listwatch import ListOptions, ObjectList
@@ -311,3 +313,66 @@ async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
             await asyncio.sleep(0.001)
     leftover = {task for task in other_tasks() - baseline if "informer" in task.get_name()}
     assert leftover == set()
+
+
+async def test_adding_a_handler_while_stopping_raises_informer_stopped() -> None:
+    # A handler whose cancellation cleanup takes a while keeps the informer's tasks
+    # winding down; a handler added meanwhile must be refused as after the stop.
+    source = FakeListerWatcher(objects=[pod("a")])
+    entered = asyncio.Event()
+    finish_cleanup = asyncio.Event()
+
+    async def slow_to_stop(obj: Any, initial: bool) -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await finish_cleanup.wait()
+            raise
+
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer.add_event_handler(on_add=slow_to_stop)
+    task = asyncio.create_task(informer.run())
+    await entered.wait()
+    informer.stop()
+    await until(lambda: source.open_watches == 0)
+    with pytest.raises(InformerStoppedError):
+        informer.add_event_handler(on_add=lambda obj, initial: None)
+    with pytest.raises(InformerStoppedError):
+        informer.events()
+    finish_cleanup.set()
+    await asyncio.wait_for(task, timeout=5)
+    assert informer.state is InformerState.STOPPED
+
+
+def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
+    """An index function that lets out a CancelledError nobody asked for on pod "bad"."""
+    if obj["metadata"]["name"] == "bad":
+        raise asyncio.CancelledError
+    return [obj["metadata"]["namespace"]]
+
+
+async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The informer must never look alive with one of its tasks gone: it stops, logs and
+    # raises, so waiters and the owner find out.
+    source = FakeListerWatcher(objects=[pod("a"), pod("bad")])
+    baseline = other_tasks()
+    informer = SharedIndexInformer(
+        source,
+        clock=FakeClock(),
+        name="pods",
+        indexers={"by-namespace": namespace_or_stray_cancellation},
+    )
+    task = asyncio.create_task(informer.run())
+    with caplog.at_level(logging.ERROR, logger="aioinformer.informer"):
+        assert not await informer.wait_for_sync(timeout=5)
+        with pytest.raises(RuntimeError, match="'pods pop' was cancelled unexpectedly"):
+            await asyncio.wait_for(task, timeout=5)
+    assert informer.state is InformerState.STOPPED
+    assert any("pods pop" in record.getMessage() for record in caplog.records)
+    assert other_tasks() == baseline
+    assert source.open_watches == 0
+    with pytest.raises(InformerStoppedError):
+        informer.add_event_handler(on_add=lambda obj, initial: None)

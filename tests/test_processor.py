@@ -154,6 +154,50 @@ async def test_failing_handler_is_logged_by_name_and_keeps_receiving(
     assert any("picky-handler" in record.getMessage() for record in caplog.records)
 
 
+async def test_handler_raising_a_stray_cancellation_is_a_failure_not_the_end_of_delivery(
+    running: SharedProcessor, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A handler awaiting a future someone else cancelled gets a CancelledError although
+    # nobody cancelled the listener: that is the handler failing, not a shutdown.
+    seen: list[str] = []
+
+    async def on_add(obj: dict[str, Any], initial: bool) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "bad":
+            abandoned = asyncio.get_running_loop().create_future()
+            abandoned.cancel()
+            await abandoned
+
+    listener = ProcessorListener(name="awaits-a-cancelled-future", on_add=on_add)
+    running.add_listener(listener)
+    with caplog.at_level(logging.ERROR, logger="aioinformer.processor"):
+        for name in ("good", "bad", "after"):
+            running.distribute((ADD, pod(name), False), False)
+        await until(lambda: len(seen) == 3)
+    assert seen == ["good", "bad", "after"]
+    assert listener.failed == 1
+    assert any("awaits-a-cancelled-future" in record.getMessage() for record in caplog.records)
+
+
+async def test_cancelling_the_processor_still_cancels_a_handler_call() -> None:
+    processor = SharedProcessor()
+    entered = asyncio.Event()
+
+    async def on_add(obj: dict[str, Any], initial: bool) -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    listener = ProcessorListener(name="waits", on_add=on_add)
+    processor.add_listener(listener)
+    task = asyncio.create_task(processor.run())
+    processor.distribute((ADD, pod("a"), False), False)
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert listener.failed == 0
+
+
 async def test_missing_callbacks_are_skipped(running: SharedProcessor) -> None:
     deleted: list[str] = []
     listener = ProcessorListener(name="deletes-only", on_delete=lambda o: deleted.append("x"))

@@ -1203,6 +1203,56 @@ async def test_an_unexpected_exception_is_logged_with_its_traceback_and_retried(
     await stop(task)
 
 
+async def test_a_stray_cancellation_from_a_list_is_a_failure_that_is_retried(
+    clock: FakeClock, store: RecordingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A CancelledError that nobody asked for (the lister-watcher awaited something that
+    # was cancelled elsewhere) must not end run(): the informer would look alive forever
+    # with nothing listing or watching.
+    lw = FakeListerWatcher(objects=[pod("a")])
+    stray = asyncio.CancelledError()
+    lw.fail_next_list(stray)
+    errors: list[BaseException] = []
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        backoff=no_jitter(clock),
+        watch_error_handler=lambda r, e: errors.append(e),
+    )
+    task = spawn(reflector.run())
+    await backing_off(reflector)
+    await clock.advance(0.8)
+    await lw.wait_for_watchers(1)
+
+    assert store.contents() == {"default/a": "1"}
+    assert errors == [stray]
+    assert "list and watch failed" in caplog.text
+    await stop(task)
+
+
+async def test_an_error_handler_letting_out_a_stray_cancellation_does_not_stop_run(
+    clock: FakeClock, store: RecordingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(reflector: Reflector, error: BaseException) -> None:
+        abandoned = asyncio.get_running_loop().create_future()
+        abandoned.cancel()
+        await abandoned
+
+    lw = FakeListerWatcher()
+    lw.fail_next_list(ServerError({"code": 500}))
+    reflector = Reflector(
+        lw, store, clock=clock, backoff=no_jitter(clock), watch_error_handler=handler
+    )
+    task = spawn(reflector.run())
+    await backing_off(reflector)
+    await clock.advance(0.8)
+    await lw.wait_for_watchers(1)
+
+    assert "watch error handler failed" in caplog.text
+    await stop(task)
+
+
 async def test_run_cannot_be_started_twice(clock: FakeClock, store: RecordingStore) -> None:
     lw = FakeListerWatcher()
     reflector = Reflector(lw, store, clock=clock)

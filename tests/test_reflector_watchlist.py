@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests
+from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests, WatchError
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorState
 from aioinformer.testing import FakeClock
@@ -303,6 +303,28 @@ async def test_after_the_sync_the_stream_carries_on_as_the_watch(
         ("add", "p3", "3"),
         ("add", "p4", "4"),
     ]
+    await stop(task)
+
+
+async def test_a_quiet_stream_breaking_after_the_sync_is_watched_again_without_a_relist(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # The streaming list's request succeeded long ago: its stream breaking before any
+    # later event is a watch that ended, not a watch request that failed.
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    await clock.advance(5)  # quiet, but not a very short watch
+    lw.break_watches(WatchError("connection reset by peer"))
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+    lw.add(pod("p2"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "2")
+
+    assert not task.done()
+    assert requests(lw) == [streaming(), watching("1")]
+    assert store.calls == [("replace", ["p1"], "1"), ("add", "p2", "2")]
     await stop(task)
 
 
