@@ -10,6 +10,8 @@ from __future__ import annotations
 from aioinformer._clock import Clock as Clock
 from aioinformer._clock import LoopClock as LoopClock
 from aioinformer._clock import default_clock as default_clock
+from aioinformer.client import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
+from aioinformer.client import DEFAULT_MAX_OBJECT_BYTES as DEFAULT_MAX_OBJECT_BYTES
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
 from aioinformer.client import PatchType as PatchType
@@ -151,6 +153,7 @@ from aioinformer.reflector import WatchErrorHandler as WatchErrorHandler
 from aioinformer.transforms import chain as chain
 from aioinformer.transforms import keep_metadata_only as keep_metadata_only
 from aioinformer.transforms import strip_managed_fields as strip_managed_fields
+from aioinformer.watch import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from aioinformer.watch import WatchStreamDecoder as WatchStreamDecoder
 from aioinformer.watch import error_from_watch_status as error_from_watch_status
 from aioinformer.watch import read_watch_stream as read_watch_stream
@@ -196,6 +199,9 @@ __all__ = [
     "ControllerState",
     "ControllerStatistics",
     "CounterMetric",
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_LIST_BYTES",
+    "DEFAULT_MAX_OBJECT_BYTES",
     "DELETE",
     "DELETED",
     "DelayingQueue",

@@ -63,9 +63,17 @@ from aioinformer.errors import (
     map_transport_errors,
 )
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
-from aioinformer.watch import read_watch_stream
+from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES, read_watch_stream
 
-__all__ = ["Client", "GVR", "PatchType", "ResourceClient", "ResourceInfo"]
+__all__ = [
+    "Client",
+    "DEFAULT_MAX_LIST_BYTES",
+    "DEFAULT_MAX_OBJECT_BYTES",
+    "GVR",
+    "PatchType",
+    "ResourceClient",
+    "ResourceInfo",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +90,13 @@ _META_LIST_ACCEPT: Final = "application/json;as=PartialObjectMetadataList;g=meta
 _META_OBJECT_ACCEPT: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 _USER_AGENT: Final = "aioinformer/0.1.0"
 
+DEFAULT_MAX_OBJECT_BYTES: Final = DEFAULT_MAX_LINE_BYTES
+"""Largest single-object answer (and watch line) accepted by default: 64 MiB, far above
+kube-apiserver's 3 MiB request limit and etcd's object limit of about 1.5 MiB."""
+DEFAULT_MAX_LIST_BYTES: Final = 2 * 1024 * 1024 * 1024
+"""Largest LIST answer accepted by default: 2 GiB. An unpaginated relist of a large
+cluster's Pods runs to hundreds of MiB; a page of 500 objects stays far below this."""
+
 _WATCH_DEADLINE_MARGIN: Final = 30.0
 """Seconds of silence tolerated past a watch's ``timeoutSeconds`` before it is dead."""
 _WATCH_DEFAULT_DEADLINE: Final = 330.0
@@ -92,6 +107,32 @@ _VERSION_RE: Final = re.compile(r"^[a-z0-9]+$")
 _RESOURCE_RE: Final = re.compile(r"^[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?$")
 _NAMESPACE_RE: Final = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
 _SUBRESOURCE_RE: Final = re.compile(r"^[a-z][a-z0-9]*$")
+
+
+class _BodyTooLarge(TransportError):
+    """A response body over its size limit (raised before reading past the limit)."""
+
+
+async def _read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
+    """The whole body of ``response``, refused with :class:`_BodyTooLarge` once it is
+    known to exceed ``limit`` bytes: at once when ``Content-Length`` says so, else as
+    soon as what was read passes the limit (a chunked or compressed body)."""
+    announced = response.content_length
+    if announced is not None and announced > limit:
+        raise _BodyTooLarge(
+            f"{url} answered with a body of {announced} bytes, over the limit of {limit} bytes"
+        )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(CHUNK_SIZE):
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge(
+                f"{url} answered with a body of more than {limit} bytes "
+                f"(at least {size} bytes), over the limit of {limit} bytes"
+            )
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _check_namespace(namespace: str) -> str:
@@ -390,6 +431,15 @@ class Client:
     set, is the silence after which a watch raises ``WatchTimeout`` (otherwise it is the
     watch's ``timeoutSeconds`` plus 30 s, or 330 s). The HTTP session is opened on first
     use inside the running loop; :meth:`close` (or leaving ``async with``) closes it.
+
+    Size limits keep a broken or hostile server from filling memory: ``max_object_bytes``
+    (default 64 MiB, :data:`DEFAULT_MAX_OBJECT_BYTES`) bounds a single-object answer (get,
+    create, update, patch, delete, discovery, error bodies) and each watch line;
+    ``max_list_bytes`` (default 2 GiB, :data:`DEFAULT_MAX_LIST_BYTES`) bounds one LIST
+    answer. A body announcing more (``Content-Length``) is refused before it is read, one
+    without a length is read until it passes the limit; either raises
+    :class:`~aioinformer.errors.TransportError` naming the size and the limit (a watch
+    line, :class:`~aioinformer.errors.WatchError`).
     """
 
     def __init__(
@@ -401,8 +451,16 @@ class Client:
         watch_inactivity_timeout: float | None = None,
         max_connections: int = 100,
         user_agent: str = _USER_AGENT,
+        max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
     ) -> None:
+        if max_object_bytes <= 0:
+            raise ValueError(f"max_object_bytes must be positive, got {max_object_bytes!r}")
+        if max_list_bytes <= 0:
+            raise ValueError(f"max_list_bytes must be positive, got {max_list_bytes!r}")
         self._config = config
+        self._max_object_bytes = max_object_bytes
+        self._max_list_bytes = max_list_bytes
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
         self._watch_inactivity_timeout = watch_inactivity_timeout
@@ -533,8 +591,12 @@ class Client:
                     if await self._auth.refresh(credentials):
                         continue
                 if not 200 <= response.status < 300:
-                    with map_transport_errors(label):
-                        payload = await response.read()
+                    try:
+                        with map_transport_errors(label):
+                            payload = await _read_body(response, self._max_object_bytes, label)
+                    except _BodyTooLarge:
+                        # The status still says what went wrong; the body is not needed.
+                        payload = b""
                     raise api_error_from_response(response.status, payload, response.headers)
                 yield response
                 return
@@ -553,9 +615,14 @@ class Client:
         json: Any = None,
         content_type: str | None = None,
         accept: str = _JSON,
+        max_bytes: int | None = None,
     ) -> Any:
         """Send a request (``json`` serialised with orjson) and return the decoded answer
-        (``None`` for an empty body). ``path`` starts with ``/`` and is already quoted."""
+        (``None`` for an empty body). ``path`` starts with ``/`` and is already quoted.
+
+        An answer over ``max_bytes`` (default: the client's ``max_object_bytes``) raises
+        :class:`TransportError` without being read past the limit."""
+        limit = self._max_object_bytes if max_bytes is None else max_bytes
         body = None if json is None else orjson.dumps(json)
         if body is not None and content_type is None:
             content_type = _JSON
@@ -564,7 +631,7 @@ class Client:
         ) as response:
             url = str(response.url.with_query(None))
             with map_transport_errors(url):
-                payload = await response.read()
+                payload = await _read_body(response, limit, url)
                 return orjson.loads(payload) if payload else None
 
     # -- resources -------------------------------------------------------------------
@@ -667,7 +734,11 @@ class ResourceClient:
         query = (options or ListOptions()).to_query()
         accept = _META_LIST_ACCEPT + "," + _JSON if self._metadata_only else _JSON
         data = await self._client.request(
-            "GET", info.collection_path(self._namespace), query=query, accept=accept
+            "GET",
+            info.collection_path(self._namespace),
+            query=query,
+            accept=accept,
+            max_bytes=self._client._max_list_bytes,
         )
         if not isinstance(data, dict):
             raise TransportError(f"LIST of {info.gvr} answered with a non-object")
@@ -684,6 +755,8 @@ class ResourceClient:
             resource_version=meta.get("resourceVersion") or "",
             continue_=meta.get("continue") or None,
             remaining_item_count=meta.get("remainingItemCount"),
+            kind=kind or None,
+            api_version=api_version,
         )
 
     def watch(
@@ -716,7 +789,7 @@ class ResourceClient:
             ) as response:
                 yield response
 
-        return read_watch_stream(open_response)
+        return read_watch_stream(open_response, max_line_bytes=self._client._max_object_bytes)
 
     def _object_accept(self) -> str:
         return _META_OBJECT_ACCEPT + "," + _JSON if self._metadata_only else _JSON

@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from types import EllipsisType, TracebackType
 from typing import Any, Self
 
+from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
-from aioinformer.transforms import chain, keep_metadata_only
 
 __all__ = ["InformerKey", "SharedInformerFactory"]
 
@@ -105,6 +105,12 @@ class SharedInformerFactory:
     ``transform`` and ``clock``; ``informer_for`` may override the namespace and selectors.
     A selector that does not parse raises :class:`~aioinformer.errors.SelectorError` here
     and in ``informer_for``, before any request.
+
+    Reflector settings for every informer: ``watch_inactivity_timeout`` (seconds of
+    silence after which a watch is re-opened) and ``backoff``, a callable returning a new
+    :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
+    component's failure history, so informers never share one), for instance
+    ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``.
     """
 
     def __init__(
@@ -117,8 +123,14 @@ class SharedInformerFactory:
         field_selector: str | None = None,
         transform: Callable[[Any], Any] | None = None,
         clock: Clock | None = None,
+        backoff: Callable[[], Backoff] | None = None,
+        watch_inactivity_timeout: float | None = None,
     ) -> None:
         _check_selectors(label_selector, field_selector)
+        if watch_inactivity_timeout is not None and watch_inactivity_timeout <= 0:
+            raise ValueError(
+                f"watch_inactivity_timeout must be positive, got {watch_inactivity_timeout!r}"
+            )
         self._client = client
         self._namespace = namespace
         self._resync_period = resync_period
@@ -126,6 +138,8 @@ class SharedInformerFactory:
         self._field_selector = field_selector
         self._transform = transform
         self._clock = clock
+        self._backoff = backoff
+        self._watch_inactivity_timeout = watch_inactivity_timeout
         # Every informer built, by key; insertion-ordered.
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         # The run task of every started informer. A key is here iff its informer was
@@ -149,9 +163,9 @@ class SharedInformerFactory:
         """The shared informer for this resource, namespace, selectors and
         ``metadata_only`` (``...`` means the factory's default), built on first request.
 
-        ``metadata_only=True`` lists and watches ``PartialObjectMetadata``: objects carry
-        ``apiVersion``, ``kind`` and ``metadata`` only (a server that answers with whole
-        objects has them cut down by :func:`~aioinformer.transforms.keep_metadata_only`).
+        ``metadata_only=True`` lists and watches ``PartialObjectMetadata``: the cached
+        objects are ``meta.k8s.io/v1`` ``PartialObjectMetadata`` carrying ``apiVersion``,
+        ``kind`` and ``metadata`` only, as the server sends them.
         ``model`` makes its listers and handlers typed (a later request with another
         model raises ``ValueError``); ``indexers`` are added to the shared informer when
         their names are new; ``resync_period`` applies when the informer is built. Once
@@ -196,19 +210,16 @@ class SharedInformerFactory:
             resource, key.namespace, metadata_only=key.metadata_only
         )
         lister_watcher = _SelectedResource(resource_client, key.label_selector, key.field_selector)
-        transform = self._transform
-        if key.metadata_only:
-            transform = (
-                keep_metadata_only if transform is None else chain(keep_metadata_only, transform)
-            )
         return SharedIndexInformer(
             lister_watcher,
             resync_period=self._resync_period if resync_period is None else resync_period,
             indexers={NAMESPACE_INDEX: namespace_index_func},
-            transform=transform,
+            transform=self._transform,
             name=key.describe(),
             model=model,
             clock=self._clock,
+            backoff=None if self._backoff is None else self._backoff(),
+            watch_inactivity_timeout=self._watch_inactivity_timeout,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

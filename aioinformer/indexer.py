@@ -81,6 +81,21 @@ NAMESPACE_INDEX = "namespace"
 """The conventional name of the index built by :func:`namespace_index_func`."""
 
 
+def _describe(obj: Any) -> str:
+    """Name ``obj`` in an error message by its type, kind and whatever identifying
+    metadata it has, never by its content (it may be a Secret)."""
+    parts = [type(obj).__name__]
+    kind = obj.get("kind") if isinstance(obj, Mapping) else getattr(obj, "kind", None)
+    if isinstance(kind, str) and kind:
+        parts.append(f"kind={kind[:100]!r}")
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
+    for field in ("namespace", "name", "uid"):
+        value = meta.get(field) if isinstance(meta, Mapping) else getattr(meta, field, None)
+        if isinstance(value, str) and value:
+            parts.append(f"{field}={value[:253]!r}")
+    return " ".join(parts)
+
+
 def _key_from_meta(meta: Any, obj: Any) -> str:
     if isinstance(meta, Mapping):
         name = meta.get("name")
@@ -89,7 +104,7 @@ def _key_from_meta(meta: Any, obj: Any) -> str:
         name = getattr(meta, "name", None)
         namespace = getattr(meta, "namespace", None)
     if not name or not isinstance(name, str):
-        raise KeyFuncError(f"object has no metadata.name: {obj!r:.200}")
+        raise KeyFuncError(f"object has no metadata.name: {_describe(obj)}")
     return f"{namespace}/{name}" if namespace else name
 
 
@@ -108,17 +123,17 @@ def meta_namespace_key(obj: Any) -> str:
             if name and type(name) is str:
                 namespace = meta.get("namespace")
                 return f"{namespace}/{name}" if namespace else name
-        raise KeyFuncError(f"object has no metadata.name: {obj!r:.200}")
+        raise KeyFuncError(f"object has no metadata.name: {_describe(obj)}")
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
     if isinstance(obj, Mapping):
         meta = obj.get("metadata")
         if meta is None:
-            raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+            raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
         return _key_from_meta(meta, obj)
     meta = getattr(obj, "metadata", None)
     if meta is None:
-        raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+        raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
     return _key_from_meta(meta, obj)
 
 
@@ -151,7 +166,7 @@ def namespace_index_func(obj: Any) -> list[str]:
             return [meta.get("namespace") or ""]
         if meta is not None:
             return [getattr(meta, "namespace", None) or ""]
-    raise KeyFuncError(f"object has no metadata: {obj!r:.200}")
+    raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
 
 
 class Indexer(Generic[T]):

@@ -63,6 +63,7 @@ from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_chec
 
 from anyio.abc import TaskStatus
 
+from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
@@ -278,10 +279,12 @@ class Lister(Generic[T]):
         """The cached objects, optionally only those in ``namespace`` and/or matching
         ``label_selector`` (selector text, parsed here, or a parsed selector).
 
-        Uses the namespace index when the informer has one, else scans the cache.
+        ``namespace`` ``None`` and ``""`` both mean all namespaces (``""`` is Kubernetes'
+        ``NamespaceAll``), cluster-scoped objects included. Uses the namespace index when
+        the informer has one, else scans the cache.
         """
         indexer = self._indexer
-        if namespace is None:
+        if not namespace:
             objs = indexer.list()
         elif NAMESPACE_INDEX in indexer.get_indexers():
             objs = indexer.by_index(NAMESPACE_INDEX, namespace)
@@ -402,6 +405,13 @@ class SharedIndexInformer:
     raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
     resync timers and the reflector's waits (tests pass a ``FakeClock``).
 
+    Passed to the :class:`~aioinformer.reflector.Reflector` as they are: ``page_size``,
+    ``use_watch_list``, ``watch_error_handler``, ``backoff`` (a
+    :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
+    ``watch_inactivity_timeout`` and ``expected_kind``/``expected_api_version`` (when not
+    given, the reflector adopts the kind of the first list's items, so watch events of
+    another kind are never cached).
+
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
 
@@ -418,9 +428,17 @@ class SharedIndexInformer:
         page_size: int | None = None,
         use_watch_list: bool = False,
         watch_error_handler: Callable[..., Any] | None = None,
+        backoff: Backoff | None = None,
+        watch_inactivity_timeout: float | None = None,
+        expected_kind: str | None = None,
+        expected_api_version: str | None = None,
     ) -> None:
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
+        if watch_inactivity_timeout is not None and watch_inactivity_timeout <= 0:
+            raise ValueError(
+                f"watch_inactivity_timeout must be positive, got {watch_inactivity_timeout!r}"
+            )
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
         self._indexer: Indexer[Any] = Indexer(meta_namespace_key, indexers)
@@ -431,6 +449,10 @@ class SharedIndexInformer:
         self._watch_error_handler = watch_error_handler
         self._page_size = page_size
         self._use_watch_list = use_watch_list
+        self._backoff = backoff
+        self._watch_inactivity_timeout = watch_inactivity_timeout
+        self._expected_kind = expected_kind
+        self._expected_api_version = expected_api_version
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -748,6 +770,10 @@ class SharedIndexInformer:
             use_watch_list=self._use_watch_list,
             clock=self._clock,
             should_resync=self._processor.should_resync,
+            backoff=self._backoff,
+            watch_inactivity_timeout=self._watch_inactivity_timeout,
+            expected_kind=self._expected_kind,
+            expected_api_version=self._expected_api_version,
         )
         failure: RuntimeError | None = None
         try:

@@ -9,7 +9,9 @@ Values crossing the seam:
 * :class:`ListOptions`: the query of one LIST or WATCH request; unset fields are ``None``
   and are not sent.
 * :class:`ObjectList`: one LIST page: ``items`` (raw dicts, each carrying ``apiVersion``
-  and ``kind``), the list's ``resource_version`` and the ``continue_`` token.
+  and ``kind``), the list's ``resource_version`` and the ``continue_`` token, and, when
+  the source knows it, the ``kind``/``api_version`` every item has (a reflector expects
+  its watch events to be of that kind).
 * :class:`WatchEvent`: one decoded watch line: ``type`` is the wire string (``"ADDED"``,
   ``"MODIFIED"``, ``"DELETED"``, ``"BOOKMARK"``, ``"ERROR"``), ``object`` the decoded dict.
 
@@ -97,6 +99,12 @@ class ObjectList:
     resource_version: str = ""
     continue_: str | None = None
     remaining_item_count: int | None = None
+    kind: str | None = None
+    """The ``kind`` of the items (``"Pod"`` for a ``PodList``), ``None`` when unknown;
+    items without a ``kind`` of their own were given this one."""
+    api_version: str | None = None
+    """The ``apiVersion`` of the items, ``None`` when unknown; items without one of
+    their own were given this one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,13 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
   watching (when ``should_resync`` allows it).
+* **Expected kind.** Watch events whose object is not of the expected ``kind`` /
+  ``apiVersion`` are logged and skipped: they never reach the store. The expectation is
+  ``expected_kind``/``expected_api_version`` when given; each one not given is adopted
+  from the first LIST page that names it (:attr:`ObjectList.kind` /
+  :attr:`ObjectList.api_version`, which the client derives from the List's kind:
+  ``PodList`` → ``Pod``) and kept for the reflector's life. A source that names no kind
+  (and a streaming list, which has no List) leaves the check off.
 
 Errors. :meth:`Reflector.list_and_watch` raises when a list fails (after the retry at
 ``""``) or when opening a watch fails for a reason other than a refusal or a 429; it
@@ -405,7 +412,8 @@ class Reflector:
     * ``use_watch_list``: get the initial state from a streaming list;
     * ``clock``: time source for every wait (default: the event loop's);
     * ``expected_kind``/``expected_api_version``: watch events whose object has another
-      ``kind``/``apiVersion`` are skipped and logged;
+      ``kind``/``apiVersion`` are skipped and logged; when not given, adopted from the
+      first list that names them (see "Expected kind" in the module docs);
     * ``watch_inactivity_timeout``: the watch's silence deadline (see the module docs);
     * ``min_watch_timeout``: lower bound of ``timeout_seconds`` (never below 300 s);
     * ``max_internal_error_retry_duration``: how long a watch ending in a 500
@@ -454,6 +462,8 @@ class Reflector:
         self._clock: Clock = clock if clock is not None else default_clock
         self._backoff = backoff if backoff is not None else Backoff(clock=self._clock)
         self._use_watch_list = use_watch_list
+        # What every watch event's object must be; None: not checked. A configured value
+        # is never replaced; an unset one is adopted once, from the first list naming it.
         self._expected_kind = expected_kind
         self._expected_api_version = expected_api_version
         self._inactivity_timeout = watch_inactivity_timeout
@@ -695,7 +705,9 @@ class Reflector:
                 logger.info("%s: list continuation expired, listing in one page", self._name)
                 self._lists += 1
                 page = await self._lw.list(ListOptions(resource_version=resource_version))
+                self._adopt_kind(page)
                 return page.items, page.resource_version, paginated
+            self._adopt_kind(page)
             if items is None:
                 if not page.continue_:
                     return page.items, page.resource_version, paginated
@@ -708,6 +720,14 @@ class Reflector:
             # A continued list is pinned by its token; a resourceVersion is not allowed.
             options = ListOptions(limit=limit, continue_=page.continue_)
             paginated = True
+
+    def _adopt_kind(self, page: ObjectList) -> None:
+        """Take the page's item kind/apiVersion as the watch expectation for whichever
+        of the two is not set yet (a configured one is never replaced)."""
+        if self._expected_kind is None and page.kind:
+            self._expected_kind = page.kind
+        if self._expected_api_version is None and page.api_version:
+            self._expected_api_version = page.api_version
 
     # ------------------------------------------------------------------- watch
 

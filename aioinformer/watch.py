@@ -16,6 +16,9 @@ Failures, raised from the iterator after every complete event before them was yi
   ``ERROR`` without a usable ``Status`` becomes a :class:`~aioinformer.errors.WatchError`;
 * a line that is not JSON, or not a watch event, and a body that ends mid-line become a
   :class:`~aioinformer.errors.WatchError` (the reflector re-watches);
+* a line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`) becomes a
+  :class:`~aioinformer.errors.WatchError` naming the limit, as soon as the unfinished line
+  passes it: a server announcing a huge object never gets it buffered whole;
 * silence past the inactivity deadline (aiohttp's ``sock_read`` timeout, set by the
   client) becomes :class:`~aioinformer.errors.WatchTimeout`.
 
@@ -41,10 +44,19 @@ from aioinformer.errors import (
 )
 from aioinformer.listwatch import WatchEvent
 
-__all__ = ["WatchStreamDecoder", "error_from_watch_status", "read_watch_stream"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "WatchStreamDecoder",
+    "error_from_watch_status",
+    "read_watch_stream",
+]
 
 CHUNK_SIZE: Final = 256 * 1024
 """Largest chunk asked of aiohttp at a time; lines longer than this span several."""
+
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""Longest watch line (one event) accepted by default: 64 MiB. Generous on purpose:
+kube-apiserver refuses request bodies over 3 MiB and etcd objects over about 1.5 MiB."""
 
 _NEWLINE: Final = b"\n"
 
@@ -66,15 +78,21 @@ class WatchStreamDecoder:
     ``feed(chunk)`` yields the events completed by ``chunk``. At the first failure
     (garbage line, ``ERROR`` event) it sets ``failure`` and ignores everything after it;
     the caller passes on the events yielded, then raises ``failure``. ``finish()`` at the
-    end of the body reports a truncated last line.
+    end of the body reports a truncated last line. A line longer than ``max_line_bytes``
+    is a failure too, detected while the line is still arriving.
     """
 
-    __slots__ = ("_pending", "_url", "failure")
+    __slots__ = ("_max_line", "_pending", "_pending_size", "_url", "failure")
 
-    def __init__(self, *, url: str = "") -> None:
+    def __init__(self, *, url: str = "", max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        if max_line_bytes <= 0:
+            raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes!r}")
         self._url = url
+        self._max_line = max_line_bytes
         # Parts of the line being assembled, in order; none of them contains b"\n".
         self._pending: list[bytes] = []
+        # The total length of _pending's parts; never above _max_line while sound.
+        self._pending_size = 0
         self.failure: AioinformerError | None = None
         """The first failure met; ``None`` while the stream is sound."""
 
@@ -91,13 +109,18 @@ class WatchStreamDecoder:
         end = find(_NEWLINE)
         if end < 0:
             if chunk:
-                self._pending.append(chunk)
+                self._hold(chunk)
             return
         start = 0
+        max_line = self._max_line
         if self._pending:
+            if self._pending_size + end > max_line:
+                self._too_long(self._pending_size + end)
+                return
             self._pending.append(chunk[:end])
             line = b"".join(self._pending)
             self._pending.clear()
+            self._pending_size = 0
             event = self._decode(line)
             if event is not None:
                 yield event
@@ -107,6 +130,9 @@ class WatchStreamDecoder:
             end = find(_NEWLINE, start)
         loads = orjson.loads
         while end >= 0:
+            if end - start > max_line:
+                self._too_long(end - start)
+                return
             if end > start:
                 # The common case inline (one slice, one loads, two lookups); anything
                 # unusual goes through _decode, which classifies it.
@@ -128,7 +154,25 @@ class WatchStreamDecoder:
             start = end + 1
             end = find(_NEWLINE, start)
         if start < len(chunk):
-            self._pending.append(chunk[start:])
+            self._hold(chunk[start:])
+
+    def _hold(self, part: bytes) -> None:
+        """Keep ``part`` of the unfinished line, or fail once the line is too long."""
+        size = self._pending_size + len(part)
+        if size > self._max_line:
+            self._too_long(size)
+            return
+        self._pending.append(part)
+        self._pending_size = size
+
+    def _too_long(self, size: int) -> None:
+        # What was buffered goes at once: the rest of the stream is ignored anyway.
+        self._pending.clear()
+        self._pending_size = 0
+        self.failure = WatchError(
+            f"watch on {self._url} sent a line of at least {size} bytes, over the limit "
+            f"of {self._max_line} bytes"
+        )
 
     @property
     def broken(self) -> bool:
@@ -167,6 +211,7 @@ class WatchStreamDecoder:
         if self.failure is None and self._pending:
             tail = b"".join(self._pending)
             self._pending.clear()
+            self._pending_size = 0
             if tail.strip():
                 raise WatchError(
                     f"watch on {self._url} ended in the middle of a line ({len(tail)} bytes)"
@@ -175,16 +220,19 @@ class WatchStreamDecoder:
 
 async def read_watch_stream(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> AsyncGenerator[WatchEvent, None]:
     """Open a watch with ``open_response()`` and yield its events until the body ends.
 
     ``open_response`` returns an async context manager yielding a 2xx response (the
     client's request path, which maps HTTP errors and releases the connection on exit).
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
+    A line longer than ``max_line_bytes`` raises :class:`WatchError`.
     """
     async with open_response() as response:
         url = str(response.url.with_query(None))
-        decoder = WatchStreamDecoder(url=url)
+        decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes)
         with map_transport_errors(url, streaming=True):
             async for chunk in response.content.iter_chunked(CHUNK_SIZE):
                 for event in decoder.feed(chunk):

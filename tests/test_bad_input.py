@@ -274,11 +274,6 @@ async def test_the_reflector_skips_watch_objects_of_another_kind() -> None:
     assert reflector.last_sync_resource_version == "12"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SharedIndexInformer.run() builds its Reflector without expected_kind, so a "
-    "watch object of another kind is cached",
-)
 async def test_an_informer_does_not_cache_watch_objects_of_another_kind() -> None:
     script = ScriptedServer()
     script.lists.append(Answer(pod_list(10, pod("a", 5))))
@@ -382,11 +377,6 @@ async def _huge_line(request: web.Request) -> web.StreamResponse:
     return response
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="watch.py buffers an unfinished line without any size cap: a huge object is "
-    "read into memory until the inactivity deadline instead of failing with a clear error",
-)
 async def test_a_watch_line_announcing_a_gigabyte_object_fails_with_a_clear_error() -> None:
     app = web.Application()
     DiscoveryServer().install(app)
@@ -400,10 +390,6 @@ async def test_a_watch_line_announcing_a_gigabyte_object_fails_with_a_clear_erro
     assert "bytes" in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Client.request() reads a body of any announced Content-Length: no cap",
-)
 async def test_a_get_announcing_a_gigabyte_body_fails_before_reading_it() -> None:
     async def announce(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(

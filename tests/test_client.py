@@ -35,6 +35,7 @@ from aioinformer.errors import (
     ServerError,
     TLSVerificationError,
     TooManyRequests,
+    TransportError,
     Unauthorized,
     UnknownResourceError,
     UnprocessableEntity,
@@ -1193,3 +1194,104 @@ async def test_a_failing_aggregated_api_does_not_break_discovery(
         info = await client.resolve("widgets")
     assert info.gvr == GVR("example.com", "v1", "widgets")
     assert rec.discovery.hits["/apis/metrics.k8s.io/v1beta1"] == 1
+
+
+# ------------------------------------------------------------------------ size limits
+
+PODS_INFO = ResourceInfo(gvr=GVR("", "v1", "pods"), kind="Pod", namespaced=True)
+SIZE_LIMIT = 4096
+
+
+def pod_list_of(count: int) -> bytes:
+    items = [{"metadata": {"name": f"p{i:04}", "namespace": "default"}} for i in range(count)]
+    return orjson.dumps({**POD_LIST, "items": items})
+
+
+async def chunked(request: web.Request, body: bytes, *, status: int = 200) -> web.StreamResponse:
+    """Answer ``body`` without a Content-Length, in 1 KiB pieces."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    for start in range(0, len(body), 1024):
+        await response.write(body[start : start + 1024])
+    await response.write_eof()
+    return response
+
+
+BIG_POD = orjson.dumps({"kind": "Pod", "metadata": {"name": "x"}, "data": "y" * 10_000})
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+async def test_a_single_object_answer_over_max_object_bytes_is_a_transport_error(
+    recorder: tuple[Recorder, str], framing: str
+) -> None:
+    rec, url = recorder
+
+    async def big(request: web.Request) -> web.StreamResponse:
+        if framing == "chunked":
+            return await chunked(request, BIG_POD)
+        return web.Response(body=BIG_POD, content_type="application/json")
+
+    rec.handler = big
+    async with Client(Config(host=url, token="t"), max_object_bytes=SIZE_LIMIT) as client:
+        with pytest.raises(TransportError, match=f"over the limit of {SIZE_LIMIT} bytes") as caught:
+            await client.resource(PODS_INFO, namespace="default").get("x")
+    if framing == "content-length":
+        assert str(len(BIG_POD)) in str(caught.value)
+    assert "yyyy" not in str(caught.value)
+
+
+async def test_a_list_is_held_to_max_list_bytes_not_max_object_bytes(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+    body = pod_list_of(200)
+    assert SIZE_LIMIT < len(body) < 4 * SIZE_LIMIT
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        return await chunked(request, body)
+
+    rec.handler = answer
+    config = Config(host=url, token="t")
+    async with Client(config, max_object_bytes=SIZE_LIMIT, max_list_bytes=4 * SIZE_LIMIT) as c:
+        page = await c.resource(PODS_INFO, namespace="default").list()
+    assert len(page.items) == 200
+    async with Client(config, max_list_bytes=SIZE_LIMIT) as c:
+        with pytest.raises(TransportError, match=f"limit of {SIZE_LIMIT} bytes"):
+            await c.resource(PODS_INFO, namespace="default").list()
+
+
+async def test_an_error_answer_over_the_limit_still_raises_the_error_of_its_status(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+
+    async def failing(request: web.Request) -> web.StreamResponse:
+        return await chunked(request, b"<html>" + b"x" * 10_000 + b"</html>", status=503)
+
+    rec.handler = failing
+    async with Client(Config(host=url, token="t"), max_object_bytes=SIZE_LIMIT) as client:
+        with pytest.raises(ServerError) as caught:
+            await client.resource(PODS_INFO, namespace="default").get("x")
+    assert caught.value.code == 503
+
+
+@pytest.mark.parametrize("option", ["max_object_bytes", "max_list_bytes"])
+def test_size_limits_must_be_positive(option: str) -> None:
+    with pytest.raises(ValueError, match=option):
+        Client(Config(host="http://127.0.0.1:1"), **{option: 0})
+
+
+async def test_a_list_page_names_the_kind_and_api_version_of_its_items(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=pod_list_of(2), content_type="application/json")
+
+    rec.handler = answer
+    async with Client(Config(host=url, token="t")) as client:
+        page = await client.resource(PODS_INFO, namespace="default").list()
+    assert (page.kind, page.api_version) == ("Pod", "v1")
+    assert {(i["kind"], i["apiVersion"]) for i in page.items} == {("Pod", "v1")}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from aioinformer._backoff import Backoff
 from aioinformer.client import GVR, Client
 from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
@@ -249,11 +250,18 @@ async def test_metadata_only_informer_caches_metadata_without_spec(
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
         obj = informer.lister().get("web-0", "default")
         assert obj["metadata"]["labels"] == {"app": "web"}
-        assert "spec" not in obj
+        assert set(obj) == {"apiVersion", "kind", "metadata"}
+        assert (obj["apiVersion"], obj["kind"]) == ("meta.k8s.io/v1", "PartialObjectMetadata")
         fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"app": "x"}}})
         await _until(
             lambda: informer.lister().get("web-0", "default")["metadata"]["labels"] == {"app": "x"}
         )
+        fake_apiserver.create(pod("web-1", app="web"))
+        await _until(lambda: informer.lister().get("web-1", "default") is not None)
+        # Objects arriving by watch are PartialObjectMetadata too, with nothing else.
+        for cached in informer.lister().list():
+            assert set(cached) == {"apiVersion", "kind", "metadata"}, cached
+            assert cached["kind"] == "PartialObjectMetadata"
 
 
 async def test_label_selected_informer_sees_only_matching_objects(
@@ -353,3 +361,48 @@ async def test_every_handler_view_equals_the_server_after_churn_and_a_server_res
         assert reflector.relists >= 1  # the restart forced a relist
     await asyncio.wait_for(consumer, timeout=5)
     assert fast.inconsistencies == slow.inconsistencies == late.inconsistencies == []
+
+
+async def test_the_factory_gives_each_informer_its_own_backoff(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    made: list[Backoff] = []
+
+    def backoff() -> Backoff:
+        made.append(Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock))
+        return made[-1]
+
+    factory = SharedInformerFactory(kube_client, clock=clock, backoff=backoff)
+    pods = factory.informer_for("pods")
+    configmaps = factory.informer_for("configmaps")
+    assert len(made) == 2
+    assert made[0] is not made[1]
+    # Each informer's reflector backs off by its own backoff: 7 s, not the default.
+    pods.set_watch_error_handler(lambda _r, _e: None)
+    fake_apiserver.faults.fail_next(status=500, retry_after=None, resource="pods", verb="list")
+    async with factory:
+        await _until(lambda: pods.statistics().reflector.state is ReflectorState.BACKING_OFF)
+        assert clock.next_deadline() == pytest.approx(7.0)
+        await clock.advance(7.0)
+        assert all((await factory.wait_for_cache_sync(timeout=10)).values())
+    assert configmaps.has_synced()
+
+
+async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    factory = SharedInformerFactory(kube_client, clock=clock, watch_inactivity_timeout=40.0)
+    informer = factory.informer_for("pods")
+    async with factory:
+        assert all((await factory.wait_for_cache_sync(timeout=10)).values())
+        await _until(lambda: informer.statistics().reflector.state is ReflectorState.WATCHING)
+        await clock.wait_for_sleepers(1)  # the watch's inactivity watchdog
+        await clock.advance(45.0)  # the default deadline is at least 330 s
+        await _until(lambda: informer.statistics().reflector.watches >= 2)
+
+
+def test_the_factory_refuses_a_non_positive_inactivity_timeout(kube_client: Client) -> None:
+    with pytest.raises(ValueError, match="watch_inactivity_timeout"):
+        SharedInformerFactory(kube_client, watch_inactivity_timeout=-1)

@@ -7,12 +7,14 @@ FakeClock; every read is bounded so a regression fails instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, FakeClock
 
@@ -569,3 +571,36 @@ async def test_ten_thousand_pods_list_and_a_fifty_thousand_event_watch_arrive_wh
             if lines >= 50_000:
                 break
     assert lines == 50_000
+
+
+async def test_a_client_gone_before_its_410_is_written_is_not_logged_as_a_server_error(
+    fake_apiserver: FakeAPIServer,
+    session: aiohttp.ClientSession,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_apiserver.create(pod("a"))
+    old = fake_apiserver.resource_version
+    fake_apiserver.create(pod("b"))
+    fake_apiserver.compact()
+    # The client's connection drops just as the server starts its answer: the first
+    # attempt to send the watch's headers fails as it does on a reset socket.
+    original = web.StreamResponse.prepare
+    dropped: list[str] = []
+
+    async def prepare(self: web.StreamResponse, request: web.BaseRequest) -> Any:
+        if request.query.get("watch") and not dropped:
+            dropped.append(request.path)
+            raise ConnectionResetError("connection reset by peer")
+        return await original(self, request)
+
+    monkeypatch.setattr(web.StreamResponse, "prepare", prepare)
+    with caplog.at_level(logging.ERROR):
+        async with asyncio.timeout(READ_TIMEOUT):
+            response = await session.get(
+                fake_apiserver.url + PODS,
+                params={"watch": "true", "resourceVersion": str(int(old) - 1)},
+            )
+            response.close()
+    assert dropped == [PODS]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []

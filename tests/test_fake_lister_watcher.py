@@ -473,3 +473,33 @@ def test_repr_shows_resource_version_and_counts() -> None:
     lw = FakeListerWatcher(resource="configmaps", namespace="apps", objects=[pod("a", "apps")])
 
     assert repr(lw) == "<FakeListerWatcher configmaps ns='apps' rv=1 objects=1 watches=0>"
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"),
+    [
+        pytest.param([{"metadata": {"name": "a"}}], ("Pod", "v1"), id="defaults"),
+        pytest.param(
+            [{"kind": "Widget", "apiVersion": "x.io/v1", "metadata": {"name": "a"}}],
+            ("Widget", "x.io/v1"),
+            id="explicit",
+        ),
+        pytest.param(
+            [{"metadata": {"name": "a"}}, {"kind": "Secret", "metadata": {"name": "b"}}],
+            (None, None),
+            id="mixed-kinds",
+        ),
+        pytest.param(
+            [{"metadata": {"name": "a"}}, {"apiVersion": "v2", "metadata": {"name": "b"}}],
+            (None, None),
+            id="mixed-api-versions",
+        ),
+        pytest.param([], (None, None), id="empty"),
+    ],
+)
+async def test_a_list_names_the_item_kind_only_when_every_object_agrees(
+    objects: list[dict[str, Any]], expected: tuple[str | None, str | None]
+) -> None:
+    lw = FakeListerWatcher(objects=objects)
+    page = await lw.list(ListOptions(limit=1))
+    assert (page.kind, page.api_version) == expected

@@ -396,3 +396,43 @@ def test_indexers_may_be_passed_positionally() -> None:
     )
     indexer.add(pod("a", "ns"))
     assert indexer.by_index(NAMESPACE_INDEX, "ns") == [pod("a", "ns")]
+
+
+SECRET_VALUE = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"
+
+
+@pytest.mark.parametrize(
+    ("obj", "names"),
+    [
+        pytest.param(
+            {
+                "kind": "Secret",
+                "metadata": {"namespace": "prod", "uid": "u-1"},
+                "data": {"password": SECRET_VALUE},
+            },
+            ["dict", "kind='Secret'", "namespace='prod'", "uid='u-1'"],
+            id="dict-without-name",
+        ),
+        pytest.param(
+            {"kind": "Secret", "data": {"password": SECRET_VALUE}},
+            ["dict", "kind='Secret'"],
+            id="dict-without-metadata",
+        ),
+        pytest.param(
+            KubeObject.model_validate(
+                {"kind": "Secret", "metadata": {"namespace": "prod"}, "data": SECRET_VALUE}
+            ),
+            ["KubeObject", "kind='Secret'", "namespace='prod'"],
+            id="model-without-name",
+        ),
+    ],
+)
+def test_a_key_error_names_the_object_without_quoting_its_content(
+    obj: Any, names: list[str]
+) -> None:
+    with pytest.raises(KeyFuncError) as caught:
+        meta_namespace_key(obj)
+    message = str(caught.value)
+    assert SECRET_VALUE not in message
+    for name in names:
+        assert name in message, message

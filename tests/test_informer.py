@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+from aioinformer._backoff import Backoff
 from aioinformer.errors import ApiError, Forbidden, InformerStoppedError
+from aioinformer.indexer import NAMESPACE_INDEX, Indexer, meta_namespace_key, namespace_index_func
 from aioinformer.informer import (
     Event,
     EventStream,
     HandlerRegistration,
     InformerState,
+    Lister,
     SharedIndexInformer,
 )
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
@@ -855,3 +858,86 @@ async def test_statistics_report_cache_handlers_and_reflector(
         assert [(h.name, h.delivered, h.failed) for h in stats.handlers] == [("recorder", 1, 0)]
         assert stats.reflector is not None
         assert "pods" in repr(informer)
+
+
+# -- reflector settings passed through ------------------------------------------------
+
+
+async def test_an_informer_skips_watch_objects_of_another_kind_than_its_list(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    source.add(pod("a", namespace="default"))
+    informer = SharedIndexInformer(source, clock=clock)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watchers(1)
+        source.add({"kind": "Secret", **pod("imposter", namespace="default")})
+        source.add(pod("b", namespace="default"))
+        await until(lambda: "default/b" in informer.indexer.list_keys())
+        assert sorted(informer.indexer.list_keys()) == ["default/a", "default/b"]
+
+
+async def test_a_configured_expected_kind_wins_over_the_kind_of_the_list(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    source.add(pod("a", namespace="default"))
+    informer = SharedIndexInformer(source, clock=clock, expected_kind="Widget")
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watchers(1)
+        source.add({"kind": "Widget", **pod("w", namespace="default")})
+        source.add(pod("b", namespace="default"))  # a Pod, as the list said
+        await until(lambda: "default/w" in informer.indexer.list_keys())
+        await settle()
+        assert sorted(informer.indexer.list_keys()) == ["default/a", "default/w"]
+
+
+async def test_an_informer_backs_off_with_the_backoff_it_was_given(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    source.fail_next_list(Forbidden({"message": "no", "code": 403}))
+    backoff = Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock)
+    informer = SharedIndexInformer(source, clock=clock, backoff=backoff)
+    async with informer:
+        await until(lambda: informer.statistics().reflector.state is ReflectorState.BACKING_OFF)
+        await clock.advance(6.9)  # the default backoff (0.8 s to 1.6 s) would be over
+        assert len(source.list_calls) == 1
+        await clock.advance(0.2)
+        await source.wait_for_list_calls(2)
+        assert await informer.wait_for_sync(timeout=5)
+
+
+async def test_an_informer_reopens_a_silent_watch_after_its_inactivity_timeout(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    informer = SharedIndexInformer(source, clock=clock, watch_inactivity_timeout=40.0)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watch_calls(1)
+        await clock.advance(35)
+        assert len(source.watch_calls) == 1
+        await clock.advance(10)  # the default deadline is at least 330 s
+        await source.wait_for_watch_calls(2)
+
+
+def test_an_informer_refuses_a_non_positive_inactivity_timeout(source: FakeListerWatcher) -> None:
+    with pytest.raises(ValueError, match="watch_inactivity_timeout"):
+        SharedIndexInformer(source, watch_inactivity_timeout=0)
+
+
+# -- lister namespaces ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_index", [True, False], ids=["namespace-index", "scan"])
+@pytest.mark.parametrize("everywhere", [None, ""], ids=["none", "empty-string"])
+def test_a_lister_given_no_namespace_or_the_empty_one_lists_all_namespaces(
+    with_index: bool, everywhere: str | None
+) -> None:
+    indexers = {NAMESPACE_INDEX: namespace_index_func} if with_index else None
+    indexer: Indexer[Any] = Indexer(meta_namespace_key, indexers)
+    for obj in (pod("x", namespace="a"), pod("y", namespace="b"), pod("node-1")):
+        indexer.add(obj)
+    lister: Lister[Any] = Lister(indexer)
+    names = sorted(o["metadata"]["name"] for o in lister.list(namespace=everywhere))
+    assert names == ["node-1", "x", "y"]
+    assert [o["metadata"]["name"] for o in lister.list(namespace="a")] == ["x"]

@@ -72,7 +72,12 @@ def test_get_cluster_scoped_object_without_namespace(lister: Lister[Any]) -> Non
             id="everything",
         ),
         pytest.param("prod", None, ["prod/db-0", "prod/web-0", "prod/web-1"], id="namespace"),
-        pytest.param("", None, ["/node-a"], id="cluster-scoped-namespace"),
+        pytest.param(
+            "",
+            None,
+            ["/node-a", "dev/web-0", "prod/db-0", "prod/web-0", "prod/web-1"],
+            id="empty-namespace-means-all",
+        ),
         pytest.param("nowhere", None, [], id="empty-namespace"),
         pytest.param(None, "app=web", ["dev/web-0", "prod/web-0", "prod/web-1"], id="selector"),
         pytest.param("prod", "app=web,node=n1", ["prod/web-0"], id="namespace-and-selector"),

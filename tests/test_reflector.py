@@ -261,7 +261,9 @@ async def test_an_event_without_a_resource_version_is_logged_and_skipped(
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
-    lw._watchers[0].queue.put_nowait(WatchEvent("ADDED", {"metadata": {"name": "odd"}}))
+    lw._watchers[0].queue.put_nowait(
+        WatchEvent("ADDED", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "odd"}})
+    )
     lw.add(pod("b"))
     await wait_until(lambda: reflector.last_sync_resource_version == "2")
 
@@ -1526,4 +1528,73 @@ async def test_a_burst_of_buffered_events_is_handed_to_the_consumer_a_few_at_a_t
     assert len(depths) >= 50
     assert max(depths) <= 8, max(depths)
     await stop(consumer)
+    await stop(task)
+
+
+# ------------------------------------------------------------- expected kind adoption
+
+
+async def test_the_reflector_adopts_the_kind_of_the_first_list_for_its_watches(
+    clock: FakeClock, store: RecordingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("foo")])
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})  # rv 2
+    lw.add({"apiVersion": "v2", "kind": "Pod", "metadata": {"name": "p"}})  # rv 3
+    lw.add(pod("bar"))  # rv 4
+    await wait_until(lambda: reflector.last_sync_resource_version == "4")
+    assert store.contents() == {"default/bar": "4", "default/foo": "1"}
+    assert "expected v1 Pod, but the watch event object is v1 Secret" in caplog.text
+    assert "expected v1 Pod, but the watch event object is v2 Pod" in caplog.text
+    await stop(task)
+
+
+async def test_a_list_naming_no_kind_leaves_the_watch_unchecked(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher()  # empty: its list names no kind
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
+    await wait_until(lambda: reflector.last_sync_resource_version == "1")
+    assert store.contents() == {"s": "1"}
+    await stop(task)
+
+
+async def test_a_configured_expectation_is_kept_and_only_the_missing_one_adopted(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("foo")])
+    reflector = Reflector(lw, store, clock=clock, expected_kind="Widget")
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w1"}})  # rv 2
+    lw.add({"apiVersion": "v9", "kind": "Widget", "metadata": {"name": "w2"}})  # rv 3
+    lw.add(pod("bar"))  # rv 4
+    lw.add({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w3"}})  # rv 5
+    await wait_until(lambda: reflector.last_sync_resource_version == "5")
+    assert store.contents() == {"default/foo": "1", "w1": "2", "w3": "5"}
+    await stop(task)
+
+
+async def test_the_adopted_kind_is_kept_across_relists(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("foo")])
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    # A Secret now stored: the next list no longer names one kind for its items.
+    lw.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}, notify=False)
+    lw.reset_watch()  # the watch breaks, list_and_watch returns to relist
+    await task
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "t"}})
+    lw.add(pod("bar"))
+    await wait_until(lambda: "default/bar" in store.contents())
+    assert "t" not in store.contents()
     await stop(task)

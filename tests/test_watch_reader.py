@@ -426,3 +426,77 @@ async def test_watch_sends_every_list_option_and_metadata_accept(
         }
     ]
     assert server.accepts[0].startswith("application/json;as=PartialObjectMetadata;")
+
+
+# ------------------------------------------------------------------------- line size cap
+
+LIMIT = 100
+SMALL = line(event("ADDED", "a"))  # well under LIMIT bytes
+BIG = line(event("ADDED", "b" * 100))  # over LIMIT bytes
+
+assert len(SMALL) <= LIMIT < len(BIG) - 1
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        pytest.param([SMALL + BIG], id="whole-line-in-one-chunk"),
+        pytest.param([SMALL, BIG[:40], BIG[40:]], id="line-across-two-chunks"),
+        pytest.param([SMALL, *split_every(BIG[:-1], 5)], id="unfinished-line-in-small-chunks"),
+        pytest.param([SMALL + BIG[:10], BIG[10:]], id="line-started-after-an-event"),
+    ],
+)
+def test_a_line_over_the_limit_fails_naming_its_size_and_the_limit(chunks: list[bytes]) -> None:
+    decoder = WatchStreamDecoder(url="test", max_line_bytes=LIMIT)
+    events: list[WatchEvent] = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    assert [e.object["metadata"]["name"] for e in events] == ["a"]
+    assert isinstance(decoder.failure, WatchError)
+    assert f"limit of {LIMIT} bytes" in str(decoder.failure)
+    assert "bbbb" not in str(decoder.failure)
+    decoder.finish()  # nothing buffered is reported as a truncated line
+
+
+def test_an_unfinished_line_is_refused_as_soon_as_it_passes_the_limit() -> None:
+    decoder = WatchStreamDecoder(url="test", max_line_bytes=LIMIT)
+    assert list(decoder.feed(b"x" * LIMIT)) == []
+    assert decoder.failure is None
+    assert list(decoder.feed(b"x")) == []
+    assert isinstance(decoder.failure, WatchError)
+    assert f"at least {LIMIT + 1} bytes" in str(decoder.failure)
+
+
+def test_a_line_exactly_at_the_limit_is_decoded() -> None:
+    body = line(event("ADDED", "c"))[:-1]
+    decoder = WatchStreamDecoder(url="test", max_line_bytes=len(body))
+    events = [*decoder.feed(body[:9]), *decoder.feed(body[9:] + b"\n"), *decoder.feed(body)]
+    events.extend(decoder.feed(b"\n"))
+    assert [e.object["metadata"]["name"] for e in events] == ["c", "c"]
+    assert decoder.failure is None
+
+
+def test_the_line_limit_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_line_bytes"):
+        WatchStreamDecoder(max_line_bytes=0)
+
+
+async def test_the_client_holds_watch_lines_to_its_max_object_bytes() -> None:
+    async def watch(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(SMALL + BIG)
+        await asyncio.Event().wait()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods", watch)
+    async with serve(app) as url, Client(Config(host=url, token="t"), max_object_bytes=LIMIT) as c:
+        stream = c.resource(PODS, namespace="default").watch(ListOptions())
+        async with contextlib.aclosing(stream):
+            async with asyncio.timeout(5):
+                first = await anext(stream)
+                with pytest.raises(WatchError, match=f"limit of {LIMIT} bytes"):
+                    await anext(stream)
+    assert first.object["metadata"]["name"] == "a"

@@ -1192,9 +1192,14 @@ class FakeAPIServer:
         except StatusError as exc:
             if exc.code != 410:
                 raise
-            await response.prepare(request)
-            await response.write(b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n")
-            await response.write_eof()
+            try:
+                await response.prepare(request)
+                await response.write(
+                    b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n"
+                )
+                await response.write_eof()
+            except ConnectionError:
+                logger.debug("watch client on %s went away before its 410", request.path)
             return response
         active = _ActiveWatch(watcher, request)
         self._watches.add(active)

@@ -16,6 +16,8 @@ Behaviour, modelled on kube-apiserver (see the Kubernetes "API Concepts" page):
   ``limit`` cuts pages and hands out a ``continue`` token that serves the rest of the same
   snapshot; a token made stale by ``compact()``/``reset_watch()`` answers 410 Expired. A
   resourceVersion newer than the current one answers 504 "Too large resource version".
+  Each page names the items' ``kind``/``apiVersion`` when every stored object agrees on
+  them (as a real ``PodList`` does), and leaves them ``None`` otherwise.
 * WATCH from resourceVersion ``N`` replays the retained changes after ``N``, then streams
   live ones. ``N`` older than the retained history gets a 410 Expired ``ERROR`` event (as
   the watch cache sends it), ``N`` in the future a "Too large resource version" one.
@@ -484,11 +486,15 @@ class FakeListerWatcher:
             left = len(rest)
         else:
             page = remaining
+        kinds = {(obj.get("kind"), obj.get("apiVersion")) for obj in self._items.values()}
+        kind, api_version = kinds.pop() if len(kinds) == 1 else (None, None)
         return ObjectList(
             items=copy.deepcopy(page),
             resource_version=str(list_rv),
             continue_=token,
             remaining_item_count=left,
+            kind=kind,
+            api_version=api_version,
         )
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
