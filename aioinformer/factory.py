@@ -41,6 +41,7 @@ from typing import Any, Self
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock
+from aioinformer._gcpolicy import GCPolicy
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
@@ -110,7 +111,8 @@ class SharedInformerFactory:
     silence after which a watch is re-opened) and ``backoff``, a callable returning a new
     :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
     component's failure history, so informers never share one), for instance
-    ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``.
+    ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``; and ``gc_policy``
+    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`).
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class SharedInformerFactory:
         clock: Clock | None = None,
         backoff: Callable[[], Backoff] | None = None,
         watch_inactivity_timeout: float | None = None,
+        gc_policy: GCPolicy = "pause",
     ) -> None:
         _check_selectors(label_selector, field_selector)
         if watch_inactivity_timeout is not None and watch_inactivity_timeout <= 0:
@@ -140,6 +143,7 @@ class SharedInformerFactory:
         self._clock = clock
         self._backoff = backoff
         self._watch_inactivity_timeout = watch_inactivity_timeout
+        self._gc_policy: GCPolicy = gc_policy
         # Every informer built, by key; insertion-ordered.
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         # The run task of every started informer. A key is here iff its informer was
@@ -220,6 +224,7 @@ class SharedInformerFactory:
             clock=self._clock,
             backoff=None if self._backoff is None else self._backoff(),
             watch_inactivity_timeout=self._watch_inactivity_timeout,
+            gc_policy=self._gc_policy,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

@@ -65,6 +65,7 @@ from anyio.abc import TaskStatus
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
+from aioinformer._gcpolicy import GCPolicy
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.indexer import (
@@ -410,7 +411,10 @@ class SharedIndexInformer:
     :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
     ``watch_inactivity_timeout`` and ``expected_kind``/``expected_api_version`` (when not
     given, the reflector adopts the kind of the first list's items, so watch events of
-    another kind are never cached).
+    another kind are never cached), and ``gc_policy``: what lists do with CPython's cyclic
+    collector (``"pause"``, the default, defers collection while a list is decoded and
+    handed over; ``"freeze"`` also freezes what is alive afterwards, fastest but
+    process-wide; ``"off"``), see :mod:`aioinformer._gcpolicy`.
 
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
@@ -432,6 +436,7 @@ class SharedIndexInformer:
         watch_inactivity_timeout: float | None = None,
         expected_kind: str | None = None,
         expected_api_version: str | None = None,
+        gc_policy: GCPolicy = "pause",
     ) -> None:
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
@@ -453,6 +458,7 @@ class SharedIndexInformer:
         self._watch_inactivity_timeout = watch_inactivity_timeout
         self._expected_kind = expected_kind
         self._expected_api_version = expected_api_version
+        self._gc_policy: GCPolicy = gc_policy
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -774,6 +780,7 @@ class SharedIndexInformer:
             watch_inactivity_timeout=self._watch_inactivity_timeout,
             expected_kind=self._expected_kind,
             expected_api_version=self._expected_api_version,
+            gc_policy=self._gc_policy,
         )
         failure: RuntimeError | None = None
         try:

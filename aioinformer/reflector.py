@@ -43,6 +43,9 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
   watching (when ``should_resync`` allows it).
+* **Garbage collector.** A list and its hand-over to the store run with CPython's cyclic
+  collector paused (``gc_policy="pause"``), or paused and then frozen (``"freeze"``), or
+  untouched (``"off"``); see :mod:`aioinformer._gcpolicy` for why and for the price.
 * **Expected kind.** Watch events whose object is not of the expected ``kind`` /
   ``apiVersion`` are logged and skipped: they never reach the store. The expectation is
   ``expected_kind``/``expected_api_version`` when given; each one not given is adopted
@@ -84,6 +87,7 @@ from typing import Any, Final, Protocol, TypeAlias
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
+from aioinformer._gcpolicy import GCPolicy, collector_paused
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
@@ -441,6 +445,7 @@ class Reflector:
         watch_inactivity_timeout: float | None = None,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         max_internal_error_retry_duration: float = 0.0,
+        gc_policy: GCPolicy = "pause",
     ) -> None:
         if resync_period < 0:
             raise ValueError(f"resync_period must not be negative, got {resync_period!r}")
@@ -469,6 +474,7 @@ class Reflector:
         self._inactivity_timeout = watch_inactivity_timeout
         self._min_watch_timeout = max(MIN_WATCH_TIMEOUT, min_watch_timeout)
         self._max_internal_error_retry = max_internal_error_retry_duration
+        self._gc_policy: GCPolicy = gc_policy
         self._rng = random.Random()
         self._handler: WatchErrorHandler | None = None
         self._handler_is_async = False
@@ -663,25 +669,26 @@ class Reflector:
         self._state = ReflectorState.LISTING
         resource_version = self._relist_resource_version()
         limit = self._list_limit(resource_version)
-        try:
-            items, list_rv, paginated = await self._list_pages(resource_version, limit)
-        except ApiError as exc:
-            if not (_is_expired(exc) or _is_too_large(exc)):
-                raise
-            logger.info(
-                "%s: list at resourceVersion %r failed (%s), listing the latest state",
-                self._name,
-                resource_version,
-                exc,
-            )
-            self._rv_unavailable = True
-            items, list_rv, paginated = await self._list_pages(
-                self._relist_resource_version(), limit
-            )
-        if resource_version == "0" and paginated:
-            self._paginated_result = True
-        self._rv_unavailable = False
-        await self._store.replace(items, list_rv)
+        with collector_paused(self._gc_policy):
+            try:
+                items, list_rv, paginated = await self._list_pages(resource_version, limit)
+            except ApiError as exc:
+                if not (_is_expired(exc) or _is_too_large(exc)):
+                    raise
+                logger.info(
+                    "%s: list at resourceVersion %r failed (%s), listing the latest state",
+                    self._name,
+                    resource_version,
+                    exc,
+                )
+                self._rv_unavailable = True
+                items, list_rv, paginated = await self._list_pages(
+                    self._relist_resource_version(), limit
+                )
+            if resource_version == "0" and paginated:
+                self._paginated_result = True
+            self._rv_unavailable = False
+            await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
         self._synced_once = True
         logger.debug("%s: listed %d objects at %s", self._name, len(items), list_rv)
