@@ -169,7 +169,7 @@ class RssSampler:
         self.samples.append((self.samples[-1][0] if self.samples else 0.0, current_rss()))
 
     def summary(self) -> dict[str, float]:
-        """RSS at start, at end and at most (MiB), and its growth over the second half."""
+        """RSS at start, at end and at most (MiB), and its growth over each half."""
         if not self.samples:
             return {}
         values = [rss for _, rss in self.samples]
@@ -179,5 +179,6 @@ class RssSampler:
             "rss_start_mib": values[0] / mib,
             "rss_end_mib": values[-1] / mib,
             "rss_max_mib": max(values) / mib,
+            "rss_growth_first_half_mib": (half - values[0]) / mib,
             "rss_growth_second_half_mib": (values[-1] - half) / mib,
         }

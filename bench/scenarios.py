@@ -22,9 +22,16 @@ Kinds and what they report:
   ``baseline-gc-frozen`` (``gc.freeze()`` after the list), ``ours``, ``ours-gc-frozen``
   (``gc.freeze()`` once synced: what the technique would give the informer).
 * ``latency`` — emit → handler entered (p50/p99/max) at a fixed rate. Variants:
-  ``baseline`` (emit → stored in the dict), ``ours``.
+  ``baseline`` (emit → stored in the dict), ``ours``, ``ours-gc-frozen`` (``gc.freeze()``
+  once synced).
 * ``slow-handler`` — one handler sleeping 10 ms per event beside fast ones: the fast ones'
-  latency in the first and second half of the run, and RSS over time. Variants as latency.
+  p99 latency in the first and second half of the run, RSS growth over each half, and
+  what the slow handler finished, still has queued and had coalesced. Variants:
+  ``baseline`` (each event stored and handed inline to the fast recorders; the slow
+  consumer drains a dict of the newest object per key, which bounds it by the key count),
+  ``ours`` (the slow handler registered with ``max_pending=1000, overflow="coalesce"``) and
+  ``ours-unbounded`` (the same handler with the default unbounded queue: what the bound
+  prevents).
 * ``decode`` — ``orjson.loads`` over the same watch lines with no I/O: the ceiling.
   Variants: ``orjson-loads`` (a list of lines), ``split-and-loads`` (the stream in 256 KiB
   chunks, framed into lines across chunk borders, then decoded).
@@ -42,13 +49,14 @@ import contextlib
 import gc
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
+from aioinformer.processor import OverflowPolicy
 from bench.baseline import Framing, raw_list, raw_watch
 from bench.measure import (
     LatencyRecorder,
@@ -361,14 +369,47 @@ async def watch_ours_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, fl
 # --- latency and the slow handler -------------------------------------------------------
 
 
-async def _raw_paced(url: str, params: dict[str, Any], *, sample_rss: bool) -> dict[str, float]:
+async def _raw_paced(url: str, params: dict[str, Any], *, slow: bool) -> dict[str, float]:
+    """The raw watch at a fixed rate; with ``slow``, the slow-handler scenario's baseline.
+
+    That baseline does the same work as the informer side in the plainest way that keeps
+    memory bounded: each event is stored, handed inline to ``handlers`` fast recorders, and
+    put in a dict of the newest object per key that one task drains, sleeping 10 ms per
+    object (the slow handler). A busy key is thus overwritten rather than queued twice.
+    """
     resource = params.get("resource", "pods")
-    recorder = LatencyRecorder()
-    async with _session() as session:
+    recorders = [LatencyRecorder() for _ in range(params["handlers"] if slow else 1)]
+    newest: dict[str, Any] = {}
+    ready = asyncio.Event()
+    slow_seen = [0]
+
+    def on_event(obj: dict[str, Any]) -> None:
+        for recorder in recorders:
+            recorder.record(obj)
+        if slow:
+            meta = obj["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            # Re-inserting moves the key to the end: the drain order is by newest change.
+            newest.pop(key, None)
+            newest[key] = obj
+            ready.set()
+
+    async def drain() -> None:
+        while True:
+            await ready.wait()
+            while newest:
+                key = next(iter(newest))
+                del newest[key]
+                await asyncio.sleep(_SLOW_HANDLER_SECONDS)
+                slow_seen[0] += 1
+            ready.clear()
+
+    sampler = RssSampler(period=0.1)
+    async with _session() as session, asyncio.TaskGroup() as tasks:
         cache, rv = await raw_list(session, url, resource, page_size=500)
         last = params["objects"] + params["events"]
-        sampler = RssSampler(period=0.1)
-        async with sampler if sample_rss else contextlib.nullcontext(sampler):
+        drainer = tasks.create_task(drain()) if slow else None
+        async with sampler if slow else contextlib.nullcontext(sampler):
             run = await raw_watch(
                 session,
                 url,
@@ -376,12 +417,16 @@ async def _raw_paced(url: str, params: dict[str, Any], *, sample_rss: bool) -> d
                 cache,
                 resource_version=rv,
                 until_resource_version=last,
-                on_event=recorder.record,
+                on_event=on_event,
             )
-    figures = _latency_figures(_steady(recorder.samples), prefix="fast_" if sample_rss else "")
+        if drainer is not None:
+            drainer.cancel()
+    figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow)
     figures["achieved_rate"] = run.events_per_second
-    if sample_rss:
+    if slow:
         figures.update(sampler.summary())
+        figures["slow_handled"] = float(slow_seen[0])
+        figures["slow_pending_at_end"] = float(len(newest))
     return figures
 
 
@@ -394,30 +439,47 @@ def _steady(samples: list[int]) -> list[int]:
     return samples[int(len(samples) * _WARMUP_FRACTION) :]
 
 
-def _latency_figures(samples: list[int], *, prefix: str) -> dict[str, float]:
-    half = len(samples) // 2
+def _paced_figures(per_handler: list[list[int]], *, slow: bool) -> dict[str, float]:
+    """Latency percentiles pooled over handlers; for the slow-handler scenario (``fast_``
+    prefix) also the p99 of each half of the run, split in time per handler before pooling
+    (pooling first would mix the handlers' timelines)."""
+    prefix = "fast_" if slow else ""
+    pooled = [s for samples in per_handler for s in samples]
     figures = {
-        f"{prefix}p50_ms": percentile(samples, 0.50) / 1e6,
-        f"{prefix}p99_ms": percentile(samples, 0.99) / 1e6,
-        f"{prefix}max_ms": (max(samples) / 1e6) if samples else float("nan"),
+        f"{prefix}p50_ms": percentile(pooled, 0.50) / 1e6,
+        f"{prefix}p99_ms": percentile(pooled, 0.99) / 1e6,
+        f"{prefix}max_ms": (max(pooled) / 1e6) if pooled else float("nan"),
     }
-    if prefix:
-        figures[f"{prefix}p99_first_half_ms"] = percentile(samples[:half], 0.99) / 1e6
-        figures[f"{prefix}p99_second_half_ms"] = percentile(samples[half:], 0.99) / 1e6
+    if slow:
+        first = [s for samples in per_handler for s in samples[: len(samples) // 2]]
+        second = [s for samples in per_handler for s in samples[len(samples) // 2 :]]
+        figures["fast_p99_first_half_ms"] = percentile(first, 0.99) / 1e6
+        figures["fast_p99_second_half_ms"] = percentile(second, 0.99) / 1e6
     return figures
 
 
 async def latency_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _raw_paced(url, params, sample_rss=False)
+    return await _raw_paced(url, params, slow=False)
 
 
 async def slow_handler_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _raw_paced(url, params, sample_rss=True)
+    return await _raw_paced(url, params, slow=True)
+
+
+_SLOW_MAX_PENDING = 1_000
+"""The slow handler's queue bound in the ``ours`` slow-handler variant (coalescing)."""
 
 
 async def _ours_paced(
-    url: str, params: dict[str, Any], *, slow_handlers: int, sample_rss: bool
+    url: str,
+    params: dict[str, Any],
+    *,
+    slow: OverflowPolicy | Literal["unbounded"] | None,
+    freeze_gc: bool = False,
 ) -> dict[str, float]:
+    """The informer at a fixed rate with ``handlers`` fast handlers; ``slow`` adds one
+    handler sleeping 10 ms per event, with a queue bounded at ``_SLOW_MAX_PENDING`` under
+    that overflow policy, or unbounded. ``freeze_gc`` calls ``gc.freeze()`` once synced."""
     resource = params.get("resource", "pods")
     fast = params["handlers"]
     last = str(params["objects"] + params["events"])
@@ -448,38 +510,47 @@ async def _ours_paced(
         informer = _informer(client, resource, indexers=_watch_indexers())
         for recorder in recorders:
             informer.add_event_handler(on_update=make_fast(recorder))
-        slow = [informer.add_event_handler(on_update=on_update_slow) for _ in range(slow_handlers)]
+        registration = None
+        if slow == "unbounded":
+            registration = informer.add_event_handler(on_update=on_update_slow)
+        elif slow is not None:
+            registration = informer.add_event_handler(
+                on_update=on_update_slow, max_pending=_SLOW_MAX_PENDING, overflow=slow
+            )
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
-            async with sampler if sample_rss else contextlib.nullcontext(sampler):
+            if freeze_gc:
+                gc.freeze()
+            async with sampler if slow else contextlib.nullcontext(sampler):
                 await finished.wait()
                 time_last = time.perf_counter()
             slow_done = slow_seen[0]
-            slow_pending = sum(registration.statistics().pending for registration in slow)
-    steady = [_steady(recorder.samples) for recorder in recorders]
-    figures = _latency_figures(
-        [s for samples in steady for s in samples], prefix="fast_" if sample_rss else ""
-    )
-    if sample_rss:
-        # Halves in time, per handler, pooled: pooling first would mix handlers' timelines.
-        first = [s for samples in steady for s in samples[: len(samples) // 2]]
-        second = [s for samples in steady for s in samples[len(samples) // 2 :]]
-        figures["fast_p99_first_half_ms"] = percentile(first, 0.99) / 1e6
-        figures["fast_p99_second_half_ms"] = percentile(second, 0.99) / 1e6
+            statistics = None if registration is None else registration.statistics()
+    figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow is not None)
+    if statistics is not None:
         figures.update(sampler.summary())
         figures["slow_handled"] = float(slow_done)
-        figures["slow_pending_at_end"] = float(slow_pending)
+        figures["slow_pending_at_end"] = float(statistics.pending)
+        figures["slow_coalesced"] = float(statistics.coalesced)
     figures["achieved_rate"] = (params["events"] - 1) / (time_last - first_at[0])
     return figures
 
 
 async def latency_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow_handlers=0, sample_rss=False)
+    return await _ours_paced(url, params, slow=None)
+
+
+async def latency_ours_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _ours_paced(url, params, slow=None, freeze_gc=True)
 
 
 async def slow_handler_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow_handlers=1, sample_rss=True)
+    return await _ours_paced(url, params, slow="coalesce")
+
+
+async def slow_handler_ours_unbounded(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _ours_paced(url, params, slow="unbounded")
 
 
 # --- decode ceiling and server placement ----------------------------------------------
@@ -554,8 +625,10 @@ CASES: dict[tuple[str, str], Case] = {
     ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
     ("latency", "baseline"): latency_baseline,
     ("latency", "ours"): latency_ours,
+    ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,
     ("slow-handler", "baseline"): slow_handler_baseline,
     ("slow-handler", "ours"): slow_handler_ours,
+    ("slow-handler", "ours-unbounded"): slow_handler_ours_unbounded,
     ("decode", "orjson-loads"): decode_loads,
     ("decode", "split-and-loads"): decode_split_and_loads,
     ("placement", "server-separate"): placement_separate,

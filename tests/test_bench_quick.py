@@ -18,6 +18,7 @@ import pytest
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
 from bench.run import SCENARIOS, render_table
+from bench.scenarios import _paced_figures
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -182,3 +183,18 @@ async def test_replay_answers_a_404_status_for_a_collection_it_does_not_serve() 
         assert response.status == 404
         status = orjson.loads(await response.read())
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "NotFound", 404)
+
+
+def test_slow_handler_halves_are_split_per_handler_before_pooling() -> None:
+    # Two handlers of unequal length: pooled first, the halves would cut at the wrong time.
+    early_fast = [1_000_000] * 4 + [9_000_000] * 4
+    late_slow = [1_000_000] * 2 + [9_000_000] * 2
+    figures = _paced_figures([early_fast, late_slow], slow=True)
+    assert figures["fast_p99_first_half_ms"] == 1.0
+    assert figures["fast_p99_second_half_ms"] == 9.0
+    assert figures["fast_p50_ms"] == 1.0
+
+
+def test_latency_figures_carry_no_prefix_and_no_halves() -> None:
+    figures = _paced_figures([[2_000_000, 4_000_000]], slow=False)
+    assert figures == {"p50_ms": 2.0, "p99_ms": 4.0, "max_ms": 4.0}
