@@ -325,7 +325,7 @@ def test_the_user_facing_example_tests_pass_in_their_own_pytest_run() -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=90,  # under the test's own 120 s, so a hang reports as this subprocess's
         env=env,
         check=False,
         cwd=EXAMPLES.parent,

@@ -1,5 +1,11 @@
 """The pytest plugin, seen from a user's project: the entry point registers it, and its
-fixtures work under pytest-asyncio (auto and strict modes) and anyio's plugin."""
+fixtures work under pytest-asyncio (auto and strict modes) and anyio's plugin.
+
+Each user's suite runs in its own pytest process, as a user's would: the plugin is loaded
+through its entry point there, and no state of this session (event loop policy, anyio's
+shared test runner, warning filters, pytest-timeout's alarm) reaches into it. A suite that
+hangs fails on ``SUITE_TIMEOUT`` with its output, well before this test's own timeout.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,9 @@ from importlib.metadata import entry_points
 import pytest
 
 pytest_plugins = ["pytester"]
+
+SUITE_TIMEOUT = 90.0
+"""Seconds a user's suite may run (about 3 s unloaded): bounds a hang only."""
 
 USER_TEST = """
 import asyncio
@@ -68,6 +77,13 @@ def test_fake_clock_fixture(fake_clock) -> None:
 """
 
 
+def run_suite(pytester: pytest.Pytester, *options: str) -> pytest.RunResult:
+    """Run the suite in ``pytester``'s directory in a pytest subprocess, in file order."""
+    return pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", *options, timeout=SUITE_TIMEOUT
+    )
+
+
 def test_plugin_is_registered_through_the_pytest11_entry_point() -> None:
     plugins = {ep.name: ep.value for ep in entry_points(group="pytest11")}
     assert plugins.get("aioinformer") == "aioinformer.testing.plugin"
@@ -105,7 +121,7 @@ def test_fixtures_work_in_a_users_suite(
     )
     pytester.makeini(f"[pytest]\n{asyncio_options}filterwarnings = error\n")
     pytester.makepyfile(test_user=USER_TEST.format(marker=marker, extra=extra))
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", *plugins)
+    result = run_suite(pytester, *plugins)
     result.assert_outcomes(passed=4)
 
 
@@ -137,7 +153,7 @@ def test_one_suite_can_mix_pytest_asyncio_and_anyio_tests(pytester: pytest.Pytes
         "filterwarnings = error\n"
     )
     pytester.makepyfile(test_mixed=MIXED_SUITE)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = run_suite(pytester)
     result.assert_outcomes(passed=2)
 
 
@@ -192,7 +208,7 @@ def test_fixtures_explain_a_test_no_plugin_can_serve(pytester: pytest.Pytester, 
         else "[pytest]\n"
     )
     pytester.makepyfile(test_misuse=source)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", *plugins)
+    result = run_suite(pytester, *plugins)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*{message}*"])
 
@@ -215,5 +231,5 @@ def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> N
             assert fake_apiserver._store.history_size == 7
         """
     )
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = run_suite(pytester)
     result.assert_outcomes(passed=1)
