@@ -3,10 +3,8 @@ per queue name, values driven by real queue traffic on a fake clock."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import pytest
+from _support_tasks import no_task_outlives_the_test  # noqa: F401
 from prometheus_client import CollectorRegistry, generate_latest
 
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
@@ -22,15 +20,6 @@ CLIENT_GO_METRIC_NAMES = [
     "workqueue_longest_running_processor_seconds",
     "workqueue_retries_total",
 ]
-
-
-@pytest.fixture(autouse=True)
-async def no_task_outlives_the_test() -> AsyncIterator[None]:
-    yield
-    for _ in range(20):
-        await asyncio.sleep(0)
-    current = asyncio.current_task()
-    assert [t for t in asyncio.all_tasks() if t is not current and not t.done()] == []
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import Hashable
 
 import pytest
+from _support_tasks import no_task_outlives_the_test  # noqa: F401
 
 from aioinformer.testing import FakeClock
 from aioinformer.workqueue import (
@@ -21,16 +22,6 @@ from aioinformer.workqueue import (
     WithMaxWaitRateLimiter,
     default_controller_rate_limiter,
 )
-
-
-@pytest.fixture(autouse=True)
-async def no_task_outlives_the_test() -> AsyncIterator[None]:
-    yield
-    for _ in range(20):
-        await asyncio.sleep(0)
-    current = asyncio.current_task()
-    assert [t for t in asyncio.all_tasks() if t is not current and not t.done()] == []
-
 
 # -- default_rate_limiters_test.go --------------------------------------------------------
 

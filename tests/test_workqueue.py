@@ -10,6 +10,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
+from _support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 from aioinformer.errors import QueueEmpty, ShutDown
 from aioinformer.testing import FakeClock
@@ -36,21 +37,6 @@ SHUTDOWNS = [
     pytest.param(_plain_shut_down, id="shut_down"),
     pytest.param(_drain_shut_down, id="shut_down_with_drain"),
 ]
-
-
-async def settle(rounds: int = 20) -> None:
-    """Let every ready task run; no time passes."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-@pytest.fixture(autouse=True)
-async def no_task_outlives_the_test() -> AsyncIterator[None]:
-    yield
-    await settle()
-    current = asyncio.current_task()
-    leftovers = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-    assert leftovers == []
 
 
 class RecordedMetric:
