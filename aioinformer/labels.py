@@ -186,7 +186,10 @@ _NO_LABELS: Final[Mapping[str, str]] = {}
 
 # Lexer for label selectors: the operators and punctuation, or a run of anything else.
 _TOKEN_RE: Final = re.compile(r"\s*(!=|==|=|!|\(|\)|,|<|>|[^\s!=(),<>]+)")
-_OPERATOR_TOKENS: Final = {"=", "==", "!=", "<", ">", "in", "notin"}
+_COMPARISON_TOKENS: Final = frozenset({"=", "==", "!=", "<", ">"})
+"""Operators followed by a single value."""
+_NOT_A_VALUE: Final = _COMPARISON_TOKENS | {"in", "notin", "(", ")", ",", "!"}
+"""Tokens that can be neither a key nor a value after ``=``, ``==`` or ``!=``."""
 
 
 def parse_label_selector(text: str) -> LabelSelector:
@@ -199,7 +202,7 @@ def parse_label_selector(text: str) -> LabelSelector:
         negated = tokens[pos] == "!"
         if negated:
             pos += 1
-        if pos >= count or tokens[pos] in _OPERATOR_TOKENS or tokens[pos] in {"(", ")", ",", "!"}:
+        if pos >= count or tokens[pos] in _NOT_A_VALUE:
             found = tokens[pos] if pos < count else "end of selector"
             raise SelectorError(f"invalid label selector {text!r}: expected a key, found {found!r}")
         key = tokens[pos]
@@ -215,9 +218,9 @@ def parse_label_selector(text: str) -> LabelSelector:
                 values, pos = _parse_set(text, tokens, pos, key)
                 operator = SelectorOperator.IN if op_token == "in" else SelectorOperator.NOT_IN
                 requirements.append(LabelRequirement(key, operator, values))
-            elif op_token in {"=", "==", "!=", "<", ">"}:
+            elif op_token in _COMPARISON_TOKENS:
                 value = ""
-                if pos < count and tokens[pos] not in {",", "(", ")", "!"} | _OPERATOR_TOKENS:
+                if pos < count and tokens[pos] not in _NOT_A_VALUE:
                     value = tokens[pos]
                     pos += 1
                 if op_token in {"<", ">"}:
@@ -286,7 +289,7 @@ def _parse_set(text: str, tokens: list[str], pos: int, key: str) -> tuple[tuple[
                 values.add("")
             expect_value = True
             continue
-        if not expect_value or token in {"(", "!"} or token in {"=", "==", "!=", "<", ">"}:
+        if not expect_value or token in {"(", "!"} or token in _COMPARISON_TOKENS:
             raise SelectorError(
                 f"invalid label selector {text!r}: unexpected {token!r} in the values of {key!r}"
             )
