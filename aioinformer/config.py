@@ -284,6 +284,16 @@ def _merge(paths: Sequence[Path]) -> _Merged:
     return merged
 
 
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be read (``"cannot read ..."``), or ``None`` when it can."""
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    return None
+
+
 class _Resolver:
     """Resolves the fields of one context into ``Config`` arguments, naming each failure."""
 
@@ -300,11 +310,9 @@ class _Resolver:
         resolved = Path(value).expanduser()
         if not resolved.is_absolute():
             resolved = origin / resolved
-        try:
-            with resolved.open("rb") as handle:
-                handle.read(1)
-        except OSError as exc:
-            raise self.fail(where, f"cannot read {resolved}: {exc.strerror or exc}") from None
+        problem = _unreadable(resolved)
+        if problem is not None:
+            raise self.fail(where, problem)
         return str(resolved)
 
     def b64(self, value: str | None, where: str) -> str | None:
@@ -466,13 +474,9 @@ def load_incluster_config(
         )
     directory = Path(service_account_dir)
     token_path = directory / "token"
-    try:
-        with token_path.open("rb") as handle:
-            handle.read(1)
-    except OSError as exc:
-        raise ConfigError(
-            f"in-cluster: token: cannot read {token_path}: {exc.strerror or exc}"
-        ) from None
+    problem = _unreadable(token_path)
+    if problem is not None:
+        raise ConfigError(f"in-cluster: token: {problem}")
     ca_path = directory / "ca.crt"
     namespace = "default"
     with contextlib.suppress(OSError):
