@@ -161,14 +161,12 @@ def _callback_name(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-async def _cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
-    """Cancel ``tasks`` and wait until every one has finished.
+async def _wait_regardless(*tasks: asyncio.Task[Any]) -> None:
+    """Wait until every one of ``tasks`` has finished.
 
     A cancellation of the caller while waiting is held back until they have finished, then
     re-raised: no task outlives the scope that started it.
     """
-    for task in tasks:
-        task.cancel()
     interrupted = False
     while pending := [task for task in tasks if not task.done()]:
         try:
@@ -179,17 +177,17 @@ async def _cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
         raise asyncio.CancelledError
 
 
+async def _cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
+    """Cancel ``tasks`` and wait until every one has finished (see :func:`_wait_regardless`)."""
+    for task in tasks:
+        task.cancel()
+    await _wait_regardless(*tasks)
+
+
 async def _finish_regardless(coro: Coroutine[Any, Any, None]) -> None:
     """Run ``coro`` to completion even if the caller is cancelled meanwhile (then re-raise)."""
     task = asyncio.ensure_future(coro)
-    interrupted = False
-    while not task.done():
-        try:
-            await asyncio.wait([task])
-        except asyncio.CancelledError:
-            interrupted = True
-    if interrupted:
-        raise asyncio.CancelledError
+    await _wait_regardless(task)
     task.result()
 
 
