@@ -118,10 +118,7 @@ class WatchStreamDecoder:
                 self._too_long(self._pending_size + end)
                 return
             self._pending.append(chunk[:end])
-            line = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
-            event = self._decode(line)
+            event = self._decode(self._take_pending())
             if event is not None:
                 yield event
             if self.failure is not None:
@@ -164,6 +161,13 @@ class WatchStreamDecoder:
             return
         self._pending.append(part)
         self._pending_size = size
+
+    def _take_pending(self) -> bytes:
+        """The unfinished line held so far, removed from the buffer."""
+        line = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        return line
 
     def _too_long(self, size: int) -> None:
         # What was buffered goes at once: the rest of the stream is ignored anyway.
@@ -209,9 +213,7 @@ class WatchStreamDecoder:
     def finish(self) -> None:
         """At the end of the body: raise :class:`WatchError` if a line was cut short."""
         if self.failure is None and self._pending:
-            tail = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
+            tail = self._take_pending()
             if tail.strip():
                 raise WatchError(
                     f"watch on {self._url} ended in the middle of a line ({len(tail)} bytes)"
