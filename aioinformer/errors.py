@@ -328,14 +328,13 @@ def api_error_from_response(
     import orjson  # local: errors.py stays importable without the transport stack
 
     headers = headers or {}
-    status: dict[str, Any] | None = None
     try:
         decoded = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-        status = decoded
-    if status is None:
+        status: dict[str, Any] = decoded
+    else:
         snippet = body[:200].decode("utf-8", "replace").strip()
         status = {
             "kind": "Status",
