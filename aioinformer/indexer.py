@@ -233,6 +233,16 @@ class Indexer(Generic[T]):
         the key function.
         """
         key = obj.key if type(obj) is DeletedFinalStateUnknown else self._key_func(obj)
+        self.delete_by_key(key)
+
+    def put_by_key(self, key: str, obj: T) -> None:
+        """Store ``obj`` under ``key``, which must be the key ``key_func`` gives it: for a
+        caller that already has the key, saving its recomputation (the informer's pop task).
+        """
+        self._put(key, obj)
+
+    def delete_by_key(self, key: str) -> None:
+        """Remove the object stored under ``key``; absent is fine."""
         old = self._items.pop(key, _ABSENT)
         if old is not _ABSENT:
             self._unindex(key, old)
@@ -368,6 +378,11 @@ class Indexer(Generic[T]):
     def get_indexers(self) -> Indexers:
         """A copy of the index functions by name."""
         return dict(self._indexers)
+
+    def has_index(self, index_name: str) -> bool:
+        """Whether an index called ``index_name`` is maintained (without copying
+        :meth:`get_indexers`)."""
+        return index_name in self._indexers
 
 
 def _insert(index: Index, value: str, key: str) -> None:

@@ -287,7 +287,7 @@ class Lister(Generic[T]):
         indexer = self._indexer
         if not namespace:
             objs = indexer.list()
-        elif NAMESPACE_INDEX in indexer.get_indexers():
+        elif indexer.has_index(NAMESPACE_INDEX):
             objs = indexer.by_index(NAMESPACE_INDEX, namespace)
         else:
             objs = [obj for obj in indexer.list() if _namespace_of(obj) == namespace]
@@ -848,8 +848,9 @@ class SharedIndexInformer:
         """Apply one key's deltas to the cache and distribute the notifications.
 
         Runs without suspending, so the cache, the notifications and a late handler's
-        snapshot always line up. The cached object is looked up once per key: within one
-        Deltas, each delta's "old" is the object the previous delta stored.
+        snapshot always line up. All the deltas of one Deltas share its key, so the key is
+        computed and the cached object looked up once: each delta's "old" is the object
+        the previous delta stored.
         """
         fifo = self._fifo
         assert fifo is not None
@@ -859,14 +860,16 @@ class SharedIndexInformer:
         first = deltas[0].object
         key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
         old = indexer.get_by_key(key)
+        put = indexer.put_by_key
+        delete = indexer.delete_by_key
         for delta in deltas:
             obj = delta.object
             if delta.type is _DELETED:
-                indexer.delete(obj)
+                delete(key)
                 distribute((DELETE, obj, None), False)
                 old = None
             elif old is not None:
-                indexer.update(obj)
+                put(key, obj)
                 try:
                     is_sync = (
                         old["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
@@ -876,7 +879,7 @@ class SharedIndexInformer:
                 distribute((UPDATE, old, obj), is_sync)
                 old = obj
             else:
-                indexer.add(obj)
+                put(key, obj)
                 distribute((ADD, obj, is_in_initial_list), False)
                 old = obj
 

@@ -195,6 +195,17 @@ def test_delete_accepts_a_tombstone() -> None:
     assert store.list_index_func_values(NAMESPACE_INDEX) == []
 
 
+def test_put_by_key_and_delete_by_key_keep_the_indexes() -> None:
+    store: Indexer[dict[str, Any]] = Indexer(indexers={NAMESPACE_INDEX: namespace_index_func})
+    store.put_by_key("ns1/a", pod("a", "ns1"))
+    assert store.get_by_key("ns1/a") == pod("a", "ns1")
+    assert store.index_keys(NAMESPACE_INDEX, "ns1") == ["ns1/a"]
+    store.delete_by_key("ns1/a")
+    store.delete_by_key("ns1/ghost")
+    assert store.list_keys() == []
+    assert store.list_index_func_values(NAMESPACE_INDEX) == []
+
+
 # -- index_test.go ------------------------------------------------------------------
 
 
@@ -334,6 +345,14 @@ def test_get_indexers_returns_a_copy() -> None:
     indexer: Indexer[dict[str, Any]] = Indexer(indexers={NAMESPACE_INDEX: namespace_index_func})
     indexer.get_indexers().clear()
     assert set(indexer.get_indexers()) == {NAMESPACE_INDEX}
+
+
+def test_has_index_names_the_maintained_indexes() -> None:
+    indexer: Indexer[dict[str, Any]] = Indexer(indexers={NAMESPACE_INDEX: namespace_index_func})
+    assert indexer.has_index(NAMESPACE_INDEX)
+    assert not indexer.has_index("other")
+    indexer.add_indexers({"other": namespace_index_func})
+    assert indexer.has_index("other")
 
 
 def test_replace_updates_indexes_and_drops_emptied_values() -> None:
