@@ -40,7 +40,6 @@ class Backoff:
 
     __slots__ = (
         "_cap",
-        "_capped",
         "_clock",
         "_current",
         "_factor",
@@ -81,8 +80,6 @@ class Backoff:
         self._rng = rng if rng is not None else random.Random()
         # The un-jittered delay the next call hands out; initial <= _current <= cap.
         self._current = initial
-        # True once _current has reached cap: from then on it no longer grows.
-        self._capped = False
         # Clock time of the last next_delay() call; None until the first one.
         self._last_request: float | None = None
 
@@ -107,12 +104,8 @@ class Backoff:
             self.reset()
         self._last_request = now
         delay = self._current
-        if not self._capped:
-            grown = delay * self._factor
-            if grown > self._cap:
-                grown = self._cap
-                self._capped = True
-            self._current = grown
+        if delay < self._cap:
+            self._current = min(delay * self._factor, self._cap)
         if self._jitter > 0:
             delay += self._rng.random() * self._jitter * delay
         return delay
@@ -120,7 +113,6 @@ class Backoff:
     def reset(self) -> None:
         """Start the sequence over: the next delay is ``initial`` (plus jitter)."""
         self._current = self._initial
-        self._capped = False
 
     def __repr__(self) -> str:
         return (
