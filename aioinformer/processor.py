@@ -265,6 +265,7 @@ class ProcessorListener:
         if notification[0] == ADD and notification[2]:
             self._initial_pending += 1
         self._queue.append(notification)
+        # self._wake(), inlined: this runs once per event and listener.
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -290,11 +291,7 @@ class ProcessorListener:
             self._pending_by_key.pop(key, None)
         else:
             self._pending_by_key[key] = entry
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
 
     def _merge(self, pending: list[Any], kind: int, a: Any, b: Any) -> bool:
         """Fold a new notification into the pending entry of the same key; False when the
