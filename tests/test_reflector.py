@@ -34,6 +34,7 @@ from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import Reflector, ReflectorState, ReflectorStatistics
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_reflector import RecordingStore, key_of, other_tasks, stop, wait_until
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -44,46 +45,6 @@ def pod(name: str, *, namespace: str = "default", **labels: str) -> dict[str, An
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
     }
-
-
-def key_of(obj: dict[str, Any]) -> str:
-    meta = obj["metadata"]
-    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
-
-
-class RecordingStore:
-    """A ReflectorStore that keeps the objects and logs every call."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-        self.calls: list[tuple[str, Any, str]] = []
-        self.resyncs = 0
-        self.resync_error_on: int | None = None
-
-    async def add(self, obj: Any) -> None:
-        self.calls.append(("add", key_of(obj), obj["metadata"]["resourceVersion"]))
-        self.items[key_of(obj)] = obj
-
-    async def update(self, obj: Any) -> None:
-        self.calls.append(("update", key_of(obj), obj["metadata"]["resourceVersion"]))
-        self.items[key_of(obj)] = obj
-
-    async def delete(self, obj: Any) -> None:
-        self.calls.append(("delete", key_of(obj), obj["metadata"]["resourceVersion"]))
-        self.items.pop(key_of(obj), None)
-
-    async def replace(self, objs: list[Any], resource_version: str) -> None:
-        self.calls.append(("replace", sorted(key_of(o) for o in objs), resource_version))
-        self.items = {key_of(o): o for o in objs}
-
-    async def resync(self) -> None:
-        self.resyncs += 1
-        if self.resync_error_on == self.resyncs:
-            raise RuntimeError("expected resync reached")
-
-    def contents(self) -> dict[str, str]:
-        """key -> resourceVersion of what the store holds."""
-        return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
 
 
 def without_timeouts(calls: list[ListOptions]) -> list[ListOptions]:
@@ -101,23 +62,10 @@ def watch_options(rv: str) -> ListOptions:
     return ListOptions(resource_version=rv, allow_watch_bookmarks=True)
 
 
-async def wait_until(predicate: Callable[[], bool], *, timeout: float = 2.0) -> None:
-    """Let the loop run until ``predicate`` holds (bounded in real time)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - polls state owned by the code under test
-            await asyncio.sleep(0)
-
-
 async def backing_off(reflector: Reflector) -> None:
     """Wait until the reflector sleeps out a backoff (a watch's watchdog sleeps too, so
     counting the clock's sleepers is not enough)."""
     await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
-
-
-async def stop(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
 
 
 def no_jitter(clock: FakeClock) -> Backoff:
@@ -1295,10 +1243,6 @@ def test_nonsensical_settings_are_rejected(kwargs: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------- cancellation
-
-
-def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 async def test_cancelling_during_a_list_page_leaves_the_store_untouched(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, Wa
 from aioinformer.reflector import Reflector, ReflectorState
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_reflector import RecordingStore, other_tasks, stop, wait_until
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
@@ -24,36 +24,6 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
     if spec:
         obj["spec"] = spec
     return obj
-
-
-class RecordingStore:
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-        self.calls: list[tuple[str, Any, str]] = []
-
-    async def add(self, obj: Any) -> None:
-        self.calls.append(("add", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
-        self.items[obj["metadata"]["name"]] = obj
-
-    async def update(self, obj: Any) -> None:
-        self.calls.append(("update", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
-        self.items[obj["metadata"]["name"]] = obj
-
-    async def delete(self, obj: Any) -> None:
-        self.calls.append(("delete", obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
-        self.items.pop(obj["metadata"]["name"], None)
-
-    async def replace(self, objs: list[Any], resource_version: str) -> None:
-        self.calls.append(
-            ("replace", sorted(o["metadata"]["name"] for o in objs), resource_version)
-        )
-        self.items = {o["metadata"]["name"]: o for o in objs}
-
-    async def resync(self) -> None:
-        pass
-
-    def contents(self) -> dict[str, str]:
-        return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
 
 
 def streaming(rv: str = "") -> tuple[str, ListOptions]:
@@ -89,18 +59,6 @@ def requests(lw: FakeListerWatcher) -> list[tuple[str, ListOptions]]:
     return out
 
 
-async def wait_until(predicate: Callable[[], bool], *, timeout: float = 2.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - polls state owned by the code under test
-            await asyncio.sleep(0)
-
-
-async def stop(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-
-
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
@@ -113,10 +71,6 @@ def store() -> RecordingStore:
 
 def spawn(reflector: Reflector) -> asyncio.Task[None]:
     return asyncio.get_running_loop().create_task(reflector.list_and_watch())
-
-
-def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 async def test_the_store_stays_untouched_until_the_initial_events_end(

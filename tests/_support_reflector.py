@@ -1,0 +1,71 @@
+"""Shared by the reflector tests: a recording store and small task helpers.
+
+``RecordingStore`` is a ``ReflectorStore`` that keeps the objects by ``namespace/name``
+(``name`` when there is no namespace) and logs every call; ``wait_until`` lets the loop
+run until a predicate holds; ``stop`` cancels a task and checks it ended cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+class RecordingStore:
+    """A ReflectorStore that keeps the objects and logs every call."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, Any, str]] = []
+        self.resyncs = 0
+        self.resync_error_on: int | None = None
+
+    async def add(self, obj: Any) -> None:
+        self.calls.append(("add", key_of(obj), obj["metadata"]["resourceVersion"]))
+        self.items[key_of(obj)] = obj
+
+    async def update(self, obj: Any) -> None:
+        self.calls.append(("update", key_of(obj), obj["metadata"]["resourceVersion"]))
+        self.items[key_of(obj)] = obj
+
+    async def delete(self, obj: Any) -> None:
+        self.calls.append(("delete", key_of(obj), obj["metadata"]["resourceVersion"]))
+        self.items.pop(key_of(obj), None)
+
+    async def replace(self, objs: list[Any], resource_version: str) -> None:
+        self.calls.append(("replace", sorted(key_of(o) for o in objs), resource_version))
+        self.items = {key_of(o): o for o in objs}
+
+    async def resync(self) -> None:
+        self.resyncs += 1
+        if self.resync_error_on == self.resyncs:
+            raise RuntimeError("expected resync reached")
+
+    def contents(self) -> dict[str, str]:
+        """key -> resourceVersion of what the store holds."""
+        return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
+
+
+async def wait_until(predicate: Callable[[], bool], *, timeout: float = 2.0) -> None:
+    """Let the loop run until ``predicate`` holds (bounded in real time)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - polls state owned by the code under test
+            await asyncio.sleep(0)
+
+
+async def stop(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}
