@@ -27,6 +27,7 @@ import orjson
 __all__ = [
     "APP_LABEL",
     "EMITTED_ANNOTATION",
+    "KINDS",
     "TIER_LABEL",
     "WatchLineTemplate",
     "encode_item",
@@ -34,7 +35,6 @@ __all__ = [
     "make_object",
     "make_pod",
     "object_key",
-    "watch_line",
 ]
 
 EMITTED_ANNOTATION: Final = "bench.aioinformer.io/emitted-ns"
@@ -342,7 +342,8 @@ def make_configmap(
 
 
 _MAKERS: Final = {"pods": make_pod, "configmaps": make_configmap}
-_KINDS: Final = {"pods": "Pod", "configmaps": "ConfigMap"}
+KINDS: Final = {"pods": "Pod", "configmaps": "ConfigMap"}
+"""The resources objects are generated for, and the kind of each."""
 
 
 def make_object(
@@ -384,7 +385,7 @@ class WatchLineTemplate:
     def for_object(cls, resource: str, index: int, *, namespaces: int = 50) -> WatchLineTemplate:
         obj = make_object(resource, index, namespaces=namespaces, resource_version="@@RV@@")
         obj["apiVersion"] = "v1"
-        obj["kind"] = _KINDS[resource]
+        obj["kind"] = KINDS[resource]
         obj["metadata"]["annotations"][EMITTED_ANNOTATION] = "@@TS@@"
         line = orjson.dumps({"type": "MODIFIED", "object": obj}) + b"\n"
         head, rest = line.split(_RV_MARK)
@@ -394,11 +395,3 @@ class WatchLineTemplate:
     def render(self, resource_version: int, emitted_ns: int = 0) -> bytes:
         """The complete line for one event."""
         return b"%b%d%b%d%b" % (self.head, resource_version, self.middle, emitted_ns, self.tail)
-
-
-def watch_line(
-    resource: str, index: int, resource_version: int, *, namespaces: int = 50, emitted_ns: int = 0
-) -> bytes:
-    """The complete watch line of one MODIFIED event for object ``index``."""
-    template = WatchLineTemplate.for_object(resource, index, namespaces=namespaces)
-    return template.render(resource_version, emitted_ns)

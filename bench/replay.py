@@ -45,23 +45,34 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from bench.objects import WatchLineTemplate, encode_item
+from bench.objects import KINDS, WatchLineTemplate, encode_item
 
 __all__ = [
+    "REPO_ROOT",
     "ReplayConfig",
     "ReplayData",
     "ReplayServerProcess",
     "build_app",
+    "child_env",
     "main",
     "start_replay_server",
 ]
 
-_RESOURCES: Final = {"pods": "Pod", "configmaps": "ConfigMap"}
 _WRITE_BYTES: Final = 256 * 1024
 """Target size of one write in full-speed mode: large enough that per-write overhead is
 negligible, small enough that the client starts decoding early."""
 _TICK: Final = 0.001
 """Pacing period of rate-limited streams, in seconds."""
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+"""The checkout holding ``bench``: the working directory of every child process."""
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment with :data:`REPO_ROOT` first on ``PYTHONPATH``, so that
+    ``python -m bench.<module>`` resolves in a child started from it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +104,7 @@ class ReplayData:
     __slots__ = ("config", "items", "templates")
 
     def __init__(self, config: ReplayConfig) -> None:
-        if config.resource not in _RESOURCES:
+        if config.resource not in KINDS:
             raise ValueError(f"unknown resource {config.resource!r}")
         self.config = config
         self.items: list[bytes] = [
@@ -126,7 +137,7 @@ class ReplayData:
             metadata["remainingItemCount"] = len(self.items) - stop
         head = orjson.dumps(
             {
-                "kind": _RESOURCES[self.config.resource] + "List",
+                "kind": KINDS[self.config.resource] + "List",
                 "apiVersion": "v1",
                 "metadata": metadata,
             }
@@ -176,7 +187,7 @@ def build_app(data: ReplayData) -> web.Application:
                         "kind": kind_name,
                         "verbs": ["get", "list", "watch"],
                     }
-                    for name, kind_name in _RESOURCES.items()
+                    for name, kind_name in KINDS.items()
                 ],
             }
         )
@@ -321,13 +332,10 @@ class ReplayServerProcess:
         self.url = ""
 
     def __enter__(self) -> str:
-        root = Path(__file__).resolve().parent.parent
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
         process = subprocess.Popen(
             [sys.executable, "-m", "bench.replay", orjson.dumps(self.config.to_json()).decode()],
-            cwd=root,
-            env=env,
+            cwd=REPO_ROOT,
+            env=child_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )

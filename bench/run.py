@@ -37,12 +37,11 @@ import aiohttp
 import orjson
 
 from bench.measure import summarize
-from bench.replay import ReplayConfig, ReplayServerProcess
+from bench.replay import REPO_ROOT, ReplayConfig, ReplayServerProcess, child_env
 from bench.worker import RESULT_PREFIX
 
 __all__ = ["SCENARIOS", "Metric", "Scenario", "Target", "main", "render_table", "run"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "latest.json"
 
 
@@ -267,13 +266,11 @@ def _run_worker(
     kind: str, variant: str, url: str, params: dict[str, Any], *, loop: str, timeout: float
 ) -> dict[str, Any]:
     spec = {"kind": kind, "variant": variant, "url": url, "params": params, "loop": loop}
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "bench.worker", orjson.dumps(spec).decode()],
             cwd=REPO_ROOT,
-            env=env,
+            env=child_env(),
             capture_output=True,
             text=True,
             timeout=timeout,
