@@ -194,6 +194,8 @@ async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 
     resource = params["resource"]
+    if variant in ("model", "model-transform") and resource != "pods":
+        raise ValueError("the typed variants are defined for pods only")
     options: dict[str, Any] = {"indexers": {NAMESPACE_INDEX: namespace_index_func}}
     if variant == "strip":
         from aioinformer.transforms import strip_managed_fields
@@ -260,14 +262,10 @@ async def sync_ours_strip(url: str, params: dict[str, Any]) -> dict[str, float]:
 
 
 async def sync_ours_model(url: str, params: dict[str, Any]) -> dict[str, float]:
-    if params["resource"] != "pods":
-        raise ValueError("the typed variants are defined for pods only")
     return await _sync_ours(url, params, variant="model")
 
 
 async def sync_ours_model_transform(url: str, params: dict[str, Any]) -> dict[str, float]:
-    if params["resource"] != "pods":
-        raise ValueError("the typed variants are defined for pods only")
     return await _sync_ours(url, params, variant="model-transform")
 
 

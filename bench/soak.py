@@ -493,17 +493,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SoakOptions:
         "--watch-silence", type=float, default=defaults.watch_silence, help="client watch deadline"
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    args = parser.parse_args(argv)
-    return SoakOptions(
-        minutes=args.minutes,
-        objects=args.objects,
-        rate=args.rate,
-        fault_interval=args.fault_interval,
-        check_interval=args.check_interval,
-        check_timeout=args.check_timeout,
-        watch_silence=args.watch_silence,
-        seed=args.seed,
-    )
+    # One option per field, each stored under the field's name.
+    return SoakOptions(**vars(parser.parse_args(argv)))
 
 
 async def soak(options: SoakOptions) -> bool:
