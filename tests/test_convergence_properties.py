@@ -66,6 +66,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
+from tests._support_wait import wait_until
 
 # ---------------------------------------------------------------------------------------
 # settings
@@ -342,14 +343,14 @@ class World:
         self.server.faults.clear()
         await self.server.faults.accept_connections()
         with contextlib.suppress(TimeoutError):  # the checks below say what is wrong
-            async with asyncio.timeout(CONVERGE_TIMEOUT):
-                while not all(self.live(w) for w in self.watched):
-                    # Every notification wakes the check; bookmarks and reflector state
-                    # changes announce nothing, so it also runs every 5 ms.
-                    self.changed.clear()
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(0.005):
-                            await self.changed.wait()
+            # Every notification wakes the check; bookmarks and reflector state changes
+            # announce nothing, so it also runs every 5 ms.
+            await wait_until(
+                lambda: all(self.live(w) for w in self.watched),
+                self.changed,
+                poll=0.005,
+                timeout=CONVERGE_TIMEOUT,
+            )
         for watched in self.watched:
             self.check(watched)
 

@@ -30,6 +30,7 @@ from aioinformer.errors import ConnectionFailed, Gone, ServerError, TooManyReque
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.reflector import Reflector, ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
+from tests._support_wait import wait_until
 
 CONVERGE_TIMEOUT = 10.0
 
@@ -84,12 +85,7 @@ class Pipeline:
     async def wait_until(self, condition: Callable[[], bool]) -> None:
         """Wait (bounded) for ``condition``; re-checked after every pop, and every 20 ms
         for conditions no pop announces (the reflector's state)."""
-        async with asyncio.timeout(CONVERGE_TIMEOUT):
-            while not condition():
-                self.changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.02):
-                        await self.changed.wait()
+        await wait_until(condition, self.changed, poll=0.02, timeout=CONVERGE_TIMEOUT)
 
     async def wait_converged(self) -> None:
         try:
