@@ -4,21 +4,23 @@ the fake server's seed, and the kubectl-like formatting of ages, labels and name
 Role: one place for the conventions ``watch`` and ``get`` must agree on, so that the
 same object reads the same in both. Input: parsed options, objects as the server sends
 them. Output: strings (cells, one-line error messages) and a loaded :class:`Config`;
-nothing here writes to a stream except :func:`silence_stdout` and the log handler that
-:func:`library_logging` installs.
+nothing here writes to a stream except :func:`silence_stdout`, :func:`run_command` (its
+one-line error) and the log handler that :func:`log_line_handler` makes.
 
-Task model: plain synchronous functions; :func:`seed_fake_server` writes to the fake
-server's store directly and needs no running request.
+Task model: plain synchronous functions; :func:`run_command` runs a command's coroutine
+in its own ``asyncio.run()``; :func:`seed_fake_server` writes to the fake server's store
+directly and needs no running request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from aioinformer.client import ResourceInfo
@@ -37,12 +39,16 @@ __all__ = [
     "CommandFailure",
     "age_of",
     "describe_api_error",
+    "failure_text",
     "fake_pod",
     "format_age",
     "kind_prefix",
     "labels_text",
     "library_logging",
     "load_cli_config",
+    "log_line_handler",
+    "reported_as",
+    "run_command",
     "seed_fake_server",
     "silence_stdout",
 ]
@@ -124,6 +130,36 @@ def describe_api_error(exc: ApiError) -> str:
     return f"error from server ({exc.reason or exc.code}): {exc.message or exc}"
 
 
+def failure_text(exc: BaseException) -> str:
+    """The line a failure is reported as: kubectl's wording for an API error, the message
+    of anything else."""
+    return describe_api_error(exc) if isinstance(exc, ApiError) else str(exc)
+
+
+@contextlib.contextmanager
+def reported_as(failure: type[CommandFailure]) -> Iterator[None]:
+    """Inside, a library error or a ``ValueError`` is raised again as ``failure`` carrying
+    the line to print (see :func:`failure_text`)."""
+    try:
+        yield
+    except (AioinformerError, ValueError) as exc:
+        raise failure(failure_text(exc)) from exc
+
+
+def run_command(main: Coroutine[Any, Any, int], err: TextIO, log_level: int) -> int:
+    """Run ``main`` in a new event loop with the library's log records at ``log_level``
+    and above on ``err``; return its exit code, or 1 after printing a
+    :class:`CommandFailure` on ``err`` as one line, or 130 after Ctrl-C."""
+    try:
+        with library_logging(log_line_handler(err), log_level):
+            return asyncio.run(main)
+    except CommandFailure as exc:
+        err.write(f"aioinformer: error: {exc}\n")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
 def load_cli_config(kubeconfig: str | None, context: str | None) -> Config:
     """The configuration for ``--kubeconfig`` and ``--context`` (kubeconfig or in-cluster
     as the library finds it when neither is given). Raises :class:`CommandFailure`."""
@@ -180,12 +216,18 @@ def silence_stdout(out: TextIO) -> None:
             os.close(devnull)
 
 
-@contextlib.contextmanager
-def library_logging(err: TextIO, level: int) -> Iterator[None]:
-    """While inside, the library's log records at ``level`` and above go to ``err`` as
-    ``aioinformer: LEVEL: message`` lines; the logger is restored on leaving."""
+def log_line_handler(err: TextIO) -> logging.Handler:
+    """A handler writing each log record to ``err`` as an ``aioinformer: LEVEL: message``
+    line."""
     handler = logging.StreamHandler(err)
     handler.setFormatter(logging.Formatter("aioinformer: %(levelname)s: %(message)s"))
+    return handler
+
+
+@contextlib.contextmanager
+def library_logging(handler: logging.Handler, level: int) -> Iterator[None]:
+    """While inside, the library's log records at ``level`` and above go to ``handler``;
+    the logger is restored on leaving."""
     package_logger = logging.getLogger("aioinformer")
     previous_level = package_logger.level
     package_logger.addHandler(handler)

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from aioinformer._cli_common import EXIT_INTERRUPTED, EXIT_OK, library_logging, log_line_handler
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import NAMESPACE_INDEX, meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
@@ -75,9 +76,7 @@ _FAULT_DROP_AT: Final = 0.3
 _FAULT_COMPACT_AT: Final = 0.6
 _REFUSE_WINDOW: Final = 0.3
 
-EXIT_OK: Final = 0
 EXIT_NOT_CONVERGED: Final = 1
-EXIT_INTERRUPTED: Final = 130
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -846,17 +845,10 @@ def run_demo(
     if display.live_mode:
         log_handler = RichHandler(console=display.console, show_path=False)
     else:
-        log_handler = logging.StreamHandler(sys.stderr)
-        log_handler.setFormatter(logging.Formatter("aioinformer: %(levelname)s: %(message)s"))
-    package_logger = logging.getLogger("aioinformer")
-    previous_level = package_logger.level
-    package_logger.addHandler(log_handler)
-    package_logger.setLevel(log_level)
-    try:
-        return asyncio.run(_run(settings, display))
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        display.print("aioinformer: demo aborted")
-        return EXIT_INTERRUPTED
-    finally:
-        package_logger.removeHandler(log_handler)
-        package_logger.setLevel(previous_level)
+        log_handler = log_line_handler(sys.stderr)
+    with library_logging(log_handler, log_level):
+        try:
+            return asyncio.run(_run(settings, display))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            display.print("aioinformer: demo aborted")
+            return EXIT_INTERRUPTED

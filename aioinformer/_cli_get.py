@@ -22,7 +22,6 @@ embedded fake API server seeded with a few pods and config maps runs on the same
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 import logging
@@ -36,7 +35,6 @@ import yaml
 
 from aioinformer._cli_common import (
     EXIT_FAILURE,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     GAP,
@@ -45,13 +43,14 @@ from aioinformer._cli_common import (
     describe_api_error,
     kind_prefix,
     labels_text,
-    library_logging,
     load_cli_config,
+    reported_as,
+    run_command,
     seed_fake_server,
     silence_stdout,
 )
 from aioinformer.client import Client, ResourceClient, ResourceInfo
-from aioinformer.errors import AioinformerError, ApiError, NotFound
+from aioinformer.errors import NotFound
 from aioinformer.listwatch import ListOptions
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "GetOptions", "GetOutputFormat", "Listing", "render", "run_get"]
@@ -149,17 +148,13 @@ async def _get_named(resource: ResourceClient, names: Sequence[str], listing: Li
 async def _fetch(client: Client, options: GetOptions, namespace: str | None) -> Listing:
     """Resolve the resource, then LIST it in pages or GET each name. Raises
     :class:`CommandFailure` with the line to print for anything but a missing name."""
-    try:
+    with reported_as(CommandFailure):
         resource = client.resource(options.resource, namespace)
         listing = Listing(info=await resource.info())
         if options.names:
             await _get_named(resource, options.names, listing)
         else:
             await _list_all(resource, options, listing)
-    except ApiError as exc:
-        raise CommandFailure(describe_api_error(exc)) from exc
-    except (AioinformerError, ValueError) as exc:
-        raise CommandFailure(str(exc)) from exc
     return listing
 
 
@@ -291,11 +286,4 @@ def run_get(
     if problem is not None:
         err.write(f"aioinformer: error: {problem}\n")
         return EXIT_USAGE
-    try:
-        with library_logging(err, log_level):
-            return asyncio.run(_get(options, out, err))
-    except CommandFailure as exc:
-        err.write(f"aioinformer: error: {exc}\n")
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    return run_command(_get(options, out, err), err, log_level)

@@ -37,27 +37,24 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 import orjson
 
 from aioinformer._cli_common import (
-    EXIT_FAILURE,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     GAP,
     CommandFailure,
     age_of,
-    describe_api_error,
+    failure_text,
     fake_pod,
     format_age,
     kind_prefix,
     labels_text,
-    library_logging,
     load_cli_config,
+    reported_as,
+    run_command,
     seed_fake_server,
     silence_stdout,
 )
 from aioinformer.client import Client, ResourceInfo
 from aioinformer.errors import (
-    AioinformerError,
-    ApiError,
     Forbidden,
     Unauthorized,
     UnknownResourceError,
@@ -278,7 +275,7 @@ async def _preflight(client: Client, options: WatchOptions, namespace: str | Non
     """Resolve the resource and list one object, so that what retrying cannot fix is
     reported now: an unknown resource, a forbidden namespace, bad credentials, a bad
     selector, no server."""
-    try:
+    with reported_as(WatchFailure):
         resource = client.resource(options.resource, namespace)
         info = await resource.info()
         await resource.list(
@@ -288,10 +285,6 @@ async def _preflight(client: Client, options: WatchOptions, namespace: str | Non
                 field_selector=options.field_selector,
             )
         )
-    except ApiError as exc:
-        raise WatchFailure(describe_api_error(exc)) from exc
-    except (AioinformerError, ValueError) as exc:
-        raise WatchFailure(str(exc)) from exc
     return info
 
 
@@ -346,8 +339,7 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
             if printer.closed:
                 silence_stdout(out)
         if fatal:
-            exc = fatal[0]
-            raise WatchFailure(describe_api_error(exc) if isinstance(exc, ApiError) else str(exc))
+            raise WatchFailure(failure_text(fatal[0]))
         return EXIT_OK
     finally:
         for signum in signals:
@@ -371,11 +363,4 @@ def run_watch(
     if options.fake and (options.kubeconfig or options.context):
         err.write("aioinformer: error: --fake cannot be combined with --kubeconfig or --context\n")
         return EXIT_USAGE
-    try:
-        with library_logging(err, log_level):
-            return asyncio.run(_watch(options, out))
-    except CommandFailure as exc:
-        err.write(f"aioinformer: error: {exc}\n")
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    return run_command(_watch(options, out), err, log_level)
