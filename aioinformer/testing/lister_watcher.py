@@ -76,6 +76,7 @@ from aioinformer.listwatch import (
     ObjectList,
     WatchEvent,
 )
+from aioinformer.testing._store import status_body
 
 __all__ = ["FakeListerWatcher"]
 
@@ -100,33 +101,21 @@ _WatchScript = BaseException | _Stall | _ErrorEvent | None
 
 
 def _expired_status(message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": "Expired",
-        "code": 410,
-    }
+    return status_body(410, "Expired", message)
 
 
 def _too_large_status(requested: int, current: int) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f"Too large resource version: {requested}, current: {current}",
-        "reason": "Timeout",
-        "details": {
+    return status_body(
+        504,
+        "Timeout",
+        f"Too large resource version: {requested}, current: {current}",
+        {
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
             ],
             "retryAfterSeconds": 1,
         },
-        "code": 504,
-    }
+    )
 
 
 def _key(obj: Mapping[str, Any]) -> str:
