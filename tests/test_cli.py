@@ -18,25 +18,19 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from aioinformer._cli_watch import format_age
 from aioinformer.cli import build_parser, log_level
-from aioinformer.testing.apiserver import FakeAPIServer, Rule
+from aioinformer.testing.apiserver import FakeAPIServer
+from tests._support_cli import cli_env, failing_args, pod
 
 LINE_TIMEOUT = 30.0
 """Seconds a test waits for an expected line before failing (generous: CI is shared)."""
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS", "LINES")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def _cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
@@ -45,18 +39,9 @@ def _cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_env(),
+        env=cli_env(),
         check=False,
     )
-
-
-def _pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
-        "spec": {"containers": [{"name": "main", "image": "example/app:1"}]},
-    }
 
 
 class _Running:
@@ -92,16 +77,16 @@ class _Running:
 
 
 @contextlib.asynccontextmanager
-async def _watch(*args: str) -> AsyncIterator[_Running]:
+async def _started(*args: str) -> AsyncIterator[_Running]:
+    """``aioinformer ARGS`` on the test's loop; killed on leaving if it is still running."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "aioinformer",
-        "watch",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=_env(),
+        env=cli_env(),
     )
     running = _Running(process)
     try:
@@ -110,6 +95,10 @@ async def _watch(*args: str) -> AsyncIterator[_Running]:
         if process.returncode is None:
             process.kill()
             await process.communicate()
+
+
+def _watch(*args: str) -> contextlib.AbstractAsyncContextManager[_Running]:
+    return _started("watch", *args)
 
 
 def _row(line: str) -> list[str]:
@@ -130,7 +119,7 @@ def _row(line: str) -> list[str]:
 )
 def test_both_entry_points_show_help_naming_the_commands(command: list[str]) -> None:
     result = subprocess.run(
-        [*command, "--help"], capture_output=True, text=True, env=_env(), check=False
+        [*command, "--help"], capture_output=True, text=True, env=cli_env(), check=False
     )
     assert result.returncode == 0, result.stderr
     assert "demo" in result.stdout
@@ -244,32 +233,12 @@ def test_demo_with_no_churn_and_no_pods_still_converges() -> None:
 
 
 async def test_demo_stops_on_sigint_and_still_prints_the_summary() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioinformer",
-        "demo",
-        "--pods",
-        "200",
-        "--churn",
-        "100",
-        "--duration",
-        "600",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=_env(),
-    )
-    running = _Running(process)
-    try:
+    async with _started("demo", "--pods", "200", "--churn", "100", "--duration", "600") as running:
         await running.read_until(lambda line: "churning:" in line)
         loop = asyncio.get_running_loop()
         interrupted_at = loop.time()
         code, rest, err = await running.interrupt()
         stopped_after = loop.time() - interrupted_at
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.communicate()
     assert code == 0, rest + err
     assert stopped_after < 10
     assert "interrupted: stopping churn" in rest
@@ -284,9 +253,9 @@ async def test_demo_stops_on_sigint_and_still_prints_the_summary() -> None:
 async def test_watch_prints_the_synced_list_then_a_row_per_event(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("web-1"))
-    fake_apiserver.create(_pod("web-0"))
-    fake_apiserver.create(_pod("elsewhere", namespace="other"))
+    fake_apiserver.create(pod("web-1"))
+    fake_apiserver.create(pod("web-0"))
+    fake_apiserver.create(pod("elsewhere", namespace="other"))
     kubeconfig = fake_apiserver.kubeconfig_path()
     async with _watch("pods", "--kubeconfig", kubeconfig) as cli:
         header = await cli.read_until(lambda line: line.startswith("EVENT"))
@@ -296,7 +265,7 @@ async def test_watch_prints_the_synced_list_then_a_row_per_event(
         assert [_row(first)[:2], _row(second)[:2]] == [["ADDED", "web-0"], ["ADDED", "web-1"]]
         assert re.fullmatch(r"\d+s", _row(first)[2])
 
-        fake_apiserver.create(_pod("web-2"))
+        fake_apiserver.create(pod("web-2"))
         assert _row(await cli.read_until(lambda line: "web-2" in line))[:2] == ["ADDED", "web-2"]
         fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"v": "2"}}})
         assert _row(await cli.read_until(lambda line: "web-0" in line))[:2] == [
@@ -317,8 +286,8 @@ async def test_watch_prints_the_synced_list_then_a_row_per_event(
 async def test_watch_survives_a_dropped_watch_and_a_410_with_a_relist(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("stays"))
-    fake_apiserver.create(_pod("goes"))
+    fake_apiserver.create(pod("stays"))
+    fake_apiserver.create(pod("goes"))
     async with _watch("pods", "--kubeconfig", fake_apiserver.kubeconfig_path()) as cli:
         await cli.read_until(lambda line: "goes" in line)
         await cli.read_until(lambda line: "stays" in line)
@@ -326,14 +295,14 @@ async def test_watch_survives_a_dropped_watch_and_a_410_with_a_relist(
 
         # A dropped connection: the watch resumes from its resourceVersion.
         await fake_apiserver.restart(reset_history=False)
-        fake_apiserver.create(_pod("after-drop"))
+        fake_apiserver.create(pod("after-drop"))
         assert _row(await cli.read_until(lambda line: "after-drop" in line))[0] == "ADDED"
 
         # Changes while the watch is away, then the history is gone: the re-watch gets
         # 410 Gone, the informer relists and reports the difference.
         await fake_apiserver.faults.refuse_connections()
         fake_apiserver.delete("pods", "default", "goes")
-        fake_apiserver.create(_pod("during-outage"))
+        fake_apiserver.create(pod("during-outage"))
         fake_apiserver.compact()
         await fake_apiserver.faults.accept_connections()
         seen: dict[str, str] = {}
@@ -352,8 +321,8 @@ async def test_watch_survives_a_dropped_watch_and_a_410_with_a_relist(
 async def test_watch_all_namespaces_adds_a_namespace_column(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("a", namespace="team-a"))
-    fake_apiserver.create(_pod("b", namespace="team-b"))
+    fake_apiserver.create(pod("a", namespace="team-a"))
+    fake_apiserver.create(pod("b", namespace="team-b"))
     async with _watch("pods", "-A", "--kubeconfig", fake_apiserver.kubeconfig_path()) as cli:
         header = await cli.read_until(lambda line: line.startswith("EVENT"))
         rows = [_row(await cli.read_until(lambda line: True)) for _ in range(2)]
@@ -366,15 +335,15 @@ async def test_watch_all_namespaces_adds_a_namespace_column(
 async def test_watch_with_a_label_selector_and_wide_output(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("front", tier="web"))
-    fake_apiserver.create(_pod("back", tier="db"))
+    fake_apiserver.create(pod("front", tier="web"))
+    fake_apiserver.create(pod("back", tier="db"))
     async with _watch(
         "pods", "-l", "tier=web", "-o", "wide", "--kubeconfig", fake_apiserver.kubeconfig_path()
     ) as cli:
         header = await cli.read_until(lambda line: line.startswith("EVENT"))
         row = _row(await cli.read_until(lambda line: True))
-        fake_apiserver.create(_pod("front-2", tier="web"))
-        fake_apiserver.create(_pod("back-2", tier="db"))
+        fake_apiserver.create(pod("front-2", tier="web"))
+        fake_apiserver.create(pod("back-2", tier="db"))
         await cli.read_until(lambda line: "front-2" in line)
         code, rest, err = await cli.interrupt()
     assert code == 0, err
@@ -386,7 +355,7 @@ async def test_watch_with_a_label_selector_and_wide_output(
 
 
 async def test_watch_json_output_is_one_event_per_line(fake_apiserver: FakeAPIServer) -> None:
-    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.create(pod("web-0"))
     async with _watch(
         "pods", "-o", "json", "--kubeconfig", fake_apiserver.kubeconfig_path()
     ) as cli:
@@ -433,7 +402,7 @@ async def test_watch_fake_shows_its_seeded_pods_then_its_churn() -> None:
 async def test_watch_ends_with_an_error_when_access_is_revoked_mid_run(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.create(pod("web-0"))
     fake_apiserver.add_token("temporary")
     kubeconfig = fake_apiserver.kubeconfig_path(token="temporary")
     async with _watch("pods", "--kubeconfig", kubeconfig) as cli:
@@ -451,7 +420,7 @@ async def test_watch_ends_with_an_error_when_access_is_revoked_mid_run(
 async def test_watch_exits_quietly_when_its_reader_goes_away(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.create(pod("web-0"))
     read_end, write_end = os.pipe()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -463,7 +432,7 @@ async def test_watch_exits_quietly_when_its_reader_goes_away(
         fake_apiserver.kubeconfig_path(),
         stdout=write_end,
         stderr=asyncio.subprocess.PIPE,
-        env=_env(),
+        env=cli_env(),
     )
     os.close(write_end)
     try:
@@ -473,7 +442,7 @@ async def test_watch_exits_quietly_when_its_reader_goes_away(
             first = await loop.run_in_executor(None, os.read, read_end, 4096)
         os.close(read_end)
         read_end = -1
-        fake_apiserver.create(_pod("web-1"))
+        fake_apiserver.create(pod("web-1"))
         async with asyncio.timeout(LINE_TIMEOUT):
             _, err = await process.communicate()
     finally:
@@ -485,19 +454,6 @@ async def test_watch_exits_quietly_when_its_reader_goes_away(
     assert first.startswith(b"EVENT")
     assert process.returncode == 0
     assert err == b""
-
-
-def _write(path: Path, text: str) -> str:
-    path.write_text(text)
-    return str(path)
-
-
-async def _closed_port() -> int:
-    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port: int = server.sockets[0].getsockname()[1]
-    server.close()
-    await server.wait_closed()
-    return port
 
 
 @pytest.mark.parametrize(
@@ -514,31 +470,15 @@ async def _closed_port() -> int:
 async def test_watch_failures_are_one_clear_line_and_exit_1(
     case: str, fake_apiserver: FakeAPIServer, tmp_path: Path
 ) -> None:
-    args: list[str]
-    expected: str
-    if case == "missing-kubeconfig":
-        path = str(tmp_path / "nope.yaml")
-        args, expected = ["pods", "--kubeconfig", path], "nope.yaml"
-    elif case == "malformed-kubeconfig":
-        path = _write(tmp_path / "bad.yaml", "clusters: [this is: not: valid\n")
-        args, expected = ["pods", "--kubeconfig", path], "bad.yaml"
-    elif case == "unknown-context":
-        path = fake_apiserver.kubeconfig_path()
-        args, expected = ["pods", "--kubeconfig", path, "--context", "staging"], "staging"
-    elif case == "unknown-resource":
-        path = fake_apiserver.kubeconfig_path()
-        args, expected = ["widgets", "--kubeconfig", path], "widgets"
-    elif case == "forbidden-namespace":
-        fake_apiserver.add_token(
-            "limited", rules=[Rule(verbs=["*"], resources=["pods"], namespaces=["allowed"])]
-        )
-        path = fake_apiserver.kubeconfig_path(token="limited")
-        args, expected = ["pods", "-n", "secret", "--kubeconfig", path], "forbidden"
-    else:
-        port = await _closed_port()
-        text = _kubeconfig_text(f"http://127.0.0.1:{port}")
-        path = _write(tmp_path / "dead.yaml", text)
-        args, expected = ["pods", "--kubeconfig", path], f"127.0.0.1:{port}"
+    args, address = await failing_args(case, fake_apiserver, tmp_path)
+    expected = {
+        "missing-kubeconfig": "nope.yaml",
+        "malformed-kubeconfig": "bad.yaml",
+        "unknown-context": "staging",
+        "unknown-resource": "widgets",
+        "forbidden-namespace": "forbidden",
+        "unreachable-server": address,
+    }[case]
     async with _watch(*args) as cli:
         async with asyncio.timeout(LINE_TIMEOUT):
             out, err = await cli.process.communicate()
@@ -550,15 +490,6 @@ async def test_watch_failures_are_one_clear_line_and_exit_1(
     assert expected in lines[0]
     if case == "forbidden-namespace":
         assert '"secret"' in lines[0]
-
-
-def _kubeconfig_text(url: str) -> str:
-    return (
-        "apiVersion: v1\nkind: Config\ncurrent-context: dead\n"
-        f"clusters: [{{name: dead, cluster: {{server: '{url}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: dead, context: {cluster: dead, user: u}}]\n"
-    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
 import re
 import sys
 from pathlib import Path
@@ -23,18 +22,13 @@ import yaml
 
 from aioinformer._cli_get import GetOptions, run_get
 from aioinformer.cli import log_level, main, parse_args
-from aioinformer.testing.apiserver import FakeAPIServer, Rule
+from aioinformer.testing.apiserver import FakeAPIServer
+from tests._support_cli import cli_env, failing_args, pod
 
 TIMEOUT = 60.0
 """Seconds a command may take before the test fails (generous: CI is shared)."""
 
 AGE = re.compile(r"\d+s")
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS", "LINES")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 async def _get(*args: str) -> tuple[int, str, str]:
@@ -48,7 +42,7 @@ async def _get(*args: str) -> tuple[int, str, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=_env(),
+        env=cli_env(),
     )
     try:
         async with asyncio.timeout(TIMEOUT):
@@ -59,15 +53,6 @@ async def _get(*args: str) -> tuple[int, str, str]:
             await process.communicate()
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
-
-
-def _pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
-        "spec": {"containers": [{"name": "main", "image": "example/app:1"}]},
-    }
 
 
 def _config_map(name: str, namespace: str = "default") -> dict[str, Any]:
@@ -95,10 +80,10 @@ def _lists(server: FakeAPIServer, path: str) -> list[dict[str, str]]:
 @pytest.fixture
 def seeded(fake_apiserver: FakeAPIServer) -> FakeAPIServer:
     """Pods in ``default`` (two web, one db) and one in ``other``."""
-    fake_apiserver.create(_pod("web-1", tier="web"))
-    fake_apiserver.create(_pod("web-0", tier="web"))
-    fake_apiserver.create(_pod("db-0", tier="db"))
-    fake_apiserver.create(_pod("elsewhere", namespace="other", tier="web"))
+    fake_apiserver.create(pod("web-1", tier="web"))
+    fake_apiserver.create(pod("web-0", tier="web"))
+    fake_apiserver.create(pod("db-0", tier="db"))
+    fake_apiserver.create(pod("elsewhere", namespace="other", tier="web"))
     return fake_apiserver
 
 
@@ -207,7 +192,7 @@ async def test_name_output_is_kind_slash_name_with_the_group_for_grouped_kinds(
             "spec": {"replicas": 1},
         }
     )
-    fake_apiserver.create(_pod("web-0"))
+    fake_apiserver.create(pod("web-0"))
     kubeconfig = fake_apiserver.kubeconfig_path()
     code, out, err = await _get("apps/v1/deployments", "-o", "name", "--kubeconfig", kubeconfig)
     assert (code, out, err) == (0, "deployment.apps/web\n", "")
@@ -369,28 +354,6 @@ async def test_get_exits_quietly_when_its_reader_goes_away(seeded: FakeAPIServer
 # Failures
 
 
-def _write(path: Path, text: str) -> str:
-    path.write_text(text)
-    return str(path)
-
-
-async def _closed_port() -> int:
-    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port: int = server.sockets[0].getsockname()[1]
-    server.close()
-    await server.wait_closed()
-    return port
-
-
-def _kubeconfig_text(url: str) -> str:
-    return (
-        "apiVersion: v1\nkind: Config\ncurrent-context: dead\n"
-        f"clusters: [{{name: dead, cluster: {{server: '{url}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: dead, context: {cluster: dead, user: u}}]\n"
-    )
-
-
 @pytest.mark.parametrize(
     "case",
     [
@@ -406,34 +369,16 @@ def _kubeconfig_text(url: str) -> str:
 async def test_failures_are_one_clear_line_and_exit_1(
     case: str, fake_apiserver: FakeAPIServer, tmp_path: Path
 ) -> None:
-    args: list[str]
-    expected: str
-    if case == "missing-kubeconfig":
-        path = str(tmp_path / "nope.yaml")
-        args, expected = ["pods", "--kubeconfig", path], "cannot load kubeconfig"
-    elif case == "malformed-kubeconfig":
-        path = _write(tmp_path / "bad.yaml", "clusters: [this is: not: valid\n")
-        args, expected = ["pods", "--kubeconfig", path], "bad.yaml"
-    elif case == "unknown-context":
-        path = fake_apiserver.kubeconfig_path()
-        args, expected = ["pods", "--kubeconfig", path, "--context", "staging"], "staging"
-    elif case == "unknown-resource":
-        path = fake_apiserver.kubeconfig_path()
-        args, expected = ["widgets", "--kubeconfig", path], "no resource named 'widgets'"
-    elif case == "forbidden-namespace":
-        fake_apiserver.add_token(
-            "limited", rules=[Rule(verbs=["*"], resources=["pods"], namespaces=["allowed"])]
-        )
-        path = fake_apiserver.kubeconfig_path(token="limited")
-        args = ["pods", "-n", "secret", "--kubeconfig", path]
-        expected = 'error from server (Forbidden): pods is forbidden: User "'
-    elif case == "invalid-label-selector":
-        path = fake_apiserver.kubeconfig_path()
-        args, expected = ["pods", "-l", "a in (b", "--kubeconfig", path], "(BadRequest)"
-    else:
-        port = await _closed_port()
-        path = _write(tmp_path / "dead.yaml", _kubeconfig_text(f"http://127.0.0.1:{port}"))
-        args, expected = ["pods", "--kubeconfig", path], f"127.0.0.1:{port}"
+    args, address = await failing_args(case, fake_apiserver, tmp_path)
+    expected = {
+        "missing-kubeconfig": "cannot load kubeconfig",
+        "malformed-kubeconfig": "bad.yaml",
+        "unknown-context": "staging",
+        "unknown-resource": "no resource named 'widgets'",
+        "forbidden-namespace": 'error from server (Forbidden): pods is forbidden: User "',
+        "invalid-label-selector": "(BadRequest)",
+        "unreachable-server": address,
+    }[case]
     code, out, err = await _get(*args)
     assert code == 1, (out, err)
     assert out == ""

@@ -1,0 +1,82 @@
+"""What the command-line tests share: the subprocess environment, a pod, and the setups
+that make ``get`` and ``watch`` fail with a one-line error."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from aioinformer.testing.apiserver import FakeAPIServer, Rule
+
+
+def cli_env() -> dict[str, str]:
+    """The environment a CLI subprocess runs in: no kubeconfig or terminal size inherited
+    from the caller, unbuffered output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS", "LINES")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    """A pod labelled ``labels`` (``app=NAME`` when none are given)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": "example/app:1"}]},
+    }
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+async def _closed_port() -> int:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port: int = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    return port
+
+
+def _kubeconfig_text(url: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Config\ncurrent-context: dead\n"
+        f"clusters: [{{name: dead, cluster: {{server: '{url}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: dead, context: {cluster: dead, user: u}}]\n"
+    )
+
+
+async def failing_args(case: str, server: FakeAPIServer, tmp_path: Path) -> tuple[list[str], str]:
+    """The arguments after the command name that make it fail as ``case`` says, and the
+    ``127.0.0.1:PORT`` address of the unreachable server (``""`` for the other cases).
+
+    Cases: ``missing-kubeconfig`` (``nope.yaml``), ``malformed-kubeconfig``
+    (``bad.yaml``), ``unknown-context`` (``staging``), ``unknown-resource``
+    (``widgets``), ``forbidden-namespace`` (namespace ``secret`` for a token allowed only
+    ``allowed``), ``invalid-label-selector`` and ``unreachable-server``.
+    """
+    if case == "missing-kubeconfig":
+        return ["pods", "--kubeconfig", str(tmp_path / "nope.yaml")], ""
+    if case == "malformed-kubeconfig":
+        path = _write(tmp_path / "bad.yaml", "clusters: [this is: not: valid\n")
+        return ["pods", "--kubeconfig", path], ""
+    if case == "unknown-context":
+        return ["pods", "--kubeconfig", server.kubeconfig_path(), "--context", "staging"], ""
+    if case == "unknown-resource":
+        return ["widgets", "--kubeconfig", server.kubeconfig_path()], ""
+    if case == "forbidden-namespace":
+        server.add_token(
+            "limited", rules=[Rule(verbs=["*"], resources=["pods"], namespaces=["allowed"])]
+        )
+        return ["pods", "-n", "secret", "--kubeconfig", server.kubeconfig_path(token="limited")], ""
+    if case == "invalid-label-selector":
+        return ["pods", "-l", "a in (b", "--kubeconfig", server.kubeconfig_path()], ""
+    assert case == "unreachable-server", case
+    address = f"127.0.0.1:{await _closed_port()}"
+    path = _write(tmp_path / "dead.yaml", _kubeconfig_text(f"http://{address}"))
+    return ["pods", "--kubeconfig", path], address
