@@ -77,6 +77,7 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._tasks import is_async_callable
 from aioinformer.errors import Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.informer import HandlerRegistration, SharedIndexInformer
@@ -224,7 +225,7 @@ class Controller:
             raise ValueError(f"drain_timeout must be >= 0, got {drain_timeout}")
         self.name = name
         self._reconcile = reconcile
-        self._is_async = _is_async_callable(reconcile)
+        self._is_async = is_async_callable(reconcile)
         self._workers = workers
         self._key_func = key_func
         self._clock = clock if clock is not None else default_clock
@@ -551,10 +552,3 @@ class Controller:
             raise asyncio.CancelledError
         if not task.cancelled() and task.exception() is not None and exc is None:
             raise task.exception()  # type: ignore[misc]
-
-
-def _is_async_callable(func: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(func):
-        return True
-    call = getattr(func, "__call__", None)  # noqa: B004 - an object with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)

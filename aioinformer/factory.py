@@ -42,6 +42,7 @@ from typing import Any, Self
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock
 from aioinformer._gcpolicy import GCPolicy
+from aioinformer._tasks import cancel_and_wait
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
@@ -266,21 +267,14 @@ class SharedInformerFactory:
         does not hide the others.
         """
         self._shut_down = True
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        cancelled = False
-        while not all(task.done() for task in tasks):
-            try:
-                await asyncio.wait(tasks)
-            except asyncio.CancelledError:
-                cancelled = True  # finish stopping first: no task may outlive us
-        for key, task in self._tasks.items():
-            if not task.cancelled() and task.exception() is not None:
-                logger.error("informer %s failed", key.describe(), exc_info=task.exception())
-        self._tasks.clear()
-        if cancelled:
-            raise asyncio.CancelledError
+        try:
+            # Finish stopping even if cancelled meanwhile: no task may outlive us.
+            await cancel_and_wait(*self._tasks.values())
+        finally:
+            for key, task in self._tasks.items():
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    logger.error("informer %s failed", key.describe(), exc_info=task.exception())
+            self._tasks.clear()
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -66,6 +66,7 @@ from anyio.abc import TaskStatus
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy
+from aioinformer._tasks import cancel_and_wait
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.indexer import (
@@ -906,7 +907,7 @@ class SharedIndexInformer:
         if task is None:
             return
         self._run_task = None
-        await _cancel_and_wait(task)
+        await cancel_and_wait(task)
         if not task.cancelled() and task.exception() is not None and exc is None:
             raise task.exception()  # type: ignore[misc]
 
@@ -916,20 +917,6 @@ class SharedIndexInformer:
             f" synced={self._synced_flag} items={len(self._indexer)}"
             f" handlers={len(self._processor)}>"
         )
-
-
-async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
-    """Cancel ``task`` and wait until it has ended, even if we are cancelled meanwhile
-    (the cancellation is re-raised afterwards): no task outlives its owner."""
-    task.cancel()
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
 
 
 def _handler_name(handler: object, *funcs: Callable[..., Any] | None) -> str:

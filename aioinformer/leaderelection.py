@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import inspect
 import logging
 import math
 import random
@@ -71,6 +70,7 @@ from aioinformer._resourcelock import (
     lease_spec_to_record,
     record_to_lease_spec,
 )
+from aioinformer._tasks import cancel_and_wait, is_async_callable, wait_regardless
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.errors import LeadershipLost as LeadershipLost
 
@@ -121,14 +121,8 @@ def _jitter(period: float, factor: float) -> float:
     return period + random.random() * factor * period
 
 
-def _is_async(fn: object) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - an object with ``async def __call__``
-    )
-
-
 def _to_async0(fn: Callable[[], Awaitable[None] | None]) -> Callable[[], Coroutine[Any, Any, None]]:
-    if _is_async(fn):
+    if is_async_callable(fn):
 
         async def call_async() -> None:
             await fn()  # type: ignore[misc]
@@ -144,7 +138,7 @@ def _to_async0(fn: Callable[[], Awaitable[None] | None]) -> Callable[[], Corouti
 def _to_async1(
     fn: Callable[[str], Awaitable[None] | None],
 ) -> Callable[[str], Coroutine[Any, Any, None]]:
-    if _is_async(fn):
+    if is_async_callable(fn):
 
         async def call_async(identity: str) -> None:
             await fn(identity)  # type: ignore[misc]
@@ -161,33 +155,10 @@ def _callback_name(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-async def _wait_regardless(*tasks: asyncio.Task[Any]) -> None:
-    """Wait until every one of ``tasks`` has finished.
-
-    A cancellation of the caller while waiting is held back until they have finished, then
-    re-raised: no task outlives the scope that started it.
-    """
-    interrupted = False
-    while pending := [task for task in tasks if not task.done()]:
-        try:
-            await asyncio.wait(pending)
-        except asyncio.CancelledError:
-            interrupted = True
-    if interrupted:
-        raise asyncio.CancelledError
-
-
-async def _cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
-    """Cancel ``tasks`` and wait until every one has finished (see :func:`_wait_regardless`)."""
-    for task in tasks:
-        task.cancel()
-    await _wait_regardless(*tasks)
-
-
 async def _finish_regardless(coro: Coroutine[Any, Any, None]) -> None:
     """Run ``coro`` to completion even if the caller is cancelled meanwhile (then re-raise)."""
     task = asyncio.ensure_future(coro)
-    await _wait_regardless(task)
+    await wait_regardless(task)
     task.result()
 
 
@@ -198,7 +169,7 @@ async def _completes_within(clock: Clock, seconds: float, coro: Coroutine[Any, A
     try:
         await asyncio.wait([work, timer], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        await _cancel_and_wait(work, timer)
+        await cancel_and_wait(work, timer)
     if work.cancelled():
         return False
     work.result()
@@ -536,8 +507,8 @@ class LeaderElector:
             for hook in list(self._on_leaving):
                 hook()
             if work is not None:
-                await _cancel_and_wait(work)
-            await _cancel_and_wait(renew)
+                await cancel_and_wait(work)
+            await cancel_and_wait(renew)
         if work is not None and not work.cancelled() and work.exception() is not None:
             logger.error(
                 "%s: leader work %s failed; stepping down",
@@ -619,7 +590,7 @@ class LeaderElector:
         try:
             await asyncio.wait([notifier])
         finally:
-            await _cancel_and_wait(notifier)
+            await cancel_and_wait(notifier)
 
     async def _call_stopped_leading(self) -> None:
         if self._stopped is None:
@@ -675,15 +646,15 @@ class _LeadershipScope:
             try:
                 await asyncio.wait([runner, leading], return_when=asyncio.FIRST_COMPLETED)
             finally:
-                await _cancel_and_wait(leading)
+                await cancel_and_wait(leading)
             if runner.done() or not elector.is_leader():
-                await _cancel_and_wait(runner)
+                await cancel_and_wait(runner)
                 if not runner.cancelled():
                     runner.result()
                 raise LeadershipLost(f"{elector.name}: leadership ended before the body started")
         except BaseException:
             elector._on_leaving.remove(self._leaving)
-            await _cancel_and_wait(runner)
+            await cancel_and_wait(runner)
             raise
         self._inside = True
 
@@ -704,7 +675,7 @@ class _LeadershipScope:
         # body ended on its own, our cancellation has not been delivered yet and lands here.
         interrupted = False
         try:
-            await _cancel_and_wait(runner)
+            await cancel_and_wait(runner)
         except asyncio.CancelledError:
             interrupted = True
         ours = self._lost and body.uncancel() <= self._cancelling

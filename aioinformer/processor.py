@@ -50,7 +50,6 @@ its undelivered notifications and lets a handler call already running finish; ca
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
@@ -58,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._tasks import is_async_callable
 
 __all__ = [
     "ADD",
@@ -120,15 +120,6 @@ def determine_resync_period(desired: float, check: float) -> float:
     return desired
 
 
-def _is_async(fn: HandlerFunc | None) -> bool:
-    if fn is None:
-        return False
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 -- callable objects with async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
 @dataclass(frozen=True, slots=True)
 class HandlerStatistics:
     """A snapshot of one handler's delivery counters."""
@@ -185,9 +176,9 @@ class ProcessorListener:
         self._on_add = on_add
         self._on_update = on_update
         self._on_delete = on_delete
-        self._add_is_async = _is_async(on_add)
-        self._update_is_async = _is_async(on_update)
-        self._delete_is_async = _is_async(on_delete)
+        self._add_is_async = is_async_callable(on_add)
+        self._update_is_async = is_async_callable(on_update)
+        self._delete_is_async = is_async_callable(on_delete)
         self.convert = convert
         """Applied to each object before delivery (typed informers); None for raw."""
         self._upstream_has_synced = upstream_has_synced

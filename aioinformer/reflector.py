@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import inspect
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -88,6 +87,7 @@ from typing import Any, Final, Protocol, TypeAlias
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
+from aioinformer._tasks import is_async_callable
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
@@ -391,11 +391,6 @@ def _is_stray_cancellation() -> bool:
     return task is not None and task.cancelling() == 0
 
 
-def _is_async_callable(fn: Callable[..., Any]) -> bool:
-    # A callable object counts as async when its class's __call__ is a coroutine function.
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-
-
 async def _close_stream(stream: AsyncIterator[WatchEvent]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
@@ -530,7 +525,7 @@ class Reflector:
     def set_watch_error_handler(self, handler: WatchErrorHandler | None) -> None:
         """Replace the failure hook (``None`` removes it); sync or async."""
         self._handler = handler
-        self._handler_is_async = handler is not None and _is_async_callable(handler)
+        self._handler_is_async = handler is not None and is_async_callable(handler)
 
     def statistics(self) -> ReflectorStatistics:
         """A frozen snapshot of the state and counters."""
