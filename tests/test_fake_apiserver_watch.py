@@ -360,6 +360,25 @@ async def test_drop_watch_after_n_events_ends_the_stream_cleanly(
     assert await (await watch()).events(3) == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")]
 
 
+async def test_a_watch_ending_before_its_fault_fires_hands_the_fault_to_the_next_watch(
+    fake_apiserver_factory: Factory, fake_clock: FakeClock, watch: WatchFactory
+) -> None:
+    server = await fake_apiserver_factory(clock=fake_clock)
+    server.create(pod("a"))
+    server.faults.drop_watch_after(1)
+    # The first watch takes the fault but ends (its timeout) without sending a line.
+    first = await watch(server=server, resourceVersion=server.resource_version, timeoutSeconds="2")
+    await fake_clock.wait_for_sleepers(1)
+    await fake_clock.advance(2.0)
+    assert await first.rest() == b""
+    assert server.faults.count("drop_watch") == 0
+    # The fault is still owed: the next watch is dropped after one line.
+    second = await watch(server=server)
+    assert await second.events(1) == [("ADDED", "a")]
+    assert await second.event() is None
+    assert server.faults.count("drop_watch") == 1
+
+
 async def test_abrupt_drop_breaks_the_chunked_body(
     fake_apiserver: FakeAPIServer, watch: WatchFactory
 ) -> None:

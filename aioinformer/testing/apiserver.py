@@ -204,9 +204,11 @@ class Faults:
 
     Watch faults (``drop_watch_after``, ``close_mid_line``, ``garbage_line``,
     ``stall_watch``) arm the next watch opened (on ``resource`` when given); each arms one
-    watch. Request faults (``fail_next``, ``latency``) apply to every request they match.
-    Connection faults (``refuse_connections``, ``accept_connections``) are async since
-    they stop and restart the listening socket.
+    watch, and a watch that ends before the fault's turn came hands it on to the next
+    one, so an armed fault always takes effect once. Request faults (``fail_next``,
+    ``latency``) apply to every request they match. Connection faults
+    (``refuse_connections``, ``accept_connections``) are async since they stop and
+    restart the listening socket.
     """
 
     def __init__(self, server: FakeAPIServer) -> None:
@@ -305,6 +307,10 @@ class Faults:
             if fault.resource is None or fault.resource in (rt.plural, rt.qualified):
                 return self._watch.pop(i)
         return None
+
+    def _return_watch_fault(self, fault: _WatchFault) -> None:
+        """Re-arm ``fault`` first in line: its watch ended before the fault fired."""
+        self._watch.insert(0, fault)
 
     def _take_failure(self, rt: ResourceType | None, verb: str) -> _Failure | None:
         for failure in self._failures:
@@ -1231,52 +1237,57 @@ class FakeAPIServer:
         next_bookmark = start + interval if bookmarks else None
         fault = self.faults._take_watch_fault(watcher.rt)
         sent = 0
-        while True:
-            if end is not None and clock.monotonic() >= end:
-                break
-            if watcher.buffer:
-                batch = watcher.buffer
-                watcher.buffer = []
-                if fault is not None and sent + len(batch) >= fault.after:
-                    cut = fault.after - sent
-                    if cut:
-                        await response.write(b"".join(batch[:cut]))
-                    sent += cut
-                    outcome = await self._apply_watch_fault(
-                        request, response, watcher, fault, batch[cut:]
-                    )
-                    fault = None
+        try:
+            while True:
+                if end is not None and clock.monotonic() >= end:
+                    break
+                if watcher.buffer:
+                    batch = watcher.buffer
+                    watcher.buffer = []
+                    if fault is not None and sent + len(batch) >= fault.after:
+                        cut = fault.after - sent
+                        if cut:
+                            await response.write(b"".join(batch[:cut]))
+                        sent += cut
+                        applied, fault = fault, None
+                        outcome = await self._apply_watch_fault(
+                            request, response, watcher, applied, batch[cut:]
+                        )
+                        if outcome == "end":
+                            break
+                        if outcome == "abort":
+                            return
+                        continue
+                    await response.write(b"".join(batch))
+                    sent += len(batch)
+                    continue
+                if watcher.closed or self._closing:
+                    break
+                now = clock.monotonic()
+                if fault is not None and fault.after <= sent:
+                    applied, fault = fault, None
+                    outcome = await self._apply_watch_fault(request, response, watcher, applied, [])
                     if outcome == "end":
                         break
                     if outcome == "abort":
                         return
                     continue
-                await response.write(b"".join(batch))
-                sent += len(batch)
-                continue
-            if watcher.closed or self._closing:
-                break
-            now = clock.monotonic()
-            if fault is not None and fault.after <= sent:
-                outcome = await self._apply_watch_fault(request, response, watcher, fault, [])
-                fault = None
-                if outcome == "end":
-                    break
-                if outcome == "abort":
-                    return
-                continue
-            if next_bookmark is not None and now >= next_bookmark:
-                # Everything up to the newest write was offered to this watcher (its
-                # buffer is empty), so that version is safe to resume from.
-                rv = max(self._store.rv, watcher.min_rv)
-                await response.write(bookmark_line(watcher.rt, rv, as_meta=watcher.as_meta))
-                sent += 1
-                next_bookmark = now + interval
-                continue
-            deadlines = [d for d in (end, next_bookmark) if d is not None]
-            delay = min(deadlines) - now if deadlines else None
-            watcher.wake.clear()
-            await self._wait(watcher.wake, delay)
+                if next_bookmark is not None and now >= next_bookmark:
+                    # Everything up to the newest write was offered to this watcher (its
+                    # buffer is empty), so that version is safe to resume from.
+                    rv = max(self._store.rv, watcher.min_rv)
+                    await response.write(bookmark_line(watcher.rt, rv, as_meta=watcher.as_meta))
+                    sent += 1
+                    next_bookmark = now + interval
+                    continue
+                deadlines = [d for d in (end, next_bookmark) if d is not None]
+                delay = min(deadlines) - now if deadlines else None
+                watcher.wake.clear()
+                await self._wait(watcher.wake, delay)
+        finally:
+            if fault is not None:
+                # The watch ended before the fault's turn: the next watch gets it.
+                self.faults._return_watch_fault(fault)
         if not self._aborted(request):
             await response.write_eof()
 
