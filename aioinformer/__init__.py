@@ -64,9 +64,7 @@ from aioinformer.errors import UnknownResourceError as UnknownResourceError
 from aioinformer.errors import UnprocessableEntity as UnprocessableEntity
 from aioinformer.errors import WatchError as WatchError
 from aioinformer.errors import WatchTimeout as WatchTimeout
-from aioinformer.errors import api_error_from_response as api_error_from_response
 from aioinformer.errors import api_error_from_status as api_error_from_status
-from aioinformer.errors import map_transport_errors as map_transport_errors
 from aioinformer.factory import InformerKey as InformerKey
 from aioinformer.factory import SharedInformerFactory as SharedInformerFactory
 from aioinformer.indexer import NAMESPACE_INDEX as NAMESPACE_INDEX
@@ -323,7 +321,6 @@ __all__ = [
     "WatchTimeout",
     "WithMaxWaitRateLimiter",
     "WorkQueue",
-    "api_error_from_response",
     "api_error_from_status",
     "chain",
     "default_clock",
@@ -337,7 +334,6 @@ __all__ = [
     "load_config",
     "load_incluster_config",
     "load_kube_config",
-    "map_transport_errors",
     "match_labels",
     "meta_namespace_key",
     "namespace_index_func",

@@ -16,7 +16,7 @@ decoded JSON (plain dicts, exactly as orjson produced them), :class:`ObjectList`
   once when a name is not found (a CRD installed since).
 * Every non-2xx answer raises the matching :class:`~aioinformer.errors.ApiError`; every
   transport failure a :class:`~aioinformer.errors.TransportError`, both through the
-  mapping functions of ``errors.py``.
+  translation boundary ``aioinformer._transport``.
 
 Names and namespaces are validated before they are put in a URL (``ValueError``).
 Task model: all methods run in the caller's task; discovery of many group-versions runs
@@ -52,6 +52,12 @@ import orjson
 import yarl
 
 from aioinformer._auth import Authenticator, Credentials
+from aioinformer._transport import (
+    BodyTooLarge,
+    api_error_from_response,
+    map_tls_config_errors,
+    map_transport_errors,
+)
 from aioinformer.config import Config, load_config
 from aioinformer.errors import (
     ApiError,
@@ -59,8 +65,6 @@ from aioinformer.errors import (
     NotFound,
     TransportError,
     UnknownResourceError,
-    api_error_from_response,
-    map_transport_errors,
 )
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES, read_watch_stream
@@ -109,17 +113,13 @@ _NAMESPACE_RE: Final = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
 _SUBRESOURCE_RE: Final = re.compile(r"^[a-z][a-z0-9]*$")
 
 
-class _BodyTooLarge(TransportError):
-    """A response body over its size limit (raised before reading past the limit)."""
-
-
 async def _read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
-    """The whole body of ``response``, refused with :class:`_BodyTooLarge` once it is
+    """The whole body of ``response``, refused with :class:`BodyTooLarge` once it is
     known to exceed ``limit`` bytes: at once when ``Content-Length`` says so, else as
     soon as what was read passes the limit (a chunked or compressed body)."""
     announced = response.content_length
     if announced is not None and announced > limit:
-        raise _BodyTooLarge(
+        raise BodyTooLarge(
             f"{url} answered with a body of {announced} bytes, over the limit of {limit} bytes"
         )
     parts: list[bytes] = []
@@ -127,7 +127,7 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> 
     async for chunk in response.content.iter_chunked(CHUNK_SIZE):
         size += len(chunk)
         if size > limit:
-            raise _BodyTooLarge(
+            raise BodyTooLarge(
                 f"{url} answered with a body of more than {limit} bytes "
                 f"(at least {size} bytes), over the limit of {limit} bytes"
             )
@@ -388,19 +388,17 @@ def _ssl_context(
     """The TLS context for ``config``: its CA only (system roots without one), its client
     certificate (or the given one), and verification off only when the config says so."""
     where = config.source or "config"
-    try:
+    with map_tls_config_errors(where, "certificate authority"):
         if config.ca_data or config.ca_file:
             context = ssl.create_default_context(
                 cafile=None if config.ca_data else config.ca_file, cadata=config.ca_data
             )
         else:
             context = ssl.create_default_context()
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        raise ConfigError(f"{where}: certificate authority is not usable: {exc}") from None
     if config.insecure_skip_tls_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    try:
+    with map_tls_config_errors(where, "client certificate or key"):
         if cert_pem and key_pem:
             _load_cert_chain(context, cert_pem, key_pem)
         elif config.cert_data or config.cert_file:
@@ -410,9 +408,6 @@ def _ssl_context(
                 cert = config.cert_data or _read_text(config.cert_file)
                 key = config.key_data or _read_text(config.key_file)
                 _load_cert_chain(context, cert, key)
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        # ssl's message names the failing step, never the key material.
-        raise ConfigError(f"{where}: client certificate or key is not usable: {exc}") from None
     return context
 
 
@@ -594,7 +589,7 @@ class Client:
                     try:
                         with map_transport_errors(label):
                             payload = await _read_body(response, self._max_object_bytes, label)
-                    except _BodyTooLarge:
+                    except BodyTooLarge:
                         # The status still says what went wrong; the body is not needed.
                         payload = b""
                     raise api_error_from_response(response.status, payload, response.headers)

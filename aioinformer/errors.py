@@ -2,8 +2,9 @@
 
 Every error the library raises on purpose derives from :class:`AioinformerError`.
 Third-party errors (aiohttp, ssl, orjson) never escape: they are translated at one
-boundary, :func:`map_transport_errors` / :func:`api_error_from_response`, and chained
-with ``raise ... from exc`` so the original cause stays visible::
+private boundary, ``aioinformer._transport``, and chained with ``raise ... from exc`` so
+the original cause stays visible. This module holds the tree and the pure ``Status`` →
+error mapping (:func:`api_error_from_status`) only, and imports nothing third-party::
 
     AioinformerError
     ├── ConfigError                      kubeconfig / in-cluster config unusable      (not retried)
@@ -39,10 +40,7 @@ reflector and client do with them.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import ssl
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -74,9 +72,7 @@ __all__ = [
     "UnprocessableEntity",
     "WatchError",
     "WatchTimeout",
-    "api_error_from_response",
     "api_error_from_status",
-    "map_transport_errors",
 ]
 
 
@@ -304,103 +300,3 @@ def api_error_from_status(
     if value >= 500:
         return ServerError(data)
     return ApiError(data)
-
-
-def _parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    raw = headers.get("Retry-After")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return None
-
-
-def api_error_from_response(
-    code: int, body: bytes, headers: Mapping[str, str] | None = None
-) -> ApiError:
-    """Translate a non-2xx HTTP answer into an :class:`ApiError`.
-
-    ``body`` is decoded as a ``Status`` when it is one; anything else (an HTML error
-    page from a proxy, say) becomes a synthetic ``Status`` whose message quotes the
-    start of the body.
-    """
-    import orjson  # local: errors.py stays importable without the transport stack
-
-    headers = headers or {}
-    try:
-        decoded = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        decoded = None
-    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-        status: dict[str, Any] = decoded
-    else:
-        snippet = body[:200].decode("utf-8", "replace").strip()
-        status = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "status": "Failure",
-            "code": code,
-            "message": snippet or f"HTTP {code}",
-        }
-    return api_error_from_status(status, code=code, retry_after=_parse_retry_after(headers))
-
-
-@contextlib.contextmanager
-def map_transport_errors(url: str, *, streaming: bool = False) -> Iterator[None]:
-    """Translate aiohttp, ssl, orjson and OS errors raised inside the block.
-
-    The one place where third-party transport errors become ours. ``url`` is named in
-    the message (never a header, so no credential can leak into it). ``streaming`` marks
-    the block as reading a watch stream: a read timeout there is a :class:`WatchTimeout`
-    and a broken connection a :class:`WatchError`; elsewhere a read timeout is a plain
-    :class:`TransportError`. Cancellation is never translated.
-    """
-    import aiohttp  # local: keeps errors.py at the bottom of the import graph
-    import orjson
-
-    try:
-        yield
-    except AioinformerError:
-        raise
-    except aiohttp.ClientConnectorCertificateError as exc:
-        raise TLSVerificationError(
-            f"TLS verification of {url} failed: {exc.certificate_error}"
-        ) from exc
-    except aiohttp.ClientSSLError as exc:
-        raise TLSVerificationError(f"TLS handshake with {url} failed: {exc}") from exc
-    except aiohttp.ClientConnectorError as exc:
-        refused = isinstance(exc.os_error, ConnectionRefusedError) or (
-            exc.os_error.errno == errno.ECONNREFUSED
-        )
-        what = "refused" if refused else "failed"
-        raise ConnectionFailed(
-            f"connection to {url} {what}: {exc.os_error.strerror or exc}", refused=refused
-        ) from exc
-    except aiohttp.ConnectionTimeoutError as exc:
-        raise ConnectionFailed(f"connecting to {url} timed out") from exc
-    except aiohttp.ServerTimeoutError as exc:
-        if streaming:
-            raise WatchTimeout(f"no data from {url} within the inactivity deadline") from exc
-        raise TransportError(f"no answer from {url} within the read timeout") from exc
-    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-        if streaming:
-            raise WatchError(f"connection to {url} broke mid-stream: {exc}") from exc
-        raise ConnectionFailed(f"connection to {url} broke before a full answer: {exc}") from exc
-    except aiohttp.ClientError as exc:
-        raise ConnectionFailed(f"request to {url} failed: {exc}") from exc
-    except ssl.SSLError as exc:
-        raise TLSVerificationError(f"TLS error talking to {url}: {exc}") from exc
-    except ConnectionRefusedError as exc:
-        raise ConnectionFailed(f"connection to {url} refused", refused=True) from exc
-    except (ConnectionResetError, BrokenPipeError) as exc:
-        if streaming:
-            raise WatchError(f"connection to {url} was reset: {exc}") from exc
-        raise ConnectionFailed(f"connection to {url} was reset: {exc}") from exc
-    except orjson.JSONDecodeError as exc:
-        # The body is not quoted: it may hold Secret data.
-        raise TransportError(f"the answer from {url} is not valid JSON: {exc.msg}") from exc
-    except TimeoutError as exc:
-        # aiohttp's overall request deadline; asyncio.timeout() scopes outside this block
-        # see a CancelledError here, which is not caught.
-        raise TransportError(f"request to {url} timed out") from exc

@@ -36,12 +36,8 @@ from typing import Any, Final
 import aiohttp
 import orjson
 
-from aioinformer.errors import (
-    AioinformerError,
-    WatchError,
-    api_error_from_status,
-    map_transport_errors,
-)
+from aioinformer._transport import map_transport_errors
+from aioinformer.errors import AioinformerError, WatchError, api_error_from_status
 from aioinformer.listwatch import WatchEvent
 
 __all__ = [

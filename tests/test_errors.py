@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import errno
+import pathlib
 import re
 import socket
 import ssl
+import sys
 from typing import Any
 
 import aiohttp
@@ -13,11 +16,18 @@ import orjson
 import pytest
 
 import aioinformer.errors as errors_module
+from aioinformer._transport import (
+    BodyTooLarge,
+    api_error_from_response,
+    map_tls_config_errors,
+    map_transport_errors,
+)
 from aioinformer.errors import (
     AioinformerError,
     AlreadyExists,
     ApiError,
     BadRequest,
+    ConfigError,
     Conflict,
     ConnectionFailed,
     Forbidden,
@@ -32,9 +42,7 @@ from aioinformer.errors import (
     UnprocessableEntity,
     WatchError,
     WatchTimeout,
-    api_error_from_response,
     api_error_from_status,
-    map_transport_errors,
 )
 from aioinformer.models import Status
 
@@ -276,3 +284,47 @@ def test_docstring_tree_names_every_exception_class() -> None:
     }
     drawn = set(re.findall(r"[─ ]([A-Z][A-Za-z]+)", doc))
     assert classes - {"ResourceExpired"} <= drawn
+
+
+def test_errors_module_imports_nothing_third_party() -> None:
+    tree = ast.parse(pathlib.Path(errors_module.__file__ or "").read_text(encoding="utf-8"))
+    imported = {
+        alias.name.partition(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        (node.module or "").partition(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
+    assert imported - {"__future__"} <= sys.stdlib_module_names
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: ssl.SSLError("PEM lib"), id="ssl"),
+        pytest.param(lambda: FileNotFoundError(2, "No such file", "/no/ca.crt"), id="missing-file"),
+        pytest.param(lambda: ValueError("bad cadata"), id="value"),
+    ],
+)
+def test_unusable_tls_material_becomes_a_config_error_without_its_cause(make: Any) -> None:
+    with (
+        pytest.raises(
+            ConfigError, match=r"^kubeconfig: client certificate is not usable: "
+        ) as info,
+        map_tls_config_errors("kubeconfig", "client certificate"),
+    ):
+        raise make()
+    assert info.value.__cause__ is None
+    assert info.value.__suppress_context__
+
+
+def test_tls_config_mapping_lets_other_errors_through() -> None:
+    with pytest.raises(KeyError), map_tls_config_errors("kubeconfig", "client certificate"):
+        raise KeyError("x")
+
+
+def test_a_body_too_large_is_a_transport_error() -> None:
+    assert issubclass(BodyTooLarge, TransportError)
