@@ -491,7 +491,7 @@ def test_unusable_client_key_raises_config_error_without_quoting_it(pki: Pki) ->
     config = Config(host="https://127.0.0.1:1", cert_data=pki.client_cert_pem, key_data=bogus_key)
     client = Client(config)
     with pytest.raises(ConfigError, match="client certificate or key") as info:
-        client._ensure_session()
+        client._http.ensure_session()
     assert "bm90IGEga2V5" not in str(info.value)
 
 
@@ -1135,8 +1135,8 @@ async def test_secrets_never_appear_in_reprs_errors_or_logs(
     texts = [repr(config), str(config), repr(config.exec), repr(Client(config))]
     async with Client(plain) as client:
         texts.append(repr(client))
-        texts.append(repr(client._auth))
-        texts.append(repr(await client._auth.credentials()))
+        texts.append(repr(client._http.auth))
+        texts.append(repr(await client._http.auth.credentials()))
         with pytest.raises(Forbidden) as info:
             await get_once(client)
         texts += [str(info.value), repr(info.value)]

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aioinformer.client import GVR, Client, ResourceInfo
+from aioinformer.client._resource import watch_read_timeout
 from aioinformer.config import Config
 from aioinformer.errors import (
     ApiError,
@@ -357,12 +358,10 @@ async def test_closing_the_generator_closes_the_connection(
 
 
 async def test_watch_deadline_defaults_to_timeout_seconds_plus_a_margin() -> None:
-    client = Client(Config(host="http://127.0.0.1:1"))
-    assert client._watch_deadline(ListOptions(timeout_seconds=300), None) == 330.0
-    assert client._watch_deadline(ListOptions(), None) == 330.0
-    assert client._watch_deadline(ListOptions(timeout_seconds=300), 5.0) == 5.0
-    tuned = Client(Config(host="http://127.0.0.1:1"), watch_inactivity_timeout=12.0)
-    assert tuned._watch_deadline(ListOptions(timeout_seconds=300), None) == 12.0
+    assert watch_read_timeout(ListOptions(timeout_seconds=300), None, None) == 330.0
+    assert watch_read_timeout(ListOptions(), None, None) == 330.0
+    assert watch_read_timeout(ListOptions(timeout_seconds=300), 5.0, None) == 5.0
+    assert watch_read_timeout(ListOptions(timeout_seconds=300), None, 12.0) == 12.0
 
 
 async def test_connection_dropped_mid_stream_raises_watch_error(

@@ -1,0 +1,264 @@
+"""The client's HTTP layer: one aiohttp session with credentials, TLS, limits and timeouts.
+
+Role: send one request to the API server and hand back its 2xx answer. Input: a method,
+a path (already quoted), query parameters, a body and the media types. Output: the
+response with its body unread (:meth:`HttpSession.stream`) or read and decoded with
+orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
+:class:`~aioinformer.errors.ApiError`, a transport failure a
+:class:`~aioinformer.errors.TransportError`, both through :mod:`aioinformer._transport`.
+
+* The aiohttp session (pooled keep-alive connections, TLS, proxy) is created lazily on the
+  first request, inside the running loop, so a client can be built outside one.
+* Credentials come from :class:`~aioinformer.client._auth.Authenticator`; a 401 refreshes
+  rotating credentials (token file, exec plugin) and retries the request once.
+* Size limits keep a broken or hostile server from filling memory: a body announcing more
+  than its limit is refused before it is read, one without a length once what was read
+  passes it (:class:`~aioinformer._transport.BodyTooLarge`).
+* Each request carries its own read deadline (silence between bytes): the request timeout
+  for an ordinary answer, whatever the caller asks for a stream (``None``: none at all).
+
+This is the internal interface :class:`~aioinformer.client.Client` and
+:class:`~aioinformer.client.ResourceClient` share; its limits and timeouts are read here,
+not from the client. Ordering: none beyond the caller's. Task model: every method runs in
+the calling task and spawns nothing. Nothing is logged per request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import aiohttp
+import orjson
+import yarl
+
+from aioinformer._transport import BodyTooLarge, api_error_from_response, map_transport_errors
+from aioinformer.client._auth import Authenticator, Credentials
+from aioinformer.client._tls import ssl_context
+from aioinformer.config import Config
+from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
+
+__all__ = [
+    "DEFAULT_MAX_LIST_BYTES",
+    "DEFAULT_MAX_OBJECT_BYTES",
+    "JSON",
+    "USER_AGENT",
+    "HttpSession",
+    "read_body",
+]
+
+JSON: Final = "application/json"
+USER_AGENT: Final = "aioinformer/0.1.0"
+
+DEFAULT_MAX_OBJECT_BYTES: Final = DEFAULT_MAX_LINE_BYTES
+"""Largest single-object answer (and watch line) accepted by default: 64 MiB, far above
+kube-apiserver's 3 MiB request limit and etcd's object limit of about 1.5 MiB."""
+DEFAULT_MAX_LIST_BYTES: Final = 2 * 1024 * 1024 * 1024
+"""Largest LIST answer accepted by default: 2 GiB. An unpaginated relist of a large
+cluster's Pods runs to hundreds of MiB; a page of 500 objects stays far below this."""
+
+
+async def read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
+    """The whole body of ``response``, refused with :class:`BodyTooLarge` once it is
+    known to exceed ``limit`` bytes: at once when ``Content-Length`` says so, else as
+    soon as what was read passes the limit (a chunked or compressed body)."""
+    announced = response.content_length
+    if announced is not None and announced > limit:
+        raise BodyTooLarge(
+            f"{url} answered with a body of {announced} bytes, over the limit of {limit} bytes"
+        )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(CHUNK_SIZE):
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(
+                f"{url} answered with a body of more than {limit} bytes "
+                f"(at least {size} bytes), over the limit of {limit} bytes"
+            )
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+class HttpSession:
+    """Requests to one API server over one lazily opened aiohttp session.
+
+    The options are the :class:`~aioinformer.client.Client`'s (validated there) and do not
+    change after construction.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        request_timeout: float,
+        connect_timeout: float,
+        watch_read_timeout: float | None,
+        max_connections: int,
+        user_agent: str,
+        max_object_bytes: int,
+        max_list_bytes: int,
+    ) -> None:
+        self.config = config
+        self.request_timeout = request_timeout
+        """Read deadline of an ordinary request, in seconds between bytes."""
+        self.watch_read_timeout = watch_read_timeout
+        """Read deadline of a watch unless the watch asks for its own; ``None``: none."""
+        self.max_object_bytes = max_object_bytes
+        """Limit on a single-object answer, an error body and a watch line; positive."""
+        self.max_list_bytes = max_list_bytes
+        """Limit on one LIST answer; positive."""
+        self.auth = Authenticator(config)
+        self._connect_timeout = connect_timeout
+        self._max_connections = max_connections
+        self._user_agent = user_agent
+        self._https = config.host.startswith("https:")
+        self.session: aiohttp.ClientSession | None = None
+        """The open session; ``None`` before the first request and after :meth:`close`."""
+        self.closed = False
+        """Set by :meth:`close`; once set, ``session`` stays ``None``."""
+        # The TLS context for a client certificate an exec plugin returned, and which
+        # credentials it was built for (rebuilt when the plugin hands out a new one).
+        self._exec_tls: tuple[Credentials, ssl.SSLContext] | None = None
+
+    def ensure_session(self) -> aiohttp.ClientSession:
+        """The session, opened now if need be. ``RuntimeError`` once closed; a TLS config
+        that cannot be used raises :class:`~aioinformer.errors.ConfigError`."""
+        if self.session is not None:
+            return self.session
+        if self.closed:
+            raise RuntimeError("this Client is closed")
+        ssl_arg: ssl.SSLContext | bool = True
+        if self._https:
+            ssl_arg = ssl_context(self.config)
+        connector = aiohttp.TCPConnector(ssl=ssl_arg, limit=self._max_connections)
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": self._user_agent},
+        )
+        return self.session
+
+    async def close(self) -> None:
+        """Close the session and every pooled connection. Idempotent."""
+        self.closed = True
+        session, self.session = self.session, None
+        if session is not None:
+            await session.close()
+
+    def _tls_for(self, credentials: Credentials) -> ssl.SSLContext | None:
+        if credentials.cert_pem is None or credentials.key_pem is None or not self._https:
+            return None
+        if self._exec_tls is None or self._exec_tls[0] is not credentials:
+            context = ssl_context(
+                self.config, cert_pem=credentials.cert_pem, key_pem=credentials.key_pem
+            )
+            self._exec_tls = (credentials, context)
+        return self._exec_tls[1]
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        read_timeout: float | None,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Send a request; yield the (2xx) response with its body unread.
+
+        ``read_timeout`` bounds the silence between bytes, in seconds; ``None`` sets no
+        bound. Non-2xx answers raise :class:`~aioinformer.errors.ApiError` subclasses; a
+        401 first refreshes rotating credentials and retries once. On exit the connection
+        goes back to the pool if the body was read to the end, and is closed otherwise.
+        """
+        session = self.ensure_session()
+        url = yarl.URL(self.config.host + path, encoded=True)
+        label = str(url)
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._connect_timeout, sock_read=read_timeout
+        )
+        retried = False
+        while True:
+            credentials = await self.auth.credentials()
+            headers = {"Accept": accept}
+            if credentials.authorization is not None:
+                headers["Authorization"] = credentials.authorization
+            if content_type is not None:
+                headers["Content-Type"] = content_type
+            tls = self._tls_for(credentials)
+            extra: dict[str, Any] = {}
+            if tls is not None:
+                extra["ssl"] = tls
+            if self._https and self.config.tls_server_name:
+                extra["server_hostname"] = self.config.tls_server_name
+            with map_transport_errors(label):
+                response = await session.request(
+                    method,
+                    url,
+                    params=query,
+                    data=body,
+                    headers=headers,
+                    timeout=timeout,
+                    proxy=self.config.proxy_url,
+                    allow_redirects=False,
+                    **extra,
+                )
+            try:
+                if response.status == 401 and not retried and self.auth.refreshable:
+                    retried = True
+                    if await self.auth.refresh(credentials):
+                        continue
+                if not 200 <= response.status < 300:
+                    try:
+                        with map_transport_errors(label):
+                            payload = await read_body(response, self.max_object_bytes, label)
+                    except BodyTooLarge:
+                        # The status still says what went wrong; the body is not needed.
+                        payload = b""
+                    raise api_error_from_response(response.status, payload, response.headers)
+                yield response
+                return
+            finally:
+                if response.content.at_eof():
+                    response.release()
+                else:
+                    response.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        json: Any = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        max_bytes: int | None = None,
+    ) -> Any:
+        """Send a request (``json`` serialised with orjson) and return the decoded answer
+        (``None`` for an empty body), read within the request timeout.
+
+        An answer over ``max_bytes`` (default: ``max_object_bytes``) raises
+        :class:`~aioinformer.errors.TransportError` without being read past the limit."""
+        limit = self.max_object_bytes if max_bytes is None else max_bytes
+        body = None if json is None else orjson.dumps(json)
+        if body is not None and content_type is None:
+            content_type = JSON
+        async with self.stream(
+            method,
+            path,
+            read_timeout=self.request_timeout,
+            query=query,
+            body=body,
+            content_type=content_type,
+            accept=accept,
+        ) as response:
+            url = str(response.url.with_query(None))
+            with map_transport_errors(url):
+                payload = await read_body(response, limit, url)
+                return orjson.loads(payload) if payload else None
