@@ -19,8 +19,9 @@ Failures, raised from the iterator after every complete event before them was yi
 * a line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`) becomes a
   :class:`~aioinformer.errors.WatchError` naming the limit, as soon as the unfinished line
   passes it: a server announcing a huge object never gets it buffered whole;
-* silence past the inactivity deadline (aiohttp's ``sock_read`` timeout, set by the
-  client) becomes :class:`~aioinformer.errors.WatchTimeout`.
+* silence past a read deadline (aiohttp's ``sock_read`` timeout, which the client sets
+  only when asked to; a reflector keeps its own) becomes
+  :class:`~aioinformer.errors.WatchTimeout`.
 
 Task model: :func:`read_watch_stream` is an async generator run by the consuming task.
 Closing it (``aclose()``), cancelling the consumer, or any failure closes the HTTP

@@ -357,11 +357,53 @@ async def test_closing_the_generator_closes_the_connection(
         await server.disconnected.wait()
 
 
-async def test_watch_deadline_defaults_to_timeout_seconds_plus_a_margin() -> None:
-    assert watch_read_timeout(ListOptions(timeout_seconds=300), None, None) == 330.0
-    assert watch_read_timeout(ListOptions(), None, None) == 330.0
-    assert watch_read_timeout(ListOptions(timeout_seconds=300), 5.0, None) == 5.0
-    assert watch_read_timeout(ListOptions(timeout_seconds=300), None, 12.0) == 12.0
+@pytest.mark.parametrize(
+    ("explicit", "configured", "expected"),
+    [
+        pytest.param(None, None, None, id="none-by-default"),
+        pytest.param(5.0, None, 5.0, id="the-watch-asks"),
+        pytest.param(None, 12.0, 12.0, id="the-client-asks"),
+        pytest.param(5.0, 12.0, 5.0, id="the-watch-wins-over-the-client"),
+    ],
+)
+def test_a_watch_has_a_read_deadline_only_when_one_is_asked_for(
+    explicit: float | None, configured: float | None, expected: float | None
+) -> None:
+    assert watch_read_timeout(explicit, configured) == expected
+
+
+async def silent_watch(**options: Any) -> tuple[list[str], BaseException | None]:
+    """One event, then a connection held open in silence for a second, watched by a
+    client built with ``options``: the events seen and what ended the watch (``None``
+    when it was still open after the second)."""
+    server = WatchServer()
+    server.writes = [line(STREAM[0])]
+    server.then = asyncio.Event().wait
+    seen: list[str] = []
+    async with serve(server.app) as url, Client(Config(host=url), **options) as client:
+        pods = client.resource(PODS, "default")
+        async with contextlib.aclosing(pods.watch(ListOptions(timeout_seconds=1))) as events:
+            try:
+                async with asyncio.timeout(1.0):
+                    async for ev in events:
+                        seen.append(ev.type)
+            except TimeoutError:
+                return seen, None
+            except WatchTimeout as exc:
+                return seen, exc
+    return seen, None
+
+
+async def test_a_silent_watch_stays_open_past_the_request_timeout_by_default() -> None:
+    # Neither the request timeout nor timeoutSeconds bounds the read: the reflector does.
+    seen, ended = await silent_watch(request_timeout=0.2)
+    assert (seen, ended) == (["ADDED"], None)
+
+
+async def test_the_clients_watch_inactivity_timeout_still_applies_when_set() -> None:
+    seen, ended = await silent_watch(request_timeout=30.0, watch_inactivity_timeout=0.2)
+    assert seen == ["ADDED"]
+    assert isinstance(ended, WatchTimeout)
 
 
 async def test_connection_dropped_mid_stream_raises_watch_error(

@@ -41,10 +41,12 @@ class Client:
     """A connection to one API server. Use as ``async with Client(config) as client:``.
 
     ``request_timeout`` bounds the silence while waiting for an ordinary answer (seconds
-    between bytes, so a big LIST is not cut short); ``watch_inactivity_timeout``, when
-    set, is the silence after which a watch raises ``WatchTimeout`` (otherwise it is the
-    watch's ``timeoutSeconds`` plus 30 s, or 330 s). The HTTP session is opened on first
-    use inside the running loop; :meth:`close` (or leaving ``async with``) closes it.
+    between bytes, so a big LIST is not cut short). ``watch_inactivity_timeout``, when
+    set, is the silence after which a watch raises ``WatchTimeout``; by default a watch
+    has no read deadline, because the reflector reading it owns that deadline (its own
+    ``watch_inactivity_timeout``). Set it for watches read without a reflector. The HTTP
+    session is opened on first use inside the running loop; :meth:`close` (or leaving
+    ``async with``) closes it.
 
     Size limits keep a broken or hostile server from filling memory: ``max_object_bytes``
     (default 64 MiB, :data:`DEFAULT_MAX_OBJECT_BYTES`) bounds a single-object answer (get,

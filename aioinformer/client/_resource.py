@@ -9,7 +9,8 @@ the decoded answers of single-object requests, as plain dicts.
 A LIST page's items get ``apiVersion`` and ``kind`` from the list, in place (the server
 leaves them out). ``metadata_only`` asks for ``PartialObjectMetadata`` as client-go's
 metadata client does. A watch's events come in stream order; it has a read deadline only
-when one is asked for (see :func:`watch_read_timeout`).
+when one is asked for (see :func:`watch_read_timeout`): the inactivity deadline of a
+watch belongs to the reflector that consumes it.
 
 Every request goes through the :class:`~aioinformer.client._http.HttpSession` of the
 client the resource client was made from: limits and deadlines are read there.
@@ -47,24 +48,16 @@ _PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = {
 _META_LIST_ACCEPT: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _META_OBJECT_ACCEPT: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
-_WATCH_DEADLINE_MARGIN: Final = 30.0
-"""Seconds of silence tolerated past a watch's ``timeoutSeconds`` before it is dead."""
-_WATCH_DEFAULT_DEADLINE: Final = 330.0
-"""Inactivity deadline of a watch without ``timeoutSeconds`` (a re-watch is harmless)."""
 
-
-def watch_read_timeout(
-    options: ListOptions, explicit: float | None, configured: float | None
-) -> float:
+def watch_read_timeout(explicit: float | None, configured: float | None) -> float | None:
     """The read deadline of one watch: ``explicit`` (the watch's own), else ``configured``
-    (the client's), else the watch's ``timeoutSeconds`` plus a margin."""
-    if explicit is not None:
-        return explicit
-    if configured is not None:
-        return configured
-    if options.timeout_seconds is not None:
-        return options.timeout_seconds + _WATCH_DEADLINE_MARGIN
-    return _WATCH_DEFAULT_DEADLINE
+    (the client's ``watch_inactivity_timeout``), else ``None``: no deadline.
+
+    A reflector bounds each watch's silence itself, so the client adds no second,
+    competing deadline unless asked; one asked for still applies (a direct user of
+    :meth:`ResourceClient.watch` without a reflector).
+    """
+    return explicit if explicit is not None else configured
 
 
 class ResourceClient:
@@ -164,12 +157,14 @@ class ResourceClient:
     ) -> AsyncGenerator[WatchEvent, None]:
         """Open a watch (``?watch=1`` plus ``options``); an async generator of events.
 
-        The stream raises :class:`WatchTimeout` after ``inactivity_timeout`` seconds
-        without a byte (default: see :class:`Client`). Closing the generator, or
-        cancelling its consumer, closes the connection.
+        With ``inactivity_timeout`` (or the client's ``watch_inactivity_timeout``), the
+        stream raises :class:`WatchTimeout` after that many seconds without a byte;
+        without either it has no read deadline, and bounding its silence is the
+        consumer's job (a reflector does). Closing the generator, or cancelling its
+        consumer, closes the connection.
         """
         opts = options or ListOptions()
-        deadline = watch_read_timeout(opts, inactivity_timeout, self._http.watch_read_timeout)
+        deadline = watch_read_timeout(inactivity_timeout, self._http.watch_read_timeout)
 
         @contextlib.asynccontextmanager
         async def open_response() -> AsyncIterator[aiohttp.ClientResponse]:
