@@ -6,6 +6,8 @@ and refresh them when the server answers 401. Input: the config and the files an
 it names. Output: a :class:`Credentials` record. Task model: called from the client's
 request path on the event loop; an exec plugin runs as a subprocess awaited in the
 calling task, and at most one run is in flight at a time (later callers wait for it).
+Ordering: concurrent requests share that run's result; after a 401, the refreshed
+credentials are what every later request gets.
 
 Credentials never reach a log line, a repr or an exception message.
 """
