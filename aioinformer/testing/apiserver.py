@@ -71,6 +71,7 @@ from aioinformer.labels import (
     parse_field_selector,
     parse_label_selector,
 )
+from aioinformer.testing._objects import object_key
 from aioinformer.testing._patch import (
     PatchError,
     apply_json_patch,
@@ -86,7 +87,6 @@ from aioinformer.testing._store import (
     Store,
     Watcher,
     bookmark_line,
-    object_key,
     status_body,
 )
 
