@@ -132,6 +132,7 @@ def negotiate(accept: str) -> Conversion | None:
 
 
 def status_response(exc: StatusError) -> web.Response:
+    """The HTTP answer carrying a failure's ``Status`` body, code and headers."""
     return web.Response(
         body=orjson.dumps(exc.status), status=exc.code, content_type=JSON, headers=exc.headers
     )
@@ -140,6 +141,7 @@ def status_response(exc: StatusError) -> web.Response:
 def entry_response(
     rt: ResourceType, entry: Entry, convert: Conversion | None = None, *, status: int = 200
 ) -> web.Response:
+    """The HTTP answer carrying a stored object, as itself or converted."""
     if convert is None:
         body = entry.full(rt)
     elif convert.kind == "PartialObjectMetadata":
@@ -152,10 +154,12 @@ def entry_response(
 
 
 def not_acceptable(message: str) -> StatusError:
+    """The 406 ``NotAcceptable`` for an answer that cannot take the asked form."""
     return StatusError(status_body(406, "NotAcceptable", message))
 
 
 def unsupported_patch_type() -> StatusError:
+    """The 415 for a PATCH whose Content-Type is not a known patch type."""
     return StatusError(
         status_body(
             415,
@@ -167,12 +171,14 @@ def unsupported_patch_type() -> StatusError:
 
 
 def not_served() -> StatusError:
+    """The 404 for a path that names no served resource or subresource."""
     return StatusError(
         status_body(404, "NotFound", "the server could not find the requested resource", {})
     )
 
 
 def method_not_allowed() -> StatusError:
+    """The 405 for a method the path does not serve."""
     return StatusError(
         status_body(
             405,
@@ -184,6 +190,7 @@ def method_not_allowed() -> StatusError:
 
 
 def invalid(rt: ResourceType, name: str | None, path: str, message: str) -> StatusError:
+    """The 422 ``Invalid`` with one ``FieldValueInvalid`` cause on ``path``."""
     details = rt.details(name)
     details["kind"] = rt.kind
     details["causes"] = [{"reason": "FieldValueInvalid", "message": message, "field": path}]
@@ -198,6 +205,7 @@ def invalid(rt: ResourceType, name: str | None, path: str, message: str) -> Stat
 
 
 def invalid_options(message: str) -> StatusError:
+    """The 422 ``Invalid`` for query options kube-apiserver refuses together."""
     return StatusError(
         status_body(
             422,
@@ -211,6 +219,8 @@ def invalid_options(message: str) -> StatusError:
 def validate_rv_match(
     rv: str | None, match: str | None, *, watch: bool, send_initial_events: bool | None
 ) -> None:
+    """Refuse the ``resourceVersion``/``resourceVersionMatch``/``sendInitialEvents``
+    combinations kube-apiserver refuses for a LIST or (``watch``) a WATCH."""
     if match not in (None, "", "Exact", "NotOlderThan"):
         raise invalid_options(
             f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
@@ -243,6 +253,8 @@ def validate_rv_match(
 def selectors(
     rt: ResourceType, query: Mapping[str, str]
 ) -> tuple[LabelSelector | None, FieldSelector | None]:
+    """The request's label and field selectors, or the 400 for one that does not parse
+    or filters on a field the resource does not support."""
     labels: LabelSelector | None = None
     fields: FieldSelector | None = None
     try:
@@ -264,6 +276,7 @@ def selectors(
 
 
 def int_param(query: Mapping[str, str], name: str) -> int | None:
+    """A non-negative integer query parameter (``None`` when absent), or the 400."""
     raw = query.get(name)
     if raw in (None, ""):
         return None
@@ -277,6 +290,7 @@ def int_param(query: Mapping[str, str], name: str) -> int | None:
 
 
 def bool_param(query: Mapping[str, str], name: str) -> bool | None:
+    """A boolean query parameter as kube-apiserver reads it (``None`` when absent)."""
     raw = query.get(name)
     if raw is None:
         return None
@@ -284,6 +298,7 @@ def bool_param(query: Mapping[str, str], name: str) -> bool | None:
 
 
 def decode_body(body: bytes) -> Any:
+    """The request body as JSON, or the 400 for one that is not."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -293,6 +308,7 @@ def decode_body(body: bytes) -> Any:
 
 
 def check_namespace(rt: ResourceType, meta: dict[str, Any], namespace: str | None) -> None:
+    """Set the object's namespace to the URL's, or the 400 when it names another one."""
     if not rt.namespaced:
         meta.pop("namespace", None)
         return
@@ -333,6 +349,7 @@ def prepare_new(rt: ResourceType, obj: dict[str, Any], namespace: str | None) ->
 
 
 def bearer(request: web.Request) -> str | None:
+    """The bearer token of the ``Authorization`` header, if there is one."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():

@@ -95,6 +95,8 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Account:
+    """Who a bearer token authenticates as, and what that user may do."""
+
     user: str
     rules: tuple[Rule, ...] | None  # None: everything is allowed
 
@@ -474,6 +476,9 @@ def patch_object(
     content_type: str,
     subresource: str | None,
 ) -> Entry:
+    """Apply a patch of ``content_type`` to a stored object and store the result; the
+    name and namespace may not change, and a resourceVersion the patch sets is a
+    precondition."""
     current = store.get(rt, namespace, name)
     apply = PATCH_TYPES[content_type]
     try:
