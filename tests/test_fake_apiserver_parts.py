@@ -1,17 +1,23 @@
 """The fake API server's parts answer on their own as the whole server does: injected
-failures, the fault plan's matching, resource-name resolution and discovery paths."""
+failures, the fault plan's matching, resource-name resolution, discovery paths and the
+listening socket."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aioinformer._clock import Clock, default_clock
 from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error
+from aioinformer.testing._listener import Listener
 from aioinformer.testing._objects import ResourceType, StatusError
 from aioinformer.testing._resources import BUILTIN_RESOURCES, ResourceRegistry
 
@@ -216,3 +222,54 @@ def test_discovery_documents_follow_the_registry_and_publish_the_port() -> None:
     widgets = get("/apis/example.com/v1")
     assert widgets["groupVersion"] == "example.com/v1"
     assert [r["name"] for r in widgets["resources"]] == ["widgets"]
+
+
+# -- Listener ------------------------------------------------------------------------------
+
+
+class _Owner:
+    clock: Clock = default_clock
+
+
+async def _ok(request: web.Request) -> web.StreamResponse:
+    return web.Response(text="ok")
+
+
+async def test_a_listener_refuses_connections_while_stopped_and_keeps_its_port() -> None:
+    dropped: list[bool] = []
+    listener = Listener(_Owner(), port=0, on_drop=lambda: dropped.append(True))
+    await listener.start(_ok)
+    try:
+        port = listener.port
+        url = f"http://127.0.0.1:{port}/"
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url) as response:
+                assert await response.text() == "ok"
+            await listener.stop_listening()
+            assert (listener.listening, dropped) == (False, [True])
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await session.get(url)
+            assert await listener.start_listening() is True
+            assert await listener.start_listening() is False
+            assert listener.port == port
+            async with session.get(url) as response:
+                assert response.status == 200
+    finally:
+        await listener.cleanup()
+    assert not listener.listening
+
+
+async def test_a_listener_cancels_and_awaits_its_spawned_tasks() -> None:
+    listener = Listener(_Owner(), port=0, on_drop=lambda: None)
+    ended = asyncio.Event()
+
+    async def timer() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            ended.set()
+
+    listener.spawn(timer())
+    await asyncio.sleep(0)
+    await listener.cancel_tasks()
+    assert ended.is_set()

@@ -30,6 +30,8 @@ __all__ = ["Listener"]
 
 
 class _Clocked(Protocol):
+    """The owner whose clock the timers use (read at each use: it may be replaced)."""
+
     @property
     def clock(self) -> Clock: ...
 
@@ -38,8 +40,8 @@ class Listener:
     """The server's socket and timers; implements the faults' ``ConnectionHost``.
 
     Invariants: ``_site`` is set iff the server is listening, which needs ``_runner``;
-    ``port`` is 0 until the first bind and then never changes; ``_tasks`` holds every
-    spawned task that has not finished.
+    after the first bind ``port`` is the bound port and never changes (0 before it asks
+    the system for a free one); ``_tasks`` holds every spawned task that has not finished.
     """
 
     def __init__(self, owner: _Clocked, *, port: int, on_drop: Callable[[], None]) -> None:

@@ -68,7 +68,7 @@ from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._store import Store
 from aioinformer.testing._watchstream import WatchStreams
 
-__all__ = ["Account", "RequestRecord", "Router", "Rule", "RouterSettings", "patch_object"]
+__all__ = ["Account", "RequestRecord", "Router", "RouterSettings", "Rule", "patch_object"]
 
 
 @dataclass(frozen=True, slots=True)
