@@ -4,15 +4,22 @@ Each entry mirrors the discovery document kube-apiserver publishes for it (group
 version, plural, kind, scope, short names, status subresource) and the field selectors it
 accepts beyond ``metadata.name`` and ``metadata.namespace``; the workload controllers
 (deployments, replica sets, stateful sets) also serve the ``scale`` subresource.
+
+:class:`ResourceRegistry` is the set a running server serves: the built-ins plus the CRDs
+registered at runtime. Input is registrations and names (a URL's group, version and
+plural; a test's ``"deployments.apps"``; an object's apiVersion and kind); output is the
+:class:`ResourceType` they name. Ordering: iteration follows first registration, which is
+the order discovery documents list resources in. Task model: synchronous, no tasks.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final
 
-from aioinformer.testing._store import ResourceType
+from aioinformer.testing._objects import ResourceType
 
-__all__ = ["BUILTIN_RESOURCES", "VERBS"]
+__all__ = ["BUILTIN_RESOURCES", "VERBS", "ResourceRegistry"]
 
 _BASE: Final = frozenset({"metadata.name", "metadata.namespace"})
 
@@ -119,3 +126,62 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
 )
+
+
+class ResourceRegistry:
+    """The resources one server serves, found by URL parts, by name or by object.
+
+    Invariant: ``_by_gvr`` and ``_by_kind`` hold the same resource types, each under its
+    own key; registering a key again replaces the type but keeps its first position.
+    """
+
+    def __init__(self, resources: Iterable[ResourceType] = BUILTIN_RESOURCES) -> None:
+        self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        for rt in resources:
+            self.add(rt)
+
+    def add(self, rt: ResourceType) -> None:
+        """Serve ``rt`` from now on."""
+        self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
+        self._by_kind[(rt.api_version, rt.kind)] = rt
+
+    def __iter__(self) -> Iterator[ResourceType]:
+        return iter(self._by_gvr.values())
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The resource a URL's ``group``, ``version`` and ``plural`` name, if served."""
+        return self._by_gvr.get((group, version, plural))
+
+    def resolve(self, resource: str) -> ResourceType:
+        """The resource named ``pods``, ``deployments.apps`` or ``apps/v1/deployments``."""
+        parts = resource.split("/")
+        candidates: list[ResourceType]
+        if len(parts) == 3:
+            candidates = [rt for rt in self if (rt.group, rt.version, rt.plural) == tuple(parts)]
+        elif len(parts) == 2:
+            candidates = [
+                rt for rt in self if not rt.group and (rt.version, rt.plural) == tuple(parts)
+            ]
+        else:
+            plural, _, group = resource.partition(".")
+            candidates = [
+                rt for rt in self if rt.plural == plural and (rt.group == group if group else True)
+            ]
+            # A bare plural served by the core group and another group means the core one,
+            # as kubectl reads it.
+            if not group and len(candidates) > 1:
+                core = [rt for rt in candidates if not rt.group]
+                candidates = core or candidates
+        if not candidates:
+            raise KeyError(f"the fake API server does not serve {resource!r}")
+        return candidates[0]
+
+    def for_object(self, obj: Mapping[str, Any]) -> ResourceType:
+        """The resource of an object, from its ``apiVersion`` and ``kind``."""
+        api_version = str(obj.get("apiVersion", ""))
+        kind = obj.get("kind")
+        rt = self._by_kind.get((api_version, str(kind)))
+        if rt is not None:
+            return rt
+        raise KeyError(f"the fake API server does not serve {api_version} {kind}")

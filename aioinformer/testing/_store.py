@@ -1,4 +1,5 @@
-"""The fake API server's storage: objects, one resourceVersion counter, history, watchers.
+"""The fake API server's storage: tables of objects, one resourceVersion counter, history,
+watchers.
 
 Role: what etcd plus the watch cache are to kube-apiserver. Input is writes (create,
 update, delete) and reads (list at a resourceVersion, watch from one); output is
@@ -12,7 +13,11 @@ one bounded deque of events in resourceVersion order; everything after ``compact
 in it, so a read at an older version answers 410 ``Expired``.
 
 Errors are raised as :class:`StatusError`, carrying the ``Status`` body and HTTP headers
-the server answers with.
+the server answers with. The stored-object values (:class:`ResourceType`, :class:`Entry`)
+and the ``Status`` builders live in ``_objects`` and are re-exported here.
+
+Task model: no tasks of its own; every method is synchronous and called from the
+server's handlers and the test's direct calls on one event loop.
 """
 
 from __future__ import annotations
@@ -23,13 +28,23 @@ import bisect
 import collections
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
 from aioinformer.labels import FieldSelector, LabelSelector
+from aioinformer.testing._objects import (
+    META_GROUP,
+    Entry,
+    ResourceType,
+    StatusError,
+    needs_object,
+    object_key,
+    partial_object,
+    status_body,
+)
 
 __all__ = [
     "Entry",
@@ -43,156 +58,9 @@ __all__ = [
     "status_body",
 ]
 
-_BASE_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
 
 INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
-META_GROUP: Final = "meta.k8s.io"
-"""The API group of ``PartialObjectMetadata`` and ``PartialObjectMetadataList``."""
 _SNAPSHOT_CACHE: Final = 4
-
-
-def status_body(
-    code: int,
-    reason: str,
-    message: str,
-    details: Mapping[str, Any] | None = None,
-    *,
-    list_meta: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A ``Status`` failure body shaped exactly as kube-apiserver writes it."""
-    body: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": dict(list_meta or {}),
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-    }
-    if details is not None:
-        body["details"] = dict(details)
-    body["code"] = code
-    return body
-
-
-class StatusError(Exception):
-    """A request failed; ``status`` is the ``Status`` body, ``headers`` extra headers."""
-
-    def __init__(self, status: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(status.get("message", ""))
-        self.status = status
-        self.code: int = int(status["code"])
-        self.headers: dict[str, str] = dict(headers or {})
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceType:
-    """One served resource (a built-in or a registered CRD).
-
-    Invariant: ``prefix`` is the encoded ``{"apiVersion":...,"kind":...,`` opening that
-    turns an encoded list item into the full object a watch event carries.
-    """
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-    singular: str = ""
-    short_names: tuple[str, ...] = ()
-    status_subresource: bool = False
-    field_labels: frozenset[str] = _BASE_FIELDS
-    scale_subresource: bool = False
-    """Serves ``/scale``: an ``autoscaling/v1`` Scale over ``spec.replicas``."""
-    prefix: bytes = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        opening = orjson.dumps({"apiVersion": self.api_version, "kind": self.kind})
-        object.__setattr__(self, "prefix", opening[:-1] + b",")
-
-    @property
-    def api_version(self) -> str:
-        """``v1`` for the core group, ``group/version`` otherwise."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def qualified(self) -> str:
-        """How messages name the resource: ``pods``, ``deployments.apps``."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    @property
-    def id(self) -> tuple[str, str]:
-        """Storage identity: (group, plural); versions of one resource share it."""
-        return (self.group, self.plural)
-
-    def details(self, name: str | None = None) -> dict[str, Any]:
-        """``Status.details`` naming an object of this resource."""
-        details: dict[str, Any] = {}
-        if name is not None:
-            details["name"] = name
-        if self.group:
-            details["group"] = self.group
-        details["kind"] = self.plural
-        return details
-
-
-class Entry:
-    """One stored object version: its encoding plus what selectors read.
-
-    Only bytes and a few strings are kept, not the decoded object: bytes are invisible to
-    the garbage collector, so a store holding many objects and a long history stays cheap
-    to scan. ``decode()`` gives the object back.
-
-    Invariants: ``item`` is the object encoded without ``apiVersion``/``kind`` (a LIST
-    item); ``rv``, ``namespace``, ``name`` and ``labels`` equal its metadata; an entry is
-    never mutated after it is stored (a write stores a new entry), so ``_metadata``, once
-    set, stays the encoding of its ``metadata``.
-    """
-
-    __slots__ = ("_metadata", "deleting", "item", "labels", "name", "namespace", "rv", "uid")
-
-    def __init__(self, obj: Mapping[str, Any], rv: int) -> None:
-        meta = obj["metadata"]
-        self.item = encode_item(obj)
-        self._metadata: bytes | None = None
-        self.rv = rv
-        self.name: str = meta["name"]
-        self.namespace: str | None = meta.get("namespace")
-        self.labels: Mapping[str, str] | None = meta.get("labels")
-        self.uid: str | None = meta.get("uid")
-        self.deleting = bool(meta.get("deletionTimestamp"))
-
-    def full(self, rt: ResourceType) -> bytes:
-        """The object encoded with ``apiVersion`` and ``kind``, as watch events carry it."""
-        return rt.prefix + self.item[1:]
-
-    def partial(self, api_version: str) -> bytes:
-        """The object as a ``PartialObjectMetadata`` of ``api_version`` (``meta.k8s.io/v1``
-        or ``meta.k8s.io/v1beta1``): kind, apiVersion and the whole ``metadata``."""
-        metadata = self._metadata
-        if metadata is None:
-            metadata = self._metadata = orjson.dumps(orjson.loads(self.item).get("metadata", {}))
-        return partial_object(api_version, metadata)
-
-    def decode(self) -> dict[str, Any]:
-        """A fresh decoded copy of the object (without ``apiVersion``/``kind``)."""
-        obj: dict[str, Any] = orjson.loads(self.item)
-        return obj
-
-    def selected_by(
-        self,
-        labels: LabelSelector | None,
-        fields: FieldSelector | None,
-        *,
-        fields_need_object: bool,
-    ) -> bool:
-        """Whether the selectors pick this object (decoding it only for unusual fields)."""
-        if labels is not None and not labels.matches(self.labels):
-            return False
-        if fields is None:
-            return True
-        if fields_need_object:
-            return fields.matches(self.decode())
-        return fields.matches({"metadata": {"name": self.name, "namespace": self.namespace}})
 
 
 @dataclass(slots=True)
@@ -222,32 +90,6 @@ class Event:
             line = b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
             self._lines[cache_key] = line
         return line
-
-
-def partial_object(api_version: str, metadata: bytes) -> bytes:
-    """A ``PartialObjectMetadata`` encoding around already-encoded ``metadata``."""
-    return (
-        b'{"kind":"PartialObjectMetadata","apiVersion":"'
-        + api_version.encode()
-        + b'","metadata":'
-        + metadata
-        + b"}"
-    )
-
-
-def needs_object(fields: FieldSelector | None) -> bool:
-    """Whether ``fields`` reads more than ``metadata.name``/``metadata.namespace``."""
-    return fields is not None and not fields.fields() <= _BASE_FIELDS
-
-
-def encode_item(obj: Mapping[str, Any]) -> bytes:
-    """Encode ``obj`` without ``apiVersion``/``kind``, as a LIST item."""
-    return orjson.dumps({k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"})
-
-
-def object_key(namespace: str | None, name: str) -> str:
-    """The storage key: ``namespace/name``, or ``name`` for cluster-scoped objects."""
-    return f"{namespace}/{name}" if namespace else name
 
 
 def _now() -> str:
@@ -465,10 +307,6 @@ class Store:
         if table is None:
             table = self._tables[rt.id] = _Table()
         return table
-
-    def all_watchers(self) -> Iterable[Watcher]:
-        for table in self._tables.values():
-            yield from table.watchers
 
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
         entry = self.table(rt).entries.get(object_key(namespace, name))

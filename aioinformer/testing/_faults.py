@@ -1,0 +1,270 @@
+"""Fault injection for the fake API server: what is armed, what took effect.
+
+Role: holds the misbehaviour a test scripted through :class:`Faults` and answers the
+server's questions about it. Input is the test's calls (``fail_next``,
+``drop_watch_after``...) and the server's requests for the fault that applies to a request
+or a new watch; output is the armed fault (a :class:`WatchFault` or a :class:`Failure`),
+the ``Status`` error an injected failure answers with, and one :class:`FaultRecord` per
+fault that took effect.
+
+Ordering: watch faults are taken in arming order (the first that matches the watch's
+resource); a watch fault handed back by a watch that ended too early goes first in line
+again. Request failures match in arming order and each counts down its own budget.
+:attr:`Faults.log` is in the order the faults took effect.
+
+Task model: no tasks of its own except the timer that listens again after
+``refuse_connections(seconds)``, which runs on the server's task set (see
+:class:`ConnectionHost`). Everything else is synchronous on the server's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aioinformer._clock import Clock
+from aioinformer.testing._objects import ResourceType, StatusError, status_body
+
+__all__ = [
+    "ConnectionHost",
+    "Failure",
+    "FaultPlan",
+    "FaultRecord",
+    "Faults",
+    "WatchFault",
+    "failure_error",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRecord:
+    """One injected fault that took effect: ``kind`` names it, ``path`` is the request
+    it hit (``""`` for server-wide faults), ``detail`` says how."""
+
+    kind: str
+    path: str
+    detail: str
+    at: float
+
+
+@dataclass(slots=True)
+class WatchFault:
+    """A fault armed for the next matching watch, due after ``after`` lines were sent."""
+
+    kind: str  # "drop", "drop_abrupt", "close_mid_line", "garbage_line", "stall"
+    after: int
+    resource: str | None
+
+
+@dataclass(slots=True)
+class Failure:
+    """An injected answer for the next ``remaining`` matching requests."""
+
+    status: int
+    retry_after: float | None
+    resource: str | None
+    verb: str | None
+    remaining: int
+
+
+def _matches(resource: str | None, rt: ResourceType | None) -> bool:
+    return resource is None or (rt is not None and resource in (rt.plural, rt.qualified))
+
+
+class FaultPlan:
+    """The faults armed and not yet spent; the server's side of :class:`Faults`.
+
+    Invariants: a :class:`Failure` in ``failures`` has ``remaining > 0``; ``latency`` is
+    never negative.
+    """
+
+    __slots__ = ("failures", "latency", "watch")
+
+    def __init__(self) -> None:
+        self.watch: list[WatchFault] = []
+        self.failures: list[Failure] = []
+        self.latency = 0.0
+
+    def take_watch_fault(self, rt: ResourceType) -> WatchFault | None:
+        """Disarm and return the first watch fault that applies to a watch on ``rt``."""
+        for i, fault in enumerate(self.watch):
+            if _matches(fault.resource, rt):
+                return self.watch.pop(i)
+        return None
+
+    def return_watch_fault(self, fault: WatchFault) -> None:
+        """Re-arm ``fault`` first in line: its watch ended before the fault fired."""
+        self.watch.insert(0, fault)
+
+    def take_failure(self, rt: ResourceType | None, verb: str) -> Failure | None:
+        """The failure that answers a ``verb`` request on ``rt`` (``None``: discovery)."""
+        for failure in self.failures:
+            if not _matches(failure.resource, rt):
+                continue
+            if failure.verb is not None and failure.verb != verb:
+                continue
+            failure.remaining -= 1
+            if failure.remaining <= 0:
+                self.failures.remove(failure)
+            return failure
+        return None
+
+    def clear(self) -> None:
+        """Disarm everything and remove latency."""
+        self.watch.clear()
+        self.failures.clear()
+        self.latency = 0.0
+
+
+def failure_error(failure: Failure) -> StatusError:
+    """The ``Status`` error kube-apiserver would answer with for ``failure.status``,
+    with Retry-After (header and ``details``) for 429 and 5xx when one was asked for."""
+    code = failure.status
+    headers: dict[str, str] = {}
+    details: dict[str, Any] | None = None
+    if code == 429:
+        reason, message = "TooManyRequests", "Too many requests, please try again later."
+    elif code == 503:
+        reason, message = (
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        )
+    elif code == 504:
+        reason, message = "Timeout", "Timeout: the request timed out"
+    elif code >= 500:
+        reason, message = "InternalError", "Internal error occurred: injected failure"
+    else:
+        reason, message = "BadRequest", "injected failure"
+    if failure.retry_after is not None and (code == 429 or code >= 500):
+        seconds = failure.retry_after
+        headers["Retry-After"] = str(int(seconds)) if seconds == int(seconds) else str(seconds)
+        details = {"retryAfterSeconds": int(seconds)}
+    return StatusError(status_body(code, reason, message, details), headers)
+
+
+class ConnectionHost(Protocol):
+    """What connection faults need from the server: its clock, its listening socket and
+    a task set that the server reaps when it stops."""
+
+    @property
+    def clock(self) -> Clock:
+        """The clock that times ``refuse_connections(seconds)``."""
+        ...
+
+    async def stop_listening(self) -> None:
+        """Close the listening socket and drop every open connection."""
+        ...
+
+    async def start_listening(self) -> bool:
+        """Listen again on the same port; ``False`` when already listening."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` as a task the server cancels when it stops."""
+        ...
+
+
+class Faults:
+    """Scriptable misbehaviour of a :class:`FakeAPIServer`; every fault that takes effect
+    is appended to :attr:`log`.
+
+    Watch faults (``drop_watch_after``, ``close_mid_line``, ``garbage_line``,
+    ``stall_watch``) arm the next watch opened (on ``resource`` when given); each arms one
+    watch, and a watch that ends before the fault's turn came hands it on to the next
+    one, so an armed fault always takes effect once. Request faults (``fail_next``,
+    ``latency``) apply to every request they match. Connection faults
+    (``refuse_connections``, ``accept_connections``) are async since they stop and
+    restart the listening socket.
+    """
+
+    def __init__(self, host: ConnectionHost, plan: FaultPlan) -> None:
+        self._host = host
+        self._plan = plan
+        self.log: list[FaultRecord] = []
+        self._changed = asyncio.Event()
+
+    # -- arming --------------------------------------------------------------------------
+
+    def drop_watch_after(
+        self, n: int, *, resource: str | None = None, abrupt: bool = False
+    ) -> None:
+        """End the next watch after ``n`` lines: cleanly (as a server-side timeout does),
+        or with ``abrupt=True`` by closing the connection without ending the body."""
+        self._plan.watch.append(WatchFault("drop_abrupt" if abrupt else "drop", n, resource))
+
+    def close_mid_line(self, after: int = 0, *, resource: str | None = None) -> None:
+        """After ``after`` lines, send half a line and close the connection."""
+        self._plan.watch.append(WatchFault("close_mid_line", after, resource))
+
+    def garbage_line(self, after: int = 0, *, resource: str | None = None) -> None:
+        """After ``after`` lines, send a line that is not JSON, then carry on."""
+        self._plan.watch.append(WatchFault("garbage_line", after, resource))
+
+    def stall_watch(self, after: int = 0, *, resource: str | None = None) -> None:
+        """After ``after`` lines, keep the stream open but send nothing more (no events,
+        no bookmarks), until the client gives up or the server stops."""
+        self._plan.watch.append(WatchFault("stall", after, resource))
+
+    def fail_next(
+        self,
+        k: int = 1,
+        *,
+        status: int = 429,
+        retry_after: float | None = 1,
+        resource: str | None = None,
+        verb: str | None = None,
+    ) -> None:
+        """Answer the next ``k`` matching requests with ``status`` (429 ``TooManyRequests``
+        with Retry-After, 500 ``InternalError``, 503 ``ServiceUnavailable``...)."""
+        self._plan.failures.append(Failure(status, retry_after, resource, verb, k))
+
+    def latency(self, seconds: float) -> None:
+        """Delay every request by ``seconds`` (on the server's clock); 0 removes it."""
+        self._plan.latency = max(0.0, seconds)
+
+    async def refuse_connections(self, seconds: float | None = None) -> None:
+        """Stop listening and drop open connections: connects get ECONNREFUSED. After
+        ``seconds`` (on the server's clock) or at :meth:`accept_connections`, listen on
+        the same port again."""
+        await self._host.stop_listening()
+        self.record("refuse_connections", "", "" if seconds is None else f"for {seconds}s")
+        if seconds is not None:
+            self._host.spawn(self._reopen_after(seconds))
+
+    async def _reopen_after(self, seconds: float) -> None:
+        await self._host.clock.sleep(seconds)
+        await self.accept_connections()
+
+    async def accept_connections(self) -> None:
+        """Listen again after :meth:`refuse_connections` (no-op when listening)."""
+        if await self._host.start_listening():
+            self.record("accept_connections", "", "")
+
+    def clear(self) -> None:
+        """Disarm every pending fault and remove latency (the log is kept)."""
+        self._plan.clear()
+
+    # -- records ---------------------------------------------------------------------------
+
+    def record(self, kind: str, path: str, detail: str) -> None:
+        """Log that a fault of ``kind`` took effect on ``path`` and wake :meth:`wait_for`."""
+        self.log.append(FaultRecord(kind, path, detail, time.monotonic()))
+        logger.debug("fake apiserver fault %s on %r: %s", kind, path, detail)
+        self._changed.set()
+
+    def count(self, kind: str) -> int:
+        """How many faults of ``kind`` took effect so far."""
+        return sum(1 for record in self.log if record.kind == kind)
+
+    async def wait_for(self, kind: str, count: int = 1, *, timeout: float = 5.0) -> None:
+        """Wait (in real time, bounded) until ``count`` faults of ``kind`` took effect."""
+        async with asyncio.timeout(timeout):
+            while self.count(kind) < count:
+                self._changed.clear()
+                await self._changed.wait()

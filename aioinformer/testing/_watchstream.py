@@ -1,0 +1,349 @@
+"""The fake API server's watch streams: one chunked 200 response of JSON lines per watch.
+
+Role: turns a WATCH request into a :class:`~aioinformer.testing._store.Watcher` and
+writes what the store offers it. Input is the parsed request (resource, query,
+negotiated conversion), the store's fan-out into the watcher's buffer, the server's clock
+and the armed watch faults; output is the response body: the initial events or the
+history since the requested resourceVersion, live events, a BOOKMARK every
+``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
+line, a dropped or stalled stream), each recorded in the fault log. A version older than
+the history answers one ``ERROR`` line carrying the 410 inside the 200 stream, as
+kube-apiserver does.
+
+Ordering: lines go out in the order the store queued them (resourceVersion order); a
+bookmark is only written when the buffer is empty, so its version is safe to resume from.
+A watch fault fires exactly after its ``after``-th line; a watch that ends before that
+hands the fault back to the plan for the next watch.
+
+Task model: each stream runs in its aiohttp handler task and sleeps on its watcher's
+``wake`` event, bounded by the next bookmark or ``timeoutSeconds`` on the server's clock.
+Everything accumulated between two wake-ups goes out in one ``write()``. The registry
+(:class:`WatchStreams`) is only touched from handlers and the server's lifecycle, all on
+one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import orjson
+from aiohttp import web
+
+from aioinformer._clock import Clock, default_clock
+from aioinformer.labels import FieldSelector, parse_field_selector
+from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
+from aioinformer.testing._objects import ResourceType, StatusError
+from aioinformer.testing._requests import (
+    JSON,
+    Conversion,
+    Target,
+    bool_param,
+    int_param,
+    invalid_options,
+    selectors,
+    validate_rv_match,
+)
+from aioinformer.testing._store import Store, Watcher, bookmark_line
+
+__all__ = ["ActiveWatch", "StreamSettings", "WatchStreams"]
+
+logger = logging.getLogger(__name__)
+
+
+class StreamSettings(Protocol):
+    """The server's options a stream reads when it starts (they may change between
+    watches): the clock for timeouts and bookmarks, and the bookmark interval."""
+
+    @property
+    def clock(self) -> Clock:
+        """Times ``timeoutSeconds`` and bookmarks."""
+        ...
+
+    @property
+    def bookmark_interval(self) -> float:
+        """Seconds between two BOOKMARKs on a watch that allows them."""
+        ...
+
+
+@dataclass(eq=False, slots=True)
+class ActiveWatch:
+    """One open watch stream: its watcher and the request whose connection carries it."""
+
+    watcher: Watcher
+    request: web.Request
+
+
+class WatchStreams:
+    """Every open watch stream of one server, and the handler that serves a new one.
+
+    Invariants: ``active`` holds exactly the streams whose handler is between opening
+    its watcher and closing it; ``changed`` is set whenever ``active`` changed; once
+    ``closing`` is set, every stream ends at its next wake-up.
+    """
+
+    def __init__(
+        self, settings: StreamSettings, *, store: Store, plan: FaultPlan, faults: Faults
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._plan = plan
+        self._faults = faults
+        self.active: set[ActiveWatch] = set()
+        self.changed = asyncio.Event()
+        self.closing = False
+
+    # -- the registry --------------------------------------------------------------------
+
+    def count(self, rt: ResourceType | None = None) -> int:
+        """How many streams are open (on ``rt`` when given)."""
+        return sum(1 for a in self.active if rt is None or a.watcher.rt.id == rt.id)
+
+    async def wait_for(self, count: int, *, rt: ResourceType | None, timeout: float) -> None:
+        """Wait (in real time, bounded) until ``count`` streams are open (on ``rt``)."""
+        async with asyncio.timeout(timeout):
+            while self.count(rt) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+    def close_all(self) -> None:
+        """Ask every stream to end cleanly at its next wake-up."""
+        for active in list(self.active):
+            active.watcher.close()
+
+    def abort_all(self) -> None:
+        """End every stream and cut its connection without ending the body."""
+        for active in list(self.active):
+            active.watcher.close()
+            transport = active.request.transport
+            if transport is not None:
+                transport.abort()
+
+    # -- the handler -----------------------------------------------------------------------
+
+    async def serve(
+        self,
+        request: web.Request,
+        target: Target,
+        query: dict[str, str],
+        convert: Conversion | None,
+    ) -> web.StreamResponse:
+        """Answer a WATCH request (see the module docstring)."""
+        rt = target.rt
+        labels, fields = selectors(rt, query)
+        rv = query.get("resourceVersion")
+        match = query.get("resourceVersionMatch")
+        send_initial = bool_param(query, "sendInitialEvents")
+        bookmarks = bool_param(query, "allowWatchBookmarks") is True
+        validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
+        if send_initial and not bookmarks:
+            raise invalid_options(
+                "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
+                "allowWatchBookmarks=true"
+            )
+        timeout = int_param(query, "timeoutSeconds")
+        if target.name is not None:
+            name_field = parse_field_selector(f"metadata.name={target.name}")
+            fields = (
+                name_field
+                if fields is None
+                else FieldSelector(
+                    tuple(
+                        sorted(fields.requirements + name_field.requirements, key=lambda r: r.field)
+                    )
+                )
+            )
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        if send_initial:
+            initial = True
+        elif send_initial is None:
+            initial = not rv or rv == "0"
+        else:
+            initial = False
+        try:
+            watcher = self._store.open_watch(
+                rt,
+                namespace=target.namespace,
+                label_selector=labels,
+                field_selector=fields,
+                resource_version=rv,
+                initial_events=initial,
+                initial_events_end=bool(send_initial),
+                # kube-apiserver converts each event's object on its own: asked for
+                # PartialObjectMetadataList, the conversion fails and it sends the objects
+                # unconverted.
+                as_meta=(
+                    convert.api_version
+                    if convert is not None and convert.kind == "PartialObjectMetadata"
+                    else None
+                ),
+            )
+        except StatusError as exc:
+            if exc.code != 410:
+                raise
+            try:
+                await response.prepare(request)
+                await response.write(
+                    b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n"
+                )
+                await response.write_eof()
+            except ConnectionError:
+                logger.debug("watch client on %s went away before its 410", request.path)
+            return response
+        active = ActiveWatch(watcher, request)
+        self.active.add(active)
+        self.changed.set()
+        try:
+            await response.prepare(request)
+            await self._stream(request, response, watcher, timeout=timeout, bookmarks=bookmarks)
+        except ConnectionError:
+            logger.debug("watch client on %s went away", request.path)
+        finally:
+            self._store.close_watch(watcher)
+            self.active.discard(active)
+            self.changed.set()
+        return response
+
+    async def _stream(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        watcher: Watcher,
+        *,
+        timeout: int | None,
+        bookmarks: bool,
+    ) -> None:
+        clock = self._settings.clock
+        start = clock.monotonic()
+        end = start + timeout if timeout else None
+        interval = self._settings.bookmark_interval
+        next_bookmark = start + interval if bookmarks else None
+        fault = self._plan.take_watch_fault(watcher.rt)
+        sent = 0
+        try:
+            while True:
+                if end is not None and clock.monotonic() >= end:
+                    break
+                if watcher.buffer:
+                    batch = watcher.buffer
+                    watcher.buffer = []
+                    if fault is not None and sent + len(batch) >= fault.after:
+                        cut = fault.after - sent
+                        if cut:
+                            await response.write(b"".join(batch[:cut]))
+                        sent += cut
+                        applied, fault = fault, None
+                        outcome = await self._apply_fault(
+                            request, response, watcher, applied, batch[cut:]
+                        )
+                        if outcome == "end":
+                            break
+                        if outcome == "abort":
+                            return
+                        continue
+                    await response.write(b"".join(batch))
+                    sent += len(batch)
+                    continue
+                if watcher.closed or self.closing:
+                    break
+                now = clock.monotonic()
+                if fault is not None and fault.after <= sent:
+                    applied, fault = fault, None
+                    outcome = await self._apply_fault(request, response, watcher, applied, [])
+                    if outcome == "end":
+                        break
+                    if outcome == "abort":
+                        return
+                    continue
+                if next_bookmark is not None and now >= next_bookmark:
+                    # Everything up to the newest write was offered to this watcher (its
+                    # buffer is empty), so that version is safe to resume from.
+                    rv = max(self._store.rv, watcher.min_rv)
+                    await response.write(bookmark_line(watcher.rt, rv, as_meta=watcher.as_meta))
+                    sent += 1
+                    next_bookmark = now + interval
+                    continue
+                deadlines = [d for d in (end, next_bookmark) if d is not None]
+                delay = min(deadlines) - now if deadlines else None
+                watcher.wake.clear()
+                await _wait(clock, watcher.wake, delay)
+        finally:
+            if fault is not None:
+                # The watch ended before the fault's turn: the next watch gets it.
+                self._plan.return_watch_fault(fault)
+        if not _aborted(request):
+            await response.write_eof()
+
+    async def _apply_fault(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        watcher: Watcher,
+        fault: WatchFault,
+        rest: list[bytes],
+    ) -> str:
+        kind = fault.kind
+        path = request.path
+        if kind == "garbage_line":
+            self._faults.record("garbage_line", path, f"after {fault.after} lines")
+            await response.write(b"{this is not json at all\n" + b"".join(rest))
+            return "continue"
+        if kind == "drop":
+            self._faults.record("drop_watch", path, f"after {fault.after} lines")
+            return "end"
+        if kind == "drop_abrupt" or kind == "close_mid_line":
+            if kind == "close_mid_line":
+                line = rest[0] if rest else b'{"type":"MODIFIED","object":{"kind":"Status"}}\n'
+                self._faults.record("close_mid_line", path, f"after {fault.after} lines")
+                await response.write(line[: max(1, len(line) // 2)])
+            else:
+                self._faults.record("drop_watch", path, f"abruptly after {fault.after} lines")
+            _abort(request, watcher)
+            return "abort"
+        # stall: nothing more on this stream until it is closed from either side
+        self._faults.record("stall_watch", path, f"after {fault.after} lines")
+        while not watcher.closed and not self.closing:
+            watcher.buffer.clear()
+            watcher.wake.clear()
+            await watcher.wake.wait()
+        return "end"
+
+
+def _aborted(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _abort(request: web.Request, watcher: Watcher) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
+    watcher.close()
+
+
+async def _wait(clock: Clock, event: asyncio.Event, delay: float | None) -> None:
+    """Wait for ``event``, at most ``delay`` seconds on ``clock`` (``None``: no bound)."""
+    if delay is None:
+        await event.wait()
+        return
+    if delay <= 0:
+        return
+    # The loop's own timeout is cheaper than racing two tasks; only a substituted clock
+    # (a FakeClock a test drives) needs the race.
+    if clock is default_clock:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await event.wait()
+        return
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(delay))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiter, sleeper):
+            task.cancel()
+        await asyncio.gather(waiter, sleeper, return_exceptions=True)
