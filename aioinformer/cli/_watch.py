@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
-from aioinformer._cli_common import (
+from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     GAP,

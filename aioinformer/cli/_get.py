@@ -33,7 +33,7 @@ from typing import Any, Final, Literal, TextIO
 import orjson
 import yaml
 
-from aioinformer._cli_common import (
+from aioinformer.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,

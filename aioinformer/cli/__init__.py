@@ -7,11 +7,11 @@ live display and summary, ``watch``'s rows), one-line errors on stderr, and an e
   runs a shared informer with indexes and handlers, shows the initial sync, events/s,
   cache size against the server, per-handler queue depths, relists and reconnects, and
   exits 0 only when the cache converged to the server's state (see
-  :mod:`aioinformer._cli_demo`).
+  :mod:`aioinformer.cli._demo`).
 * ``aioinformer watch RESOURCE`` is ``kubectl get -w`` through an informer: the synced
-  list, then one row per event (see :mod:`aioinformer._cli_watch`).
+  list, then one row per event (see :mod:`aioinformer.cli._watch`).
 * ``aioinformer get RESOURCE [NAME ...]`` is ``kubectl get``: one paginated LIST (or a
-  GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer._cli_get`).
+  GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer.cli._get`).
 
 Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
 resource, forbidden namespace, a named object not found, unreachable server, a demo that
@@ -19,8 +19,9 @@ did not converge); 2 a
 command-line usage error; 130 interrupted before anything could be reported.
 
 Task model: each command runs one ``asyncio.run()``; SIGINT and SIGTERM end a command
-cleanly (the demo still prints its summary). The core library never imports this module;
-``rich`` is imported only by the demo, which needs it.
+cleanly (the demo still prints its summary). The core library never imports this package;
+a command's module is imported only when that command runs, so ``rich`` is imported only
+by the demo, which needs it.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     level = log_level(args)
     if args.command == "demo":
-        from aioinformer._cli_demo import run_demo
+        from aioinformer.cli._demo import run_demo
 
         return run_demo(
             pods=args.pods,
@@ -233,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_level=level,
         )
     if args.command == "get":
-        from aioinformer._cli_get import GetOptions, run_get
+        from aioinformer.cli._get import GetOptions, run_get
 
         return run_get(
             GetOptions(
@@ -251,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
             log_level=level,
         )
-    from aioinformer._cli_watch import WatchOptions, run_watch
+    from aioinformer.cli._watch import WatchOptions, run_watch
 
     return run_watch(
         WatchOptions(

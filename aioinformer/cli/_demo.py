@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._cli_common import EXIT_INTERRUPTED, EXIT_OK, library_logging, log_line_handler
+from aioinformer.cli._common import EXIT_INTERRUPTED, EXIT_OK, library_logging, log_line_handler
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import NAMESPACE_INDEX, meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
