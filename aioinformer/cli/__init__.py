@@ -29,11 +29,16 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+if TYPE_CHECKING:
+    from aioinformer.cli._common import TargetOptions
 
 __all__ = ["build_parser", "log_level", "main", "parse_args"]
 
 _QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING, "get": logging.WARNING}
+
+_Target = TypeVar("_Target", bound="TargetOptions")
 
 
 def _count(text: str) -> int:
@@ -87,6 +92,22 @@ def _add_target(parser: argparse.ArgumentParser, *, verb: str) -> None:
     parser.add_argument("--field-selector", metavar="F", help="field selector")
     parser.add_argument("--context", help="kubeconfig context to use")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file to use")
+
+
+def _target_options(kind: type[_Target], args: argparse.Namespace, **own: Any) -> _Target:
+    """``kind`` (a command's options) from what :func:`_add_target`, RESOURCE and
+    ``--fake`` parsed, plus the command's ``own`` options."""
+    return kind(
+        resource=args.resource,
+        namespace=args.namespace,
+        all_namespaces=args.all_namespaces,
+        label_selector=args.selector,
+        field_selector=args.field_selector,
+        context=args.context,
+        kubeconfig=args.kubeconfig,
+        fake=args.fake,
+        **own,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,35 +257,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "get":
         from aioinformer.cli._get import GetOptions, run_get
 
-        return run_get(
-            GetOptions(
-                resource=args.resource,
-                names=tuple(args.names),
-                namespace=args.namespace,
-                all_namespaces=args.all_namespaces,
-                label_selector=args.selector,
-                field_selector=args.field_selector,
-                context=args.context,
-                kubeconfig=args.kubeconfig,
-                output=args.output,
-                fake=args.fake,
-                chunk_size=args.chunk_size,
-            ),
-            log_level=level,
+        options = _target_options(
+            GetOptions,
+            args,
+            names=tuple(args.names),
+            output=args.output,
+            chunk_size=args.chunk_size,
         )
+        return run_get(options, log_level=level)
     from aioinformer.cli._watch import WatchOptions, run_watch
 
-    return run_watch(
-        WatchOptions(
-            resource=args.resource,
-            namespace=args.namespace,
-            all_namespaces=args.all_namespaces,
-            label_selector=args.selector,
-            field_selector=args.field_selector,
-            context=args.context,
-            kubeconfig=args.kubeconfig,
-            output=args.output,
-            fake=args.fake,
-        ),
-        log_level=level,
-    )
+    return run_watch(_target_options(WatchOptions, args, output=args.output), log_level=level)
