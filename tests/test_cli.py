@@ -22,8 +22,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aioinformer._cli_watch import format_age
 from aioinformer.cli import build_parser, log_level
+from aioinformer.cli._watch import format_age
 from aioinformer.testing.apiserver import FakeAPIServer
 from tests._support_cli import cli_env, failing_args, pod
 

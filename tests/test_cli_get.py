@@ -20,8 +20,8 @@ import orjson
 import pytest
 import yaml
 
-from aioinformer._cli_get import GetOptions, run_get
 from aioinformer.cli import log_level, main, parse_args
+from aioinformer.cli._get import GetOptions, run_get
 from aioinformer.testing.apiserver import FakeAPIServer
 from tests._support_cli import cli_env, failing_args, pod
 

@@ -1,9 +1,11 @@
-"""What the ``aioinformer`` commands share: exit codes, failures, kubeconfig loading,
-the fake server's seed, and the kubectl-like formatting of ages, labels and names.
+"""What the ``aioinformer`` commands share: exit codes, failures, the options naming
+what to read (:class:`TargetOptions`), kubeconfig loading, the fake server's seed, and
+the kubectl-like formatting of ages, labels and names.
 
 Role: one place for the conventions ``watch`` and ``get`` must agree on, so that the
-same object reads the same in both. Input: parsed options, objects as the server sends
-them. Output: strings (cells, one-line error messages) and a loaded :class:`Config`;
+same options mean the same and the same object reads the same in both. Input: parsed
+options, objects as the server sends them. Output: strings (cells, one-line error
+messages), the namespace a command reads, and a loaded :class:`Config`;
 nothing here writes to a stream except :func:`silence_stdout`, :func:`run_command` (its
 one-line error) and the log handler that :func:`log_line_handler` makes.
 
@@ -21,6 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Coroutine, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from aioinformer.client import ResourceInfo
@@ -37,6 +40,7 @@ __all__ = [
     "EXIT_USAGE",
     "GAP",
     "CommandFailure",
+    "TargetOptions",
     "age_of",
     "describe_api_error",
     "failure_text",
@@ -64,6 +68,36 @@ GAP: Final = "   "
 
 class CommandFailure(Exception):
     """A failure reported to the user as one line (its message) and exit code 1."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetOptions:
+    """Which cluster, namespaces and objects a command reads: what ``watch`` and ``get``
+    share (each command's options extend it with its own)."""
+
+    resource: str
+    namespace: str | None = None
+    """``-n``; ``None`` means the context's namespace (unless ``all_namespaces``)."""
+    all_namespaces: bool = False
+    label_selector: str | None = None
+    field_selector: str | None = None
+    context: str | None = None
+    kubeconfig: str | None = None
+    fake: bool = False
+    """Read from an embedded, seeded fake API server instead of a cluster; never together
+    with ``kubeconfig`` or ``context``."""
+
+    def usage_error(self) -> str | None:
+        """Why these options cannot go together, or ``None`` when they can."""
+        if self.fake and (self.kubeconfig or self.context):
+            return "--fake cannot be combined with --kubeconfig or --context"
+        return None
+
+    def namespace_in(self, config: Config) -> str | None:
+        """The namespace to read with ``config`` loaded; ``None`` for every namespace."""
+        if self.all_namespaces:
+            return None
+        return self.namespace or config.namespace
 
 
 def format_age(seconds: float) -> str:

@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
-from aioinformer._cli_common import (
+from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     GAP,
     CommandFailure,
+    TargetOptions,
     age_of,
     failure_text,
     fake_pod,
@@ -76,21 +77,11 @@ _EVENT_WIDTH: Final = len("MODIFIED")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WatchOptions:
-    """What ``aioinformer watch`` was asked for."""
+class WatchOptions(TargetOptions):
+    """What ``aioinformer watch`` was asked for: the target, and how to print it."""
 
-    resource: str
-    namespace: str | None = None
-    """``-n``; ``None`` means the context's namespace (unless ``all_namespaces``)."""
-    all_namespaces: bool = False
-    label_selector: str | None = None
-    field_selector: str | None = None
-    context: str | None = None
-    kubeconfig: str | None = None
     output: OutputFormat | None = None
     """``None`` for the plain table."""
-    fake: bool = False
-    """Watch an embedded, seeded fake API server instead of a cluster."""
 
 
 class WatchFailure(CommandFailure):
@@ -304,7 +295,7 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
             else:
                 config = load_cli_config(options.kubeconfig, options.context)
             client = await stack.enter_async_context(Client(config))
-            namespace = None if options.all_namespaces else options.namespace or config.namespace
+            namespace = options.namespace_in(config)
             info = await _preflight(client, options, namespace)
 
             def on_watch_error(reflector: object, exc: BaseException) -> None:
@@ -360,7 +351,8 @@ def run_watch(
     """
     out = out or sys.stdout
     err = err or sys.stderr
-    if options.fake and (options.kubeconfig or options.context):
-        err.write("aioinformer: error: --fake cannot be combined with --kubeconfig or --context\n")
+    problem = options.usage_error()
+    if problem is not None:
+        err.write(f"aioinformer: error: {problem}\n")
         return EXIT_USAGE
     return run_command(_watch(options, out), err, log_level)

@@ -7,11 +7,11 @@ live display and summary, ``watch``'s rows), one-line errors on stderr, and an e
   runs a shared informer with indexes and handlers, shows the initial sync, events/s,
   cache size against the server, per-handler queue depths, relists and reconnects, and
   exits 0 only when the cache converged to the server's state (see
-  :mod:`aioinformer._cli_demo`).
+  :mod:`aioinformer.cli._demo`).
 * ``aioinformer watch RESOURCE`` is ``kubectl get -w`` through an informer: the synced
-  list, then one row per event (see :mod:`aioinformer._cli_watch`).
+  list, then one row per event (see :mod:`aioinformer.cli._watch`).
 * ``aioinformer get RESOURCE [NAME ...]`` is ``kubectl get``: one paginated LIST (or a
-  GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer._cli_get`).
+  GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer.cli._get`).
 
 Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
 resource, forbidden namespace, a named object not found, unreachable server, a demo that
@@ -19,8 +19,9 @@ did not converge); 2 a
 command-line usage error; 130 interrupted before anything could be reported.
 
 Task model: each command runs one ``asyncio.run()``; SIGINT and SIGTERM end a command
-cleanly (the demo still prints its summary). The core library never imports this module;
-``rich`` is imported only by the demo, which needs it.
+cleanly (the demo still prints its summary). The core library never imports this package;
+a command's module is imported only when that command runs, so ``rich`` is imported only
+by the demo, which needs it.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+if TYPE_CHECKING:
+    from aioinformer.cli._common import TargetOptions
 
 __all__ = ["build_parser", "log_level", "main", "parse_args"]
 
 _QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING, "get": logging.WARNING}
+
+_Target = TypeVar("_Target", bound="TargetOptions")
 
 
 def _count(text: str) -> int:
@@ -86,6 +92,22 @@ def _add_target(parser: argparse.ArgumentParser, *, verb: str) -> None:
     parser.add_argument("--field-selector", metavar="F", help="field selector")
     parser.add_argument("--context", help="kubeconfig context to use")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file to use")
+
+
+def _target_options(kind: type[_Target], args: argparse.Namespace, **own: Any) -> _Target:
+    """``kind`` (a command's options) from what :func:`_add_target`, RESOURCE and
+    ``--fake`` parsed, plus the command's ``own`` options."""
+    return kind(
+        resource=args.resource,
+        namespace=args.namespace,
+        all_namespaces=args.all_namespaces,
+        label_selector=args.selector,
+        field_selector=args.field_selector,
+        context=args.context,
+        kubeconfig=args.kubeconfig,
+        fake=args.fake,
+        **own,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     level = log_level(args)
     if args.command == "demo":
-        from aioinformer._cli_demo import run_demo
+        from aioinformer.cli._demo import run_demo
 
         return run_demo(
             pods=args.pods,
@@ -233,37 +255,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_level=level,
         )
     if args.command == "get":
-        from aioinformer._cli_get import GetOptions, run_get
+        from aioinformer.cli._get import GetOptions, run_get
 
-        return run_get(
-            GetOptions(
-                resource=args.resource,
-                names=tuple(args.names),
-                namespace=args.namespace,
-                all_namespaces=args.all_namespaces,
-                label_selector=args.selector,
-                field_selector=args.field_selector,
-                context=args.context,
-                kubeconfig=args.kubeconfig,
-                output=args.output,
-                fake=args.fake,
-                chunk_size=args.chunk_size,
-            ),
-            log_level=level,
-        )
-    from aioinformer._cli_watch import WatchOptions, run_watch
-
-    return run_watch(
-        WatchOptions(
-            resource=args.resource,
-            namespace=args.namespace,
-            all_namespaces=args.all_namespaces,
-            label_selector=args.selector,
-            field_selector=args.field_selector,
-            context=args.context,
-            kubeconfig=args.kubeconfig,
+        options = _target_options(
+            GetOptions,
+            args,
+            names=tuple(args.names),
             output=args.output,
-            fake=args.fake,
-        ),
-        log_level=level,
-    )
+            chunk_size=args.chunk_size,
+        )
+        return run_get(options, log_level=level)
+    from aioinformer.cli._watch import WatchOptions, run_watch
+
+    return run_watch(_target_options(WatchOptions, args, output=args.output), log_level=level)

@@ -33,12 +33,13 @@ from typing import Any, Final, Literal, TextIO
 import orjson
 import yaml
 
-from aioinformer._cli_common import (
+from aioinformer.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
     GAP,
     CommandFailure,
+    TargetOptions,
     age_of,
     describe_api_error,
     kind_prefix,
@@ -64,27 +65,17 @@ _YAML_DUMPER: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GetOptions:
-    """What ``aioinformer get`` was asked for."""
+class GetOptions(TargetOptions):
+    """What ``aioinformer get`` was asked for: the target, and how to fetch and print it.
 
-    resource: str
+    ``names`` never go together with ``all_namespaces`` (a name is looked up in one
+    namespace) nor with the selectors.
+    """
+
     names: tuple[str, ...] = ()
     """Objects to GET by name; empty: LIST the collection."""
-    namespace: str | None = None
-    """``-n``; ``None`` means the context's namespace (unless ``all_namespaces``)."""
-    all_namespaces: bool = False
-    """Never together with ``names``: a name is looked up in one namespace."""
-    label_selector: str | None = None
-    """Only without ``names``."""
-    field_selector: str | None = None
-    """Only without ``names``."""
-    context: str | None = None
-    kubeconfig: str | None = None
     output: GetOutputFormat | None = None
     """``None`` for the plain table."""
-    fake: bool = False
-    """Read from an embedded, seeded fake API server instead of a cluster; never together
-    with ``kubeconfig`` or ``context``."""
     chunk_size: int = DEFAULT_CHUNK_SIZE
     """The ``limit`` of each LIST page, 0 or more; 0 fetches the collection in one answer."""
 
@@ -104,8 +95,8 @@ class Listing:
 
 
 def _usage_error(options: GetOptions) -> str | None:
-    if options.fake and (options.kubeconfig or options.context):
-        return "--fake cannot be combined with --kubeconfig or --context"
+    if (problem := options.usage_error()) is not None:
+        return problem
     if options.names and options.all_namespaces:
         return "a resource cannot be retrieved by name across all namespaces"
     if options.names and (options.label_selector or options.field_selector):
@@ -243,7 +234,7 @@ async def _get(options: GetOptions, out: TextIO, err: TextIO) -> int:
         else:
             config = load_cli_config(options.kubeconfig, options.context)
         client = await stack.enter_async_context(Client(config))
-        namespace = None if options.all_namespaces else options.namespace or config.namespace
+        namespace = options.namespace_in(config)
         listing = await _fetch(client, options, namespace)
     text = ""
     if listing.items or not listing.not_found:
