@@ -29,7 +29,9 @@ Synced. :meth:`DeltaFIFO.has_synced` becomes true once everything queued by the 
 returned, or as soon as an add, update or delete arrives before any ``replace``. Inside
 ``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
 being processed (with one popper; with several, an item popped while an initial item is
-still being processed also counts as initial).
+still being processed also counts as initial). The moment is signalled once, as
+client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns from then
+on, so a consumer awaits it instead of polling ``has_synced()``.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and the
@@ -214,6 +216,7 @@ class DeltaFIFO:
         "_populated",
         "_queue",
         "_since_checkpoint",
+        "_synced",
         "_transform",
         "_waiting",
     )
@@ -236,6 +239,10 @@ class DeltaFIFO:
     """Poppers parked on ``_cond``; producers notify only when it is positive."""
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
+    _synced: asyncio.Event
+    """Set exactly when ``_populated`` is true and both initial counters are zero for the
+    first time; never cleared (the counters cannot leave zero once the first population
+    is fixed), so ``has_synced()`` is this event's state."""
 
     def __init__(
         self,
@@ -257,6 +264,7 @@ class DeltaFIFO:
         self._closed = False
         self._waiting = 0
         self._since_checkpoint = 0
+        self._synced = asyncio.Event()
         self._cond = asyncio.Condition(_LoopLock())
 
     def __repr__(self) -> str:
@@ -283,11 +291,20 @@ class DeltaFIFO:
 
     def has_synced(self) -> bool:
         """True once the first list has been fully processed (see the module notes)."""
-        return (
-            self._populated
-            and self._initial_population_count == 0
-            and self._initial_in_process == 0
-        )
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        """Wait until :meth:`has_synced` is true; returns at once when it already is.
+
+        A one-shot signal: it is given once, when the FIFO first syncs, and stays given.
+        """
+        await self._synced.wait()
+
+    def _populate(self) -> None:
+        # Before the first replace nothing is initial, so a write of any other kind
+        # fixes an empty initial population: the FIFO is synced from here on.
+        self._populated = True
+        self._synced.set()
 
     def is_closed(self) -> bool:
         """True once :meth:`close` has been called (items may still be queued)."""
@@ -315,13 +332,15 @@ class DeltaFIFO:
 
     async def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
-        self._populated = True
+        if not self._populated:
+            self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         self._enqueue(_ADDED, obj, key, True)
 
     async def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
-        self._populated = True
+        if not self._populated:
+            self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         self._enqueue(_UPDATED, obj, key, True)
 
@@ -332,7 +351,8 @@ class DeltaFIFO:
         ``known_objects``, only a queued key can be deleted.
         """
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        self._populated = True
+        if not self._populated:
+            self._populate()
         if key not in self._items:
             known = self._known_objects
             if known is None or known.get_by_key(key) is None:
@@ -383,6 +403,8 @@ class DeltaFIFO:
         if not self._populated:
             self._populated = True
             self._initial_population_count = len(keys) + queued_deletions
+            if not self._initial_population_count:
+                self._synced.set()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
@@ -467,6 +489,8 @@ class DeltaFIFO:
         finally:
             if initial:
                 self._initial_in_process -= 1
+                if not self._initial_in_process and not self._initial_population_count:
+                    self._synced.set()
         return deltas
 
     async def _wait_for_item(self) -> None:
@@ -489,7 +513,8 @@ class DeltaFIFO:
             self._waiting -= 1
 
     def _requeue(self, key: str, deltas: Deltas) -> None:
-        self._populated = True
+        if not self._populated:
+            self._populate()
         newer = self._items.get(key)
         if newer is None:
             self._items[key] = deltas
