@@ -34,7 +34,7 @@ import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 __all__ = [
     "Running",
@@ -49,6 +49,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+_ENDED: Final = object()
+"""What a run's readiness resolves to when it ends before signalling."""
 
 
 def is_async_callable(fn: object) -> bool:
@@ -196,14 +199,23 @@ class Running:
 
     @classmethod
     async def start(cls, fn: Callable[..., Coroutine[Any, Any, Any]], *, name: str) -> Running:
-        ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(fn(task_status=_TaskStatus(ready)), name=name)
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Any] = loop.create_future()
+        task = loop.create_task(fn(task_status=_TaskStatus(ready)), name=name)
+
+        def ended(_: asyncio.Task[Any]) -> None:
+            if not ready.done():
+                ready.set_result(_ENDED)
+
+        # Awaiting ``ready`` itself, not a wait on both: the starter resumes in the very
+        # loop turn after ``started()``, ahead of whatever the run started meanwhile.
+        task.add_done_callback(ended)
         try:
-            await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+            outcome = await ready
         except asyncio.CancelledError:
             await cancel_and_wait(task)
             raise
-        if not ready.done():
+        if outcome is _ENDED:
             if task.cancelled():
                 raise asyncio.CancelledError
             task.result()
