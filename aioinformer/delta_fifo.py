@@ -30,8 +30,9 @@ returned, or as soon as an add, update or delete arrives before any ``replace``.
 ``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
 being processed (with one popper; with several, an item popped while an initial item is
 still being processed also counts as initial). The moment is signalled once, as
-client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns from then
-on, so a consumer awaits it instead of polling ``has_synced()``.
+client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns ``True``
+from then on (``False`` once the FIFO is closed without having synced), so a consumer
+awaits it instead of polling ``has_synced()``.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and the
@@ -216,6 +217,7 @@ class DeltaFIFO:
         "_populated",
         "_queue",
         "_since_checkpoint",
+        "_sync_outcome",
         "_synced",
         "_transform",
         "_waiting",
@@ -239,10 +241,13 @@ class DeltaFIFO:
     """Poppers parked on ``_cond``; producers notify only when it is positive."""
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
-    _synced: asyncio.Event
-    """Set exactly when ``_populated`` is true and both initial counters are zero for the
-    first time; never cleared (the counters cannot leave zero once the first population
-    is fixed), so ``has_synced()`` is this event's state."""
+    _synced: bool
+    """Set by ``_signal_synced()`` exactly when ``_populated`` is true and both initial
+    counters are zero for the first time; never cleared (the counters cannot leave zero
+    once the first population is fixed)."""
+    _sync_outcome: asyncio.Future[bool] | None
+    """What ``wait_synced()`` calls wait on, made by the first that has to wait:
+    resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
 
     def __init__(
         self,
@@ -264,7 +269,8 @@ class DeltaFIFO:
         self._closed = False
         self._waiting = 0
         self._since_checkpoint = 0
-        self._synced = asyncio.Event()
+        self._synced = False
+        self._sync_outcome = None
         self._cond = asyncio.Condition(_LoopLock())
 
     def __repr__(self) -> str:
@@ -291,20 +297,36 @@ class DeltaFIFO:
 
     def has_synced(self) -> bool:
         """True once the first list has been fully processed (see the module notes)."""
-        return self._synced.is_set()
+        return self._synced
 
-    async def wait_synced(self) -> None:
-        """Wait until :meth:`has_synced` is true; returns at once when it already is.
+    async def wait_synced(self) -> bool:
+        """Wait until :meth:`has_synced` is true, then return ``True``; return ``False``
+        if the FIFO is closed first. Returns at once when either has happened already.
 
         A one-shot signal: it is given once, when the FIFO first syncs, and stays given.
         """
-        await self._synced.wait()
+        if self._synced or self._closed:
+            return self._synced
+        outcome = self._sync_outcome
+        if outcome is None:
+            outcome = self._sync_outcome = asyncio.get_running_loop().create_future()
+        # Shielded: one waiter giving up (a timeout) must not cancel it for the others.
+        return await asyncio.shield(outcome)
+
+    def _signal_synced(self) -> None:
+        self._synced = True
+        self._settle_sync_outcome()
+
+    def _settle_sync_outcome(self) -> None:
+        outcome = self._sync_outcome
+        if outcome is not None and not outcome.done():
+            outcome.set_result(self._synced)
 
     def _populate(self) -> None:
         # Before the first replace nothing is initial, so a write of any other kind
         # fixes an empty initial population: the FIFO is synced from here on.
         self._populated = True
-        self._synced.set()
+        self._signal_synced()
 
     def is_closed(self) -> bool:
         """True once :meth:`close` has been called (items may still be queued)."""
@@ -404,7 +426,7 @@ class DeltaFIFO:
             self._populated = True
             self._initial_population_count = len(keys) + queued_deletions
             if not self._initial_population_count:
-                self._synced.set()
+                self._signal_synced()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
@@ -490,7 +512,7 @@ class DeltaFIFO:
             if initial:
                 self._initial_in_process -= 1
                 if not self._initial_in_process and not self._initial_population_count:
-                    self._synced.set()
+                    self._signal_synced()
         return deltas
 
     async def _wait_for_item(self) -> None:
@@ -537,3 +559,4 @@ class DeltaFIFO:
         """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
         self._closed = True
         self._cond.notify_all()
+        self._settle_sync_outcome()

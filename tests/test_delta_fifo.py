@@ -951,3 +951,15 @@ async def test_a_sync_process_may_return_a_value() -> None:
 def test_configuration_is_keyword_only() -> None:
     with pytest.raises(TypeError):
         DeltaFIFO(obj_key, Known())  # type: ignore[call-arg]
+
+
+async def test_wait_synced_returns_false_when_the_fifo_is_closed_first() -> None:
+    f = fifo(with_known=False)
+    await f.replace([Obj("a", 1)], "1")
+    waiters = [asyncio.create_task(f.wait_synced()) for _ in range(2)]
+    await asyncio.sleep(0)
+    waiters[0].cancel()  # one waiter giving up leaves the other waiting
+    await asyncio.sleep(0)
+    f.close()
+    assert await waiters[1] is False
+    assert await f.wait_synced() is False
