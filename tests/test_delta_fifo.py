@@ -963,3 +963,17 @@ async def test_wait_synced_returns_false_when_the_fifo_is_closed_first() -> None
     f.close()
     assert await waiters[1] is False
     assert await f.wait_synced() is False
+
+
+async def test_a_popper_cancelled_while_waiting_leaves_no_trace_and_takes_no_wake_up() -> None:
+    f = fifo(with_known=False)
+    first = asyncio.create_task(pop(f))
+    second = asyncio.create_task(pop(f))
+    await asyncio.sleep(0)
+    assert "waiting=2" in repr(f)
+    first.cancel()
+    await f.add(Obj("a", 1))  # in the same turn as the cancellation: the wake-up skips it
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await asyncio.wait_for(second, timeout=5) == deltas((Added, Obj("a", 1)))
+    assert "waiting=0" in repr(f)
