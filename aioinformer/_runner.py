@@ -1,8 +1,9 @@
-"""The one structured-concurrency helper: every task a component starts is started,
-waited for and reaped here.
+"""The one structured-concurrency helper: how components start their tasks, wait for the
+first of several, and reap them.
 
-Role: components (informer, controller, factory, leader elector) never call
-``asyncio.create_task`` or ``asyncio.wait`` themselves; they use these pieces:
+Role: the informer, controller, factory and leader elector start, race and reap their
+tasks with these pieces instead of writing ``create_task``/``asyncio.wait`` loops of
+their own:
 
 * :class:`TaskRunner` is a task group for long-running services. Leaving its
   ``async with`` block, or calling :meth:`TaskRunner.cancel` from any call path, cancels
@@ -16,6 +17,8 @@ Role: components (informer, controller, factory, leader elector) never call
 * :func:`first_completed` waits for the first of several coroutines and reaps the rest;
   :func:`wait_regardless`, :func:`cancel_and_wait` and :func:`finish_regardless` are the
   shielded waits everything else is built on.
+* :func:`is_async_callable` decides once, at registration, whether a callback is
+  awaited.
 
 Input: coroutines and coroutine functions. Output: their outcome, re-raised in the caller.
 
@@ -31,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
@@ -45,8 +47,6 @@ __all__ = [
     "is_async_callable",
     "wait_regardless",
 ]
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
