@@ -76,8 +76,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Self
 
+from anyio.abc import TaskStatus
+
 from aioinformer._clock import Clock, default_clock
-from aioinformer._tasks import is_async_callable
+from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.errors import Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.informer import HandlerRegistration, SharedIndexInformer
@@ -242,7 +244,8 @@ class Controller:
         self._worker_tasks: set[asyncio.Task[None]] = set()
         # Worker task -> the key it is reconciling; a worker absent here is idle in get().
         self._in_flight: dict[asyncio.Task[None], str] = {}
-        self._run_task: asyncio.Task[None] | None = None
+        # The run started by ``async with``; None outside the block.
+        self._running: Running | None = None
         self._reconciles = 0
         self._successes = 0
         self._failures = 0
@@ -330,12 +333,14 @@ class Controller:
 
     # -- running -----------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
         """Wait for the informers to sync, then reconcile until cancelled or stopped.
 
         Stopping is graceful (see the module docstring). Returns normally after
         :meth:`stop`; re-raises the cancellation when cancelled. Raises ``RuntimeError``
         when an informer stops before it synced (no worker has started then).
+        ``task_status.started()`` (anyio's ``TaskGroup.start``) is signalled once it has
+        started waiting for the informers, before they have synced.
         """
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name} runs only once")
@@ -343,6 +348,8 @@ class Controller:
         stop_requested = self._stop_requested = asyncio.Event()
         if self._stop_early:
             stop_requested.set()
+        if task_status is not None:
+            task_status.started()
         try:
             if not await self._wait_for_sync(stop_requested):
                 return
@@ -368,30 +375,18 @@ class Controller:
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
         """True once every informer synced; False when asked to stop first."""
         pending = [informer for informer, _ in self._watches if not informer.has_synced()]
-        if not pending:
-            return not stop_requested.is_set()
-        waits = {asyncio.ensure_future(informer.wait_for_sync()): informer for informer in pending}
-        stop_wait = asyncio.ensure_future(stop_requested.wait())
-        try:
-            remaining = set(waits)
-            while remaining:
-                done, _ = await asyncio.wait(
-                    [*remaining, stop_wait], return_when=asyncio.FIRST_COMPLETED
+        while pending and not stop_requested.is_set():
+            first, wait = await first_completed(
+                stop_requested.wait(), *[informer.wait_for_sync() for informer in pending]
+            )
+            if first == 0:
+                return False
+            informer = pending.pop(first - 1)
+            if not wait.result():
+                raise RuntimeError(
+                    f"controller {self.name}: informer {informer.name} stopped before it synced"
                 )
-                if stop_wait in done:
-                    return False
-                for future in done:
-                    remaining.discard(future)
-                    if not future.result():
-                        raise RuntimeError(
-                            f"controller {self.name}: informer {waits[future].name} "
-                            "stopped before it synced"
-                        )
-            return True
-        finally:
-            for future in [*waits, stop_wait]:
-                future.cancel()
-            await asyncio.wait([*waits, stop_wait])
+        return not stop_requested.is_set()
 
     def stop(self) -> None:
         """Ask :meth:`run` to stop gracefully and return. Idempotent; before ``run()`` it
@@ -405,15 +400,15 @@ class Controller:
         """Stop taking keys, give in-flight reconciles ``drain_timeout``, cancel the rest.
 
         Returns only when every worker has ended, even if cancelled meanwhile (the
-        cancellation is re-raised then: no worker outlives ``run()``)."""
+        cancellation cuts the grace period short and is re-raised then: no worker
+        outlives ``run()``)."""
         self._state = ControllerState.DRAINING
         workers = self._worker_tasks
         for task in workers:
             if task not in self._in_flight:
                 task.cancel()  # idle in get(): cancelling it takes nothing from the queue
         cancelled = False
-        timer: asyncio.Future[None] | None = None
-        busy = {task for task in self._in_flight if not task.done()}
+        busy = [task for task in self._in_flight if not task.done()]
         if busy:
             logger.info(
                 "controller %s: waiting up to %ss for %s reconciles to finish",
@@ -421,14 +416,11 @@ class Controller:
                 self._drain_timeout,
                 len(busy),
             )
-            timer = asyncio.ensure_future(self._clock.sleep(self._drain_timeout))
             try:
-                while busy and not timer.done():
-                    await asyncio.wait([*busy, timer], return_when=asyncio.FIRST_COMPLETED)
-                    busy = {task for task in busy if not task.done()}
+                await first_completed(asyncio.wait(busy), self._clock.sleep(self._drain_timeout))
             except asyncio.CancelledError:
                 cancelled = True
-            timer.cancel()
+            busy = [task for task in busy if not task.done()]
             if busy:
                 logger.warning(
                     "controller %s: cancelling %s reconciles still running: %s",
@@ -436,16 +428,10 @@ class Controller:
                     len(busy),
                     sorted(self._in_flight.get(task, "?") for task in busy),
                 )
-        ending: list[asyncio.Future[Any]] = [*workers]
-        if timer is not None:
-            ending.append(timer)
-        for task in workers:
-            task.cancel()
-        while not all(future.done() for future in ending):
-            try:
-                await asyncio.wait(ending)
-            except asyncio.CancelledError:
-                cancelled = True
+        try:
+            await cancel_and_wait(*workers)
+        except asyncio.CancelledError:
+            cancelled = True
         for task in workers:
             if not task.cancelled() and task.exception() is not None:
                 logger.error(
@@ -521,11 +507,11 @@ class Controller:
             queue.add_rate_limited(key)
 
     async def __aenter__(self) -> Self:
-        """Start :meth:`run` in a task; returns at once (workers start after sync)."""
+        """Start :meth:`run` in a task; returns once it has started (workers start after
+        sync)."""
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name} runs only once")
-        self._run_task = asyncio.create_task(self.run(), name=f"controller {self.name}")
-        await asyncio.sleep(0)
+        self._running = await Running.start(self.run, name=f"controller {self.name}")
         return self
 
     async def __aexit__(
@@ -534,21 +520,13 @@ class Controller:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any."""
-        task = self._run_task
-        if task is None:
+        """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any.
+        Cancelled meanwhile, it cuts the drain short but still waits for the end."""
+        running = self._running
+        if running is None:
             return
-        self._run_task = None
+        self._running = None
         self.stop()
-        cancelled = False
-        while not task.done():
-            try:
-                await asyncio.wait({task})
-            except asyncio.CancelledError:
-                # Cut the drain short, but still wait: no task may outlive the block.
-                cancelled = True
-                task.cancel()
-        if cancelled:
-            raise asyncio.CancelledError
-        if not task.cancelled() and task.exception() is not None and exc is None:
-            raise task.exception()  # type: ignore[misc]
+        await running.wait()
+        if running.failure is not None and exc is None:
+            raise running.failure

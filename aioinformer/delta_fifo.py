@@ -29,12 +29,15 @@ Synced. :meth:`DeltaFIFO.has_synced` becomes true once everything queued by the 
 returned, or as soon as an add, update or delete arrives before any ``replace``. Inside
 ``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
 being processed (with one popper; with several, an item popped while an initial item is
-still being processed also counts as initial).
+still being processed also counts as initial). The moment is signalled once, as
+client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns ``True``
+from then on (``False`` once the FIFO is closed without having synced), so a consumer
+awaits it instead of polling ``has_synced()``.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
-changing the FIFO's state, so each call is atomic with respect to other tasks and the
-:class:`asyncio.Condition` needs no real lock; it only parks poppers while the queue is
-empty. Producers are coroutines (the reflector's store protocol) but never suspend.
+changing the FIFO's state, so each call is atomic with respect to other tasks and needs
+no lock; poppers park on a future of their own while the queue is empty, and a producer
+wakes the oldest. Producers are coroutines (the reflector's store protocol) but never suspend.
 ``pop`` suspends while the queue is empty and, when it is not, at least once every 128
 calls, so that a long backlog cannot starve the loop. Several
 tasks may pop at once; each key is handed to one of them. ``close()`` is synchronous: it
@@ -57,7 +60,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias, cast
+from typing import Any, Protocol, TypeAlias, cast
 
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
@@ -163,24 +166,6 @@ TransformFunc: TypeAlias = Callable[[Any], Any]
 """Applied to each object as it is queued (not to ``Sync`` deltas nor tombstones)."""
 
 
-class _LoopLock(asyncio.Lock):
-    """The condition's lock: always held, never contended.
-
-    Every critical section of the FIFO is synchronous, so the event loop already runs
-    them one at a time. A real lock would only add a coroutine round trip per write and
-    stop the synchronous ``close()`` from notifying.
-    """
-
-    def locked(self) -> bool:
-        return True
-
-    async def acquire(self) -> Literal[True]:
-        return True
-
-    def release(self) -> None:
-        return None
-
-
 class DeltaFIFO:
     """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
 
@@ -204,18 +189,19 @@ class DeltaFIFO:
 
     __slots__ = (
         "_closed",
-        "_cond",
         "_emit_replaced",
         "_initial_in_process",
         "_initial_population_count",
         "_items",
         "_key_func",
         "_known_objects",
+        "_poppers",
         "_populated",
         "_queue",
         "_since_checkpoint",
+        "_sync_outcome",
+        "_synced",
         "_transform",
-        "_waiting",
     )
 
     _items: dict[str, Deltas]
@@ -232,10 +218,18 @@ class DeltaFIFO:
     call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
     _closed: bool
     """Set by ``close()``; never cleared."""
-    _waiting: int
-    """Poppers parked on ``_cond``; producers notify only when it is positive."""
+    _poppers: deque[asyncio.Future[None]]
+    """One future per popper parked while the queue is empty, oldest first. A future
+    leaves it when resolved (the popper is woken) or when its popper is cancelled."""
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
+    _synced: bool
+    """Set by ``_signal_synced()`` exactly when ``_populated`` is true and both initial
+    counters are zero for the first time; never cleared (the counters cannot leave zero
+    once the first population is fixed)."""
+    _sync_outcome: asyncio.Future[bool] | None
+    """What ``wait_synced()`` calls wait on, made by the first that has to wait:
+    resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
 
     def __init__(
         self,
@@ -255,15 +249,16 @@ class DeltaFIFO:
         self._initial_population_count = 0
         self._initial_in_process = 0
         self._closed = False
-        self._waiting = 0
+        self._poppers = deque()
         self._since_checkpoint = 0
-        self._cond = asyncio.Condition(_LoopLock())
+        self._synced = False
+        self._sync_outcome = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return (
             f"<DeltaFIFO {state} queued={len(self._queue)} "
-            f"synced={self.has_synced()} waiting={self._waiting}>"
+            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
         )
 
     def __len__(self) -> int:
@@ -283,11 +278,36 @@ class DeltaFIFO:
 
     def has_synced(self) -> bool:
         """True once the first list has been fully processed (see the module notes)."""
-        return (
-            self._populated
-            and self._initial_population_count == 0
-            and self._initial_in_process == 0
-        )
+        return self._synced
+
+    async def wait_synced(self) -> bool:
+        """Wait until :meth:`has_synced` is true, then return ``True``; return ``False``
+        if the FIFO is closed first. Returns at once when either has happened already.
+
+        A one-shot signal: it is given once, when the FIFO first syncs, and stays given.
+        """
+        if self._synced or self._closed:
+            return self._synced
+        outcome = self._sync_outcome
+        if outcome is None:
+            outcome = self._sync_outcome = asyncio.get_running_loop().create_future()
+        # Shielded: one waiter giving up (a timeout) must not cancel it for the others.
+        return await asyncio.shield(outcome)
+
+    def _signal_synced(self) -> None:
+        self._synced = True
+        self._settle_sync_outcome()
+
+    def _settle_sync_outcome(self) -> None:
+        outcome = self._sync_outcome
+        if outcome is not None and not outcome.done():
+            outcome.set_result(self._synced)
+
+    def _populate(self) -> None:
+        # Before the first replace nothing is initial, so a write of any other kind
+        # fixes an empty initial population: the FIFO is synced from here on.
+        self._populated = True
+        self._signal_synced()
 
     def is_closed(self) -> bool:
         """True once :meth:`close` has been called (items may still be queued)."""
@@ -315,13 +335,15 @@ class DeltaFIFO:
 
     async def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
-        self._populated = True
+        if not self._populated:
+            self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         self._enqueue(_ADDED, obj, key, True)
 
     async def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
-        self._populated = True
+        if not self._populated:
+            self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         self._enqueue(_UPDATED, obj, key, True)
 
@@ -332,7 +354,8 @@ class DeltaFIFO:
         ``known_objects``, only a queued key can be deleted.
         """
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        self._populated = True
+        if not self._populated:
+            self._populate()
         if key not in self._items:
             known = self._known_objects
             if known is None or known.get_by_key(key) is None:
@@ -383,6 +406,8 @@ class DeltaFIFO:
         if not self._populated:
             self._populated = True
             self._initial_population_count = len(keys) + queued_deletions
+            if not self._initial_population_count:
+                self._signal_synced()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
@@ -410,8 +435,8 @@ class DeltaFIFO:
             deltas.append(delta)
             self._items[key] = deltas
             self._queue.append(key)
-            if self._waiting:
-                self._cond.notify(1)
+            if self._poppers:
+                self._wake_popper()
         elif action is _DELETED and deltas[-1].type is _DELETED:
             # Two deletions in a row say the same thing; keep the one with the real
             # object, so a tombstone only survives when it is all we have.
@@ -467,35 +492,46 @@ class DeltaFIFO:
         finally:
             if initial:
                 self._initial_in_process -= 1
+                if not self._initial_in_process and not self._initial_population_count:
+                    self._signal_synced()
         return deltas
 
     async def _wait_for_item(self) -> None:
         queue = self._queue
-        cond = self._cond
-        self._waiting += 1
-        try:
-            while not queue:
-                if self._closed:
-                    raise FIFOClosedError("DeltaFIFO is closed")
-                try:
-                    await cond.wait()
-                except asyncio.CancelledError:
-                    # We may have been notified for an item we will not take now;
-                    # pass the wake-up on so that item is not left waiting.
-                    if queue:
-                        cond.notify(1)
-                    raise
-        finally:
-            self._waiting -= 1
+        poppers = self._poppers
+        while not queue:
+            if self._closed:
+                raise FIFOClosedError("DeltaFIFO is closed")
+            woken = asyncio.get_running_loop().create_future()
+            poppers.append(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.cancelled() and woken in poppers:
+                    poppers.remove(woken)
+                # We may have been woken for an item we will not take now; pass the
+                # wake-up on so that item is not left waiting.
+                if queue and poppers:
+                    self._wake_popper()
+                raise
+
+    def _wake_popper(self) -> None:
+        poppers = self._poppers
+        while poppers:
+            woken = poppers.popleft()
+            if not woken.done():  # skips a popper cancelled in this same loop turn
+                woken.set_result(None)
+                return
 
     def _requeue(self, key: str, deltas: Deltas) -> None:
-        self._populated = True
+        if not self._populated:
+            self._populate()
         newer = self._items.get(key)
         if newer is None:
             self._items[key] = deltas
             self._queue.append(key)
-            if self._waiting:
-                self._cond.notify(1)
+            if self._poppers:
+                self._wake_popper()
             return
         # Changes arrived while an async process ran: keep the popped ones first, so the
         # consumer still sees the key's history in order, and keep the queue position.
@@ -511,4 +547,8 @@ class DeltaFIFO:
     def close(self) -> None:
         """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
         self._closed = True
-        self._cond.notify_all()
+        poppers, self._poppers = self._poppers, deque()
+        for woken in poppers:
+            if not woken.done():
+                woken.set_result(None)
+        self._settle_sync_outcome()

@@ -16,10 +16,14 @@ spelling per resource.
 Every informer the factory builds carries the namespace index (as client-go's generated
 informers do), so ``lister().list(namespace=...)`` is an index lookup.
 
-Task model: the factory owns one task per informer, each running ``informer.run()``.
-``start()`` starts every informer not yet running, and once the factory has started,
-``informer_for`` starts new informers at once. ``shutdown()`` (or leaving ``async with``)
-cancels them all and waits until each has stopped and closed its connection.
+Task model: ``start()`` starts one supervisor task, which owns a task group
+(:class:`~aioinformer._runner.TaskRunner`) with one task per informer, each running
+``informer.run()``; it starts every informer built so far, and once the factory has
+started, ``informer_for`` hands each new informer over to it (through a queue: only the
+supervisor starts tasks in its group) to start at once. An informer that fails is logged
+at shutdown and does not stop the others. ``shutdown()`` (or leaving ``async with``)
+cancels the supervisor, which cancels them all, and waits until each has stopped and
+closed its connection.
 
 Example::
 
@@ -39,10 +43,12 @@ from dataclasses import dataclass
 from types import EllipsisType, TracebackType
 from typing import Any, Self
 
+from anyio.abc import TaskStatus
+
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock
 from aioinformer._gcpolicy import GCPolicy
-from aioinformer._tasks import cancel_and_wait
+from aioinformer._runner import Running, TaskRunner
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
@@ -147,9 +153,14 @@ class SharedInformerFactory:
         self._gc_policy: GCPolicy = gc_policy
         # Every informer built, by key; insertion-ordered.
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
-        # The run task of every started informer. A key is here iff its informer was
-        # started and has not been reaped by shutdown().
-        self._tasks: dict[InformerKey, asyncio.Task[None]] = {}
+        # Keys of the informers handed to the supervisor, in order; emptied by shutdown().
+        self._launched: list[InformerKey] = []
+        # Informers handed over by informer_for() once started, for the supervisor to start.
+        self._to_start: asyncio.Queue[tuple[InformerKey, SharedIndexInformer]] = asyncio.Queue()
+        # Informers whose run ended with an error, for shutdown() to log.
+        self._failures: list[tuple[InformerKey, Exception]] = []
+        # The supervisor, from start() until shutdown().
+        self._running: Running | None = None
         self._started = False
         self._shut_down = False
 
@@ -191,7 +202,8 @@ class SharedInformerFactory:
             informer = self._build(resource, key, model, resync_period)
             self._informers[key] = informer
             if self._started:
-                self._start_one(key, informer)
+                self._launched.append(key)
+                self._to_start.put_nowait((key, informer))
         elif model is not None and informer.model is not model:
             raise ValueError(
                 f"informer {key.describe()} already exists with model "
@@ -238,18 +250,32 @@ class SharedInformerFactory:
         if self._shut_down:
             raise RuntimeError("the factory has been shut down")
         self._started = True
-        for key, informer in self._informers.items():
-            if key not in self._tasks:
-                self._start_one(key, informer)
-        await asyncio.sleep(0)
+        if self._running is None:
+            self._running = await Running.start(self._supervise, name="informer factory")
 
-    def _start_one(self, key: InformerKey, informer: SharedIndexInformer) -> None:
-        self._tasks[key] = asyncio.create_task(informer.run(), name=f"informer {key.describe()}")
+    async def _supervise(self, *, task_status: TaskStatus[None]) -> None:
+        """Run every informer: those built so far, then each ``informer_for`` hands over."""
+        async with TaskRunner(name="informer") as informers:
+            for key, informer in self._informers.items():
+                if key not in self._launched:
+                    self._launched.append(key)
+                    informers.start_soon(self._run(key, informer), name=key.describe())
+            task_status.started()
+            while True:
+                key, informer = await self._to_start.get()
+                informers.start_soon(self._run(key, informer), name=key.describe())
+
+    async def _run(self, key: InformerKey, informer: SharedIndexInformer) -> None:
+        try:
+            await informer.run()
+        except Exception as exc:
+            # Kept for shutdown(): one informer's failure must not stop the others.
+            self._failures.append((key, exc))
 
     async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
         """Wait until every started informer has synced, at most ``timeout`` seconds in
         all; returns each informer's name with whether it synced."""
-        started = [self._informers[key] for key in self._tasks]
+        started = [self._informers[key] for key in self._launched]
         if not started:
             return {}
         loop = asyncio.get_running_loop()
@@ -267,14 +293,18 @@ class SharedInformerFactory:
         does not hide the others.
         """
         self._shut_down = True
+        running, self._running = self._running, None
         try:
-            # Finish stopping even if cancelled meanwhile: no task may outlive us.
-            await cancel_and_wait(*self._tasks.values())
+            if running is not None:
+                # Finishes stopping even if cancelled meanwhile: no task may outlive us.
+                await running.stop()
+                if running.failure is not None:
+                    logger.error("the informer factory failed", exc_info=running.failure)
         finally:
-            for key, task in self._tasks.items():
-                if task.done() and not task.cancelled() and task.exception() is not None:
-                    logger.error("informer %s failed", key.describe(), exc_info=task.exception())
-            self._tasks.clear()
+            for key, exc in self._failures:
+                logger.error("informer %s failed", key.describe(), exc_info=exc)
+            self._failures.clear()
+            self._launched.clear()
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -33,10 +33,12 @@ Guarantees:
   ``on_add(obj, True)`` for every object in the cache at that moment; its registration's
   ``has_synced()`` stays false until those were handed over.
 
-Task model: :meth:`SharedIndexInformer.run` owns an ``asyncio.TaskGroup`` with the
-reflector, the pop task and the processor (one task per handler). ``async with informer:``
-runs it in a task and leaving the block cancels it; either way every task is stopped and
-every connection closed before control returns. A handler blocked forever does not hold up
+Task model: :meth:`SharedIndexInformer.run` owns a task group
+(:class:`~aioinformer._runner.TaskRunner`) with the reflector, the pop task and the
+processor (one task per handler); :meth:`~SharedIndexInformer.stop` ends it.
+``async with informer:`` starts ``run()`` in a task, returns once it has started (not
+synced), and leaving the block cancels it; either way every task is stopped and every
+connection closed before control returns. A handler blocked forever does not hold up
 stopping: handler tasks are cancelled. Everything runs on one event loop, and the cache is
 only written by the pop task between two suspension points, so reads are consistent.
 
@@ -55,8 +57,9 @@ import asyncio
 import builtins
 import contextlib
 import enum
+import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -66,7 +69,7 @@ from anyio.abc import TaskStatus
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy
-from aioinformer._tasks import cancel_and_wait
+from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.indexer import (
@@ -372,21 +375,6 @@ class EventStream:
             self._informer.remove_event_handler(self._registration)
 
 
-class _InformerFIFO(DeltaFIFO):
-    """The informer's DeltaFIFO: tells the informer when a replace completes, so that an
-    empty initial list marks it synced without any pop."""
-
-    __slots__ = ("_informer",)
-
-    def __init__(self, informer: SharedIndexInformer, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._informer = informer
-
-    async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
-        await super().replace(objs, resource_version)
-        self._informer._check_synced()
-
-
 class SharedIndexInformer:
     """A list-watched, indexed cache of one resource with any number of event handlers.
 
@@ -467,14 +455,22 @@ class SharedIndexInformer:
         # What add_event_handler() uses when no resync_period is given.
         self._default_handler_resync_period = float(resync_period)
 
+        # NEW until run() begins, RUNNING until it starts to stop, then STOPPED; only
+        # _begin() and run()'s ending write it.
         self._state = InformerState.NEW
-        self._fifo: _InformerFIFO | None = None
+        # Both created by run(); whether the informer has synced is the FIFO's one-shot
+        # signal, kept nowhere else.
+        self._fifo: DeltaFIFO | None = None
         self._reflector: Reflector | None = None
-        # Resolved with True when the informer first syncs, False if it stops before.
-        self._synced: asyncio.Future[bool] | None = None
-        self._synced_flag = False
-        self._run_task: asyncio.Task[None] | None = None
-        self._stop_requested: asyncio.Event | None = None
+        # One-shot signals, never cleared: set as the state leaves NEW and as it becomes
+        # STOPPED (stop() sets the latter early to make run() end).
+        self._started = asyncio.Event()
+        self._stopping = asyncio.Event()
+        # Set once, by the stage that ended by itself: the cache may lack what that stage
+        # was applying, so the informer does not count as synced.
+        self._failure: _StageEnded | None = None
+        # The run started by ``async with``; None outside the block.
+        self._running: Running | None = None
 
     # -- configuration (before start) ------------------------------------------------
 
@@ -696,33 +692,24 @@ class SharedIndexInformer:
 
     def has_synced(self) -> bool:
         """True once the initial list has been popped into the cache (and stays true)."""
-        return self._synced_flag
+        fifo = self._fifo
+        return fifo is not None and fifo.has_synced() and self._failure is None
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
         informer stops first."""
-        if self._synced_flag:
+        if self.has_synced():
             return True
         if self._state is InformerState.STOPPED:
             return False
-        future = self._synced_future()
         try:
             async with asyncio.timeout(timeout):
-                return await asyncio.shield(future)
+                await self._started.wait()
+                assert self._fifo is not None
+                # run() closes the FIFO as it ends: that is "stopped before syncing".
+                return await self._fifo.wait_synced() and self._failure is None
         except TimeoutError:
             return False
-
-    def _synced_future(self) -> asyncio.Future[bool]:
-        if self._synced is None:
-            self._synced = asyncio.get_running_loop().create_future()
-        return self._synced
-
-    def _check_synced(self) -> None:
-        fifo = self._fifo
-        if not self._synced_flag and fifo is not None and fifo.has_synced():
-            self._synced_flag = True
-            if self._synced is not None and not self._synced.done():
-                self._synced.set_result(True)
 
     def statistics(self) -> InformerStatistics:
         """A frozen snapshot: state, cache size, FIFO depth, per-handler counters and the
@@ -731,7 +718,7 @@ class SharedIndexInformer:
         return InformerStatistics(
             name=self.name,
             state=self._state,
-            synced=self._synced_flag,
+            synced=self.has_synced(),
             cache_size=len(self._indexer),
             fifo_pending=len(self._fifo) if self._fifo is not None else 0,
             last_sync_resource_version=self.last_sync_resource_version,
@@ -752,17 +739,53 @@ class SharedIndexInformer:
         ``CancelledError`` out of an index function, say), the informer logs it, stops
         and raises ``RuntimeError`` rather than carry on with a stage missing.
         """
+        await self._run(task_status=task_status, ready_when_synced=True)
+
+    async def _run(
+        self, *, task_status: TaskStatus[None] | None = None, ready_when_synced: bool
+    ) -> None:
+        """:meth:`run`, signalling readiness once started, or once synced."""
+        fifo, reflector = self._begin()
+        try:
+            async with TaskRunner(name=self.name) as stages:
+                if task_status is not None and not ready_when_synced:
+                    # Before the stages take their first step, so that the starter
+                    # resumes first, as it would after a bare create_task().
+                    task_status.started()
+                stages.start_soon(self._stage("handlers", self._processor.run()), name="handlers")
+                stages.start_soon(self._stage("pop", self._pop_loop(fifo)), name="pop")
+                stages.start_soon(self._stage("reflector", reflector.run()), name="reflector")
+                try:
+                    if task_status is not None and ready_when_synced:
+                        first, wait = await first_completed(
+                            fifo.wait_synced(), self._stopping.wait()
+                        )
+                        if first == 0 and wait.result():
+                            task_status.started()
+                    await self._stopping.wait()
+                finally:
+                    # From here on new handlers are refused: their tasks could not start.
+                    self._state = InformerState.STOPPED
+                    self._stopping.set()
+        except BaseExceptionGroup as group:
+            ended = group.exceptions[0]
+            if len(group.exceptions) == 1 and isinstance(ended, _StageEnded):
+                raise ended from None
+            raise
+        finally:
+            self._processor.stop()
+            fifo.close()
+
+    def _begin(self) -> tuple[DeltaFIFO, Reflector]:
+        """Leave NEW: schedule the handlers' resyncs, build the FIFO and the reflector."""
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
         self._state = InformerState.RUNNING
-        self._stop_requested = asyncio.Event()
-        synced = self._synced_future()
         now = self._clock.monotonic()
         for listener in self._processor:
             if listener.next_resync < 0:
                 listener.next_resync = now + listener.resync_period
-        fifo = self._fifo = _InformerFIFO(
-            self,
+        fifo = self._fifo = DeltaFIFO(
             known_objects=self._indexer,
             emit_delta_type_replaced=True,
             transform=self._transform,
@@ -783,50 +806,27 @@ class SharedIndexInformer:
             expected_api_version=self._expected_api_version,
             gc_policy=self._gc_policy,
         )
-        failure: RuntimeError | None = None
+        self._started.set()
+        return fifo, reflector
+
+    async def _stage(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run one stage, which never ends on its own: one that does (a stray
+        ``CancelledError`` let out of user code) would leave the informer looking alive
+        with a stage gone, so it is turned into an error that stops the informer."""
         try:
-            async with asyncio.TaskGroup() as task_group:
-                tasks = [
-                    task_group.create_task(self._processor.run(), name=f"{self.name} handlers"),
-                    task_group.create_task(self._pop_loop(fifo), name=f"{self.name} pop"),
-                    task_group.create_task(reflector.run(), name=f"{self.name} reflector"),
-                ]
-                stop_wait = task_group.create_task(
-                    self._stop_requested.wait(), name=f"{self.name} stop"
-                )
-                try:
-                    # None of the three tasks ends on its own: one that does (a stray
-                    # CancelledError let out of user code) would leave the informer
-                    # looking alive with a stage gone, so they are waited on too.
-                    if task_status is not None:
-                        first: list[asyncio.Future[Any]] = [synced, stop_wait, *tasks]
-                        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
-                        if not any(task.done() for task in tasks):
-                            task_status.started()
-                    await asyncio.wait([stop_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    # Stopping from here on: new handlers are refused, as their tasks
-                    # could no longer be started.
-                    self._state = InformerState.STOPPED
-                ended = [task for task in tasks if task.done()]
-                if ended and not self._stop_requested.is_set():
-                    how = "was cancelled" if ended[0].cancelled() else "returned"
-                    failure = RuntimeError(
-                        f"informer {self.name}: task {ended[0].get_name()!r} {how} "
-                        "unexpectedly; the informer has stopped"
-                    )
-                    logger.error("%s", failure)
-                stop_wait.cancel()
-                for task in reversed(tasks):
-                    task.cancel()
-        finally:
-            self._state = InformerState.STOPPED
-            self._processor.stop()
-            fifo.close()
-            if not synced.done():
-                synced.set_result(False)
-        if failure is not None:
-            raise failure
+            await work
+            how = "returned"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise
+            how = "was cancelled"
+        failure = self._failure = _StageEnded(
+            f"informer {self.name}: task '{self.name} {name}' {how} unexpectedly; "
+            "the informer has stopped"
+        )
+        logger.error("%s", failure)
+        raise failure
 
     async def _pop_loop(self, fifo: DeltaFIFO) -> None:
         process = self._handle_deltas
@@ -840,8 +840,6 @@ class SharedIndexInformer:
                 # Applying one key's deltas failed (an index function raised, an object
                 # without metadata): log it and carry on with the other keys.
                 logger.exception("informer %s failed to apply deltas", self.name)
-            if not self._synced_flag:
-                self._check_synced()
             if processor.needs_room:
                 await processor.wait_for_room()
 
@@ -885,16 +883,18 @@ class SharedIndexInformer:
                 old = obj
 
     def stop(self) -> None:
-        """Ask a running informer to stop: ``run()`` then returns. Idempotent."""
-        if self._stop_requested is not None:
-            self._stop_requested.set()
+        """Ask a running informer to stop: ``run()`` then returns. Idempotent; does
+        nothing before the informer starts."""
+        if self._state is InformerState.RUNNING:
+            self._stopping.set()
 
     async def __aenter__(self) -> SharedIndexInformer:
-        """Start :meth:`run` in a task; returns without waiting for sync."""
+        """Start :meth:`run` in a task; returns once it has started, without waiting for
+        sync."""
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
-        self._run_task = asyncio.create_task(self.run(), name=f"informer {self.name}")
-        await asyncio.sleep(0)  # let run() set the state
+        run = functools.partial(self._run, ready_when_synced=False)
+        self._running = await Running.start(run, name=f"informer {self.name}")
         return self
 
     async def __aexit__(
@@ -903,20 +903,24 @@ class SharedIndexInformer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        task = self._run_task
-        if task is None:
+        running = self._running
+        if running is None:
             return
-        self._run_task = None
-        await cancel_and_wait(task)
-        if not task.cancelled() and task.exception() is not None and exc is None:
-            raise task.exception()  # type: ignore[misc]
+        self._running = None
+        await running.stop()
+        if running.failure is not None and exc is None:
+            raise running.failure
 
     def __repr__(self) -> str:
         return (
             f"<SharedIndexInformer {self.name} state={self._state.name}"
-            f" synced={self._synced_flag} items={len(self._indexer)}"
+            f" synced={self.has_synced()} items={len(self._indexer)}"
             f" handlers={len(self._processor)}>"
         )
+
+
+class _StageEnded(RuntimeError):
+    """One of the informer's stages ended by itself; the informer stopped."""
 
 
 def _handler_name(handler: object, *funcs: Callable[..., Any] | None) -> str:

@@ -62,6 +62,8 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, TypeAlias
 
+from anyio.abc import TaskStatus
+
 from aioinformer._clock import Clock, default_clock
 from aioinformer._resourcelock import (
     LeaderElectionRecord,
@@ -70,7 +72,13 @@ from aioinformer._resourcelock import (
     lease_spec_to_record,
     record_to_lease_spec,
 )
-from aioinformer._tasks import cancel_and_wait, is_async_callable, wait_regardless
+from aioinformer._runner import (
+    Running,
+    cancel_and_wait,
+    finish_regardless,
+    first_completed,
+    is_async_callable,
+)
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.errors import LeadershipLost as LeadershipLost
 
@@ -155,25 +163,11 @@ def _callback_name(fn: object) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-async def _finish_regardless(coro: Coroutine[Any, Any, None]) -> None:
-    """Run ``coro`` to completion even if the caller is cancelled meanwhile (then re-raise)."""
-    task = asyncio.ensure_future(coro)
-    await wait_regardless(task)
-    task.result()
-
-
 async def _completes_within(clock: Clock, seconds: float, coro: Coroutine[Any, Any, None]) -> bool:
     """Run ``coro``; cancel it after ``seconds`` on ``clock``. True when it finished in time."""
-    work = asyncio.ensure_future(coro)
-    timer = asyncio.ensure_future(clock.sleep(seconds))
-    try:
-        await asyncio.wait([work, timer], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        await cancel_and_wait(work, timer)
-    if work.cancelled():
-        return False
-    work.result()
-    return True
+    first, task = await first_completed(coro, clock.sleep(seconds))
+    task.result()
+    return first == 0
 
 
 class LeaderElector:
@@ -261,8 +255,6 @@ class LeaderElector:
         self._reported_leader = ""
         # Identities waiting for the notifier task; only used when ``on_new_leader`` is set.
         self._reports: asyncio.Queue[object] | None = None
-        # Set on entering LEADING; never cleared (an elector leads at most once).
-        self._leading = asyncio.Event()
         # Called synchronously when leaving LEADING, before the leader work is cancelled.
         self._on_leaving: list[Callable[[], None]] = []
 
@@ -291,14 +283,15 @@ class LeaderElector:
         """The holder in the record last observed (``""`` for none); informational, may lag."""
         return self._observed_record.holder_identity
 
-    async def run(self) -> None:
+    async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
         """Acquire the lease, lead until leadership is lost or the call is cancelled, return.
 
         Returns normally when leadership is lost; re-raises an error of
         ``on_started_leading``. Cancelling it stops the leader work, releases the lease
         (``release_on_cancel``) and calls ``on_stopped_leading`` before the cancellation
         propagates. Reports already queued for ``on_new_leader`` are delivered before it
-        returns (a second cancellation drops them).
+        returns (a second cancellation drops them). ``task_status.started()`` (anyio's
+        ``TaskGroup.start``) is signalled once this elector leads.
         """
         if self._state is not ElectorState.IDLE:
             raise RuntimeError(f"{self!r} has already been run; create a new elector")
@@ -309,12 +302,12 @@ class LeaderElector:
             notifier = asyncio.create_task(self._notify(), name=f"{self.name}: on_new_leader")
         try:
             await self._acquire()
-            await self._lead()
+            await self._lead(task_status)
         finally:
             self._state = ElectorState.STOPPING
             try:
                 if self.release_on_cancel:
-                    await _finish_regardless(self._release())
+                    await finish_regardless(self._release())
                 await self._call_stopped_leading()
             finally:
                 if notifier is not None:
@@ -482,9 +475,10 @@ class LeaderElector:
                 return
             await self._clock.sleep(self.retry_period)
 
-    async def _lead(self) -> None:
+    async def _lead(self, task_status: TaskStatus[None] | None) -> None:
         self._state = ElectorState.LEADING
-        self._leading.set()
+        if task_status is not None:
+            task_status.started()
         renew = asyncio.create_task(self._renew_loop(), name=f"{self.name}: renew")
         work: asyncio.Task[None] | None = None
         if self._started is not None:
@@ -616,7 +610,8 @@ class _LeadershipScope:
 
     def __init__(self, elector: LeaderElector) -> None:
         self._elector = elector
-        self._runner: asyncio.Task[None] | None = None
+        # The election, from a successful ``__aenter__`` on.
+        self._running: Running | None = None
         self._body: asyncio.Task[Any] | None = None
         # The body's ``cancelling()`` count on entry: cancellations beyond it are not ours.
         self._cancelling = 0
@@ -638,24 +633,19 @@ class _LeadershipScope:
             raise RuntimeError("leadership() must be entered from a task")
         self._body = body
         self._cancelling = body.cancelling()
-        runner = asyncio.create_task(elector.run(), name=f"{elector.name}: election")
-        self._runner = runner
         elector._on_leaving.append(self._leaving)
-        leading = asyncio.create_task(elector._leading.wait())
         try:
-            try:
-                await asyncio.wait([runner, leading], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                await cancel_and_wait(leading)
-            if runner.done() or not elector.is_leader():
-                await cancel_and_wait(runner)
-                if not runner.cancelled():
-                    runner.result()
+            # Returns once the elector leads; reaps the election if it fails first.
+            running = await Running.start(elector.run, name=f"{elector.name}: election")
+            if not elector.is_leader():  # lost again before this task resumed
+                await running.stop()
+                if running.failure is not None:
+                    raise running.failure
                 raise LeadershipLost(f"{elector.name}: leadership ended before the body started")
         except BaseException:
             elector._on_leaving.remove(self._leaving)
-            await cancel_and_wait(runner)
             raise
+        self._running = running
         self._inside = True
 
     async def __aexit__(
@@ -665,9 +655,9 @@ class _LeadershipScope:
         tb: TracebackType | None,
     ) -> bool:
         self._inside = False
-        runner = self._runner
+        running = self._running
         body = self._body
-        assert runner is not None
+        assert running is not None
         assert body is not None
         with contextlib.suppress(ValueError):
             self._elector._on_leaving.remove(self._leaving)
@@ -675,13 +665,13 @@ class _LeadershipScope:
         # body ended on its own, our cancellation has not been delivered yet and lands here.
         interrupted = False
         try:
-            await cancel_and_wait(runner)
+            await running.stop()
         except asyncio.CancelledError:
             interrupted = True
         ours = self._lost and body.uncancel() <= self._cancelling
         if interrupted and not ours:
             raise asyncio.CancelledError
-        failure = None if runner.cancelled() else runner.exception()
+        failure = running.failure
         if not self._lost:
             if failure is not None and exc_type is None:
                 raise failure

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 
 from aioinformer.controller import (
@@ -653,3 +654,22 @@ async def test_statistics_and_repr_describe_the_controller() -> None:
         assert stats.queue.processing == 1
         assert repr(controller) == ("<Controller 'stats' state=RUNNING workers=2 active=1 depth=0>")
         recorder.gate.set()
+
+
+async def test_anyio_task_group_start_returns_once_the_controller_waits_for_sync() -> None:
+    lw = FakeListerWatcher(objects=[pod("a")])
+    lw.stall_next_list()
+    informer = SharedIndexInformer(lw)
+    controller = Controller("started", Recorder(), informers=[informer])
+    async with informer, anyio.create_task_group() as task_group:
+        await task_group.start(controller.run)
+        assert controller.state is ControllerState.WAITING_FOR_SYNC
+        controller.stop()
+    assert controller.state is ControllerState.STOPPED
+
+
+async def test_async_with_returns_once_the_controller_has_started() -> None:
+    controller = Controller("entered", Recorder())
+    async with controller:
+        assert controller.state is not ControllerState.NEW
+    assert controller.state is ControllerState.STOPPED

@@ -638,24 +638,55 @@ async def _resync_then_replace(f: DeltaFIFO) -> None:
     await f.replace([], "0")
 
 
-@pytest.mark.parametrize(
-    ("actions", "synced"),
-    [
-        pytest.param(_noop, False, id="nothing-happened"),
-        pytest.param(_add_a, True, id="add-before-any-replace"),
-        pytest.param(_update_a, True, id="update-before-any-replace"),
-        pytest.param(_delete_unknown, True, id="ignored-delete-before-any-replace"),
-        pytest.param(_replace_empty, True, id="empty-replace"),
-        pytest.param(_replace_two, False, id="replace-not-popped"),
-        pytest.param(_replace_two_pop_one, False, id="replace-half-popped"),
-        pytest.param(_replace_two_pop_two, True, id="replace-fully-popped"),
-        pytest.param(_replace_duplicates_pop_one, True, id="replace-with-duplicate-keys"),
-    ],
-)
+SYNC_CASES = [
+    pytest.param(_noop, False, id="nothing-happened"),
+    pytest.param(_add_a, True, id="add-before-any-replace"),
+    pytest.param(_update_a, True, id="update-before-any-replace"),
+    pytest.param(_delete_unknown, True, id="ignored-delete-before-any-replace"),
+    pytest.param(_replace_empty, True, id="empty-replace"),
+    pytest.param(_replace_two, False, id="replace-not-popped"),
+    pytest.param(_replace_two_pop_one, False, id="replace-half-popped"),
+    pytest.param(_replace_two_pop_two, True, id="replace-fully-popped"),
+    pytest.param(_replace_duplicates_pop_one, True, id="replace-with-duplicate-keys"),
+]
+
+
+@pytest.mark.parametrize(("actions", "synced"), SYNC_CASES)
 async def test_has_synced(actions: Callable[[DeltaFIFO], Awaitable[None]], synced: bool) -> None:
     f = fifo(with_known=False)
     await actions(f)
     assert f.has_synced() is synced
+
+
+@pytest.mark.parametrize(("actions", "synced"), SYNC_CASES)
+async def test_wait_synced_returns_exactly_when_has_synced_is_true(
+    actions: Callable[[DeltaFIFO], Awaitable[None]], synced: bool
+) -> None:
+    f = fifo(with_known=False)
+    waiter = asyncio.create_task(f.wait_synced())
+    await actions(f)
+    await asyncio.sleep(0)
+    assert waiter.done() is synced
+    waiter.cancel()
+
+
+async def test_wait_synced_wakes_once_the_last_initial_item_has_been_processed() -> None:
+    f = fifo(with_known=False)
+    await f.replace([Obj("a", 1), Obj("b", 1)], "1")
+    seen: list[bool] = []
+    waiter = asyncio.create_task(f.wait_synced())
+
+    def process(d: Deltas) -> None:
+        seen.append(waiter.done())
+
+    await f.pop(process)
+    await f.pop(process)
+    await asyncio.sleep(0)
+    assert seen == [False, False]
+    assert waiter.done()
+    await f.wait_synced()  # a one-shot signal: given once, it stays given
+    await f.replace([], "2")
+    assert f.has_synced()
 
 
 async def test_has_synced_counts_keys_queued_by_resync_before_the_first_replace() -> None:
@@ -920,3 +951,29 @@ async def test_a_sync_process_may_return_a_value() -> None:
 def test_configuration_is_keyword_only() -> None:
     with pytest.raises(TypeError):
         DeltaFIFO(obj_key, Known())  # type: ignore[call-arg]
+
+
+async def test_wait_synced_returns_false_when_the_fifo_is_closed_first() -> None:
+    f = fifo(with_known=False)
+    await f.replace([Obj("a", 1)], "1")
+    waiters = [asyncio.create_task(f.wait_synced()) for _ in range(2)]
+    await asyncio.sleep(0)
+    waiters[0].cancel()  # one waiter giving up leaves the other waiting
+    await asyncio.sleep(0)
+    f.close()
+    assert await waiters[1] is False
+    assert await f.wait_synced() is False
+
+
+async def test_a_popper_cancelled_while_waiting_leaves_no_trace_and_takes_no_wake_up() -> None:
+    f = fifo(with_known=False)
+    first = asyncio.create_task(pop(f))
+    second = asyncio.create_task(pop(f))
+    await asyncio.sleep(0)
+    assert "waiting=2" in repr(f)
+    first.cancel()
+    await f.add(Obj("a", 1))  # in the same turn as the cancellation: the wake-up skips it
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await asyncio.wait_for(second, timeout=5) == deltas((Added, Obj("a", 1)))
+    assert "waiting=0" in repr(f)

@@ -115,6 +115,18 @@ class FIFOMachine(RuleBasedStateMachine):
             assert self.fifo.has_synced()
 
     @invariant()
+    def the_synced_signal_is_given_exactly_when_the_counters_say_so(self) -> None:
+        # The invariant written on DeltaFIFO._synced: the one-shot signal mirrors client-go's
+        # definition of synced, taken from the population counters.
+        fifo = self.fifo
+        counted = (
+            fifo._populated
+            and fifo._initial_population_count == 0
+            and fifo._initial_in_process == 0
+        )
+        assert fifo.has_synced() is counted
+
+    @invariant()
     def fifo_is_well_formed(self) -> None:
         keys = self.fifo.list_keys()
         assert len(keys) == len(set(keys)) == len(self.fifo)

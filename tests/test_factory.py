@@ -406,3 +406,24 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
 def test_the_factory_refuses_a_non_positive_inactivity_timeout(kube_client: Client) -> None:
     with pytest.raises(ValueError, match="watch_inactivity_timeout"):
         SharedInformerFactory(kube_client, watch_inactivity_timeout=-1)
+
+
+def _stray_cancellation(obj: dict[str, Any]) -> list[str]:
+    """An index function that lets out a CancelledError nobody asked for."""
+    raise asyncio.CancelledError
+
+
+async def test_a_failed_informer_leaves_the_others_running_and_is_logged_at_shutdown(
+    fake_apiserver: FakeAPIServer, kube_client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_apiserver.create(pod("web-0"))
+    async with SharedInformerFactory(kube_client) as factory:
+        broken = factory.informer_for("pods", indexers={"stray": _stray_cancellation})
+        healthy = factory.informer_for("v1/configmaps")
+        assert await healthy.wait_for_sync(timeout=10)
+        assert not await broken.wait_for_sync(timeout=10)
+        assert healthy.state.name == "RUNNING"
+        assert not [r for r in caplog.records if r.getMessage() == "informer pods failed"]
+    assert [r.getMessage() for r in caplog.records if r.name == "aioinformer.factory"] == [
+        "informer pods failed"
+    ]

@@ -376,3 +376,34 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
     assert source.open_watches == 0
     with pytest.raises(InformerStoppedError):
         informer.add_event_handler(on_add=lambda obj, initial: None)
+
+
+async def test_async_with_returns_once_running_before_any_stage_has_run() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    async with informer:
+        assert informer.state is InformerState.RUNNING
+        assert source.list_calls == []  # the starter resumes ahead of the stages
+        assert not informer.has_synced()
+        assert await informer.wait_for_sync(timeout=5)
+    assert informer.state is InformerState.STOPPED
+
+
+async def test_wait_for_sync_called_before_start_returns_once_synced() -> None:
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    waiter = asyncio.create_task(informer.wait_for_sync(timeout=5))
+    await asyncio.sleep(0)
+    async with informer:
+        assert await waiter
+
+
+async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced() -> None:
+    source = FakeListerWatcher()
+    source.stall_next_list()
+    informer = SharedIndexInformer(source, clock=FakeClock())
+    async with informer:
+        waiter = asyncio.create_task(informer.wait_for_sync())
+        await until(lambda: bool(source.list_calls))
+    assert await asyncio.wait_for(waiter, timeout=5) is False
+    assert not await informer.wait_for_sync()

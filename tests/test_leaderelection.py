@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import anyio
 import pytest
 
 from aioinformer.errors import AlreadyExists, Conflict, NotFound, ServerError
@@ -1211,3 +1212,16 @@ async def test_competing_electors_wait_out_a_lease_stolen_mid_term(
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)
+
+
+async def test_anyio_task_group_start_returns_once_the_elector_leads(
+    store: LeaseStore, lock: MemoryLock, clock: FakeClock
+) -> None:
+    elector = make_elector(lock, clock)
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(elector.run)
+        assert elector.is_leader()
+        task_group.cancel_scope.cancel()
+    assert elector.state is ElectorState.STOPPED
+    assert store.record is not None
+    assert store.record.holder_identity == ""  # released on the way out

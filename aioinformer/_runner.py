@@ -1,0 +1,245 @@
+"""The one structured-concurrency helper: how components start their tasks, wait for the
+first of several, and reap them.
+
+Role: the informer, controller, factory and leader elector start, race and reap their
+tasks with these pieces instead of writing ``create_task``/``asyncio.wait`` loops of
+their own:
+
+* :class:`TaskRunner` is a task group for long-running services. Leaving its
+  ``async with`` block, or calling :meth:`TaskRunner.cancel` from any call path, cancels
+  every child still running; the block then ends once all of them have ended. A child
+  that fails cancels the others, and the failure leaves the block as an
+  ``ExceptionGroup``, as with ``asyncio.TaskGroup``.
+* :class:`Running` is one component's ``run()`` in its own task, started with signalled
+  readiness (anyio's ``TaskGroup.start`` shape): ``run`` receives ``task_status=`` and
+  calls ``task_status.started()``; the starter's ``await`` returns then, or raises what
+  ``run`` raised before it got there. It is the shape of every ``async with component:``.
+* :func:`first_completed` waits for the first of several coroutines and reaps the rest;
+  :func:`wait_regardless`, :func:`cancel_and_wait` and :func:`finish_regardless` are the
+  shielded waits everything else is built on.
+* :func:`is_async_callable` decides once, at registration, whether a callback is
+  awaited.
+
+Input: coroutines and coroutine functions. Output: their outcome, re-raised in the caller.
+
+Ordering: children are cancelled in the reverse order of their start, so a stage that
+feeds another stops first. Nothing else is ordered.
+
+Task model: everything runs on the caller's event loop. Every wait that reaps tasks is
+shielded and bounded by the tasks themselves: a waiter cancelled meanwhile keeps waiting
+until they have ended (no task outlives its owner), then re-raises the cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, Final, Generic, TypeVar
+
+__all__ = [
+    "Running",
+    "TaskRunner",
+    "cancel_and_wait",
+    "finish_regardless",
+    "first_completed",
+    "is_async_callable",
+    "wait_regardless",
+]
+
+T = TypeVar("T")
+
+_ENDED: Final = object()
+"""What a run's readiness resolves to when it ends before signalling."""
+
+
+def is_async_callable(fn: object) -> bool:
+    """True for a coroutine function, or an object whose ``__call__`` is one."""
+    if fn is None:
+        return False
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object with ``async def __call__``
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+async def wait_regardless(*tasks: asyncio.Future[Any]) -> None:
+    """Wait until every one of ``tasks`` has finished, even if cancelled meanwhile (the
+    cancellation is re-raised once they have)."""
+    interrupted = False
+    while pending := [task for task in tasks if not task.done()]:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError
+
+
+async def cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel ``tasks`` and wait until every one has finished (see :func:`wait_regardless`)."""
+    for task in tasks:
+        task.cancel()
+    await wait_regardless(*tasks)
+
+
+async def finish_regardless(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion even if the caller is cancelled meanwhile; return its
+    result, or raise its error, or the caller's cancellation once it has finished."""
+    task = asyncio.ensure_future(coro)
+    await wait_regardless(task)
+    return task.result()
+
+
+async def first_completed(*coros: Coroutine[Any, Any, Any]) -> tuple[int, asyncio.Task[Any]]:
+    """Run ``coros`` concurrently until one finishes; cancel and reap the others.
+
+    Returns the position of the one that finished (the first in argument order when
+    several finished in the same loop turn) and its task, whose ``result()`` gives its
+    outcome. A cancellation of the caller cancels them all and is re-raised once they
+    have ended.
+    """
+    tasks = [asyncio.ensure_future(coro) for coro in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await cancel_and_wait(*[task for task in tasks if not task.done()])
+    index = min(index for index, task in enumerate(tasks) if task in done)
+    return index, tasks[index]
+
+
+class _TaskStatus(Generic[T]):
+    """What a run started by :meth:`Running.start` calls to say it is ready."""
+
+    __slots__ = ("_ready",)
+
+    def __init__(self, ready: asyncio.Future[T | None]) -> None:
+        self._ready = ready
+        """Resolved by the first ``started()``; later calls are errors, as in anyio."""
+
+    def started(self, value: T | None = None) -> None:
+        if self._ready.done():
+            raise RuntimeError("started() called more than once")
+        self._ready.set_result(value)
+
+
+class TaskRunner:
+    """A group of service tasks bound to one ``async with`` block (see the module notes).
+
+    Children run until they are cancelled: leaving the block, :meth:`cancel`, or a
+    sibling's failure cancels them, and ``__aexit__`` returns only once all have ended,
+    even if it is cancelled meanwhile. ``name`` prefixes the children's task names.
+    """
+
+    __slots__ = ("_group", "_name", "_tasks")
+
+    def __init__(self, *, name: str) -> None:
+        self._name = name
+        self._group: asyncio.TaskGroup | None = None
+        """Set while the block runs; children are created in it."""
+        self._tasks: list[asyncio.Task[Any]] = []
+        """Children in start order; cancelled in reverse."""
+
+    async def __aenter__(self) -> TaskRunner:
+        group = asyncio.TaskGroup()
+        await group.__aenter__()
+        self._group = group
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        group = self._group
+        assert group is not None
+        self.cancel()
+        try:
+            await group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._group = None
+            self._tasks.clear()
+
+    def start_soon(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Start ``coro`` as a child named ``"<runner name> <name>"``; it runs until it
+        returns or the runner cancels it."""
+        group = self._group
+        if group is None:
+            coro.close()
+            raise RuntimeError(f"{self._name}: the task runner is not running")
+        task = group.create_task(coro, name=f"{self._name} {name}")
+        self._tasks.append(task)
+        return task
+
+    def cancel(self) -> None:
+        """Cancel every child still running, the newest first. Safe from any call path;
+        the block ends once they have ended."""
+        for task in reversed(self._tasks):
+            task.cancel()
+
+
+class Running:
+    """One component's ``run()`` in its own task, started with signalled readiness: the
+    shape of every ``async with component:``.
+
+    ``await Running.start(fn, name=...)`` runs ``fn(task_status=...)`` and returns once it
+    calls ``task_status.started()`` (anyio's ``TaskGroup.start`` shape), or raises what it
+    raised, or ``RuntimeError`` if it returned, before that; cancelling the caller
+    meanwhile cancels it. :meth:`stop` and :meth:`wait` reap it; :attr:`failure` says how
+    it ended.
+    """
+
+    __slots__ = ("_task",)
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+        """The component's run; done once :meth:`stop` or :meth:`wait` has returned."""
+
+    @classmethod
+    async def start(cls, fn: Callable[..., Coroutine[Any, Any, Any]], *, name: str) -> Running:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Any] = loop.create_future()
+        task = loop.create_task(fn(task_status=_TaskStatus(ready)), name=name)
+
+        def ended(_: asyncio.Task[Any]) -> None:
+            if not ready.done():
+                ready.set_result(_ENDED)
+
+        # Awaiting ``ready`` itself, not a wait on both: the starter resumes in the very
+        # loop turn after ``started()``, ahead of whatever the run started meanwhile.
+        task.add_done_callback(ended)
+        try:
+            outcome = await ready
+        except asyncio.CancelledError:
+            await cancel_and_wait(task)
+            raise
+        if outcome is _ENDED:
+            if task.cancelled():
+                raise asyncio.CancelledError
+            task.result()
+            raise RuntimeError(f"{name} ended without signalling that it started")
+        return cls(task)
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The error the run ended with; ``None`` while it runs, or if it returned or was
+        cancelled."""
+        task = self._task
+        return None if not task.done() or task.cancelled() else task.exception()
+
+    async def stop(self) -> None:
+        """Cancel the run and wait until it has ended (see :func:`cancel_and_wait`)."""
+        await cancel_and_wait(self._task)
+
+    async def wait(self) -> None:
+        """Wait for the run to end by itself. A cancellation of the caller meanwhile is
+        passed on to the run, which is still awaited before the cancellation is
+        re-raised."""
+        task = self._task
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            await cancel_and_wait(task)
+            raise
