@@ -11,16 +11,17 @@ Output: calls on the sink, in stream order, one at a time; the cursor's resource
 after each applied event; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
-:meth:`WatchRead.run`. Each read is bounded by an ``asyncio.timeout`` scope on that
-task. The deadline is measured on the injected clock, so a timer task expires the
-read's scope once the stream has been silent too long; :meth:`WatchRead.interrupt`
-does the same for the reflector's resync task. The timer joins the caller's
-``helpers`` set and is cancelled when :meth:`WatchRead.run` returns; the caller awaits
-what is left of the set when its own scope ends, so reading never waits on the timer
-(a stream handed over by a streaming list goes on without a pause). The asyncio scope
-does the cancellation bookkeeping: a cancellation from outside still cancels, and an
-expired read leaves no pending cancellation behind. A scope exists only while a read
-is awaited, so an interruption never lands in a store call.
+:meth:`WatchRead.run`. Its reads are bounded by one ``asyncio.timeout`` scope on that
+task, expired only while a read is awaited. The deadline is measured on the injected
+clock, so a timer task expires the scope once the stream has been silent too long;
+:meth:`WatchRead.interrupt` does the same for the reflector's resync task. The timer
+joins the caller's ``helpers`` set and is cancelled when :meth:`WatchRead.run` returns;
+the caller awaits what is left of the set when its own scope ends, so reading never
+waits on the timer (a stream handed over by a streaming list goes on without a pause).
+The asyncio scope does the cancellation bookkeeping: a cancellation from outside still
+cancels, and an expired read leaves no pending cancellation behind. An interruption
+that races a read returning is caught as the read returns, so it never lands in a
+store call.
 """
 
 from __future__ import annotations
@@ -131,9 +132,11 @@ class WatchRead:
     stops, leaving the stream open, at the bookmark ending a streaming list's initial
     events.
 
-    Invariants: ``_scope`` is set exactly while the reader awaits the stream's next item,
-    so expiring it ends a read and never a store call. ``reason`` is set at most once;
-    once set, the reader stops before its next read. ``applied <= received``.
+    Invariants: ``_scope`` is the timeout scope around the whole read loop; ``_reading``
+    is true exactly while the reader awaits the stream's next item, and the scope is
+    expired only then. ``reason`` is set before the scope is expired and at most once;
+    the reader checks it as soon as a read returns, so an expiry ends a read and never
+    lands in a store call. ``applied <= received``.
     """
 
     __slots__ = (
@@ -145,6 +148,7 @@ class WatchRead:
         "_helpers",
         "_name",
         "_opened",
+        "_reading",
         "_scope",
         "_sink",
         "_stream",
@@ -182,6 +186,7 @@ class WatchRead:
         self._opened = opened
         self._until_initial_events_end = until_initial_events_end
         self._scope: asyncio.Timeout | None = None
+        self._reading = False
         self.received = 0
         """Items read from the stream: the inactivity timer's measure of progress."""
         self.applied = 0
@@ -191,13 +196,17 @@ class WatchRead:
         self.resync_failed = False
         """The interruption was a failed ``store.resync()``."""
 
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` was called (a call: the answer changes across reads)."""
+        return self.reason is not None
+
     def interrupt(self, reason: BaseException, *, resync_failed: bool = False) -> None:
         """End the read in progress, if any, and stop reading."""
         if self.reason is None:
             self.reason = reason
             self.resync_failed = resync_failed
         scope = self._scope
-        if scope is not None and not scope.expired():
+        if self._reading and scope is not None and not scope.expired():
             scope.reschedule(asyncio.get_running_loop().time())
 
     async def run(self) -> tuple[bool, WatchEnd]:
@@ -239,8 +248,7 @@ class WatchRead:
         Returns true when it stopped at the initial-events-end bookmark, false when
         interrupted. Raises ``StopAsyncIteration`` at the end of the stream, or what
         reading raised (a ``ListerWatcher`` raises the ``ApiError`` of an ``ERROR``
-        event). This is the per-event path: no formatting, and no allocation of its own
-        but each read's timeout scope.
+        event). This is the per-event path: no formatting, no allocation of its own.
         """
         next_event = self._stream.__anext__
         sink = self._sink
@@ -250,71 +258,79 @@ class WatchRead:
         expected_kind = self._expected_kind
         expected_api_version = self._expected_api_version
         check_type = expected_kind is not None or expected_api_version is not None
-        while self.reason is None:
-            try:
-                async with asyncio.timeout(None) as scope:
-                    self._scope = scope
+        try:
+            async with asyncio.timeout(None) as scope:
+                self._scope = scope
+                while not self.interrupted():
+                    self._reading = True
                     try:
                         event = await next_event()
                     finally:
-                        self._scope = None
-            except TimeoutError:
-                if scope.expired():
-                    return False
-                raise
-            self.received += 1
-            kind = event.type
-            obj = event.object
-            if check_type and (
-                (expected_kind is not None and obj.get("kind") != expected_kind)
-                or (
-                    expected_api_version is not None
-                    and obj.get("apiVersion") != expected_api_version
-                )
-            ):
-                logger.error(
-                    "%s: expected %s %s, but the watch event object is %s %s",
-                    self._name,
-                    expected_api_version,
-                    expected_kind,
-                    obj.get("apiVersion"),
-                    obj.get("kind"),
-                )
-                continue
-            try:
-                resource_version = obj["metadata"]["resourceVersion"]
-            except (KeyError, TypeError):
-                logger.error(
-                    "%s: skipped a watch event (%s) whose object has no resourceVersion",
-                    self._name,
-                    kind,
-                )
-                continue
-            try:
-                if kind == MODIFIED:
-                    await sink.update(obj)
-                elif kind == ADDED:
-                    await sink.add(obj)
-                elif kind == DELETED:
-                    await sink.delete(obj)
-                elif kind == BOOKMARK:
-                    if until_initial_events_end and _ends_initial_events(obj):
-                        cursor.resource_version = resource_version
-                        self.applied += 1
-                        return True
-                else:
-                    logger.error(
-                        "%s: skipped a watch event of unknown type %.40r", self._name, kind
-                    )
-            except Exception:
-                logger.exception("%s: store rejected a %s event", self._name, kind)
-            cursor.resource_version = resource_version
-            self.applied += 1
-            pending_handoff += 1
-            if pending_handoff == _HANDOFF_EVERY:
-                # Let the consumers catch up before decoding more (see _HANDOFF_EVERY).
-                pending_handoff = 0
-                await asyncio.sleep(0)
+                        self._reading = False
+                    if self.interrupted():
+                        # Interrupted as the event came in: leaving the scope disarms
+                        # its expiry before it lands, and the next watch replays the
+                        # event (the cursor has not moved past it).
+                        return False
+                    self.received += 1
+                    kind = event.type
+                    obj = event.object
+                    if check_type and (
+                        (expected_kind is not None and obj.get("kind") != expected_kind)
+                        or (
+                            expected_api_version is not None
+                            and obj.get("apiVersion") != expected_api_version
+                        )
+                    ):
+                        logger.error(
+                            "%s: expected %s %s, but the watch event object is %s %s",
+                            self._name,
+                            expected_api_version,
+                            expected_kind,
+                            obj.get("apiVersion"),
+                            obj.get("kind"),
+                        )
+                        continue
+                    try:
+                        resource_version = obj["metadata"]["resourceVersion"]
+                    except (KeyError, TypeError):
+                        logger.error(
+                            "%s: skipped a watch event (%s) whose object has no resourceVersion",
+                            self._name,
+                            kind,
+                        )
+                        continue
+                    try:
+                        if kind == MODIFIED:
+                            await sink.update(obj)
+                        elif kind == ADDED:
+                            await sink.add(obj)
+                        elif kind == DELETED:
+                            await sink.delete(obj)
+                        elif kind == BOOKMARK:
+                            if until_initial_events_end and _ends_initial_events(obj):
+                                cursor.resource_version = resource_version
+                                self.applied += 1
+                                return True
+                        else:
+                            logger.error(
+                                "%s: skipped a watch event of unknown type %.40r", self._name, kind
+                            )
+                    except Exception:
+                        logger.exception("%s: store rejected a %s event", self._name, kind)
+                    cursor.resource_version = resource_version
+                    self.applied += 1
+                    pending_handoff += 1
+                    if pending_handoff == _HANDOFF_EVERY:
+                        # Let the consumers catch up before decoding more (see _HANDOFF_EVERY).
+                        pending_handoff = 0
+                        await asyncio.sleep(0)
+        except TimeoutError:
+            if scope.expired():
+                return False
+            raise
+        finally:
+            self._scope = None
         return False
 
     async def _inactivity_timer(self) -> None:
@@ -328,7 +344,7 @@ class WatchRead:
         quiet_ticks = 0
         while True:
             await self._clock.sleep(tick)
-            if self.received != seen or self._scope is None:
+            if self.received != seen or not self._reading:
                 seen = self.received
                 quiet_ticks = 0
                 continue
