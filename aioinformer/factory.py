@@ -137,7 +137,7 @@ class SharedInformerFactory:
     ) -> None:
         _check_selectors(label_selector, field_selector)
         base = reflector_options if reflector_options is not None else ReflectorOptions()
-        # Checked there and only there; every informer gets this very object.
+        # The one check of these settings is ReflectorOptions'; every informer gets this.
         self._reflector_options = base.replace(
             watch_inactivity_timeout=watch_inactivity_timeout, gc_policy=gc_policy
         )

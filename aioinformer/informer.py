@@ -443,7 +443,7 @@ class SharedIndexInformer:
         reflector_options: ReflectorOptions | None = None,
     ) -> None:
         base = reflector_options if reflector_options is not None else ReflectorOptions()
-        # Checked there and only there; the reflector gets this very object.
+        # The one check of these settings is ReflectorOptions'; the reflector gets this.
         self._reflector_options = base.replace(
             resync_period=resync_period,
             page_size=page_size,

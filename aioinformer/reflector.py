@@ -65,14 +65,15 @@ raises through ``run()``, the ones it absorbs where they happen. How a watch end
 :func:`aioinformer._watch_policy.next_step`, shared by the watch and the streaming list.
 
 Task model. Everything runs in the task that awaits ``run()``/``list_and_watch()``.
-Each read of a watch stream is bounded by an ``asyncio.timeout`` scope on that task
-(see :mod:`aioinformer._watch_stream`): because the deadline is measured on the
-injected clock, a timer task expires the scope when the stream has been silent too
-long. With a resync period, a resync task calls ``store.resync()`` and, when that
-fails, expires the current read scope too. These helper tasks live in a set local to
-``list_and_watch()``, which reaps them before it returns. Cancellation is clean at every
-await: a list in progress is dropped before anything reaches the store, an open watch
-stream is closed (its async generator's ``aclose()``), and a backoff sleep simply ends.
+The reads of a watch stream are bounded by an ``asyncio.timeout`` scope on that task,
+expired only while a read is awaited (see :mod:`aioinformer._watch_stream`): because
+the deadline is measured on the injected clock, a timer task expires it when the
+stream has been silent too long. With a resync period, a resync task calls
+``store.resync()`` and, when that fails, expires the current read's scope too. These
+helper tasks live in a set local to ``list_and_watch()``, which reaps them before it
+returns. Cancellation is clean at every await: a list in progress is dropped before
+anything reaches the store, an open watch stream is closed (its async generator's
+``aclose()``), and a backoff sleep simply ends.
 
 Example::
 
@@ -242,9 +243,10 @@ class ReflectorOptions:
             raise ValueError(f"watch_inactivity_timeout must be positive, got {timeout!r}")
 
     def replace(self, **changes: Any) -> ReflectorOptions:
-        """A copy with the fields in ``changes`` replaced; ``None`` values are ignored,
-        so callers can pass their optional keywords straight through."""
-        given = {name: value for name, value in changes.items() if value is not None}
+        """A copy with the fields in ``changes`` replaced, or this very object when they
+        change nothing; ``None`` values are ignored, so callers can pass their optional
+        keywords straight through."""
+        given = {k: v for k, v in changes.items() if v is not None and v != getattr(self, k)}
         return dataclasses.replace(self, **given) if given else self
 
 

@@ -1293,6 +1293,7 @@ def test_options_are_frozen_and_replace_only_the_fields_given() -> None:
 
     assert options.replace() is options
     assert options.replace(page_size=None, use_watch_list=None) is options
+    assert options.replace(page_size=7, gc_policy="pause") is options
     assert options.replace(page_size=3, gc_policy="off") == ReflectorOptions(
         page_size=3, expected_kind="Pod", gc_policy="off"
     )
