@@ -533,10 +533,12 @@ class Reflector:
                 helpers.add(asyncio.create_task(self._resync_loop(), name=f"{self._name} resync"))
             await self._watch(stream, timeout, helpers)
         finally:
-            self._in_round = False
-            if not self._running:
-                self._state = _STOPPED
-            await cancel_and_wait(*helpers)
+            try:
+                await cancel_and_wait(*helpers)
+            finally:
+                self._in_round = False
+                if not self._running:
+                    self._state = _STOPPED
 
     # -------------------------------------------------------------------- list
 
