@@ -144,6 +144,7 @@ from aioinformer.processor import ProcessorListener as ProcessorListener
 from aioinformer.processor import SharedProcessor as SharedProcessor
 from aioinformer.processor import determine_resync_period as determine_resync_period
 from aioinformer.reflector import Reflector as Reflector
+from aioinformer.reflector import ReflectorOptions as ReflectorOptions
 from aioinformer.reflector import ReflectorState as ReflectorState
 from aioinformer.reflector import ReflectorStatistics as ReflectorStatistics
 from aioinformer.reflector import ReflectorStore as ReflectorStore
@@ -286,6 +287,7 @@ __all__ = [
     "RawObject",
     "Reconcile",
     "Reflector",
+    "ReflectorOptions",
     "ReflectorState",
     "ReflectorStatistics",
     "ReflectorStore",

@@ -54,6 +54,7 @@ from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
+from aioinformer.reflector import ReflectorOptions
 
 __all__ = ["InformerKey", "SharedInformerFactory"]
 
@@ -119,7 +120,10 @@ class SharedInformerFactory:
     :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
     component's failure history, so informers never share one), for instance
     ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``; and ``gc_policy``
-    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`).
+    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`). These
+    and any other reflector setting can also come as one ``reflector_options``
+    (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords
+    replace); the factory checks them once and hands that object to every informer.
     """
 
     def __init__(
@@ -134,13 +138,15 @@ class SharedInformerFactory:
         clock: Clock | None = None,
         backoff: Callable[[], Backoff] | None = None,
         watch_inactivity_timeout: float | None = None,
-        gc_policy: GCPolicy = "pause",
+        gc_policy: GCPolicy | None = None,
+        reflector_options: ReflectorOptions | None = None,
     ) -> None:
         _check_selectors(label_selector, field_selector)
-        if watch_inactivity_timeout is not None and watch_inactivity_timeout <= 0:
-            raise ValueError(
-                f"watch_inactivity_timeout must be positive, got {watch_inactivity_timeout!r}"
-            )
+        base = reflector_options if reflector_options is not None else ReflectorOptions()
+        # The one check of these settings is ReflectorOptions'; every informer gets this.
+        self._reflector_options = base.replace(
+            watch_inactivity_timeout=watch_inactivity_timeout, gc_policy=gc_policy
+        )
         self._client = client
         self._namespace = namespace
         self._resync_period = resync_period
@@ -149,8 +155,6 @@ class SharedInformerFactory:
         self._transform = transform
         self._clock = clock
         self._backoff = backoff
-        self._watch_inactivity_timeout = watch_inactivity_timeout
-        self._gc_policy: GCPolicy = gc_policy
         # Every informer built, by key; insertion-ordered.
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         # Keys of the informers handed to the supervisor, in order; emptied by shutdown().
@@ -236,8 +240,7 @@ class SharedInformerFactory:
             model=model,
             clock=self._clock,
             backoff=None if self._backoff is None else self._backoff(),
-            watch_inactivity_timeout=self._watch_inactivity_timeout,
-            gc_policy=self._gc_policy,
+            reflector_options=self._reflector_options,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

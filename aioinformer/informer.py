@@ -92,7 +92,7 @@ from aioinformer.processor import (
     SharedProcessor,
     determine_resync_period,
 )
-from aioinformer.reflector import Reflector, ReflectorStatistics
+from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorStatistics
 
 __all__ = [
     "Event",
@@ -395,15 +395,17 @@ class SharedIndexInformer:
     raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
     resync timers and the reflector's waits (tests pass a ``FakeClock``).
 
-    Passed to the :class:`~aioinformer.reflector.Reflector` as they are: ``page_size``,
-    ``use_watch_list``, ``watch_error_handler``, ``backoff`` (a
-    :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
-    ``watch_inactivity_timeout`` and ``expected_kind``/``expected_api_version`` (when not
-    given, the reflector adopts the kind of the first list's items, so watch events of
-    another kind are never cached), and ``gc_policy``: what lists do with CPython's cyclic
-    collector (``"pause"``, the default, defers collection while a list is decoded and
-    handed over; ``"freeze"`` also freezes what is alive afterwards, fastest but
-    process-wide; ``"off"``), see :mod:`aioinformer._gcpolicy`.
+    Passed to the :class:`~aioinformer.reflector.Reflector`: ``watch_error_handler``,
+    ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
+    and one :class:`~aioinformer.reflector.ReflectorOptions` (checked once, when it is
+    built): ``reflector_options`` with the fields given as keywords replaced. Those
+    keywords are ``page_size``, ``use_watch_list``, ``watch_inactivity_timeout``,
+    ``expected_kind``/``expected_api_version`` (when not given, the reflector adopts
+    the kind of the first list's items, so watch events of another kind are never
+    cached), and ``gc_policy``: what lists do with CPython's cyclic collector
+    (``"pause"``, the default, defers collection while a list is decoded and handed
+    over; ``"freeze"`` also freezes what is alive afterwards, fastest but process-wide;
+    ``"off"``), see :mod:`aioinformer._gcpolicy`.
 
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
@@ -419,20 +421,26 @@ class SharedIndexInformer:
         model: type[Any] | None = None,
         clock: Clock | None = None,
         page_size: int | None = None,
-        use_watch_list: bool = False,
+        use_watch_list: bool | None = None,
         watch_error_handler: Callable[..., Any] | None = None,
         backoff: Backoff | None = None,
         watch_inactivity_timeout: float | None = None,
         expected_kind: str | None = None,
         expected_api_version: str | None = None,
-        gc_policy: GCPolicy = "pause",
+        gc_policy: GCPolicy | None = None,
+        reflector_options: ReflectorOptions | None = None,
     ) -> None:
-        if resync_period < 0:
-            raise ValueError(f"resync_period must be >= 0, got {resync_period}")
-        if watch_inactivity_timeout is not None and watch_inactivity_timeout <= 0:
-            raise ValueError(
-                f"watch_inactivity_timeout must be positive, got {watch_inactivity_timeout!r}"
-            )
+        base = reflector_options if reflector_options is not None else ReflectorOptions()
+        # The one check of these settings is ReflectorOptions'; the reflector gets this.
+        self._reflector_options = base.replace(
+            resync_period=resync_period,
+            page_size=page_size,
+            use_watch_list=use_watch_list,
+            watch_inactivity_timeout=watch_inactivity_timeout,
+            expected_kind=expected_kind,
+            expected_api_version=expected_api_version,
+            gc_policy=gc_policy,
+        )
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
         self._indexer: Indexer[Any] = Indexer(meta_namespace_key, indexers)
@@ -441,13 +449,7 @@ class SharedIndexInformer:
         self._model = model
         self._transform = transform
         self._watch_error_handler = watch_error_handler
-        self._page_size = page_size
-        self._use_watch_list = use_watch_list
         self._backoff = backoff
-        self._watch_inactivity_timeout = watch_inactivity_timeout
-        self._expected_kind = expected_kind
-        self._expected_api_version = expected_api_version
-        self._gc_policy: GCPolicy = gc_policy
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -795,16 +797,11 @@ class SharedIndexInformer:
             fifo,
             name=self.name,
             resync_period=self._resync_check_period,
-            page_size=self._page_size,
             watch_error_handler=self._watch_error_handler,
-            use_watch_list=self._use_watch_list,
             clock=self._clock,
             should_resync=self._processor.should_resync,
             backoff=self._backoff,
-            watch_inactivity_timeout=self._watch_inactivity_timeout,
-            expected_kind=self._expected_kind,
-            expected_api_version=self._expected_api_version,
-            gc_policy=self._gc_policy,
+            options=self._reflector_options,
         )
         self._started.set()
         return fifo, reflector

@@ -13,10 +13,13 @@ Values crossing the seam:
   the source knows it, the ``kind``/``api_version`` every item has (a reflector expects
   its watch events to be of that kind).
 * :class:`WatchEvent`: one decoded watch line: ``type`` is the wire string (``"ADDED"``,
-  ``"MODIFIED"``, ``"DELETED"``, ``"BOOKMARK"``, ``"ERROR"``), ``object`` the decoded dict.
+  ``"MODIFIED"``, ``"DELETED"``, ``"BOOKMARK"``), ``object`` the decoded dict.
 
 ``watch()`` returns an async generator: iterating it reads the stream, closing it
 (``aclose()``, or leaving ``async with contextlib.aclosing(...)``) closes the connection.
+An ``ERROR`` event is never yielded: the iterator raises the
+:class:`~aioinformer.errors.ApiError` subclass for its ``Status`` (see
+:meth:`ListerWatcher.watch`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ MODIFIED: Final = "MODIFIED"
 DELETED: Final = "DELETED"
 BOOKMARK: Final = "BOOKMARK"
 ERROR: Final = "ERROR"
+"""The wire type of an error event; a ``ListerWatcher`` raises it instead of yielding it."""
 
 INITIAL_EVENTS_END_ANNOTATION: Final = "k8s.io/initial-events-end"
 """Annotation on the BOOKMARK that ends the initial events of a streaming list."""
@@ -124,5 +128,20 @@ class ListerWatcher(Protocol):
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         """Open a watch; the returned async generator yields events until the stream
-        ends, and closing it closes the connection."""
+        ends, and closing it closes the connection.
+
+        Errors are raised from the iteration, never yielded: a failed request (say a
+        403, or a refused connection) from the first read, and an ``ERROR`` event from
+        the read that reaches it, as the :class:`~aioinformer.errors.ApiError` subclass
+        for the event's ``Status`` (built by
+        :func:`aioinformer.watch.error_from_watch_status`; a ``WatchError`` when the
+        event carries no ``Status``). Either way the stream then ends.
+
+        A reflector treats an error on a watch that never opened as a failed request,
+        and one on an established watch as the end of that watch. A stream that yielded
+        an event was established; before that, a stream may say so with an ``opened``
+        attribute that turns true once the server accepted the request (the fake
+        lister-watcher has one). Without it, an error before the first event counts as
+        a failed request.
+        """
         ...

@@ -38,7 +38,7 @@ from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.informer import InformerState, Lister, SharedIndexInformer
 from aioinformer.listwatch import ListOptions
-from aioinformer.reflector import Reflector, ReflectorState
+from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, serve
@@ -257,8 +257,7 @@ async def test_the_reflector_skips_watch_objects_of_another_kind() -> None:
         reflector = Reflector(
             client.resource("v1/pods", namespace="default"),
             store,
-            expected_kind="Pod",
-            expected_api_version="v1",
+            options=ReflectorOptions(expected_kind="Pod", expected_api_version="v1"),
             clock=FakeClock(),
         )
         task = asyncio.create_task(reflector.run())

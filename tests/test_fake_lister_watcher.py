@@ -274,11 +274,12 @@ async def test_a_watch_from_before_the_history_gets_an_expired_error_event() -> 
     lw.add(pod("c"))
 
     stream = lw.watch(ListOptions(resource_version="1"))
-    (event,) = await take(stream, 1)
+    with pytest.raises(Gone) as raised:
+        await anext(stream)
 
-    assert event.type == "ERROR"
-    assert event.object["code"] == 410
-    assert event.object["reason"] == "Expired"
+    assert raised.value.code == 410
+    assert raised.value.reason == "Expired"
+    assert getattr(stream, "opened", None) is True  # an ERROR event, not a failed request
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
 
@@ -291,7 +292,9 @@ async def test_a_history_limit_forgets_the_oldest_changes() -> None:
     forgotten = tight.watch(ListOptions(resource_version="1"))
 
     assert summary(await take(recent, 2)) == [("ADDED", "b", "2"), ("ADDED", "c", "3")]
-    assert (await take(forgotten, 1))[0].object["code"] == 410
+    with pytest.raises(Gone) as raised:
+        await anext(forgotten)
+    assert raised.value.code == 410
     await close(recent)
 
 
@@ -299,11 +302,11 @@ async def test_a_watch_from_a_future_version_gets_a_too_large_error_event() -> N
     lw = FakeListerWatcher()
     stream = lw.watch(ListOptions(resource_version="5"))
 
-    (event,) = await take(stream, 1)
+    with pytest.raises(ServerError) as raised:
+        await anext(stream)
 
-    assert event.type == "ERROR"
-    assert event.object["code"] == 504
-    assert event.object["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    assert raised.value.code == 504
+    assert raised.value.details["causes"][0]["reason"] == "ResourceVersionTooLarge"
 
 
 async def test_objects_moving_across_a_watch_selector_arrive_as_added_and_deleted() -> None:
@@ -383,7 +386,9 @@ async def test_reset_watch_ends_streams_and_expires_their_versions() -> None:
     with pytest.raises(StopAsyncIteration):
         await pending
     again = lw.watch(ListOptions(resource_version="1"))
-    assert (await take(again, 1))[0].object["code"] == 410
+    with pytest.raises(Gone) as raised:
+        await anext(again)
+    assert raised.value.code == 410
 
 
 async def test_scripted_watch_failures_are_raised_on_the_first_read() -> None:
@@ -408,9 +413,11 @@ async def test_an_error_next_watch_sends_one_error_event_then_ends() -> None:
     lw.error_next_watch(TooManyRequests({"message": "slow down"}))
 
     stream = lw.watch(ListOptions(resource_version="0"))
-    (event,) = await take(stream, 1)
+    with pytest.raises(TooManyRequests) as raised:
+        await anext(stream)
 
-    assert event == WatchEvent("ERROR", {"message": "slow down", "code": 429})
+    assert raised.value.status == {"message": "slow down", "code": 429}
+    assert getattr(stream, "opened", None) is True  # an ERROR event, not a failed request
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
 
@@ -441,8 +448,10 @@ async def test_send_error_and_break_watches_reach_every_open_stream() -> None:
     await lw.wait_for_watchers(2)
 
     lw.send_error({"code": 500, "message": "boom"})
-    assert (await first).type == "ERROR"
-    assert (await second).type == "ERROR"
+    with pytest.raises(ServerError, match="boom"):
+        await first
+    with pytest.raises(ServerError, match="boom"):
+        await second
     with pytest.raises(StopAsyncIteration):
         await anext(one)
     await close(two)

@@ -13,7 +13,7 @@ import pytest
 
 from aioinformer._gcpolicy import collector_paused
 from aioinformer.listwatch import ListOptions, ObjectList
-from aioinformer.reflector import Reflector
+from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 
@@ -72,7 +72,7 @@ class RecordingStore:
 async def list_once(policy: Any) -> tuple[RecordingLW, RecordingStore]:
     lw = RecordingLW(objects=[pod("a"), pod("b")])
     store = RecordingStore()
-    reflector = Reflector(lw, store, clock=FakeClock(), gc_policy=policy)
+    reflector = Reflector(lw, store, clock=FakeClock(), options=ReflectorOptions(gc_policy=policy))
     task = asyncio.create_task(reflector.list_and_watch())
     await asyncio.wait_for(store.replaced.wait(), 5)
     await lw.wait_for_watchers(1)

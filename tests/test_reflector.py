@@ -29,9 +29,15 @@ from aioinformer.errors import (
     WatchTimeout,
 )
 from aioinformer.indexer import Indexer
+from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.reflector import Reflector, ReflectorState, ReflectorStatistics
+from aioinformer.reflector import (
+    Reflector,
+    ReflectorOptions,
+    ReflectorState,
+    ReflectorStatistics,
+)
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import RecordingStore, key_of, other_tasks, stop, wait_until
@@ -106,7 +112,12 @@ async def test_watch_events_reach_the_store_and_events_of_the_wrong_kind_are_ski
 ) -> None:
     # TestReflectorWatchHandler
     lw = FakeListerWatcher(objects=[pod("foo"), pod("bar")])
-    reflector = Reflector(lw, store, clock=clock, expected_kind="Pod", expected_api_version="v1")
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        options=ReflectorOptions(expected_kind="Pod", expected_api_version="v1"),
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -130,7 +141,9 @@ async def test_an_object_of_another_api_version_is_skipped(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher()
-    reflector = Reflector(lw, store, clock=clock, expected_api_version="apps/v1")
+    reflector = Reflector(
+        lw, store, clock=clock, options=ReflectorOptions(expected_api_version="apps/v1")
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -475,7 +488,12 @@ async def test_internal_errors_are_retried_for_the_configured_duration(
             return super().watch(options)
 
     lw = SlowFailingWatches()
-    reflector = Reflector(lw, store, clock=stepping, max_internal_error_retry_duration=max_duration)
+    reflector = Reflector(
+        lw,
+        store,
+        clock=stepping,
+        options=ReflectorOptions(max_internal_error_retry_duration=max_duration),
+    )
 
     await reflector.list_and_watch()
 
@@ -818,8 +836,12 @@ async def test_watch_timeouts_are_drawn_between_the_minimum_and_twice_it(
 ) -> None:
     # TestWatchTimeout
     lw = FakeListerWatcher()
-    kwargs = {} if min_watch_timeout is None else {"min_watch_timeout": min_watch_timeout}
-    reflector = Reflector(lw, store, clock=clock, **kwargs)  # type: ignore[arg-type]
+    options = (
+        ReflectorOptions()
+        if min_watch_timeout is None
+        else ReflectorOptions(min_watch_timeout=min_watch_timeout)
+    )
+    reflector = Reflector(lw, store, clock=clock, options=options)
     for _ in range(5):
         await spawn_and_wait_for_watch(reflector, lw)
 
@@ -838,7 +860,7 @@ async def test_a_stalled_watch_is_closed_at_its_inactivity_deadline_and_reopened
         lw,
         store,
         clock=clock,
-        watch_inactivity_timeout=90.0,
+        options=ReflectorOptions(watch_inactivity_timeout=90.0),
         watch_error_handler=lambda r, e: errors.append(e),
     )
     task = spawn(reflector.list_and_watch())
@@ -881,7 +903,9 @@ async def test_the_default_deadline_is_the_watch_timeout_plus_a_grace(
 
 async def test_bookmarks_keep_a_quiet_watch_alive(clock: FakeClock, store: RecordingStore) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    reflector = Reflector(lw, store, clock=clock, watch_inactivity_timeout=90.0)
+    reflector = Reflector(
+        lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=90.0)
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -906,7 +930,9 @@ async def test_the_deadline_never_interrupts_a_store_call_in_progress(
 
     store = SlowStore()
     lw = FakeListerWatcher()
-    reflector = Reflector(lw, store, clock=clock, watch_inactivity_timeout=10.0)
+    reflector = Reflector(
+        lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=10.0)
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     lw.add(pod("slow"))
@@ -944,7 +970,9 @@ async def test_an_outside_cancel_racing_the_watchdog_still_cancels(
     hand = HandClock()
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_watch()
-    reflector = Reflector(lw, store, clock=hand, watch_inactivity_timeout=10.0)
+    reflector = Reflector(
+        lw, store, clock=hand, options=ReflectorOptions(watch_inactivity_timeout=10.0)
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -975,7 +1003,9 @@ async def test_an_interrupted_reader_is_left_without_a_pending_cancellation(
 
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_watch()
-    reflector = Reflector(lw, Probe(), clock=clock, watch_inactivity_timeout=10.0)
+    reflector = Reflector(
+        lw, Probe(), clock=clock, options=ReflectorOptions(watch_inactivity_timeout=10.0)
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     await clock.advance(11.0)
@@ -1036,7 +1066,9 @@ async def test_should_resync_gates_each_resync(clock: FakeClock, store: Recordin
 
 async def test_no_resync_without_a_period(clock: FakeClock, store: RecordingStore) -> None:
     lw = FakeListerWatcher()
-    reflector = Reflector(lw, store, clock=clock, watch_inactivity_timeout=10_000.0)
+    reflector = Reflector(
+        lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=10_000.0)
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -1239,7 +1271,72 @@ async def test_list_and_watch_cannot_run_twice_at_once(
 )
 def test_nonsensical_settings_are_rejected(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
+        Reflector(FakeListerWatcher(), RecordingStore(), options=ReflectorOptions(**kwargs))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"resync_period": -1.0}, id="negative-resync"),
+        pytest.param({"page_size": -5}, id="negative-page-size"),
+    ],
+)
+def test_nonsensical_reflector_keywords_are_rejected_by_the_same_check(
+    kwargs: dict[str, Any],
+) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
         Reflector(FakeListerWatcher(), RecordingStore(), **kwargs)
+
+
+def test_options_are_frozen_and_replace_only_the_fields_given() -> None:
+    options = ReflectorOptions(page_size=7, expected_kind="Pod")
+
+    assert options.replace() is options
+    assert options.replace(page_size=None, use_watch_list=None) is options
+    assert options.replace(page_size=7, gc_policy="pause") is options
+    assert options.replace(page_size=3, gc_policy="off") == ReflectorOptions(
+        page_size=3, expected_kind="Pod", gc_policy="off"
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.page_size = 1  # type: ignore[misc]
+    with pytest.raises(ValueError, match="watch_inactivity_timeout"):
+        options.replace(watch_inactivity_timeout=-1.0)
+
+
+def test_reflector_keywords_replace_the_fields_of_its_options() -> None:
+    options = ReflectorOptions(page_size=7, use_watch_list=True, expected_kind="Pod")
+    kept = Reflector(FakeListerWatcher(), RecordingStore(), options=options)
+    changed = Reflector(
+        FakeListerWatcher(), RecordingStore(), options=options, page_size=2, resync_period=5.0
+    )
+
+    assert kept.options is options
+    assert changed.options == ReflectorOptions(
+        page_size=2, use_watch_list=True, expected_kind="Pod", resync_period=5.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("informer_kwargs", "limit"),
+    [
+        pytest.param({"reflector_options": ReflectorOptions(page_size=3)}, 3, id="options"),
+        pytest.param({"page_size": 2}, 2, id="keyword"),
+        pytest.param(
+            {"reflector_options": ReflectorOptions(page_size=3), "page_size": 2},
+            2,
+            id="keyword-over-options",
+        ),
+    ],
+)
+async def test_an_informer_hands_its_one_options_object_to_its_reflector(
+    informer_kwargs: dict[str, Any], limit: int, clock: FakeClock
+) -> None:
+    lw = FakeListerWatcher(objects=pods(5))
+    informer = SharedIndexInformer(lw, clock=clock, **informer_kwargs)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+
+    assert lw.list_calls[0].limit == limit
 
 
 # -------------------------------------------------------------------- cancellation
@@ -1512,7 +1609,7 @@ async def test_a_configured_expectation_is_kept_and_only_the_missing_one_adopted
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("foo")])
-    reflector = Reflector(lw, store, clock=clock, expected_kind="Widget")
+    reflector = Reflector(lw, store, clock=clock, options=ReflectorOptions(expected_kind="Widget"))
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     lw.add({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w1"}})  # rv 2

@@ -28,7 +28,7 @@ from aioinformer.config import Config
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import ConnectionFailed, Gone, ServerError, TooManyRequests, WatchError
 from aioinformer.indexer import Indexer, meta_namespace_key
-from aioinformer.reflector import Reflector, ReflectorState
+from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from tests._support_wait import wait_until
 
@@ -106,7 +106,7 @@ async def pipeline(server: FakeAPIServer, **reflector_options: Any) -> AsyncIter
     async with Client(Config(host=server.url, token=ADMIN_TOKEN)) as client:
         options: dict[str, Any] = {
             "backoff": Backoff(initial=0.01, cap=0.05),
-            "watch_inactivity_timeout": 0.5,
+            "options": ReflectorOptions(watch_inactivity_timeout=0.5),
         }
         options.update(reflector_options)
         reflector = Reflector(client.resource("pods"), fifo, **options)

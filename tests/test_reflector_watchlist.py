@@ -13,7 +13,7 @@ import pytest
 from aioinformer._backoff import Backoff
 from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests, WatchError
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
-from aioinformer.reflector import Reflector, ReflectorState
+from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import RecordingStore, other_tasks, stop, wait_until
@@ -361,7 +361,11 @@ async def test_a_stalled_streaming_list_is_asked_for_again(
     lw = FakeListerWatcher(objects=[pod("p1")])
     lw.stall_next_watch()
     reflector = Reflector(
-        lw, store, clock=clock, use_watch_list=True, watch_inactivity_timeout=60.0
+        lw,
+        store,
+        clock=clock,
+        use_watch_list=True,
+        options=ReflectorOptions(watch_inactivity_timeout=60.0),
     )
     task = spawn(reflector)
     await lw.wait_for_watchers(1)

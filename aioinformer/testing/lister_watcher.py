@@ -20,7 +20,10 @@ Behaviour, modelled on kube-apiserver (see the Kubernetes "API Concepts" page):
   them (as a real ``PodList`` does), and leaves them ``None`` otherwise.
 * WATCH from resourceVersion ``N`` replays the retained changes after ``N``, then streams
   live ones. ``N`` older than the retained history gets a 410 Expired ``ERROR`` event (as
-  the watch cache sends it), ``N`` in the future a "Too large resource version" one.
+  the watch cache sends it), ``N`` in the future a "Too large resource version" one. As
+  the :class:`~aioinformer.listwatch.ListerWatcher` contract asks, an ``ERROR`` event is
+  never yielded: the stream raises the ``ApiError`` for its Status, made by the same
+  function as the real client's (:func:`aioinformer.watch.error_from_watch_status`).
   Without a resourceVersion (``None``, ``""`` or ``"0"``), or with ``send_initial_events``,
   the watch starts with a synthetic ``ADDED`` per current object; with
   ``send_initial_events`` and bookmarks allowed, a ``BOOKMARK`` annotated
@@ -55,10 +58,16 @@ import copy
 import dataclasses
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any, Final
 
-from aioinformer.errors import ApiError, BadRequest, UnprocessableEntity, api_error_from_status
+from aioinformer.errors import (
+    AioinformerError,
+    ApiError,
+    BadRequest,
+    UnprocessableEntity,
+    api_error_from_status,
+)
 from aioinformer.labels import (
     FieldSelector,
     LabelSelector,
@@ -69,7 +78,6 @@ from aioinformer.listwatch import (
     ADDED,
     BOOKMARK,
     DELETED,
-    ERROR,
     INITIAL_EVENTS_END_ANNOTATION,
     MODIFIED,
     ListOptions,
@@ -77,6 +85,7 @@ from aioinformer.listwatch import (
     WatchEvent,
 )
 from aioinformer.testing._store import status_body
+from aioinformer.watch import error_from_watch_status
 
 __all__ = ["FakeListerWatcher"]
 
@@ -89,7 +98,8 @@ class _Stall:
 
 
 class _ErrorEvent:
-    """Script entry: the watch sends one ``ERROR`` event carrying ``status``, then ends."""
+    """Script entry: the watch opens and sends one ``ERROR`` event carrying ``status``
+    (raised as its ``ApiError``), then ends."""
 
     __slots__ = ("status",)
 
@@ -326,11 +336,11 @@ class FakeListerWatcher:
                 watcher.queue.put_nowait(WatchEvent(BOOKMARK, self._bookmark_object()))
 
     def send_error(self, status: Mapping[str, Any] | ApiError) -> None:
-        """Send an ``ERROR`` event carrying ``status`` to every open watch, then end them."""
+        """Send an ``ERROR`` event carrying ``status`` to every open watch, which ends
+        them: each raises the status's ``ApiError`` after the events queued before it."""
         body = _status_of(status)
         for watcher in self._watchers:
-            watcher.queue.put_nowait(WatchEvent(ERROR, copy.deepcopy(body)))
-            watcher.queue.put_nowait(_END)
+            watcher.queue.put_nowait(self._error_event(body))
 
     def drop_watches(self) -> None:
         """End every open watch normally; the history stays, so re-watching works."""
@@ -398,7 +408,8 @@ class FakeListerWatcher:
         self._watch_script.append(_Stall())
 
     def error_next_watch(self, status: Mapping[str, Any] | ApiError) -> None:
-        """Make the next watch send one ``ERROR`` event with ``status``, then end."""
+        """Make the next watch open and send one ``ERROR`` event with ``status``, then
+        end: its first read raises the status's ``ApiError``."""
         self._watch_script.append(_ErrorEvent(_status_of(status)))
 
     # ---------------------------------------------------------------- waiting
@@ -492,11 +503,13 @@ class FakeListerWatcher:
         self.requests.append(("watch", self.watch_calls[-1]))
         self._notify()
         script = self._watch_script.popleft() if self._watch_script else None
-        return self._stream(options, script)
+        stream = _WatchStream()
+        stream.events = self._stream(options, script, stream)
+        return stream
 
     async def _stream(
-        self, options: ListOptions, script: _WatchScript
-    ) -> AsyncIterator[WatchEvent]:
+        self, options: ListOptions, script: _WatchScript, stream: _WatchStream
+    ) -> AsyncGenerator[WatchEvent, None]:
         await asyncio.sleep(0)  # a real request always suspends
         if isinstance(script, BaseException):
             raise script
@@ -513,9 +526,9 @@ class FakeListerWatcher:
                     "code": 422,
                 }
             )
+        stream.opened = True  # the server accepted the watch: errors now come as events
         if isinstance(script, _ErrorEvent):
-            yield WatchEvent(ERROR, copy.deepcopy(script.status))
-            return
+            raise self._error_event(script.status)
         watcher = _Watcher(
             _Filter(self.namespace, options),
             bookmarks=bool(options.allow_watch_bookmarks),
@@ -523,8 +536,7 @@ class FakeListerWatcher:
         )
         failure = self._start(watcher, options)
         if failure is not None:
-            yield WatchEvent(ERROR, failure)
-            return
+            raise self._error_event(failure)
         self._watchers.append(watcher)
         self._notify()
         try:
@@ -567,6 +579,10 @@ class FakeListerWatcher:
                 watcher.offer(change)
         return None
 
+    def _error_event(self, status: Mapping[str, Any]) -> AioinformerError:
+        """What a watch raises for an ``ERROR`` event carrying ``status``."""
+        return error_from_watch_status(copy.deepcopy(dict(status)), url=f"fake:{self.resource}")
+
     def _initial_events_end(self) -> dict[str, Any]:
         bookmark = self._bookmark_object()
         bookmark["metadata"]["annotations"] = {INITIAL_EVENTS_END_ANNOTATION: "true"}
@@ -585,6 +601,33 @@ class FakeListerWatcher:
             f"<FakeListerWatcher {self.resource}{ns} rv={self._rv} objects={len(self._items)}"
             f" watches={len(self._watchers)}>"
         )
+
+
+class _WatchStream:
+    """What :meth:`FakeListerWatcher.watch` returns: the event stream, plus ``opened``.
+
+    ``opened`` turns true once the fake has accepted the watch request, before any
+    event; from then on an error the stream raises is an ``ERROR`` event on an
+    established watch, not a failed request (see :meth:`ListerWatcher.watch`).
+    """
+
+    __slots__ = ("events", "opened")
+
+    def __init__(self) -> None:
+        self.opened = False
+        self.events: AsyncGenerator[WatchEvent, None] | None = None
+
+    def __aiter__(self) -> _WatchStream:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        assert self.events is not None
+        return await self.events.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the stream, as closing a real watch closes its connection."""
+        assert self.events is not None
+        await self.events.aclose()
 
 
 def _parse_rv(value: str | None) -> int | None:

@@ -1,0 +1,240 @@
+"""What a reflector does next when one watch stream ends: the decision, apart from the I/O.
+
+Role. The reflector reads a watch until it ends, sums up how it ended in a
+:class:`WatchEnd` and asks :func:`next_step` what follows. The answer is a
+:class:`Decision`: a :class:`Step` (watch again at once, back off and watch again,
+relist, list again from the latest state, or give up by raising) and the errors the
+reflector reports to its error handler (or raises, for :attr:`Step.RAISE`).
+
+Input: a :class:`WatchEnd` (the error the stream ended with, if any, whether it had
+opened, how long it lasted, how many events it applied) and which loop asks: the watch
+that follows a list, or the streaming list that fetches the initial state. Output: a
+:class:`Decision`. :func:`next_step` is pure: no I/O, no clock, no logging; the
+time-dependent part of the internal-error rule is decided beforehand by
+:class:`InternalErrorRetry` and passed in as ``may_retry_internal``.
+
+The rules are client-go v0.32's ``tools/cache/reflector.go``: a watch request that
+fails is retried after a backoff only for a refused connection or a 429, and is
+otherwise a failure of the whole list-and-watch; a watch that opened and then ended
+with an ``ApiError`` is re-listed (410 Gone, and any other status), backed off (429) or
+re-opened at once (500 ``InternalError`` while retries are allowed); a watch that lasted
+less than a second without an event calls for a relist.
+
+Task model: none; :class:`InternalErrorRetry` reads the clock it is given and is used by
+one task at a time.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Final
+
+from aioinformer._clock import Clock
+from aioinformer.errors import (
+    ApiError,
+    ConnectionFailed,
+    Gone,
+    TooManyRequests,
+    TransportError,
+    WatchError,
+)
+
+__all__ = [
+    "Decision",
+    "InternalErrorRetry",
+    "Step",
+    "WatchEnd",
+    "is_expired",
+    "is_internal_error",
+    "is_too_large",
+    "next_step",
+]
+
+SHORT_WATCH: Final = 1.0
+"""A watch closing sooner than this (seconds) without events means trouble: relist."""
+
+INTERNAL_ERROR_RESET: Final = 60.0
+"""A quiet spell this long (seconds) restarts the internal-error retry window."""
+
+
+class Step(enum.Enum):
+    """What the reflector does after a watch stream ended."""
+
+    REWATCH = "rewatch"
+    """Open the next watch at once, from the last resourceVersion seen."""
+    BACK_OFF = "back-off"
+    """Sleep a backoff delay (a 429's ``Retry-After`` wins), then open the next watch."""
+    RELIST = "relist"
+    """End this list-and-watch normally; ``run()`` relists after its backoff."""
+    RELIST_LATEST = "relist-latest"
+    """The resourceVersion asked for is gone or not there yet: ask again at ``""``."""
+    RAISE = "raise"
+    """Give up: raise the first of :attr:`Decision.errors`."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEnd:
+    """How one watch stream ended."""
+
+    error: BaseException | None = None
+    """What ended the stream: what reading raised, or why the reflector ended it
+    (``timed_out``, ``resync_failed``); ``None`` when the stream simply ended."""
+    opened: bool = True
+    """Whether the watch request had succeeded: the stream delivered something, or it
+    was handed over already open. An error before that is a failed watch request."""
+    events: int = 0
+    """Events applied from this stream."""
+    elapsed: float = SHORT_WATCH
+    """Seconds from the request to the end of the stream."""
+    timed_out: bool = False
+    """The reflector's inactivity deadline ended the stream (``error`` is the
+    :class:`~aioinformer.errors.WatchTimeout`)."""
+    resync_failed: bool = False
+    """The reflector ended the stream because ``store.resync()`` failed (``error`` is
+    what it raised)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The step to take, and the errors to report (or, for ``RAISE``, to raise)."""
+
+    step: Step
+    errors: tuple[BaseException, ...] = ()
+    """Every failure met, in order; each goes to the error handler exactly once
+    (except with ``RAISE``, where the caller raises the first and reports nothing)."""
+    level: int = logging.INFO
+    """How loud a log line the decision deserves."""
+
+
+def next_step(
+    end: WatchEnd, *, streaming_list: bool = False, may_retry_internal: bool = False
+) -> Decision:
+    """Decide what follows the end of a watch (``streaming_list=False``) or of a
+    streaming list still waiting for its initial-events-end bookmark (``True``)."""
+    if streaming_list:
+        return _after_streaming_list(end)
+    return _after_watch(end, may_retry_internal)
+
+
+def _short(end: WatchEnd) -> bool:
+    return end.elapsed < SHORT_WATCH and end.events == 0
+
+
+def _short_watch_error(what: str) -> WatchError:
+    return WatchError(f"very short watch: the {what} closed within a second without any event")
+
+
+def _after_watch(end: WatchEnd, may_retry_internal: bool) -> Decision:
+    error = end.error
+    if end.resync_failed and error is not None:
+        return Decision(Step.RELIST, (error,), logging.WARNING)
+    if end.timed_out and error is not None:
+        return Decision(Step.REWATCH, (error,))
+    if error is not None and not end.opened:
+        # The watch request itself failed (client-go's failed Watch() call).
+        if is_retriable_watch_error(error):
+            return Decision(Step.BACK_OFF, (error,))
+        return Decision(Step.RAISE, (error,))
+    if isinstance(error, ApiError):
+        if is_expired(error):
+            return Decision(Step.RELIST, (error,))
+        if isinstance(error, TooManyRequests):
+            return Decision(Step.BACK_OFF, (error,))
+        if is_internal_error(error) and may_retry_internal:
+            return Decision(Step.REWATCH, (error,))
+        return Decision(Step.RELIST, (error,), logging.WARNING)
+    if error is not None and not isinstance(error, TransportError):
+        return Decision(Step.RAISE, (error,))
+    # A stream that broke after it opened is a closed stream.
+    errors = () if error is None else (error,)
+    if _short(end):
+        return Decision(Step.RELIST, (*errors, _short_watch_error("watch")), logging.WARNING)
+    return Decision(Step.REWATCH, errors)
+
+
+def _after_streaming_list(end: WatchEnd) -> Decision:
+    error = end.error
+    if end.timed_out and error is not None:
+        return Decision(Step.REWATCH, (error,))
+    if error is None:
+        if not _short(end):
+            return Decision(Step.REWATCH)  # closed before the initial state was complete
+        error = _short_watch_error("streaming list")
+    if is_retriable_watch_error(error):
+        return Decision(Step.BACK_OFF, (error,))
+    if is_expired(error) or is_too_large(error):
+        return Decision(Step.RELIST_LATEST, (error,))
+    return Decision(Step.RAISE, (error,))
+
+
+def is_expired(error: BaseException | None) -> bool:
+    """410 Gone: the resourceVersion asked for is older than the server keeps."""
+    return isinstance(error, Gone)
+
+
+def is_too_large(error: BaseException | None) -> bool:
+    """The server has not yet seen the resourceVersion asked for (504 or older forms)."""
+    if not isinstance(error, ApiError):
+        return False
+    causes = error.details.get("causes") or []
+    for cause in causes:
+        if isinstance(cause, dict) and cause.get("reason") == "ResourceVersionTooLarge":
+            return True
+    if error.reason != "Timeout":
+        return False
+    for cause in causes:
+        if isinstance(cause, dict) and cause.get("message") == "Too large resource version":
+            return True
+    return "Too large resource version" in error.message
+
+
+def is_internal_error(error: BaseException | None) -> bool:
+    """A 500 ``InternalError`` (say, etcd without a leader): worth re-watching at once."""
+    return isinstance(error, ApiError) and error.code == 500 and error.reason == "InternalError"
+
+
+def is_retriable_watch_error(error: BaseException) -> bool:
+    """A refused connection or a 429: back off and watch again, no relist needed."""
+    return isinstance(error, TooManyRequests) or (
+        isinstance(error, ConnectionFailed) and error.refused
+    )
+
+
+class InternalErrorRetry:
+    """How long internal errors (500 ``InternalError``) from a watch are retried at once.
+
+    Retries are allowed while the first such error of the current streak is at most
+    ``max_duration`` seconds old; a streak ends after :data:`INTERNAL_ERROR_RESET`
+    seconds without one. ``max_duration <= 0`` disables retrying.
+    """
+
+    __slots__ = ("_clock", "_first", "_last", "_max")
+
+    def __init__(self, max_duration: float, clock: Clock) -> None:
+        self._max = max_duration
+        self._clock = clock
+        # Invariant: _first is None iff _last is None (no streak in progress).
+        self._first: float | None = None
+        self._last: float | None = None
+
+    def after(self, error: BaseException | None) -> None:
+        """Record how a watch ended."""
+        if not is_internal_error(error):
+            return
+        now = self._clock.monotonic()
+        if self._last is not None and now - self._last >= INTERNAL_ERROR_RESET:
+            self._first = None
+        if self._first is None:
+            self._first = now
+        self._last = now
+
+    def should_retry(self) -> bool:
+        """Whether an internal error just recorded may be retried at once."""
+        if self._max <= 0:
+            return False
+        if self._first is None or self._clock.monotonic() - self._first <= self._max:
+            return True
+        self._first = self._last = None
+        return False

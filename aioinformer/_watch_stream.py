@@ -1,0 +1,354 @@
+"""Reading one watch stream into a store, under the reflector's inactivity deadline.
+
+Role. The reflector's per-event path. :class:`WatchRead` takes one open watch stream
+(the async iterator a ``ListerWatcher`` returned), applies its events to a sink (the
+reflector's store, or the :class:`TemporaryStore` of a streaming list) and sums up how
+the stream ended in a :class:`~aioinformer._watch_policy.WatchEnd`, which the reflector
+hands to :func:`~aioinformer._watch_policy.next_step`.
+
+Input: the stream, the sink, a :class:`Cursor` to advance, the inactivity deadline.
+Output: calls on the sink, in stream order, one at a time; the cursor's resourceVersion
+after each applied event; the ``WatchEnd``.
+
+Task model. The events are read and applied in the task that awaits
+:meth:`WatchRead.run`. Its reads are bounded by one ``asyncio.timeout`` scope on that
+task, expired only while a read is awaited. The deadline is measured on the injected
+clock, so a timer task expires the scope once the stream has been silent too long;
+:meth:`WatchRead.interrupt` does the same for the reflector's resync task. The timer
+joins the caller's ``helpers`` set and is cancelled when :meth:`WatchRead.run` returns;
+the caller awaits what is left of the set when its own scope ends, so reading never
+waits on the timer (a stream handed over by a streaming list goes on without a pause).
+The asyncio scope does the cancellation bookkeeping: a cancellation from outside still
+cancels, and an expired read leaves no pending cancellation behind. An interruption
+that races a read returning is caught as the read returns, so it never lands in a
+store call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Final, Protocol
+
+from aioinformer._clock import Clock
+from aioinformer._watch_policy import WatchEnd
+from aioinformer.errors import WatchTimeout
+from aioinformer.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    INITIAL_EVENTS_END_ANNOTATION,
+    MODIFIED,
+    WatchEvent,
+)
+
+__all__ = ["Cursor", "EventSink", "TemporaryStore", "WatchRead", "close_stream"]
+
+logger = logging.getLogger(__name__)
+
+_DEADLINE_TICKS: Final = 10
+"""The inactivity timer looks at a stream this many times per deadline."""
+
+_HANDOFF_EVERY: Final = 4
+"""The watch loop yields to the event loop after this many events.
+
+Reading a buffered stream never suspends, so without it the reflector would decode
+thousands of events before the FIFO's consumer and the handlers run. Every object in
+flight then outlives a young-generation collection: the replaced objects die late, the
+collector's allocation count never balances, and each cached object is promoted to the
+oldest generation, whose full collections traverse the whole cache. Handing off every
+few events keeps the pipeline shallow, and a watch then triggers no collections at all
+(measured: 4.3k events/s without it, 21k with it, on 10k cached Pods)."""
+
+
+class EventSink(Protocol):
+    """Where a watch's events go: a reflector's store or a :class:`TemporaryStore`."""
+
+    async def add(self, obj: Any) -> None: ...
+
+    async def update(self, obj: Any) -> None: ...
+
+    async def delete(self, obj: Any) -> None: ...
+
+
+class Cursor:
+    """The resourceVersion a stream has reached; written once per event."""
+
+    __slots__ = ("resource_version",)
+
+    def __init__(self, resource_version: str = "") -> None:
+        self.resource_version = resource_version
+
+
+class TemporaryStore:
+    """Collects a streaming list's initial events, keyed ``namespace/name``.
+
+    Nothing reaches the real store until the whole initial state is in: then it is
+    committed with one ``replace()``.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: dict[str, Any] = {}
+
+    async def add(self, obj: Any) -> None:
+        self.items[_object_key(obj)] = obj
+
+    async def update(self, obj: Any) -> None:
+        self.items[_object_key(obj)] = obj
+
+    async def delete(self, obj: Any) -> None:
+        self.items.pop(_object_key(obj), None)
+
+
+def _ends_initial_events(bookmark: Any) -> bool:
+    annotations = bookmark["metadata"].get("annotations")
+    return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
+
+
+def _object_key(obj: Any) -> str:
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+async def close_stream(stream: AsyncIterator[WatchEvent]) -> None:
+    """Close a watch stream (and with it the connection), if it can be closed."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+class WatchRead:
+    """One watch stream being read into a sink.
+
+    ``name`` is for logs; ``deadline`` the seconds of silence after which the stream is
+    ended; ``helpers`` the caller's set of tasks to reap, which the timer joins;
+    ``expected_kind``/``expected_api_version`` (``None``: not checked) filter the
+    events' objects; ``opened`` says the watch request is known to have succeeded (a
+    stream handed over by a streaming list). With ``until_initial_events_end`` the read
+    stops, leaving the stream open, at the bookmark ending a streaming list's initial
+    events.
+
+    Invariants: ``_scope`` is the timeout scope around the whole read loop; ``_reading``
+    is true exactly while the reader awaits the stream's next item, and the scope is
+    expired only then. ``reason`` is set before the scope is expired and at most once;
+    the reader checks it as soon as a read returns, so an expiry ends a read and never
+    lands in a store call. ``applied <= received``.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_cursor",
+        "_deadline",
+        "_expected_api_version",
+        "_expected_kind",
+        "_helpers",
+        "_name",
+        "_opened",
+        "_reading",
+        "_scope",
+        "_sink",
+        "_stream",
+        "_until_initial_events_end",
+        "applied",
+        "reason",
+        "received",
+        "resync_failed",
+    )
+
+    def __init__(
+        self,
+        stream: AsyncIterator[WatchEvent],
+        sink: EventSink,
+        cursor: Cursor,
+        *,
+        name: str,
+        clock: Clock,
+        deadline: float,
+        helpers: set[asyncio.Task[None]],
+        expected_kind: str | None = None,
+        expected_api_version: str | None = None,
+        opened: bool = False,
+        until_initial_events_end: bool = False,
+    ) -> None:
+        self._stream = stream
+        self._sink = sink
+        self._cursor = cursor
+        self._name = name
+        self._clock = clock
+        self._deadline = deadline
+        self._helpers = helpers
+        self._expected_kind = expected_kind
+        self._expected_api_version = expected_api_version
+        self._opened = opened
+        self._until_initial_events_end = until_initial_events_end
+        self._scope: asyncio.Timeout | None = None
+        self._reading = False
+        self.received = 0
+        """Items read from the stream: the inactivity timer's measure of progress."""
+        self.applied = 0
+        """Events applied (``ADDED``/``MODIFIED``/``DELETED``/``BOOKMARK``)."""
+        self.reason: BaseException | None = None
+        """Why the read was interrupted, once it was."""
+        self.resync_failed = False
+        """The interruption was a failed ``store.resync()``."""
+
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` was called (a call: the answer changes across reads)."""
+        return self.reason is not None
+
+    def interrupt(self, reason: BaseException, *, resync_failed: bool = False) -> None:
+        """End the read in progress, if any, and stop reading."""
+        if self.reason is None:
+            self.reason = reason
+            self.resync_failed = resync_failed
+        scope = self._scope
+        if self._reading and scope is not None and not scope.expired():
+            scope.reschedule(asyncio.get_running_loop().time())
+
+    async def run(self) -> tuple[bool, WatchEnd]:
+        """Read the stream until it ends; whether it stopped at the initial-events-end
+        bookmark (then the stream is left open; on every other way out it is closed),
+        and how it ended."""
+        timer = asyncio.create_task(self._inactivity_timer(), name=f"{self._name} deadline")
+        self._helpers.add(timer)
+        timer.add_done_callback(self._helpers.discard)
+        started = self._clock.monotonic()
+        done = interrupted = False
+        error: BaseException | None = None
+        try:
+            try:
+                done = await self._read()
+                interrupted = not done
+            except StopAsyncIteration:
+                pass
+            except Exception as exc:
+                error = exc
+        finally:
+            timer.cancel()
+            if not done:
+                await close_stream(self._stream)
+        if interrupted:
+            error = self.reason
+        return done, WatchEnd(
+            error=error,
+            opened=self._opened or self.received > 0 or getattr(self._stream, "opened", False),
+            events=self.applied,
+            elapsed=self._clock.monotonic() - started,
+            timed_out=interrupted and not self.resync_failed,
+            resync_failed=interrupted and self.resync_failed,
+        )
+
+    async def _read(self) -> bool:
+        """Apply events until the stream ends or the read is interrupted.
+
+        Returns true when it stopped at the initial-events-end bookmark, false when
+        interrupted. Raises ``StopAsyncIteration`` at the end of the stream, or what
+        reading raised (a ``ListerWatcher`` raises the ``ApiError`` of an ``ERROR``
+        event). This is the per-event path: no formatting, no allocation of its own.
+        """
+        next_event = self._stream.__anext__
+        sink = self._sink
+        cursor = self._cursor
+        until_initial_events_end = self._until_initial_events_end
+        pending_handoff = 0
+        expected_kind = self._expected_kind
+        expected_api_version = self._expected_api_version
+        check_type = expected_kind is not None or expected_api_version is not None
+        try:
+            async with asyncio.timeout(None) as scope:
+                self._scope = scope
+                while not self.interrupted():
+                    self._reading = True
+                    try:
+                        event = await next_event()
+                    finally:
+                        self._reading = False
+                    if self.interrupted():
+                        # Interrupted as the event came in: leaving the scope disarms
+                        # its expiry before it lands, and the next watch replays the
+                        # event (the cursor has not moved past it).
+                        return False
+                    self.received += 1
+                    kind = event.type
+                    obj = event.object
+                    if check_type and (
+                        (expected_kind is not None and obj.get("kind") != expected_kind)
+                        or (
+                            expected_api_version is not None
+                            and obj.get("apiVersion") != expected_api_version
+                        )
+                    ):
+                        logger.error(
+                            "%s: expected %s %s, but the watch event object is %s %s",
+                            self._name,
+                            expected_api_version,
+                            expected_kind,
+                            obj.get("apiVersion"),
+                            obj.get("kind"),
+                        )
+                        continue
+                    try:
+                        resource_version = obj["metadata"]["resourceVersion"]
+                    except (KeyError, TypeError):
+                        logger.error(
+                            "%s: skipped a watch event (%s) whose object has no resourceVersion",
+                            self._name,
+                            kind,
+                        )
+                        continue
+                    try:
+                        if kind == MODIFIED:
+                            await sink.update(obj)
+                        elif kind == ADDED:
+                            await sink.add(obj)
+                        elif kind == DELETED:
+                            await sink.delete(obj)
+                        elif kind == BOOKMARK:
+                            if until_initial_events_end and _ends_initial_events(obj):
+                                cursor.resource_version = resource_version
+                                self.applied += 1
+                                return True
+                        else:
+                            logger.error(
+                                "%s: skipped a watch event of unknown type %.40r", self._name, kind
+                            )
+                    except Exception:
+                        logger.exception("%s: store rejected a %s event", self._name, kind)
+                    cursor.resource_version = resource_version
+                    self.applied += 1
+                    pending_handoff += 1
+                    if pending_handoff == _HANDOFF_EVERY:
+                        # Let the consumers catch up before decoding more (see _HANDOFF_EVERY).
+                        pending_handoff = 0
+                        await asyncio.sleep(0)
+        except TimeoutError:
+            if scope.expired():
+                return False
+            raise
+        finally:
+            self._scope = None
+        return False
+
+    async def _inactivity_timer(self) -> None:
+        """Interrupt the read once the stream has been silent for the deadline.
+
+        Silence only accrues while the reader waits on the stream: time spent in a slow
+        store call is not the stream's fault.
+        """
+        tick = self._deadline / _DEADLINE_TICKS
+        seen = self.received
+        quiet_ticks = 0
+        while True:
+            await self._clock.sleep(tick)
+            if self.received != seen or not self._reading:
+                seen = self.received
+                quiet_ticks = 0
+                continue
+            quiet_ticks += 1
+            if quiet_ticks >= _DEADLINE_TICKS:
+                self.interrupt(WatchTimeout(f"watch sent nothing for {quiet_ticks * tick:g}s"))
+                return
