@@ -57,7 +57,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from anyio.abc import TaskStatus
 
@@ -108,23 +108,31 @@ _DELETED: Final = DeltaType.DELETED
 
 
 @runtime_checkable
-class EventHandler(Protocol):
-    """What ``add_event_handler(handler)`` calls. Each method may be sync or async, and a
-    handler object may leave out the ones it does not need.
-
-    * ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
-      true for objects of the initial list (and of the snapshot a late handler receives).
-    * ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
-      ``new`` then have the same resourceVersion).
-    * ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
-      :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
-    """
-
+class _OnAdd(Protocol):
     def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
 
+
+@runtime_checkable
+class _OnUpdate(Protocol):
     def on_update(self, old: Any, new: Any) -> Any: ...
 
+
+@runtime_checkable
+class _OnDelete(Protocol):
     def on_delete(self, obj: Any) -> Any: ...
+
+
+EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
+"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
+each sync or async; it leaves out the ones it does not need.
+
+* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
+  true for objects of the initial list (and of the snapshot a late handler receives).
+* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
+  ``new`` then have the same resourceVersion).
+* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
+  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
+"""
 
 
 class InformerState(enum.Enum):
