@@ -108,7 +108,9 @@ class PendingQueue:
 
     def put(self, notification: Notification) -> None:
         """Queue one notification and wake the consumer; never blocks."""
-        if notification[0] == _ADD and notification[2]:
+        # The identity test goes first: it settles updates and deletes without comparing
+        # an IntEnum, which the interpreter has no fast path for.
+        if notification[2] is True and notification[0] == _ADD:
             self.initial_pending += 1
         self.items.append(notification)
         waiter = self._waiter

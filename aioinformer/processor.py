@@ -316,7 +316,7 @@ class ProcessorListener:
                 notification = pending.take()
                 if notification is not None:
                     self.delivered += 1
-                    if notification[0] == ADD and notification[2]:
+                    if notification[2] is True and notification[0] == ADD:
                         pending.initial_pending -= 1
                     return notification
             if pending.closed:
@@ -373,7 +373,7 @@ class ProcessorListener:
                             self.name,
                             _KIND_NAMES[kind],
                         )
-                if kind == ADD and b is True:
+                if b is True and kind == ADD:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.
                     pending.initial_pending -= 1
