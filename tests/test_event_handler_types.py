@@ -64,7 +64,9 @@ def test_mypy_accepts_a_handler_with_only_some_methods(tmp_path: Path) -> None:
     errors = [line for line in stdout.splitlines() if ": error:" in line]
     assert status == 1, stdout
     assert len(errors) == 1, stdout
-    assert errors[0].startswith(f"{source}:{rejected_line + 1}: error:"), stdout
+    # Matched without the directory: mypy's cache may replay a message that names the
+    # temporary directory of an earlier run of this same module.
+    assert f"typed_use.py:{rejected_line + 1}: error:" in errors[0], stdout
     assert '"NoCallbacks"' in errors[0], stdout
 
 
