@@ -139,6 +139,7 @@ from aioinformer.processor import MINIMUM_RESYNC_PERIOD as MINIMUM_RESYNC_PERIOD
 from aioinformer.processor import UPDATE as UPDATE
 from aioinformer.processor import HandlerStatistics as HandlerStatistics
 from aioinformer.processor import Notification as Notification
+from aioinformer.processor import NotificationKind as NotificationKind
 from aioinformer.processor import OverflowPolicy as OverflowPolicy
 from aioinformer.processor import ProcessorListener as ProcessorListener
 from aioinformer.processor import SharedProcessor as SharedProcessor
@@ -270,6 +271,7 @@ __all__ = [
     "NAMESPACE_INDEX",
     "NotFound",
     "Notification",
+    "NotificationKind",
     "ObjectList",
     "ObjectMeta",
     "OverflowPolicy",

@@ -1,10 +1,12 @@
 """The informer's cache: a keyed store of objects with named secondary indexes.
 
-Role. The :class:`Indexer` is the last stage of the informer pipeline and the only one
-listers read. The single task that pops the :class:`~aioinformer.delta_fifo.DeltaFIFO`
-applies each object's deltas here (``add``/``update``/``delete``, or ``replace`` for a
-full list), then hands the change to the handlers. It is also the FIFO's
-``known_objects``: the FIFO asks it which keys exist when it builds tombstones and resyncs.
+Role. The :class:`Indexer` is the informer's cache stage, between the
+:class:`~aioinformer.delta_fifo.DeltaFIFO` and the fan-out to handlers
+(:mod:`aioinformer.processor`, the last stage), and the only store listers read. The
+single task that pops the DeltaFIFO applies each object's deltas here
+(``add``/``update``/``delete``, or ``replace`` for a full list), then hands the change to
+the handlers. It is also the FIFO's ``known_objects``: the FIFO asks it which keys exist
+when it builds tombstones and resyncs.
 
 Input and output. Objects are stored as given (raw ``dict`` by default, or any type when
 the informer transforms them); nothing is copied. Reads return the stored objects
@@ -12,9 +14,10 @@ themselves, so callers must treat them as read-only: mutating one in place corru
 indexes, which are computed from the stored state.
 
 Keys. :func:`meta_namespace_key` gives ``"namespace/name"`` (``"name"`` for a
-cluster-scoped object). It is the default key function of every stage, and it understands
-a :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone, so deletes may be fed
-either an object or a tombstone.
+cluster-scoped object; it lives with the other metadata accessors in
+:mod:`aioinformer._meta` and is re-exported here). It is the default key function of every
+stage, and it understands a :class:`~aioinformer.models.DeletedFinalStateUnknown`
+tombstone, so deletes may be fed either an object or a tombstone.
 
 Indexes. Each index function maps an object to a list of strings (its *index values*);
 index ``name`` maps each value to the set of keys of the objects that produce it. The
@@ -39,6 +42,8 @@ import builtins
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
+from aioinformer._meta import describe, metadata_of, namespace_of
+from aioinformer._meta import meta_namespace_key as meta_namespace_key
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -81,62 +86,6 @@ NAMESPACE_INDEX = "namespace"
 """The conventional name of the index built by :func:`namespace_index_func`."""
 
 
-def _describe(obj: Any) -> str:
-    """Name ``obj`` in an error message by its type, kind and whatever identifying
-    metadata it has, never by its content (it may be a Secret)."""
-    parts = [type(obj).__name__]
-    kind = obj.get("kind") if isinstance(obj, Mapping) else getattr(obj, "kind", None)
-    if isinstance(kind, str) and kind:
-        parts.append(f"kind={kind[:100]!r}")
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
-    for field in ("namespace", "name", "uid"):
-        value = meta.get(field) if isinstance(meta, Mapping) else getattr(meta, field, None)
-        if isinstance(value, str) and value:
-            parts.append(f"{field}={value[:253]!r}")
-    return " ".join(parts)
-
-
-def _key_from_meta(meta: Any, obj: Any) -> str:
-    if isinstance(meta, Mapping):
-        name = meta.get("name")
-        namespace = meta.get("namespace")
-    else:
-        name = getattr(meta, "name", None)
-        namespace = getattr(meta, "namespace", None)
-    if not name or not isinstance(name, str):
-        raise KeyFuncError(f"object has no metadata.name: {_describe(obj)}")
-    return f"{namespace}/{name}" if namespace else name
-
-
-def meta_namespace_key(obj: Any) -> str:
-    """Return ``"namespace/name"``, or ``"name"`` for a cluster-scoped object.
-
-    Accepts a raw ``dict`` (the fast path), any object with a ``.metadata`` (a
-    :class:`~aioinformer.models.KubeObject`, whose metadata may itself be a mapping or a
-    model) and a :class:`DeletedFinalStateUnknown`, whose ``key`` is returned as is.
-    Raises :class:`KeyFuncError` when there is no usable ``metadata.name``.
-    """
-    if type(obj) is dict:
-        meta = obj.get("metadata")
-        if type(meta) is dict:
-            name = meta.get("name")
-            if name and type(name) is str:
-                namespace = meta.get("namespace")
-                return f"{namespace}/{name}" if namespace else name
-        raise KeyFuncError(f"object has no metadata.name: {_describe(obj)}")
-    if isinstance(obj, DeletedFinalStateUnknown):
-        return obj.key
-    if isinstance(obj, Mapping):
-        meta = obj.get("metadata")
-        if meta is None:
-            raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
-        return _key_from_meta(meta, obj)
-    meta = getattr(obj, "metadata", None)
-    if meta is None:
-        raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
-    return _key_from_meta(meta, obj)
-
-
 def split_meta_namespace_key(key: str) -> tuple[str, str]:
     """Split a key made by :func:`meta_namespace_key` into ``(namespace, name)``.
 
@@ -160,13 +109,9 @@ def namespace_index_func(obj: Any) -> list[str]:
         meta = obj.get("metadata")
         if type(meta) is dict:
             return [meta.get("namespace") or ""]
-    elif not isinstance(obj, DeletedFinalStateUnknown):
-        meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
-        if isinstance(meta, Mapping):
-            return [meta.get("namespace") or ""]
-        if meta is not None:
-            return [getattr(meta, "namespace", None) or ""]
-    raise KeyFuncError(f"object has no metadata: {_describe(obj)}")
+    elif not isinstance(obj, DeletedFinalStateUnknown) and metadata_of(obj) is not None:
+        return [namespace_of(obj)]
+    raise KeyFuncError(f"object has no metadata: {describe(obj)}")
 
 
 class Indexer(Generic[T]):

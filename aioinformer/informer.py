@@ -54,31 +54,28 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import builtins
-import contextlib
 import enum
 import functools
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from anyio.abc import TaskStatus
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy
+from aioinformer._meta import same_resource_version
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
-from aioinformer.indexer import (
-    NAMESPACE_INDEX,
-    Indexer,
-    IndexFunc,
-    meta_namespace_key,
-)
-from aioinformer.labels import LabelSelector, parse_label_selector
+from aioinformer.indexer import Indexer, IndexFunc, meta_namespace_key
+from aioinformer.lister import Event as Event
+from aioinformer.lister import EventStream as EventStream
+from aioinformer.lister import EventType as EventType
+from aioinformer.lister import Lister as Lister
 from aioinformer.listwatch import ListerWatcher
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
@@ -87,11 +84,13 @@ from aioinformer.processor import (
     MINIMUM_RESYNC_PERIOD,
     UPDATE,
     HandlerStatistics,
+    Notification,
     OverflowPolicy,
     ProcessorListener,
     SharedProcessor,
     determine_resync_period,
 )
+from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorStatistics
 
 __all__ = [
@@ -108,45 +107,35 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-EventType = Literal["ADDED", "UPDATED", "DELETED"]
-
 _DELETED: Final = DeltaType.DELETED
 
 
 @runtime_checkable
-class EventHandler(Protocol):
-    """What ``add_event_handler(handler)`` calls. Each method may be sync or async, and a
-    handler object may leave out the ones it does not need.
-
-    * ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
-      true for objects of the initial list (and of the snapshot a late handler receives).
-    * ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
-      ``new`` then have the same resourceVersion).
-    * ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
-      :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
-    """
-
+class _OnAdd(Protocol):
     def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
 
+
+@runtime_checkable
+class _OnUpdate(Protocol):
     def on_update(self, old: Any, new: Any) -> Any: ...
 
+
+@runtime_checkable
+class _OnDelete(Protocol):
     def on_delete(self, obj: Any) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One notification, as yielded by :meth:`SharedIndexInformer.events`."""
+EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
+"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
+each sync or async; it leaves out the ones it does not need.
 
-    type: EventType
-    """``"ADDED"``, ``"UPDATED"`` or ``"DELETED"``."""
-    object: Any
-    """The new object; for ``"DELETED"`` the last state seen, or a tombstone."""
-    old: Any = None
-    """The previous object, for ``"UPDATED"`` only."""
-    is_in_initial_list: bool = False
-    """For ``"ADDED"``: the object came with the initial list (or a late snapshot)."""
+* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
+  true for objects of the initial list (and of the snapshot a late handler receives).
+* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
+  ``new`` then have the same resourceVersion).
+* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
+  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
+"""
 
 
 class InformerState(enum.Enum):
@@ -177,202 +166,6 @@ class InformerStatistics:
     """One record per registered handler (``events()`` streams included)."""
     reflector: ReflectorStatistics | None
     """The reflector's statistics, or ``None`` before ``run()``."""
-
-
-class HandlerRegistration:
-    """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
-
-    __slots__ = ("_informer", "_listener")
-
-    def __init__(self, informer: SharedIndexInformer, listener: ProcessorListener) -> None:
-        self._informer = informer
-        self._listener = listener
-
-    @property
-    def name(self) -> str:
-        """The handler's name, as used in logs and statistics."""
-        return self._listener.name
-
-    def has_synced(self) -> bool:
-        """True once the informer has synced and this handler has been handed every object
-        of the initial list (for a late handler: of the snapshot it was given)."""
-        return self._listener.has_synced()
-
-    def statistics(self) -> HandlerStatistics:
-        """This handler's counters."""
-        return self._listener.statistics()
-
-    def __repr__(self) -> str:
-        return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
-
-
-def _same_resource_version(old: Any, new: Any) -> bool:
-    """Whether an update is a resync: client-go compares the two resourceVersions."""
-    if type(old) is dict and type(new) is dict:
-        old_meta, new_meta = old.get("metadata"), new.get("metadata")
-        if type(old_meta) is dict and type(new_meta) is dict:
-            return bool(old_meta.get("resourceVersion") == new_meta.get("resourceVersion"))
-    return _resource_version(old) == _resource_version(new)
-
-
-def _resource_version(obj: Any) -> str | None:
-    meta = getattr(obj, "metadata", None)
-    if meta is None and isinstance(obj, Mapping):
-        meta = obj.get("metadata")
-    if isinstance(meta, Mapping):
-        value = meta.get("resourceVersion")
-        return value if isinstance(value, str) else None
-    value = getattr(meta, "resource_version", None)
-    return value if isinstance(value, str) else None
-
-
-def _labels_of(obj: Any) -> Mapping[str, str] | None:
-    if isinstance(obj, Mapping):
-        meta = obj.get("metadata")
-        return meta.get("labels") if isinstance(meta, Mapping) else None
-    meta = getattr(obj, "metadata", None)
-    if isinstance(meta, Mapping):
-        return meta.get("labels")
-    return getattr(meta, "labels", None)
-
-
-def _namespace_of(obj: Any) -> str:
-    if isinstance(obj, Mapping):
-        meta = obj.get("metadata")
-        return (meta.get("namespace") or "") if isinstance(meta, Mapping) else ""
-    meta = getattr(obj, "metadata", None)
-    if isinstance(meta, Mapping):
-        return meta.get("namespace") or ""
-    return getattr(meta, "namespace", None) or ""
-
-
-class Lister(Generic[T]):
-    """Read access to an informer's cache.
-
-    Reads never block and never go to the server: they return what the cache holds now,
-    which may be behind the server. Returned objects are the cached ones: treat them as
-    read-only (a pydantic model built from one is a fresh copy). With ``model=``, every
-    read validates the returned objects into that model; the cache itself stays raw.
-    """
-
-    __slots__ = ("_indexer", "_model")
-
-    def __init__(self, indexer: Indexer[Any], *, model: type[T] | None = None) -> None:
-        self._indexer = indexer
-        self._model = model
-
-    def _out(self, objs: list[Any]) -> list[T]:
-        model = self._model
-        if model is None:
-            return objs
-        validate = model.model_validate  # type: ignore[attr-defined]
-        return [validate(obj) for obj in objs]
-
-    def get(self, name: str, namespace: str | None = None) -> T | None:
-        """The object called ``name`` (in ``namespace`` for a namespaced resource), or
-        ``None`` when the cache does not hold it."""
-        obj = self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
-        if obj is None or self._model is None:
-            return obj
-        return self._model.model_validate(obj)  # type: ignore[attr-defined, no-any-return]
-
-    def list(
-        self,
-        namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-    ) -> list[T]:
-        """The cached objects, optionally only those in ``namespace`` and/or matching
-        ``label_selector`` (selector text, parsed here, or a parsed selector).
-
-        ``namespace`` ``None`` and ``""`` both mean all namespaces (``""`` is Kubernetes'
-        ``NamespaceAll``), cluster-scoped objects included. Uses the namespace index when
-        the informer has one, else scans the cache.
-        """
-        indexer = self._indexer
-        if not namespace:
-            objs = indexer.list()
-        elif indexer.has_index(NAMESPACE_INDEX):
-            objs = indexer.by_index(NAMESPACE_INDEX, namespace)
-        else:
-            objs = [obj for obj in indexer.list() if _namespace_of(obj) == namespace]
-        if label_selector is not None:
-            selector = (
-                parse_label_selector(label_selector)
-                if isinstance(label_selector, str)
-                else label_selector
-            )
-            if not selector.is_empty():
-                objs = [obj for obj in objs if selector.matches(_labels_of(obj))]
-        return self._out(objs)
-
-    def by_index(self, index_name: str, value: str) -> builtins.list[T]:
-        """The cached objects whose index ``index_name`` includes ``value``; raises
-        ``KeyError`` for an unknown index."""
-        return self._out(self._indexer.by_index(index_name, value))
-
-    def __repr__(self) -> str:
-        model = "" if self._model is None else f" model={self._model.__name__}"
-        return f"<Lister items={len(self._indexer)}{model}>"
-
-
-class EventStream:
-    """An async iterator of :class:`Event`, fed by its own handler queue.
-
-    Created by :meth:`SharedIndexInformer.events`, registered at that call. Iteration ends
-    when the informer stops. ``aclose()`` (or leaving ``async with``) unregisters it; so
-    does dropping the last reference to it.
-    """
-
-    __slots__ = ("__weakref__", "_informer", "_listener", "_registration")
-
-    def __init__(self, informer: SharedIndexInformer, registration: HandlerRegistration) -> None:
-        self._informer = informer
-        self._registration = registration
-        self._listener = registration._listener
-
-    @property
-    def registration(self) -> HandlerRegistration:
-        """The stream's handler registration (``has_synced()``, ``statistics()``)."""
-        return self._registration
-
-    def __aiter__(self) -> EventStream:
-        return self
-
-    async def __anext__(self) -> Event:
-        notification = await self._listener.next_notification()
-        if notification is None:
-            raise StopAsyncIteration
-        kind, a, b = notification
-        convert = self._listener.convert
-        if kind == UPDATE:
-            if convert is not None:
-                return Event("UPDATED", convert(b), convert(a))
-            return Event("UPDATED", b, a)
-        if convert is not None:
-            a = convert(a)
-        if kind == ADD:
-            return Event("ADDED", a, None, b)
-        return Event("DELETED", a)
-
-    async def aclose(self) -> None:
-        """Unregister the stream; iteration then ends. Idempotent."""
-        self._informer.remove_event_handler(self._registration)
-
-    async def __aenter__(self) -> EventStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __del__(self) -> None:
-        # A stream abandoned mid-iteration must not keep queueing events forever.
-        with contextlib.suppress(Exception):
-            self._informer.remove_event_handler(self._registration)
 
 
 class SharedIndexInformer:
@@ -569,7 +362,11 @@ class SharedIndexInformer:
             overflow=overflow,
             start=False,
         )
-        return EventStream(self, registration)
+        return EventStream(
+            registration._listener,
+            registration,
+            unregister=lambda: self.remove_event_handler(registration),
+        )
 
     def _register(
         self,
@@ -623,7 +420,6 @@ class SharedIndexInformer:
             on_delete=on_delete,
             requested_resync_period=requested,
             resync_period=determine_resync_period(requested, self._resync_check_period),
-            now=self._clock.monotonic() if started else 0.0,
             upstream_has_synced=self.has_synced,
             max_pending=max_pending,
             overflow=overflow,
@@ -635,10 +431,7 @@ class SharedIndexInformer:
             # and the notifications that follow it line up exactly.
             add = listener.add
             for obj in self._indexer.list():
-                add((ADD, obj, True))
-        else:
-            # The clock may not be usable before the loop runs; schedule from start().
-            listener.next_resync = -1.0
+                add(Notification(ADD, obj, True))
         self._processor.add_listener(listener, start=start)
         return HandlerRegistration(self, listener)
 
@@ -783,10 +576,7 @@ class SharedIndexInformer:
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
         self._state = InformerState.RUNNING
-        now = self._clock.monotonic()
-        for listener in self._processor:
-            if listener.next_resync < 0:
-                listener.next_resync = now + listener.resync_period
+        self._processor.start(self._clock.monotonic())
         fifo = self._fifo = DeltaFIFO(
             known_objects=self._indexer,
             emit_delta_type_replaced=True,
@@ -837,7 +627,7 @@ class SharedIndexInformer:
                 # Applying one key's deltas failed (an index function raised, an object
                 # without metadata): log it and carry on with the other keys.
                 logger.exception("informer %s failed to apply deltas", self.name)
-            if processor.needs_room:
+            if not processor.has_room():
                 await processor.wait_for_room()
 
     def _handle_deltas(self, deltas: Deltas) -> None:
@@ -862,7 +652,7 @@ class SharedIndexInformer:
             obj = delta.object
             if delta.type is _DELETED:
                 delete(key)
-                distribute((DELETE, obj, None), False)
+                distribute(Notification(DELETE, obj, None), False)
                 old = None
             elif old is not None:
                 put(key, obj)
@@ -871,12 +661,12 @@ class SharedIndexInformer:
                         old["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
                     )
                 except (KeyError, TypeError):  # not raw dicts, or no resourceVersion
-                    is_sync = _same_resource_version(old, obj)
-                distribute((UPDATE, old, obj), is_sync)
+                    is_sync = same_resource_version(old, obj)
+                distribute(Notification(UPDATE, old, obj), is_sync)
                 old = obj
             else:
                 put(key, obj)
-                distribute((ADD, obj, is_in_initial_list), False)
+                distribute(Notification(ADD, obj, is_in_initial_list), False)
                 old = obj
 
     def stop(self) -> None:

@@ -1,19 +1,24 @@
 """Fan-out from one informer to many handlers: :class:`SharedProcessor` and
 :class:`ProcessorListener`.
 
-Role: the last stage of the pipeline. The informer's single pop task applies each Deltas to
-the cache and hands the resulting notifications to :meth:`SharedProcessor.distribute`, which
-appends them to the queue of every registered :class:`ProcessorListener`. Each listener owns
-one task that drains its queue into the user's callbacks.
+Role: the last stage of the pipeline, after the cache (:mod:`aioinformer.indexer`). The
+informer's single pop task applies each Deltas to the cache and hands the resulting
+notifications to :meth:`SharedProcessor.distribute`, which appends them to the queue of
+every registered :class:`ProcessorListener`. A listener is consumed one of two ways, fixed
+when it is added: *pushed*, by one task that drains its queue into the user's callbacks,
+or *pulled*, by an ``informer.events()`` stream awaiting
+:meth:`ProcessorListener.next_notification`.
 
-Input: notifications, small tuples ``(kind, a, b)``:
+Input: :class:`Notification` named tuples ``(kind, a, b)``, ``kind`` a
+:class:`NotificationKind`:
 
 * ``(ADD, obj, is_in_initial_list)``
 * ``(UPDATE, old, new)``
 * ``(DELETE, obj_or_tombstone, None)``
 
 Output: calls to ``on_add(obj, is_in_initial_list)``, ``on_update(old, new)`` and
-``on_delete(obj)`` (sync or async, detected once when the listener is built).
+``on_delete(obj)``. Each callback is bound once, when the listener is built, to a call
+that knows whether to await it (sync or async) and whether to convert the objects first.
 
 Ordering: a listener delivers notifications in the order they were distributed, so every
 handler sees the events of one object in order. Handlers are independent: each has its own
@@ -21,30 +26,37 @@ queue and task, so a slow or failing handler delays only itself. A handler that 
 logged with its name and keeps receiving later notifications.
 
 Buffering: by default a listener's queue is unbounded (client-go's ring buffer grows until
-memory runs out). ``max_pending=N`` bounds it with one of two policies:
+memory runs out). ``max_pending=N`` bounds it with one of two policies (the queues
+themselves live in :mod:`aioinformer._pending`):
 
 * ``"block"``: backpressure. Once the queue holds ``N`` notifications, the informer stops
   popping its DeltaFIFO until the handler drains below ``N`` (see
-  :meth:`SharedProcessor.wait_for_room`). One pop may overshoot by the notifications of a
-  single key, and the snapshot replayed to a late handler is queued whole. Events keep
-  accumulating in the DeltaFIFO meanwhile, where they are merged per key.
+  :meth:`SharedProcessor.has_room` and :meth:`SharedProcessor.wait_for_room`). One pop may
+  overshoot by the notifications of a single key, and the snapshot replayed to a late
+  handler is queued whole. Events keep accumulating in the DeltaFIFO meanwhile, where they
+  are merged per key.
 * ``"coalesce"``: once the queue holds ``N`` notifications, a new notification for a key that
   already has one pending is merged into it, keeping only the newest state: add+update is an
   add of the new object, update+update one update from the first old to the last new,
   add+delete vanishes, update+delete is the delete. A pending delete is never merged (the
-  object may be re-created with a new uid). The queue therefore never holds more than
-  ``max(N, distinct keys)`` entries, and replaying what the handler received still yields
-  the newest state of every object.
+  object may be re-created with a new uid). Past ``N``, a key adds an entry only when none
+  of its pending ones can absorb it, so the queue holds at most ``N`` plus two entries per
+  key (a pending delete and the one after it), and replaying what the handler received
+  still yields the newest state of every object.
 
-Resync: each listener has a resync period (0 = never). :meth:`SharedProcessor.should_resync`
-runs at the informer's check period, flags the listeners that are due, and schedules their
-next resync; ``distribute(..., is_sync=True)`` then reaches only the flagged listeners. A new
+Resync: each listener has a resync period (0 = never). :meth:`SharedProcessor.start`
+schedules every listener's first resync one period after the informer starts; a listener
+added later counts from when it is added. :meth:`SharedProcessor.should_resync` runs at the
+informer's check period, flags the listeners that are due, and schedules their next
+resync; ``distribute(..., is_sync=True)`` then reaches only the flagged listeners. A new
 listener starts flagged, as in client-go.
 
 Task model: :meth:`SharedProcessor.run` owns an ``asyncio.TaskGroup`` holding one task per
-listener; listeners added while it runs get their task at once. Removing a listener drops
-its undelivered notifications and lets a handler call already running finish; cancelling
-``run()`` cancels every listener task, including a handler call that never returns.
+pushed listener. A listener added while it runs is put on a start queue that ``run()``
+itself drains, so no task is ever created from the caller's stack. Removing a listener
+drops its undelivered notifications and lets a handler call already running finish;
+cancelling ``run()`` cancels every listener task, including a handler call that never
+returns.
 """
 
 from __future__ import annotations
@@ -57,14 +69,17 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
 from aioinformer._tasks import is_async_callable
 
 __all__ = [
     "ADD",
     "DELETE",
+    "HandlerRegistration",
     "HandlerStatistics",
     "MINIMUM_RESYNC_PERIOD",
     "Notification",
+    "NotificationKind",
     "OverflowPolicy",
     "ProcessorListener",
     "SharedProcessor",
@@ -74,16 +89,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ADD: Final = 0
-"""Notification kind: ``(ADD, obj, is_in_initial_list)``."""
-UPDATE: Final = 1
-"""Notification kind: ``(UPDATE, old, new)``."""
-DELETE: Final = 2
-"""Notification kind: ``(DELETE, obj_or_tombstone, None)``."""
-_NOOP: Final = 3
-# A coalesced-away entry left in a queue; skipped on delivery.
+# The kinds under their older module-level names, kept importable from here.
+ADD: Final = NotificationKind.ADD
+UPDATE: Final = NotificationKind.UPDATE
+DELETE: Final = NotificationKind.DELETE
 
-_KIND_NAMES: Final = ("add", "update", "delete", "noop")
+_KIND_NAMES: Final = ("add", "update", "delete")
 
 MINIMUM_RESYNC_PERIOD: Final = 1.0
 """Handlers may not ask for resyncs more often than this (seconds)."""
@@ -91,9 +102,6 @@ MINIMUM_RESYNC_PERIOD: Final = 1.0
 _BATCH: Final = 256
 # How many notifications a listener delivers before yielding to the event loop, so a busy
 # handler cannot starve the reflector or the other handlers.
-
-Notification = tuple[int, Any, Any] | list[Any]
-"""``(kind, a, b)``; coalescing listeners keep mutable ``[kind, a, b]`` entries."""
 
 OverflowPolicy = Literal["block", "coalesce"]
 
@@ -142,12 +150,55 @@ class HandlerStatistics:
     """The effective resync period in seconds (0 = never)."""
 
 
-class ProcessorListener:
-    """One handler's queue, delivery task and resync schedule.
+_Call = tuple[HandlerFunc, bool, bool]
+# A callback bound for delivery: (function, is it async, does it take one argument).
 
-    Built by the informer; users hold it as a ``HandlerRegistration``. ``on_add``,
+
+def _bind_calls(
+    on_add: HandlerFunc | None,
+    on_update: HandlerFunc | None,
+    on_delete: HandlerFunc | None,
+    convert: Callable[[Any], Any] | None,
+) -> tuple[_Call | None, _Call | None, _Call | None]:
+    """The calls a listener makes, indexed by :class:`NotificationKind`; ``None`` where the
+    handler skips that kind. Whether a callback is async, and the conversion of typed
+    informers, are settled here once, so delivery does one lookup per notification."""
+    add: _Call | None = None
+    update: _Call | None = None
+    delete: _Call | None = None
+    if convert is None:
+        if on_add is not None:
+            add = (on_add, is_async_callable(on_add), False)
+        if on_update is not None:
+            update = (on_update, is_async_callable(on_update), False)
+        if on_delete is not None:
+            delete = (on_delete, is_async_callable(on_delete), True)
+        return add, update, delete
+    # Typed informers validate into a model on delivery; the wrapper returns whatever the
+    # callback returns, so an async callback's coroutine is still awaited by the caller.
+    if on_add is not None:
+        add_fn = on_add
+        add = (lambda obj, initial: add_fn(convert(obj), initial), is_async_callable(on_add), False)
+    if on_update is not None:
+        update_fn = on_update
+        update = (
+            lambda old, new: update_fn(convert(old), convert(new)),
+            is_async_callable(on_update),
+            False,
+        )
+    if on_delete is not None:
+        delete_fn = on_delete
+        delete = (lambda obj: delete_fn(convert(obj)), is_async_callable(on_delete), True)
+    return add, update, delete
+
+
+class ProcessorListener:
+    """One handler's queue, delivery and resync schedule.
+
+    Built by the informer; users hold it as a :class:`HandlerRegistration`. ``on_add``,
     ``on_update`` and ``on_delete`` may each be ``None`` (that kind is skipped), a function
-    or a coroutine function.
+    or a coroutine function. It is consumed either by :meth:`run` (pushed) or by
+    :meth:`next_notification` (pulled), never both.
     """
 
     def __init__(
@@ -173,69 +224,57 @@ class ProcessorListener:
         if overflow == "coalesce" and max_pending is not None and key_func is None:
             raise ValueError("overflow='coalesce' needs a key_func")
         self.name = name
-        self._on_add = on_add
-        self._on_update = on_update
-        self._on_delete = on_delete
-        self._add_is_async = is_async_callable(on_add)
-        self._update_is_async = is_async_callable(on_update)
-        self._delete_is_async = is_async_callable(on_delete)
         self.convert = convert
         """Applied to each object before delivery (typed informers); None for raw."""
+        self._calls = _bind_calls(on_add, on_update, on_delete, convert)
         self._upstream_has_synced = upstream_has_synced
-
-        # Undelivered notifications, oldest first. Holds _NOOP entries (counted in
-        # _noops) only for coalescing listeners.
-        self._queue: deque[Notification] = deque()
-        self._noops = 0
-        # Coalescing only: key -> its newest pending entry, which is in _queue and is not
-        # a _NOOP; every pending non-delete entry's key maps to the newest such entry.
-        self._pending_by_key: dict[Hashable, list[Any]] = {}
-        self._key_func = key_func
         self.max_pending = max_pending
         self.overflow: OverflowPolicy = overflow
 
-        # Initial-list adds queued and not yet delivered: has_synced() needs it at 0.
-        self._initial_pending = 0
-
-        # The delivery loop waits on this future when the queue is empty; whoever adds a
-        # notification resolves it. None while the loop is running.
-        self._waiter: asyncio.Future[None] | None = None
-        # "block" only: resolved by the delivery loop once the queue is below max_pending.
-        self._room: asyncio.Future[None] | None = None
-        # True once removed or stopped: no more deliveries start.
-        self.closed = False
+        # Undelivered notifications. Its initial_pending (initial-list adds not yet
+        # handled) is decremented here once a call returns, or when a pull consumer
+        # takes one.
+        self._queue: PendingQueue
+        if max_pending is not None and overflow == "coalesce":
+            assert key_func is not None
+            self._queue = CoalescingQueue(max_pending=max_pending, key_func=key_func)
+        else:
+            self._queue = PendingQueue(max_pending=max_pending)
 
         self.requested_resync_period = requested_resync_period
         self.resync_period = resync_period
         self.next_resync = now + resync_period
+        """When this listener is next due a resync (clock seconds). Written only by its
+        :class:`SharedProcessor` once added."""
 
         self.delivered = 0
         self.failed = 0
-        self.coalesced = 0
 
-        # True for a listener without a delivery task, whose consumer pulls with
-        # next_notification() (informer.events()).
-        self.pull = False
-
-        self.add: Callable[[Notification], None]
+        self.add: Callable[[Notification], None] = self._queue.put
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
         by the informer waiting in :meth:`SharedProcessor.wait_for_room`)."""
-        if max_pending is not None and overflow == "coalesce":
-            self.add = self._add_coalescing
-        else:
-            self.add = self._add_unbounded
 
     # -- registration API -------------------------------------------------------------
 
     def has_synced(self) -> bool:
         """True once the informer has synced and this handler has been handed every
         object of the initial list (or, for a late handler, of its snapshot)."""
-        return self._upstream_has_synced() and self._initial_pending <= 0
+        return self._upstream_has_synced() and self._queue.initial_pending <= 0
 
     @property
     def pending(self) -> int:
         """Notifications queued and not yet delivered."""
-        return len(self._queue) - self._noops
+        return len(self._queue)
+
+    @property
+    def coalesced(self) -> int:
+        """Notifications merged into a pending one (``overflow="coalesce"`` only)."""
+        return self._queue.coalesced
+
+    @property
+    def closed(self) -> bool:
+        """True once removed or stopped: no more deliveries start."""
+        return self._queue.closed
 
     def statistics(self) -> HandlerStatistics:
         """Counters of this handler, as a frozen record."""
@@ -250,96 +289,18 @@ class ProcessorListener:
             resync_period=self.resync_period,
         )
 
-    # -- producer side ------------------------------------------------------------------
-
-    def _add_unbounded(self, notification: Notification) -> None:
-        if notification[0] == ADD and notification[2]:
-            self._initial_pending += 1
-        self._queue.append(notification)
-        # self._wake(), inlined: this runs once per event and listener.
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def _add_coalescing(self, notification: Notification) -> None:
-        kind, a, b = notification
-        key = self._key_func(a if kind != UPDATE else b)  # type: ignore[misc]
-        pending = self._pending_by_key.get(key)
-        max_pending = self.max_pending
-        assert max_pending is not None
-        if pending is not None and self.pending >= max_pending and self._merge(pending, kind, a, b):
-            self.coalesced += 1
-            if pending[0] == _NOOP:
-                del self._pending_by_key[key]
-            return
-        entry = [kind, a, b]
-        if kind == ADD and b:
-            self._initial_pending += 1
-        self._queue.append(entry)
-        if kind == DELETE:
-            self._pending_by_key.pop(key, None)
-        else:
-            self._pending_by_key[key] = entry
-        self._wake()
-
-    def _merge(self, pending: list[Any], kind: int, a: Any, b: Any) -> bool:
-        """Fold a new notification into the pending entry of the same key; False when the
-        pair cannot be merged and the new one must be queued."""
-        pending_kind = pending[0]
-        if pending_kind == ADD:
-            if kind == DELETE:
-                # The handler never saw the object: both notifications vanish.
-                if pending[2]:
-                    self._initial_pending -= 1
-                pending[0], pending[1], pending[2] = _NOOP, None, None
-                self._noops += 1
-                return True
-            pending[1] = a if kind == ADD else b
-            return True
-        if pending_kind == UPDATE:
-            if kind == DELETE:
-                pending[0], pending[1], pending[2] = DELETE, a, None
-                return True
-            pending[2] = a if kind == ADD else b
-            return True
-        return False
-
     def close(self) -> None:
         """Stop delivering: drop undelivered notifications and end the delivery loop once
         a call already running returns. Idempotent."""
-        self.closed = True
-        self._queue.clear()
-        self._pending_by_key.clear()
-        self._noops = 0
-        self._initial_pending = 0
-        self._wake()
-        room = self._room
-        if room is not None:
-            self._room = None
-            if not room.done():
-                room.set_result(None)
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._queue.close()
 
     def has_room(self) -> bool:
         """For ``overflow="block"``: False while the queue is at its bound."""
-        max_pending = self.max_pending
-        return max_pending is None or self.closed or len(self._queue) < max_pending
+        return self._queue.has_room()
 
     async def wait_for_room(self) -> None:
         """Wait until the queue is below ``max_pending`` (or the listener is closed)."""
-        while not self.has_room():
-            room = self._room
-            if room is None:
-                room = self._room = asyncio.get_running_loop().create_future()
-            await room
+        await self._queue.wait_for_room()
 
     # -- consumer side ------------------------------------------------------------------
 
@@ -349,114 +310,76 @@ class ProcessorListener:
         The pull side of a listener without a delivery task (``informer.events()``). The
         notification counts as delivered (and an initial-list add as handled) when taken.
         """
-        queue = self._queue
+        pending = self._queue
         while True:
-            while queue:
-                notification = self._take()
+            while pending.items:
+                notification = pending.take()
                 if notification is not None:
-                    if notification[0] == ADD and notification[2]:
-                        self._initial_pending -= 1
+                    self.delivered += 1
+                    if notification[2] is True and notification[0] == ADD:
+                        pending.initial_pending -= 1
                     return notification
-            if self.closed:
+            if pending.closed:
                 return None
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            await waiter
-
-    def _take(self) -> Notification | None:
-        """Pop the oldest entry and do its bookkeeping; None for a coalesced-away one."""
-        notification = self._queue.popleft()
-        kind = notification[0]
-        if self._room is not None and self.has_room():
-            room, self._room = self._room, None
-            if not room.done():
-                room.set_result(None)
-        if kind == _NOOP:
-            self._noops -= 1
-            return None
-        if self._pending_by_key:
-            key = self._key_func(  # type: ignore[misc]
-                notification[1] if kind != UPDATE else notification[2]
-            )
-            if self._pending_by_key.get(key) is notification:
-                del self._pending_by_key[key]
-        self.delivered += 1
-        return notification
+            await pending.arm(asyncio.get_running_loop())
 
     async def run(self) -> None:
         """Deliver queued notifications until closed or cancelled."""
-        queue = self._queue
+        pending = self._queue
+        items = pending.items
+        take = pending.take
+        calls = self._calls
         loop = asyncio.get_running_loop()
-        on_add, on_update, on_delete = self._on_add, self._on_update, self._on_delete
-        add_async, update_async = self._add_is_async, self._update_is_async
-        delete_async = self._delete_is_async
-        convert = self.convert
-        bookkeeping = self.max_pending is not None or self._key_func is not None
         task = asyncio.current_task()
         assert task is not None
         while True:
-            if not queue:
-                if self.closed:
+            if not items:
+                if pending.closed:
                     return
-                waiter = self._waiter = loop.create_future()
-                await waiter
+                await pending.arm(loop)
                 continue
             budget = _BATCH
-            while queue and budget:
+            while items and budget:
                 budget -= 1
-                if bookkeeping:
-                    notification = self._take()
-                    if notification is None:
-                        continue
-                else:
-                    notification = queue.popleft()
-                    self.delivered += 1
+                notification = take()
+                if notification is None:
+                    continue
+                self.delivered += 1
                 kind, a, b = notification
-                try:
-                    if kind == ADD:
-                        if on_add is not None:
-                            if convert is not None:
-                                a = convert(a)
-                            if add_async:
-                                await on_add(a, b)
-                            else:
-                                on_add(a, b)
-                    elif kind == UPDATE:
-                        if on_update is not None:
-                            if convert is not None:
-                                a, b = convert(a), convert(b)
-                            if update_async:
-                                await on_update(a, b)
-                            else:
-                                on_update(a, b)
-                    elif on_delete is not None:
-                        if convert is not None:
-                            a = convert(a)
-                        if delete_async:
-                            await on_delete(a)
+                call = calls[kind]
+                if call is not None:
+                    fn, is_async, unary = call
+                    try:
+                        if is_async:
+                            await (fn(a) if unary else fn(a, b))
+                        elif unary:
+                            fn(a)
                         else:
-                            on_delete(a)
-                except Exception:
-                    self.failed += 1
-                    logger.exception("event handler %s failed on %s", self.name, _KIND_NAMES[kind])
-                except asyncio.CancelledError:
-                    if task.cancelling():
-                        raise
-                    # Nobody cancelled this task: the handler let a CancelledError out
-                    # of something it awaited. Ending here would silently stop this
-                    # handler's deliveries for good, so it is a failure like any other.
-                    self.failed += 1
-                    logger.exception(
-                        "event handler %s failed on %s with a stray cancellation",
-                        self.name,
-                        _KIND_NAMES[kind],
-                    )
-                if kind == ADD and b is True:
+                            fn(a, b)
+                    except Exception:
+                        self.failed += 1
+                        logger.exception(
+                            "event handler %s failed on %s", self.name, _KIND_NAMES[kind]
+                        )
+                    except asyncio.CancelledError:
+                        if task.cancelling():
+                            raise
+                        # Nobody cancelled this task: the handler let a CancelledError out
+                        # of something it awaited. Ending here would silently stop this
+                        # handler's deliveries for good, so it is a failure like any other.
+                        self.failed += 1
+                        logger.exception(
+                            "event handler %s failed on %s with a stray cancellation",
+                            self.name,
+                            _KIND_NAMES[kind],
+                        )
+                if b is True and kind == ADD:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.
-                    self._initial_pending -= 1
-                if self.closed:
+                    pending.initial_pending -= 1
+                if pending.closed:
                     return
-            if queue:
+            if items:
                 await asyncio.sleep(0)
 
     def __repr__(self) -> str:
@@ -467,23 +390,52 @@ class ProcessorListener:
         )
 
 
+class HandlerRegistration:
+    """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
+
+    __slots__ = ("_informer", "_listener")
+
+    def __init__(self, informer: Any, listener: ProcessorListener) -> None:
+        # The informer that issued it, compared by identity when it is handed back.
+        self._informer = informer
+        self._listener = listener
+
+    @property
+    def name(self) -> str:
+        """The handler's name, as used in logs and statistics."""
+        return self._listener.name
+
+    def has_synced(self) -> bool:
+        """True once the informer has synced and this handler has been handed every object
+        of the initial list (for a late handler: of the snapshot it was given)."""
+        return self._listener.has_synced()
+
+    def statistics(self) -> HandlerStatistics:
+        """This handler's counters."""
+        return self._listener.statistics()
+
+    def __repr__(self) -> str:
+        return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
+
+
 class SharedProcessor:
-    """The set of listeners of one informer, their tasks and their resync flags."""
+    """The set of listeners of one informer, their tasks and their resync schedule."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self._clock = clock or default_clock
         # listener -> "due for resync at the last check". Insertion-ordered; a listener is
         # here iff it is registered and not closed. New listeners start flagged.
         self._listeners: dict[ProcessorListener, bool] = {}
-        # Listeners with overflow="block" and a bound: the ones wait_for_room() checks.
+        # Listeners with overflow="block" and a bound: the ones has_room() checks.
         self._blocking: list[ProcessorListener] = []
-        # Set while run() is running: new listeners get their task here.
-        self._task_group: asyncio.TaskGroup | None = None
+        # Pushed listeners still without a delivery task, oldest first; only run() takes
+        # from it, and _listener_added is set whenever it gains one.
+        self._to_start: deque[ProcessorListener] = deque()
+        self._listener_added = asyncio.Event()
+        # True once start() ran: from then on a new listener's first resync is scheduled
+        # from the clock when it is added.
+        self._resync_started = False
         self._stopped = False
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
 
     def __len__(self) -> int:
         return len(self._listeners)
@@ -494,15 +446,25 @@ class SharedProcessor:
     def __contains__(self, listener: object) -> bool:
         return listener in self._listeners
 
+    def start(self, now: float) -> None:
+        """Schedule every listener's first resync one period after ``now`` (the clock's
+        time when the informer starts); listeners added later count from when they are
+        added."""
+        self._resync_started = True
+        for listener in self._listeners:
+            listener.next_resync = now + listener.resync_period
+
     def add_listener(self, listener: ProcessorListener, *, start: bool = True) -> None:
         """Register a listener (flagged for resync). ``start=False`` leaves it without a
         delivery task: its consumer pulls with ``next_notification()``."""
-        listener.pull = not start
         self._listeners[listener] = True
         if listener.max_pending is not None and listener.overflow == "block":
             self._blocking.append(listener)
-        if start and self._task_group is not None:
-            self._task_group.create_task(listener.run(), name=f"handler {listener.name}")
+        if self._resync_started:
+            listener.next_resync = self._clock.monotonic() + listener.resync_period
+        if start:
+            self._to_start.append(listener)
+            self._listener_added.set()
 
     def remove_listener(self, listener: ProcessorListener) -> None:
         """Unregister a listener and drop its undelivered notifications. A handler call
@@ -524,12 +486,11 @@ class SharedProcessor:
             for listener in self._listeners:
                 listener.add(notification)
 
-    @property
-    def needs_room(self) -> bool:
-        """True when some ``"block"`` listener is at its bound."""
-        if not self._blocking:
-            return False
-        return any(not listener.has_room() for listener in self._blocking)
+    def has_room(self) -> bool:
+        """False while some ``"block"`` listener is at its bound: the informer then waits
+        in :meth:`wait_for_room` before popping more."""
+        blocking = self._blocking
+        return not blocking or all(listener.has_room() for listener in blocking)
 
     async def wait_for_room(self) -> None:
         """Wait until every ``"block"`` listener is below its bound."""
@@ -565,18 +526,25 @@ class SharedProcessor:
         return tuple(listener.statistics() for listener in self._listeners)
 
     async def run(self) -> None:
-        """Run every listener's delivery task until cancelled; then close them all."""
+        """Run every pushed listener's delivery task until cancelled; then close them all.
+
+        Listeners added before or while it runs get their task from here, in the order
+        they were added.
+        """
         if self._stopped:
             raise RuntimeError("a SharedProcessor runs once")
+        to_start = self._to_start
+        added = self._listener_added
         try:
             async with asyncio.TaskGroup() as task_group:
-                self._task_group = task_group
-                for listener in self._listeners:
-                    if not listener.pull:
-                        task_group.create_task(listener.run(), name=f"handler {listener.name}")
-                await asyncio.Event().wait()  # until cancelled
+                while True:
+                    while to_start:
+                        listener = to_start.popleft()
+                        if listener in self._listeners:
+                            task_group.create_task(listener.run(), name=f"handler {listener.name}")
+                    added.clear()
+                    await added.wait()
         finally:
-            self._task_group = None
             self.stop()
 
     def stop(self) -> None:
@@ -587,10 +555,7 @@ class SharedProcessor:
             listener.close()
         self._listeners.clear()
         self._blocking.clear()
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
+        self._to_start.clear()
 
     def __repr__(self) -> str:
         return f"<SharedProcessor listeners={len(self._listeners)}>"

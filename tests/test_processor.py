@@ -334,7 +334,7 @@ async def test_should_resync_flags_only_due_listeners_and_reschedules_them() -> 
         processor.distribute((UPDATE, pod("a"), pod("a")), True)
         names = [listener.name for listener in (never, every2, every3) if listener.pending]
         for listener in (never, every2, every3):
-            listener._queue.clear()
+            listener._queue.items.clear()
         assert due == bool(names)
         return names
 
@@ -396,7 +396,7 @@ async def test_block_policy_makes_wait_for_room_wait_until_handler_drains() -> N
     for i in range(4):
         processor.distribute((ADD, pod(f"p{i}"), False), False)
     await until(lambda: listener.pending == 3)  # one taken by the blocked call
-    assert processor.needs_room
+    assert not processor.has_room()
     waiter = asyncio.create_task(processor.wait_for_room())
     for _ in range(20):
         await asyncio.sleep(0)
@@ -405,7 +405,7 @@ async def test_block_policy_makes_wait_for_room_wait_until_handler_drains() -> N
     await waiter
     assert listener.pending < 2
     await until(lambda: len(handled) == 4)
-    assert not processor.needs_room
+    assert processor.has_room()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -435,8 +435,8 @@ def coalescing(max_pending: int) -> ProcessorListener:
 
 def drain(listener: ProcessorListener) -> list[tuple[str, str, str | None]]:
     out: list[tuple[str, str, str | None]] = []
-    while listener._queue:
-        notification = listener._take()
+    while listener._queue.items:
+        notification = listener._queue.take()
         if notification is None:
             continue
         kind, a, b = notification
@@ -519,8 +519,8 @@ def test_coalesce_bounds_queue_by_distinct_keys_and_replay_gives_newest_state() 
         state[name] = obj
         assert listener.pending <= 5
     view: dict[str, dict[str, Any]] = {}
-    while listener._queue:
-        notification = listener._take()
+    while listener._queue.items:
+        notification = listener._queue.take()
         if notification is not None:
             kind, a, b = notification
             view[meta_namespace_key(a)] = b if kind == UPDATE else a
@@ -535,7 +535,7 @@ async def test_coalesced_initial_add_followed_by_delete_still_lets_handler_sync(
     assert not listener.has_synced()
     listener.add((DELETE, pod("b"), None))  # merges into the pending initial add of b
     assert not listener.has_synced()
-    assert await listener.next_notification() == [ADD, pod("a"), True]
+    assert await listener.next_notification() == (ADD, pod("a"), True)
     assert listener.has_synced()
     assert listener.pending == 0
 

@@ -1,0 +1,192 @@
+"""The read side of an informer: :class:`Lister` over its cache, :class:`EventStream` over
+its notifications.
+
+Role: what users read, as opposed to what the pipeline writes. A :class:`Lister` answers
+``get``/``list``/``by_index`` from the informer's :class:`~aioinformer.indexer.Indexer`; an
+:class:`EventStream` is the pulled form of a handler, yielding each notification of its
+:class:`~aioinformer.processor.ProcessorListener` as an :class:`Event`.
+:mod:`aioinformer.informer` builds both and re-exports every name here.
+
+Input: the cache (for listers) and a listener's queue (for streams). Output: the cached
+objects themselves, or a pydantic model validated from each when the informer has a
+``model``; :class:`Event` records.
+
+Ordering and staleness: a lister returns what the cache holds now, which may be behind the
+server; it never blocks and never goes to the server. A stream yields notifications in the
+order they were distributed, like any handler.
+
+Task model: no task of its own. Lister reads are synchronous and atomic with respect to
+the informer's pop task; a stream's ``__anext__`` suspends only while its queue is empty.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, Literal, TypeVar
+
+from aioinformer._meta import labels_of, namespace_of
+from aioinformer.indexer import NAMESPACE_INDEX, Indexer
+from aioinformer.labels import LabelSelector, parse_label_selector
+from aioinformer.processor import ADD, UPDATE, HandlerRegistration, ProcessorListener
+
+__all__ = ["Event", "EventStream", "EventType", "Lister"]
+
+T = TypeVar("T")
+
+EventType = Literal["ADDED", "UPDATED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One notification, as yielded by :meth:`SharedIndexInformer.events
+    <aioinformer.informer.SharedIndexInformer.events>`."""
+
+    type: EventType
+    """``"ADDED"``, ``"UPDATED"`` or ``"DELETED"``."""
+    object: Any
+    """The new object; for ``"DELETED"`` the last state seen, or a tombstone."""
+    old: Any = None
+    """The previous object, for ``"UPDATED"`` only."""
+    is_in_initial_list: bool = False
+    """For ``"ADDED"``: the object came with the initial list (or a late snapshot)."""
+
+
+class Lister(Generic[T]):
+    """Read access to an informer's cache.
+
+    Reads never block and never go to the server: they return what the cache holds now,
+    which may be behind the server. Returned objects are the cached ones: treat them as
+    read-only (a pydantic model built from one is a fresh copy). With ``model=``, every
+    read validates the returned objects into that model; the cache itself stays raw.
+    """
+
+    __slots__ = ("_indexer", "_model")
+
+    def __init__(self, indexer: Indexer[Any], *, model: type[T] | None = None) -> None:
+        self._indexer = indexer
+        self._model = model
+
+    def _out(self, objs: list[Any]) -> list[T]:
+        model = self._model
+        if model is None:
+            return objs
+        validate = model.model_validate  # type: ignore[attr-defined]
+        return [validate(obj) for obj in objs]
+
+    def get(self, name: str, namespace: str | None = None) -> T | None:
+        """The object called ``name`` (in ``namespace`` for a namespaced resource), or
+        ``None`` when the cache does not hold it."""
+        obj = self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
+        if obj is None or self._model is None:
+            return obj
+        return self._model.model_validate(obj)  # type: ignore[attr-defined, no-any-return]
+
+    def list(
+        self,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+    ) -> list[T]:
+        """The cached objects, optionally only those in ``namespace`` and/or matching
+        ``label_selector`` (selector text, parsed here, or a parsed selector).
+
+        ``namespace`` ``None`` and ``""`` both mean all namespaces (``""`` is Kubernetes'
+        ``NamespaceAll``), cluster-scoped objects included. Uses the namespace index when
+        the informer has one, else scans the cache.
+        """
+        indexer = self._indexer
+        if not namespace:
+            objs = indexer.list()
+        elif indexer.has_index(NAMESPACE_INDEX):
+            objs = indexer.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            objs = [obj for obj in indexer.list() if namespace_of(obj) == namespace]
+        if label_selector is not None:
+            selector = (
+                parse_label_selector(label_selector)
+                if isinstance(label_selector, str)
+                else label_selector
+            )
+            if not selector.is_empty():
+                objs = [obj for obj in objs if selector.matches(labels_of(obj))]
+        return self._out(objs)
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[T]:
+        """The cached objects whose index ``index_name`` includes ``value``; raises
+        ``KeyError`` for an unknown index."""
+        return self._out(self._indexer.by_index(index_name, value))
+
+    def __repr__(self) -> str:
+        model = "" if self._model is None else f" model={self._model.__name__}"
+        return f"<Lister items={len(self._indexer)}{model}>"
+
+
+class EventStream:
+    """An async iterator of :class:`Event`, fed by its own handler queue.
+
+    Created by :meth:`SharedIndexInformer.events
+    <aioinformer.informer.SharedIndexInformer.events>`, registered at that call. Iteration
+    ends when the informer stops. ``aclose()`` (or leaving ``async with``) unregisters it;
+    so does dropping the last reference to it.
+    """
+
+    __slots__ = ("__weakref__", "_listener", "_registration", "_unregister")
+
+    def __init__(
+        self,
+        listener: ProcessorListener,
+        registration: HandlerRegistration,
+        *,
+        unregister: Callable[[], None],
+    ) -> None:
+        self._listener = listener
+        self._registration = registration
+        # Removes the listener from its informer; idempotent.
+        self._unregister = unregister
+
+    @property
+    def registration(self) -> HandlerRegistration:
+        """The stream's handler registration (``has_synced()``, ``statistics()``)."""
+        return self._registration
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        notification = await self._listener.next_notification()
+        if notification is None:
+            raise StopAsyncIteration
+        kind, a, b = notification
+        convert = self._listener.convert
+        if kind == UPDATE:
+            if convert is not None:
+                return Event("UPDATED", convert(b), convert(a))
+            return Event("UPDATED", b, a)
+        if convert is not None:
+            a = convert(a)
+        if kind == ADD:
+            return Event("ADDED", a, None, b)
+        return Event("DELETED", a)
+
+    async def aclose(self) -> None:
+        """Unregister the stream; iteration then ends. Idempotent."""
+        self._unregister()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        # A stream abandoned mid-iteration must not keep queueing events forever.
+        with contextlib.suppress(Exception):
+            self._unregister()
