@@ -1,6 +1,6 @@
 """``python -m bench.soak``: a chaos soak of one informer under heavy churn and faults.
 
-Role: the long-running counterpart of ``tests/test_convergence_properties.py`` (not run by
+Role: the long-running counterpart of ``tests/e2e/test_convergence_properties.py`` (not run by
 CI). One process holds a :class:`~aioinformer.testing.FakeAPIServer` with ``--objects``
 pods and an informer (real client, reflector, DeltaFIFO, indexer, two handlers) watching
 them, while a writer churns at ``--rate`` writes per second (creates, updates, label

@@ -1,6 +1,6 @@
 """Task hygiene for the queue tests: ``settle()`` and a fixture proving no task leaks.
 
-A test module opts in with ``from _support_tasks import no_task_outlives_the_test``
+A test module opts in with ``from tests._support_tasks import no_task_outlives_the_test``
 (an autouse fixture: importing it is enough).
 """
 

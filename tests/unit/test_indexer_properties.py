@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -17,6 +16,7 @@ from aioinformer.indexer import (
     meta_namespace_key,
     namespace_index_func,
 )
+from tests._support_properties import machine_settings
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
 NAMESPACES = st.sampled_from(["", "ns1", "ns2"])
@@ -117,5 +117,5 @@ class IndexerMachine(RuleBasedStateMachine):
                 assert sorted(meta_namespace_key(o) for o in by_index) == sorted(keys)
 
 
-IndexerMachine.TestCase.settings = settings(max_examples=250, stateful_step_count=40, deadline=None)
+IndexerMachine.TestCase.settings = machine_settings(100)
 test_indexer_matches_a_dict_model = IndexerMachine.TestCase

@@ -20,7 +20,7 @@ from bench.replay import ReplayConfig, ReplayData, start_replay_server
 from bench.run import SCENARIOS, render_table
 from bench.scenarios import _paced_figures
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

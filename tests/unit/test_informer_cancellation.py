@@ -13,13 +13,12 @@ from typing import Any
 import anyio
 import pytest
 
-from aioinformer.client import Client
 from aioinformer.delta_fifo import DeltaType
 from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.listwatch import ListOptions, ObjectList
-from aioinformer.testing import FakeAPIServer, FakeClock
+from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 
 
@@ -294,25 +293,6 @@ async def test_anyio_task_group_start_returns_once_synced() -> None:
         task_group.cancel_scope.cancel()
     assert informer.state is InformerState.STOPPED
     assert source.open_watches == 0
-
-
-async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
-    fake_apiserver: FakeAPIServer, kube_client: Client
-) -> None:
-    fake_apiserver.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
-    )
-    baseline = other_tasks()
-    informer = SharedIndexInformer(kube_client.resource("configmaps"), clock=FakeClock())
-    async with informer:
-        assert await informer.wait_for_sync(timeout=10)
-        await fake_apiserver.wait_for_watchers(1)
-    # Our side is closed at once; the server notices the closed socket promptly.
-    async with asyncio.timeout(5):
-        while fake_apiserver.watch_count:  # noqa: ASYNC110 -- socket I/O, not a task event
-            await asyncio.sleep(0.001)
-    leftover = {task for task in other_tasks() - baseline if "informer" in task.get_name()}
-    assert leftover == set()
 
 
 async def test_adding_a_handler_while_stopping_raises_informer_stopped() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -22,6 +21,7 @@ from hypothesis.stateful import (
 
 from aioinformer.errors import QueueEmpty, ShutDown
 from aioinformer.workqueue import WorkQueue
+from tests._support_properties import machine_settings
 
 ITEMS = st.sampled_from(["a", "b", "c", "d", "e"])
 
@@ -191,7 +191,5 @@ class WorkQueueMachine(RuleBasedStateMachine):
             assert not self.getters
 
 
-WorkQueueMachine.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None
-)
+WorkQueueMachine.TestCase.settings = machine_settings(100)
 test_work_queue_matches_the_model = WorkQueueMachine.TestCase

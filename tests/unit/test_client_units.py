@@ -8,7 +8,6 @@ import asyncio
 from urllib.parse import unquote
 
 import pytest
-from _support_http import serve
 from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +16,7 @@ from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._names import check_namespace, check_subresource
 from aioinformer.config import Config
 from aioinformer.errors import TransportError
+from tests._support_http import serve
 
 PODS = ResourceInfo(gvr=GVR("", "v1", "pods"), kind="Pod", namespaced=True)
 WIDGETS = ResourceInfo(gvr=GVR("example.com", "v1", "widgets"), kind="Widget", namespaced=False)

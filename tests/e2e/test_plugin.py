@@ -9,8 +9,6 @@ hangs fails on ``SUITE_TIMEOUT`` with its output, well before this test's own ti
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -82,11 +80,6 @@ def run_suite(pytester: pytest.Pytester, *options: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", *options, timeout=SUITE_TIMEOUT
     )
-
-
-def test_plugin_is_registered_through_the_pytest11_entry_point() -> None:
-    plugins = {ep.name: ep.value for ep in entry_points(group="pytest11")}
-    assert plugins.get("aioinformer") == "aioinformer.testing.plugin"
 
 
 ANYIO_BACKEND = """

@@ -9,7 +9,6 @@ import math
 from collections.abc import Hashable
 
 import pytest
-from _support_tasks import no_task_outlives_the_test  # noqa: F401
 
 from aioinformer.testing import FakeClock
 from aioinformer.workqueue import (
@@ -22,6 +21,7 @@ from aioinformer.workqueue import (
     WithMaxWaitRateLimiter,
     default_controller_rate_limiter,
 )
+from tests._support_tasks import no_task_outlives_the_test  # noqa: F401
 
 # -- default_rate_limiters_test.go --------------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 from aioinformer.informer import EventHandler, SharedIndexInformer
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Checked by mypy --strict below. Each accepted shape must type-check; the one marked
 # "rejected" must be the only error.

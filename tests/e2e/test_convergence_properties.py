@@ -36,7 +36,7 @@ ends the open watches and makes every reflector reconnect into the fault.
 Profiles: ``AIOINFORMER_PROPERTY_PROFILE=ci`` (default: 100 examples of up to 30 steps)
 or ``long`` (1000 examples), e.g.::
 
-    AIOINFORMER_PROPERTY_PROFILE=long pytest tests/test_convergence_properties.py
+    AIOINFORMER_PROPERTY_PROFILE=long pytest tests/e2e/test_convergence_properties.py
 
 The fixed scenario at the end plays every fault kind through the same machine, so that
 each is exercised by a convergence check on every run, whatever Hypothesis draws.
@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +65,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
+from tests._support_properties import PROFILE
 from tests._support_wait import wait_until
 
 # ---------------------------------------------------------------------------------------
@@ -86,9 +86,6 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=_HEALTH,
 )
-PROFILE = os.environ.get("AIOINFORMER_PROPERTY_PROFILE", "ci")
-if PROFILE not in ("ci", "long"):
-    raise ValueError(f"AIOINFORMER_PROPERTY_PROFILE must be 'ci' or 'long', not {PROFILE!r}")
 
 pytestmark = pytest.mark.timeout(7200 if PROFILE == "long" else 300)
 

@@ -28,7 +28,7 @@ from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load_example(name: str) -> ModuleType:

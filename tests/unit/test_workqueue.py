@@ -10,7 +10,6 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
-from _support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 from aioinformer.errors import QueueEmpty, ShutDown
 from aioinformer.testing import FakeClock
@@ -21,6 +20,7 @@ from aioinformer.workqueue import (
     get_metrics_provider,
     set_metrics_provider,
 )
+from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 ShutDownCall = Callable[[WorkQueue[object]], Awaitable[None]]
 

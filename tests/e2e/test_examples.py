@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # What an example must print, beyond exiting 0 (examples not listed: exit status only).
 EXPECTED_OUTPUT: dict[str, list[str]] = {

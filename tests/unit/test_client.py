@@ -16,8 +16,6 @@ from typing import Any
 
 import orjson
 import pytest
-from _support_http import DiscoveryServer, json_response, serve, status_body
-from _support_tls import Pki, make_pki
 from aiohttp import web
 
 from aioinformer.client import GVR, Client, ResourceInfo
@@ -41,6 +39,8 @@ from aioinformer.errors import (
     UnprocessableEntity,
 )
 from aioinformer.listwatch import ListOptions
+from tests._support_http import DiscoveryServer, json_response, serve, status_body
+from tests._support_tls import Pki, make_pki
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

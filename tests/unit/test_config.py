@@ -11,7 +11,6 @@ from typing import Any
 import orjson
 import pytest
 import yaml
-from _support_http import DiscoveryServer, json_response, serve
 from aiohttp import web
 
 from aioinformer.client import Client
@@ -25,6 +24,7 @@ from aioinformer.config import (
 from aioinformer.errors import ConfigError
 from aioinformer.listwatch import ListOptions
 from aioinformer.models import KubeConfig
+from tests._support_http import DiscoveryServer, json_response, serve
 
 CA_PEM = "-----BEGIN CERTIFICATE-----\nTUlJQ2FrZQ==\n-----END CERTIFICATE-----\n"
 

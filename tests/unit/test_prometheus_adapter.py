@@ -4,12 +4,12 @@ per queue name, values driven by real queue traffic on a fake clock."""
 from __future__ import annotations
 
 import pytest
-from _support_tasks import no_task_outlives_the_test  # noqa: F401
 from prometheus_client import CollectorRegistry, generate_latest
 
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
 from aioinformer.testing import FakeClock
 from aioinformer.workqueue import RateLimitingQueue, WorkQueue
+from tests._support_tasks import no_task_outlives_the_test  # noqa: F401
 
 CLIENT_GO_METRIC_NAMES = [
     "workqueue_depth",

@@ -12,7 +12,6 @@ import asyncio
 import itertools
 from typing import Any
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -24,6 +23,7 @@ from hypothesis.stateful import (
 
 from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, Deltas, DeltaType
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer, namespace_index_func
+from tests._support_properties import machine_settings
 
 NAMES = st.sampled_from(["ns1/a", "ns1/b", "ns2/a", "c", "d", "e"])
 
@@ -144,5 +144,5 @@ class FIFOMachine(RuleBasedStateMachine):
                     assert not isinstance(delta.object.obj, DeletedFinalStateUnknown)
 
 
-FIFOMachine.TestCase.settings = settings(max_examples=250, stateful_step_count=40, deadline=None)
+FIFOMachine.TestCase.settings = machine_settings(100)
 test_delta_fifo_into_indexer_matches_a_dict_model = FIFOMachine.TestCase

@@ -10,7 +10,6 @@ import functools
 from typing import Any
 
 import pytest
-from _support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 from aioinformer._runner import (
     Running,
@@ -21,6 +20,7 @@ from aioinformer._runner import (
     is_async_callable,
     wait_regardless,
 )
+from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 
 async def _coroutine_function() -> None:

@@ -294,7 +294,7 @@ async def test_leadership_scope_over_http_releases_on_exit(cluster: Cluster) -> 
 
 
 def load_example(name: str) -> Any:
-    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"example_{name}", path)
     assert spec is not None
     assert spec.loader is not None

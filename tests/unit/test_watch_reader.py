@@ -11,7 +11,6 @@ from typing import Any
 
 import orjson
 import pytest
-from _support_http import serve
 from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,6 +29,7 @@ from aioinformer.errors import (
 )
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.watch import WatchStreamDecoder, error_from_watch_status
+from tests._support_http import serve
 
 PODS = ResourceInfo(gvr=GVR("", "v1", "pods"), kind="Pod", namespaced=True)
 

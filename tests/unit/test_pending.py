@@ -19,6 +19,7 @@ from aioinformer._pending import (
     PendingQueue,
 )
 from aioinformer.indexer import meta_namespace_key
+from tests._support_properties import machine_settings
 
 ADD, UPDATE, DELETE = NotificationKind.ADD, NotificationKind.UPDATE, NotificationKind.DELETE
 
@@ -138,9 +139,9 @@ class CoalescingQueueMachine(RuleBasedStateMachine):
 
 
 TestPlainQueue = PlainQueueMachine.TestCase
-TestPlainQueue.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
+TestPlainQueue.settings = machine_settings(100)
 TestCoalescingQueue = CoalescingQueueMachine.TestCase
-TestCoalescingQueue.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+TestCoalescingQueue.settings = machine_settings(100)
 
 
 @st.composite

@@ -34,12 +34,10 @@ from aioinformer.errors import (
     TransportError,
     WatchError,
 )
-from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.informer import InformerState, Lister, SharedIndexInformer
 from aioinformer.listwatch import ListOptions
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
-from aioinformer.testing.apiserver import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, serve
 
@@ -414,17 +412,6 @@ async def test_a_get_announcing_a_gigabyte_body_fails_before_reading_it() -> Non
 
 
 BAD_SELECTORS = ["a in (", "=b", "a==b==c", "a,,b", "!", "a notin b", "x in (a b)"]
-
-
-@pytest.mark.parametrize("selector", BAD_SELECTORS)
-async def test_an_invalid_label_selector_fails_before_any_request(selector: str) -> None:
-    async with FakeAPIServer() as server, server.client() as client:
-        factory = SharedInformerFactory(client)
-        with pytest.raises(SelectorError):
-            factory.informer_for("pods", label_selector=selector)
-        with pytest.raises(SelectorError):
-            SharedInformerFactory(client, label_selector=selector)
-    assert server.request_log == []
 
 
 @pytest.mark.parametrize("selector", BAD_SELECTORS)

@@ -1,0 +1,36 @@
+"""Leaving ``async with informer:`` closes the watch connection: the fake API server sees
+its watcher go. The in-process cancellation suite is
+``tests/unit/test_informer_cancellation.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aioinformer.client import Client
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.testing import FakeAPIServer, FakeClock
+
+
+def other_tasks() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[arg-type]
+
+
+async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    baseline = other_tasks()
+    informer = SharedIndexInformer(kube_client.resource("configmaps"), clock=FakeClock())
+    async with informer:
+        assert await informer.wait_for_sync(timeout=10)
+        await fake_apiserver.wait_for_watchers(1)
+    # Our side is closed at once; the server notices the closed socket promptly.
+    async with asyncio.timeout(5):
+        while fake_apiserver.watch_count:  # noqa: ASYNC110 -- socket I/O, not a task event
+            await asyncio.sleep(0.001)
+    leftover = {task for task in other_tasks() - baseline if "informer" in task.get_name()}
+    assert leftover == set()
