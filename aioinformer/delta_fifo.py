@@ -88,8 +88,9 @@ _CHECKPOINT_EVERY = 128
 
 
 class DeltaType(enum.StrEnum):
-    """What happened to an object. Values are client-go's spellings, which are also
-    available as member names (``DeltaType.Added is DeltaType.ADDED``)."""
+    """What happened to an object. Members are named in Python's style; their values are
+    client-go's spellings (``DeltaType.ADDED == "Added"``), which is what logs, reprs and
+    comparisons with strings see."""
 
     ADDED = "Added"
     """A watch reported the object created."""
@@ -101,12 +102,6 @@ class DeltaType(enum.StrEnum):
     """A LIST (re)delivered the object; emitted when ``emit_delta_type_replaced`` is set."""
     SYNC = "Sync"
     """A resync re-offered the cached object; also a LIST's delta when ``Replaced`` is off."""
-
-    Added = "Added"
-    Updated = "Updated"
-    Deleted = "Deleted"
-    Replaced = "Replaced"
-    Sync = "Sync"
 
 
 _ADDED = DeltaType.ADDED

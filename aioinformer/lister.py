@@ -38,6 +38,13 @@ __all__ = ["Event", "EventStream", "EventType", "Lister"]
 T = TypeVar("T")
 
 EventType = Literal["ADDED", "UPDATED", "DELETED"]
+"""The handlers' vocabulary (``on_add``/``on_update``/``on_delete``), not the wire's.
+
+This is the one mapping from a watch's event types (:mod:`aioinformer.listwatch`):
+``ADDED`` and ``DELETED`` keep their names; ``MODIFIED`` becomes ``"UPDATED"``, as does a
+relist's or a resync's re-delivery of a cached object; an object a relist no longer finds
+arrives as ``"DELETED"`` with a :class:`~aioinformer.models.DeletedFinalStateUnknown`;
+``BOOKMARK`` and ``ERROR`` never reach handlers (the reflector consumes them)."""
 
 
 @dataclass(frozen=True, slots=True)

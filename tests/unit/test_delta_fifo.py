@@ -99,7 +99,12 @@ async def newest(f: DeltaFIFO) -> Any:
 def test_delta_type_values_are_client_go_spellings(member: DeltaType, value: str) -> None:
     assert member == value
     assert DeltaType(value) is member
-    assert getattr(DeltaType, value) is member
+    assert member.name == value.upper()
+
+
+def test_delta_type_has_one_member_per_value() -> None:
+    # One spelling per delta type: no alias members beside the upper-case names.
+    assert list(DeltaType.__members__) == ["ADDED", "UPDATED", "DELETED", "REPLACED", "SYNC"]
 
 
 def test_delta_is_frozen_and_compares_by_value() -> None:
