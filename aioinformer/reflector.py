@@ -96,7 +96,7 @@ from typing import Any, ClassVar, Final, Protocol, TypeAlias
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
-from aioinformer._tasks import cancel_and_wait, is_async_callable
+from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
     InternalErrorRetry,
