@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 
 from aioinformer._clock import Clock, TimerHandle, call_later
+from aioinformer._meta import meta_namespace_key
 from aioinformer._watch_policy import WatchEnd
 from aioinformer.errors import WatchTimeout
 from aioinformer.listwatch import (
@@ -94,24 +95,18 @@ class TemporaryStore:
         self.items: dict[str, Any] = {}
 
     async def add(self, obj: Any) -> None:
-        self.items[_object_key(obj)] = obj
+        self.items[meta_namespace_key(obj)] = obj
 
     async def update(self, obj: Any) -> None:
-        self.items[_object_key(obj)] = obj
+        self.items[meta_namespace_key(obj)] = obj
 
     async def delete(self, obj: Any) -> None:
-        self.items.pop(_object_key(obj), None)
+        self.items.pop(meta_namespace_key(obj), None)
 
 
 def _ends_initial_events(bookmark: Any) -> bool:
     annotations = bookmark["metadata"].get("annotations")
     return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
-
-
-def _object_key(obj: Any) -> str:
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 async def close_stream(stream: AsyncIterator[WatchEvent]) -> None:
