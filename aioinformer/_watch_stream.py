@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 
 from aioinformer._clock import Clock, TimerHandle, call_later
-from aioinformer._meta import meta_namespace_key
+from aioinformer._meta import annotations_of, meta_namespace_key
 from aioinformer._watch_policy import WatchEnd
 from aioinformer.errors import WatchTimeout
 from aioinformer.listwatch import (
@@ -105,7 +105,7 @@ class TemporaryStore:
 
 
 def _ends_initial_events(bookmark: Any) -> bool:
-    annotations = bookmark["metadata"].get("annotations")
+    annotations = annotations_of(bookmark)
     return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
 
 
