@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "LoopClock", "TimerHandle", "call_later", "default_clock"]
+__all__ = ["Clock", "LoopClock", "TimerHandle", "call_later", "default_clock", "run_callback"]
 
 
 class TimerHandle(Protocol):
@@ -81,10 +81,23 @@ class _SleepingTimer:
     @staticmethod
     async def _fire(clock: Clock, delay: float, callback: Callable[[], object]) -> None:
         await clock.sleep(delay)
-        callback()
+        run_callback(callback)
 
     def cancel(self) -> None:
         self._task.cancel()
+
+
+def run_callback(callback: Callable[[], object]) -> None:
+    """Run a due timer's ``callback()`` as the event loop runs its own: a failure is
+    reported to the loop's exception handler, and time goes on."""
+    try:
+        callback()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": f"Exception in timer callback {callback!r}", "exception": exc}
+        )
 
 
 def call_later(clock: Clock, delay: float, callback: Callable[[], object]) -> TimerHandle:

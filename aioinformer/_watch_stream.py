@@ -11,7 +11,8 @@ Output: calls on the sink, in stream order, one at a time; the cursor's resource
 after each applied event; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
-:meth:`WatchRead.run`; a read creates no task of its own. Its reads are bounded by one
+:meth:`WatchRead.run`; a read creates no task of its own (only a clock that cannot call
+back needs one, see :func:`aioinformer._clock.call_later`). Its reads are bounded by one
 ``asyncio.timeout`` scope on that task, expired only while a read is awaited. The
 deadline is measured on the injected clock by a callback the clock runs every tenth of
 the deadline (``Clock.call_later``): once the stream has been silent for ten of them it
@@ -131,10 +132,10 @@ class WatchRead:
     expired only then. ``reason`` is set before the scope is expired and at most once;
     the reader checks it as soon as a read returns, so an expiry ends a read and never
     lands in a store call. ``applied <= received``. ``_timer`` is the pending
-    inactivity check while :meth:`run` runs and no interruption has been made, else
-    ``None``; ``_seen`` is ``received`` as of the last check that saw progress, and
-    ``_quiet_ticks`` counts the checks since that found the reader waiting with nothing
-    new.
+    inactivity check from the start of :meth:`run` until it returns or the check
+    itself interrupts the read, else ``None``; ``_seen`` is ``received`` as of the last
+    check that saw progress, and ``_quiet_ticks`` counts the checks since that found
+    the reader waiting with nothing new.
     """
 
     __slots__ = (

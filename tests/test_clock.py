@@ -241,3 +241,23 @@ async def test_call_later_uses_the_clocks_own_method_when_it_has_one() -> None:
     assert clock.sleepers == 1
     await clock.advance(1.0)
     assert fired == [1.0]
+
+
+async def test_a_failing_timer_on_a_clock_that_only_sleeps_is_reported() -> None:
+    inner = FakeClock()
+    clock: Clock = SleepOnlyClock(inner)  # type: ignore[assignment]
+    reported: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+
+    def broken() -> None:
+        raise RuntimeError("broken timer")
+
+    try:
+        call_later(clock, 1.0, broken)
+        await inner.wait_for_sleepers(1)
+        await inner.advance(1.0)
+    finally:
+        loop.set_exception_handler(None)
+
+    assert [type(context["exception"]) for context in reported] == [RuntimeError]

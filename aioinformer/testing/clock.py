@@ -26,7 +26,7 @@ import heapq
 import itertools
 from collections.abc import Callable
 
-from aioinformer._clock import TimerHandle
+from aioinformer._clock import TimerHandle, run_callback
 
 __all__ = ["FakeClock"]
 
@@ -54,17 +54,8 @@ class _Timer:
 
     def fire(self) -> None:
         callback, self._callback = self._callback, None
-        if callback is None:
-            return
-        try:
-            callback()
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            # As the event loop does for its own callbacks: report, and keep time moving.
-            asyncio.get_running_loop().call_exception_handler(
-                {"message": f"Exception in FakeClock callback {callback!r}", "exception": exc}
-            )
+        if callback is not None:
+            run_callback(callback)
 
 
 class FakeClock:
