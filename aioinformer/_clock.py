@@ -1,20 +1,38 @@
 """Time, injectable: the ``Clock`` protocol and the event loop's clock.
 
-Every component that waits (reflector backoff and watch deadlines, processor resync,
-workqueue delays, leader election) takes ``clock=``; tests pass
+Role. Every component that waits (reflector backoff and watch deadlines, processor
+resync, workqueue delays, leader election) takes ``clock=``; tests pass
 :class:`aioinformer.testing.FakeClock` and move time by hand instead of sleeping.
+
+Input: a delay in the clock's seconds. Output: the current time, a sleep that ends at
+the deadline, or a callback run at the deadline. Ordering: callbacks due at the same
+time run in the order they were scheduled. Task model: no tasks; ``sleep`` suspends
+the caller, ``call_later`` callbacks run on the event loop outside any task.
+
+A clock written against the older two-method protocol (``monotonic`` and ``sleep``,
+no ``call_later``) still works: :func:`call_later` falls back to a task that sleeps on
+that clock, so such a clock keeps deciding when its timers fire.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "LoopClock", "default_clock"]
+__all__ = ["Clock", "LoopClock", "TimerHandle", "call_later", "default_clock", "run_callback"]
+
+
+class TimerHandle(Protocol):
+    """A scheduled callback that can still be called off."""
+
+    def cancel(self) -> None:
+        """Make sure the callback does not run; harmless once it has run."""
+        ...
 
 
 class Clock(Protocol):
-    """A monotonic time source that can be slept on."""
+    """A monotonic time source that can be slept on and can call back."""
 
     def monotonic(self) -> float:
         """Seconds on a monotonic scale."""
@@ -24,9 +42,13 @@ class Clock(Protocol):
         """Suspend for ``seconds`` (a checkpoint even for 0)."""
         ...
 
+    def call_later(self, delay: float, callback: Callable[[], object]) -> TimerHandle:
+        """Run ``callback()`` on the event loop once ``delay`` seconds have passed."""
+        ...
+
 
 class LoopClock:
-    """The running event loop's clock (``loop.time()`` and ``asyncio.sleep``)."""
+    """The running event loop's clock (``loop.time()``, ``asyncio.sleep``, ``loop.call_later``)."""
 
     __slots__ = ()
 
@@ -36,8 +58,55 @@ class LoopClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
 
+    def call_later(self, delay: float, callback: Callable[[], object]) -> TimerHandle:
+        return asyncio.get_running_loop().call_later(max(0.0, delay), callback)
+
     def __repr__(self) -> str:
         return "<LoopClock>"
+
+
+class _SleepingTimer:
+    """``call_later`` for a clock that can only sleep: a task sleeping on it.
+
+    Invariant: ``_task`` is done once the callback has run or the timer was cancelled.
+    """
+
+    __slots__ = ("_task",)
+
+    def __init__(self, clock: Clock, delay: float, callback: Callable[[], object]) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            self._fire(clock, delay, callback), name="clock timer"
+        )
+
+    @staticmethod
+    async def _fire(clock: Clock, delay: float, callback: Callable[[], object]) -> None:
+        await clock.sleep(delay)
+        run_callback(callback)
+
+    def cancel(self) -> None:
+        self._task.cancel()
+
+
+def run_callback(callback: Callable[[], object]) -> None:
+    """Run a due timer's ``callback()`` as the event loop runs its own: a failure is
+    reported to the loop's exception handler, and time goes on."""
+    try:
+        callback()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": f"Exception in timer callback {callback!r}", "exception": exc}
+        )
+
+
+def call_later(clock: Clock, delay: float, callback: Callable[[], object]) -> TimerHandle:
+    """``clock.call_later(delay, callback)``, also for a clock that only sleeps."""
+    method = getattr(clock, "call_later", None)
+    if method is None:
+        return _SleepingTimer(clock, delay, callback)
+    handle: TimerHandle = method(delay, callback)
+    return handle
 
 
 default_clock: Clock = LoopClock()

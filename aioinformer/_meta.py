@@ -26,6 +26,7 @@ from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
 __all__ = [
+    "annotations_of",
     "describe",
     "labels_of",
     "meta_namespace_key",
@@ -127,6 +128,12 @@ def labels_of(obj: Any) -> Mapping[str, str] | None:
     """The object's labels, or ``None`` when it has none."""
     labels: Mapping[str, str] | None = _field(metadata_of(obj), "labels", "labels")
     return labels
+
+
+def annotations_of(obj: Any) -> Mapping[str, str] | None:
+    """The object's annotations, or ``None`` when it has none."""
+    annotations: Mapping[str, str] | None = _field(metadata_of(obj), "annotations", "annotations")
+    return annotations
 
 
 def owner_references_of(obj: Any) -> tuple[Mapping[str, Any], ...]:

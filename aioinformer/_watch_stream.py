@@ -11,17 +11,18 @@ Output: calls on the sink, in stream order, one at a time; the cursor's resource
 after each applied event; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
-:meth:`WatchRead.run`. Its reads are bounded by one ``asyncio.timeout`` scope on that
-task, expired only while a read is awaited. The deadline is measured on the injected
-clock, so a timer task expires the scope once the stream has been silent too long;
-:meth:`WatchRead.interrupt` does the same for the reflector's resync task. The timer
-joins the caller's ``helpers`` set and is cancelled when :meth:`WatchRead.run` returns;
-the caller awaits what is left of the set when its own scope ends, so reading never
-waits on the timer (a stream handed over by a streaming list goes on without a pause).
-The asyncio scope does the cancellation bookkeeping: a cancellation from outside still
-cancels, and an expired read leaves no pending cancellation behind. An interruption
-that races a read returning is caught as the read returns, so it never lands in a
-store call.
+:meth:`WatchRead.run`; a read creates no task of its own (only a clock that cannot call
+back needs one, see :func:`aioinformer._clock.call_later`). Its reads are bounded by one
+``asyncio.timeout`` scope on that task, expired only while a read is awaited. The
+deadline is measured on the injected clock by a callback the clock runs every tenth of
+the deadline (``Clock.call_later``): once the stream has been silent for ten of them it
+expires the scope, as :meth:`WatchRead.interrupt` does for the reflector's resync task.
+The callback is cancelled when :meth:`WatchRead.run` returns, so nothing outlives the
+read and reading never waits on a timer (a stream handed over by a streaming list goes
+on without a pause). The asyncio scope does the cancellation bookkeeping: a
+cancellation from outside still cancels, and an expired read leaves no pending
+cancellation behind. An interruption that races a read returning is caught as the read
+returns, so it never lands in a store call.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 
-from aioinformer._clock import Clock
+from aioinformer._clock import Clock, TimerHandle, call_later
+from aioinformer._meta import annotations_of, meta_namespace_key
 from aioinformer._watch_policy import WatchEnd
 from aioinformer.errors import WatchTimeout
 from aioinformer.listwatch import (
@@ -48,7 +50,7 @@ __all__ = ["Cursor", "EventSink", "TemporaryStore", "WatchRead", "close_stream"]
 logger = logging.getLogger(__name__)
 
 _DEADLINE_TICKS: Final = 10
-"""The inactivity timer looks at a stream this many times per deadline."""
+"""The inactivity check looks at a stream this many times per deadline."""
 
 _HANDOFF_EVERY: Final = 4
 """The watch loop yields to the event loop after this many events.
@@ -94,24 +96,18 @@ class TemporaryStore:
         self.items: dict[str, Any] = {}
 
     async def add(self, obj: Any) -> None:
-        self.items[_object_key(obj)] = obj
+        self.items[meta_namespace_key(obj)] = obj
 
     async def update(self, obj: Any) -> None:
-        self.items[_object_key(obj)] = obj
+        self.items[meta_namespace_key(obj)] = obj
 
     async def delete(self, obj: Any) -> None:
-        self.items.pop(_object_key(obj), None)
+        self.items.pop(meta_namespace_key(obj), None)
 
 
 def _ends_initial_events(bookmark: Any) -> bool:
-    annotations = bookmark["metadata"].get("annotations")
+    annotations = annotations_of(bookmark)
     return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
-
-
-def _object_key(obj: Any) -> str:
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 async def close_stream(stream: AsyncIterator[WatchEvent]) -> None:
@@ -125,8 +121,7 @@ class WatchRead:
     """One watch stream being read into a sink.
 
     ``name`` is for logs; ``deadline`` the seconds of silence after which the stream is
-    ended; ``helpers`` the caller's set of tasks to reap, which the timer joins;
-    ``expected_kind``/``expected_api_version`` (``None``: not checked) filter the
+    ended; ``expected_kind``/``expected_api_version`` (``None``: not checked) filter the
     events' objects; ``opened`` says the watch request is known to have succeeded (a
     stream handed over by a streaming list). With ``until_initial_events_end`` the read
     stops, leaving the stream open, at the bookmark ending a streaming list's initial
@@ -136,7 +131,11 @@ class WatchRead:
     is true exactly while the reader awaits the stream's next item, and the scope is
     expired only then. ``reason`` is set before the scope is expired and at most once;
     the reader checks it as soon as a read returns, so an expiry ends a read and never
-    lands in a store call. ``applied <= received``.
+    lands in a store call. ``applied <= received``. ``_timer`` is the pending
+    inactivity check from the start of :meth:`run` until it returns or the check
+    itself interrupts the read, else ``None``; ``_seen`` is ``received`` as of the last
+    check that saw progress, and ``_quiet_ticks`` counts the checks since that found
+    the reader waiting with nothing new.
     """
 
     __slots__ = (
@@ -145,13 +144,15 @@ class WatchRead:
         "_deadline",
         "_expected_api_version",
         "_expected_kind",
-        "_helpers",
         "_name",
         "_opened",
+        "_quiet_ticks",
         "_reading",
         "_scope",
+        "_seen",
         "_sink",
         "_stream",
+        "_timer",
         "_until_initial_events_end",
         "applied",
         "reason",
@@ -168,7 +169,6 @@ class WatchRead:
         name: str,
         clock: Clock,
         deadline: float,
-        helpers: set[asyncio.Task[None]],
         expected_kind: str | None = None,
         expected_api_version: str | None = None,
         opened: bool = False,
@@ -180,15 +180,17 @@ class WatchRead:
         self._name = name
         self._clock = clock
         self._deadline = deadline
-        self._helpers = helpers
         self._expected_kind = expected_kind
         self._expected_api_version = expected_api_version
         self._opened = opened
         self._until_initial_events_end = until_initial_events_end
         self._scope: asyncio.Timeout | None = None
         self._reading = False
+        self._timer: TimerHandle | None = None
+        self._seen = 0
+        self._quiet_ticks = 0
         self.received = 0
-        """Items read from the stream: the inactivity timer's measure of progress."""
+        """Items read from the stream: the inactivity check's measure of progress."""
         self.applied = 0
         """Events applied (``ADDED``/``MODIFIED``/``DELETED``/``BOOKMARK``)."""
         self.reason: BaseException | None = None
@@ -213,9 +215,9 @@ class WatchRead:
         """Read the stream until it ends; whether it stopped at the initial-events-end
         bookmark (then the stream is left open; on every other way out it is closed),
         and how it ended."""
-        timer = asyncio.create_task(self._inactivity_timer(), name=f"{self._name} deadline")
-        self._helpers.add(timer)
-        timer.add_done_callback(self._helpers.discard)
+        self._seen = self.received
+        self._quiet_ticks = 0
+        self._timer = call_later(self._clock, self._deadline / _DEADLINE_TICKS, self._check)
         started = self._clock.monotonic()
         done = interrupted = False
         error: BaseException | None = None
@@ -228,7 +230,9 @@ class WatchRead:
             except Exception as exc:
                 error = exc
         finally:
-            timer.cancel()
+            timer, self._timer = self._timer, None
+            if timer is not None:
+                timer.cancel()
             if not done:
                 await close_stream(self._stream)
         if interrupted:
@@ -333,22 +337,25 @@ class WatchRead:
             self._scope = None
         return False
 
-    async def _inactivity_timer(self) -> None:
-        """Interrupt the read once the stream has been silent for the deadline.
+    def _check(self) -> None:
+        """The inactivity check, run by the clock every tenth of the deadline until the
+        read ends: interrupt the read once the stream has been silent for the deadline.
 
         Silence only accrues while the reader waits on the stream: time spent in a slow
         store call is not the stream's fault.
         """
+        if self._timer is None:
+            return  # the read ended as this check came due
         tick = self._deadline / _DEADLINE_TICKS
-        seen = self.received
-        quiet_ticks = 0
-        while True:
-            await self._clock.sleep(tick)
-            if self.received != seen or not self._reading:
-                seen = self.received
-                quiet_ticks = 0
-                continue
-            quiet_ticks += 1
-            if quiet_ticks >= _DEADLINE_TICKS:
-                self.interrupt(WatchTimeout(f"watch sent nothing for {quiet_ticks * tick:g}s"))
+        if self.received != self._seen or not self._reading:
+            self._seen = self.received
+            self._quiet_ticks = 0
+        else:
+            self._quiet_ticks += 1
+            if self._quiet_ticks >= _DEADLINE_TICKS:
+                self._timer = None
+                self.interrupt(
+                    WatchTimeout(f"watch sent nothing for {self._quiet_ticks * tick:g}s")
+                )
                 return
+        self._timer = call_later(self._clock, tick, self._check)

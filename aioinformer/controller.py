@@ -79,6 +79,7 @@ from typing import Any, Final, Self
 from anyio.abc import TaskStatus
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._meta import namespace_of, owner_references_of
 from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.errors import Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
@@ -162,20 +163,9 @@ def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
             obj = obj.obj
             if obj is None:
                 return []
-        meta = obj.get("metadata") if isinstance(obj, dict) else getattr(obj, "metadata", None)
-        if meta is None:
-            return []
-        if isinstance(meta, dict):
-            refs = meta.get("ownerReferences") or ()
-            namespace = meta.get("namespace") or ""
-        else:
-            refs = [
-                ref.model_dump(by_alias=True) if hasattr(ref, "model_dump") else ref
-                for ref in getattr(meta, "owner_references", ())
-            ]
-            namespace = getattr(meta, "namespace", None) or ""
+        namespace = namespace_of(obj)
         keys = []
-        for ref in refs:
+        for ref in owner_references_of(obj):
             if not ref.get("controller") or ref.get("kind") != kind:
                 continue
             if group is not None and str(ref.get("apiVersion", "")).rpartition("/")[0] != group:

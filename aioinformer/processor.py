@@ -70,7 +70,7 @@ from typing import Any, Final, Literal
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
-from aioinformer._tasks import is_async_callable
+from aioinformer._runner import is_async_callable
 
 __all__ = [
     "ADD",

@@ -66,14 +66,13 @@ raises through ``run()``, the ones it absorbs where they happen. How a watch end
 
 Task model. Everything runs in the task that awaits ``run()``/``list_and_watch()``.
 The reads of a watch stream are bounded by an ``asyncio.timeout`` scope on that task,
-expired only while a read is awaited (see :mod:`aioinformer._watch_stream`): because
-the deadline is measured on the injected clock, a timer task expires it when the
-stream has been silent too long. With a resync period, a resync task calls
-``store.resync()`` and, when that fails, expires the current read's scope too. These
-helper tasks live in a set local to ``list_and_watch()``, which reaps them before it
-returns. Cancellation is clean at every await: a list in progress is dropped before
-anything reaches the store, an open watch stream is closed (its async generator's
-``aclose()``), and a backoff sleep simply ends.
+expired only while a read is awaited (see :mod:`aioinformer._watch_stream`): a
+callback on the injected clock, not a task, expires it when the stream has been silent
+too long. With a resync period, a resync task calls ``store.resync()`` and, when that
+fails, expires the current read's scope too; it lives in a set local to
+``list_and_watch()``, which reaps it before it returns. Cancellation is clean at every
+await: a list in progress is dropped before anything reaches the store, an open watch
+stream is closed (its async generator's ``aclose()``), and a backoff sleep simply ends.
 
 Example::
 
@@ -96,7 +95,7 @@ from typing import Any, ClassVar, Final, Protocol, TypeAlias
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
-from aioinformer._tasks import cancel_and_wait, is_async_callable
+from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
     InternalErrorRetry,
@@ -510,7 +509,7 @@ class Reflector:
             raise RuntimeError(f"{self!r} is already listing and watching")
         self._in_round = True
         self._resync_error = None
-        # The round's helper tasks (resync, watch deadlines): none outlives the round.
+        # The round's helper tasks (the resync loop): none outlives the round.
         helpers: set[asyncio.Task[None]] = set()
         try:
             if self._synced_once:
@@ -519,7 +518,7 @@ class Reflector:
             timeout = 0
             if self._options.use_watch_list:
                 try:
-                    stream, timeout = await self._watch_list(helpers)
+                    stream, timeout = await self._watch_list()
                 except Exception as exc:
                     logger.warning(
                         "%s: streaming list failed, falling back to list and watch: %s",
@@ -531,7 +530,7 @@ class Reflector:
                 await self._list()
             if self._options.resync_period > 0:
                 helpers.add(asyncio.create_task(self._resync_loop(), name=f"{self._name} resync"))
-            await self._watch(stream, timeout, helpers)
+            await self._watch(stream, timeout)
         finally:
             try:
                 await cancel_and_wait(*helpers)
@@ -626,7 +625,6 @@ class Reflector:
         self,
         stream: AsyncIterator[WatchEvent] | None,
         timeout: int,
-        helpers: set[asyncio.Task[None]],
     ) -> None:
         """Watch until a relist is called for.
 
@@ -651,7 +649,7 @@ class Reflector:
                 )
             self._state = _Watching(timeout, self._deadline(timeout))
             _, end = await self._consume(
-                stream, self._store, self._cursor, timeout, helpers, opened=carried_over
+                stream, self._store, self._cursor, timeout, opened=carried_over
             )
             stream = None
             retry.after(end.error)
@@ -682,7 +680,6 @@ class Reflector:
         sink: EventSink,
         cursor: Cursor,
         timeout_seconds: int,
-        helpers: set[asyncio.Task[None]],
         *,
         opened: bool = False,
         until_initial_events_end: bool = False,
@@ -696,7 +693,6 @@ class Reflector:
             name=self._name,
             clock=self._clock,
             deadline=self._deadline(timeout_seconds),
-            helpers=helpers,
             expected_kind=self._expected_kind,
             expected_api_version=self._expected_api_version,
             opened=opened,
@@ -713,9 +709,7 @@ class Reflector:
 
     # -------------------------------------------------------- streaming list
 
-    async def _watch_list(
-        self, helpers: set[asyncio.Task[None]]
-    ) -> tuple[AsyncIterator[WatchEvent], int]:
+    async def _watch_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
         """Get the initial state from a streaming list and commit it with one
         ``replace()``; return the stream, still open, to carry on as the watch.
 
@@ -738,7 +732,7 @@ class Reflector:
                 )
             )
             done, end = await self._consume(
-                stream, temporary, cursor, timeout, helpers, until_initial_events_end=True
+                stream, temporary, cursor, timeout, until_initial_events_end=True
             )
             if done:
                 break

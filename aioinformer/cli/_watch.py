@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
+from aioinformer._meta import resource_version_of
 from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -220,7 +221,7 @@ class _RowHandler:
 
 
 def _rv(obj: Any) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return resource_version_of(obj) or ""
 
 
 async def _fake_churn(server: FakeAPIServer, listed: asyncio.Event) -> None:

@@ -12,6 +12,11 @@ then drive time::
 ``advance()`` wakes sleepers one deadline at a time, in order, and lets the event loop
 run between them, so a woken task that goes back to sleep is woken again if its new
 deadline still falls within the advance.
+
+Timers set with ``call_later()`` share the sleepers' queue: a pending timer counts in
+``sleepers``, ``next_deadline()`` and ``wait_for_sleepers()`` as a sleeping task does, and
+``advance()`` runs it at its deadline, in order with the sleepers, from the task that
+called ``advance()``.
 """
 
 from __future__ import annotations
@@ -19,10 +24,38 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import Callable
+
+from aioinformer._clock import TimerHandle, run_callback
 
 __all__ = ["FakeClock"]
 
 _SETTLE_ROUNDS = 20
+
+
+class _Timer:
+    """A callback waiting in a :class:`FakeClock`'s queue.
+
+    Invariant: ``_callback`` is ``None`` exactly once the timer has fired or been
+    cancelled, which is when it stops counting as a sleeper.
+    """
+
+    __slots__ = ("_callback",)
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self._callback: Callable[[], object] | None = callback
+
+    def cancel(self) -> None:
+        self._callback = None
+
+    def done(self) -> bool:
+        """Whether the timer will no longer run (fired or cancelled)."""
+        return self._callback is None
+
+    def fire(self) -> None:
+        callback, self._callback = self._callback, None
+        if callback is not None:
+            run_callback(callback)
 
 
 class FakeClock:
@@ -30,8 +63,8 @@ class FakeClock:
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = start
-        # (deadline, sequence, future); cancelled futures are dropped lazily.
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        # (deadline, sequence, sleeper's future or timer); done ones are dropped lazily.
+        self._sleepers: list[tuple[float, int, asyncio.Future[None] | _Timer]] = []
         self._seq = itertools.count()
         self._changed: asyncio.Event | None = None
 
@@ -52,13 +85,25 @@ class FakeClock:
         self._event().set()
         await fut
 
+    def call_later(self, delay: float, callback: Callable[[], object]) -> TimerHandle:
+        """Run ``callback()`` once time has advanced by ``delay``.
+
+        A timer that is due already (``delay <= 0``) still waits for the next
+        ``advance()``, even ``advance(0)``: under this clock nothing happens unless the
+        test moves time.
+        """
+        timer = _Timer(callback)
+        heapq.heappush(self._sleepers, (self._now + max(0.0, delay), next(self._seq), timer))
+        self._event().set()
+        return timer
+
     @property
     def sleepers(self) -> int:
-        """How many tasks are sleeping on this clock right now."""
+        """How many tasks are sleeping, and timers are pending, on this clock right now."""
         return sum(1 for _, _, fut in self._sleepers if not fut.done())
 
     def next_deadline(self) -> float | None:
-        """The earliest pending wake-up time, or ``None`` when nobody sleeps."""
+        """The earliest pending wake-up (or timer) time, or ``None`` when nobody sleeps."""
         self._prune()
         return self._sleepers[0][0] if self._sleepers else None
 
@@ -67,7 +112,8 @@ class FakeClock:
             heapq.heappop(self._sleepers)
 
     async def wait_for_sleepers(self, count: int = 1, *, timeout: float = 5.0) -> None:
-        """Wait (in real time, bounded) until at least ``count`` tasks sleep on the clock."""
+        """Wait (in real time, bounded) until at least ``count`` tasks sleep (or timers
+        are pending) on the clock."""
         async with asyncio.timeout(timeout):
             while self.sleepers < count:
                 event = self._event()
@@ -87,9 +133,12 @@ class FakeClock:
             self._prune()
             if not self._sleepers or self._sleepers[0][0] > target:
                 break
-            deadline, _, fut = heapq.heappop(self._sleepers)
+            deadline, _, waiter = heapq.heappop(self._sleepers)
             self._now = max(self._now, deadline)
-            fut.set_result(None)
+            if isinstance(waiter, _Timer):
+                waiter.fire()
+            else:
+                waiter.set_result(None)
             await self.settle()
         self._now = target
         await self.settle()

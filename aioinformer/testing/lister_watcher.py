@@ -61,10 +61,12 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any, Final
 
+from aioinformer._meta import meta_namespace_key
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
     BadRequest,
+    KeyFuncError,
     UnprocessableEntity,
     api_error_from_status,
 )
@@ -129,12 +131,11 @@ def _too_large_status(requested: int, current: int) -> dict[str, Any]:
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not name:
-        raise ValueError(f"object without metadata.name: {obj!r}")
-    namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else str(name)
+    try:
+        return meta_namespace_key(obj)
+    except KeyFuncError:
+        # The fake's callers have always seen a plain ValueError naming the whole object.
+        raise ValueError(f"object without metadata.name: {obj!r}") from None
 
 
 class _Change:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aioinformer._meta import (
+    annotations_of,
     describe,
     labels_of,
     meta_namespace_key,
@@ -30,6 +31,7 @@ WIRE_META: dict[str, Any] = {
     "namespace": "default",
     "resourceVersion": "7",
     "labels": {"app": "web"},
+    "annotations": {"note": "x"},
     "ownerReferences": [OWNER],
 }
 
@@ -48,6 +50,7 @@ def model_meta() -> SimpleNamespace:
         namespace="default",
         resource_version="7",
         labels={"app": "web"},
+        annotations={"note": "x"},
         owner_references=[_Ref()],
     )
 
@@ -68,6 +71,7 @@ def test_every_shape_gives_the_same_fields(obj: Any) -> None:
     assert name_of(obj) == "web-0"
     assert resource_version_of(obj) == "7"
     assert labels_of(obj) == {"app": "web"}
+    assert annotations_of(obj) == {"note": "x"}
     assert owner_references_of(obj) == (OWNER,)
 
 
@@ -86,6 +90,7 @@ def test_missing_fields_read_as_neutral_values(obj: Any) -> None:
     assert name_of(obj) is None
     assert resource_version_of(obj) is None
     assert labels_of(obj) is None
+    assert annotations_of(obj) is None
     assert owner_references_of(obj) == ()
 
 
@@ -162,3 +167,8 @@ def test_same_resource_version(old: Any, new: Any, same: bool) -> None:
 def test_labels_are_returned_as_held_not_copied() -> None:
     labels: Mapping[str, str] = {"a": "b"}
     assert labels_of({"metadata": {"labels": labels}}) is labels
+
+
+def test_annotations_are_returned_as_held_not_copied() -> None:
+    annotations: Mapping[str, str] = {"a": "b"}
+    assert annotations_of({"metadata": {"annotations": annotations}}) is annotations

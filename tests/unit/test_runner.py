@@ -56,14 +56,6 @@ def test_is_async_callable_tells_what_must_be_awaited(fn: object, expected: bool
     assert is_async_callable(fn) is expected
 
 
-def test_the_old_import_path_still_offers_the_helpers() -> None:
-    from aioinformer import _tasks
-
-    assert _tasks.cancel_and_wait is cancel_and_wait
-    assert _tasks.is_async_callable is is_async_callable
-    assert _tasks.wait_regardless is wait_regardless
-
-
 # -- shielded waits --------------------------------------------------------------------
 
 

@@ -68,9 +68,7 @@ class Scripted:
 
 
 def read(stream: Scripted, sink: Any, clock: FakeClock, **kwargs: Any) -> WatchRead:
-    return WatchRead(
-        stream, sink, Cursor("1"), name="pods", clock=clock, deadline=10.0, helpers=set(), **kwargs
-    )
+    return WatchRead(stream, sink, Cursor("1"), name="pods", clock=clock, deadline=10.0, **kwargs)
 
 
 async def test_a_stream_ending_applies_every_event_and_is_closed() -> None:
@@ -131,10 +129,7 @@ async def test_an_error_counts_as_a_failed_request_unless_the_watch_had_opened(
 async def test_a_silent_stream_times_out_after_its_deadline_without_a_pending_cancel() -> None:
     clock = FakeClock()
     stream = Scripted([], stall=True)
-    helpers: set[asyncio.Task[None]] = set()
-    reader = WatchRead(
-        stream, RecordingStore(), Cursor(), name="pods", clock=clock, deadline=10.0, helpers=helpers
-    )
+    reader = WatchRead(stream, RecordingStore(), Cursor(), name="pods", clock=clock, deadline=10.0)
     task = asyncio.create_task(reader.run())
     await clock.advance(9.9)
     assert not task.done()
@@ -148,8 +143,7 @@ async def test_a_silent_stream_times_out_after_its_deadline_without_a_pending_ca
     assert isinstance(end.error, WatchTimeout)
     assert stream.closed
     assert task.cancelling() == 0
-    await asyncio.sleep(0)
-    assert helpers == set()
+    assert clock.sleepers == 0
 
 
 async def test_an_interrupt_ends_a_blocked_read_and_one_from_outside_still_cancels() -> None:
