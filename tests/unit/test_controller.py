@@ -479,7 +479,10 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
         await until(fast.has_synced)
         await slow_lw.wait_for_list_calls(1)
         await settle()
-        assert controller.state is ControllerState.WAITING_FOR_SYNC
+        # Read into a declared local: mypy would keep controller.state narrowed past the awaits
+        # that change it.
+        state: ControllerState = controller.state
+        assert state is ControllerState.WAITING_FOR_SYNC
         assert controller.statistics().queue.depth == 1  # fast's key waits in the queue
         assert recorder.calls == []
         await clock.wait_for_sleepers(1)

@@ -409,7 +409,8 @@ async def test_transforming_informer_reports_transformed_objects(
 
     def transform(obj: dict[str, Any]) -> dict[str, Any]:
         obj["spec"] = {"hostname": "new-hostname", "nodeName": "nodename"}
-        return strip_managed_fields(obj)
+        stripped: dict[str, Any] = strip_managed_fields(obj)
+        return stripped
 
     def expected(name: str, generation: str) -> tuple[str, str, dict[str, Any]]:
         return name, generation, {"hostname": "new-hostname", "nodeName": "nodename"}
@@ -499,10 +500,14 @@ async def test_informer_state_goes_new_running_stopped_and_refuses_late_handlers
     informer = SharedIndexInformer(source, clock=clock)
     handler = RecordingHandler()
     registration = informer.add_event_handler(handler)
-    assert informer.state is InformerState.NEW
+    # Read into a declared local: mypy would keep informer.state narrowed past the awaits
+    # that change it.
+    state: InformerState = informer.state
+    assert state is InformerState.NEW
     async with informer:
         await until(lambda: handler.received == ["pod1"])
-        assert informer.state is InformerState.RUNNING
+        state = informer.state
+        assert state is InformerState.RUNNING
     assert informer.state is InformerState.STOPPED
     with pytest.raises(InformerStoppedError):
         informer.add_event_handler(RecordingHandler())
