@@ -2,7 +2,8 @@
 
 ``RecordingStore`` is a ``ReflectorStore`` that keeps the objects by ``namespace/name``
 (``name`` when there is no namespace) and logs every call; ``wait_until`` lets the loop
-run until a predicate holds; ``stop`` cancels a task and checks it ended cancelled.
+run until a predicate holds; ``stop`` cancels a task and checks it ended cancelled;
+``reflector_statistics`` reads a started informer's reflector record.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorStatistics
 
 
 def key_of(obj: dict[str, Any]) -> str:
@@ -69,3 +73,10 @@ async def stop(task: asyncio.Task[Any]) -> None:
 
 def other_tasks() -> set[asyncio.Task[Any]]:
     return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+def reflector_statistics(informer: SharedIndexInformer) -> ReflectorStatistics:
+    """The statistics of a started informer's reflector; the informer has none before run()."""
+    stats = informer.statistics().reflector
+    assert stats is not None, f"{informer!r} has not started its reflector"
+    return stats

@@ -20,6 +20,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer, FakeClock
+from tests._support_reflector import reflector_statistics
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
@@ -50,8 +51,8 @@ async def converge(
     async with asyncio.timeout(timeout):
         while not condition():
             if any(
-                informer.statistics().reflector is not None
-                and informer.statistics().reflector.state is ReflectorState.BACKING_OFF
+                (reflector := informer.statistics().reflector) is not None
+                and reflector.state is ReflectorState.BACKING_OFF
                 for informer in informers
             ):
                 await clock.advance(2)
@@ -173,11 +174,12 @@ def test_an_invalid_selector_is_refused_before_any_informer_or_request(
 ) -> None:
     # The server would answer every LIST with a 400 and the reflector would retry it
     # forever: a selector that cannot parse is the caller's bug, reported at once.
+    options: dict[str, Any] = {argument: selector}
     with pytest.raises(SelectorError):
-        SharedInformerFactory(kube_client, **{argument: selector})
+        SharedInformerFactory(kube_client, **options)
     factory = SharedInformerFactory(kube_client)
     with pytest.raises(SelectorError):
-        factory.informer_for("pods", **{argument: selector})
+        factory.informer_for("pods", **options)
     assert factory.informers() == {}
 
 
@@ -202,7 +204,9 @@ async def test_factory_starts_syncs_and_shuts_down_every_informer(
         synced = await factory.wait_for_cache_sync(timeout=10)
         assert synced == {"pods": True, "v1/configmaps ns=default": True}
         lister = pods.lister()
-        assert lister.get("web-0", namespace="default")["metadata"]["labels"] == {"app": "web"}
+        web = lister.get("web-0", namespace="default")
+        assert web is not None
+        assert web["metadata"]["labels"] == {"app": "web"}
         assert [p["metadata"]["name"] for p in lister.list(namespace="kube-system")] == ["db-0"]
         assert [p["metadata"]["name"] for p in lister.list(label_selector="app=web")] == ["web-0"]
         assert configmaps.lister().list() == []
@@ -237,6 +241,7 @@ async def test_custom_resource_is_found_by_plural_through_discovery(
         widgets = factory.informer_for("widgets")
         assert await factory.wait_for_cache_sync(timeout=10) == {"widgets": True}
         widget = widgets.lister().get("w1", "default")
+        assert widget is not None
         assert widget["kind"] == "Widget"
         assert widget["spec"] == {"size": 3}
 
@@ -249,13 +254,18 @@ async def test_metadata_only_informer_caches_metadata_without_spec(
         informer = factory.informer_for("pods", metadata_only=True)
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
         obj = informer.lister().get("web-0", "default")
+        assert obj is not None
         assert obj["metadata"]["labels"] == {"app": "web"}
         assert set(obj) == {"apiVersion", "kind", "metadata"}
         assert (obj["apiVersion"], obj["kind"]) == ("meta.k8s.io/v1", "PartialObjectMetadata")
         fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"app": "x"}}})
-        await _until(
-            lambda: informer.lister().get("web-0", "default")["metadata"]["labels"] == {"app": "x"}
-        )
+
+        def relabelled() -> bool:
+            current = informer.lister().get("web-0", "default")
+            assert current is not None
+            return bool(current["metadata"]["labels"] == {"app": "x"})
+
+        await _until(relabelled)
         fake_apiserver.create(pod("web-1", app="web"))
         await _until(lambda: informer.lister().get("web-1", "default") is not None)
         # Objects arriving by watch are PartialObjectMetadata too, with nothing else.
@@ -382,7 +392,7 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
     pods.set_watch_error_handler(lambda _r, _e: None)
     fake_apiserver.faults.fail_next(status=500, retry_after=None, resource="pods", verb="list")
     async with factory:
-        await _until(lambda: pods.statistics().reflector.state is ReflectorState.BACKING_OFF)
+        await _until(lambda: reflector_statistics(pods).state is ReflectorState.BACKING_OFF)
         assert clock.next_deadline() == pytest.approx(7.0)
         await clock.advance(7.0)
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
@@ -397,10 +407,10 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
     informer = factory.informer_for("pods")
     async with factory:
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
-        await _until(lambda: informer.statistics().reflector.state is ReflectorState.WATCHING)
+        await _until(lambda: reflector_statistics(informer).state is ReflectorState.WATCHING)
         await clock.wait_for_sleepers(1)  # the watch's inactivity watchdog
         await clock.advance(45.0)  # the default deadline is at least 330 s
-        await _until(lambda: informer.statistics().reflector.watches >= 2)
+        await _until(lambda: reflector_statistics(informer).watches >= 2)
 
 
 def test_the_factory_refuses_a_non_positive_inactivity_timeout(kube_client: Client) -> None:

@@ -14,7 +14,7 @@ from aioinformer.testing import FakeAPIServer, FakeClock
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[arg-type]
+    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 async def test_leaving_async_with_closes_the_watch_connection_to_the_server(

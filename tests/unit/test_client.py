@@ -1278,8 +1278,9 @@ async def test_an_error_answer_over_the_limit_still_raises_the_error_of_its_stat
 
 @pytest.mark.parametrize("option", ["max_object_bytes", "max_list_bytes"])
 def test_size_limits_must_be_positive(option: str) -> None:
+    limits: dict[str, Any] = {option: 0}
     with pytest.raises(ValueError, match=option):
-        Client(Config(host="http://127.0.0.1:1"), **{option: 0})
+        Client(Config(host="http://127.0.0.1:1"), **limits)
 
 
 async def test_a_list_page_names_the_kind_and_api_version_of_its_items(

@@ -26,6 +26,7 @@ from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import ItemExponentialFailureRateLimiter
+from tests._support_reflector import reflector_statistics
 
 
 def pod(name: str, *, namespace: str = "default", **meta: Any) -> dict[str, Any]:
@@ -134,7 +135,7 @@ async def test_a_delete_missed_by_the_watch_enqueues_the_tombstones_key(
         await until(lambda: len(recorder.finished) == 2)
         lw.delete("default/gone", notify=False)  # the watch never hears of it
         lw.reset_watch()  # the watch breaks with its history gone: relist
-        await until(lambda: informer.statistics().reflector.state.name == "BACKING_OFF")
+        await until(lambda: reflector_statistics(informer).state.name == "BACKING_OFF")
         await clock.advance(2)
         await until(lambda: "default/gone" in recorder.finished[2:])
     assert isinstance(deleted[0], DeletedFinalStateUnknown)
@@ -478,7 +479,10 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
         await until(fast.has_synced)
         await slow_lw.wait_for_list_calls(1)
         await settle()
-        assert controller.state is ControllerState.WAITING_FOR_SYNC
+        # Read into a declared local: mypy would keep controller.state narrowed past the awaits
+        # that change it.
+        state: ControllerState = controller.state
+        assert state is ControllerState.WAITING_FOR_SYNC
         assert controller.statistics().queue.depth == 1  # fast's key waits in the queue
         assert recorder.calls == []
         await clock.wait_for_sleepers(1)

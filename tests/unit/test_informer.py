@@ -28,6 +28,7 @@ from aioinformer.reflector import ReflectorState
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
+from tests._support_reflector import reflector_statistics
 
 
 def pod(
@@ -52,7 +53,7 @@ async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
 async def relist_after_backoff(informer: SharedIndexInformer, clock: FakeClock) -> None:
     """Wait for the reflector to back off after a broken watch, then let the backoff
     (at most 1.6 s with jitter) run out so that it relists."""
-    await until(lambda: informer.statistics().reflector.state is ReflectorState.BACKING_OFF)
+    await until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
     await clock.advance(2)
 
 
@@ -408,7 +409,8 @@ async def test_transforming_informer_reports_transformed_objects(
 
     def transform(obj: dict[str, Any]) -> dict[str, Any]:
         obj["spec"] = {"hostname": "new-hostname", "nodeName": "nodename"}
-        return strip_managed_fields(obj)
+        stripped: dict[str, Any] = strip_managed_fields(obj)
+        return stripped
 
     def expected(name: str, generation: str) -> tuple[str, str, dict[str, Any]]:
         return name, generation, {"hostname": "new-hostname", "nodeName": "nodename"}
@@ -498,10 +500,14 @@ async def test_informer_state_goes_new_running_stopped_and_refuses_late_handlers
     informer = SharedIndexInformer(source, clock=clock)
     handler = RecordingHandler()
     registration = informer.add_event_handler(handler)
-    assert informer.state is InformerState.NEW
+    # Read into a declared local: mypy would keep informer.state narrowed past the awaits
+    # that change it.
+    state: InformerState = informer.state
+    assert state is InformerState.NEW
     async with informer:
         await until(lambda: handler.received == ["pod1"])
-        assert informer.state is InformerState.RUNNING
+        state = informer.state
+        assert state is InformerState.RUNNING
     assert informer.state is InformerState.STOPPED
     with pytest.raises(InformerStoppedError):
         informer.add_event_handler(RecordingHandler())
@@ -899,7 +905,7 @@ async def test_an_informer_backs_off_with_the_backoff_it_was_given(
     backoff = Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock)
     informer = SharedIndexInformer(source, clock=clock, backoff=backoff)
     async with informer:
-        await until(lambda: informer.statistics().reflector.state is ReflectorState.BACKING_OFF)
+        await until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
         await clock.advance(6.9)  # the default backoff (0.8 s to 1.6 s) would be over
         assert len(source.list_calls) == 1
         await clock.advance(0.2)

@@ -34,7 +34,7 @@ async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[arg-type]
+    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 async def cancel(task: asyncio.Task[Any]) -> None:
@@ -362,7 +362,10 @@ async def test_async_with_returns_once_running_before_any_stage_has_run() -> Non
     source = FakeListerWatcher(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock())
     async with informer:
-        assert informer.state is InformerState.RUNNING
+        # Read into a declared local: mypy would keep informer.state narrowed past the awaits
+        # that change it.
+        state: InformerState = informer.state
+        assert state is InformerState.RUNNING
         assert source.list_calls == []  # the starter resumes ahead of the stages
         assert not informer.has_synced()
         assert await informer.wait_for_sync(timeout=5)

@@ -52,14 +52,20 @@ def lister(request: pytest.FixtureRequest) -> Lister[Any]:
 
 
 def test_get_by_name_and_namespace(lister: Lister[Any]) -> None:
-    assert lister.get("web-0", "prod")["metadata"]["labels"]["node"] == "n1"
-    assert lister.get("web-0", namespace="dev")["metadata"]["namespace"] == "dev"
+    prod = lister.get("web-0", "prod")
+    assert prod is not None
+    assert prod["metadata"]["labels"]["node"] == "n1"
+    dev = lister.get("web-0", namespace="dev")
+    assert dev is not None
+    assert dev["metadata"]["namespace"] == "dev"
     assert lister.get("web-0") is None  # namespaced objects need their namespace
     assert lister.get("missing", "prod") is None
 
 
 def test_get_cluster_scoped_object_without_namespace(lister: Lister[Any]) -> None:
-    assert lister.get("node-a")["metadata"]["labels"] == {"role": "worker"}
+    node = lister.get("node-a")
+    assert node is not None
+    assert node["metadata"]["labels"] == {"role": "worker"}
 
 
 @pytest.mark.parametrize(
@@ -132,6 +138,7 @@ def test_typed_lister_returns_models_and_leaves_the_cache_raw() -> None:
     assert lister.get("missing", "prod") is None
     listed = lister.list(namespace="prod", label_selector="app=web")
     assert all(isinstance(item, Pod) for item in listed)
-    assert sorted(item.metadata.name for item in listed) == ["web-0", "web-1"]
+    # str() because a model's name may be None (generateName); a None would fail the match.
+    assert sorted(str(item.metadata.name) for item in listed) == ["web-0", "web-1"]
     assert all(isinstance(item, Pod) for item in lister.by_index("node", "n1"))
     assert all(type(item) is dict for item in indexer.list())

@@ -15,6 +15,7 @@ from aioinformer.processor import (
     ADD,
     DELETE,
     UPDATE,
+    Notification,
     ProcessorListener,
     SharedProcessor,
     determine_resync_period,
@@ -77,10 +78,10 @@ async def test_listener_delivers_every_notification_in_order(running: SharedProc
     running.add_listener(listener_for(recorder))
     expected = []
     for i in range(1000):
-        running.distribute((ADD, pod(f"p{i}"), False), False)
+        running.distribute(Notification(ADD, pod(f"p{i}"), False), False)
         expected.append(("add", f"p{i}", "1"))
-    running.distribute((UPDATE, pod("p1"), pod("p1", "2")), False)
-    running.distribute((DELETE, pod("p1", "2"), None), False)
+    running.distribute(Notification(UPDATE, pod("p1"), pod("p1", "2")), False)
+    running.distribute(Notification(DELETE, pod("p1", "2"), None), False)
     expected += [("update", "p1", "2"), ("delete", "p1", "2")]
     await until(lambda: len(recorder.calls) == len(expected))
     assert recorder.calls == expected
@@ -95,7 +96,7 @@ async def test_async_handlers_are_awaited(running: SharedProcessor) -> None:
 
     running.add_listener(ProcessorListener(name="async", on_add=on_add))
     for name in "abc":
-        running.distribute((ADD, pod(name), False), False)
+        running.distribute(Notification(ADD, pod(name), False), False)
     await until(lambda: len(seen) == 3)
     assert seen == ["a", "b", "c"]
 
@@ -110,7 +111,7 @@ async def test_callable_object_with_async_call_is_detected_as_async(
             seen.append(obj["metadata"]["name"])
 
     running.add_listener(ProcessorListener(name="callable", on_add=Handler()))
-    running.distribute((ADD, pod("a"), False), False)
+    running.distribute(Notification(ADD, pod("a"), False), False)
     await until(lambda: seen == ["a"])
 
 
@@ -125,7 +126,7 @@ async def test_slow_handler_does_not_delay_another(running: SharedProcessor) -> 
     running.add_listener(slow)
     running.add_listener(listener_for(fast, name="fast"))
     for i in range(10):
-        running.distribute((ADD, pod(f"p{i}"), False), False)
+        running.distribute(Notification(ADD, pod(f"p{i}"), False), False)
     await until(lambda: len(fast.calls) == 10)
     assert slow.pending == 9  # the first is being handled
     release.set()
@@ -146,7 +147,7 @@ async def test_failing_handler_is_logged_by_name_and_keeps_receiving(
     running.add_listener(listener)
     with caplog.at_level(logging.ERROR, logger="aioinformer.processor"):
         for name in ("good", "bad", "after"):
-            running.distribute((ADD, pod(name), False), False)
+            running.distribute(Notification(ADD, pod(name), False), False)
         await until(lambda: len(seen) == 3)
     assert seen == ["good", "bad", "after"]
     assert listener.failed == 1
@@ -172,7 +173,7 @@ async def test_handler_raising_a_stray_cancellation_is_a_failure_not_the_end_of_
     running.add_listener(listener)
     with caplog.at_level(logging.ERROR, logger="aioinformer.processor"):
         for name in ("good", "bad", "after"):
-            running.distribute((ADD, pod(name), False), False)
+            running.distribute(Notification(ADD, pod(name), False), False)
         await until(lambda: len(seen) == 3)
     assert seen == ["good", "bad", "after"]
     assert listener.failed == 1
@@ -190,7 +191,7 @@ async def test_cancelling_the_processor_still_cancels_a_handler_call() -> None:
     listener = ProcessorListener(name="waits", on_add=on_add)
     processor.add_listener(listener)
     task = asyncio.create_task(processor.run())
-    processor.distribute((ADD, pod("a"), False), False)
+    processor.distribute(Notification(ADD, pod("a"), False), False)
     await entered.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -202,18 +203,18 @@ async def test_missing_callbacks_are_skipped(running: SharedProcessor) -> None:
     deleted: list[str] = []
     listener = ProcessorListener(name="deletes-only", on_delete=lambda o: deleted.append("x"))
     running.add_listener(listener)
-    running.distribute((ADD, pod("a"), False), False)
-    running.distribute((UPDATE, pod("a"), pod("a", "2")), False)
-    running.distribute((DELETE, pod("a", "2"), None), False)
+    running.distribute(Notification(ADD, pod("a"), False), False)
+    running.distribute(Notification(UPDATE, pod("a"), pod("a", "2")), False)
+    running.distribute(Notification(DELETE, pod("a", "2"), None), False)
     await until(lambda: listener.delivered == 3)
     assert deleted == ["x"]
 
 
 async def test_listener_added_to_running_processor_gets_a_task(running: SharedProcessor) -> None:
     recorder = Recorder()
-    running.distribute((ADD, pod("before"), False), False)
+    running.distribute(Notification(ADD, pod("before"), False), False)
     running.add_listener(listener_for(recorder))
-    running.distribute((ADD, pod("after"), False), False)
+    running.distribute(Notification(ADD, pod("after"), False), False)
     await until(lambda: len(recorder.calls) == 1)
     assert recorder.calls == [("add", "after", "1")]
 
@@ -222,7 +223,7 @@ async def test_listeners_registered_before_run_start_with_it() -> None:
     processor = SharedProcessor()
     recorder = Recorder()
     processor.add_listener(listener_for(recorder))
-    processor.distribute((ADD, pod("queued-early"), False), False)
+    processor.distribute(Notification(ADD, pod("queued-early"), False), False)
     task = asyncio.create_task(processor.run())
     await until(lambda: len(recorder.calls) == 1)
     task.cancel()
@@ -245,8 +246,8 @@ async def test_removed_listener_drops_undelivered_but_finishes_running_call(
 
     listener = ProcessorListener(name="removed", on_add=on_add)
     running.add_listener(listener)
-    running.distribute((ADD, pod("first"), False), False)
-    running.distribute((ADD, pod("second"), False), False)
+    running.distribute(Notification(ADD, pod("first"), False), False)
+    running.distribute(Notification(ADD, pod("second"), False), False)
     await started.wait()
     running.remove_listener(listener)
     running.remove_listener(listener)  # idempotent
@@ -254,7 +255,7 @@ async def test_removed_listener_drops_undelivered_but_finishes_running_call(
     assert listener.pending == 0
     release.set()
     await until(lambda: finished == ["first"])
-    running.distribute((ADD, pod("third"), False), False)
+    running.distribute(Notification(ADD, pod("third"), False), False)
     for _ in range(50):
         await asyncio.sleep(0)
     assert finished == ["first"]
@@ -276,7 +277,7 @@ async def test_stopping_the_processor_cancels_a_handler_blocked_forever() -> Non
     listener = ProcessorListener(name="stuck", on_add=on_add)
     processor.add_listener(listener)
     task = asyncio.create_task(processor.run())
-    processor.distribute((ADD, pod("a"), False), False)
+    processor.distribute(Notification(ADD, pod("a"), False), False)
     await entered.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -316,7 +317,7 @@ def test_new_listener_starts_flagged_for_resync_distribution() -> None:
     recorder = Recorder()
     listener = listener_for(recorder, resync_period=0)
     processor.add_listener(listener)
-    processor.distribute((UPDATE, pod("a"), pod("a")), True)
+    processor.distribute(Notification(UPDATE, pod("a"), pod("a")), True)
     assert listener.pending == 1
 
 
@@ -331,7 +332,7 @@ async def test_should_resync_flags_only_due_listeners_and_reschedules_them() -> 
 
     def resync_round() -> list[str]:
         due = processor.should_resync()
-        processor.distribute((UPDATE, pod("a"), pod("a")), True)
+        processor.distribute(Notification(UPDATE, pod("a"), pod("a")), True)
         names = [listener.name for listener in (never, every2, every3) if listener.pending]
         for listener in (never, every2, every3):
             listener._queue.items.clear()
@@ -355,7 +356,7 @@ def test_non_sync_notifications_reach_every_listener_regardless_of_flags() -> No
     for listener in listeners:
         processor.add_listener(listener, start=False)
     processor.should_resync()  # nobody is due at t=0 except with period 0 (never)
-    processor.distribute((UPDATE, pod("a"), pod("a", "2")), False)
+    processor.distribute(Notification(UPDATE, pod("a"), pod("a", "2")), False)
     assert [listener.pending for listener in listeners] == [1, 1, 1]
 
 
@@ -394,7 +395,7 @@ async def test_block_policy_makes_wait_for_room_wait_until_handler_drains() -> N
     processor.add_listener(listener)
     task = asyncio.create_task(processor.run())
     for i in range(4):
-        processor.distribute((ADD, pod(f"p{i}"), False), False)
+        processor.distribute(Notification(ADD, pod(f"p{i}"), False), False)
     await until(lambda: listener.pending == 3)  # one taken by the blocked call
     assert not processor.has_room()
     waiter = asyncio.create_task(processor.wait_for_room())
@@ -415,7 +416,7 @@ async def test_wait_for_room_returns_when_the_blocking_listener_is_removed() -> 
     processor = SharedProcessor()
     listener = ProcessorListener(name="never-drained", max_pending=1)
     processor.add_listener(listener, start=False)
-    processor.distribute((ADD, pod("a"), False), False)
+    processor.distribute(Notification(ADD, pod("a"), False), False)
     waiter = asyncio.create_task(processor.wait_for_room())
     await asyncio.sleep(0)
     assert not waiter.done()
@@ -484,24 +485,24 @@ def test_coalesce_keeps_newest_state_per_key(
 ) -> None:
     listener = coalescing(max_pending=1)
     filler = pod("filler", namespace="other")
-    listener.add((ADD, filler, False))  # fills the bound: coalescing is active
+    listener.add(Notification(ADD, filler, False))  # fills the bound: coalescing is active
     previous = pod("a", "1")
     for kind, rv in sequence:
         obj = pod("a", rv)
         if kind == UPDATE:
-            listener.add((UPDATE, previous, obj))
+            listener.add(Notification(UPDATE, previous, obj))
         elif kind == ADD:
-            listener.add((ADD, obj, False))
+            listener.add(Notification(ADD, obj, False))
         else:
-            listener.add((DELETE, obj, None))
+            listener.add(Notification(DELETE, obj, None))
         previous = obj
     assert drain(listener)[1:] == expected
 
 
 def test_coalesce_does_not_merge_below_the_bound() -> None:
     listener = coalescing(max_pending=10)
-    listener.add((ADD, pod("a", "1"), False))
-    listener.add((UPDATE, pod("a", "1"), pod("a", "2")))
+    listener.add(Notification(ADD, pod("a", "1"), False))
+    listener.add(Notification(UPDATE, pod("a", "1"), pod("a", "2")))
     assert listener.coalesced == 0
     assert drain(listener) == [("add", "a", "1"), ("update", "a", "1")]
 
@@ -513,9 +514,9 @@ def test_coalesce_bounds_queue_by_distinct_keys_and_replay_gives_newest_state() 
         name = f"p{rv % 5}"
         obj = pod(name, str(rv))
         if name in state:
-            listener.add((UPDATE, state[name], obj))
+            listener.add(Notification(UPDATE, state[name], obj))
         else:
-            listener.add((ADD, obj, False))
+            listener.add(Notification(ADD, obj, False))
         state[name] = obj
         assert listener.pending <= 5
     view: dict[str, dict[str, Any]] = {}
@@ -530,10 +531,10 @@ def test_coalesce_bounds_queue_by_distinct_keys_and_replay_gives_newest_state() 
 
 async def test_coalesced_initial_add_followed_by_delete_still_lets_handler_sync() -> None:
     listener = coalescing(max_pending=1)
-    listener.add((ADD, pod("a"), True))
-    listener.add((ADD, pod("b"), True))
+    listener.add(Notification(ADD, pod("a"), True))
+    listener.add(Notification(ADD, pod("b"), True))
     assert not listener.has_synced()
-    listener.add((DELETE, pod("b"), None))  # merges into the pending initial add of b
+    listener.add(Notification(DELETE, pod("b"), None))  # merges into the pending initial add of b
     assert not listener.has_synced()
     assert await listener.next_notification() == (ADD, pod("a"), True)
     assert listener.has_synced()
@@ -552,7 +553,7 @@ async def test_initial_add_counts_as_handled_only_after_the_call_returns(
 
     listener = ProcessorListener(name="slow-initial", on_add=on_add)
     running.add_listener(listener)
-    running.distribute((ADD, pod("a"), True), False)
+    running.distribute(Notification(ADD, pod("a"), True), False)
     await entered.wait()
     assert not listener.has_synced()
     release.set()
@@ -561,7 +562,7 @@ async def test_initial_add_counts_as_handled_only_after_the_call_returns(
 
 async def test_pull_listener_yields_notifications_and_ends_when_closed() -> None:
     listener = ProcessorListener(name="pull")
-    listener.add((ADD, pod("a"), True))
+    listener.add(Notification(ADD, pod("a"), True))
     assert await listener.next_notification() == (ADD, pod("a"), True)
     assert listener.has_synced()
     waiter = asyncio.create_task(listener.next_notification())
@@ -572,7 +573,7 @@ async def test_pull_listener_yields_notifications_and_ends_when_closed() -> None
 
 def test_statistics_is_a_frozen_record() -> None:
     listener = coalescing(max_pending=4)
-    listener.add((ADD, pod("a"), False))
+    listener.add(Notification(ADD, pod("a"), False))
     stats = listener.statistics()
     assert (stats.name, stats.pending, stats.max_pending, stats.overflow) == (
         "coalescing",

@@ -845,9 +845,9 @@ async def test_watch_timeouts_are_drawn_between_the_minimum_and_twice_it(
     for _ in range(5):
         await spawn_and_wait_for_watch(reflector, lw)
 
-    for options in lw.watch_calls:
-        assert options.timeout_seconds is not None
-        assert low <= options.timeout_seconds < 2 * low
+    for watch_options in lw.watch_calls:
+        assert watch_options.timeout_seconds is not None
+        assert low <= watch_options.timeout_seconds < 2 * low
 
 
 async def test_a_stalled_watch_is_closed_at_its_inactivity_deadline_and_reopened(
