@@ -9,18 +9,29 @@ the deadline, or a callback run at the deadline. Ordering: callbacks due at the 
 time run in the order they were scheduled. Task model: no tasks; ``sleep`` suspends
 the caller, ``call_later`` callbacks run on the event loop outside any task.
 
-A clock written against the older two-method protocol (``monotonic`` and ``sleep``,
-no ``call_later``) still works: :func:`call_later` falls back to a task that sleeps on
-that clock, so such a clock keeps deciding when its timers fire.
+A ``Clock`` needs only ``monotonic`` and ``sleep``. One that can also call back
+(:class:`TimerClock`: :class:`LoopClock` and ``FakeClock`` are) lets components schedule
+timers without a task; for any other clock :func:`call_later` falls back to a task that
+sleeps on it, so such a clock keeps deciding when its timers fire.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Clock", "LoopClock", "TimerHandle", "call_later", "default_clock", "run_callback"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "Clock",
+    "LoopClock",
+    "TimerClock",
+    "TimerHandle",
+    "call_later",
+    "default_clock",
+    "run_callback",
+]
 
 
 class TimerHandle(Protocol):
@@ -32,7 +43,7 @@ class TimerHandle(Protocol):
 
 
 class Clock(Protocol):
-    """A monotonic time source that can be slept on and can call back."""
+    """A monotonic time source that can be slept on."""
 
     def monotonic(self) -> float:
         """Seconds on a monotonic scale."""
@@ -41,6 +52,10 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None:
         """Suspend for ``seconds`` (a checkpoint even for 0)."""
         ...
+
+
+class TimerClock(Clock, Protocol):
+    """A clock that can also run a callback at a deadline, without a task."""
 
     def call_later(self, delay: float, callback: Callable[[], object]) -> TimerHandle:
         """Run ``callback()`` on the event loop once ``delay`` seconds have passed."""
@@ -94,14 +109,16 @@ def run_callback(callback: Callable[[], object]) -> None:
         callback()
     except (SystemExit, KeyboardInterrupt):
         raise
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001
+        # Blind on purpose, as the event loop treats its callbacks: report, keep time going.
         asyncio.get_running_loop().call_exception_handler(
             {"message": f"Exception in timer callback {callback!r}", "exception": exc}
         )
 
 
 def call_later(clock: Clock, delay: float, callback: Callable[[], object]) -> TimerHandle:
-    """``clock.call_later(delay, callback)``, also for a clock that only sleeps."""
+    """``clock.call_later(delay, callback)`` for a :class:`TimerClock`; for a clock that
+    only sleeps, a task sleeping on it."""
     method = getattr(clock, "call_later", None)
     if method is None:
         return _SleepingTimer(clock, delay, callback)

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["GCPolicy", "collector_paused"]
 

@@ -20,10 +20,12 @@ the ones ``prometheus_client`` uses, so its labelled children satisfy them direc
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
-from aioinformer._clock import Clock
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from aioinformer._clock import Clock
 
 __all__ = [
     "CounterMetric",

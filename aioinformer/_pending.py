@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Hashable
 from enum import IntEnum
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
 
 __all__ = ["CoalescingQueue", "Notification", "NotificationKind", "PendingQueue"]
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import ssl
-from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -44,6 +43,9 @@ from aioinformer.errors import (
     WatchTimeout,
     api_error_from_status,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 __all__ = [
     "BodyTooLarge",

@@ -29,9 +29,8 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from aioinformer._clock import Clock
 from aioinformer.errors import (
     ApiError,
     ConnectionFailed,
@@ -40,6 +39,9 @@ from aioinformer.errors import (
     TransportError,
     WatchError,
 )
+
+if TYPE_CHECKING:
+    from aioinformer._clock import Clock
 
 __all__ = [
     "Decision",

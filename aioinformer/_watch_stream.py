@@ -15,7 +15,7 @@ Task model. The events are read and applied in the task that awaits
 back needs one, see :func:`aioinformer._clock.call_later`). Its reads are bounded by one
 ``asyncio.timeout`` scope on that task, expired only while a read is awaited. The
 deadline is measured on the injected clock by a callback the clock runs every tenth of
-the deadline (``Clock.call_later``): once the stream has been silent for ten of them it
+the deadline (``TimerClock.call_later``): once the stream has been silent for ten of them it
 expires the scope, as :meth:`WatchRead.interrupt` does for the reflector's resync task.
 The callback is cancelled when :meth:`WatchRead.run` returns, so nothing outlives the
 read and reading never waits on a timer (a stream handed over by a streaming list goes
@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer._clock import Clock, TimerHandle, call_later
 from aioinformer._meta import annotations_of, meta_namespace_key
@@ -44,6 +43,9 @@ from aioinformer.listwatch import (
     MODIFIED,
     WatchEvent,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 __all__ = ["Cursor", "EventSink", "TemporaryStore", "WatchRead", "close_stream"]
 
@@ -227,7 +229,8 @@ class WatchRead:
                 interrupted = not done
             except StopAsyncIteration:
                 pass
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: whatever ended the stream is classified by next_step.
                 error = exc
         finally:
             timer, self._timer = self._timer, None

@@ -32,10 +32,9 @@ import base64
 import binascii
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import pydantic
@@ -49,6 +48,9 @@ from aioinformer.models import (
     KubeConfigContext,
     KubeConfigExec,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 __all__ = [
     "Config",

@@ -73,19 +73,22 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Self
-
-from anyio.abc import TaskStatus
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._meta import namespace_of, owner_references_of
 from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.errors import Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
-from aioinformer.informer import HandlerRegistration, SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from anyio.abc import TaskStatus
+
+    from aioinformer.informer import HandlerRegistration, SharedIndexInformer
 
 __all__ = [
     "Controller",

@@ -128,8 +128,8 @@ class Delta:
         _set_object(self, object)
 
 
-_set_type = cast(Any, Delta.__dict__["type"]).__set__
-_set_object = cast(Any, Delta.__dict__["object"]).__set__
+_set_type = cast("Any", Delta.__dict__["type"]).__set__
+_set_object = cast("Any", Delta.__dict__["object"]).__set__
 
 
 class Deltas(list[Delta]):

@@ -38,23 +38,26 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from types import EllipsisType, TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from anyio.abc import TaskStatus
-
-from aioinformer._backoff import Backoff
-from aioinformer._clock import Clock
-from aioinformer._gcpolicy import GCPolicy
 from aioinformer._runner import Running, TaskRunner
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
-from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.reflector import ReflectorOptions
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping
+    from types import EllipsisType, TracebackType
+
+    from anyio.abc import TaskStatus
+
+    from aioinformer._backoff import Backoff
+    from aioinformer._clock import Clock
+    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 
 __all__ = ["InformerKey", "SharedInformerFactory"]
 
@@ -271,7 +274,7 @@ class SharedInformerFactory:
     async def _run(self, key: InformerKey, informer: SharedIndexInformer) -> None:
         try:
             await informer.run()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             # Kept for shutdown(): one informer's failure must not stop the others.
             self._failures.append((key, exc))
 

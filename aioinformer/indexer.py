@@ -38,14 +38,16 @@ Example::
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Iterable, Mapping
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from aioinformer._meta import describe, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Iterable, Mapping
 
 __all__ = [
     "Index",

@@ -57,16 +57,10 @@ import asyncio
 import enum
 import functools
 import logging
-from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from anyio.abc import TaskStatus
-
-from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
-from aioinformer._gcpolicy import GCPolicy
 from aioinformer._meta import same_resource_version
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
@@ -76,7 +70,6 @@ from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
-from aioinformer.listwatch import ListerWatcher
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
     ADD,
@@ -92,6 +85,16 @@ from aioinformer.processor import (
 )
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorStatistics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Mapping
+    from types import TracebackType
+
+    from anyio.abc import TaskStatus
+
+    from aioinformer._backoff import Backoff
+    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
     "Event",

@@ -59,10 +59,7 @@ import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Final, TypeAlias
-
-from anyio.abc import TaskStatus
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._resourcelock import (
@@ -81,6 +78,11 @@ from aioinformer._runner import (
 )
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.errors import LeadershipLost as LeadershipLost
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from anyio.abc import TaskStatus
 
 __all__ = [
     "ElectorState",
@@ -373,7 +375,8 @@ class LeaderElector:
             )
             try:
                 await self._lock.update(renewal)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: any failed write falls back to a read, as client-go does.
                 logger.info(
                     "%s: renewing %s without reading failed (%s); reading it", self.name, desc, exc
                 )
@@ -386,12 +389,14 @@ class LeaderElector:
         except NotFound:
             try:
                 await self._lock.create(desired)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: a failed attempt is retried at the next retry period.
                 logger.info("%s: creating lease %s failed: %s", self.name, desc, exc)
                 return False
             self._observe(desired)
             return True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
+            # Blind on purpose: a failed attempt is retried at the next retry period.
             logger.warning("%s: reading lease %s failed: %s", self.name, desc, exc)
             return False
 
@@ -417,7 +422,8 @@ class LeaderElector:
             desired = replace(desired, leader_transitions=current.leader_transitions + 1)
         try:
             await self._lock.update(desired)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
+            # Blind on purpose: a failed attempt is retried at the next retry period.
             logger.info("%s: writing lease %s failed: %s", self.name, desc, exc)
             return False
         self._observe(desired)
@@ -543,7 +549,8 @@ class LeaderElector:
                     await self._lock.update(
                         replace(released, leader_transitions=current.leader_transitions)
                     )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: handed to the caller, which logs the failed release.
                 outcome.append(exc)
 
         if not await _completes_within(self._clock, self.renew_deadline, write()):

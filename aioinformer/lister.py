@@ -21,17 +21,19 @@ the informer's pop task; a stream's ``__anext__`` suspends only while its queue 
 
 from __future__ import annotations
 
-import builtins
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from aioinformer._meta import labels_of, namespace_of
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
 from aioinformer.processor import ADD, UPDATE, HandlerRegistration, ProcessorListener
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Callable
+    from types import TracebackType
 
 __all__ = ["Event", "EventStream", "EventType", "Lister"]
 

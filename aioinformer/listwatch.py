@@ -24,9 +24,11 @@ An ``ERROR`` event is never yielded: the iterator raises the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 __all__ = [
     "ADDED",

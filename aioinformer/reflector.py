@@ -519,7 +519,8 @@ class Reflector:
             if self._options.use_watch_list:
                 try:
                     stream, timeout = await self._watch_list()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001
+                    # Blind on purpose: any failure of a streaming list falls back to list+watch.
                     logger.warning(
                         "%s: streaming list failed, falling back to list and watch: %s",
                         self._name,
@@ -763,7 +764,8 @@ class Reflector:
                 continue
             try:
                 await self._store.resync()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: a failed resync ends this list_and_watch, as in client-go.
                 self._resync_error = exc
                 read = self._read
                 if read is not None:

@@ -17,8 +17,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["chain", "keep_metadata_only", "strip_managed_fields"]
 

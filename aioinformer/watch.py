@@ -30,16 +30,19 @@ connection instead of returning it to the pool. Nothing is logged per event.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import aiohttp
 import orjson
 
 from aioinformer._transport import map_transport_errors
 from aioinformer.errors import AioinformerError, WatchError, api_error_from_status
 from aioinformer.listwatch import WatchEvent
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Callable, Iterator
+    from contextlib import AbstractAsyncContextManager
+
+    import aiohttp
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

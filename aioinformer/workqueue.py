@@ -52,8 +52,7 @@ import logging
 import math
 from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, Self, TypeVar
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._metrics import CounterMetric as CounterMetric
@@ -65,6 +64,9 @@ from aioinformer._metrics import get_metrics_provider as get_metrics_provider
 from aioinformer._metrics import new_queue_metrics
 from aioinformer._metrics import set_metrics_provider as set_metrics_provider
 from aioinformer.errors import QueueEmpty, ShutDown
+
+if TYPE_CHECKING:
+    from types import TracebackType
 
 __all__ = [
     "BucketRateLimiter",

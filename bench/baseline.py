@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import aiohttp
 import orjson
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import aiohttp
 
 __all__ = ["Framing", "RawCache", "WatchRun", "raw_list", "raw_watch"]
 

@@ -21,11 +21,13 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.objects import EMITTED_ANNOTATION
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from types import TracebackType
 
 __all__ = [
     "LatencyRecorder",

@@ -22,8 +22,7 @@ import argparse
 import asyncio
 import gc
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.indexer import (
@@ -32,6 +31,9 @@ from aioinformer.indexer import (
     meta_namespace_key,
     namespace_index_func,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def app_index_func(obj: Any) -> list[str]:

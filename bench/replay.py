@@ -37,15 +37,17 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from aiohttp import web
 
 from bench.objects import KINDS, WatchLineTemplate, encode_item
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 __all__ = [
     "REPO_ROOT",

@@ -28,10 +28,9 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import orjson
@@ -39,6 +38,9 @@ import orjson
 from bench.measure import summarize
 from bench.replay import REPO_ROOT, ReplayConfig, ReplayServerProcess, child_env
 from bench.worker import RESULT_PREFIX
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["SCENARIOS", "Metric", "Scenario", "Target", "main", "render_table", "run"]
 

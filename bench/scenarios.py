@@ -49,14 +49,13 @@ import contextlib
 import gc
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
-from aioinformer.processor import OverflowPolicy
 from bench.baseline import Framing, raw_list, raw_watch
 from bench.measure import (
     LatencyRecorder,
@@ -68,6 +67,9 @@ from bench.measure import (
 )
 from bench.objects import APP_LABEL, TIER_LABEL, WatchLineTemplate
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
+
+if TYPE_CHECKING:
+    from aioinformer.processor import OverflowPolicy
 
 __all__ = ["CASES", "BenchPod", "Case", "run_case"]
 

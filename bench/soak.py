@@ -39,20 +39,23 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.client import Client
 from aioinformer.config import Config
 from aioinformer.errors import NotFound
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from bench.measure import settled_rss
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from aioinformer.informer import SharedIndexInformer
 
 __all__ = ["SoakOptions", "main", "soak"]
 

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = orjson.loads(args[0])
     try:
         outcome: dict[str, Any] = {"metrics": _run(spec)}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
+        # Blind on purpose: reported to the parent process as the scenario's error.
         traceback.print_exc(file=sys.stderr)
         outcome = {"error": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(RESULT_PREFIX + orjson.dumps(outcome).decode() + "\n")

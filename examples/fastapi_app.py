@@ -23,18 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
 
-from aioinformer import Clock
 from aioinformer.client import Client
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
 from aioinformer.transforms import strip_managed_fields
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from aioinformer import Clock
+    from aioinformer.informer import SharedIndexInformer
 
 RESOURCES = {"pods": "v1/pods", "configmaps": "v1/configmaps"}
 """The informers the app runs: URL name -> resource."""

@@ -21,10 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from aioinformer.client import Client
 from aioinformer.leaderelection import LeaderElector, LeaseLock
 from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from aioinformer.client import Client
 
 log = logging.getLogger("leader_election")
 

@@ -27,18 +27,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from aioinformer.client import Client
 from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.testing import FakeAPIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # to import the example operator
+from typing import TYPE_CHECKING
+
 from widget_operator import (
     API_VERSION,
     GROUP,
@@ -48,6 +47,12 @@ from widget_operator import (
     converged,
     widget,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from aioinformer.client import Client
+    from aioinformer.testing import FakeAPIServer
 
 pytestmark = pytest.mark.asyncio
 

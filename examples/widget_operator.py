@@ -32,8 +32,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +43,9 @@ from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.models import KubeObject
 from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 logger = logging.getLogger("widget-operator")
 

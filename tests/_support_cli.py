@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.testing.apiserver import FakeAPIServer, Rule
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def cli_env() -> dict[str, str]:

@@ -8,13 +8,15 @@ minimal API server, with request counting so tests can check caching.
 from __future__ import annotations
 
 import contextlib
-import ssl
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import AsyncIterator, Mapping
 
 
 @contextlib.asynccontextmanager

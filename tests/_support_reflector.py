@@ -9,13 +9,15 @@ run until a predicate holds; ``stop`` cancels a task and checks it ended cancell
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.informer import SharedIndexInformer
-from aioinformer.reflector import ReflectorStatistics
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.reflector import ReflectorStatistics
 
 
 def key_of(obj: dict[str, Any]) -> str:

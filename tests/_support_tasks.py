@@ -7,9 +7,12 @@ A test module opts in with ``from tests._support_tasks import no_task_outlives_t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 async def settle(rounds: int = 20) -> None:

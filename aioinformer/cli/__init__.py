@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from aioinformer.cli._common import TargetOptions
 
 __all__ = ["build_parser", "log_level", "main", "parse_args"]

@@ -22,15 +22,16 @@ import datetime
 import logging
 import os
 import sys
-from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from aioinformer.client import ResourceInfo
 from aioinformer.config import Config, load_config, load_kube_config
 from aioinformer.errors import AioinformerError, ApiError
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine, Iterator, Mapping
+
+    from aioinformer.client import ResourceInfo
     from aioinformer.testing.apiserver import FakeAPIServer
 
 __all__ = [

@@ -42,7 +42,6 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -68,12 +67,15 @@ from aioinformer.cli._demo_scenario import (
 )
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import NAMESPACE_INDEX, meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.testing.apiserver import FakeAPIServer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from rich.console import Console
+
+    from aioinformer.informer import SharedIndexInformer
 
 __all__ = ["DemoSettings", "run_demo"]
 

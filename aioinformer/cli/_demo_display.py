@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.cli._demo_scenario import APP_INDEX, NODE_INDEX, DemoSettings, Fault, Pods
 from aioinformer.indexer import NAMESPACE_INDEX
-from aioinformer.informer import SharedIndexInformer
-from aioinformer.processor import HandlerStatistics
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
+
+    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.processor import HandlerStatistics
 
 __all__ = ["Display", "Phase", "Progress", "Sample", "fault_text", "show_periodically"]
 

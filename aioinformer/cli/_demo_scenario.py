@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer.testing.apiserver import FakeAPIServer
+if TYPE_CHECKING:
+    import random
+
+    from aioinformer.testing.apiserver import FakeAPIServer
 
 __all__ = [
     "APPS",

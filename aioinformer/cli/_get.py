@@ -26,9 +26,8 @@ import contextlib
 import datetime
 import logging
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 import yaml
@@ -53,6 +52,9 @@ from aioinformer.cli._common import (
 from aioinformer.client import Client, ResourceClient, ResourceInfo
 from aioinformer.errors import NotFound
 from aioinformer.listwatch import ListOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "GetOptions", "GetOutputFormat", "Listing", "render", "run_get"]
 

@@ -30,7 +30,6 @@ import logging
 import random
 import signal
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
@@ -67,6 +66,8 @@ from aioinformer.listwatch import ListOptions
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer.testing.apiserver import FakeAPIServer
 
 __all__ = ["OutputFormat", "WatchFailure", "WatchOptions", "format_age", "run_watch"]

@@ -22,12 +22,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from aioinformer.config import Config, ExecConfig
 from aioinformer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aioinformer.config import Config, ExecConfig
 
 __all__ = ["Authenticator", "Credentials"]
 

@@ -16,11 +16,7 @@ every method runs in the calling task. Ordering: none beyond the caller's.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping
-from typing import Any, Self
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Self
 
 from aioinformer.client._discovery import Discovery
 from aioinformer.client._http import (
@@ -30,9 +26,16 @@ from aioinformer.client._http import (
     USER_AGENT,
     HttpSession,
 )
-from aioinformer.client._names import GVR, ResourceInfo
 from aioinformer.client._resource import ResourceClient
 from aioinformer.config import Config, load_config
+
+if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Mapping
+
+    import aiohttp
+
+    from aioinformer.client._names import GVR, ResourceInfo
 
 __all__ = ["Client"]
 

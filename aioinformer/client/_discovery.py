@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
-from aioinformer.client._http import HttpSession
 from aioinformer.client._names import GVR, ResourceInfo
 from aioinformer.errors import ApiError, NotFound, TransportError, UnknownResourceError
+
+if TYPE_CHECKING:
+    from aioinformer.client._http import HttpSession
 
 __all__ = ["Discovery"]
 

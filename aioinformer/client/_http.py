@@ -26,9 +26,7 @@ the calling task and spawns nothing. Nothing is logged per request.
 from __future__ import annotations
 
 import contextlib
-import ssl
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
 import orjson
@@ -37,8 +35,13 @@ import yarl
 from aioinformer._transport import BodyTooLarge, api_error_from_response, map_transport_errors
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._tls import ssl_context
-from aioinformer.config import Config
 from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import AsyncIterator, Mapping
+
+    from aioinformer.config import Config
 
 __all__ = [
     "DEFAULT_MAX_LIST_BYTES",

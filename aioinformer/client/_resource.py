@@ -21,10 +21,7 @@ its consumer, and closing it closes the connection. Nothing is logged per reques
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
-
-import aiohttp
 
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
@@ -33,6 +30,10 @@ from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.watch import read_watch_stream
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+
+    import aiohttp
+
     from aioinformer.client._client import Client
 
 __all__ = ["PatchType", "ResourceClient", "watch_read_timeout"]

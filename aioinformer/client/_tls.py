@@ -17,10 +17,13 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
+from typing import TYPE_CHECKING
 
 from aioinformer._transport import map_tls_config_errors
-from aioinformer.config import Config
 from aioinformer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aioinformer.config import Config
 
 __all__ = ["ssl_context"]
 

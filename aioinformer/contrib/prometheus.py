@@ -27,16 +27,17 @@ The histograms use client-go's buckets (10 ns to 10 s, one per power of ten). Re
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from aioinformer.workqueue import (
-    CounterMetric,
-    GaugeMetric,
-    HistogramMetric,
-    SettableGaugeMetric,
-)
+if TYPE_CHECKING:
+    from aioinformer.workqueue import (
+        CounterMetric,
+        GaugeMetric,
+        HistogramMetric,
+        SettableGaugeMetric,
+    )
 
 __all__ = ["DURATION_BUCKETS", "PrometheusMetricsProvider"]
 

@@ -22,12 +22,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from aioinformer._clock import Clock
 from aioinformer.testing._objects import ResourceType, StatusError, status_body
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from aioinformer._clock import Clock
 
 __all__ = [
     "ConnectionHost",

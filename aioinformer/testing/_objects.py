@@ -15,13 +15,15 @@ server's event loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer.labels import FieldSelector, LabelSelector
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aioinformer.labels import FieldSelector, LabelSelector
 
 __all__ = [
     "META_GROUP",

@@ -16,9 +16,8 @@ Task model: synchronous functions, called from the handlers on the server's even
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from aiohttp import web
@@ -36,6 +35,9 @@ from aioinformer.testing._patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "JSON",

@@ -14,10 +14,12 @@ the order discovery documents list resources in. Task model: synchronous, no tas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.testing._objects import ResourceType
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = ["BUILTIN_RESOURCES", "VERBS", "ResourceRegistry"]
 

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from aiohttp import web
 
-from aioinformer._clock import Clock
 from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._objects import (
@@ -64,9 +62,14 @@ from aioinformer.testing._requests import (
     unsupported_patch_type,
     validate_rv_match,
 )
-from aioinformer.testing._resources import ResourceRegistry
-from aioinformer.testing._store import Store
-from aioinformer.testing._watchstream import WatchStreams
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from aioinformer._clock import Clock
+    from aioinformer.testing._resources import ResourceRegistry
+    from aioinformer.testing._store import Store
+    from aioinformer.testing._watchstream import WatchStreams
 
 __all__ = ["Account", "RequestRecord", "Router", "RouterSettings", "Rule", "patch_object"]
 

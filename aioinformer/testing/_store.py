@@ -28,13 +28,11 @@ import bisect
 import collections
 import time
 import uuid
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer.labels import FieldSelector, LabelSelector
 from aioinformer.testing._objects import (
     META_GROUP,
     Entry,
@@ -45,6 +43,11 @@ from aioinformer.testing._objects import (
     partial_object,
     status_body,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from aioinformer.labels import FieldSelector, LabelSelector
 
 __all__ = [
     "Entry",

@@ -28,14 +28,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 from aiohttp import web
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer.labels import FieldSelector, parse_field_selector
-from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
 from aioinformer.testing._objects import ResourceType, StatusError
 from aioinformer.testing._requests import (
     JSON,
@@ -48,6 +47,9 @@ from aioinformer.testing._requests import (
     validate_rv_match,
 )
 from aioinformer.testing._store import Store, Watcher, bookmark_line
+
+if TYPE_CHECKING:
+    from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
 
 __all__ = ["ActiveWatch", "StreamSettings", "WatchStreams"]
 

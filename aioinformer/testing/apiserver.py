@@ -61,8 +61,6 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import orjson
@@ -79,6 +77,9 @@ from aioinformer.testing._store import Store
 from aioinformer.testing._watchstream import WatchStreams
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+    from types import TracebackType
+
     from aioinformer.client import Client
 
 __all__ = [

@@ -24,9 +24,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from aioinformer._clock import TimerHandle, run_callback
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["FakeClock"]
 

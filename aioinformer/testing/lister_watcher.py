@@ -58,8 +58,7 @@ import copy
 import dataclasses
 import itertools
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._meta import meta_namespace_key
 from aioinformer.errors import (
@@ -88,6 +87,9 @@ from aioinformer.listwatch import (
 )
 from aioinformer.testing._store import status_body
 from aioinformer.watch import error_from_watch_status
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 
 __all__ = ["FakeListerWatcher"]
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -19,6 +18,9 @@ from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
 from bench.run import SCENARIOS, render_table
 from bench.scenarios import _paced_figures
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,14 +15,18 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import pytest
 
-from aioinformer.testing.apiserver import FakeAPIServer
 from tests._support_cli import cli_env, failing_args, pod
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from aioinformer.testing.apiserver import FakeAPIServer
 
 LINE_TIMEOUT = 30.0
 """Seconds a test waits for an expected line before failing (generous: CI is shared)."""

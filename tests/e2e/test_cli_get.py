@@ -12,16 +12,19 @@ import asyncio
 import io
 import re
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
 import yaml
 
 from aioinformer.cli._get import GetOptions, run_get
-from aioinformer.testing.apiserver import FakeAPIServer
 from tests._support_cli import cli_env, failing_args, pod
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from aioinformer.testing.apiserver import FakeAPIServer
 
 TIMEOUT = 60.0
 """Seconds a command may take before the test fails (generous: CI is shared)."""

@@ -49,7 +49,7 @@ import contextlib
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -61,12 +61,14 @@ from aioinformer.config import Config
 from aioinformer.errors import AlreadyExists, NotFound
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from tests._support_properties import PROFILE
 from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from aioinformer.informer import SharedIndexInformer
 
 # ---------------------------------------------------------------------------------------
 # settings

@@ -12,21 +12,24 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from aioinformer.client import Client
 from aioinformer.controller import ControllerState
 from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorState
-from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+    from types import ModuleType
+
+    from aioinformer.client import Client
+    from aioinformer.testing import FakeAPIServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,11 +15,15 @@ from aioinformer.client import GVR, Client
 from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_reflector import reflector_statistics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aioinformer.informer import SharedIndexInformer
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:

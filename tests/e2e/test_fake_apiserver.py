@@ -4,8 +4,7 @@ discovery and authorization, checked over plain HTTP so it cannot drift."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -17,6 +16,9 @@ from hypothesis import strategies as st
 from aioinformer.errors import AlreadyExists, Conflict, NotFound
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, Rule
 from aioinformer.testing._store import Entry, ResourceType, StatusError, Store, Watcher
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -4,13 +4,16 @@ to the fake over real HTTP."""
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import pytest
 
-from aioinformer.client import Client, ResourceClient
 from aioinformer.errors import Gone
 from aioinformer.listwatch import ListOptions, WatchEvent
-from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from aioinformer.client import Client, ResourceClient
+    from aioinformer.testing import FakeAPIServer
 
 
 async def first_event(resource: ResourceClient, options: ListOptions) -> WatchEvent:

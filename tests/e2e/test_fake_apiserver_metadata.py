@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
 import pytest
 
-from aioinformer.client import Client
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from aioinformer.client import Client
 
 PODS = "/api/v1/namespaces/default/pods"
 META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"

@@ -4,13 +4,15 @@ changes it, and a Scale write changes only ``spec.replicas``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.client import Client
 from aioinformer.errors import Conflict, NotFound
-from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from aioinformer.client import Client
+    from aioinformer.testing import FakeAPIServer
 
 
 def pod(name: str) -> dict[str, Any]:

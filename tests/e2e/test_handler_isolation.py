@@ -18,14 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.apiserver import FakeAPIServer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 EVENTS = 20
 SLOW_HANDLER_DELAY = 0.5

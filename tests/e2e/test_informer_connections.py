@@ -6,11 +6,13 @@ its watcher go. The in-process cancellation suite is
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aioinformer.client import Client
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing import FakeAPIServer, FakeClock
+
+if TYPE_CHECKING:
+    from aioinformer.client import Client
 
 
 def other_tasks() -> set[asyncio.Task[Any]]:

@@ -17,14 +17,12 @@ import asyncio
 import importlib.util
 import itertools
 import sys
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.client import Client
 from aioinformer.errors import Conflict, ConnectionFailed
 from aioinformer.leaderelection import (
     LeaderElectionRecord,
@@ -33,6 +31,11 @@ from aioinformer.leaderelection import (
     ResourceLock,
 )
 from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from aioinformer.client import Client
 
 NAMESPACE = "default"
 LEASE = "e2e-lock"

@@ -21,9 +21,7 @@ import asyncio
 import base64
 import logging
 import os
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -45,6 +43,10 @@ from aioinformer.testing.apiserver import FakeAPIServer, Rule
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, json_response, serve
 from tests._support_tls import Pki, make_pki
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 SECRET_TOKEN = "s3cr3t-token-9f8e7d6c5b4a39281706"
 SECRET_PASSWORD = "hunter2-pa55word-0b1c2d3e"

@@ -16,9 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -40,6 +39,9 @@ from aioinformer.listwatch import ListOptions
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, serve
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 PODS = "/api/v1/namespaces/default/pods"
 HOLD = b"<hold the stream open>"

@@ -11,8 +11,7 @@ import socket
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -41,6 +40,9 @@ from aioinformer.errors import (
 from aioinformer.listwatch import ListOptions
 from tests._support_http import DiscoveryServer, json_response, serve, status_body
 from tests._support_tls import Pki, make_pki
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

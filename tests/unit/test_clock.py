@@ -4,6 +4,7 @@ pending timer is a sleeper like any other, and the fallback for a clock that onl
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -30,8 +31,12 @@ async def test_fake_timers_fire_in_deadline_order_at_their_deadline(
 ) -> None:
     clock = FakeClock()
     fired: list[tuple[int, float]] = []
+
+    def record(index: int) -> None:
+        fired.append((index, clock.monotonic()))
+
     for index, delay in enumerate(delays):
-        clock.call_later(delay, lambda i=index: fired.append((i, clock.monotonic())))
+        clock.call_later(delay, functools.partial(record, index))
 
     await clock.advance(3.0)
 
@@ -149,8 +154,12 @@ def test_fake_timers_fire_sorted_by_deadline_then_scheduling(delays: list[float]
     async def run() -> list[tuple[float, int]]:
         clock = FakeClock()
         fired: list[tuple[float, int]] = []
+
+        def record(index: int) -> None:
+            fired.append((clock.monotonic(), index))
+
         for index, delay in enumerate(delays):
-            clock.call_later(delay, lambda i=index: fired.append((clock.monotonic(), i)))
+            clock.call_later(delay, functools.partial(record, index))
         await clock.advance(100.0)
         return fired
 
@@ -218,7 +227,7 @@ class SleepOnlyClock:
 @pytest.mark.parametrize("cancel", [False, True], ids=["fires", "cancelled"])
 async def test_call_later_on_a_clock_that_only_sleeps_sleeps_on_it(cancel: bool) -> None:
     inner = FakeClock()
-    clock: Clock = SleepOnlyClock(inner)  # type: ignore[assignment]
+    clock: Clock = SleepOnlyClock(inner)
     fired: list[float] = []
 
     timer = call_later(clock, 2.0, lambda: fired.append(inner.monotonic()))
@@ -245,7 +254,7 @@ async def test_call_later_uses_the_clocks_own_method_when_it_has_one() -> None:
 
 async def test_a_failing_timer_on_a_clock_that_only_sleeps_is_reported() -> None:
     inner = FakeClock()
-    clock: Clock = SleepOnlyClock(inner)  # type: ignore[assignment]
+    clock: Clock = SleepOnlyClock(inner)
     reported: list[dict[str, Any]] = []
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _, context: reported.append(context))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -25,6 +24,9 @@ from aioinformer.errors import ConfigError
 from aioinformer.listwatch import ListOptions
 from aioinformer.models import KubeConfig
 from tests._support_http import DiscoveryServer, json_response, serve
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CA_PEM = "-----BEGIN CERTIFICATE-----\nTUlJQ2FrZQ==\n-----END CERTIFICATE-----\n"
 

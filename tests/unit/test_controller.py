@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -27,6 +26,9 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import ItemExponentialFailureRateLimiter
 from tests._support_reflector import reflector_statistics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def pod(name: str, *, namespace: str = "default", **meta: Any) -> dict[str, Any]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +21,9 @@ from aioinformer.delta_fifo import (
 )
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import Indexer
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 Added, Updated, Deleted, Replaced, Sync = (
     DeltaType.ADDED,

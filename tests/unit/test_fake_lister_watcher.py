@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,6 +25,9 @@ from aioinformer.listwatch import (
     WatchEvent,
 )
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:

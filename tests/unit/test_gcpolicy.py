@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer._gcpolicy import collector_paused
-from aioinformer.listwatch import ListOptions, ObjectList
 from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from aioinformer.listwatch import ListOptions, ObjectList
 
 
 @pytest.fixture(autouse=True)

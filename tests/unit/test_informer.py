@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import Field
@@ -29,6 +28,9 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
 from tests._support_reflector import reflector_statistics
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 
 def pod(

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -17,9 +16,13 @@ from aioinformer.delta_fifo import DeltaType
 from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
-from aioinformer.listwatch import ListOptions, ObjectList
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aioinformer.listwatch import ListOptions, ObjectList
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:

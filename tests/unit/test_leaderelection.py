@@ -16,10 +16,9 @@ import itertools
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -37,6 +36,9 @@ from aioinformer.leaderelection import (
     record_to_lease_spec,
 )
 from aioinformer.testing import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 # -- an in-memory lock ------------------------------------------------------------------
 

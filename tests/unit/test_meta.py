@@ -3,9 +3,8 @@ mapping, a model with mapping metadata and a model with model metadata."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType, SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,6 +22,9 @@ from aioinformer._meta import (
 )
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +20,9 @@ from aioinformer.processor import (
     determine_resync_period,
 )
 from aioinformer.testing.clock import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 
 def pod(name: str, rv: str = "1", namespace: str = "default") -> dict[str, Any]:

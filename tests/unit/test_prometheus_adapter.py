@@ -3,13 +3,17 @@ per queue name, values driven by real queue traffic on a fake clock."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
-from aioinformer.testing import FakeClock
 from aioinformer.workqueue import RateLimitingQueue, WorkQueue
 from tests._support_tasks import no_task_outlives_the_test  # noqa: F401
+
+if TYPE_CHECKING:
+    from aioinformer.testing import FakeClock
 
 CLIENT_GO_METRIC_NAMES = [
     "workqueue_depth",

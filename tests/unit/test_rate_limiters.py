@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +22,9 @@ from aioinformer.workqueue import (
     default_controller_rate_limiter,
 )
 from tests._support_tasks import no_task_outlives_the_test  # noqa: F401
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 # -- default_rate_limiters_test.go --------------------------------------------------------
 

@@ -12,8 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -41,6 +40,9 @@ from aioinformer.reflector import (
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import RecordingStore, key_of, other_tasks, stop, wait_until
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
 
 # ----------------------------------------------------------------------------- helpers
 

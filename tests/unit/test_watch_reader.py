@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -31,6 +30,9 @@ from aioinformer.errors import (
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.watch import WatchStreamDecoder, error_from_watch_status
 from tests._support_http import serve
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 PODS = ResourceInfo(gvr=GVR("", "v1", "pods"), kind="Pod", namespaced=True)
 

@@ -4,8 +4,7 @@ is summed up for the watch-end policy."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,6 +13,9 @@ from aioinformer.errors import Gone, WatchTimeout
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, WatchEvent
 from aioinformer.testing import FakeClock
 from tests._support_reflector import RecordingStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:

@@ -8,11 +8,11 @@ import gc
 import math
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from aioinformer.errors import QueueEmpty, ShutDown
-from aioinformer.testing import FakeClock
 from aioinformer.workqueue import (
     DelayingQueue,
     QueueStatistics,
@@ -21,6 +21,9 @@ from aioinformer.workqueue import (
     set_metrics_provider,
 )
 from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
+
+if TYPE_CHECKING:
+    from aioinformer.testing import FakeClock
 
 ShutDownCall = Callable[[WorkQueue[object]], Awaitable[None]]
 
