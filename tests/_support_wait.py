@@ -11,8 +11,9 @@ re-checks in one of three ways:
 
 - every loop turn (the default, ``poll=0``): for state that tasks of this event loop change,
   so no real time needs to pass;
-- each time ``changed`` is set, and at least every ``poll`` seconds: for a condition some
-  notifications announce and others do not (a pop does, a reflector's state does not);
+- each time ``changed`` is set, and at least every ``poll`` seconds (``poll=0``: only when
+  it is set): for a condition some notifications announce and others do not (a pop does,
+  a reflector's state does not);
 - every ``poll`` seconds (1-10 ms): for what only polling can observe, such as socket I/O
   between a real client and server, another server's state or a subprocess. A real sleep
   lets the loop's selector run, which ``sleep(0)`` alone would starve.
@@ -55,7 +56,7 @@ async def wait_until(
                     continue
                 changed.clear()
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(poll):
+                    async with asyncio.timeout(poll or None):
                         await changed.wait()
     except TimeoutError:
         raise TimeoutError(

@@ -137,3 +137,23 @@ async def test_other_tasks_leaves_out_the_caller_and_sees_a_started_task() -> No
     with pytest.raises(asyncio.CancelledError):
         await task
     assert other_tasks() == before
+
+
+async def test_with_changed_and_no_poll_only_setting_changed_wakes_the_check() -> None:
+    changed = asyncio.Event()
+    checks = 0
+    state = {"done": False}
+
+    def condition() -> bool:
+        nonlocal checks
+        checks += 1
+        return state["done"]
+
+    waiter = asyncio.create_task(wait_until(condition, changed=changed, timeout=5))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert checks == 1
+    state["done"] = True
+    changed.set()
+    await waiter
+    assert checks == 2
