@@ -1,18 +1,14 @@
-"""Shared by the reflector tests: a recording store and small task helpers.
+"""Shared by the reflector tests: a recording store and the reflector's statistics.
 
 ``RecordingStore`` is a ``ReflectorStore`` that keeps the objects by ``namespace/name``
-(``name`` when there is no namespace) and logs every call; ``stop`` cancels a task and
-checks it ended cancelled; ``reflector_statistics`` reads a started informer's reflector
-record. Waiting lives in ``tests._support_wait``, the task census in
-``tests._support_tasks``.
+(``name`` when there is no namespace) and logs every call; ``reflector_statistics`` reads
+a started informer's reflector record. Waiting lives in ``tests._support_wait``; task
+helpers (``stop``, ``other_tasks``) in ``tests._support_tasks``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
-
-import pytest
 
 if TYPE_CHECKING:
     from aioinformer.informer import SharedIndexInformer
@@ -57,12 +53,6 @@ class RecordingStore:
     def contents(self) -> dict[str, str]:
         """key -> resourceVersion of what the store holds."""
         return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
-
-
-async def stop(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
 
 
 def reflector_statistics(informer: SharedIndexInformer) -> ReflectorStatistics:

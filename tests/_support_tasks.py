@@ -1,5 +1,5 @@
-"""Task hygiene: ``settle()``, the census ``other_tasks()`` and a fixture proving no task
-leaks.
+"""Task hygiene: ``settle()``, ``stop()``, the census ``other_tasks()`` and a fixture
+proving no task leaks.
 
 ``other_tasks()`` is every task of the running loop but the caller's: a test takes it as a
 baseline before starting a component and compares after stopping it. A test module opts in
@@ -27,6 +27,13 @@ async def settle(rounds: int = 20) -> None:
 def other_tasks() -> set[asyncio.Task[Any]]:
     """Every unfinished task of the running loop except the caller's."""
     return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+async def stop(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and check that it ended cancelled, not by returning or raising."""
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,7 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import ItemExponentialFailureRateLimiter
 from tests._support_reflector import reflector_statistics
+from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
 
@@ -33,10 +34,8 @@ def pod(name: str, *, namespace: str = "default", **meta: Any) -> dict[str, Any]
     return {"metadata": {"name": name, "namespace": namespace, **meta}}
 
 
-async def settle(rounds: int = 100) -> None:
-    """Let every runnable task run for a while (no time passes)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
+# Loop turns enough for a change to reach a running controller's queue and workers.
+SETTLE_ROUNDS = 100
 
 
 def limiter(base_delay: float = 1.0) -> ItemExponentialFailureRateLimiter[str]:
@@ -274,7 +273,7 @@ async def test_workers_reconcile_distinct_keys_in_parallel() -> None:
         controller.enqueue(key)
     async with controller:
         await wait_until(lambda: controller.statistics().active == 3)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert sorted(recorder.calls) == ["a", "b", "c"]
         assert controller.statistics().queue.depth == 1
         recorder.gate.set()
@@ -296,7 +295,7 @@ async def test_a_key_is_never_reconciled_by_two_workers_at_once() -> None:
         assert controller.statistics().active == 1
         recorder.gate.set()
         await wait_until(lambda: recorder.finished == ["k", "k"])
-        await settle()
+        await settle(SETTLE_ROUNDS)
     assert recorder.calls == ["k", "k"]  # the five re-adds collapsed into one reconcile
     assert recorder.max_running["k"] == 1
 
@@ -377,7 +376,7 @@ async def test_requeue_after_retries_after_the_delay_and_forgets_the_failures(
         await clock.wait_for_sleepers(1)
         await clock.advance(1)
         await wait_until(lambda: len(times) == 2)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert controller.queue.num_requeues("k") == 0
         await clock.advance(4.9)
         assert len(times) == 2
@@ -453,7 +452,7 @@ async def test_a_key_enqueued_while_it_fails_is_reconciled_once_more_not_twice(
         await wait_until(lambda: len(calls) == 2)
         await clock.advance(1)  # the rate-limited retry finds the key already queued
         await wait_until(lambda: len(calls) == 3)
-        await settle()
+        await settle(SETTLE_ROUNDS)
     assert calls == [0.0, 0.0, 1.0]
 
 
@@ -470,7 +469,7 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
     async with fast, slow, controller:
         assert await fast.wait_for_sync(timeout=5)
         await slow_lw.wait_for_list_calls(1)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         # Read into a declared local: mypy would keep controller.state narrowed past the awaits
         # that change it.
         state: ControllerState = controller.state
@@ -524,7 +523,7 @@ async def test_cancelling_run_lets_the_reconcile_in_flight_finish_then_reraises(
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     run.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert not run.done()
     assert controller.state is ControllerState.DRAINING
     controller.enqueue("late")  # the queue still accepts; nobody takes it
@@ -545,7 +544,7 @@ async def test_stop_takes_no_new_keys_and_drains_the_one_in_flight() -> None:
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     controller.stop()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     recorder.gate.set()
     await asyncio.wait_for(run, timeout=5)
     assert recorder.calls == ["first"]
@@ -580,7 +579,7 @@ async def test_a_second_cancellation_cuts_the_drain_short() -> None:
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     run.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert not run.done()
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -603,7 +602,7 @@ async def test_cancelling_the_async_with_body_still_drains() -> None:
     task = asyncio.create_task(body())
     await recorder.entered.wait()
     task.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert controller.state is ControllerState.DRAINING
     recorder.gate.set()
     with pytest.raises(asyncio.CancelledError):

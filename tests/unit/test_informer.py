@@ -28,6 +28,7 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
 from tests._support_reflector import reflector_statistics
+from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -52,10 +53,9 @@ async def relist_after_backoff(informer: SharedIndexInformer, clock: FakeClock) 
     await clock.advance(2)
 
 
-async def settle(rounds: int = 200) -> None:
-    """Let every runnable task run for a while (no time passes)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
+# Loop turns enough for a change to cross a running informer: reflector, FIFO, processor,
+# handlers.
+SETTLE_ROUNDS = 200
 
 
 class RecordingHandler:
@@ -152,7 +152,7 @@ async def test_each_handler_resyncs_on_its_own_period(
 
         await clock.advance(2)
         await wait_until(lambda: listeners[1].names() == {"pod1", "pod2"})
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert listeners[0].received == []
         assert listeners[2].received == []
         for listener in listeners:
@@ -160,7 +160,7 @@ async def test_each_handler_resyncs_on_its_own_period(
 
         await clock.advance(1)
         await wait_until(lambda: listeners[2].names() == {"pod1", "pod2"})
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert listeners[0].received == []
         assert listeners[1].received == []
 
@@ -220,7 +220,7 @@ async def test_informer_without_resync_never_resyncs(
     async with informer:
         await wait_until(lambda: handler.received == ["pod1"])
         await clock.advance(10)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert handler.received == ["pod1"]
 
 
@@ -250,7 +250,7 @@ async def test_watch_disruption_and_relist_reach_handlers(
         await relist_after_backoff(informer, clock)
         await wait_until(lambda: no_resync.names() == {"pod2", "pod3"})
         await wait_until(lambda: resync.names() == {"pod1", "pod2", "pod3"})
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert "pod1" not in no_resync.received
 
 
@@ -529,7 +529,7 @@ async def test_removed_handler_receives_nothing_more(
         informer.remove_event_handler(registration)
         source.add(pod("pod2"))
         await wait_until(lambda: other.received == ["pod1", "pod2"])
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert handler.received == ["pod1"]
 
 
@@ -556,7 +556,7 @@ async def test_handler_added_while_active_gets_snapshot_then_events_and_syncs(
             on_add=gated_add, on_update=second.on_update, name="second"
         )
         assert not registration.has_synced()
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert not registration.has_synced()  # its snapshot add has not returned yet
         gate.set()
         source.add(pod("pod2"))
@@ -805,7 +805,7 @@ async def test_coalescing_handler_ends_with_the_newest_state(
             source.modify(pod("b", labels={"v": str(v)}))
             source.modify(pod("c", labels={"v": str(v)}))
         await wait_until(lambda: informer.statistics().fifo_pending == 0)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert registration.statistics().pending <= 3
         gate.set()
         await wait_until(lambda: view == {"a": "0", "b": "49", "c": "49"})
@@ -891,7 +891,7 @@ async def test_a_configured_expected_kind_wins_over_the_kind_of_the_list(
         source.add({"kind": "Widget", **pod("w", namespace="default")})
         source.add(pod("b", namespace="default"))  # a Pod, as the list said
         await wait_until(lambda: "default/w" in informer.indexer.list_keys())
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert sorted(informer.indexer.list_keys()) == ["default/a", "default/w"]
 
 

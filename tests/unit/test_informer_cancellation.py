@@ -18,7 +18,7 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_tasks import other_tasks
+from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -27,12 +27,6 @@ if TYPE_CHECKING:
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "labels": labels}}
-
-
-async def cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
 
 
 def assert_fifo_and_cache_agree(
@@ -119,7 +113,7 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached() -> None:
     informer = SharedIndexInformer(source, clock=FakeClock())
     task = asyncio.create_task(informer.run())
     await source.listing.wait()
-    await cancel(task)
+    await stop(task)
     assert source.list_cancelled
     assert other_tasks() == baseline
     assert informer.state is InformerState.STOPPED
@@ -138,7 +132,7 @@ async def test_cancel_mid_watch_closes_the_watch() -> None:
     task = asyncio.create_task(informer.run())
     await source.wait_for_watchers(1)
     history.modify(pod("a", changed="yes"))
-    await cancel(task)
+    await stop(task)
     assert source.open_watches == 0
     assert other_tasks() == baseline
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
@@ -195,7 +189,7 @@ async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cach
     for i in range(10):
         history.add(pod(f"p{i}"))
     await wait_until(lambda: informer.statistics().fifo_pending > 0 and len(informer.indexer) >= 2)
-    await cancel(task)
+    await stop(task)
     assert other_tasks() == baseline
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
@@ -239,7 +233,7 @@ async def test_event_stream_ends_when_informer_is_cancelled() -> None:
     task = asyncio.create_task(informer.run())
     first = await anext(stream)
     assert first.type == "ADDED"
-    await cancel(task)
+    await stop(task)
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
 
@@ -258,7 +252,7 @@ async def test_cancelling_the_owner_inside_async_with_stops_everything() -> None
     task = asyncio.create_task(owner())
     await inside.wait()
     await source.wait_for_watchers(1)
-    await cancel(task)
+    await stop(task)
     assert other_tasks() == baseline
     assert source.open_watches == 0
     assert informer.state is InformerState.STOPPED

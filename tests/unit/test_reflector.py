@@ -39,8 +39,8 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore, key_of, stop
-from tests._support_tasks import other_tasks
+from tests._support_reflector import RecordingStore, key_of
+from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
