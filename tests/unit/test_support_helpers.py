@@ -1,5 +1,5 @@
-"""The shared test helpers ``wait_until`` and ``other_tasks``: how they re-check, and what
-they say when they give up."""
+"""The shared test helpers: how ``wait_until`` re-checks and what it says when it gives up;
+what ``other_tasks`` counts; that ``stop`` insists on a cancelled ending."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests._support_tasks import other_tasks
+from tests._support_tasks import other_tasks, stop
 from tests._support_wait import describe, wait_until
 
 
@@ -157,3 +157,26 @@ async def test_with_changed_and_no_poll_only_setting_changed_wakes_the_check() -
     changed.set()
     await waiter
     assert checks == 2
+
+
+async def test_stop_cancels_a_running_task() -> None:
+    task = asyncio.create_task(asyncio.Event().wait())
+    await asyncio.sleep(0)
+
+    await stop(task)
+
+    assert task.cancelled()
+
+
+async def test_stop_fails_when_the_task_swallows_the_cancellation() -> None:
+    async def swallows() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return
+
+    task = asyncio.create_task(swallows())
+    await asyncio.sleep(0)
+
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        await stop(task)
