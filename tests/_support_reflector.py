@@ -1,21 +1,16 @@
-"""Shared by the reflector tests: a recording store and small task helpers.
+"""Shared by the reflector tests: a recording store and the reflector's statistics.
 
 ``RecordingStore`` is a ``ReflectorStore`` that keeps the objects by ``namespace/name``
-(``name`` when there is no namespace) and logs every call; ``wait_until`` lets the loop
-run until a predicate holds; ``stop`` cancels a task and checks it ended cancelled;
-``reflector_statistics`` reads a started informer's reflector record.
+(``name`` when there is no namespace) and logs every call; ``reflector_statistics`` reads
+a started informer's reflector record. Waiting lives in ``tests._support_wait``; task
+helpers (``stop``, ``other_tasks``) in ``tests._support_tasks``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aioinformer.informer import SharedIndexInformer
     from aioinformer.reflector import ReflectorStatistics
 
@@ -58,23 +53,6 @@ class RecordingStore:
     def contents(self) -> dict[str, str]:
         """key -> resourceVersion of what the store holds."""
         return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
-
-
-async def wait_until(predicate: Callable[[], bool], *, timeout: float = 2.0) -> None:
-    """Let the loop run until ``predicate`` holds (bounded in real time)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - polls state owned by the code under test
-            await asyncio.sleep(0)
-
-
-async def stop(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-
-
-def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 def reflector_statistics(informer: SharedIndexInformer) -> ReflectorStatistics:

@@ -346,7 +346,7 @@ class World:
             # announce nothing, so it also runs every 5 ms.
             await wait_until(
                 lambda: all(self.live(w) for w in self.watched),
-                self.changed,
+                changed=self.changed,
                 poll=0.005,
                 timeout=CONVERGE_TIMEOUT,
             )

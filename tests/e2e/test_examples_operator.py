@@ -7,7 +7,6 @@ package); the user-facing test file runs in its own pytest process, as a user ru
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import subprocess
@@ -23,9 +22,10 @@ from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.clock import FakeClock
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
     from types import ModuleType
 
     from aioinformer.client import Client
@@ -52,11 +52,9 @@ widget_operator = load_example("widget_operator")
 fastapi_app = load_example("fastapi_app")
 
 
-async def until(condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
-    """Wait (real time, bounded) until ``condition`` holds: the truth is on the server."""
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
+# The truth is on the server, behind socket I/O: a short real sleep between checks lets
+# the loop's selector run.
+SERVER_POLL = 0.005
 
 
 def config_maps(server: FakeAPIServer) -> dict[str, dict[str, Any]]:
@@ -92,7 +90,7 @@ async def test_the_operator_creates_an_owned_config_map_per_widget(
     factory = SharedInformerFactory(kube_client)
     operator = widget_operator.WidgetOperator(kube_client, factory, workers=3)
     async with factory, operator.controller:
-        await until(lambda: len(config_maps(crd_server)) == 3)
+        await wait_until(lambda: len(config_maps(crd_server)) == 3, poll=SERVER_POLL, timeout=10)
         assert operator.controller.state is ControllerState.RUNNING
     for name in ("a", "b", "c"):
         cm = config_maps(crd_server)[f"{name}-config"]
@@ -126,9 +124,13 @@ async def test_the_operator_records_the_generation_it_acted_on_in_the_status(
         return current
 
     async with factory, operator.controller:
-        await until(lambda: status().get("observedGeneration") == 1)
+        await wait_until(
+            lambda: status().get("observedGeneration") == 1, poll=SERVER_POLL, timeout=10
+        )
         crd_server.patch("example.com/v1/widgets", "default", "w", {"spec": {"size": 3}})
-        await until(lambda: status().get("observedGeneration") == 2)
+        await wait_until(
+            lambda: status().get("observedGeneration") == 2, poll=SERVER_POLL, timeout=10
+        )
         assert config_maps(crd_server)["w-config"]["data"]["size"] == "3"
     stored = crd_server.get("example.com/v1/widgets", "default", "w")
     # The status writes went through the status subresource: the spec and generation
@@ -154,9 +156,15 @@ async def test_the_operator_restores_a_config_map_patched_by_hand(
     factory = SharedInformerFactory(kube_client)
     operator = widget_operator.WidgetOperator(kube_client, factory)
     async with factory, operator.controller:
-        await until(lambda: "w-config" in config_maps(crd_server))
+        await wait_until(
+            lambda: "w-config" in config_maps(crd_server), poll=SERVER_POLL, timeout=10
+        )
         crd_server.patch("configmaps", "default", "w-config", {"data": {"greeting": "nope"}})
-        await until(lambda: config_maps(crd_server)["w-config"]["data"]["greeting"] == "hello")
+        await wait_until(
+            lambda: config_maps(crd_server)["w-config"]["data"]["greeting"] == "hello",
+            poll=SERVER_POLL,
+            timeout=10,
+        )
 
 
 async def test_the_operator_requeues_later_when_the_name_is_taken(
@@ -169,7 +177,9 @@ async def test_the_operator_requeues_later_when_the_name_is_taken(
     factory = SharedInformerFactory(kube_client)
     operator = widget_operator.WidgetOperator(kube_client, factory, recheck_after=120)
     async with factory, operator.controller:
-        await until(lambda: operator.controller.statistics().requeues == 1)
+        await wait_until(
+            lambda: operator.controller.statistics().requeues == 1, poll=SERVER_POLL, timeout=10
+        )
         stats = operator.controller.statistics()
         assert (stats.failures, stats.queue.delayed) == (0, 1)
     assert config_maps(crd_server)["w-config"]["data"] == {}
@@ -184,9 +194,17 @@ async def test_the_operators_reconcile_of_a_deleted_widget_deletes_its_config_ma
     async with factory:
         await factory.wait_for_cache_sync(timeout=10)
         assert await operator.reconcile("default/w") is None
-        await until(lambda: operator.config_maps.lister().get("w-config", "default") is not None)
+        await wait_until(
+            lambda: operator.config_maps.lister().get("w-config", "default") is not None,
+            poll=SERVER_POLL,
+            timeout=10,
+        )
         crd_server.delete("example.com/v1/widgets", "default", "w")
-        await until(lambda: operator.widgets.lister().get("w", "default") is None)
+        await wait_until(
+            lambda: operator.widgets.lister().get("w", "default") is None,
+            poll=SERVER_POLL,
+            timeout=10,
+        )
         outcome = await operator.reconcile("default/w")
     assert outcome is None
     assert "w-config" not in config_maps(crd_server)
@@ -216,10 +234,14 @@ async def service(
 
 
 async def wait_ready(http: httpx.AsyncClient, status: int = 200) -> dict[str, Any]:
-    async with asyncio.timeout(10):
-        while (response := await http.get("/readyz")).status_code != status:  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
-    body: dict[str, Any] = response.json()
+    responses: list[httpx.Response] = []
+
+    async def answers_status() -> bool:
+        responses.append(await http.get("/readyz"))
+        return responses[-1].status_code == status
+
+    await wait_until(answers_status, poll=SERVER_POLL, timeout=10, what=f"/readyz answers {status}")
+    body: dict[str, Any] = responses[-1].json()
     return body
 
 
@@ -286,7 +308,7 @@ async def test_endpoints_answer_from_the_listers(
     fake_apiserver.create(pod("web-0", app="web"))
     fake_apiserver.create(pod("db-0", app="db"))
     await wait_ready(service)
-    await until(lambda: len(fake_apiserver.request_log) > 0)
+    await wait_until(lambda: len(fake_apiserver.request_log) > 0, poll=SERVER_POLL, timeout=10)
     requests_before = len(fake_apiserver.request_log)
 
     listed = (await service.get("/pods", params={"namespace": "default"})).json()
@@ -305,9 +327,11 @@ async def test_endpoints_answer_from_the_listers(
     assert len(fake_apiserver.request_log) == requests_before  # nothing reached the server
 
     fake_apiserver.create(pod("web-1", app="web"))  # the watch brings it into the cache
-    async with asyncio.timeout(10):
-        while (await service.get("/pods/default/web-1")).status_code != 200:  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
+
+    async def served() -> bool:
+        return (await service.get("/pods/default/web-1")).status_code == 200
+
+    await wait_until(served, poll=SERVER_POLL, timeout=10)
 
 
 # -- the user-facing test file -----------------------------------------------------------

@@ -19,11 +19,17 @@ from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_reflector import reflector_statistics
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aioinformer.informer import SharedIndexInformer
+
+
+# The conditions below depend on socket I/O between the real client and server: a short
+# real sleep between checks lets the loop's selector run.
+SOCKET_POLL = 0.001
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
@@ -51,27 +57,20 @@ async def converge(
 ) -> None:
     """Wait (real time, bounded) for ``condition``; whenever a reflector backs off, let its
     backoff run out on the fake clock."""
-    async with asyncio.timeout(timeout):
-        while not condition():
-            if any(
-                (reflector := informer.statistics().reflector) is not None
-                and reflector.state is ReflectorState.BACKING_OFF
-                for informer in informers
-            ):
-                await clock.advance(2)
-            await asyncio.sleep(0.001)
 
+    async def past_backoffs() -> None:
+        if any(
+            (reflector := informer.statistics().reflector) is not None
+            and reflector.state is ReflectorState.BACKING_OFF
+            for informer in informers
+        ):
+            await clock.advance(2)
 
-async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll (real time, bounded): the condition depends on socket I/O between the real
-    client and server, so a short real sleep lets the loop's selector run."""
-    async with asyncio.timeout(timeout):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.001)
+    await wait_until(condition, poll=SOCKET_POLL, between=past_backoffs, timeout=timeout)
 
 
 async def _watches_closed(server: FakeAPIServer) -> None:
-    await _until(lambda: server.watch_count == 0)
+    await wait_until(lambda: server.watch_count == 0, poll=SOCKET_POLL, timeout=10)
 
 
 class ViewHandler:
@@ -268,9 +267,13 @@ async def test_metadata_only_informer_caches_metadata_without_spec(
             assert current is not None
             return bool(current["metadata"]["labels"] == {"app": "x"})
 
-        await _until(relabelled)
+        await wait_until(relabelled, poll=SOCKET_POLL, timeout=10)
         fake_apiserver.create(pod("web-1", app="web"))
-        await _until(lambda: informer.lister().get("web-1", "default") is not None)
+        await wait_until(
+            lambda: informer.lister().get("web-1", "default") is not None,
+            poll=SOCKET_POLL,
+            timeout=10,
+        )
         # Objects arriving by watch are PartialObjectMetadata too, with nothing else.
         for cached in informer.lister().list():
             assert set(cached) == {"apiVersion", "kind", "metadata"}, cached
@@ -288,7 +291,7 @@ async def test_label_selected_informer_sees_only_matching_objects(
         assert informer.indexer.list_keys() == ["default/web-0"]
         # Relabelled out of the selector: the watch reports it deleted.
         fake_apiserver.patch("pods", "default", "web-0", {"metadata": {"labels": {"app": "x"}}})
-        await _until(lambda: informer.indexer.list_keys() == [])
+        await wait_until(lambda: informer.indexer.list_keys() == [], poll=SOCKET_POLL, timeout=10)
 
 
 async def test_unknown_resource_never_syncs(kube_client: Client) -> None:
@@ -395,7 +398,11 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
     pods.set_watch_error_handler(lambda _r, _e: None)
     fake_apiserver.faults.fail_next(status=500, retry_after=None, resource="pods", verb="list")
     async with factory:
-        await _until(lambda: reflector_statistics(pods).state is ReflectorState.BACKING_OFF)
+        await wait_until(
+            lambda: reflector_statistics(pods).state is ReflectorState.BACKING_OFF,
+            poll=SOCKET_POLL,
+            timeout=10,
+        )
         assert clock.next_deadline() == pytest.approx(7.0)
         await clock.advance(7.0)
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
@@ -410,10 +417,16 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
     informer = factory.informer_for("pods")
     async with factory:
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
-        await _until(lambda: reflector_statistics(informer).state is ReflectorState.WATCHING)
+        await wait_until(
+            lambda: reflector_statistics(informer).state is ReflectorState.WATCHING,
+            poll=SOCKET_POLL,
+            timeout=10,
+        )
         await clock.wait_for_sleepers(1)  # the watch's inactivity watchdog
         await clock.advance(45.0)  # the default deadline is at least 330 s
-        await _until(lambda: reflector_statistics(informer).watches >= 2)
+        await wait_until(
+            lambda: reflector_statistics(informer).watches >= 2, poll=SOCKET_POLL, timeout=10
+        )
 
 
 def test_the_factory_refuses_a_non_positive_inactivity_timeout(kube_client: Client) -> None:

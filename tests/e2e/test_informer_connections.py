@@ -5,18 +5,15 @@ its watcher go. The in-process cancellation suite is
 
 from __future__ import annotations
 
-import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing import FakeAPIServer, FakeClock
+from tests._support_tasks import other_tasks
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.client import Client
-
-
-def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}
 
 
 async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
@@ -30,9 +27,8 @@ async def test_leaving_async_with_closes_the_watch_connection_to_the_server(
     async with informer:
         assert await informer.wait_for_sync(timeout=10)
         await fake_apiserver.wait_for_watchers(1)
-    # Our side is closed at once; the server notices the closed socket promptly.
-    async with asyncio.timeout(5):
-        while fake_apiserver.watch_count:  # noqa: ASYNC110 -- socket I/O, not a task event
-            await asyncio.sleep(0.001)
+    # Our side is closed at once; the server notices the closed socket promptly. Only
+    # polling sees that: it is socket I/O, not a task event.
+    await wait_until(lambda: fake_apiserver.watch_count == 0, poll=0.001, timeout=5)
     leftover = {task for task in other_tasks() - baseline if "informer" in task.get_name()}
     assert leftover == set()

@@ -31,6 +31,7 @@ from aioinformer.leaderelection import (
     ResourceLock,
 )
 from aioinformer.testing import FakeAPIServer
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -142,10 +143,8 @@ class Terms:
         return lead
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
+        """Every start and end of a term sets ``changed``: nothing else moves ``running``."""
+        await wait_until(predicate, changed=self.changed, timeout=timeout)
 
     def leader(self) -> str:
         (only,) = self.running
@@ -180,13 +179,21 @@ class Cluster:
     async def renewals(self, count: int) -> None:
         """Wait until the holder has renewed the lease ``count`` more times (each renewal
         writes a new renewTime), instead of sleeping for what should be enough."""
-        seen = self.lease_spec()["renewTime"]
-        async with asyncio.timeout(30):  # bounds a hang only
-            for _ in range(count):
-                # The truth is on the server, which announces no writes: poll it.
-                while (current := self.lease_spec()["renewTime"]) == seen:  # noqa: ASYNC110
-                    await asyncio.sleep(RETRY_PERIOD / 10)
-                seen = current
+        seen = [self.lease_spec()["renewTime"]]
+
+        def renewed() -> bool:
+            current = self.lease_spec()["renewTime"]
+            if current == seen[-1]:
+                return False
+            seen.append(current)
+            return True
+
+        for _ in range(count):
+            # The truth is on the server, which announces no writes: poll it. The timeout
+            # bounds a hang only.
+            await wait_until(
+                renewed, poll=RETRY_PERIOD / 10, timeout=30, what="the lease's next renewal"
+            )
 
 
 @pytest.fixture

@@ -85,7 +85,7 @@ class Pipeline:
     async def wait_until(self, condition: Callable[[], bool]) -> None:
         """Wait (bounded) for ``condition``; re-checked after every pop, and every 20 ms
         for conditions no pop announces (the reflector's state)."""
-        await wait_until(condition, self.changed, poll=0.02, timeout=CONVERGE_TIMEOUT)
+        await wait_until(condition, changed=self.changed, poll=0.02, timeout=CONVERGE_TIMEOUT)
 
     async def wait_converged(self) -> None:
         try:

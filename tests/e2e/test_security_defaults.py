@@ -43,6 +43,7 @@ from aioinformer.testing.apiserver import FakeAPIServer, Rule
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, json_response, serve
 from tests._support_tls import Pki, make_pki
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -347,10 +348,12 @@ class ErrorLog:
         self._changed.set()
 
     async def wait_for(self, count: int, *, timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while len(self.errors) < count:
-                self._changed.clear()
-                await self._changed.wait()
+        await wait_until(
+            lambda: len(self.errors) >= count,
+            changed=self._changed,
+            timeout=timeout,
+            what=f"{count} watch errors",
+        )
 
 
 async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_hot(

@@ -39,6 +39,7 @@ from aioinformer.listwatch import ListOptions
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, serve
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -140,14 +141,16 @@ class Running:
     async def drive(self, until: Callable[[], bool], *, timeout: float = 5.0) -> None:
         """Let the informer run until ``until()`` holds, moving the fake clock past every
         backoff the reflector sleeps out meanwhile (bounded in real time)."""
-        async with asyncio.timeout(timeout):
-            while not until():
-                stats = self.informer.statistics().reflector
-                if stats is not None and stats.state is ReflectorState.BACKING_OFF:
-                    deadline = self.clock.next_deadline()
-                    if deadline is not None:
-                        await self.clock.advance(deadline - self.clock.monotonic())
-                await asyncio.sleep(0.001)
+
+        async def past_backoff() -> None:
+            stats = self.informer.statistics().reflector
+            if stats is not None and stats.state is ReflectorState.BACKING_OFF:
+                deadline = self.clock.next_deadline()
+                if deadline is not None:
+                    await self.clock.advance(deadline - self.clock.monotonic())
+
+        # Socket I/O with the scripted server: a short real sleep lets the selector run.
+        await wait_until(until, poll=0.001, between=past_backoff, timeout=timeout)
 
 
 @contextlib.asynccontextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pytest
@@ -26,27 +26,16 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import ItemExponentialFailureRateLimiter
 from tests._support_reflector import reflector_statistics
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from tests._support_tasks import settle
+from tests._support_wait import wait_until
 
 
 def pod(name: str, *, namespace: str = "default", **meta: Any) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": namespace, **meta}}
 
 
-async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Wait (real time, bounded) until ``condition`` holds; no fixed sleeps."""
-    async with asyncio.timeout(timeout):
-        # Polling at every loop turn: the condition spans several components' state.
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0)
-
-
-async def settle(rounds: int = 100) -> None:
-    """Let every runnable task run for a while (no time passes)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
+# Loop turns enough for a change to reach a running controller's queue and workers.
+SETTLE_ROUNDS = 100
 
 
 def limiter(base_delay: float = 1.0) -> ItemExponentialFailureRateLimiter[str]:
@@ -111,15 +100,15 @@ async def test_informer_events_enqueue_the_objects_keys(
 
     controller = Controller("pods", reconcile, informers=[informer])
     async with informer, controller:
-        await until(lambda: len(seen) == 2)
+        await wait_until(lambda: len(seen) == 2)
         assert sorted(seen) == [("default/a", True), ("default/b", True)]
 
         lw.add(pod("c"))
-        await until(lambda: len(seen) == 3)
+        await wait_until(lambda: len(seen) == 3)
         lw.modify(pod("a", labels={"x": "y"}))
-        await until(lambda: len(seen) == 4)
+        await wait_until(lambda: len(seen) == 4)
         lw.delete("default/b")
-        await until(lambda: len(seen) == 5)
+        await wait_until(lambda: len(seen) == 5)
 
     assert seen[2:] == [("default/c", True), ("default/a", True), ("default/b", False)]
 
@@ -134,12 +123,12 @@ async def test_a_delete_missed_by_the_watch_enqueues_the_tombstones_key(
     recorder = Recorder()
     controller = Controller("tombstones", recorder, informers=[informer])
     async with informer, controller:
-        await until(lambda: len(recorder.finished) == 2)
+        await wait_until(lambda: len(recorder.finished) == 2)
         lw.delete("default/gone", notify=False)  # the watch never hears of it
         lw.reset_watch()  # the watch breaks with its history gone: relist
-        await until(lambda: reflector_statistics(informer).state.name == "BACKING_OFF")
+        await wait_until(lambda: reflector_statistics(informer).state.name == "BACKING_OFF")
         await clock.advance(2)
-        await until(lambda: "default/gone" in recorder.finished[2:])
+        await wait_until(lambda: "default/gone" in recorder.finished[2:])
     assert isinstance(deleted[0], DeletedFinalStateUnknown)
 
 
@@ -154,9 +143,9 @@ async def test_a_custom_enqueue_mapping_replaces_the_key_function() -> None:
 
     controller = Controller("teams", keys.append, informers=[informer], enqueue=by_team)
     async with informer, controller:
-        await until(lambda: keys == ["team/blue"])
+        await wait_until(lambda: keys == ["team/blue"])
         lw.add(pod("c", labels={"team": "red"}))
-        await until(lambda: keys == ["team/blue", "team/red"])
+        await wait_until(lambda: keys == ["team/blue", "team/red"])
 
 
 async def test_a_failing_enqueue_mapping_is_logged_and_other_objects_still_enqueue(
@@ -174,7 +163,7 @@ async def test_a_failing_enqueue_mapping_is_logged_and_other_objects_still_enque
     controller = Controller("mapper", keys.append, informers=[informer], enqueue=mapping)
     with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
         async with informer, controller:
-            await until(lambda: keys == ["default/good"])
+            await wait_until(lambda: keys == ["default/good"])
     assert any(
         "controller mapper: no key for an object of pods" in record.getMessage()
         for record in caplog.records
@@ -186,9 +175,9 @@ async def test_manual_enqueue_triggers_a_reconcile() -> None:
     controller = Controller("manual", recorder)
     controller.enqueue("x")
     async with controller:
-        await until(lambda: recorder.finished == ["x"])
+        await wait_until(lambda: recorder.finished == ["x"])
         controller.enqueue("y")
-        await until(lambda: recorder.finished == ["x", "y"])
+        await wait_until(lambda: recorder.finished == ["x", "y"])
 
 
 async def test_enqueue_after_waits_for_the_delay(clock: FakeClock) -> None:
@@ -199,7 +188,7 @@ async def test_enqueue_after_waits_for_the_delay(clock: FakeClock) -> None:
         await clock.advance(9.9)
         assert recorder.calls == []
         await clock.advance(0.1)
-        await until(lambda: recorder.finished == ["x"])
+        await wait_until(lambda: recorder.finished == ["x"])
 
 
 # -- owner references --------------------------------------------------------------------
@@ -266,11 +255,11 @@ async def test_a_secondary_informer_enqueues_its_owners_key() -> None:
     controller = Controller("widgets", recorder, informers=[widgets])
     controller.watch(config_maps, enqueue=enqueue_owner("Widget"))
     async with widgets, config_maps, controller:
-        await until(lambda: recorder.finished == ["default/hello"])
+        await wait_until(lambda: recorder.finished == ["default/hello"])
         config_maps_lw.add(owned("Widget", "hello"))
-        await until(lambda: recorder.finished == ["default/hello", "default/hello"])
+        await wait_until(lambda: recorder.finished == ["default/hello", "default/hello"])
         config_maps_lw.delete("default/cm")
-        await until(lambda: len(recorder.finished) == 3)
+        await wait_until(lambda: len(recorder.finished) == 3)
 
 
 # -- workers -----------------------------------------------------------------------------
@@ -283,12 +272,12 @@ async def test_workers_reconcile_distinct_keys_in_parallel() -> None:
     for key in ("a", "b", "c", "d"):
         controller.enqueue(key)
     async with controller:
-        await until(lambda: controller.statistics().active == 3)
-        await settle()
+        await wait_until(lambda: controller.statistics().active == 3)
+        await settle(SETTLE_ROUNDS)
         assert sorted(recorder.calls) == ["a", "b", "c"]
         assert controller.statistics().queue.depth == 1
         recorder.gate.set()
-        await until(lambda: sorted(recorder.finished) == ["a", "b", "c", "d"])
+        await wait_until(lambda: sorted(recorder.finished) == ["a", "b", "c", "d"])
     assert recorder.max_total == 3
 
 
@@ -298,15 +287,15 @@ async def test_a_key_is_never_reconciled_by_two_workers_at_once() -> None:
     controller = Controller("serial", recorder, workers=4)
     controller.enqueue("k")
     async with controller:
-        await until(lambda: recorder.calls == ["k"])
+        await wait_until(lambda: recorder.calls == ["k"])
         for _ in range(5):
             controller.enqueue("k")
             await settle(10)
         assert recorder.calls == ["k"]
         assert controller.statistics().active == 1
         recorder.gate.set()
-        await until(lambda: recorder.finished == ["k", "k"])
-        await settle()
+        await wait_until(lambda: recorder.finished == ["k", "k"])
+        await settle(SETTLE_ROUNDS)
     assert recorder.calls == ["k", "k"]  # the five re-adds collapsed into one reconcile
     assert recorder.max_running["k"] == 1
 
@@ -320,7 +309,7 @@ async def test_a_sync_reconcile_function_is_called_on_the_loop() -> None:
     controller = Controller("sync", reconcile, workers=2)
     controller.enqueue("a")
     async with controller:
-        await until(lambda: calls == ["a"])
+        await wait_until(lambda: calls == ["a"])
     assert controller.statistics().successes == 1
 
 
@@ -347,11 +336,11 @@ async def test_a_failing_reconcile_is_retried_with_growing_delay_then_forgotten(
     controller.enqueue("default/a")
     with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
         async with controller:
-            await until(lambda: len(times) == 1)
+            await wait_until(lambda: len(times) == 1)
             for _ in range(3):
                 await clock.wait_for_sleepers(1)
                 await clock.advance_to_next()
-            await until(lambda: controller.statistics().successes == 1)
+            await wait_until(lambda: controller.statistics().successes == 1)
             assert controller.queue.num_requeues("default/a") == 0
     assert times == [0.0, 1.0, 3.0, 7.0]  # delays of 1 s, 2 s and 4 s
     messages = [record.getMessage() for record in caplog.records]
@@ -386,13 +375,13 @@ async def test_requeue_after_retries_after_the_delay_and_forgets_the_failures(
     async with controller:
         await clock.wait_for_sleepers(1)
         await clock.advance(1)
-        await until(lambda: len(times) == 2)
-        await settle()
+        await wait_until(lambda: len(times) == 2)
+        await settle(SETTLE_ROUNDS)
         assert controller.queue.num_requeues("k") == 0
         await clock.advance(4.9)
         assert len(times) == 2
         await clock.advance(0.1)
-        await until(lambda: controller.statistics().successes == 1)
+        await wait_until(lambda: controller.statistics().successes == 1)
     assert times == [0.0, 1.0, 6.0]
     assert controller.statistics().requeues == 1
 
@@ -413,7 +402,7 @@ async def test_a_bare_requeue_is_rate_limited_without_logging_an_error(
             for _ in range(2):
                 await clock.wait_for_sleepers(1)
                 await clock.advance_to_next()
-            await until(lambda: controller.statistics().successes == 1)
+            await wait_until(lambda: controller.statistics().successes == 1)
     assert times == [0.0, 1.0, 3.0]
     assert caplog.records == []
     assert controller.statistics().requeues == 2
@@ -436,7 +425,7 @@ async def test_requeue_with_an_error_counts_as_a_failure(
         async with controller:
             await clock.wait_for_sleepers(1)
             await clock.advance(2)
-            await until(lambda: len(attempts) == 2)
+            await wait_until(lambda: len(attempts) == 2)
     assert attempts == [0.0, 2.0]  # rate-limited, `after` ignored
     assert controller.statistics().failures == 1
     assert caplog.records[0].getMessage() == "controller err: reconcile of k failed (retry 1)"
@@ -457,13 +446,13 @@ async def test_a_key_enqueued_while_it_fails_is_reconciled_once_more_not_twice(
     controller = Controller("dirty", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("k")
     async with controller:
-        await until(lambda: len(calls) == 1)
+        await wait_until(lambda: len(calls) == 1)
         controller.enqueue("k")  # dirty: handed out again at done()
         gate.set()
-        await until(lambda: len(calls) == 2)
+        await wait_until(lambda: len(calls) == 2)
         await clock.advance(1)  # the rate-limited retry finds the key already queued
-        await until(lambda: len(calls) == 3)
-        await settle()
+        await wait_until(lambda: len(calls) == 3)
+        await settle(SETTLE_ROUNDS)
     assert calls == [0.0, 0.0, 1.0]
 
 
@@ -478,9 +467,9 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
     recorder = Recorder()
     controller = Controller("gated", recorder, informers=[fast, slow])
     async with fast, slow, controller:
-        await until(fast.has_synced)
+        assert await fast.wait_for_sync(timeout=5)
         await slow_lw.wait_for_list_calls(1)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         # Read into a declared local: mypy would keep controller.state narrowed past the awaits
         # that change it.
         state: ControllerState = controller.state
@@ -489,8 +478,8 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
         assert recorder.calls == []
         await clock.wait_for_sleepers(1)
         await clock.advance(5)  # the slow informer's list backoff runs out
-        await until(slow.has_synced)
-        await until(lambda: sorted(recorder.finished) == ["default/fast", "default/slow"])
+        assert await slow.wait_for_sync(timeout=5)
+        await wait_until(lambda: sorted(recorder.finished) == ["default/fast", "default/slow"])
         assert controller.state is ControllerState.RUNNING
 
 
@@ -534,7 +523,7 @@ async def test_cancelling_run_lets_the_reconcile_in_flight_finish_then_reraises(
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     run.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert not run.done()
     assert controller.state is ControllerState.DRAINING
     controller.enqueue("late")  # the queue still accepts; nobody takes it
@@ -555,7 +544,7 @@ async def test_stop_takes_no_new_keys_and_drains_the_one_in_flight() -> None:
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     controller.stop()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     recorder.gate.set()
     await asyncio.wait_for(run, timeout=5)
     assert recorder.calls == ["first"]
@@ -590,7 +579,7 @@ async def test_a_second_cancellation_cuts_the_drain_short() -> None:
     run = asyncio.create_task(controller.run())
     await recorder.entered.wait()
     run.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert not run.done()
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -613,7 +602,7 @@ async def test_cancelling_the_async_with_body_still_drains() -> None:
     task = asyncio.create_task(body())
     await recorder.entered.wait()
     task.cancel()
-    await settle()
+    await settle(SETTLE_ROUNDS)
     assert controller.state is ControllerState.DRAINING
     recorder.gate.set()
     with pytest.raises(asyncio.CancelledError):
@@ -627,7 +616,7 @@ async def test_stopping_removes_the_handlers_from_the_informers() -> None:
     controller = Controller("handlers", recorder, informers=[informer])
     async with informer:
         async with controller:
-            await until(lambda: recorder.finished == ["default/a"])
+            await wait_until(lambda: recorder.finished == ["default/a"])
             assert len(informer.statistics().handlers) == 1
         assert informer.statistics().handlers == ()
 

@@ -25,6 +25,7 @@ from aioinformer.listwatch import (
     WatchEvent,
 )
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_tasks import settle
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -430,11 +431,19 @@ async def test_a_stalled_watch_opens_and_never_sends_anything() -> None:
     stream = lw.watch(ListOptions(resource_version="0"))
     pending = asyncio.ensure_future(anext(stream))
     await lw.wait_for_watchers(1)
+    # A plain watch beside the stalled one: once it has delivered the change, the stalled
+    # one has had the same chance to, and no real time had to pass.
+    beside = lw.watch(ListOptions(resource_version="1"))
+    delivered = asyncio.ensure_future(anext(beside))
+    await lw.wait_for_watchers(2)
 
     lw.add(pod("b"))
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(2):
+        assert summary([await delivered]) == [("ADDED", "b", "2")]
+    await settle()
 
     assert not pending.done()
+    await close(beside)
     pending.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await pending

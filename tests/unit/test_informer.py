@@ -28,9 +28,11 @@ from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
 from tests._support_reflector import reflector_statistics
+from tests._support_tasks import settle
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
 
 
 def pod(
@@ -44,25 +46,16 @@ def pod(
     return {"metadata": meta}
 
 
-async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    """Wait (real time, bounded) until ``condition`` holds; no fixed sleeps."""
-    async with asyncio.timeout(timeout):
-        # Polling at every loop turn: conditions span several components' state.
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0)
-
-
 async def relist_after_backoff(informer: SharedIndexInformer, clock: FakeClock) -> None:
     """Wait for the reflector to back off after a broken watch, then let the backoff
     (at most 1.6 s with jitter) run out so that it relists."""
-    await until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
+    await wait_until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
     await clock.advance(2)
 
 
-async def settle(rounds: int = 200) -> None:
-    """Let every runnable task run for a while (no time passes)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
+# Loop turns enough for a change to cross a running informer: reflector, FIFO, processor,
+# handlers.
+SETTLE_ROUNDS = 200
 
 
 class RecordingHandler:
@@ -122,7 +115,7 @@ async def test_indexers_added_before_and_after_start_index_the_cache(
         assert await informer.wait_for_sync(timeout=5)
         assert [p["metadata"]["name"] for p in informer.indexer.by_index("labels", "a")] == ["pod1"]
         source.add(pod("pod3", labels={"a": "a-val2"}))
-        await until(lambda: len(informer.indexer.by_index("labels", "a")) == 2)
+        await wait_until(lambda: len(informer.indexer.by_index("labels", "a")) == 2)
 
         informer.add_indexers({"labels-again": label_keys})
         names = sorted(
@@ -151,21 +144,23 @@ async def test_each_handler_resyncs_on_its_own_period(
     informer.add_event_handler(listeners[1], resync_period=2)
     informer.add_event_handler(listeners[2], resync_period=3)
     async with informer:
-        await until(lambda: all(listener.names() == {"pod1", "pod2"} for listener in listeners))
+        await wait_until(
+            lambda: all(listener.names() == {"pod1", "pod2"} for listener in listeners)
+        )
         for listener in listeners:
             listener.received.clear()
 
         await clock.advance(2)
-        await until(lambda: listeners[1].names() == {"pod1", "pod2"})
-        await settle()
+        await wait_until(lambda: listeners[1].names() == {"pod1", "pod2"})
+        await settle(SETTLE_ROUNDS)
         assert listeners[0].received == []
         assert listeners[2].received == []
         for listener in listeners:
             listener.received.clear()
 
         await clock.advance(1)
-        await until(lambda: listeners[2].names() == {"pod1", "pod2"})
-        await settle()
+        await wait_until(lambda: listeners[2].names() == {"pod1", "pod2"})
+        await settle(SETTLE_ROUNDS)
         assert listeners[0].received == []
         assert listeners[1].received == []
 
@@ -223,9 +218,9 @@ async def test_informer_without_resync_never_resyncs(
     handler = RecordingHandler()
     informer.add_event_handler(handler, resync_period=1)
     async with informer:
-        await until(lambda: handler.received == ["pod1"])
+        await wait_until(lambda: handler.received == ["pod1"])
         await clock.advance(10)
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert handler.received == ["pod1"]
 
 
@@ -242,7 +237,7 @@ async def test_watch_disruption_and_relist_reach_handlers(
     informer.add_event_handler(no_resync, resync_period=0)
     informer.add_event_handler(resync, resync_period=1)
     async with informer:
-        await until(lambda: no_resync.names() == resync.names() == {"pod1", "pod2"})
+        await wait_until(lambda: no_resync.names() == resync.names() == {"pod1", "pod2"})
         for handler in (no_resync, resync):
             handler.received.clear()
         # Changes the watch never reports, then a lost server: only a relist finds them.
@@ -253,9 +248,9 @@ async def test_watch_disruption_and_relist_reach_handlers(
         await clock.advance(1)
         source.reset_watch()
         await relist_after_backoff(informer, clock)
-        await until(lambda: no_resync.names() == {"pod2", "pod3"})
-        await until(lambda: resync.names() == {"pod1", "pod2", "pod3"})
-        await settle()
+        await wait_until(lambda: no_resync.names() == {"pod2", "pod3"})
+        await wait_until(lambda: resync.names() == {"pod1", "pod2", "pod3"})
+        await settle(SETTLE_ROUNDS)
         assert "pod1" not in no_resync.received
 
 
@@ -272,7 +267,7 @@ async def test_object_deleted_while_watch_was_down_arrives_as_tombstone(
         source.delete("ns/pod1", notify=False)
         source.reset_watch()
         await relist_after_backoff(informer, clock)
-        await until(lambda: len(handler.deleted) == 1)
+        await wait_until(lambda: len(handler.deleted) == 1)
         tombstone = handler.deleted[0]
         assert isinstance(tombstone, DeletedFinalStateUnknown)
         assert tombstone.key == "ns/pod1"
@@ -289,7 +284,7 @@ async def test_list_error_reaches_the_watch_error_handler(
     errors: list[BaseException] = []
     informer.set_watch_error_handler(lambda reflector, exc: errors.append(exc))
     async with informer:
-        await until(lambda: len(errors) == 1)
+        await wait_until(lambda: len(errors) == 1)
         assert isinstance(errors[0], ApiError)
         assert "Access Denied" in str(errors[0])
         assert not informer.has_synced()
@@ -349,7 +344,7 @@ async def test_transform_is_applied_before_cache_and_handlers(
     handler = RecordingHandler()
     informer.add_event_handler(handler)
     async with informer:
-        await until(lambda: handler.names() == {"POD1", "POD2"})
+        await wait_until(lambda: handler.names() == {"POD1", "POD2"})
         assert sorted(informer.indexer.list_keys()) == ["POD1", "POD2"]
 
 
@@ -369,7 +364,7 @@ async def test_a_transform_failing_on_a_watch_event_is_logged_and_later_events_a
         with caplog.at_level(logging.ERROR):
             source.add(pod("bad", labels={"poison": "yes"}))
             source.add(pod("b"))
-            await until(lambda: informer.indexer.get_by_key("b") is not None)
+            await wait_until(lambda: informer.indexer.get_by_key("b") is not None)
         assert informer.indexer.get_by_key("bad") is None
         assert informer.state is InformerState.RUNNING
     record = next(r for r in caplog.records if "rejected" in r.getMessage())
@@ -390,7 +385,7 @@ async def test_a_transform_failing_on_a_listed_object_fails_the_list_until_it_is
         watch_error_handler=lambda reflector, exc: errors.append(exc),
     )
     async with informer:
-        await until(lambda: len(errors) == 1)
+        await wait_until(lambda: len(errors) == 1)
         assert isinstance(errors[0], ValueError)
         assert not informer.has_synced()
         # Not wedged: the reflector keeps relisting after its backoff.
@@ -507,7 +502,7 @@ async def test_informer_state_goes_new_running_stopped_and_refuses_late_handlers
     state: InformerState = informer.state
     assert state is InformerState.NEW
     async with informer:
-        await until(lambda: handler.received == ["pod1"])
+        await wait_until(lambda: handler.received == ["pod1"])
         state = informer.state
         assert state is InformerState.RUNNING
     assert informer.state is InformerState.STOPPED
@@ -530,11 +525,11 @@ async def test_removed_handler_receives_nothing_more(
     informer.add_event_handler(other)
     async with informer:
         source.add(pod("pod1"))
-        await until(lambda: handler.received == ["pod1"])
+        await wait_until(lambda: handler.received == ["pod1"])
         informer.remove_event_handler(registration)
         source.add(pod("pod2"))
-        await until(lambda: other.received == ["pod1", "pod2"])
-        await settle()
+        await wait_until(lambda: other.received == ["pod1", "pod2"])
+        await settle(SETTLE_ROUNDS)
         assert handler.received == ["pod1"]
 
 
@@ -547,7 +542,7 @@ async def test_handler_added_while_active_gets_snapshot_then_events_and_syncs(
     assert not first_registration.has_synced()
     async with informer:
         source.add(pod("pod1"))
-        await until(lambda: first.received == ["pod1"])
+        await wait_until(lambda: first.received == ["pod1"])
         assert first_registration.has_synced()
 
         gate = asyncio.Event()
@@ -561,14 +556,14 @@ async def test_handler_added_while_active_gets_snapshot_then_events_and_syncs(
             on_add=gated_add, on_update=second.on_update, name="second"
         )
         assert not registration.has_synced()
-        await settle()
+        await settle(SETTLE_ROUNDS)
         assert not registration.has_synced()  # its snapshot add has not returned yet
         gate.set()
         source.add(pod("pod2"))
-        await until(lambda: second.received == ["pod1", "pod2"])
+        await wait_until(lambda: second.received == ["pod1", "pod2"])
         assert registration.has_synced()
         assert second.initial_flags == [("pod1", True), ("pod2", False)]
-        await until(lambda: first.received == ["pod1", "pod2"])
+        await wait_until(lambda: first.received == ["pod1", "pod2"])
 
 
 async def test_is_in_initial_list_is_true_only_for_the_initial_list(
@@ -582,7 +577,7 @@ async def test_is_in_initial_list_is_true_only_for_the_initial_list(
     async with informer:
         await informer.wait_for_sync(timeout=5)
         source.add(pod("pod3"))
-        await until(lambda: len(handler.initial_flags) == 3)
+        await wait_until(lambda: len(handler.initial_flags) == 3)
         assert sorted(handler.initial_flags) == [
             ("pod1", True),
             ("pod2", True),
@@ -592,7 +587,7 @@ async def test_is_in_initial_list_is_true_only_for_the_initial_list(
         source.add(pod("pod4"), notify=False)
         source.reset_watch()
         await relist_after_backoff(informer, clock)
-        await until(lambda: len(handler.initial_flags) == 4)
+        await wait_until(lambda: len(handler.initial_flags) == 4)
         assert handler.initial_flags[-1] == ("pod4", False)
 
 
@@ -649,7 +644,7 @@ async def test_handler_abuse_add_and_remove_during_churn(
                 informer.remove_event_handler(registrations.pop(rng.randrange(len(registrations))))
             if i % 50 == 0:
                 await asyncio.sleep(0)
-        await until(lambda: sorted(informer.indexer.list_keys()) == sorted(names))
+        await wait_until(lambda: sorted(informer.indexer.list_keys()) == sorted(names))
     assert informer.state is InformerState.STOPPED
 
 
@@ -677,7 +672,7 @@ async def test_update_handler_sees_only_allowed_transitions_and_can_write_back(
             name = f"a-{i}"
             source.add(pod(name, labels={"check": "from"}))
             source.modify(pod(name, labels={"check": "to", "final": "true"}))
-        await until(lambda: len(done) == 3)
+        await wait_until(lambda: len(done) == 3)
     assert bad == []
 
 
@@ -699,10 +694,10 @@ async def test_events_yield_added_updated_deleted_and_end_on_stop(
 
     async with informer:
         consumer = asyncio.create_task(consume())
-        await until(lambda: len(received) == 1)
+        await wait_until(lambda: len(received) == 1)
         source.modify(pod("pod1", labels={"x": "y"}))
         source.delete("pod1")
-        await until(lambda: len(received) == 3)
+        await wait_until(lambda: len(received) == 3)
     await asyncio.wait_for(consumer, timeout=5)
     assert [(event.type, event.object["metadata"]["name"]) for event in received] == [
         ("ADDED", "pod1"),
@@ -755,8 +750,8 @@ async def test_failing_handler_does_not_stop_delivery_to_itself_or_others(
         async with informer:
             for i in range(3):
                 source.add(pod(f"pod{i}"))
-            await until(lambda: len(good.received) == 3)
-            await until(lambda: bad.statistics().failed == 3)
+            await wait_until(lambda: len(good.received) == 3)
+            await wait_until(lambda: bad.statistics().failed == 3)
     assert any("exploder" in record.getMessage() for record in caplog.records)
 
 
@@ -780,7 +775,7 @@ async def test_blocking_bound_holds_the_fifo_back_without_losing_events(
         assert registration.statistics().pending <= 3
         assert informer.statistics().fifo_pending > 0  # backpressure reached the FIFO
         gate.set()
-        await until(lambda: len(seen) == 20)
+        await wait_until(lambda: len(seen) == 20)
     assert seen == [f"pod{i}" for i in range(20)]
 
 
@@ -809,11 +804,11 @@ async def test_coalescing_handler_ends_with_the_newest_state(
         for v in range(1, 50):
             source.modify(pod("b", labels={"v": str(v)}))
             source.modify(pod("c", labels={"v": str(v)}))
-        await until(lambda: informer.statistics().fifo_pending == 0)
-        await settle()
+        await wait_until(lambda: informer.statistics().fifo_pending == 0)
+        await settle(SETTLE_ROUNDS)
         assert registration.statistics().pending <= 3
         gate.set()
-        await until(lambda: view == {"a": "0", "b": "49", "c": "49"})
+        await wait_until(lambda: view == {"a": "0", "b": "49", "c": "49"})
         assert registration.statistics().coalesced > 0
 
 
@@ -833,7 +828,7 @@ async def test_model_makes_handlers_events_and_listers_typed(
     informer.add_event_handler(on_add=lambda obj, initial: seen.append(obj))
     stream = informer.events()
     async with informer:
-        await until(lambda: len(seen) == 1)
+        await wait_until(lambda: len(seen) == 1)
         assert isinstance(seen[0], Pod)
         assert seen[0].metadata.name == "pod1"
         event = await anext(stream)
@@ -857,7 +852,7 @@ async def test_statistics_report_cache_handlers_and_reflector(
     before = informer.statistics()
     assert (before.state, before.cache_size, before.reflector) == (InformerState.NEW, 0, None)
     async with informer:
-        await until(lambda: handler.received == ["pod1"])
+        await wait_until(lambda: handler.received == ["pod1"])
         stats = informer.statistics()
         assert stats.name == "pods"
         assert stats.synced
@@ -881,7 +876,7 @@ async def test_an_informer_skips_watch_objects_of_another_kind_than_its_list(
         await source.wait_for_watchers(1)
         source.add({"kind": "Secret", **pod("imposter", namespace="default")})
         source.add(pod("b", namespace="default"))
-        await until(lambda: "default/b" in informer.indexer.list_keys())
+        await wait_until(lambda: "default/b" in informer.indexer.list_keys())
         assert sorted(informer.indexer.list_keys()) == ["default/a", "default/b"]
 
 
@@ -895,8 +890,8 @@ async def test_a_configured_expected_kind_wins_over_the_kind_of_the_list(
         await source.wait_for_watchers(1)
         source.add({"kind": "Widget", **pod("w", namespace="default")})
         source.add(pod("b", namespace="default"))  # a Pod, as the list said
-        await until(lambda: "default/w" in informer.indexer.list_keys())
-        await settle()
+        await wait_until(lambda: "default/w" in informer.indexer.list_keys())
+        await settle(SETTLE_ROUNDS)
         assert sorted(informer.indexer.list_keys()) == ["default/a", "default/w"]
 
 
@@ -907,7 +902,7 @@ async def test_an_informer_backs_off_with_the_backoff_it_was_given(
     backoff = Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock)
     informer = SharedIndexInformer(source, clock=clock, backoff=backoff)
     async with informer:
-        await until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
+        await wait_until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
         await clock.advance(6.9)  # the default backoff (0.8 s to 1.6 s) would be over
         assert len(source.list_calls) == 1
         await clock.advance(0.2)

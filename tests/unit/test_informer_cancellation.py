@@ -18,32 +18,15 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_tasks import other_tasks, stop
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aioinformer.listwatch import ListOptions, ObjectList
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "labels": labels}}
-
-
-async def until(condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        # Polling at every loop turn: conditions span several components' state.
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0)
-
-
-def other_tasks() -> set[asyncio.Task[Any]]:
-    return asyncio.all_tasks() - {asyncio.current_task()}
-
-
-async def cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
 
 
 def assert_fifo_and_cache_agree(
@@ -130,7 +113,7 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached() -> None:
     informer = SharedIndexInformer(source, clock=FakeClock())
     task = asyncio.create_task(informer.run())
     await source.listing.wait()
-    await cancel(task)
+    await stop(task)
     assert source.list_cancelled
     assert other_tasks() == baseline
     assert informer.state is InformerState.STOPPED
@@ -149,7 +132,7 @@ async def test_cancel_mid_watch_closes_the_watch() -> None:
     task = asyncio.create_task(informer.run())
     await source.wait_for_watchers(1)
     history.modify(pod("a", changed="yes"))
-    await cancel(task)
+    await stop(task)
     assert source.open_watches == 0
     assert other_tasks() == baseline
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
@@ -205,8 +188,8 @@ async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cach
     await source.wait_for_watchers(1)
     for i in range(10):
         history.add(pod(f"p{i}"))
-    await until(lambda: informer.statistics().fifo_pending > 0 and len(informer.indexer) >= 2)
-    await cancel(task)
+    await wait_until(lambda: informer.statistics().fifo_pending > 0 and len(informer.indexer) >= 2)
+    await stop(task)
     assert other_tasks() == baseline
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
@@ -250,7 +233,7 @@ async def test_event_stream_ends_when_informer_is_cancelled() -> None:
     task = asyncio.create_task(informer.run())
     first = await anext(stream)
     assert first.type == "ADDED"
-    await cancel(task)
+    await stop(task)
     with pytest.raises(StopAsyncIteration):
         await anext(stream)
 
@@ -269,7 +252,7 @@ async def test_cancelling_the_owner_inside_async_with_stops_everything() -> None
     task = asyncio.create_task(owner())
     await inside.wait()
     await source.wait_for_watchers(1)
-    await cancel(task)
+    await stop(task)
     assert other_tasks() == baseline
     assert source.open_watches == 0
     assert informer.state is InformerState.STOPPED
@@ -318,7 +301,7 @@ async def test_adding_a_handler_while_stopping_raises_informer_stopped() -> None
     task = asyncio.create_task(informer.run())
     await entered.wait()
     informer.stop()
-    await until(lambda: source.open_watches == 0)
+    await wait_until(lambda: source.open_watches == 0)
     with pytest.raises(InformerStoppedError):
         informer.add_event_handler(on_add=lambda obj, initial: None)
     with pytest.raises(InformerStoppedError):
@@ -390,6 +373,6 @@ async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced() ->
     informer = SharedIndexInformer(source, clock=FakeClock())
     async with informer:
         waiter = asyncio.create_task(informer.wait_for_sync())
-        await until(lambda: bool(source.list_calls))
+        await source.wait_for_list_calls(1)
     assert await asyncio.wait_for(waiter, timeout=5) is False
     assert not await informer.wait_for_sync()

@@ -36,6 +36,7 @@ from aioinformer.leaderelection import (
     record_to_lease_spec,
 )
 from aioinformer.testing import FakeClock
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -151,13 +152,6 @@ def store() -> LeaseStore:
 @pytest.fixture
 def lock(store: LeaseStore, clock: FakeClock) -> MemoryLock:
     return MemoryLock(store, "baz", clock)
-
-
-async def wait_until(predicate: Callable[[], bool], clock: FakeClock) -> None:
-    """Let the loop run (no virtual time passes) until ``predicate`` holds."""
-    async with asyncio.timeout(5):
-        while not predicate():
-            await clock.settle()
 
 
 # -- configuration ----------------------------------------------------------------------
@@ -637,7 +631,7 @@ async def test_elector_acquires_then_renews_at_once_and_every_retry_period(
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector):
-        await wait_until(lambda: rec.names() == ["started"], clock)
+        await wait_until(lambda: rec.names() == ["started"], between=clock.settle)
         assert elector.state is ElectorState.LEADING
         assert elector.is_leader()
         assert elector.get_leader() == "baz"
@@ -653,7 +647,7 @@ async def test_leadership_is_lost_when_no_renewal_succeeds_within_the_renew_dead
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector) as task:
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
         lock.partitioned = True
         await clock.advance(12.0)  # virtual time stops at the expected loss
         await asyncio.wait_for(task, 5)
@@ -672,7 +666,7 @@ async def test_a_hung_renewal_is_cancelled_at_the_deadline_and_the_lease_release
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector) as task:
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
         lock.faults["update"] = [HANG]
         await clock.advance(12.0)
         await asyncio.wait_for(task, 5)
@@ -688,7 +682,7 @@ async def test_a_renewal_that_succeeds_before_the_deadline_keeps_leadership(
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector):
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
         # The rounds' attempts at 2, 4, 6 and 8 s fail on both paths; the one at 10 s works.
         lock.faults["update"] = [FAIL] * 4
         lock.faults["get"] = [FAIL] * 4
@@ -702,7 +696,7 @@ async def test_a_lease_stolen_mid_term_ends_leadership_at_the_renew_deadline(
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector) as task:
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
         await clock.advance(1.0)
         store.write(held_by("thief", 30, transitions=1))
         await clock.advance(11.0)
@@ -761,7 +755,7 @@ async def test_an_acquire_attempt_that_hangs_is_abandoned_at_the_renew_deadline(
         await clock.advance(10.0)
         assert rec.names() == []
         await clock.advance(2.0)  # abandoned at 10 s, retried one retry period later
-        await wait_until(lambda: rec.names() == ["started"], clock)
+        await wait_until(lambda: rec.names() == ["started"], between=clock.settle)
     assert lock.times[:3] == [0.0, 12.0, 12.0]
     assert lock.ops[:3] == ["get", "get", "create"]
 
@@ -800,7 +794,7 @@ async def test_cancelling_run_stops_the_work_then_releases_the_lease(
 ) -> None:
     elector, rec = recorded_elector(lock, clock)
     async with running(elector) as task:
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
         lock.faults = faults
         lock.on_op = rec.log
         await clock.advance(2.0)
@@ -820,7 +814,7 @@ async def test_without_release_on_cancel_the_lease_is_left_to_expire(
 ) -> None:
     elector, rec = recorded_elector(lock, clock, release_on_cancel=False)
     async with running(elector):
-        await wait_until(lambda: len(lock.ops) == 3, clock)
+        await wait_until(lambda: len(lock.ops) == 3, between=clock.settle)
     assert rec.names() == ["started", "work-cancelled", "stopped"]
     assert lock.ops == ["get", "create", "update"]
     assert store.record is not None
@@ -948,7 +942,7 @@ async def test_a_failing_on_new_leader_is_logged_and_later_reports_still_arrive(
     with caplog.at_level(logging.ERROR, logger="aioinformer.leaderelection"):
         async with running(elector):
             await clock.advance(10.0)
-            await wait_until(lambda: len(seen) == 2, clock)
+            await wait_until(lambda: len(seen) == 2, between=clock.settle)
     assert seen == ["bing", "baz"]
     assert "on_new_leader" in caplog.text
 
@@ -956,7 +950,7 @@ async def test_a_failing_on_new_leader_is_logged_and_later_reports_still_arrive(
 async def test_an_elector_runs_only_once(lock: MemoryLock, clock: FakeClock) -> None:
     elector = make_elector(lock, clock)
     async with running(elector):
-        await wait_until(elector.is_leader, clock)
+        await wait_until(elector.is_leader, between=clock.settle)
     with pytest.raises(RuntimeError, match="already been run"):
         await elector.run()
 

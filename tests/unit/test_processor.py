@@ -20,22 +20,14 @@ from aioinformer.processor import (
     determine_resync_period,
 )
 from aioinformer.testing.clock import FakeClock
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
 
 
 def pod(name: str, rv: str = "1", namespace: str = "default") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": rv}}
-
-
-async def until(condition: Callable[[], bool], rounds: int = 2000) -> None:
-    """Let the loop run (no time passes) until ``condition`` holds."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition not reached")
 
 
 class Recorder:
@@ -85,7 +77,7 @@ async def test_listener_delivers_every_notification_in_order(running: SharedProc
     running.distribute(Notification(UPDATE, pod("p1"), pod("p1", "2")), False)
     running.distribute(Notification(DELETE, pod("p1", "2"), None), False)
     expected += [("update", "p1", "2"), ("delete", "p1", "2")]
-    await until(lambda: len(recorder.calls) == len(expected))
+    await wait_until(lambda: len(recorder.calls) == len(expected))
     assert recorder.calls == expected
 
 
@@ -99,7 +91,7 @@ async def test_async_handlers_are_awaited(running: SharedProcessor) -> None:
     running.add_listener(ProcessorListener(name="async", on_add=on_add))
     for name in "abc":
         running.distribute(Notification(ADD, pod(name), False), False)
-    await until(lambda: len(seen) == 3)
+    await wait_until(lambda: len(seen) == 3)
     assert seen == ["a", "b", "c"]
 
 
@@ -114,7 +106,7 @@ async def test_callable_object_with_async_call_is_detected_as_async(
 
     running.add_listener(ProcessorListener(name="callable", on_add=Handler()))
     running.distribute(Notification(ADD, pod("a"), False), False)
-    await until(lambda: seen == ["a"])
+    await wait_until(lambda: seen == ["a"])
 
 
 async def test_slow_handler_does_not_delay_another(running: SharedProcessor) -> None:
@@ -129,10 +121,10 @@ async def test_slow_handler_does_not_delay_another(running: SharedProcessor) -> 
     running.add_listener(listener_for(fast, name="fast"))
     for i in range(10):
         running.distribute(Notification(ADD, pod(f"p{i}"), False), False)
-    await until(lambda: len(fast.calls) == 10)
+    await wait_until(lambda: len(fast.calls) == 10)
     assert slow.pending == 9  # the first is being handled
     release.set()
-    await until(lambda: slow.pending == 0)
+    await wait_until(lambda: slow.pending == 0)
 
 
 async def test_failing_handler_is_logged_by_name_and_keeps_receiving(
@@ -150,7 +142,7 @@ async def test_failing_handler_is_logged_by_name_and_keeps_receiving(
     with caplog.at_level(logging.ERROR, logger="aioinformer.processor"):
         for name in ("good", "bad", "after"):
             running.distribute(Notification(ADD, pod(name), False), False)
-        await until(lambda: len(seen) == 3)
+        await wait_until(lambda: len(seen) == 3)
     assert seen == ["good", "bad", "after"]
     assert listener.failed == 1
     assert listener.delivered == 3
@@ -176,7 +168,7 @@ async def test_handler_raising_a_stray_cancellation_is_a_failure_not_the_end_of_
     with caplog.at_level(logging.ERROR, logger="aioinformer.processor"):
         for name in ("good", "bad", "after"):
             running.distribute(Notification(ADD, pod(name), False), False)
-        await until(lambda: len(seen) == 3)
+        await wait_until(lambda: len(seen) == 3)
     assert seen == ["good", "bad", "after"]
     assert listener.failed == 1
     assert any("awaits-a-cancelled-future" in record.getMessage() for record in caplog.records)
@@ -208,7 +200,7 @@ async def test_missing_callbacks_are_skipped(running: SharedProcessor) -> None:
     running.distribute(Notification(ADD, pod("a"), False), False)
     running.distribute(Notification(UPDATE, pod("a"), pod("a", "2")), False)
     running.distribute(Notification(DELETE, pod("a", "2"), None), False)
-    await until(lambda: listener.delivered == 3)
+    await wait_until(lambda: listener.delivered == 3)
     assert deleted == ["x"]
 
 
@@ -217,7 +209,7 @@ async def test_listener_added_to_running_processor_gets_a_task(running: SharedPr
     running.distribute(Notification(ADD, pod("before"), False), False)
     running.add_listener(listener_for(recorder))
     running.distribute(Notification(ADD, pod("after"), False), False)
-    await until(lambda: len(recorder.calls) == 1)
+    await wait_until(lambda: len(recorder.calls) == 1)
     assert recorder.calls == [("add", "after", "1")]
 
 
@@ -227,7 +219,7 @@ async def test_listeners_registered_before_run_start_with_it() -> None:
     processor.add_listener(listener_for(recorder))
     processor.distribute(Notification(ADD, pod("queued-early"), False), False)
     task = asyncio.create_task(processor.run())
-    await until(lambda: len(recorder.calls) == 1)
+    await wait_until(lambda: len(recorder.calls) == 1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -256,7 +248,7 @@ async def test_removed_listener_drops_undelivered_but_finishes_running_call(
     assert listener not in running
     assert listener.pending == 0
     release.set()
-    await until(lambda: finished == ["first"])
+    await wait_until(lambda: finished == ["first"])
     running.distribute(Notification(ADD, pod("third"), False), False)
     for _ in range(50):
         await asyncio.sleep(0)
@@ -398,7 +390,7 @@ async def test_block_policy_makes_wait_for_room_wait_until_handler_drains() -> N
     task = asyncio.create_task(processor.run())
     for i in range(4):
         processor.distribute(Notification(ADD, pod(f"p{i}"), False), False)
-    await until(lambda: listener.pending == 3)  # one taken by the blocked call
+    await wait_until(lambda: listener.pending == 3)  # one taken by the blocked call
     assert not processor.has_room()
     waiter = asyncio.create_task(processor.wait_for_room())
     for _ in range(20):
@@ -407,7 +399,7 @@ async def test_block_policy_makes_wait_for_room_wait_until_handler_drains() -> N
     release.set()
     await waiter
     assert listener.pending < 2
-    await until(lambda: len(handled) == 4)
+    await wait_until(lambda: len(handled) == 4)
     assert processor.has_room()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -559,7 +551,7 @@ async def test_initial_add_counts_as_handled_only_after_the_call_returns(
     await entered.wait()
     assert not listener.has_synced()
     release.set()
-    await until(listener.has_synced)
+    await wait_until(listener.has_synced)
 
 
 async def test_pull_listener_yields_notifications_and_ends_when_closed() -> None:

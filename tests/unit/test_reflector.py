@@ -39,7 +39,9 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore, key_of, other_tasks, stop, wait_until
+from tests._support_reflector import RecordingStore, key_of
+from tests._support_tasks import other_tasks, stop
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine

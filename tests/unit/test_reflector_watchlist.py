@@ -16,7 +16,9 @@ from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, Wa
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore, other_tasks, stop, wait_until
+from tests._support_reflector import RecordingStore
+from tests._support_tasks import other_tasks, stop
+from tests._support_wait import wait_until
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
