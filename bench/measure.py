@@ -7,6 +7,12 @@
 * :class:`LatencyRecorder` — collects ``monotonic_ns`` differences between the server's
   emit stamp and the moment a handler was entered.
 * :class:`RssSampler` — samples :func:`current_rss` on a period while a scenario runs.
+* :class:`LoopLagProbe` — a small task on the measured loop that asks to wake every
+  millisecond and records how late each wake-up was: the longest time the loop could not
+  run anything else.
+* :class:`CollectorWatch` — counts the cyclic collector's runs and their durations while
+  inside ``with``.
+* :func:`observed` — both of the above over an ``async with`` block.
 * :func:`summarize` / :func:`percentile` — median and spread over repeats, percentiles over
   samples.
 """
@@ -14,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import math
 import os
@@ -21,19 +28,22 @@ import resource
 import statistics
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from bench.objects import EMITTED_ANNOTATION
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import AsyncIterator, Iterable, Sequence
     from types import TracebackType
 
 __all__ = [
+    "CollectorWatch",
     "LatencyRecorder",
+    "LoopLagProbe",
     "RssSampler",
     "current_rss",
     "deep_size",
+    "observed",
     "peak_rss",
     "percentile",
     "settled_rss",
@@ -134,22 +144,19 @@ class LatencyRecorder:
         self.samples.append(now - int(obj["metadata"]["annotations"][EMITTED_ANNOTATION]))
 
 
-class RssSampler:
-    """Samples resident memory every ``period`` seconds while inside ``async with``."""
+class _Periodic:
+    """A task running :meth:`_run` on the current loop while inside ``async with``."""
 
-    def __init__(self, *, period: float = 0.1) -> None:
-        self._period = period
+    def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
-        self.samples: list[tuple[float, int]] = []
-        """``(seconds since start, rss bytes)`` pairs, in time order."""
 
     async def _run(self) -> None:
-        started = time.monotonic()
-        while True:
-            self.samples.append((time.monotonic() - started, current_rss()))
-            await asyncio.sleep(self._period)
+        raise NotImplementedError
 
-    async def __aenter__(self) -> RssSampler:
+    def _stopped(self) -> None:
+        """Called once the task has ended, before ``async with`` is left."""
+
+    async def __aenter__(self) -> Self:
         self._task = asyncio.get_running_loop().create_task(self._run())
         return self
 
@@ -168,6 +175,25 @@ class RssSampler:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
+        self._stopped()
+
+
+class RssSampler(_Periodic):
+    """Samples resident memory every ``period`` seconds while inside ``async with``."""
+
+    def __init__(self, *, period: float = 0.1) -> None:
+        super().__init__()
+        self._period = period
+        self.samples: list[tuple[float, int]] = []
+        """``(seconds since start, rss bytes)`` pairs, in time order."""
+
+    async def _run(self) -> None:
+        started = time.monotonic()
+        while True:
+            self.samples.append((time.monotonic() - started, current_rss()))
+            await asyncio.sleep(self._period)
+
+    def _stopped(self) -> None:
         self.samples.append((self.samples[-1][0] if self.samples else 0.0, current_rss()))
 
     def summary(self) -> dict[str, float]:
@@ -184,3 +210,82 @@ class RssSampler:
             "rss_growth_first_half_mib": (half - values[0]) / mib,
             "rss_growth_second_half_mib": (values[-1] - half) / mib,
         }
+
+
+class LoopLagProbe(_Periodic):
+    """How late the event loop wakes a task that sleeps ``period`` seconds at a time, while
+    inside ``async with``.
+
+    A wake-up due at ``t`` that runs at ``t + lag`` means the loop was busy for ``lag``:
+    every other callback, request or handler that became ready then waited as long. The
+    probe's own cost is one timer and one task step per period.
+    """
+
+    def __init__(self, *, period: float = 0.001) -> None:
+        super().__init__()
+        self._period = period
+        self.lags: list[float] = []
+        """Lateness of every wake-up, in seconds, in time order."""
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = self._period
+        lags = self.lags
+        while True:
+            due = loop.time() + period
+            await asyncio.sleep(period)
+            lags.append(max(0.0, loop.time() - due))
+
+    def summary(self) -> dict[str, float]:
+        """The longest and the 99th-percentile lag, in ms."""
+        return {
+            "loop_lag_max_ms": max(self.lags) * 1e3 if self.lags else math.nan,
+            "loop_lag_p99_ms": percentile(self.lags, 0.99) * 1e3,
+        }
+
+
+class CollectorWatch:
+    """The cyclic collector's runs while inside ``with``: how many, how many were full
+    (oldest generation), and the longest one. Uses ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.collections = 0
+        self.full_collections = 0
+        self.longest = 0.0
+        self._started_at = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started_at = time.perf_counter()
+            return
+        self.longest = max(self.longest, time.perf_counter() - self._started_at)
+        self.collections += 1
+        if info.get("generation") == 2:
+            self.full_collections += 1
+
+    def __enter__(self) -> CollectorWatch:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "gc_collections": float(self.collections),
+            "gc_full_collections": float(self.full_collections),
+            "gc_longest_ms": self.longest * 1e3,
+        }
+
+
+@contextlib.asynccontextmanager
+async def observed(figures: dict[str, float]) -> AsyncIterator[None]:
+    """Watch the loop's lag and the collector's runs over the block; their figures are
+    added to ``figures`` when it ends."""
+    probe = LoopLagProbe()
+    collector = CollectorWatch()
+    with collector:
+        async with probe:
+            yield
+    figures.update(probe.summary())
+    figures.update(collector.summary())
