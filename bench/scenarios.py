@@ -4,7 +4,14 @@ Role: what is timed. Each case connects to a replay server (:mod:`bench.replay`)
 does one scenario's work through either the raw baseline (:mod:`bench.baseline`) or
 aioinformer's public API (``Client`` → ``SharedIndexInformer``), and returns flat
 ``{metric: value}`` figures. The runner (:mod:`bench.run`) starts one worker process per
-case and repeat (:mod:`bench.worker`), so peak RSS is the case's own.
+case and repeat (:mod:`bench.worker`), so peak RSS is the case's own. :data:`CASES`
+registers them all, every aioinformer case (``ours*``) once per cache mode: under its name
+with ``cache="objects"`` and with ``-compact`` appended with ``cache="compact"`` (see
+:mod:`bench.harness`); the ``lister`` and ``service`` kinds live in :mod:`bench.service`.
+
+Every case that streams events also reports, over the streaming part, the event loop's
+longest and 99th-percentile lag and the longest run of the cyclic collector
+(:func:`bench.measure.observed`).
 
 Kinds and what they report:
 
@@ -21,6 +28,9 @@ Kinds and what they report:
   Variants: ``baseline``, ``baseline-readline`` (aiohttp's readline framing),
   ``baseline-gc-frozen`` (``gc.freeze()`` after the list), ``ours``, ``ours-gc-frozen``
   (``gc.freeze()`` once synced: what the technique would give the informer).
+* ``controller`` — events per second from the watch into a ``Controller``'s work queue
+  (its informer handler enqueues keys, its reconcile does nothing, no index): the
+  key-only path. Variants: ``baseline`` (the raw watch loop, every line decoded), ``ours``.
 * ``latency`` — emit → handler entered (p50/p99/max) at a fixed rate. Variants:
   ``baseline`` (emit → stored in the dict), ``ours``, ``ours-gc-frozen`` (``gc.freeze()``
   once synced).
@@ -46,30 +56,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-import aiohttp
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
+from bench import harness
 from bench.baseline import Framing, raw_list, raw_watch
 from bench.measure import (
     LatencyRecorder,
     RssSampler,
     deep_size,
+    observed,
     peak_rss,
     percentile,
     settled_rss,
 )
-from bench.objects import APP_LABEL, TIER_LABEL, WatchLineTemplate
+from bench.objects import WatchLineTemplate
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
+from bench.service import lister_baseline, lister_ours, service_baseline, service_ours
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from aioinformer.processor import OverflowPolicy
+    from bench.harness import CacheMode
 
 __all__ = ["CASES", "BenchPod", "Case", "run_case"]
 
@@ -112,55 +128,11 @@ class BenchPod(KubeObject):
     status: BenchPodStatus = Field(default_factory=BenchPodStatus)
 
 
-# --- shared pieces ----------------------------------------------------------------------
-
-
-def _label_index(label: str) -> Callable[[Any], list[str]]:
-    def index(obj: Any) -> list[str]:
-        labels = obj["metadata"].get("labels") or {}
-        value = labels.get(label)
-        return [value] if value is not None else []
-
-    index.__name__ = f"index_by_{label.replace('.', '_').replace('/', '_')}"
-    return index
-
-
-@contextlib.asynccontextmanager
-async def _session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
-        yield session
-
-
-@contextlib.asynccontextmanager
-async def _client(url: str) -> AsyncIterator[Any]:
-    from aioinformer.client import Client
-    from aioinformer.config import Config
-
-    async with Client(Config(host=url)) as client:
-        yield client
-
-
-def _watch_indexers() -> dict[str, Callable[[Any], list[str]]]:
-    from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
-
-    return {
-        NAMESPACE_INDEX: namespace_index_func,
-        APP_LABEL: _label_index(APP_LABEL),
-        TIER_LABEL: _label_index(TIER_LABEL),
-    }
-
-
-def _informer(client: Any, resource: str, **kwargs: Any) -> Any:
-    from aioinformer.informer import SharedIndexInformer
-
-    return SharedIndexInformer(client.resource(f"v1/{resource}"), **kwargs)
-
-
 # --- sync -------------------------------------------------------------------------------
 
 
 async def _sync_baseline(url: str, params: dict[str, Any], *, pause_gc: bool) -> dict[str, float]:
-    async with _session() as session:
+    async with harness.session() as session:
         before = settled_rss()
         started = time.perf_counter()
         cache, _ = await raw_list(
@@ -192,7 +164,9 @@ async def sync_baseline_gc_paused(url: str, params: dict[str, Any]) -> dict[str,
     return await _sync_baseline(url, params, pause_gc=True)
 
 
-async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[str, float]:
+async def _sync_ours(
+    url: str, params: dict[str, Any], *, variant: str, cache: CacheMode
+) -> dict[str, float]:
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 
     resource = params["resource"]
@@ -212,8 +186,8 @@ async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[
     delivered = asyncio.Event()
     added = [0]
     figures: dict[str, float] = {}
-    async with _client(url) as client:
-        informer = _informer(client, resource, **options)
+    async with harness.client(url) as client:
+        informer = harness.informer(client, resource, cache=cache, **options)
         if variant == "handler":
 
             def on_add(_obj: Any, _is_in_initial_list: bool) -> None:
@@ -232,8 +206,13 @@ async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[
                 await delivered.wait()
                 figures["seconds_all_delivered"] = time.perf_counter() - started
             after = settled_rss()
+            # Read before anything below decodes the compact cache into fresh dicts.
+            peak = peak_rss()
             objects = len(informer.indexer)
-            figures["object_bytes"] = _sampled_object_bytes(informer.indexer.list())
+            if cache == "objects":
+                # The decoded dicts are the cache only in this mode; a compact cache's
+                # reads are fresh copies, whose size says nothing about what is cached.
+                figures["object_bytes"] = _sampled_object_bytes(informer.indexer.list())
             if variant in ("model", "model-transform"):
                 read_started = time.perf_counter()
                 typed = informer.lister().list()
@@ -243,32 +222,12 @@ async def _sync_ours(url: str, params: dict[str, Any], *, variant: str) -> dict[
                 del typed
     figures.update(
         {
-            "peak_rss_mib": peak_rss() / _MIB,
+            "peak_rss_mib": peak / _MIB,
             "bytes_per_object": (after - before) / max(1, objects),
             "objects": float(objects),
         }
     )
     return figures
-
-
-async def sync_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _sync_ours(url, params, variant="default")
-
-
-async def sync_ours_handler(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _sync_ours(url, params, variant="handler")
-
-
-async def sync_ours_strip(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _sync_ours(url, params, variant="strip")
-
-
-async def sync_ours_model(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _sync_ours(url, params, variant="model")
-
-
-async def sync_ours_model_transform(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _sync_ours(url, params, variant="model-transform")
 
 
 # --- watch throughput ---------------------------------------------------------------------
@@ -289,37 +248,40 @@ async def _raw_watch_throughput(
         # longer traversed by full collections during the watch.
         gc.freeze()
     last = params["objects"] + params["events"]
-    run = await raw_watch(
-        session,
-        url,
-        resource,
-        cache,
-        resource_version=rv,
-        until_resource_version=last,
-        framing=framing,
-    )
+    figures: dict[str, float] = {}
+    async with observed(figures):
+        run = await raw_watch(
+            session,
+            url,
+            resource,
+            cache,
+            resource_version=rv,
+            until_resource_version=last,
+            framing=framing,
+        )
     if run.applied != params["events"]:
         raise RuntimeError(f"applied {run.applied} of {params['events']} events")
-    return {"events_per_s": run.events_per_second, "seconds": run.last_at - run.first_at}
+    figures.update({"events_per_s": run.events_per_second, "seconds": run.last_at - run.first_at})
+    return figures
 
 
 async def watch_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
-    async with _session() as session:
+    async with harness.session() as session:
         return await _raw_watch_throughput(session, url, params, "chunks")
 
 
 async def watch_baseline_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
-    async with _session() as session:
+    async with harness.session() as session:
         return await _raw_watch_throughput(session, url, params, "chunks", freeze_gc=True)
 
 
 async def watch_baseline_readline(url: str, params: dict[str, Any]) -> dict[str, float]:
-    async with _session() as session:
+    async with harness.session() as session:
         return await _raw_watch_throughput(session, url, params, "readline")
 
 
 async def watch_ours(
-    url: str, params: dict[str, Any], *, freeze_gc: bool = False
+    url: str, params: dict[str, Any], *, cache: CacheMode, freeze_gc: bool = False
 ) -> dict[str, float]:
     resource = params.get("resource", "pods")
     handlers = params["handlers"]
@@ -342,8 +304,10 @@ async def watch_ours(
         on_update.__name__ = f"on_update_{slot}"
         return on_update
 
-    async with _client(url) as client:
-        informer = _informer(client, resource, indexers=_watch_indexers())
+    async with harness.client(url) as client:
+        informer = harness.informer(
+            client, resource, cache=cache, indexers=harness.watch_indexers()
+        )
         for slot in range(handlers):
             informer.add_event_handler(on_update=make_handler(slot))
         async with informer:
@@ -351,19 +315,88 @@ async def watch_ours(
                 raise RuntimeError("informer did not report synced")
             if freeze_gc:
                 gc.freeze()
-            await finished.wait()
+            figures: dict[str, float] = {}
+            async with observed(figures):
+                await finished.wait()
             seconds = time.perf_counter() - first_at[0]
     # Measured as the baseline is: from the first event a handler got to the last event
     # every handler got, so the initial list's tail is not counted on either side.
-    return {
-        "events_per_s": (params["events"] - 1) / seconds,
-        "seconds": seconds,
-        "delivered_per_handler": float(min(counts)),
-    }
+    figures.update(
+        {
+            "events_per_s": (params["events"] - 1) / seconds,
+            "seconds": seconds,
+            "delivered_per_handler": float(min(counts)),
+        }
+    )
+    return figures
 
 
-async def watch_ours_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await watch_ours(url, params, freeze_gc=True)
+async def watch_ours_gc_frozen(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    return await watch_ours(url, params, cache=cache, freeze_gc=True)
+
+
+# --- key-only controller ------------------------------------------------------------
+
+
+async def controller_ours(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    """Watch → ``Controller`` whose informer handler enqueues keys and whose reconcile does
+    nothing: events per second from the informer into the work queue.
+
+    The informer has no index and the controller maps objects with the default key
+    function, so nothing on the way needs the whole object.
+    """
+    from aioinformer.controller import Controller
+
+    resource = params.get("resource", "pods")
+    first_watch_add = params["objects"] + 1
+    expected = params["objects"] + params["events"]
+    adds = [0]
+    marks = [0.0, 0.0]
+    finished = asyncio.Event()
+
+    def reconcile(_key: str) -> None:
+        return None
+
+    async with harness.client(url) as client:
+        informer = harness.informer(client, resource, cache=cache)
+        controller = Controller("bench", reconcile)
+        enqueue = controller.queue.add
+
+        def counted_add(key: str) -> None:
+            # Every event reaches the queue through add() (deduplicated inside), so
+            # counting its calls counts events through the pipeline, the initial list's
+            # adds first.
+            adds[0] += 1
+            if adds[0] == first_watch_add:
+                marks[0] = time.perf_counter()
+            elif adds[0] == expected:
+                marks[1] = time.perf_counter()
+                finished.set()
+            enqueue(key)
+
+        # Installed before watch() binds the queue's add into the informer handler.
+        controller.queue.add = counted_add  # type: ignore[method-assign, assignment]
+        controller.watch(informer)
+        async with informer, controller:
+            if not await informer.wait_for_sync():
+                raise RuntimeError("informer did not report synced")
+            figures: dict[str, float] = {}
+            async with observed(figures):
+                await finished.wait()
+            reconciles = controller.statistics().reconciles
+    seconds = marks[1] - marks[0]
+    figures.update(
+        {
+            "events_per_s": (params["events"] - 1) / seconds,
+            "seconds": seconds,
+            "reconciles": float(reconciles),
+        }
+    )
+    return figures
 
 
 # --- latency and the slow handler -------------------------------------------------------
@@ -405,11 +438,15 @@ async def _raw_paced(url: str, params: dict[str, Any], *, slow: bool) -> dict[st
             ready.clear()
 
     sampler = RssSampler(period=0.1)
-    async with _session() as session, asyncio.TaskGroup() as tasks:
+    async with harness.session() as session, asyncio.TaskGroup() as tasks:
         cache, rv = await raw_list(session, url, resource, page_size=500)
         last = params["objects"] + params["events"]
         drainer = tasks.create_task(drain()) if slow else None
-        async with sampler if slow else contextlib.nullcontext(sampler):
+        observations: dict[str, float] = {}
+        async with (
+            sampler if slow else contextlib.nullcontext(sampler),
+            observed(observations),
+        ):
             run = await raw_watch(
                 session,
                 url,
@@ -422,6 +459,7 @@ async def _raw_paced(url: str, params: dict[str, Any], *, slow: bool) -> dict[st
         if drainer is not None:
             drainer.cancel()
     figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow)
+    figures.update(observations)
     figures["achieved_rate"] = run.events_per_second
     if slow:
         figures.update(sampler.summary())
@@ -475,6 +513,7 @@ async def _ours_paced(
     params: dict[str, Any],
     *,
     slow: OverflowPolicy | Literal["unbounded"] | None,
+    cache: CacheMode,
     freeze_gc: bool = False,
 ) -> dict[str, float]:
     """The informer at a fixed rate with ``handlers`` fast handlers; ``slow`` adds one
@@ -506,8 +545,10 @@ async def _ours_paced(
         slow_seen[0] += 1
 
     sampler = RssSampler(period=0.1)
-    async with _client(url) as client:
-        informer = _informer(client, resource, indexers=_watch_indexers())
+    async with harness.client(url) as client:
+        informer = harness.informer(
+            client, resource, cache=cache, indexers=harness.watch_indexers()
+        )
         for recorder in recorders:
             informer.add_event_handler(on_update=make_fast(recorder))
         registration = None
@@ -522,12 +563,17 @@ async def _ours_paced(
                 raise RuntimeError("informer did not report synced")
             if freeze_gc:
                 gc.freeze()
-            async with sampler if slow else contextlib.nullcontext(sampler):
+            observations: dict[str, float] = {}
+            async with (
+                sampler if slow else contextlib.nullcontext(sampler),
+                observed(observations),
+            ):
                 await finished.wait()
                 time_last = time.perf_counter()
             slow_done = slow_seen[0]
             statistics = None if registration is None else registration.statistics()
     figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow is not None)
+    figures.update(observations)
     if statistics is not None:
         figures.update(sampler.summary())
         figures["slow_handled"] = float(slow_done)
@@ -537,20 +583,26 @@ async def _ours_paced(
     return figures
 
 
-async def latency_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow=None)
+async def latency_ours(url: str, params: dict[str, Any], *, cache: CacheMode) -> dict[str, float]:
+    return await _ours_paced(url, params, slow=None, cache=cache)
 
 
-async def latency_ours_gc_frozen(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow=None, freeze_gc=True)
+async def latency_ours_gc_frozen(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    return await _ours_paced(url, params, slow=None, cache=cache, freeze_gc=True)
 
 
-async def slow_handler_ours(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow="coalesce")
+async def slow_handler_ours(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    return await _ours_paced(url, params, slow="coalesce", cache=cache)
 
 
-async def slow_handler_ours_unbounded(url: str, params: dict[str, Any]) -> dict[str, float]:
-    return await _ours_paced(url, params, slow="unbounded")
+async def slow_handler_ours_unbounded(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    return await _ours_paced(url, params, slow="unbounded", cache=cache)
 
 
 # --- decode ceiling and server placement ----------------------------------------------
@@ -610,29 +662,47 @@ async def placement_same_loop(_url: str, params: dict[str, Any]) -> dict[str, fl
         return await watch_baseline(url, params)
 
 
-CASES: dict[tuple[str, str], Case] = {
+_RAW_CASES: dict[tuple[str, str], Case] = {
     ("sync", "baseline"): sync_baseline,
     ("sync", "baseline-gc-paused"): sync_baseline_gc_paused,
-    ("sync", "ours"): sync_ours,
-    ("sync", "ours-strip-managed-fields"): sync_ours_strip,
-    ("sync", "ours-model"): sync_ours_model,
-    ("sync", "ours-model-transform"): sync_ours_model_transform,
-    ("sync", "ours-1-handler"): sync_ours_handler,
     ("watch", "baseline"): watch_baseline,
     ("watch", "baseline-readline"): watch_baseline_readline,
     ("watch", "baseline-gc-frozen"): watch_baseline_gc_frozen,
-    ("watch", "ours"): watch_ours,
-    ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
+    ("controller", "baseline"): watch_baseline,
     ("latency", "baseline"): latency_baseline,
-    ("latency", "ours"): latency_ours,
-    ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,
     ("slow-handler", "baseline"): slow_handler_baseline,
-    ("slow-handler", "ours"): slow_handler_ours,
-    ("slow-handler", "ours-unbounded"): slow_handler_ours_unbounded,
+    ("lister", "baseline"): lister_baseline,
+    ("service", "baseline"): service_baseline,
     ("decode", "orjson-loads"): decode_loads,
     ("decode", "split-and-loads"): decode_split_and_loads,
     ("placement", "server-separate"): placement_separate,
     ("placement", "server-same-loop"): placement_same_loop,
+}
+_OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] = {
+    ("sync", "ours"): functools.partial(_sync_ours, variant="default"),
+    ("sync", "ours-strip-managed-fields"): functools.partial(_sync_ours, variant="strip"),
+    ("sync", "ours-model"): functools.partial(_sync_ours, variant="model"),
+    ("sync", "ours-model-transform"): functools.partial(_sync_ours, variant="model-transform"),
+    ("sync", "ours-1-handler"): functools.partial(_sync_ours, variant="handler"),
+    ("watch", "ours"): watch_ours,
+    ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
+    ("controller", "ours"): controller_ours,
+    ("latency", "ours"): latency_ours,
+    ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,
+    ("slow-handler", "ours"): slow_handler_ours,
+    ("slow-handler", "ours-unbounded"): slow_handler_ours_unbounded,
+    ("lister", "ours"): lister_ours,
+    ("service", "ours"): service_ours,
+}
+"""The aioinformer cases, each taking ``cache=``: registered once per cache mode."""
+
+CASES: dict[tuple[str, str], Case] = {
+    **_RAW_CASES,
+    **{
+        (kind, variant + suffix): functools.partial(case, cache=mode)
+        for (kind, variant), case in _OURS_CASES.items()
+        for mode, suffix in harness.CACHE_MODES
+    },
 }
 """Every measurable case, by (kind, variant)."""
 

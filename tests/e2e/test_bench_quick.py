@@ -1,9 +1,13 @@
 """The benchmark suite runs: ``python -m bench --quick`` completes and reports every
-scenario, and the replay server behaves as the scenarios assume. No figure is judged here;
-the numbers are only meaningful on a quiet machine."""
+scenario, in both cache modes, with the loop-lag, lister and request figures the targets
+are judged by; the replay server behaves as the scenarios assume; targets, tables and
+probes do what the runner relies on. No figure is judged here; the numbers are only
+meaningful on a quiet machine."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import subprocess
 import sys
 import time
@@ -14,10 +18,12 @@ import aiohttp
 import orjson
 import pytest
 
+from bench.harness import COMPACT_SUFFIX, with_cache_modes
+from bench.measure import CollectorWatch, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
-from bench.run import SCENARIOS, render_table
-from bench.scenarios import _paced_figures
+from bench.run import SCENARIOS, Target, render_summary, render_table
+from bench.scenarios import CASES, _paced_figures
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,6 +62,131 @@ def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
     assert table.startswith("| scenario | variant |")
     for scenario in SCENARIOS:
         assert f"| {scenario.name} | " in table
+    _check_new_figures(results)
+
+
+_LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}
+
+
+def _check_new_figures(results: dict[str, Any]) -> None:
+    """The figures the cache modes are judged by are all there, in both modes."""
+    assert results["meta"]["default_cache"] in {"objects", "compact"}
+    scenarios_by_name = {scenario.name: scenario for scenario in SCENARIOS}
+    for entry in results["scenarios"]:
+        scenario = scenarios_by_name[entry["name"]]
+        if any(v.startswith("ours") for v in scenario.quick_variants):
+            assert any(v.endswith("-compact") for v in entry["variants"]), entry["name"]
+        for variant, data in entry["variants"].items():
+            medians = {name: stats["median"] for name, stats in data["metrics"].items()}
+            if entry["kind"] in _LOOP_KINDS:
+                assert medians["loop_lag_max_ms"] >= medians["loop_lag_p99_ms"] >= 0
+            if entry["kind"] == "lister":
+                assert medians["get_us"] > 0
+                assert medians["list_us_per_object"] > 0
+            if entry["kind"] == "service":
+                assert medians["requests"] > 0
+                assert medians["request_p99_ms"] >= medians["request_p50_ms"] > 0, variant
+        assert len(entry["targets"]) == len(scenario.targets)
+        for goal in entry["targets"]:
+            assert goal["variant"] in scenario.variants, goal
+
+
+def test_every_aioinformer_variant_runs_in_both_cache_modes() -> None:
+    for scenario in SCENARIOS:
+        for variants in (scenario.variants, scenario.quick_variants):
+            for variant in variants:
+                assert (scenario.kind, variant) in CASES, (scenario.name, variant)
+        ours = [v for v in scenario.variants if v.startswith("ours")]
+        objects = {v for v in ours if not v.endswith(COMPACT_SUFFIX)}
+        compact = {v.removesuffix(COMPACT_SUFFIX) for v in ours if v.endswith(COMPACT_SUFFIX)}
+        assert objects == compact, scenario.name
+
+
+def test_every_target_names_a_variant_and_a_figure_of_its_scenario() -> None:
+    for scenario in SCENARIOS:
+        metrics = {metric.name for metric in scenario.metrics}
+        for target in scenario.targets:
+            assert target.metric in metrics, (scenario.name, target)
+            for mode in ("objects", "compact"):
+                assert target.resolve(mode) in scenario.variants, (scenario.name, target)
+
+
+def test_default_configuration_targets_follow_the_default_cache_mode() -> None:
+    fixed = Target("ours-compact", "get_us", "<=", 25.0, ratio=False)
+    default = Target("ours", "p99_ms", "<=", 5.0, ratio=False, default_cache=True)
+    assert fixed.resolve("objects") == fixed.resolve("compact") == "ours-compact"
+    assert default.resolve("objects") == "ours"
+    assert default.resolve("compact") == "ours-compact"
+    assert with_cache_modes("baseline", "ours", "ours-gc-frozen") == (
+        "baseline",
+        "ours",
+        "ours-compact",
+        "ours-gc-frozen",
+        "ours-gc-frozen-compact",
+    )
+
+
+def test_summary_puts_both_cache_modes_beside_the_baseline() -> None:
+    stats = {"median": 10.0, "min": 10.0, "max": 10.0, "samples": [10.0]}
+    half = {"median": 5.0, "min": 5.0, "max": 5.0, "samples": [5.0]}
+    scenario = next(s for s in SCENARIOS if s.name == "latency-5k-per-s-10-handlers")
+    results = {
+        "scenarios": [
+            {
+                "name": scenario.name,
+                "reference": "baseline",
+                "targets": [
+                    {
+                        "variant": "ours-compact",
+                        "metric": "p99_ms",
+                        "goal": "<= 5",
+                        "default_cache": True,
+                        "measured": 5.0,
+                        "met": True,
+                    }
+                ],
+                "ratios": {"ours": {"p99_ms": 1.0}, "ours-compact": {"p99_ms": 0.5}},
+                "variants": {
+                    "baseline": {"metrics": {"p99_ms": stats}, "errors": []},
+                    "ours": {"metrics": {"p99_ms": stats}, "errors": []},
+                    "ours-compact": {"metrics": {"p99_ms": half}, "errors": []},
+                    "ours-gc-frozen": {"metrics": {}, "errors": ["RuntimeError: boom"]},
+                },
+            }
+        ]
+    }
+    table = render_summary(results)
+    assert table.startswith('| scenario | variant | figure | baseline | cache="objects" |')
+    row = f"| {scenario.name} | ours | p99 (ms) | 10.000 | 10.000 (1.00x) | 5.000 (0.50x) |"
+    assert f"{row} compact, default <= 5: met |" in table
+    assert f"| {scenario.name} | ours-gc-frozen | — |  | error |  |" in table
+    assert f"| {scenario.name} | ours-gc-frozen | p50 (ms) |" not in table
+    assert f"| {scenario.name} | baseline |" not in table
+
+
+async def test_loop_lag_probe_sees_a_stall_of_the_loop() -> None:
+    stall = 0.03
+    async with LoopLagProbe(period=0.001) as probe:
+        # Real timers are what the probe measures: this lets it arm its first one.
+        await asyncio.sleep(0.002)
+        # The stall is the subject: the loop must really be blocked, not suspended.
+        deadline = time.perf_counter() + stall
+        while time.perf_counter() < deadline:
+            pass
+        # The probe's overdue timer fires before this later one.
+        await asyncio.sleep(0.002)
+    figures = probe.summary()
+    assert figures["loop_lag_max_ms"] >= stall * 1e3 * 0.9
+    assert figures["loop_lag_max_ms"] >= figures["loop_lag_p99_ms"]
+
+
+def test_collector_watch_counts_full_collections() -> None:
+    with CollectorWatch() as watch:
+        gc.collect()
+    figures = watch.summary()
+    assert figures["gc_full_collections"] >= 1
+    assert figures["gc_collections"] >= figures["gc_full_collections"]
+    assert figures["gc_longest_ms"] >= 0
 
 
 @pytest.mark.parametrize(
