@@ -52,6 +52,7 @@ __all__ = [
     "Target",
     "default_cache_mode",
     "main",
+    "reference_of",
     "render_summary",
     "render_table",
     "run",
@@ -301,7 +302,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         title="emit → handler latency at 5k events/s, 10 handlers, 10k cache",
         params={"objects": 10_000, "events": 50_000, "rate": 5_000.0, "handlers": 10},
         quick_params={"objects": 1_000, "events": 5_000, "rate": 5_000.0, "handlers": 10},
-        variants=with_cache_modes("baseline", "ours", "ours-gc-frozen"),
+        variants=with_cache_modes(
+            "baseline", "ours", "ours-gc-frozen", "baseline-busy-app", "ours-busy-app"
+        ),
         quick_variants=_BOTH,
         metrics=_LATENCY_METRICS,
         targets=(
@@ -433,6 +436,18 @@ def _run_worker(
     return outcomes
 
 
+def reference_of(variant: str, reference: str | None, variants: Sequence[str]) -> str | None:
+    """What ``variant`` is divided by: for ``ours-X`` (either cache mode) the scenario's
+    ``baseline-X`` when it has one (the same condition on the raw side), else the
+    scenario's ``reference``."""
+    family = variant.removesuffix(COMPACT_SUFFIX)
+    if family.startswith("ours-"):
+        twin = "baseline-" + family.removeprefix("ours-")
+        if twin in variants:
+            return twin
+    return reference
+
+
 def _measure_scenario(
     scenario: Scenario,
     url: str,
@@ -498,17 +513,16 @@ def _summarize_scenario(
             "errors": errors[variant],
         }
     ratios: dict[str, dict[str, float]] = {}
-    reference = scenario.reference
-    if reference is not None and reference in summary:
+    for variant in variants:
+        reference = reference_of(variant, scenario.reference, variants)
+        if reference is None or reference == variant or reference not in summary:
+            continue
         base = summary[reference]["metrics"]
-        for variant in variants:
-            if variant == reference:
-                continue
-            ratios[variant] = {
-                name: stats["median"] / base[name]["median"]
-                for name, stats in summary[variant]["metrics"].items()
-                if name in base and stats["median"] is not None and base[name]["median"]
-            }
+        ratios[variant] = {
+            name: stats["median"] / base[name]["median"]
+            for name, stats in summary[variant]["metrics"].items()
+            if name in base and stats["median"] is not None and base[name]["median"]
+        }
     targets = []
     for target in scenario.targets:
         variant = target.resolve(default_cache)
@@ -532,7 +546,7 @@ def _summarize_scenario(
         "kind": scenario.kind,
         "title": scenario.title,
         "params": params,
-        "reference": reference,
+        "reference": scenario.reference,
         "variants": summary,
         "ratios": ratios,
         "targets": targets,
@@ -621,7 +635,7 @@ def _families(variants: Iterable[str]) -> list[str]:
     return families
 
 
-def _cell(entry: dict[str, Any], variant: str, metric: Metric) -> str:
+def _cell(entry: dict[str, Any], variant: str, metric: Metric, *, ratio: bool = True) -> str:
     data = entry["variants"].get(variant)
     if data is None:
         return ""
@@ -629,8 +643,8 @@ def _cell(entry: dict[str, Any], variant: str, metric: Metric) -> str:
     if stats is None or stats["median"] is None:
         return "error" if data["errors"] else ""
     text = metric.fmt.format(stats["median"])
-    ratio = entry["ratios"].get(variant, {}).get(metric.name)
-    return f"{text} ({ratio:.2f}x)" if ratio is not None else text
+    divided = entry["ratios"].get(variant, {}).get(metric.name) if ratio else None
+    return f"{text} ({divided:.2f}x)" if divided is not None else text
 
 
 def _goal_cell(entry: dict[str, Any], variants: Sequence[str], metric: str) -> str:
@@ -665,8 +679,9 @@ def render_summary(results: dict[str, Any]) -> str:
             for metric in scenario.metrics:
                 if family.startswith("ours"):
                     compact = family + COMPACT_SUFFIX
+                    base = reference_of(family, reference, list(entry["variants"]))
                     cells = [
-                        _cell(entry, reference, metric) if reference else "",
+                        _cell(entry, base, metric, ratio=False) if base else "",
                         _cell(entry, family, metric),
                         _cell(entry, compact, metric),
                     ]

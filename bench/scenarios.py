@@ -33,7 +33,10 @@ Kinds and what they report:
   key-only path. Variants: ``baseline`` (the raw watch loop, every line decoded), ``ours``.
 * ``latency`` — emit → handler entered (p50/p99/max) at a fixed rate. Variants:
   ``baseline`` (emit → stored in the dict), ``ours``, ``ours-gc-frozen`` (``gc.freeze()``
-  once synced).
+  once synced), and ``baseline-busy-app`` / ``ours-busy-app``: the same beside the rest
+  of a service (:class:`~bench.measure.BusyApplication`, the start-up heap frozen once,
+  before the list, as a service might do), so the collector runs on both
+  sides as it would in production.
 * ``slow-handler`` — one handler sleeping 10 ms per event beside fast ones: the fast ones'
   p99 latency in the first and second half of the run, RSS growth over each half, and
   what the slow handler finished, still has queued and had coalesced. Variants:
@@ -69,6 +72,7 @@ from aioinformer.models import KubeObject
 from bench import harness
 from bench.baseline import Framing, raw_list, raw_watch
 from bench.measure import (
+    BusyApplication,
     LatencyRecorder,
     RssSampler,
     deep_size,
@@ -402,14 +406,18 @@ async def controller_ours(
 # --- latency and the slow handler -------------------------------------------------------
 
 
-async def _raw_paced(url: str, params: dict[str, Any], *, slow: bool) -> dict[str, float]:
+async def _raw_paced(
+    url: str, params: dict[str, Any], *, slow: bool, busy: bool = False
+) -> dict[str, float]:
     """The raw watch at a fixed rate; with ``slow``, the slow-handler scenario's baseline.
 
     That baseline does the same work as the informer side in the plainest way that keeps
     memory bounded: each event is stored, handed inline to ``handlers`` fast recorders, and
     put in a dict of the newest object per key that one task drains, sleeping 10 ms per
     object (the slow handler). A busy key is thus overwritten rather than queued twice.
+    ``busy`` runs a :class:`BusyApplication` beside the stream (see :func:`_busy`).
     """
+    _start_up(busy)
     resource = params.get("resource", "pods")
     recorders = [LatencyRecorder() for _ in range(params["handlers"] if slow else 1)]
     newest: dict[str, Any] = {}
@@ -445,6 +453,7 @@ async def _raw_paced(url: str, params: dict[str, Any], *, slow: bool) -> dict[st
         observations: dict[str, float] = {}
         async with (
             sampler if slow else contextlib.nullcontext(sampler),
+            _busy(busy),
             observed(observations),
         ):
             run = await raw_watch(
@@ -496,8 +505,24 @@ def _paced_figures(per_handler: list[list[int]], *, slow: bool) -> dict[str, flo
     return figures
 
 
+def _start_up(busy: bool) -> None:
+    """With ``busy``, freeze the start-up heap (the imported modules: nothing is listed
+    yet), as a long-running service may do once it has started."""
+    if busy:
+        gc.freeze()
+
+
+def _busy(busy: bool) -> contextlib.AbstractAsyncContextManager[object]:
+    """A :class:`BusyApplication` when ``busy``, else nothing."""
+    return BusyApplication() if busy else contextlib.nullcontext()
+
+
 async def latency_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
     return await _raw_paced(url, params, slow=False)
+
+
+async def latency_baseline_busy(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _raw_paced(url, params, slow=False, busy=True)
 
 
 async def slow_handler_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
@@ -515,10 +540,13 @@ async def _ours_paced(
     slow: OverflowPolicy | Literal["unbounded"] | None,
     cache: CacheMode,
     freeze_gc: bool = False,
+    busy: bool = False,
 ) -> dict[str, float]:
     """The informer at a fixed rate with ``handlers`` fast handlers; ``slow`` adds one
     handler sleeping 10 ms per event, with a queue bounded at ``_SLOW_MAX_PENDING`` under
-    that overflow policy, or unbounded. ``freeze_gc`` calls ``gc.freeze()`` once synced."""
+    that overflow policy, or unbounded. ``freeze_gc`` calls ``gc.freeze()`` once synced;
+    ``busy`` runs a :class:`BusyApplication` beside the stream (see :func:`_busy`)."""
+    _start_up(busy)
     resource = params.get("resource", "pods")
     fast = params["handlers"]
     last = str(params["objects"] + params["events"])
@@ -566,6 +594,7 @@ async def _ours_paced(
             observations: dict[str, float] = {}
             async with (
                 sampler if slow else contextlib.nullcontext(sampler),
+                _busy(busy),
                 observed(observations),
             ):
                 await finished.wait()
@@ -591,6 +620,12 @@ async def latency_ours_gc_frozen(
     url: str, params: dict[str, Any], *, cache: CacheMode
 ) -> dict[str, float]:
     return await _ours_paced(url, params, slow=None, cache=cache, freeze_gc=True)
+
+
+async def latency_ours_busy(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    return await _ours_paced(url, params, slow=None, cache=cache, busy=True)
 
 
 async def slow_handler_ours(
@@ -670,6 +705,7 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     ("watch", "baseline-gc-frozen"): watch_baseline_gc_frozen,
     ("controller", "baseline"): watch_baseline,
     ("latency", "baseline"): latency_baseline,
+    ("latency", "baseline-busy-app"): latency_baseline_busy,
     ("slow-handler", "baseline"): slow_handler_baseline,
     ("lister", "baseline"): lister_baseline,
     ("service", "baseline"): service_baseline,
@@ -689,6 +725,7 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ("controller", "ours"): controller_ours,
     ("latency", "ours"): latency_ours,
     ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,
+    ("latency", "ours-busy-app"): latency_ours_busy,
     ("slow-handler", "ours"): slow_handler_ours,
     ("slow-handler", "ours-unbounded"): slow_handler_ours_unbounded,
     ("lister", "ours"): lister_ours,

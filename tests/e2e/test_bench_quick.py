@@ -22,7 +22,7 @@ from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
-from bench.run import SCENARIOS, Target, render_summary, render_table
+from bench.run import SCENARIOS, Target, reference_of, render_summary, render_table
 from bench.scenarios import CASES, _paced_figures
 
 if TYPE_CHECKING:
@@ -124,6 +124,15 @@ def test_default_configuration_targets_follow_the_default_cache_mode() -> None:
         "ours-gc-frozen",
         "ours-gc-frozen-compact",
     )
+
+
+def test_a_variant_is_divided_by_the_baseline_run_under_the_same_condition() -> None:
+    variants = ("baseline", "ours", "ours-compact", "baseline-busy-app", "ours-busy-app")
+    assert reference_of("ours", "baseline", variants) == "baseline"
+    assert reference_of("ours-busy-app", "baseline", variants) == "baseline-busy-app"
+    assert reference_of("ours-busy-app-compact", "baseline", variants) == "baseline-busy-app"
+    assert reference_of("ours-gc-frozen", "baseline", variants) == "baseline"
+    assert reference_of("baseline-busy-app", "baseline", variants) == "baseline"
 
 
 def test_summary_puts_both_cache_modes_beside_the_baseline() -> None:
