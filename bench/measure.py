@@ -138,14 +138,28 @@ class LatencyRecorder:
     object so that parsing the stamp is not counted.
     """
 
-    __slots__ = ("samples",)
+    __slots__ = ("emitted", "samples")
 
     def __init__(self) -> None:
         self.samples: list[int] = []
+        self.emitted: list[int] = []
+        """The emit stamp of each sample, in the same order."""
 
     def record(self, obj: Any) -> None:
         now = time.monotonic_ns()
-        self.samples.append(now - int(obj["metadata"]["annotations"][EMITTED_ANNOTATION]))
+        emitted = int(obj["metadata"]["annotations"][EMITTED_ANNOTATION])
+        self.samples.append(now - emitted)
+        self.emitted.append(emitted)
+
+    def steady(self, *, skip_fraction: float, emitted_since: int = 0) -> list[int]:
+        """The samples without the first ``skip_fraction`` of them and without those of
+        events emitted before ``emitted_since`` (``monotonic_ns``)."""
+        start = int(len(self.samples) * skip_fraction)
+        return [
+            sample
+            for sample, emitted in zip(self.samples[start:], self.emitted[start:], strict=True)
+            if emitted >= emitted_since
+        ]
 
 
 class _Periodic:

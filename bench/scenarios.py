@@ -467,7 +467,7 @@ async def _raw_paced(
             )
         if drainer is not None:
             drainer.cancel()
-    figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow)
+    figures = _paced_figures(_steady(recorders), slow=slow)
     figures.update(observations)
     figures["achieved_rate"] = run.events_per_second
     if slow:
@@ -480,10 +480,16 @@ async def _raw_paced(
 _WARMUP_FRACTION = 0.1
 
 
-def _steady(samples: list[int]) -> list[int]:
-    """``samples`` without the first tenth: the stream's start overlaps the end of the
-    initial sync on the informer side, and neither side is judged on that."""
-    return samples[int(len(samples) * _WARMUP_FRACTION) :]
+def _steady(recorders: list[LatencyRecorder], emitted_since: int = 0) -> list[list[int]]:
+    """Each recorder's samples without the first tenth (the stream's start overlaps the end
+    of the initial sync on the informer side, and neither side is judged on that) and
+    without events emitted before ``emitted_since``: on the informer side, the moment the
+    last handler had received the whole initial list, so that a backlog left by the
+    initial adds is not taken for the steady state (it is reported on its own)."""
+    return [
+        recorder.steady(skip_fraction=_WARMUP_FRACTION, emitted_since=emitted_since)
+        for recorder in recorders
+    ]
 
 
 def _paced_figures(per_handler: list[list[int]], *, slow: bool) -> dict[str, float]:
@@ -555,6 +561,17 @@ async def _ours_paced(
     waiting = {"handlers": fast}
     slow_seen = [0]
     first_at = [0.0]
+    # Per fast handler: initial adds received, and when the last one arrived (ns).
+    initial_adds = [0] * fast
+    initial_done = [0] * fast
+
+    def make_initial(slot: int) -> Callable[[Any, bool], None]:
+        def on_add(_obj: Any, _is_in_initial_list: bool) -> None:
+            initial_adds[slot] += 1
+            if initial_adds[slot] == params["objects"]:
+                initial_done[slot] = time.monotonic_ns()
+
+        return on_add
 
     def make_fast(recorder: LatencyRecorder) -> Callable[[Any, Any], None]:
         def on_update(_old: Any, new: Any) -> None:
@@ -577,8 +594,8 @@ async def _ours_paced(
         informer = harness.informer(
             client, resource, cache=cache, indexers=harness.watch_indexers()
         )
-        for recorder in recorders:
-            informer.add_event_handler(on_update=make_fast(recorder))
+        for slot, recorder in enumerate(recorders):
+            informer.add_event_handler(on_add=make_initial(slot), on_update=make_fast(recorder))
         registration = None
         if slow == "unbounded":
             registration = informer.add_event_handler(on_update=on_update_slow)
@@ -589,6 +606,7 @@ async def _ours_paced(
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
+            synced_ns = time.monotonic_ns()
             if freeze_gc:
                 gc.freeze()
             observations: dict[str, float] = {}
@@ -601,8 +619,13 @@ async def _ours_paced(
                 time_last = time.perf_counter()
             slow_done = slow_seen[0]
             statistics = None if registration is None else registration.statistics()
-    figures = _paced_figures([_steady(r.samples) for r in recorders], slow=slow is not None)
+    # Not every handler got the whole list: nothing can be judged as steady.
+    delivered_ns = max(initial_done) if all(initial_done) else time.monotonic_ns()
+    steady = _steady(recorders, emitted_since=delivered_ns)
+    figures = _paced_figures(steady, slow=slow is not None)
     figures.update(observations)
+    figures["initial_delivery_s"] = max(0, delivered_ns - synced_ns) / 1e9
+    figures["judged_events"] = float(min(len(samples) for samples in steady))
     if statistics is not None:
         figures.update(sampler.summary())
         figures["slow_handled"] = float(slow_done)

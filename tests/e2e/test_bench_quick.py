@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
-from bench.measure import CollectorWatch, LoopLagProbe
+from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
 from bench.run import SCENARIOS, Target, reference_of, render_summary, render_table
@@ -187,6 +187,15 @@ async def test_loop_lag_probe_sees_a_stall_of_the_loop() -> None:
     figures = probe.summary()
     assert figures["loop_lag_max_ms"] >= stall * 1e3 * 0.9
     assert figures["loop_lag_max_ms"] >= figures["loop_lag_p99_ms"]
+
+
+def test_steady_latency_leaves_out_the_start_and_events_emitted_before_a_moment() -> None:
+    recorder = LatencyRecorder()
+    recorder.samples = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
+    recorder.emitted = [100, 110, 120, 130, 140, 150, 160, 170, 180, 190]
+    assert recorder.steady(skip_fraction=0.1) == [8, 7, 6, 5, 4, 3, 2, 1, 0]
+    assert recorder.steady(skip_fraction=0.1, emitted_since=165) == [2, 1, 0]
+    assert recorder.steady(skip_fraction=0.0, emitted_since=1_000) == []
 
 
 def test_collector_watch_counts_full_collections() -> None:
