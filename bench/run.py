@@ -173,7 +173,7 @@ _QUICK_SYNC_VARIANTS = (
 _BOTH = with_cache_modes("baseline", "ours")
 _FLAT_RSS_MIB = 5.0
 """RSS growth over the second half of the slow-handler run that still counts as flat."""
-_WATCH_BASE = {"objects": 10_000, "events": 200_000}
+_WATCH_BASE = {"objects": 10_000, "events": 100_000}
 _WATCH_QUICK = {"objects": 1_000, "events": 5_000}
 _LATENCY_METRICS = (
     Metric("p50_ms", "p50 (ms)", "{:,.3f}"),
