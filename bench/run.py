@@ -181,7 +181,7 @@ _LATENCY_METRICS = (
     Metric("max_ms", "max (ms)", "{:,.3f}"),
     *_LOOP,
     Metric("achieved_rate", "achieved events/s", "{:,.0f}", summary=False),
-    Metric("initial_delivery_s", "seconds until handlers had the initial list", "{:,.2f}"),
+    Metric("initial_delivery_s", "seconds from start to initial list delivered", "{:,.2f}"),
     Metric("judged_events", "events judged (after the initial list)", "{:,.0f}", summary=False),
 )
 _COMPACT_MEMORY = Target("ours-compact", "bytes_per_object", "<=", 0.3, ratio=True)

@@ -603,10 +603,10 @@ async def _ours_paced(
             registration = informer.add_event_handler(
                 on_update=on_update_slow, max_pending=_SLOW_MAX_PENDING, overflow=slow
             )
+        started_ns = time.monotonic_ns()
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
-            synced_ns = time.monotonic_ns()
             if freeze_gc:
                 gc.freeze()
             observations: dict[str, float] = {}
@@ -624,7 +624,7 @@ async def _ours_paced(
     steady = _steady(recorders, emitted_since=delivered_ns)
     figures = _paced_figures(steady, slow=slow is not None)
     figures.update(observations)
-    figures["initial_delivery_s"] = max(0, delivered_ns - synced_ns) / 1e9
+    figures["initial_delivery_s"] = (delivered_ns - started_ns) / 1e9
     figures["judged_events"] = float(min(len(samples) for samples in steady))
     if statistics is not None:
         figures.update(sampler.summary())
