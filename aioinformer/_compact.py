@@ -6,7 +6,7 @@ cache is compact (``cache="compact"``, the default): its source lists and watche
 transform sees decoded objects (:func:`compact_transform`), its pop task stores entries and
 hands each event's objects to the handlers wrapped in one
 :class:`~aioinformer._raw.SharedDecode` (:func:`apply_deltas`), and each handler unwraps
-them as it needs: the decoded object (:func:`materialize`) or only the key
+them as it needs (:func:`handler_converter`): the decoded object, or only the key
 (:func:`notified_key`).
 
 Input: Deltas popped from the DeltaFIFO, holding RawObjects (from a compact source),
@@ -44,7 +44,7 @@ __all__ = [
     "apply_deltas",
     "compact_source",
     "compact_transform",
-    "materialize",
+    "handler_converter",
     "notified_key",
 ]
 
@@ -98,7 +98,7 @@ def compact_transform(transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return on_decoded
 
 
-def materialize(obj: Any) -> Any:
+def _materialize(obj: Any) -> Any:
     """What a handler receives for a notified object: the (shared) decoded object, or a
     tombstone holding it."""
     kind = type(obj)
@@ -116,12 +116,31 @@ def materialize(obj: Any) -> Any:
     return obj
 
 
-def notified_key(obj: Any) -> str:
-    """The key of a notified object, never decoding it (``keys_only`` handlers, and
-    coalescing queues)."""
+def _notified_key(obj: Any) -> str:
     if type(obj) is SharedDecode:
         obj = obj.entry
     return meta_namespace_key(obj)
+
+
+def notified_key(cache: CacheMode) -> Callable[[Any], str]:
+    """The key of a notified object in a ``cache`` informer, never decoding it (for
+    ``keys_only`` handlers, and coalescing queues)."""
+    return _notified_key if cache == "compact" else meta_namespace_key
+
+
+def handler_converter(
+    cache: CacheMode, *, keys_only: bool, to_model: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """What a handler's listener applies to each notified object before delivery:
+    nothing, the key, the decoded object and/or the model (``to_model``)."""
+    if keys_only:
+        return notified_key(cache)
+    if cache == "objects":
+        return to_model
+    if to_model is None:
+        return _materialize
+    validate = to_model
+    return lambda obj: validate(_materialize(obj))
 
 
 def _wrap_deleted(obj: Any) -> Any:

@@ -66,7 +66,7 @@ from aioinformer._compact import (
     apply_deltas,
     compact_source,
     compact_transform,
-    materialize,
+    handler_converter,
     notified_key,
 )
 from aioinformer._meta import same_resource_version
@@ -342,10 +342,12 @@ class SharedIndexInformer:
         methods, and/or those callbacks as keywords (a keyword wins over the method).
         Callbacks may be sync or async.
 
-        ``keys_only=True`` passes each object's key (``"namespace/name"``, or ``"name"``
-        for a cluster-scoped one) in place of the object, tombstones included: for a
-        handler that only enqueues keys, which then costs no decode (``model`` is not
-        applied to it).
+        An ``on_update`` whose code never reads its ``old`` argument receives ``None``
+        for it, so no conversion nobody reads is made (a decode in a compact cache, a
+        validation with ``model``). ``keys_only=True`` passes each object's key
+        (``"namespace/name"``, or ``"name"`` for a cluster-scoped one) in place of the
+        object, tombstones included: for a handler that only enqueues keys, which then
+        costs no decode (``model`` is not applied to it).
 
         ``resync_period`` (seconds) defaults to the informer's; below 1 s it is raised to
         1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
@@ -461,8 +463,12 @@ class SharedIndexInformer:
             upstream_has_synced=self.has_synced,
             max_pending=max_pending,
             overflow=overflow,
-            key_func=self._notified_key if overflow == "coalesce" else None,
-            convert=self._converter(keys_only=keys_only),
+            key_func=notified_key(self._cache) if overflow == "coalesce" else None,
+            convert=handler_converter(
+                self._cache,
+                keys_only=keys_only,
+                to_model=self._to_model if self._model is not None else None,
+            ),
         )
         if started:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
@@ -484,21 +490,6 @@ class SharedIndexInformer:
         if registration._informer is not self:
             return
         self._processor.remove_listener(registration._listener)
-
-    @property
-    def _notified_key(self) -> Callable[[Any], str]:
-        return notified_key if self._cache == "compact" else meta_namespace_key
-
-    def _converter(self, *, keys_only: bool) -> Callable[[Any], Any] | None:
-        """What a listener applies to each notified object before delivery."""
-        if keys_only:
-            return self._notified_key
-        if self._cache == "objects":
-            return self._to_model if self._model is not None else None
-        if self._model is None:
-            return materialize
-        to_model = self._to_model
-        return lambda obj: to_model(materialize(obj))
 
     def _to_model(self, obj: Any) -> Any:
         model = self._model
