@@ -507,7 +507,9 @@ class SharedIndexInformer:
 
     @property
     def indexer(self) -> Indexer[Any]:
-        """The cache itself (raw objects). Read-only for users: prefer :meth:`lister`."""
+        """The cache itself: a :class:`~aioinformer.indexer.CompactIndexer` (reads decode)
+        or, with ``cache="objects"``, an :class:`~aioinformer.indexer.Indexer` of the
+        decoded objects. Never write to it; prefer :meth:`lister` for reads."""
         return self._indexer
 
     def lister(self) -> Lister[Any]:
