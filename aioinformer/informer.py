@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
     CacheMode,
+    DecodeWindow,
     apply_deltas,
     compact_source,
     compact_transform,
@@ -262,6 +263,8 @@ class SharedIndexInformer:
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
         self._cache: CacheMode = cache
+        # The shared decodes the pop task made last (compact cache only).
+        self._window = DecodeWindow()
         self._indexer: Indexer[Any] = (
             CompactIndexer(meta_namespace_key, indexers)
             if cache == "compact"
@@ -703,7 +706,9 @@ class SharedIndexInformer:
         indexer = self._indexer
         distribute = self._processor.distribute
         if type(indexer) is CompactIndexer:
-            apply_deltas(deltas, indexer, distribute, is_in_initial_list=is_in_initial_list)
+            apply_deltas(
+                deltas, indexer, distribute, self._window, is_in_initial_list=is_in_initial_list
+            )
             return
         first = deltas[0].object
         key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
