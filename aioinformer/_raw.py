@@ -27,6 +27,7 @@ and handler queues.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any, Final
 
 import msgspec
@@ -238,14 +239,16 @@ def _entry(
         add_type = True
         kind = kind if kind is not None else default_kind
         api_version = api_version if api_version is not None else default_api_version
+    # Namespaces, kinds and apiVersions repeat across a cache: one string each.
+    namespace = intern(namespace)
     return RawObject(
         raw=raw,
         key=(f"{namespace}/{name}" if namespace else name) if name else "",
         name=name,
         namespace=namespace,
         resource_version=resource_version,
-        kind=kind,
-        api_version=api_version,
+        kind=intern(kind),
+        api_version=intern(api_version),
         labels=labels,
         add_type=add_type,
     )
