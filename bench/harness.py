@@ -31,7 +31,6 @@ __all__ = [
     "CacheMode",
     "client",
     "informer",
-    "label_index",
     "session",
     "watch_indexers",
     "with_cache_modes",
@@ -59,26 +58,16 @@ def with_cache_modes(*variants: str) -> tuple[str, ...]:
     return tuple(expanded)
 
 
-def label_index(label: str) -> Callable[[Any], list[str]]:
-    """An index function on the value of ``label``."""
-
-    def index(obj: Any) -> list[str]:
-        labels = obj["metadata"].get("labels") or {}
-        value = labels.get(label)
-        return [value] if value is not None else []
-
-    index.__name__ = f"index_by_{label.replace('.', '_').replace('/', '_')}"
-    return index
-
-
 def watch_indexers() -> dict[str, Callable[[Any], list[str]]]:
-    """The three indexes of the watch scenarios: namespace and two labels."""
-    from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+    """The three indexes of the watch scenarios: namespace and two labels, built the way
+    the library recommends (its label index reads only what a compact cache keeps
+    decoded)."""
+    from aioinformer.indexer import NAMESPACE_INDEX, label_index_func, namespace_index_func
 
     return {
         NAMESPACE_INDEX: namespace_index_func,
-        APP_LABEL: label_index(APP_LABEL),
-        TIER_LABEL: label_index(TIER_LABEL),
+        APP_LABEL: label_index_func(APP_LABEL),
+        TIER_LABEL: label_index_func(TIER_LABEL),
     }
 
 
