@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import aiohttp
 
 from bench.objects import APP_LABEL, TIER_LABEL
+from bench.replay import START_PATH
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -32,6 +33,7 @@ __all__ = [
     "client",
     "informer",
     "session",
+    "start_stream",
     "watch_indexers",
     "with_cache_modes",
 ]
@@ -76,6 +78,14 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
     """The raw baseline's HTTP session (no total timeout: watches are long)."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as opened:
         yield opened
+
+
+async def start_stream(url: str, params: dict[str, Any]) -> None:
+    """Start the replay server's held watch stream, when the scenario holds it."""
+    if not params.get("hold"):
+        return
+    async with session() as opened, opened.get(url + START_PATH) as response:
+        response.raise_for_status()
 
 
 @contextlib.asynccontextmanager

@@ -19,7 +19,9 @@ Output: a loopback HTTP server that answers, for its one resource (``pods`` or
   ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the same clock in every process on the
   machine) at the moment it is written. After the last event the stream stays open,
   silent, until ``timeoutSeconds`` or the client leaves — a re-watch from the last
-  resourceVersion therefore gets nothing, as from a real server.
+  resourceVersion therefore gets nothing, as from a real server. With ``hold``, a paced
+  stream sends nothing until ``GET /bench/start`` (one start per stream; a start that
+  comes first is kept for the next stream).
 * ``/api``, ``/api/v1``, ``/apis``, ``/version`` — minimal discovery answers.
 
 Task model: one aiohttp application on one event loop. :class:`ReplayServerProcess` runs it
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPO_ROOT",
+    "START_PATH",
     "ReplayConfig",
     "ReplayData",
     "ReplayServerProcess",
@@ -65,6 +68,8 @@ _WRITE_BYTES: Final = 256 * 1024
 negligible, small enough that the client starts decoding early."""
 _TICK: Final = 0.001
 """Pacing period of rate-limited streams, in seconds."""
+START_PATH: Final = "/bench/start"
+"""``GET`` here starts the next (or the waiting) held watch stream."""
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 """The checkout holding ``bench``: the working directory of every child process."""
 
@@ -89,6 +94,9 @@ class ReplayConfig:
     """MODIFIED events in the watch stream (after the LIST's resourceVersion)."""
     rate: float = 0.0
     """Events per second of the watch stream; 0 sends at full speed."""
+    hold: bool = False
+    """Whether a paced watch stream waits for ``GET /bench/start`` before its first event
+    (see :data:`START_PATH`), so that each side starts it once it is ready."""
     namespaces: int = 50
     """Objects spread round-robin over this many namespaces."""
 
@@ -232,6 +240,9 @@ def build_app(data: ReplayData) -> web.Application:
         # A client that leaves makes the next write fail; that simply ends the stream.
         with contextlib.suppress(ConnectionResetError):
             if data.config.rate > 0:
+                if data.config.hold:
+                    await start.wait()
+                    start.clear()
                 await _paced(response, first)
             else:
                 await _full_speed(response, first)
@@ -272,6 +283,15 @@ def build_app(data: ReplayData) -> web.Application:
             await asyncio.sleep(_TICK)
 
     app = web.Application()
+    # Set by GET START_PATH, cleared by the held stream it starts: one start per stream,
+    # whether it comes before the watch request or after.
+    start = asyncio.Event()
+
+    async def start_stream(_request: web.Request) -> web.Response:
+        start.set()
+        return _json({"started": True})
+
+    app.router.add_get(START_PATH, start_stream)
     app.router.add_get("/api", api)
     app.router.add_get("/api/v1", api_v1)
     app.router.add_get("/apis", apis)

@@ -448,6 +448,8 @@ async def _raw_paced(
     sampler = RssSampler(period=0.1)
     async with harness.session() as session, asyncio.TaskGroup() as tasks:
         cache, rv = await raw_list(session, url, resource, page_size=500)
+        # Ready once listed: a start sent before the watch connects is kept for it.
+        await harness.start_stream(url, params)
         last = params["objects"] + params["events"]
         drainer = tasks.create_task(drain()) if slow else None
         observations: dict[str, float] = {}
@@ -564,12 +566,15 @@ async def _ours_paced(
     # Per fast handler: initial adds received, and when the last one arrived (ns).
     initial_adds = [0] * fast
     initial_done = [0] * fast
+    initial_delivered = asyncio.Event()
 
     def make_initial(slot: int) -> Callable[[Any, bool], None]:
         def on_add(_obj: Any, _is_in_initial_list: bool) -> None:
             initial_adds[slot] += 1
             if initial_adds[slot] == params["objects"]:
                 initial_done[slot] = time.monotonic_ns()
+                if all(initial_done):
+                    initial_delivered.set()
 
         return on_add
 
@@ -607,6 +612,10 @@ async def _ours_paced(
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
+            if params.get("hold"):
+                # Ready once every handler has the initial list: the stream starts then.
+                await initial_delivered.wait()
+                await harness.start_stream(url, params)
             if freeze_gc:
                 gc.freeze()
             observations: dict[str, float] = {}

@@ -244,6 +244,7 @@ async def service_ours(url: str, params: dict[str, Any], *, cache: CacheMode) ->
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
+            await harness.start_stream(url, params)
             lister = informer.lister()
 
             def read(namespace: str, name: str) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import pytest
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
-from bench.replay import ReplayConfig, ReplayData, start_replay_server
+from bench.replay import START_PATH, ReplayConfig, ReplayData, start_replay_server
 from bench.run import SCENARIOS, Target, reference_of, render_summary, render_table
 from bench.scenarios import CASES, _paced_figures
 
@@ -300,6 +300,22 @@ async def test_replay_watch_at_a_rate_stamps_the_emit_time() -> None:
     ]
     assert all(before <= stamp <= after for stamp in stamps)
     assert stamps == sorted(stamps)
+
+
+async def test_a_held_stream_starts_on_the_signal_even_one_sent_before_the_watch() -> None:
+    data = ReplayData(ReplayConfig(objects=3, watch_events=4, rate=2_000.0, hold=True))
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        before = time.monotonic_ns()
+        async with session.get(url + START_PATH) as started:
+            assert started.status == 200
+        params = {"watch": "1", "resourceVersion": "3", "timeoutSeconds": "1"}
+        async with session.get(f"{url}/api/v1/pods", params=params) as response:
+            events = await _read_lines(response, 4)
+    stamps = [
+        int(event["object"]["metadata"]["annotations"][EMITTED_ANNOTATION])  # type: ignore[index]
+        for event in events
+    ]
+    assert all(stamp >= before for stamp in stamps)
 
 
 def test_table_shows_errors_and_ratios() -> None:
