@@ -5,8 +5,8 @@ reflector is the producer: the result of each LIST goes to :meth:`DeltaFIFO.repl
 each watch event to :meth:`~DeltaFIFO.add`, :meth:`~DeltaFIFO.update` or
 :meth:`~DeltaFIFO.delete`, and a periodic :meth:`~DeltaFIFO.resync` re-offers what the
 cache holds. The consumer is the informer's processing task, which calls
-:meth:`DeltaFIFO.pop` in a loop and applies what it gets to the
-:class:`~aioinformer.indexer.Indexer`.
+:meth:`DeltaFIFO.pop` (one key) or :meth:`DeltaFIFO.pop_batch` (every ready key, up to a
+limit) in a loop and applies what it gets to the :class:`~aioinformer.indexer.Indexer`.
 
 Input and output. Each write appends a :class:`Delta` (a :class:`DeltaType` and the
 object) to the :class:`Deltas` of the object's key. ``pop`` hands out one key's whole
@@ -14,7 +14,8 @@ object) to the :class:`Deltas` of the object's key. ``pop`` hands out one key's 
 object, deletions included, not just its latest state.
 
 Ordering. Keys leave in the order they first entered: more changes to a key already
-queued join its list without moving it, so a busy object cannot starve the others.
+queued join its list without moving it, so a busy object cannot starve the others. A
+batch holds each key once, so batching never reorders one object's changes.
 Two deletions in a row for one key collapse into one (the one carrying the real object
 wins over a tombstone). Nothing is ordered across keys beyond that.
 
@@ -29,7 +30,9 @@ Synced. :meth:`DeltaFIFO.has_synced` becomes true once everything queued by the 
 returned, or as soon as an add, update or delete arrives before any ``replace``. Inside
 ``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
 being processed (with one popper; with several, an item popped while an initial item is
-still being processed also counts as initial). The moment is signalled once, as
+still being processed also counts as initial). A batch from ``pop_batch`` never straddles
+the end of the initial population, so this holds for every key of a batch at once. The
+moment is signalled once, as
 client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns ``True``
 from then on (``False`` once the FIFO is closed without having synced), so a consumer
 awaits it instead of polling ``has_synced()``.
@@ -38,8 +41,9 @@ Task model. Everything runs on one event loop. No method suspends between readin
 changing the FIFO's state, so each call is atomic with respect to other tasks and needs
 no lock; poppers park on a future of their own while the queue is empty, and a producer
 wakes the oldest. Producers are coroutines (the reflector's store protocol) but never suspend.
-``pop`` suspends while the queue is empty and, when it is not, at least once every 128
-calls, so that a long backlog cannot starve the loop. Several
+``pop`` and ``pop_batch`` suspend while the queue is empty and, when it is not, at least
+once every 128 items handed out (``pop_batch`` checks before each batch, so a batch larger
+than that runs without yielding), so that a long backlog cannot starve the loop. Several
 tasks may pop at once; each key is handed to one of them. ``close()`` is synchronous: it
 wakes every waiting popper; poppers drain what is left and then get
 :class:`FIFOClosedError`.
@@ -49,6 +53,7 @@ Example::
     fifo = DeltaFIFO(known_objects=indexer)
     await fifo.replace(items, resource_version)
     deltas = await fifo.pop(apply_to_indexer)
+    pairs = await fifo.pop_batch(apply_each_to_indexer, max_keys=1000)
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 
 __all__ = [
+    "DEFAULT_BATCH_KEYS",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaFIFO",
@@ -76,6 +82,7 @@ __all__ = [
     "Deltas",
     "FIFOClosedError",
     "KnownObjects",
+    "PopBatchProcessFunc",
     "PopProcessFunc",
     "Requeue",
     "TransformFunc",
@@ -84,7 +91,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _CHECKPOINT_EVERY = 128
-"""``pop`` yields to the event loop at least once per this many items handed out."""
+"""``pop`` and ``pop_batch`` yield to the event loop at least once per this many items
+handed out (``pop_batch`` by whole batches, so once per batch when batches are larger)."""
+
+DEFAULT_BATCH_KEYS = 1000
+"""How many keys ``pop_batch`` hands out at most by default, client-go's batch size."""
 
 
 class DeltaType(enum.StrEnum):
@@ -156,6 +167,13 @@ class KnownObjects(Protocol):
 
 PopProcessFunc: TypeAlias = Callable[[Deltas], Awaitable[None] | None]
 """Consumes one key's deltas; may be sync or async; raise :class:`Requeue` to put them back."""
+
+_KeyedBatch: TypeAlias = list[tuple[str, Deltas]]
+# What pop_batch hands out: (key, deltas) pairs in queue order, each key once.
+
+PopBatchProcessFunc: TypeAlias = Callable[[_KeyedBatch], Awaitable[None] | None]
+"""Consumes several keys' deltas as ``(key, deltas)`` pairs in queue order; may be sync or
+async; raise :class:`Requeue` to put them all back."""
 
 TransformFunc: TypeAlias = Callable[[Any], Any]
 """Applied to each object as it is queued (not to ``Sync`` deltas nor tombstones)."""
@@ -460,15 +478,8 @@ class DeltaFIFO:
         ``process`` is synchronous).
         """
         queue = self._queue
-        if not queue:
-            await self._wait_for_item()
-            self._since_checkpoint = 0
-        elif self._since_checkpoint >= _CHECKPOINT_EVERY:
-            self._since_checkpoint = 0
-            # Taken before the item: a cancellation here loses nothing.
-            await asyncio.sleep(0)
-            if not queue:
-                await self._wait_for_item()
+        if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
+            await self._wait_for_turn()
         self._since_checkpoint += 1
         key = queue.popleft()
         deltas = self._items.pop(key)
@@ -490,6 +501,81 @@ class DeltaFIFO:
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
         return deltas
+
+    async def pop_batch(
+        self, process: PopBatchProcessFunc, *, max_keys: int = DEFAULT_BATCH_KEYS
+    ) -> _KeyedBatch:
+        """Take up to ``max_keys`` of the oldest keys at once, run ``process`` on their
+        ``(key, deltas)`` pairs (in queue order), and return the pairs.
+
+        Client-go's ``PopBatch``: what :meth:`pop` does for one key, done for every key
+        ready now (up to ``max_keys``) with one call of ``process``, so a consumer can
+        apply a backlog without suspending between keys. Each key appears once, so the
+        order of each key's deltas is kept exactly as with ``pop``. Waits while the queue
+        is empty and raises :class:`FIFOClosedError` once the FIFO is closed and empty,
+        as ``pop`` does; it also yields to the event loop before taking a batch when at
+        least 128 items went out since the last yield.
+
+        A batch never mixes items of the first ``replace`` with later ones: while some of
+        that initial population is still queued, the batch stops at its end, so
+        ``not fifo.has_synced()`` inside ``process`` (client-go's *isInInitialList*)
+        holds for every key of the batch or for none.
+
+        ``process`` may be sync or async. If it raises :class:`Requeue`, every pair of the
+        batch goes back to the queue as :meth:`pop` puts one back (keys still queued keep
+        their place with the popped deltas in front; the others go to the back, in batch
+        order), and ``pop_batch`` raises the requeue's ``err`` if it has one. Any other
+        exception propagates and nothing is put back: a consumer that must isolate one
+        key's failure from the rest of the batch catches it per key inside ``process``.
+        Cancellation behaves as for :meth:`pop`, for the whole batch.
+        """
+        if max_keys < 1:
+            raise ValueError(f"max_keys must be at least 1, got {max_keys}")
+        queue = self._queue
+        if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
+            await self._wait_for_turn()
+        count = min(len(queue), max_keys)
+        initial = self._initial_population_count
+        if initial:
+            count = min(count, initial)
+            self._initial_population_count = initial - count
+            self._initial_in_process += count
+        self._since_checkpoint += count
+        popleft = queue.popleft
+        take = self._items.pop
+        batch: _KeyedBatch = []
+        for _ in range(count):
+            key = popleft()
+            batch.append((key, take(key)))
+        try:
+            result = process(batch)
+            if result is not None and inspect.isawaitable(result):
+                await result
+        except Requeue as requeue:
+            for key, deltas in batch:
+                self._requeue(key, deltas)
+            if requeue.err is not None:
+                raise requeue.err from requeue
+        finally:
+            if initial:
+                self._initial_in_process -= count
+                if not self._initial_in_process and not self._initial_population_count:
+                    self._signal_synced()
+        return batch
+
+    async def _wait_for_turn(self) -> None:
+        """Before a pop takes anything: wait for an item if there is none, else yield to
+        the event loop once (the pop has handed out enough since the last yield)."""
+        if not self._queue:
+            await self._wait_for_item()
+            self._since_checkpoint = 0
+            return
+        # Reset before yielding, so that other poppers do not yield for the same turn.
+        self._since_checkpoint = 0
+        # Taken before the item: a cancellation here loses nothing.
+        await asyncio.sleep(0)
+        if not self._queue:
+            await self._wait_for_item()
 
     async def _wait_for_item(self) -> None:
         queue = self._queue

@@ -1,0 +1,389 @@
+"""DeltaFIFO.pop_batch: several keys per call, with the cases of client-go's batched pop
+(``the_real_fifo_test.go``, ``PopMultipleDeltaInBatch``) restated for a FIFO that keeps one
+entry per key, plus waiting, closing, requeueing, cancellation and yielding."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from aioinformer.delta_fifo import (
+    DEFAULT_BATCH_KEYS,
+    Delta,
+    DeltaFIFO,
+    Deltas,
+    DeltaType,
+    FIFOClosedError,
+    Requeue,
+)
+
+Added, Updated, Replaced = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED
+
+
+@dataclass(frozen=True)
+class Obj:
+    name: str
+    val: Any = None
+
+
+def obj_key(obj: Obj) -> str:
+    return obj.name
+
+
+def new_fifo() -> DeltaFIFO:
+    return DeltaFIFO(obj_key, emit_delta_type_replaced=True)
+
+
+Batch = list[tuple[str, list[tuple[DeltaType, Obj]]]]
+"""A popped batch as plain data: (key, [(type, object), ...]) per key."""
+
+
+class Popper:
+    """Pops batches and records each one with the FIFO's *isInInitialList* during it."""
+
+    def __init__(self, fifo: DeltaFIFO) -> None:
+        self.fifo = fifo
+        self.batches: list[Batch] = []
+        self.initial: list[bool] = []
+
+    def process(self, pairs: list[tuple[str, Deltas]]) -> None:
+        self.batches.append([(key, [(d.type, d.object) for d in deltas]) for key, deltas in pairs])
+        self.initial.append(not self.fifo.has_synced())
+
+    async def drain(self, max_keys: int = DEFAULT_BATCH_KEYS) -> None:
+        while len(self.fifo):
+            await self.fifo.pop_batch(self.process, max_keys=max_keys)
+
+
+o1, o2, o3, o4 = Obj("foo1", 5), Obj("foo2", 5), Obj("foo3", 5), Obj("foo4", 5)
+UNLIMITED = 999_999
+
+
+@pytest.mark.parametrize(
+    ("listed", "updates", "max_keys", "expected", "initial"),
+    [
+        pytest.param(
+            [o1, o2, o3],
+            [],
+            UNLIMITED,
+            [[("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2)]), ("foo3", [(Replaced, o3)])]],
+            [True],
+            id="distinct keys leave in one batch",
+        ),
+        pytest.param(
+            [o1, o2],
+            [o3, o4],
+            2,
+            [
+                [("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2)])],
+                [("foo3", [(Updated, o3)]), ("foo4", [(Updated, o4)])],
+            ],
+            [True, False],
+            id="the initial list and later keys leave in separate batches",
+        ),
+        pytest.param(
+            [o1, o2],
+            [o3, o4],
+            UNLIMITED,
+            [
+                [("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2)])],
+                [("foo3", [(Updated, o3)]), ("foo4", [(Updated, o4)])],
+            ],
+            [True, False],
+            id="a batch stops at the end of the initial list whatever its size",
+        ),
+        pytest.param(
+            [o1],
+            [o1, o1],
+            UNLIMITED,
+            [[("foo1", [(Replaced, o1), (Updated, o1), (Updated, o1)])]],
+            [True],
+            id="more changes to a queued key join its deltas in order",
+        ),
+        pytest.param(
+            [o1, o2],
+            [o2, o3],
+            UNLIMITED,
+            [
+                [("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2), (Updated, o2)])],
+                [("foo3", [(Updated, o3)])],
+            ],
+            [True, False],
+            id="an update of a listed key stays with it, a new key waits for the next batch",
+        ),
+        pytest.param(
+            [o1, o2, o3],
+            [o2],
+            UNLIMITED,
+            [
+                [
+                    ("foo1", [(Replaced, o1)]),
+                    ("foo2", [(Replaced, o2), (Updated, o2)]),
+                    ("foo3", [(Replaced, o3)]),
+                ]
+            ],
+            [True],
+            id="an update in the middle keeps its key's place",
+        ),
+        pytest.param(
+            [o1, o2, o3],
+            [],
+            2,
+            [
+                [("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2)])],
+                [("foo3", [(Replaced, o3)])],
+            ],
+            [True, True],
+            id="max_keys splits the initial list",
+        ),
+        pytest.param(
+            [],
+            [o1, o2, o3],
+            2,
+            [[("foo1", [(Updated, o1)]), ("foo2", [(Updated, o2)])], [("foo3", [(Updated, o3)])]],
+            [False, False],
+            id="max_keys splits later changes",
+        ),
+        pytest.param(
+            [o1, o2, o3],
+            [o4],
+            2,
+            [
+                [("foo1", [(Replaced, o1)]), ("foo2", [(Replaced, o2)])],
+                [("foo3", [(Replaced, o3)])],
+                [("foo4", [(Updated, o4)])],
+            ],
+            [True, True, False],
+            id="max_keys and the initial list split together",
+        ),
+    ],
+)
+async def test_pop_batch_splits_like_client_go(
+    listed: list[Obj],
+    updates: list[Obj],
+    max_keys: int,
+    expected: list[Batch],
+    initial: list[bool],
+) -> None:
+    fifo = new_fifo()
+    await fifo.replace(listed, "123")
+    for obj in updates:
+        await fifo.update(obj)
+    popper = Popper(fifo)
+    await popper.drain(max_keys)
+    assert popper.batches == expected
+    assert popper.initial == initial
+    assert fifo.has_synced()
+
+
+async def test_pop_batch_returns_what_it_processed() -> None:
+    fifo = new_fifo()
+    await fifo.add(o1)
+    await fifo.update(o1)
+    await fifo.add(o2)
+    popped = await fifo.pop_batch(lambda pairs: None)
+    assert popped == [
+        ("foo1", Deltas([Delta(Added, o1), Delta(Updated, o1)])),
+        ("foo2", Deltas([Delta(Added, o2)])),
+    ]
+    assert len(fifo) == 0
+
+
+@pytest.mark.parametrize("max_keys", [0, -1])
+async def test_pop_batch_refuses_a_batch_of_no_keys(max_keys: int) -> None:
+    fifo = new_fifo()
+    await fifo.add(o1)
+    with pytest.raises(ValueError, match="max_keys"):
+        await fifo.pop_batch(lambda pairs: None, max_keys=max_keys)
+    assert fifo.list_keys() == ["foo1"]
+
+
+async def test_pop_batch_waits_for_an_item_then_takes_all_that_are_ready() -> None:
+    fifo = new_fifo()
+    popper = Popper(fifo)
+    task = asyncio.create_task(fifo.pop_batch(popper.process))
+    await asyncio.sleep(0)
+    assert not task.done()
+    await fifo.add(o1)
+    await fifo.add(o2)
+    await task
+    assert popper.batches == [[("foo1", [(Added, o1)]), ("foo2", [(Added, o2)])]]
+
+
+async def test_pop_batch_drains_a_closed_fifo_then_raises() -> None:
+    fifo = new_fifo()
+    await fifo.add(o1)
+    fifo.close()
+    popper = Popper(fifo)
+    await fifo.pop_batch(popper.process)
+    with pytest.raises(FIFOClosedError):
+        await fifo.pop_batch(popper.process)
+    assert popper.batches == [[("foo1", [(Added, o1)])]]
+
+
+async def test_close_wakes_a_waiting_pop_batch() -> None:
+    fifo = new_fifo()
+    task = asyncio.create_task(fifo.pop_batch(lambda pairs: None))
+    await asyncio.sleep(0)
+    fifo.close()
+    with pytest.raises(FIFOClosedError):
+        await task
+
+
+async def test_async_process_is_awaited() -> None:
+    fifo = new_fifo()
+    await fifo.add(o1)
+    seen: list[str] = []
+
+    async def process(pairs: list[tuple[str, Deltas]]) -> None:
+        await asyncio.sleep(0)
+        seen.extend(key for key, _ in pairs)
+
+    await fifo.pop_batch(process)
+    assert seen == ["foo1"]
+
+
+async def test_requeue_puts_the_whole_batch_back_in_order_with_newer_changes_behind() -> None:
+    fifo = new_fifo()
+    for obj in (o1, o2, o3):
+        await fifo.add(obj)
+
+    async def process(pairs: list[tuple[str, Deltas]]) -> None:
+        # Changes arriving while the batch is out: one for a popped key, one new key.
+        await fifo.update(Obj("foo2", 6))
+        await fifo.add(o4)
+        raise Requeue
+
+    popped = await fifo.pop_batch(process, max_keys=2)
+    assert [key for key, _ in popped] == ["foo1", "foo2"]
+    # foo2 was queued again meanwhile, so it keeps that place with the popped delta first;
+    # foo1 goes to the back.
+    assert fifo.list_keys() == ["foo3", "foo2", "foo4", "foo1"]
+    assert fifo.get_by_key("foo2") == [Delta(Added, o2), Delta(Updated, Obj("foo2", 6))]
+    assert fifo.get_by_key("foo1") == [Delta(Added, o1)]
+
+
+async def test_requeue_with_an_error_raises_it_after_putting_the_batch_back() -> None:
+    fifo = new_fifo()
+    await fifo.add(o1)
+
+    def process(pairs: list[tuple[str, Deltas]]) -> None:
+        raise Requeue(RuntimeError("try later"))
+
+    with pytest.raises(RuntimeError, match="try later"):
+        await fifo.pop_batch(process)
+    assert fifo.list_keys() == ["foo1"]
+
+
+async def test_an_error_in_process_loses_the_batch_but_still_counts_it_for_sync() -> None:
+    fifo = new_fifo()
+    await fifo.replace([o1, o2], "1")
+
+    def process(pairs: list[tuple[str, Deltas]]) -> None:
+        raise KeyError("broken index")
+
+    with pytest.raises(KeyError):
+        await fifo.pop_batch(process)
+    assert len(fifo) == 0
+    assert fifo.has_synced()
+
+
+async def test_has_synced_turns_true_only_once_the_last_initial_batch_is_processed() -> None:
+    fifo = new_fifo()
+    await fifo.replace([o1, o2, o3], "1")
+    during: list[bool] = []
+
+    def process(pairs: list[tuple[str, Deltas]]) -> None:
+        during.append(fifo.has_synced())
+
+    await fifo.pop_batch(process, max_keys=2)
+    assert not fifo.has_synced()
+    waiter = asyncio.create_task(fifo.wait_synced())
+    await fifo.pop_batch(process, max_keys=2)
+    assert fifo.has_synced()
+    assert await waiter
+    assert during == [False, False]
+
+
+async def test_cancelling_an_async_process_loses_the_batch_and_counts_it_for_sync() -> None:
+    fifo = new_fifo()
+    await fifo.replace([o1, o2], "1")
+    started = asyncio.Event()
+
+    async def process(pairs: list[tuple[str, Deltas]]) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(fifo.pop_batch(process))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(fifo) == 0
+    assert fifo.has_synced()
+
+
+async def test_cancelling_a_waiting_pop_batch_loses_nothing() -> None:
+    fifo = new_fifo()
+    task = asyncio.create_task(fifo.pop_batch(lambda pairs: None))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await fifo.add(o1)
+    popper = Popper(fifo)
+    await fifo.pop_batch(popper.process)
+    assert popper.batches == [[("foo1", [(Added, o1)])]]
+
+
+async def test_popping_a_backlog_in_batches_yields_to_other_tasks() -> None:
+    fifo = new_fifo()
+    for i in range(400):
+        await fifo.add(Obj(f"k{i}"))
+    other_ran = 0
+
+    async def other() -> None:
+        nonlocal other_ran
+        while True:
+            other_ran += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other())
+    await asyncio.sleep(0)
+    before = other_ran
+    # 100 keys a batch: the 128-item checkpoint falls due during the third call.
+    for _ in range(4):
+        await fifo.pop_batch(lambda pairs: None, max_keys=100)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert other_ran > before
+
+
+async def test_pop_and_pop_batch_share_one_queue() -> None:
+    fifo = new_fifo()
+    for obj in (o1, o2, o3):
+        await fifo.add(obj)
+    single = await fifo.pop(lambda deltas: None)
+    assert single == [Delta(Added, o1)]
+    popped = await fifo.pop_batch(lambda pairs: None)
+    assert [key for key, _ in popped] == ["foo2", "foo3"]
+
+
+async def test_two_batch_poppers_each_take_different_keys() -> None:
+    fifo = new_fifo()
+    first, second = Popper(fifo), Popper(fifo)
+    tasks = [
+        asyncio.create_task(fifo.pop_batch(first.process)),
+        asyncio.create_task(fifo.pop_batch(second.process)),
+    ]
+    await asyncio.sleep(0)
+    await fifo.add(o1)
+    await asyncio.sleep(0)
+    await fifo.add(o2)
+    await asyncio.gather(*tasks)
+    assert first.batches == [[("foo1", [(Added, o1)])]]
+    assert second.batches == [[("foo2", [(Added, o2)])]]
