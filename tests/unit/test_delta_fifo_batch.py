@@ -1,6 +1,7 @@
 """DeltaFIFO.pop_batch: several keys per call, with the cases of client-go's batched pop
 (``the_real_fifo_test.go``, ``PopMultipleDeltaInBatch``) restated for a FIFO that keeps one
-entry per key, plus waiting, closing, requeueing, cancellation and yielding."""
+entry per key, plus waiting, closing, requeueing and cancellation. Yielding during a
+backlog is tested beside ``pop``'s, in ``test_delta_fifo``."""
 
 from __future__ import annotations
 
@@ -337,30 +338,6 @@ async def test_cancelling_a_waiting_pop_batch_loses_nothing() -> None:
     popper = Popper(fifo)
     await fifo.pop_batch(popper.process)
     assert popper.batches == [[("foo1", [(Added, o1)])]]
-
-
-async def test_popping_a_backlog_in_batches_yields_to_other_tasks() -> None:
-    fifo = new_fifo()
-    for i in range(400):
-        await fifo.add(Obj(f"k{i}"))
-    other_ran = 0
-
-    async def other() -> None:
-        nonlocal other_ran
-        while True:
-            other_ran += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(other())
-    await asyncio.sleep(0)
-    before = other_ran
-    # 100 keys a batch: the 128-item checkpoint falls due during the third call.
-    for _ in range(4):
-        await fifo.pop_batch(lambda pairs: None, max_keys=100)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert other_ran > before
 
 
 async def test_pop_and_pop_batch_share_one_queue() -> None:
