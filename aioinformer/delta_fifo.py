@@ -53,7 +53,7 @@ Example::
     fifo = DeltaFIFO(known_objects=indexer)
     await fifo.replace(items, resource_version)
     deltas = await fifo.pop(apply_to_indexer)
-    pairs = await fifo.pop_batch(apply_each_to_indexer, max_keys=1000)
+    await fifo.pop_batch(apply_each_to_indexer, max_keys=1000)
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ import enum
 import inspect
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -80,6 +80,7 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "DeltasBatch",
     "FIFOClosedError",
     "KnownObjects",
     "PopBatchProcessFunc",
@@ -168,15 +169,58 @@ class KnownObjects(Protocol):
 PopProcessFunc: TypeAlias = Callable[[Deltas], Awaitable[None] | None]
 """Consumes one key's deltas; may be sync or async; raise :class:`Requeue` to put them back."""
 
-_KeyedBatch: TypeAlias = list[tuple[str, Deltas]]
-# What pop_batch hands out: (key, deltas) pairs in queue order, each key once.
-
-PopBatchProcessFunc: TypeAlias = Callable[[_KeyedBatch], Awaitable[None] | None]
-"""Consumes several keys' deltas as ``(key, deltas)`` pairs in queue order; may be sync or
-async; raise :class:`Requeue` to put them all back."""
+PopBatchProcessFunc: TypeAlias = Callable[["DeltasBatch"], Awaitable[None] | None]
+"""Consumes several keys' deltas by iterating a :class:`DeltasBatch`; may be sync or async;
+raise :class:`Requeue` to put back the key being processed."""
 
 TransformFunc: TypeAlias = Callable[[Any], Any]
 """Applied to each object as it is queued (not to ``Sync`` deltas nor tombstones)."""
+
+
+class DeltasBatch:
+    """The keys one :meth:`DeltaFIFO.pop_batch` call hands to its ``process``: iterate it,
+    once, for ``(key, deltas)`` pairs, oldest key first.
+
+    A key leaves the FIFO only as the iteration reaches it, and the batch lets go of a
+    key's deltas as soon as the iteration moves past it. A consumer applying a large batch
+    so frees each key's deltas as it goes, as it would with single pops: holding a
+    thousand keys' deltas until the batch ends would make the cyclic collector run about
+    twice as often during a backlog (it counts allocations net of frees, and a burst of
+    frees does not make up for a burst of allocations). ``len()`` is how many keys the
+    batch was sized for; it hands out fewer only if the queue empties meanwhile.
+    """
+
+    __slots__ = ("_current", "_fifo", "_size", "_taken")
+
+    _current: tuple[str, Deltas] | None
+    """The pair handed out last, until the iteration moves on or ends: what a
+    :class:`Requeue` puts back."""
+    _taken: int
+    """Keys handed out so far; never more than ``_size``."""
+
+    def __init__(self, fifo: DeltaFIFO, size: int) -> None:
+        self._fifo = fifo
+        self._size = size
+        self._taken = 0
+        self._current = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[tuple[str, Deltas]]:
+        fifo = self._fifo
+        queue = fifo._queue
+        take = fifo._items.pop
+        size = self._size
+        while self._taken < size and queue:
+            key = queue.popleft()
+            self._taken += 1
+            current = self._current = (key, take(key))
+            yield current
+        self._current = None
+
+    def __repr__(self) -> str:
+        return f"<DeltasBatch {self._taken}/{self._size} taken>"
 
 
 class DeltaFIFO:
@@ -504,30 +548,34 @@ class DeltaFIFO:
 
     async def pop_batch(
         self, process: PopBatchProcessFunc, *, max_keys: int = DEFAULT_BATCH_KEYS
-    ) -> _KeyedBatch:
-        """Take up to ``max_keys`` of the oldest keys at once, run ``process`` on their
-        ``(key, deltas)`` pairs (in queue order), and return the pairs.
+    ) -> int:
+        """Hand up to ``max_keys`` of the oldest keys to one ``process`` call, as a
+        :class:`DeltasBatch` that yields ``(key, deltas)`` in queue order; return how many
+        keys it handed out.
 
         Client-go's ``PopBatch``: what :meth:`pop` does for one key, done for every key
-        ready now (up to ``max_keys``) with one call of ``process``, so a consumer can
+        ready now (up to ``max_keys``) in one call of ``process``, so a consumer can
         apply a backlog without suspending between keys. Each key appears once, so the
         order of each key's deltas is kept exactly as with ``pop``. Waits while the queue
         is empty and raises :class:`FIFOClosedError` once the FIFO is closed and empty,
-        as ``pop`` does; it also yields to the event loop before taking a batch when at
-        least 128 items went out since the last yield.
+        as ``pop`` does; it also yields to the event loop before handing out a batch when
+        at least 128 items went out since the last yield.
 
         A batch never mixes items of the first ``replace`` with later ones: while some of
         that initial population is still queued, the batch stops at its end, so
         ``not fifo.has_synced()`` inside ``process`` (client-go's *isInInitialList*)
         holds for every key of the batch or for none.
 
-        ``process`` may be sync or async. If it raises :class:`Requeue`, every pair of the
-        batch goes back to the queue as :meth:`pop` puts one back (keys still queued keep
-        their place with the popped deltas in front; the others go to the back, in batch
-        order), and ``pop_batch`` raises the requeue's ``err`` if it has one. Any other
-        exception propagates and nothing is put back: a consumer that must isolate one
-        key's failure from the rest of the batch catches it per key inside ``process``.
-        Cancellation behaves as for :meth:`pop`, for the whole batch.
+        A key leaves the queue only when the iteration reaches it: keys a ``process`` does
+        not reach (it raised, or stopped iterating) stay queued, in order, and still count
+        towards :meth:`has_synced`. If ``process`` raises :class:`Requeue`, the key it was
+        handed last goes back as :meth:`pop` puts one back, and ``pop_batch`` raises the
+        requeue's ``err`` if it has one. Any other exception propagates; the keys already
+        handed out are not put back, so a consumer that must isolate one key's failure
+        from the rest catches it per key. Cancellation of an async ``process`` behaves as
+        for :meth:`pop`, for the keys handed out. As in client-go, batches are meant for
+        one popper: with several, an async ``process`` may be handed keys queued after
+        its batch was sized.
         """
         if max_keys < 1:
             raise ValueError(f"max_keys must be at least 1, got {max_keys}")
@@ -540,28 +588,27 @@ class DeltaFIFO:
             count = min(count, initial)
             self._initial_population_count = initial - count
             self._initial_in_process += count
-        self._since_checkpoint += count
-        popleft = queue.popleft
-        take = self._items.pop
-        batch: _KeyedBatch = []
-        for _ in range(count):
-            key = popleft()
-            batch.append((key, take(key)))
+        batch = DeltasBatch(self, count)
         try:
             result = process(batch)
             if result is not None and inspect.isawaitable(result):
                 await result
         except Requeue as requeue:
-            for key, deltas in batch:
-                self._requeue(key, deltas)
+            current = batch._current
+            if current is not None:
+                self._requeue(*current)
             if requeue.err is not None:
                 raise requeue.err from requeue
         finally:
+            taken = batch._taken
+            self._since_checkpoint += taken
             if initial:
                 self._initial_in_process -= count
+                # What the iteration did not reach is still queued, and still initial.
+                self._initial_population_count += count - taken
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
-        return batch
+        return taken
 
     async def _wait_for_turn(self) -> None:
         """Before a pop takes anything: wait for an item if there is none, else yield to

@@ -15,6 +15,7 @@ from aioinformer.delta_fifo import (
     Delta,
     DeltaFIFO,
     Deltas,
+    DeltasBatch,
     DeltaType,
     FIFOClosedError,
     Requeue,
@@ -900,8 +901,13 @@ async def pop_one(f: DeltaFIFO) -> None:
     await pop(f)
 
 
+def take_all(batch: DeltasBatch) -> None:
+    for _ in batch:
+        pass
+
+
 async def pop_a_hundred(f: DeltaFIFO) -> None:
-    await f.pop_batch(lambda pairs: None, max_keys=100)
+    await f.pop_batch(take_all, max_keys=100)
 
 
 @pytest.mark.parametrize(

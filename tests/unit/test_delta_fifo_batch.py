@@ -6,6 +6,7 @@ backlog is tested beside ``pop``'s, in ``test_delta_fifo``."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from aioinformer.delta_fifo import (
     Delta,
     DeltaFIFO,
     Deltas,
+    DeltasBatch,
     DeltaType,
     FIFOClosedError,
     Requeue,
@@ -50,8 +52,8 @@ class Popper:
         self.batches: list[Batch] = []
         self.initial: list[bool] = []
 
-    def process(self, pairs: list[tuple[str, Deltas]]) -> None:
-        self.batches.append([(key, [(d.type, d.object) for d in deltas]) for key, deltas in pairs])
+    def process(self, batch: DeltasBatch) -> None:
+        self.batches.append([(key, [(d.type, d.object) for d in deltas]) for key, deltas in batch])
         self.initial.append(not self.fifo.has_synced())
 
     async def drain(self, max_keys: int = DEFAULT_BATCH_KEYS) -> None:
@@ -61,6 +63,11 @@ class Popper:
 
 o1, o2, o3, o4 = Obj("foo1", 5), Obj("foo2", 5), Obj("foo3", 5), Obj("foo4", 5)
 UNLIMITED = 999_999
+
+
+def take_all(batch: DeltasBatch) -> None:
+    for _ in batch:
+        pass
 
 
 @pytest.mark.parametrize(
@@ -180,17 +187,60 @@ async def test_pop_batch_splits_like_client_go(
     assert fifo.has_synced()
 
 
-async def test_pop_batch_returns_what_it_processed() -> None:
+async def test_pop_batch_hands_out_pairs_and_returns_how_many() -> None:
     fifo = new_fifo()
     await fifo.add(o1)
     await fifo.update(o1)
     await fifo.add(o2)
-    popped = await fifo.pop_batch(lambda pairs: None)
-    assert popped == [
+    handed: list[tuple[str, Deltas]] = []
+    sizes: list[int] = []
+
+    def process(batch: DeltasBatch) -> None:
+        sizes.append(len(batch))
+        handed.extend(batch)
+
+    assert await fifo.pop_batch(process) == 2
+    assert sizes == [2]
+    assert handed == [
         ("foo1", Deltas([Delta(Added, o1), Delta(Updated, o1)])),
         ("foo2", Deltas([Delta(Added, o2)])),
     ]
     assert len(fifo) == 0
+
+
+async def test_keys_the_process_does_not_reach_stay_queued_in_order() -> None:
+    fifo = new_fifo()
+    for obj in (o1, o2, o3):
+        await fifo.add(obj)
+
+    def process(batch: DeltasBatch) -> None:
+        for key, _ in batch:
+            if key == "foo1":
+                break
+
+    assert await fifo.pop_batch(process) == 1
+    assert fifo.list_keys() == ["foo2", "foo3"]
+    assert await fifo.pop_batch(lambda batch: None) == 0
+    assert fifo.list_keys() == ["foo2", "foo3"]
+
+
+async def test_the_batch_lets_go_of_each_key_once_the_iteration_moves_on() -> None:
+    fifo = new_fifo()
+    for obj in (o1, o2):
+        await fifo.add(obj)
+    first: list[Deltas] = []
+
+    def process(batch: DeltasBatch) -> None:
+        iterator = iter(batch)
+        _, deltas = next(iterator)
+        first.append(deltas)
+        held = sys.getrefcount(deltas)
+        next(iterator)
+        # The batch's reference (its current pair) is gone; ours remain.
+        assert sys.getrefcount(deltas) == held - 1
+
+    await fifo.pop_batch(process)
+    assert first == [[Delta(Added, o1)]]
 
 
 @pytest.mark.parametrize("max_keys", [0, -1])
@@ -198,7 +248,7 @@ async def test_pop_batch_refuses_a_batch_of_no_keys(max_keys: int) -> None:
     fifo = new_fifo()
     await fifo.add(o1)
     with pytest.raises(ValueError, match="max_keys"):
-        await fifo.pop_batch(lambda pairs: None, max_keys=max_keys)
+        await fifo.pop_batch(lambda batch: None, max_keys=max_keys)
     assert fifo.list_keys() == ["foo1"]
 
 
@@ -227,7 +277,7 @@ async def test_pop_batch_drains_a_closed_fifo_then_raises() -> None:
 
 async def test_close_wakes_a_waiting_pop_batch() -> None:
     fifo = new_fifo()
-    task = asyncio.create_task(fifo.pop_batch(lambda pairs: None))
+    task = asyncio.create_task(fifo.pop_batch(lambda batch: None))
     await asyncio.sleep(0)
     fifo.close()
     with pytest.raises(FIFOClosedError):
@@ -239,56 +289,91 @@ async def test_async_process_is_awaited() -> None:
     await fifo.add(o1)
     seen: list[str] = []
 
-    async def process(pairs: list[tuple[str, Deltas]]) -> None:
+    async def process(batch: DeltasBatch) -> None:
         await asyncio.sleep(0)
-        seen.extend(key for key, _ in pairs)
+        seen.extend(key for key, _ in batch)
 
     await fifo.pop_batch(process)
     assert seen == ["foo1"]
 
 
-async def test_requeue_puts_the_whole_batch_back_in_order_with_newer_changes_behind() -> None:
+async def test_requeue_puts_back_the_key_being_processed_and_leaves_the_rest_queued() -> None:
+    fifo = new_fifo()
+    for obj in (o1, o2, o3):
+        await fifo.add(obj)
+    applied: list[str] = []
+
+    async def process(batch: DeltasBatch) -> None:
+        for key, _ in batch:
+            if key == "foo2":
+                # A change arrives while foo2 is out, then applying foo2 fails for now.
+                await fifo.update(Obj("foo2", 6))
+                raise Requeue
+            applied.append(key)
+
+    assert await fifo.pop_batch(process) == 2
+    assert applied == ["foo1"]
+    # foo2 was queued again meanwhile, behind foo3 which the batch never reached; the
+    # popped delta goes in front of the newer one.
+    assert fifo.list_keys() == ["foo3", "foo2"]
+    assert fifo.get_by_key("foo2") == [Delta(Added, o2), Delta(Updated, Obj("foo2", 6))]
+
+
+async def test_a_requeued_key_without_newer_changes_goes_to_the_back() -> None:
     fifo = new_fifo()
     for obj in (o1, o2, o3):
         await fifo.add(obj)
 
-    async def process(pairs: list[tuple[str, Deltas]]) -> None:
-        # Changes arriving while the batch is out: one for a popped key, one new key.
-        await fifo.update(Obj("foo2", 6))
-        await fifo.add(o4)
-        raise Requeue
+    def process(batch: DeltasBatch) -> None:
+        for _ in batch:
+            raise Requeue
 
-    popped = await fifo.pop_batch(process, max_keys=2)
-    assert [key for key, _ in popped] == ["foo1", "foo2"]
-    # foo2 was queued again meanwhile, so it keeps that place with the popped delta first;
-    # foo1 goes to the back.
-    assert fifo.list_keys() == ["foo3", "foo2", "foo4", "foo1"]
-    assert fifo.get_by_key("foo2") == [Delta(Added, o2), Delta(Updated, Obj("foo2", 6))]
-    assert fifo.get_by_key("foo1") == [Delta(Added, o1)]
+    await fifo.pop_batch(process)
+    assert fifo.list_keys() == ["foo2", "foo3", "foo1"]
 
 
-async def test_requeue_with_an_error_raises_it_after_putting_the_batch_back() -> None:
+async def test_requeue_with_an_error_raises_it_after_putting_the_key_back() -> None:
     fifo = new_fifo()
     await fifo.add(o1)
 
-    def process(pairs: list[tuple[str, Deltas]]) -> None:
-        raise Requeue(RuntimeError("try later"))
+    def process(batch: DeltasBatch) -> None:
+        for _ in batch:
+            raise Requeue(RuntimeError("try later"))
 
     with pytest.raises(RuntimeError, match="try later"):
         await fifo.pop_batch(process)
     assert fifo.list_keys() == ["foo1"]
 
 
-async def test_an_error_in_process_loses_the_batch_but_still_counts_it_for_sync() -> None:
+async def test_requeue_after_the_iteration_ended_puts_nothing_back() -> None:
     fifo = new_fifo()
-    await fifo.replace([o1, o2], "1")
+    await fifo.add(o1)
 
-    def process(pairs: list[tuple[str, Deltas]]) -> None:
-        raise KeyError("broken index")
+    def process(batch: DeltasBatch) -> None:
+        for _ in batch:
+            pass
+        raise Requeue
+
+    assert await fifo.pop_batch(process) == 1
+    assert len(fifo) == 0
+
+
+async def test_an_error_loses_the_keys_handed_out_and_keeps_the_rest_initial() -> None:
+    fifo = new_fifo()
+    await fifo.replace([o1, o2, o3], "1")
+
+    def process(batch: DeltasBatch) -> None:
+        for key, _ in batch:
+            if key == "foo2":
+                raise KeyError("broken index")
 
     with pytest.raises(KeyError):
         await fifo.pop_batch(process)
-    assert len(fifo) == 0
+    assert fifo.list_keys() == ["foo3"]
+    assert not fifo.has_synced()
+    popper = Popper(fifo)
+    await popper.drain()
+    assert popper.initial == [True]
     assert fifo.has_synced()
 
 
@@ -297,8 +382,8 @@ async def test_has_synced_turns_true_only_once_the_last_initial_batch_is_process
     await fifo.replace([o1, o2, o3], "1")
     during: list[bool] = []
 
-    def process(pairs: list[tuple[str, Deltas]]) -> None:
-        during.append(fifo.has_synced())
+    def process(batch: DeltasBatch) -> None:
+        during.extend(fifo.has_synced() for _ in batch)
 
     await fifo.pop_batch(process, max_keys=2)
     assert not fifo.has_synced()
@@ -306,30 +391,33 @@ async def test_has_synced_turns_true_only_once_the_last_initial_batch_is_process
     await fifo.pop_batch(process, max_keys=2)
     assert fifo.has_synced()
     assert await waiter
-    assert during == [False, False]
+    assert during == [False, False, False]
 
 
-async def test_cancelling_an_async_process_loses_the_batch_and_counts_it_for_sync() -> None:
+async def test_cancelling_an_async_process_loses_what_it_took_and_keeps_the_rest() -> None:
     fifo = new_fifo()
     await fifo.replace([o1, o2], "1")
     started = asyncio.Event()
 
-    async def process(pairs: list[tuple[str, Deltas]]) -> None:
-        started.set()
-        await asyncio.Event().wait()
+    async def process(batch: DeltasBatch) -> None:
+        for _ in batch:
+            started.set()
+            await asyncio.Event().wait()
 
     task = asyncio.create_task(fifo.pop_batch(process))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert len(fifo) == 0
+    assert fifo.list_keys() == ["foo2"]
+    assert not fifo.has_synced()
+    await fifo.pop_batch(take_all)
     assert fifo.has_synced()
 
 
 async def test_cancelling_a_waiting_pop_batch_loses_nothing() -> None:
     fifo = new_fifo()
-    task = asyncio.create_task(fifo.pop_batch(lambda pairs: None))
+    task = asyncio.create_task(fifo.pop_batch(lambda batch: None))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -346,8 +434,9 @@ async def test_pop_and_pop_batch_share_one_queue() -> None:
         await fifo.add(obj)
     single = await fifo.pop(lambda deltas: None)
     assert single == [Delta(Added, o1)]
-    popped = await fifo.pop_batch(lambda pairs: None)
-    assert [key for key, _ in popped] == ["foo2", "foo3"]
+    popper = Popper(fifo)
+    await popper.drain()
+    assert popper.batches == [[("foo2", [(Added, o2)]), ("foo3", [(Added, o3)])]]
 
 
 async def test_two_batch_poppers_each_take_different_keys() -> None:

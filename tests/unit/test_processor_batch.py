@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, Deltas, DeltaType
+from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, DeltasBatch, DeltaType
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.processor import (
     ADD,
@@ -227,12 +227,12 @@ def make_apply(
     ``extra_notifications`` how many notifications per listener the batch gives beyond
     one per key."""
 
-    def apply(pairs: list[tuple[str, Deltas]]) -> None:
+    def apply(batch: DeltasBatch) -> None:
         initial = not fifo.has_synced()
-        extra = sum(len(deltas) for _, deltas in pairs) - len(pairs)
-        extra_notifications.append(extra)
+        extra = 0
         with processor.batch():
-            for key, deltas in pairs:
+            for key, deltas in batch:
+                extra += len(deltas) - 1
                 old = indexer.get_by_key(key)
                 for delta in deltas:
                     obj = delta.object
@@ -248,6 +248,7 @@ def make_apply(
                         indexer.put_by_key(key, obj)
                         processor.distribute(Notification(ADD, obj, initial), False)
                         old = obj
+        extra_notifications.append(extra)
 
     return apply
 
