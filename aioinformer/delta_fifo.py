@@ -11,7 +11,8 @@ limit) in a loop and applies what it gets to the :class:`~aioinformer.indexer.In
 Input and output. Each write appends a :class:`Delta` (a :class:`DeltaType` and the
 object) to the :class:`Deltas` of the object's key. ``pop`` hands out one key's whole
 :class:`Deltas` at a time, oldest change first, so a consumer sees *every* change to an
-object, deletions included, not just its latest state.
+object, deletions included, not just its latest state. ``pop_batch`` hands out several
+keys' Deltas through a :class:`DeltasBatch`, an iterator of ``(key, deltas)`` pairs.
 
 Ordering. Keys leave in the order they first entered: more changes to a key already
 queued join its list without moving it, so a busy object cannot starve the others. A
@@ -32,10 +33,10 @@ returned, or as soon as an add, update or delete arrives before any ``replace``.
 being processed (with one popper; with several, an item popped while an initial item is
 still being processed also counts as initial). A batch from ``pop_batch`` never straddles
 the end of the initial population, so this holds for every key of a batch at once. The
-moment is signalled once, as
-client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns ``True``
-from then on (``False`` once the FIFO is closed without having synced), so a consumer
-awaits it instead of polling ``has_synced()``.
+moment is signalled once, as client-go closes its ``synced`` channel:
+:meth:`DeltaFIFO.wait_synced` returns ``True`` from then on (``False`` once the FIFO is
+closed without having synced), so a consumer awaits it instead of polling
+``has_synced()``.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and needs
@@ -53,7 +54,12 @@ Example::
     fifo = DeltaFIFO(known_objects=indexer)
     await fifo.replace(items, resource_version)
     deltas = await fifo.pop(apply_to_indexer)
-    await fifo.pop_batch(apply_each_to_indexer, max_keys=1000)
+
+    def apply_batch(batch: DeltasBatch) -> None:
+        for key, deltas in batch:
+            apply_to_indexer(deltas)
+
+    await fifo.pop_batch(apply_batch, max_keys=1000)
 """
 
 from __future__ import annotations
