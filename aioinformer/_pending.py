@@ -161,7 +161,9 @@ class PendingQueue:
 
     def _take_bounded(self) -> Notification | None:
         notification: Notification = self.items.popleft()
-        self._release_room()
+        # Tested here, not only inside: most takes find no producer waiting for room.
+        if self._room is not None:
+            self._release_room()
         return notification
 
     def _release_room(self) -> None:
@@ -270,7 +272,8 @@ class CoalescingQueue(PendingQueue):
 
     def _take_coalescing(self) -> Notification | None:
         entry = self.items.popleft()
-        self._release_room()
+        if self._room is not None:
+            self._release_room()
         kind, a, b = entry
         if kind == _NOOP:
             self._noops -= 1
