@@ -75,7 +75,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
@@ -87,6 +87,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADD",
     "DELETE",
+    "EventHandler",
     "HandlerRegistration",
     "HandlerStatistics",
     "MINIMUM_RESYNC_PERIOD",
@@ -118,6 +119,34 @@ _BATCH: Final = 256
 OverflowPolicy = Literal["block", "coalesce"]
 
 HandlerFunc = Callable[..., Any]
+
+
+@runtime_checkable
+class _OnAdd(Protocol):
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
+
+
+@runtime_checkable
+class _OnUpdate(Protocol):
+    def on_update(self, old: Any, new: Any) -> Any: ...
+
+
+@runtime_checkable
+class _OnDelete(Protocol):
+    def on_delete(self, obj: Any) -> Any: ...
+
+
+EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
+"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
+each sync or async; it leaves out the ones it does not need.
+
+* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
+  true for objects of the initial list (and of the snapshot a late handler receives).
+* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
+  ``new`` then have the same resourceVersion).
+* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
+  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
+"""
 
 
 def determine_resync_period(desired: float, check: float) -> float:
