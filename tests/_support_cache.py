@@ -1,0 +1,143 @@
+"""The two ways an informer can hold its cache, as a fixture: ``cache``.
+
+``"objects"`` caches the decoded dicts; ``"compact"`` caches each object's JSON bytes
+beside a few decoded fields and decodes a fresh dict on every read (see
+:mod:`aioinformer._raw`). The suites that prove the informer correct (convergence, the
+faults over the fake API server, cancellation) run once per mode.
+
+Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
+with the ids ``objects-cache`` and ``compact-cache``, and :func:`resource_version_of`,
+which reads an object's resourceVersion whatever form the pipeline holds it in (a dict,
+or a compact cache's record on its way through the DeltaFIFO). ``tests/conftest.py``
+registers the fixture for every test under ``tests``.
+
+The tests that compare the modes also share a :func:`pod` whose every level changes with
+its step, a :class:`Recorder` handler, and a :func:`scripted_informer` whose timers fire
+at the same fake times on every run, with :func:`until_idle` and
+:func:`relist_after_lost_history` to drive it. Nothing here starts a task.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import pytest
+
+from aioinformer._backoff import Backoff
+from aioinformer.indexer import meta_namespace_key
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorState
+from tests._support_reflector import reflector_statistics
+from tests._support_tasks import settle
+from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from aioinformer.testing.clock import FakeClock
+    from aioinformer.testing.lister_watcher import FakeListerWatcher
+
+CacheMode: TypeAlias = Literal["objects", "compact"]
+
+CACHE_MODES: tuple[CacheMode, ...] = ("objects", "compact")
+
+
+@pytest.fixture(params=CACHE_MODES, ids=lambda mode: f"{mode}-cache")
+def cache(request: pytest.FixtureRequest) -> CacheMode:
+    """The cache mode of the informers under test; every test taking it runs in both."""
+    mode: CacheMode = request.param
+    return mode
+
+
+def resource_version_of(obj: Any) -> str | None:
+    """The resourceVersion of a decoded object, or of a compact cache's record."""
+    if isinstance(obj, dict):
+        rv = obj.get("metadata", {}).get("resourceVersion")
+        return rv if isinstance(rv, str) else None
+    rv = getattr(obj, "resource_version", None)
+    return rv if isinstance(rv, str) else None
+
+
+# ---------------------------------------------------------------------------------------
+# what the tests comparing the modes share: a pod, a recording handler, a scripted informer
+
+
+def pod(name: str, step: int = 0, *, namespace: str | None = "default") -> dict[str, Any]:
+    """A pod whose nested maps and lists all change with ``step``."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "labels": {"app": "web", "step": str(step)},
+        "annotations": {"note": f"step {step}"},
+    }
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {
+        "metadata": meta,
+        "spec": {"containers": [{"name": "main", "image": f"busybox:{step}", "args": [step]}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "step": step}]},
+    }
+
+
+class Recorder:
+    """A handler appending each call and its arguments to :attr:`calls`:
+    ``("add", obj, is_in_initial_list)``, ``("update", old, new)``, ``("delete", obj)``."""
+
+    def __init__(self, calls: list[tuple[Any, ...]] | None = None) -> None:
+        self.calls: list[tuple[Any, ...]] = [] if calls is None else calls
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self.calls.append(("add", obj, is_in_initial_list))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.calls.append(("update", old, new))
+
+    def on_delete(self, obj: Any) -> None:
+        self.calls.append(("delete", obj))
+
+
+BACKOFF = 0.5
+"""Seconds of a scripted informer's backoff, without jitter: under its 1 s resync period,
+so a relist falls between two resync checks."""
+
+
+def scripted_informer(
+    source: FakeListerWatcher, clock: FakeClock, cache: CacheMode, **options: Any
+) -> SharedIndexInformer:
+    """An informer whose timers fire at the same fake times on every run: resync checks
+    every second, a backoff of exactly :data:`BACKOFF`."""
+    return SharedIndexInformer(
+        source,
+        clock=clock,
+        cache=cache,
+        resync_period=1,
+        backoff=Backoff(initial=BACKOFF, cap=BACKOFF, jitter=0.0, clock=clock),
+        **options,
+    )
+
+
+async def until_idle(informer: SharedIndexInformer, source: FakeListerWatcher) -> None:
+    """Wait until the cache holds the source's objects at their resourceVersions and
+    nothing is queued (FIFO, handler queues), then until calls under way have returned."""
+
+    def versions(objs: list[Any]) -> dict[str, str | None]:
+        return {meta_namespace_key(o): resource_version_of(o) for o in objs}
+
+    def idle() -> bool:
+        stats = informer.statistics()
+        return (
+            stats.fifo_pending == 0
+            and all(handler.pending == 0 for handler in stats.handlers)
+            and versions(informer.indexer.list()) == versions(source.objects())
+        )
+
+    await wait_until(idle)
+    await settle(200)
+
+
+async def relist_after_lost_history(
+    informer: SharedIndexInformer, source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    """Forget the source's history, so that the watch fails and the informer relists
+    after its backoff; returns once the cache matches the source again."""
+    source.reset_watch()
+    await wait_until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
+    await clock.advance(BACKOFF)
+    await until_idle(informer, source)

@@ -1,0 +1,6 @@
+"""Fixtures shared by the unit and end-to-end suites: ``cache`` runs a test once per cache
+mode (see ``tests._support_cache``)."""
+
+from __future__ import annotations
+
+from tests._support_cache import cache as cache
