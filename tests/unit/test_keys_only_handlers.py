@@ -1,0 +1,147 @@
+"""Handlers registered with ``keys_only=True``: keys in, and no decoding paid for them.
+
+A keys-only handler (a controller enqueuing ``namespace/name``) is called exactly like
+any other, but with each object's key where the object would be: ``on_add(key,
+is_in_initial_list)``, ``on_update(old_key, new_key)``, ``on_delete(key)`` (a tombstone
+too). That holds in both cache modes. In ``cache="compact"`` it is also what lets an
+event skip the whole-object decode: when every consumer of the informer wants keys only
+(and there is no transform and no index function of the user's), nothing but the few
+fields the store decodes up front is ever decoded, which the tests check by counting
+the calls of the decoder in :mod:`aioinformer._raw`. A full handler beside them costs one
+decode per event, whose dict all full handlers share.
+
+Input: a :class:`FakeListerWatcher` and a :class:`FakeClock`. Output: assertions only.
+Task model: each test runs one informer in ``async with``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aioinformer import _raw
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.testing.clock import FakeClock
+from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_cache import (
+    Recorder,
+    pod,
+    relist_after_lost_history,
+    scripted_informer,
+    until_idle,
+)
+from tests._support_tasks import settle
+from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    import pytest
+
+    from tests._support_cache import CacheMode
+
+
+class Decodes:
+    """Counts the whole-object decodes of :mod:`aioinformer._raw` while installed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        decode = _raw.decode
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return decode(*args, **kwargs)
+
+        monkeypatch.setattr(_raw, "decode", counting)
+
+
+def initial_objects() -> list[dict[str, Any]]:
+    return [pod("a"), pod("b"), pod("node-1", namespace=None)]
+
+
+async def churn(informer: SharedIndexInformer, source: FakeListerWatcher, clock: FakeClock) -> None:
+    """Adds, an update, a delete, a resync, then a relist that finds one object deleted
+    (a tombstone) and one created while the watch was down."""
+    assert await informer.wait_for_sync(timeout=5)
+    source.add(pod("c"))
+    source.modify(pod("a", 1))
+    source.delete("default/b")
+    await until_idle(informer, source)
+    await clock.advance(1)  # the resync check
+    await settle(200)
+    await until_idle(informer, source)
+    source.delete("default/c", notify=False)
+    source.add(pod("d"), notify=False)
+    await relist_after_lost_history(informer, source, clock)
+
+
+async def test_a_keys_only_handler_receives_keys_in_both_cache_modes(cache: CacheMode) -> None:
+    clock = FakeClock()
+    source = FakeListerWatcher(objects=initial_objects())
+    informer = scripted_informer(source, clock, cache)
+    keys, late = Recorder(), Recorder()
+    informer.add_event_handler(keys, keys_only=True)
+    async with informer:
+        await churn(informer, source, clock)
+        informer.add_event_handler(late, keys_only=True, name="late")
+        await wait_until(lambda: len(late.calls) == 3)
+    initial = [c for c in keys.calls if c[0] == "add" and c[2]]
+    assert sorted(c[1] for c in initial) == ["default/a", "default/b", "node-1"]
+    rest = [c for c in keys.calls if c not in initial]
+    assert rest[:3] == [
+        ("add", "default/c", False),
+        ("update", "default/a", "default/a"),
+        ("delete", "default/b"),
+    ]
+    resyncs = [c for c in rest[3:] if c[0] == "update"]
+    assert {c[1] for c in resyncs} == {"default/a", "default/c", "node-1"}
+    assert ("delete", "default/c") in rest[3:]  # the relist's tombstone, as its key
+    assert ("add", "default/d", False) in rest[3:]
+    assert sorted(late.calls) == [
+        ("add", "default/a", True),
+        ("add", "default/d", True),
+        ("add", "node-1", True),
+    ]
+
+
+async def test_keys_only_handlers_cost_no_whole_object_decode_in_compact_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decodes = Decodes(monkeypatch)
+    clock = FakeClock()
+    source = FakeListerWatcher(objects=initial_objects())
+    informer = scripted_informer(source, clock, "compact")
+    first, second, late = Recorder(), Recorder(), Recorder()
+    informer.add_event_handler(first, keys_only=True)
+    informer.add_event_handler(second, keys_only=True)
+    async with informer:
+        await churn(informer, source, clock)
+        informer.add_event_handler(late, keys_only=True, name="late")
+        await wait_until(lambda: len(late.calls) == 3)
+        assert len(first.calls) >= 10
+        assert first.calls == second.calls
+        assert decodes.count == 0
+        # The counter does see decodes: a lister read is one.
+        assert informer.lister().get("a", "default") is not None
+        assert decodes.count == 1
+
+
+async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decodes = Decodes(monkeypatch)
+    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache="compact")
+    keys = Recorder()
+    informer.add_event_handler(keys, keys_only=True)
+    full = [Recorder() for _ in range(3)]
+    for number, recorder in enumerate(full):
+        informer.add_event_handler(recorder, name=f"full #{number}")
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        source.add(pod("c"))
+        await until_idle(informer, source)
+        decoded = decodes.count
+    for first, *others in zip(*(r.calls for r in full), strict=True):
+        assert type(first[1]) is dict
+        assert all(other[1] is first[1] for other in others)
+    assert len(full[0].calls) == 3
+    assert decoded == 3
+    assert [c[1] for c in keys.calls] == ["default/a", "default/b", "default/c"]
