@@ -65,6 +65,7 @@ from aioinformer.indexer import KeyFunc as KeyFunc
 from aioinformer.indexer import meta_namespace_key as meta_namespace_key
 from aioinformer.indexer import namespace_index_func as namespace_index_func
 from aioinformer.indexer import split_meta_namespace_key as split_meta_namespace_key
+from aioinformer.informer import CacheMode as CacheMode
 from aioinformer.informer import EventHandler as EventHandler
 from aioinformer.informer import InformerStatistics as InformerStatistics
 from aioinformer.informer import SharedIndexInformer as SharedIndexInformer
@@ -102,6 +103,7 @@ __all__ = [
     "ApiError",
     "Backoff",
     "BadRequest",
+    "CacheMode",
     "Client",
     "Clock",
     "Config",

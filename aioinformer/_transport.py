@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
+from aioinformer._raw import CompactDecodeError
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
@@ -153,6 +154,8 @@ def map_transport_errors(url: str, *, streaming: bool = False) -> Iterator[None]
     except orjson.JSONDecodeError as exc:
         # The body is not quoted: it may hold Secret data.
         raise TransportError(f"the answer from {url} is not valid JSON: {exc.msg}") from exc
+    except CompactDecodeError as exc:
+        raise TransportError(f"the answer from {url} is not usable: {exc}") from exc
     except TimeoutError as exc:
         # aiohttp's overall request deadline; asyncio.timeout() scopes outside this block
         # see a CancelledError here, which is not caught.

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer._clock import Clock, TimerHandle, call_later
 from aioinformer._meta import annotations_of, meta_namespace_key
+from aioinformer._raw import RawObject
 from aioinformer._watch_policy import WatchEnd
 from aioinformer.errors import WatchTimeout
 from aioinformer.listwatch import (
@@ -282,31 +283,36 @@ class WatchRead:
                     self.received += 1
                     kind = event.type
                     obj = event.object
-                    if check_type and (
-                        (expected_kind is not None and obj.get("kind") != expected_kind)
-                        or (
-                            expected_api_version is not None
-                            and obj.get("apiVersion") != expected_api_version
-                        )
-                    ):
-                        logger.error(
-                            "%s: expected %s %s, but the watch event object is %s %s",
-                            self._name,
-                            expected_api_version,
-                            expected_kind,
-                            obj.get("apiVersion"),
-                            obj.get("kind"),
-                        )
-                        continue
-                    try:
-                        resource_version = obj["metadata"]["resourceVersion"]
-                    except (KeyError, TypeError):
-                        logger.error(
-                            "%s: skipped a watch event (%s) whose object has no resourceVersion",
-                            self._name,
-                            kind,
-                        )
-                        continue
+                    if type(obj) is RawObject:
+                        # A compact cache's object: its head is already decoded.
+                        if check_type and (
+                            (expected_kind is not None and obj.kind != expected_kind)
+                            or (
+                                expected_api_version is not None
+                                and obj.api_version != expected_api_version
+                            )
+                        ):
+                            self._wrong_type(obj.api_version, obj.kind)
+                            continue
+                        resource_version = obj.resource_version
+                        if not resource_version:
+                            self._no_resource_version(kind)
+                            continue
+                    else:
+                        if check_type and (
+                            (expected_kind is not None and obj.get("kind") != expected_kind)
+                            or (
+                                expected_api_version is not None
+                                and obj.get("apiVersion") != expected_api_version
+                            )
+                        ):
+                            self._wrong_type(obj.get("apiVersion"), obj.get("kind"))
+                            continue
+                        try:
+                            resource_version = obj["metadata"]["resourceVersion"]
+                        except (KeyError, TypeError):
+                            self._no_resource_version(kind)
+                            continue
                     try:
                         if kind == MODIFIED:
                             await sink.update(obj)
@@ -339,6 +345,23 @@ class WatchRead:
         finally:
             self._scope = None
         return False
+
+    def _wrong_type(self, api_version: object, kind: object) -> None:
+        logger.error(
+            "%s: expected %s %s, but the watch event object is %s %s",
+            self._name,
+            self._expected_api_version,
+            self._expected_kind,
+            api_version,
+            kind,
+        )
+
+    def _no_resource_version(self, kind: str) -> None:
+        logger.error(
+            "%s: skipped a watch event (%s) whose object has no resourceVersion",
+            self._name,
+            kind,
+        )
 
     def _check(self) -> None:
         """The inactivity check, run by the clock every tenth of the deadline until the

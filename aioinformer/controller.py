@@ -254,6 +254,19 @@ class Controller:
         after); the informer must sync before workers start."""
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
+        add = self._queue.add
+        controller_name = self.name
+        if enqueue is None and self._key_func is meta_namespace_key:
+            # The informer hands over the keys themselves: nothing is decoded for us.
+            registration = informer.add_event_handler(
+                on_add=lambda key, is_in_initial_list: add(key),
+                on_update=lambda old_key, key: add(key),
+                on_delete=add,
+                name=f"controller {self.name}",
+                keys_only=True,
+            )
+            self._watches.append((informer, registration))
+            return
         if enqueue is None:
             key_func = self._key_func
 
@@ -263,8 +276,6 @@ class Controller:
             mapping: EnqueueFunc = keys_of
         else:
             mapping = enqueue
-        add = self._queue.add
-        controller_name = self.name
 
         def handle(obj: Any) -> None:
             try:

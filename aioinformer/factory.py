@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from aioinformer._backoff import Backoff
     from aioinformer._clock import Clock
     from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 
 __all__ = ["InformerKey", "SharedInformerFactory"]
@@ -127,6 +128,8 @@ class SharedInformerFactory:
     and any other reflector setting can also come as one ``reflector_options``
     (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords
     replace); the factory checks them once and hands that object to every informer.
+    ``cache`` (``"compact"``, the default, or ``"objects"``) is every informer's cache
+    representation, see :class:`SharedIndexInformer`.
     """
 
     def __init__(
@@ -143,8 +146,12 @@ class SharedInformerFactory:
         watch_inactivity_timeout: float | None = None,
         gc_policy: GCPolicy | None = None,
         reflector_options: ReflectorOptions | None = None,
+        cache: CacheMode = "compact",
     ) -> None:
         _check_selectors(label_selector, field_selector)
+        if cache not in ("compact", "objects"):
+            raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
+        self._cache: CacheMode = cache
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; every informer gets this.
         self._reflector_options = base.replace(
@@ -244,6 +251,7 @@ class SharedInformerFactory:
             clock=self._clock,
             backoff=None if self._backoff is None else self._backoff(),
             reflector_options=self._reflector_options,
+            cache=self._cache,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
@@ -357,6 +365,12 @@ class _SelectedResource:
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self._resource.watch(self._options(options))
+
+    async def list_compact(self, options: ListOptions) -> ObjectList:
+        return await self._resource.list_compact(self._options(options))
+
+    def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        return self._resource.watch_compact(self._options(options))
 
     def __repr__(self) -> str:
         return (

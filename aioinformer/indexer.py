@@ -38,18 +38,20 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 from aioinformer._meta import describe, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
+from aioinformer._raw import RawObject, SharedDecode
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
+    "CompactIndexer",
     "Index",
     "IndexFunc",
     "Indexer",
@@ -105,8 +107,11 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
 def namespace_index_func(obj: Any) -> list[str]:
     """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
 
-    Raises :class:`KeyFuncError` for an object without metadata.
+    Raises :class:`KeyFuncError` for an object without metadata. Reads only the head of a
+    compact cache's :class:`~aioinformer._raw.RawObject`, so it never decodes one.
     """
+    if type(obj) is RawObject:
+        return [obj.namespace]
     if type(obj) is dict:
         meta = obj.get("metadata")
         if type(meta) is dict:
@@ -259,16 +264,7 @@ class Indexer(Generic[T]):
                 changes.append((index, old_values, new_values))
         items[key] = obj
         for index, old_values, new_values in changes:
-            if len(old_values) == 1 and len(new_values) == 1:
-                _discard(index, old_values[0], key)
-                _insert(index, new_values[0], key)
-                continue
-            old_set = set(old_values)
-            new_set = set(new_values)
-            for value in old_set - new_set:
-                _discard(index, value, key)
-            for value in new_set - old_set:
-                _insert(index, value, key)
+            _move(index, key, old_values, new_values)
 
     def _unindex(self, key: str, old: Any) -> None:
         for func, index in self._pairs:
@@ -331,6 +327,44 @@ class Indexer(Generic[T]):
         :meth:`get_indexers`)."""
         return index_name in self._indexers
 
+    # -- entries: what is stored, before decoding -------------------------------------
+    # Here the stored objects are what reads return; a CompactIndexer stores RawObjects
+    # and decodes on read. Listers and the informer go through these to filter or hand
+    # over entries before paying for a decode.
+
+    @property
+    def compact(self) -> bool:
+        """Whether entries are :class:`~aioinformer._raw.RawObject` decoded on read."""
+        return False
+
+    def entry_by_key(self, key: str) -> Any:
+        """The entry stored under ``key``, or ``None``."""
+        return self._items.get(key)
+
+    def entries(self) -> builtins.list[Any]:
+        """Every stored entry, in no particular order."""
+        return list(self._items.values())
+
+    def entries_by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        """The entries whose index ``index_name`` includes ``indexed_value``."""
+        items = self._items
+        return [items[key] for key in self._indices[index_name].get(indexed_value, ())]
+
+    def decode(self, entry: Any) -> T:
+        """The object an entry stands for (the entry itself here)."""
+        return entry  # type: ignore[no-any-return]
+
+    def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
+        """Store ``entry`` under ``key``; ``shared`` is its decode, shared with the
+        handlers, for index functions that need the object (unused here)."""
+        self._put(key, entry)
+
+    @property
+    def known_objects(self) -> Any:
+        """What a :class:`~aioinformer.delta_fifo.DeltaFIFO` consults: ``list_keys()`` and
+        ``get_by_key()`` answering entries."""
+        return self
+
 
 def _insert(index: Index, value: str, key: str) -> None:
     keys = index.get(value)
@@ -340,6 +374,20 @@ def _insert(index: Index, value: str, key: str) -> None:
         keys.add(key)
 
 
+def _move(index: Index, key: str, old: Sequence[str], new: Sequence[str]) -> None:
+    """Re-index ``key`` from values ``old`` to values ``new`` (which differ)."""
+    if len(old) == 1 and len(new) == 1:
+        _discard(index, old[0], key)
+        _insert(index, new[0], key)
+        return
+    old_set = set(old)
+    new_set = set(new)
+    for value in old_set - new_set:
+        _discard(index, value, key)
+    for value in new_set - old_set:
+        _insert(index, value, key)
+
+
 def _discard(index: Index, value: str, key: str) -> None:
     keys = index.get(value)
     if keys is None:
@@ -347,3 +395,174 @@ def _discard(index: Index, value: str, key: str) -> None:
     keys.discard(key)
     if not keys:
         del index[value]
+
+
+_HEAD_ONLY: Final = frozenset({namespace_index_func})
+"""Index functions that read only an object's head, so a RawObject is passed to them as
+it is; every other index function gets the decoded object."""
+
+_Values: TypeAlias = tuple[tuple[str, ...], ...]
+
+
+class CompactIndexer(Indexer[Any]):
+    """An :class:`Indexer` whose entries are :class:`~aioinformer._raw.RawObject`: each
+    object's JSON bytes and head, which the cyclic collector never walks.
+
+    Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) decode a fresh
+    ``dict`` each time, which the caller may keep or change without touching the cache.
+    Writes accept RawObjects, decoded dicts (encoded here) or any other object (kept as it
+    is, decoded to itself). Each entry's index values are kept beside it, so an update or
+    a delete never decodes the old object; an index function other than
+    :func:`namespace_index_func` gets the decoded object (decoded once per write, and
+    shared with the handlers when the informer passes its decode along).
+    """
+
+    __slots__ = ("_entries_view", "_values")
+
+    _values: dict[str, _Values]
+    """For each key: its values in every index, in ``_pairs`` order (only while indexes
+    exist). Invariant: ``_values[k][i]`` is what ``_pairs[i]``'s function gave for
+    ``_items[k]``."""
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> None:
+        super().__init__(key_func, indexers)
+        self._values = {}
+        self._entries_view = _Entries(self._items)
+
+    def __repr__(self) -> str:
+        return f"<CompactIndexer items={len(self._items)} indexes={sorted(self._indexers)}>"
+
+    @property
+    def compact(self) -> bool:
+        return True
+
+    @property
+    def known_objects(self) -> Any:
+        return self._entries_view
+
+    def decode(self, entry: Any) -> Any:
+        return entry.decode() if type(entry) is RawObject else entry
+
+    # -- writes --------------------------------------------------------------------
+
+    def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
+        if type(entry) is dict:
+            entry = RawObject.from_dict(entry)
+        pairs = self._pairs
+        if not pairs:
+            self._items[key] = entry
+            return
+        if shared is None:
+            shared = SharedDecode(entry)
+        head_only = _HEAD_ONLY
+        # Every index function runs before anything changes, so one that raises leaves
+        # the store as it was.
+        new_values = tuple(
+            tuple(func(entry) if func in head_only else func(shared.get())) for func, _ in pairs
+        )
+        old_values = self._values.get(key)
+        self._items[key] = entry
+        self._values[key] = new_values
+        if old_values is None:
+            for (_, index), values in zip(pairs, new_values, strict=True):
+                for value in values:
+                    _insert(index, value, key)
+            return
+        for (_, index), old, new in zip(pairs, old_values, new_values, strict=True):
+            if old != new:
+                _move(index, key, old, new)
+
+    def _put(self, key: str, obj: Any) -> None:
+        self.put_entry(key, obj)
+
+    def add(self, obj: Any) -> None:
+        entry = RawObject.from_dict(obj) if type(obj) is dict else obj
+        self.put_entry(self._key_func(entry), entry)
+
+    update = add
+
+    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
+        key_func = self._key_func
+        new_items: dict[str, Any] = {}
+        for obj in objs:
+            entry = RawObject.from_dict(obj) if type(obj) is dict else obj
+            new_items[key_func(entry)] = entry
+        items = self._items
+        for key in [key for key in items if key not in new_items]:
+            self.delete_by_key(key)
+        for key, entry in new_items.items():
+            self.put_entry(key, entry)
+
+    def delete_by_key(self, key: str) -> None:
+        if self._items.pop(key, _ABSENT) is _ABSENT:
+            return
+        values = self._values.pop(key, None)
+        if values is None:
+            return
+        for (_, index), old in zip(self._pairs, values, strict=True):
+            for value in old:
+                _discard(index, value, key)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        clash = sorted(set(indexers) & set(self._indexers))
+        if clash:
+            raise ValueError(f"indexer conflict: {clash}")
+        funcs = list(indexers.items())
+        computed: dict[str, _Values] = {}
+        for key, entry in self._items.items():
+            shared = SharedDecode(entry)
+            computed[key] = tuple(
+                tuple(func(entry) if func in _HEAD_ONLY else func(shared.get()))
+                for _, func in funcs
+            )
+        built: dict[str, Index] = {name: {} for name, _ in funcs}
+        for key, values in computed.items():
+            for (name, _), index_values in zip(funcs, values, strict=True):
+                for value in index_values:
+                    _insert(built[name], value, key)
+            self._values[key] = self._values.get(key, ()) + values
+        self._indexers.update(indexers)
+        self._indices.update(built)
+        self._pairs.extend((indexers[name], built[name]) for name, _ in funcs)
+
+    # -- reads: each a fresh decode ------------------------------------------------
+
+    def get(self, obj: Any) -> Any:
+        entry = self._items.get(self._key_func(obj))
+        return None if entry is None else self.decode(entry)
+
+    def get_by_key(self, key: str) -> Any:
+        entry = self._items.get(key)
+        return None if entry is None else self.decode(entry)
+
+    def list(self) -> builtins.list[Any]:
+        decode = self.decode
+        return [decode(entry) for entry in self._items.values()]
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        decode = self.decode
+        return [decode(entry) for entry in super().index(index_name, obj)]
+
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        decode = self.decode
+        return [decode(entry) for entry in self.entries_by_index(index_name, indexed_value)]
+
+
+class _Entries:
+    """A compact cache as a DeltaFIFO's ``known_objects``: its keys and its entries,
+    undecoded (tombstones and resyncs carry entries, decoded only for the handlers)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: dict[str, Any]) -> None:
+        self._items = items
+
+    def list_keys(self) -> builtins.list[str]:
+        return list(self._items)
+
+    def get_by_key(self, key: str) -> Any:
+        return self._items.get(key)

@@ -61,11 +61,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._compact import (
+    CacheMode,
+    apply_deltas,
+    compact_source,
+    compact_transform,
+    materialize,
+    notified_key,
+)
 from aioinformer._meta import same_resource_version
+from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
-from aioinformer.indexer import Indexer, IndexFunc, meta_namespace_key
+from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
@@ -97,6 +106,7 @@ if TYPE_CHECKING:
     from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
+    "CacheMode",
     "Event",
     "EventHandler",
     "EventStream",
@@ -187,6 +197,15 @@ class SharedIndexInformer:
     traceback and the rest of that object's queued changes are dropped; the other
     objects are unaffected.
 
+    ``cache`` chooses how objects are kept. ``"compact"`` (the default) keeps each one as
+    its JSON bytes as received plus its key, namespace, name, resourceVersion, kind and
+    labels: the cyclic garbage collector never walks such a cache, however large, and it
+    takes a fraction of the memory. Reads decode a fresh dict each time (yours to keep or
+    change); handlers receive dicts decoded once per event and shared between them, and
+    a ``keys_only`` handler receives keys without any decode. ``"objects"`` keeps the
+    decoded dicts, as client-go does: reads and handlers get the cached objects
+    themselves, to be treated as read-only.
+
     ``model`` makes listers, handlers and ``events()`` see that pydantic model instead of
     raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
     resync timers and the reflector's waits (tests pass a ``FakeClock``).
@@ -225,7 +244,10 @@ class SharedIndexInformer:
         expected_api_version: str | None = None,
         gc_policy: GCPolicy | None = None,
         reflector_options: ReflectorOptions | None = None,
+        cache: CacheMode = "compact",
     ) -> None:
+        if cache not in ("compact", "objects"):
+            raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; the reflector gets this.
         self._reflector_options = base.replace(
@@ -239,7 +261,12 @@ class SharedIndexInformer:
         )
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
-        self._indexer: Indexer[Any] = Indexer(meta_namespace_key, indexers)
+        self._cache: CacheMode = cache
+        self._indexer: Indexer[Any] = (
+            CompactIndexer(meta_namespace_key, indexers)
+            if cache == "compact"
+            else Indexer(meta_namespace_key, indexers)
+        )
         self._clock = clock or default_clock
         self._processor = SharedProcessor(clock=self._clock)
         self._model = model
@@ -309,10 +336,16 @@ class SharedIndexInformer:
         name: str | None = None,
         max_pending: int | None = None,
         overflow: OverflowPolicy = "block",
+        keys_only: bool = False,
     ) -> HandlerRegistration:
         """Register a handler: an object with ``on_add``/``on_update``/``on_delete``
         methods, and/or those callbacks as keywords (a keyword wins over the method).
         Callbacks may be sync or async.
+
+        ``keys_only=True`` passes each object's key (``"namespace/name"``, or ``"name"``
+        for a cluster-scoped one) in place of the object, tombstones included: for a
+        handler that only enqueues keys, which then costs no decode (``model`` is not
+        applied to it).
 
         ``resync_period`` (seconds) defaults to the informer's; below 1 s it is raised to
         1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
@@ -337,6 +370,7 @@ class SharedIndexInformer:
             max_pending=max_pending,
             overflow=overflow,
             start=True,
+            keys_only=keys_only,
         )
 
     def events(
@@ -382,6 +416,7 @@ class SharedIndexInformer:
         max_pending: int | None,
         overflow: OverflowPolicy,
         start: bool,
+        keys_only: bool = False,
     ) -> HandlerRegistration:
         if self._state is InformerState.STOPPED:
             raise InformerStoppedError(
@@ -426,15 +461,19 @@ class SharedIndexInformer:
             upstream_has_synced=self.has_synced,
             max_pending=max_pending,
             overflow=overflow,
-            key_func=meta_namespace_key if overflow == "coalesce" else None,
-            convert=self._to_model if self._model is not None else None,
+            key_func=self._notified_key if overflow == "coalesce" else None,
+            convert=self._converter(keys_only=keys_only),
         )
         if started:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
             # and the notifications that follow it line up exactly.
             add = listener.add
-            for obj in self._indexer.list():
-                add(Notification(ADD, obj, True))
+            if self._cache == "compact":
+                for entry in self._indexer.entries():
+                    add(Notification(ADD, SharedDecode(entry), True))
+            else:
+                for obj in self._indexer.entries():
+                    add(Notification(ADD, obj, True))
         self._processor.add_listener(listener, start=start)
         return HandlerRegistration(self, listener)
 
@@ -445,6 +484,21 @@ class SharedIndexInformer:
         if registration._informer is not self:
             return
         self._processor.remove_listener(registration._listener)
+
+    @property
+    def _notified_key(self) -> Callable[[Any], str]:
+        return notified_key if self._cache == "compact" else meta_namespace_key
+
+    def _converter(self, *, keys_only: bool) -> Callable[[Any], Any] | None:
+        """What a listener applies to each notified object before delivery."""
+        if keys_only:
+            return self._notified_key
+        if self._cache == "objects":
+            return self._to_model if self._model is not None else None
+        if self._model is None:
+            return materialize
+        to_model = self._to_model
+        return lambda obj: to_model(materialize(obj))
 
     def _to_model(self, obj: Any) -> Any:
         model = self._model
@@ -472,6 +526,11 @@ class SharedIndexInformer:
     @property
     def model(self) -> type[Any] | None:
         return self._model
+
+    @property
+    def cache(self) -> CacheMode:
+        """How the cache keeps objects: ``"compact"`` or ``"objects"``."""
+        return self._cache
 
     @property
     def state(self) -> InformerState:
@@ -580,13 +639,17 @@ class SharedIndexInformer:
             raise RuntimeError(f"informer {self.name} runs only once")
         self._state = InformerState.RUNNING
         self._processor.start(self._clock.monotonic())
+        compact = self._cache == "compact"
+        transform = self._transform
+        if compact and transform is not None:
+            transform = compact_transform(transform)
         fifo = self._fifo = DeltaFIFO(
-            known_objects=self._indexer,
+            known_objects=self._indexer.known_objects,
             emit_delta_type_replaced=True,
-            transform=self._transform,
+            transform=transform,
         )
         reflector = self._reflector = Reflector(
-            self._lister_watcher,
+            compact_source(self._lister_watcher) if compact else self._lister_watcher,
             fifo,
             name=self.name,
             resync_period=self._resync_check_period,
@@ -646,6 +709,9 @@ class SharedIndexInformer:
         is_in_initial_list = not fifo.has_synced()
         indexer = self._indexer
         distribute = self._processor.distribute
+        if type(indexer) is CompactIndexer:
+            apply_deltas(deltas, indexer, distribute, is_in_initial_list=is_in_initial_list)
+            return
         first = deltas[0].object
         key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
         old = indexer.get_by_key(key)

@@ -8,7 +8,8 @@ Role: what users read, as opposed to what the pipeline writes. A :class:`Lister`
 :mod:`aioinformer.informer` builds both and re-exports every name here.
 
 Input: the cache (for listers) and a listener's queue (for streams). Output: the cached
-objects themselves, or a pydantic model validated from each when the informer has a
+objects (decoded afresh from a compact cache, the cached ones themselves from an
+``"objects"`` cache), or a pydantic model validated from each when the informer has a
 ``model``; :class:`Event` records.
 
 Ordering and staleness: a lister returns what the cache holds now, which may be behind the
@@ -68,9 +69,11 @@ class Lister(Generic[T]):
     """Read access to an informer's cache.
 
     Reads never block and never go to the server: they return what the cache holds now,
-    which may be behind the server. Returned objects are the cached ones: treat them as
-    read-only (a pydantic model built from one is a fresh copy). With ``model=``, every
-    read validates the returned objects into that model; the cache itself stays raw.
+    which may be behind the server. From a compact cache (the default) every read returns
+    freshly decoded objects, yours to keep or change; from a ``cache="objects"`` cache
+    they are the cached objects themselves: treat those as read-only. With ``model=``,
+    every read validates the returned objects into that model (a fresh copy either way);
+    the cache itself stays raw.
     """
 
     __slots__ = ("_indexer", "_model")
@@ -79,19 +82,26 @@ class Lister(Generic[T]):
         self._indexer = indexer
         self._model = model
 
-    def _out(self, objs: list[Any]) -> list[T]:
+    def _out(self, entries: list[Any]) -> list[T]:
+        decode = self._indexer.decode
         model = self._model
         if model is None:
-            return objs
+            if not self._indexer.compact:
+                return entries
+            return [decode(entry) for entry in entries]
         validate = model.model_validate  # type: ignore[attr-defined]
-        return [validate(obj) for obj in objs]
+        return [validate(decode(entry)) for entry in entries]
 
     def get(self, name: str, namespace: str | None = None) -> T | None:
         """The object called ``name`` (in ``namespace`` for a namespaced resource), or
         ``None`` when the cache does not hold it."""
-        obj = self._indexer.get_by_key(f"{namespace}/{name}" if namespace else name)
-        if obj is None or self._model is None:
-            return obj
+        indexer = self._indexer
+        entry = indexer.entry_by_key(f"{namespace}/{name}" if namespace else name)
+        if entry is None:
+            return None
+        obj = indexer.decode(entry)
+        if self._model is None:
+            return obj  # type: ignore[no-any-return]
         return self._model.model_validate(obj)  # type: ignore[attr-defined, no-any-return]
 
     def list(
@@ -104,15 +114,16 @@ class Lister(Generic[T]):
 
         ``namespace`` ``None`` and ``""`` both mean all namespaces (``""`` is Kubernetes'
         ``NamespaceAll``), cluster-scoped objects included. Uses the namespace index when
-        the informer has one, else scans the cache.
+        the informer has one, else scans the cache. A compact cache is filtered on each
+        entry's head, so only the objects returned are decoded.
         """
         indexer = self._indexer
         if not namespace:
-            objs = indexer.list()
+            entries = indexer.entries()
         elif indexer.has_index(NAMESPACE_INDEX):
-            objs = indexer.by_index(NAMESPACE_INDEX, namespace)
+            entries = indexer.entries_by_index(NAMESPACE_INDEX, namespace)
         else:
-            objs = [obj for obj in indexer.list() if namespace_of(obj) == namespace]
+            entries = [entry for entry in indexer.entries() if namespace_of(entry) == namespace]
         if label_selector is not None:
             selector = (
                 parse_label_selector(label_selector)
@@ -120,13 +131,13 @@ class Lister(Generic[T]):
                 else label_selector
             )
             if not selector.is_empty():
-                objs = [obj for obj in objs if selector.matches(labels_of(obj))]
-        return self._out(objs)
+                entries = [entry for entry in entries if selector.matches(labels_of(entry))]
+        return self._out(entries)
 
     def by_index(self, index_name: str, value: str) -> builtins.list[T]:
         """The cached objects whose index ``index_name`` includes ``value``; raises
         ``KeyError`` for an unknown index."""
-        return self._out(self._indexer.by_index(index_name, value))
+        return self._out(self._indexer.entries_by_index(index_name, value))
 
     def __repr__(self) -> str:
         model = "" if self._model is None else f" model={self._model.__name__}"

@@ -101,7 +101,9 @@ class ListOptions:
 class ObjectList:
     """One LIST page: raw items, the list's resourceVersion and the continue token."""
 
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[Any] = field(default_factory=list)
+    """Decoded ``dict`` items, or, from a compact source (``list_compact``),
+    :class:`~aioinformer._raw.RawObject` ones."""
     resource_version: str = ""
     continue_: str | None = None
     remaining_item_count: int | None = None
@@ -118,7 +120,9 @@ class WatchEvent:
     """One watch event: the wire ``type`` string and the decoded ``object``."""
 
     type: str
-    object: dict[str, Any]
+    object: Any
+    """A decoded ``dict``; from a compact source (``watch_compact``) the object of an
+    ``ADDED``/``MODIFIED``/``DELETED`` event is a :class:`~aioinformer._raw.RawObject`."""
 
 
 class ListerWatcher(Protocol):

@@ -3,7 +3,10 @@
 Role: the hot path between the socket and a reflector. Input: the body of a ``?watch=1``
 response, one JSON object per line (``{"type": ..., "object": {...}}``), arriving in
 chunks whose boundaries fall anywhere. Output: one :class:`WatchEvent` per line, in stream
-order, each decoded with a single ``orjson.loads``.
+order, each decoded with a single ``orjson.loads``; or, for a compact cache
+(``compact=True``), an event whose object is a :class:`~aioinformer._raw.RawObject`: the
+object's bytes and its head, read by msgspec without decoding the rest (bookmarks and
+anything unusual are still decoded whole).
 
 Framing is done here rather than with ``StreamReader.readline()``, which refuses lines
 over 128 KiB (a large Secret or ConfigMap is bigger): :class:`WatchStreamDecoder` keeps the
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from aioinformer._raw import decode_watch_line
 from aioinformer._transport import map_transport_errors
 from aioinformer.errors import AioinformerError, WatchError, api_error_from_status
 from aioinformer.listwatch import WatchEvent
@@ -82,12 +86,20 @@ class WatchStreamDecoder:
     is a failure too, detected while the line is still arriving.
     """
 
-    __slots__ = ("_max_line", "_pending", "_pending_size", "_url", "failure")
+    __slots__ = ("_compact", "_max_line", "_pending", "_pending_size", "_url", "failure")
 
-    def __init__(self, *, url: str = "", max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        url: str = "",
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        compact: bool = False,
+    ) -> None:
         if max_line_bytes <= 0:
             raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes!r}")
         self._url = url
+        # Objects of ADDED/MODIFIED/DELETED events become RawObjects.
+        self._compact = compact
         self._max_line = max_line_bytes
         # Parts of the line being assembled, in order; none of them contains b"\n".
         self._pending: list[bytes] = []
@@ -126,28 +138,33 @@ class WatchStreamDecoder:
             start = end + 1
             end = find(_NEWLINE, start)
         loads = orjson.loads
+        compact = self._compact
         while end >= 0:
             if end - start > max_line:
                 self._too_long(end - start)
                 return
             if end > start:
-                # The common case inline (one slice, one loads, two lookups); anything
-                # unusual goes through _decode, which classifies it.
+                # The common case inline (one slice, one decode, two lookups); anything
+                # unusual goes through _careful, which classifies it.
                 line = chunk[start:end]
-                try:
-                    raw = loads(line)
-                    kind = raw["type"]
-                    obj = raw["object"]
-                except (orjson.JSONDecodeError, TypeError, KeyError):
-                    kind = None
-                if type(kind) is str and kind != "ERROR" and type(obj) is dict:
-                    yield WatchEvent(kind, obj)
+                if compact:
+                    decoded = decode_watch_line(line)
+                    event = WatchEvent(*decoded) if decoded is not None else self._careful(line)
                 else:
-                    event = self._decode(line)
-                    if event is not None:
-                        yield event
-                    if self.failure is not None:
-                        return
+                    try:
+                        raw = loads(line)
+                        kind = raw["type"]
+                        obj = raw["object"]
+                    except (orjson.JSONDecodeError, TypeError, KeyError):
+                        kind = None
+                    if type(kind) is str and kind != "ERROR" and type(obj) is dict:
+                        event = WatchEvent(kind, obj)
+                    else:
+                        event = self._careful(line)
+                if event is not None:
+                    yield event
+                elif self.failure is not None:
+                    return
             start = end + 1
             end = find(_NEWLINE, start)
         if start < len(chunk):
@@ -184,8 +201,17 @@ class WatchStreamDecoder:
         return self.failure is not None
 
     def _decode(self, line: bytes) -> WatchEvent | None:
-        """Decode one line the careful way: the event, or ``None`` for a blank line or a
-        failure (then ``failure`` is set)."""
+        """Decode one line: the event, or ``None`` for a blank line or a failure (then
+        ``failure`` is set)."""
+        if self._compact:
+            decoded = decode_watch_line(line)
+            if decoded is not None:
+                return WatchEvent(*decoded)
+        return self._careful(line)
+
+    def _careful(self, line: bytes) -> WatchEvent | None:
+        """Decode one line whole and classify it: the event, or ``None`` for a blank line
+        or a failure (then ``failure`` is set)."""
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -224,17 +250,20 @@ async def read_watch_stream(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    compact: bool = False,
 ) -> AsyncGenerator[WatchEvent, None]:
     """Open a watch with ``open_response()`` and yield its events until the body ends.
 
     ``open_response`` returns an async context manager yielding a 2xx response (the
     client's request path, which maps HTTP errors and releases the connection on exit).
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
-    A line longer than ``max_line_bytes`` raises :class:`WatchError`.
+    A line longer than ``max_line_bytes`` raises :class:`WatchError`. With ``compact``
+    the objects of ``ADDED``/``MODIFIED``/``DELETED`` events are
+    :class:`~aioinformer._raw.RawObject`.
     """
     async with open_response() as response:
         url = str(response.url.with_query(None))
-        decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes)
+        decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes, compact=compact)
         with map_transport_errors(url, streaming=True):
             async for chunk in response.content.iter_chunked(CHUNK_SIZE):
                 for event in decoder.feed(chunk):

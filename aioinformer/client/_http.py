@@ -248,10 +248,35 @@ class HttpSession:
 
         An answer over ``max_bytes`` (default: ``max_object_bytes``) raises
         :class:`~aioinformer.errors.TransportError` without being read past the limit."""
-        limit = self.max_object_bytes if max_bytes is None else max_bytes
         body = None if json is None else orjson.dumps(json)
         if body is not None and content_type is None:
             content_type = JSON
+        url, payload = await self.request_bytes(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            accept=accept,
+            max_bytes=max_bytes,
+        )
+        with map_transport_errors(url):
+            return orjson.loads(payload) if payload else None
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        max_bytes: int | None = None,
+    ) -> tuple[str, bytes]:
+        """As :meth:`request`, but return the URL asked (without its query) and the body
+        undecoded, for callers that decode it their own way."""
+        limit = self.max_object_bytes if max_bytes is None else max_bytes
         async with self.stream(
             method,
             path,
@@ -263,5 +288,4 @@ class HttpSession:
         ) as response:
             url = str(response.url.with_query(None))
             with map_transport_errors(url):
-                payload = await read_body(response, limit, url)
-                return orjson.loads(payload) if payload else None
+                return url, await read_body(response, limit, url)

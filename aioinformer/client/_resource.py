@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from aioinformer._raw import decode_list
+from aioinformer._transport import map_transport_errors
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.errors import TransportError
@@ -125,13 +127,11 @@ class ResourceClient:
         """One page of the collection. Each item gets ``apiVersion`` and ``kind`` from the
         list (the server leaves them out), in place, without copying."""
         info = await self.info()
-        query = (options or ListOptions()).to_query()
-        accept = _META_LIST_ACCEPT + "," + JSON if self._metadata_only else JSON
         data = await self._http.request(
             "GET",
             info.collection_path(self._namespace),
-            query=query,
-            accept=accept,
+            query=(options or ListOptions()).to_query(),
+            accept=self._list_accept(),
             max_bytes=self._http.max_list_bytes,
         )
         if not isinstance(data, dict):
@@ -153,8 +153,45 @@ class ResourceClient:
             api_version=api_version,
         )
 
-    def watch(
+    async def list_compact(self, options: ListOptions | None = None) -> ObjectList:
+        """As :meth:`list`, for a compact cache: the items are
+        :class:`~aioinformer._raw.RawObject` (each item's bytes as received, and its
+        head), decoded without building a ``dict`` per object."""
+        info = await self.info()
+        url, body = await self._http.request_bytes(
+            "GET",
+            info.collection_path(self._namespace),
+            query=(options or ListOptions()).to_query(),
+            accept=self._list_accept(),
+            max_bytes=self._http.max_list_bytes,
+        )
+        with map_transport_errors(url):
+            page = decode_list(body, kind=info.kind, api_version=info.gvr.api_version)
+        return ObjectList(
+            items=page.items,
+            resource_version=page.resource_version,
+            continue_=page.continue_,
+            remaining_item_count=page.remaining_item_count,
+            kind=page.kind or None,
+            api_version=page.api_version,
+        )
+
+    def _list_accept(self) -> str:
+        return _META_LIST_ACCEPT + "," + JSON if self._metadata_only else JSON
+
+    def watch_compact(
         self, options: ListOptions | None = None, *, inactivity_timeout: float | None = None
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """As :meth:`watch`, for a compact cache: the objects of ``ADDED``, ``MODIFIED``
+        and ``DELETED`` events are :class:`~aioinformer._raw.RawObject`."""
+        return self.watch(options, inactivity_timeout=inactivity_timeout, _compact=True)
+
+    def watch(
+        self,
+        options: ListOptions | None = None,
+        *,
+        inactivity_timeout: float | None = None,
+        _compact: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Open a watch (``?watch=1`` plus ``options``); an async generator of events.
 
@@ -185,7 +222,9 @@ class ResourceClient:
             ) as response:
                 yield response
 
-        return read_watch_stream(open_response, max_line_bytes=self._http.max_object_bytes)
+        return read_watch_stream(
+            open_response, max_line_bytes=self._http.max_object_bytes, compact=_compact
+        )
 
     def _object_accept(self) -> str:
         return _META_OBJECT_ACCEPT + "," + JSON if self._metadata_only else JSON

@@ -1,0 +1,177 @@
+"""The compact cache's side of the informer's pipeline.
+
+Role: what :class:`~aioinformer.informer.SharedIndexInformer` does differently when its
+cache is compact (``cache="compact"``, the default): its source lists and watches
+:class:`~aioinformer._raw.RawObject` entries when it can (:func:`compact_source`), its
+transform sees decoded objects (:func:`compact_transform`), its pop task stores entries and
+hands each event's objects to the handlers wrapped in one
+:class:`~aioinformer._raw.SharedDecode` (:func:`apply_deltas`), and each handler unwraps
+them as it needs: the decoded object (:func:`materialize`) or only the key
+(:func:`notified_key`).
+
+Input: Deltas popped from the DeltaFIFO, holding RawObjects (from a compact source),
+decoded dicts (from any other source, or a transform) or other objects (a transform's
+models), and tombstones. Output: writes to a
+:class:`~aioinformer.indexer.CompactIndexer` and notifications whose objects are
+``SharedDecode`` wrappers or tombstones holding one.
+
+Ordering: the deltas of one key are applied and distributed in order, exactly as the
+``"objects"`` path does; only what travels to the handlers differs.
+
+Task model: synchronous functions run by the informer's pop task (and by handler tasks,
+for the unwrapping); nothing here suspends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+
+from aioinformer._meta import meta_namespace_key, same_resource_version
+from aioinformer._raw import RawObject, SharedDecode
+from aioinformer.delta_fifo import DeltaType
+from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.processor import ADD, DELETE, UPDATE, Notification
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aioinformer.delta_fifo import Deltas
+    from aioinformer.indexer import CompactIndexer
+    from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList
+
+__all__ = [
+    "CacheMode",
+    "apply_deltas",
+    "compact_source",
+    "compact_transform",
+    "materialize",
+    "notified_key",
+]
+
+CacheMode: TypeAlias = Literal["compact", "objects"]
+"""How an informer keeps its cache: ``"compact"`` (each object's JSON bytes and head,
+decoded on read; the collector never walks it) or ``"objects"`` (the decoded dicts)."""
+
+_DELETED: Final = DeltaType.DELETED
+
+
+class _CompactSource:
+    """A source that has ``list_compact``/``watch_compact`` (the real client's resources),
+    presented as a plain ``ListerWatcher`` whose items and events are RawObjects."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        page: ObjectList = await self._source.list_compact(options)
+        return page
+
+    def watch(self, options: ListOptions) -> Any:
+        return self._source.watch_compact(options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    def __repr__(self) -> str:
+        return f"<compact {self._source!r}>"
+
+
+def compact_source(source: ListerWatcher) -> ListerWatcher:
+    """``source`` reading RawObjects when it can; otherwise ``source`` itself, whose
+    decoded dicts the pop task encodes as it stores them."""
+    if callable(getattr(source, "list_compact", None)) and callable(
+        getattr(source, "watch_compact", None)
+    ):
+        return _CompactSource(source)
+    return source
+
+
+def compact_transform(transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``transform`` applied to decoded objects: a RawObject is decoded for it, and what
+    it returns is stored as it is returned (a dict is encoded by the pop task)."""
+
+    def on_decoded(obj: Any) -> Any:
+        return transform(obj.decode() if type(obj) is RawObject else obj)
+
+    return on_decoded
+
+
+def materialize(obj: Any) -> Any:
+    """What a handler receives for a notified object: the (shared) decoded object, or a
+    tombstone holding it."""
+    kind = type(obj)
+    if kind is SharedDecode:
+        return obj.get()
+    if kind is DeletedFinalStateUnknown:
+        inner = obj.obj
+        if type(inner) is SharedDecode:
+            return DeletedFinalStateUnknown(obj.key, inner.get())
+        if type(inner) is RawObject:
+            return DeletedFinalStateUnknown(obj.key, inner.decode())
+        return obj
+    if kind is RawObject:
+        return obj.decode()
+    return obj
+
+
+def notified_key(obj: Any) -> str:
+    """The key of a notified object, never decoding it (``keys_only`` handlers, and
+    coalescing queues)."""
+    if type(obj) is SharedDecode:
+        obj = obj.entry
+    return meta_namespace_key(obj)
+
+
+def _wrap_deleted(obj: Any) -> Any:
+    if type(obj) is DeletedFinalStateUnknown:
+        inner = obj.obj
+        if type(inner) is RawObject:
+            return DeletedFinalStateUnknown(obj.key, SharedDecode(inner))
+        return obj
+    return SharedDecode(obj)
+
+
+def apply_deltas(
+    deltas: Deltas,
+    indexer: CompactIndexer,
+    distribute: Callable[[Notification, bool], None],
+    *,
+    is_in_initial_list: bool,
+) -> None:
+    """Apply one key's deltas to a compact cache and distribute the notifications (the
+    compact form of the informer's ``_handle_deltas``: same notifications, in the same
+    order, with each object wrapped for a shared decode)."""
+    first = deltas[0].object
+    key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
+    old = indexer.entry_by_key(key)
+    put = indexer.put_entry
+    for delta in deltas:
+        obj = delta.object
+        if delta.type is _DELETED:
+            indexer.delete_by_key(key)
+            distribute(Notification(DELETE, _wrap_deleted(obj), None), False)
+            old = None
+            continue
+        kind = type(obj)
+        if kind is RawObject:
+            entry = obj
+            shared = SharedDecode(obj)
+        elif kind is dict:
+            # From a source of dicts or a transform: the handlers get this very dict.
+            entry = RawObject.from_dict(obj)
+            shared = SharedDecode(entry, obj)
+        else:
+            entry = obj
+            shared = SharedDecode(obj)
+        put(key, entry, shared)
+        if old is None:
+            distribute(Notification(ADD, shared, is_in_initial_list), False)
+        else:
+            if type(old) is RawObject and type(entry) is RawObject:
+                is_sync = old.resource_version == entry.resource_version
+            else:
+                is_sync = same_resource_version(old, entry)
+            distribute(Notification(UPDATE, SharedDecode(old), shared), is_sync)
+        old = entry

@@ -1,0 +1,351 @@
+"""The compact representation of a cached object: its JSON bytes beside the fields the
+pipeline reads.
+
+Role: what a compact cache (``cache="compact"``, see :mod:`aioinformer.informer`) stores
+instead of a decoded ``dict``. A :class:`RawObject` holds the object's JSON exactly as it
+came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
+fields every stage needs without decoding it: the store key, namespace, name,
+resourceVersion, kind, apiVersion and labels. ``decode()`` turns it into a fresh ``dict``
+each time it is called.
+
+Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
+hundreds of them. A cache of decoded objects is walked by every full collection, and
+because each update replaces an old object with a young one, full collections keep coming.
+A ``RawObject`` is an untracked msgspec struct holding bytes, strings and (at most) a dict
+of strings, none of which the collector tracks, so a cache of them costs the collector
+nothing however large it grows, and its bytes are a fraction of the decoded dict's size.
+
+Input: a LIST body (:func:`decode_list`), one watch line (:func:`decode_watch_line`), or
+an already decoded ``dict`` (:meth:`RawObject.from_dict`, for sources that produce dicts).
+Output: ``RawObject`` items and events, decoded with msgspec reading only the head of each
+object; :class:`SharedDecode`, the one decode of an event that all its consumers share.
+
+Ordering and task model: pure, synchronous functions; nothing here suspends or keeps
+state. A ``RawObject`` is immutable, so it may be shared between the cache, the DeltaFIFO
+and handler queues.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+import orjson
+
+from aioinformer.errors import KeyFuncError
+
+__all__ = [
+    "CompactDecodeError",
+    "ListBody",
+    "RawObject",
+    "SharedDecode",
+    "decode_list",
+    "decode_watch_line",
+]
+
+
+class CompactDecodeError(ValueError):
+    """A body or line is not the JSON it should be; the message names what was wrong,
+    never the content (it may hold a Secret)."""
+
+
+class RawObject(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One cached object: its JSON bytes and the fields the pipeline reads.
+
+    Immutable and invisible to the cyclic collector (every field is bytes, a string or a
+    dict of strings, which never form a cycle). ``key`` is ``"namespace/name"`` (``"name"``
+    when cluster-scoped), ``""`` when the object has no name.
+    """
+
+    raw: bytes
+    """The object's JSON, as received (or as encoded from a decoded source)."""
+    key: str
+    name: str
+    namespace: str
+    resource_version: str
+    kind: str
+    api_version: str
+    labels: dict[str, str] | None = None
+    add_type: bool = False
+    """True when ``raw`` lacks ``kind``/``apiVersion`` (LIST items do): :meth:`decode`
+    adds ``kind`` and ``api_version``, as the decoding client does for a list."""
+
+    def decode(self) -> dict[str, Any]:
+        """A fresh ``dict`` of the object; the caller may keep or change it."""
+        obj: dict[str, Any] = orjson.loads(self.raw)
+        if self.add_type:
+            if "apiVersion" not in obj and self.api_version:
+                obj["apiVersion"] = self.api_version
+            if "kind" not in obj and self.kind:
+                obj["kind"] = self.kind
+        return obj
+
+    @classmethod
+    def from_dict(cls, obj: dict[str, Any]) -> RawObject:
+        """Encode a decoded object (from a source that yields dicts, or a transform).
+
+        Raises :class:`~aioinformer.errors.KeyFuncError` for an object without a usable
+        ``metadata.name`` and ``TypeError`` for one orjson cannot encode.
+        """
+        meta = obj.get("metadata")
+        if type(meta) is not dict:
+            raise KeyFuncError(f"object has no metadata: kind={obj.get('kind')!r}")
+        name = meta.get("name")
+        if not name or type(name) is not str:
+            raise KeyFuncError(f"object has no metadata.name: kind={obj.get('kind')!r}")
+        namespace = meta.get("namespace") or ""
+        labels = meta.get("labels")
+        return cls(
+            raw=orjson.dumps(obj),
+            key=f"{namespace}/{name}" if namespace else name,
+            name=name,
+            namespace=namespace,
+            resource_version=_text(meta.get("resourceVersion")),
+            kind=_text(obj.get("kind")),
+            api_version=_text(obj.get("apiVersion")),
+            labels=dict(labels) if type(labels) is dict and labels else None,
+        )
+
+    def __repr__(self) -> str:
+        # Never the bytes: the object may be a Secret.
+        return (
+            f"RawObject(kind={self.kind!r}, key={self.key!r}, "
+            f"resource_version={self.resource_version!r}, {len(self.raw)} bytes)"
+        )
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else ""
+
+
+_UNSET: Final[Any] = object()
+
+
+class SharedDecode:
+    """The decode of one event's object, shared by every consumer of that event.
+
+    The informer wraps each object it hands to its handlers in one of these: the first
+    handler that needs the ``dict`` decodes it, the others get the same ``dict``, and it is
+    freed with the wrapper once the last handler queue has let go of the notification. A
+    consumer that only needs the key never decodes (see :attr:`key`).
+    """
+
+    __slots__ = ("_value", "entry")
+
+    def __init__(self, entry: Any, value: Any = _UNSET) -> None:
+        self.entry = entry
+        """A :class:`RawObject`, or any other cached object (delivered as it is)."""
+        if value is _UNSET and type(entry) is not RawObject:
+            value = entry
+        self._value = value
+
+    def get(self) -> Any:
+        """The decoded object (decoded on the first call)."""
+        value = self._value
+        if value is _UNSET:
+            value = self._value = self.entry.decode()
+        return value
+
+    @property
+    def decoded(self) -> bool:
+        """Whether :meth:`get` has been answered (or needs no decode)."""
+        return self._value is not _UNSET
+
+    def __repr__(self) -> str:
+        return f"SharedDecode({self.entry!r})"
+
+
+# -- decoding: only the head of each object --------------------------------------------
+
+
+# The heads are typed strictly: an object whose head does not fit (a number for a name,
+# labels that are not strings) fails here and takes the careful path, which decodes it
+# whole and reports or keeps it exactly as a dict-producing source would.
+
+
+class _Meta(msgspec.Struct, gc=False, rename="camel"):
+    name: str = ""
+    namespace: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] | None = None
+
+
+class _Head(msgspec.Struct, gc=False, rename="camel"):
+    kind: str | None = None
+    api_version: str | None = None
+    metadata: _Meta | None = None
+
+
+class _ListMeta(msgspec.Struct, gc=False, rename="camel"):
+    resource_version: str = ""
+    # The wire name; "continue" is a Python keyword.
+    continue_: str | None = msgspec.field(default=None, name="continue")
+    remaining_item_count: int | None = None
+
+
+class _List(msgspec.Struct, gc=False, rename="camel"):
+    kind: str | None = None
+    api_version: str | None = None
+    metadata: _ListMeta | None = None
+    items: list[msgspec.Raw] | None = None
+
+
+class _Line(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    type: str
+    object: _Head
+
+
+class _RawLine(msgspec.Struct, gc=False):
+    type: str | None = None
+    # Raw cannot be part of a union: an absent object is an empty Raw.
+    object: msgspec.Raw = msgspec.Raw(b"")
+
+
+_head_decoder: Final = msgspec.json.Decoder(_Head)
+_list_decoder: Final = msgspec.json.Decoder(_List)
+_line_decoder: Final = msgspec.json.Decoder(_Line)
+_raw_line_decoder: Final = msgspec.json.Decoder(_RawLine)
+_DecodeError: Final = msgspec.DecodeError
+
+
+def _entry(
+    raw: bytes, head: _Head, *, default_kind: str = "", default_api_version: str = ""
+) -> RawObject:
+    """The entry for ``raw`` whose head is ``head``; kind/apiVersion absent from it are
+    taken from the defaults (a LIST's items)."""
+    meta = head.metadata
+    if meta is None:
+        name = namespace = resource_version = ""
+        labels = None
+    else:
+        name = meta.name
+        namespace = meta.namespace
+        resource_version = meta.resource_version
+        labels = meta.labels or None
+    kind = head.kind
+    api_version = head.api_version
+    add_type = False
+    if kind is None or api_version is None:
+        add_type = True
+        kind = kind if kind is not None else default_kind
+        api_version = api_version if api_version is not None else default_api_version
+    return RawObject(
+        raw=raw,
+        key=(f"{namespace}/{name}" if namespace else name) if name else "",
+        name=name,
+        namespace=namespace,
+        resource_version=resource_version,
+        kind=kind,
+        api_version=api_version,
+        labels=labels,
+        add_type=add_type,
+    )
+
+
+class ListBody(msgspec.Struct, frozen=True, gc=False):
+    """One decoded LIST page: compact items and the list's metadata."""
+
+    items: list[Any]
+    """:class:`RawObject` items (a ``dict`` for an item whose head is unusual)."""
+    resource_version: str
+    continue_: str | None
+    remaining_item_count: int | None
+    kind: str
+    """The item kind (the list's kind without ``List``); ``""`` when unnamed."""
+    api_version: str
+
+
+def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBody:
+    """Decode a LIST answer into compact items; ``kind``/``api_version`` are the
+    resource's, used when the list does not name them.
+
+    Raises :class:`CompactDecodeError` for a body that is not a JSON object with a list of
+    object ``items``.
+    """
+    try:
+        page = _list_decoder.decode(body)
+    except _DecodeError as error:
+        raise CompactDecodeError(f"the list is not of the expected shape: {error}") from None
+    list_kind = page.kind or ""
+    item_kind = list_kind[:-4] if list_kind.endswith("List") else kind
+    item_api_version = page.api_version or api_version
+    decode_head = _head_decoder.decode
+    items: list[RawObject] = []
+    append = items.append
+    for raw in page.items or ():
+        try:
+            head = decode_head(raw)
+        except _DecodeError:
+            append(_odd_item(raw, item_kind, item_api_version))
+            continue
+        append(
+            _entry(bytes(raw), head, default_kind=item_kind, default_api_version=item_api_version)
+        )
+    meta = page.metadata
+    return ListBody(
+        items=items,
+        resource_version=meta.resource_version if meta is not None else "",
+        continue_=(meta.continue_ or None) if meta is not None else None,
+        remaining_item_count=meta.remaining_item_count if meta is not None else None,
+        kind=item_kind,
+        api_version=item_api_version,
+    )
+
+
+def _odd_item(raw: msgspec.Raw, kind: str, api_version: str) -> Any:
+    """An item whose head does not fit the usual shape, decoded whole: the store then
+    judges it as it judges any decoded object."""
+    item = orjson.loads(bytes(raw))
+    if type(item) is not dict:
+        raise CompactDecodeError("a list item is not a JSON object")
+    item.setdefault("apiVersion", api_version)
+    item.setdefault("kind", kind)
+    return item
+
+
+_OBJECT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_PREFIX: Final = b'{"type":"'
+_OBJECT_KEY: Final = b'","object":'
+
+
+def decode_watch_line(line: bytes | memoryview) -> tuple[str, Any] | None:
+    """Decode one watch line whose type is ``ADDED``, ``MODIFIED`` or ``DELETED`` into
+    ``(type, RawObject)``; ``None`` for any other line (a bookmark, an error, garbage),
+    which the caller decodes the careful way.
+
+    The usual line, ``{"type":"…","object":{…}}`` as kube-apiserver writes it, is read in
+    one pass: the head of the object is decoded and its bytes are the slice between the
+    two keys' framing. Any other spelling of the two keys decodes the object as a raw
+    value first, then its head.
+    """
+    try:
+        parsed = _line_decoder.decode(line)
+    except _DecodeError:
+        return _decode_watch_line_slowly(line)
+    kind = parsed.type
+    if kind not in _OBJECT_TYPES:
+        return None
+    start = len(_PREFIX) + len(kind) + len(_OBJECT_KEY)
+    data = bytes(line)
+    if data.startswith(_PREFIX) and data.startswith(_OBJECT_KEY, len(_PREFIX) + len(kind)):
+        end = data.rfind(b"}")
+        # Only two keys were allowed and "type" came first, so what follows "object": up
+        # to the line's closing brace is exactly the object.
+        return kind, _entry(data[start:end], parsed.object)
+    return _decode_watch_line_slowly(data)
+
+
+def _decode_watch_line_slowly(line: bytes | memoryview) -> tuple[str, Any] | None:
+    try:
+        parsed = _raw_line_decoder.decode(line)
+    except _DecodeError:
+        return None
+    kind = parsed.type
+    if kind not in _OBJECT_TYPES or not parsed.object:
+        return None
+    raw = bytes(parsed.object)
+    try:
+        head = _head_decoder.decode(raw)
+    except _DecodeError:
+        return None  # not an object: the careful path reports the malformed event
+    return kind, _entry(raw, head)
