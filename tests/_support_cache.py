@@ -12,30 +12,36 @@ or a compact cache's record on its way through the DeltaFIFO). ``tests/conftest.
 registers the fixture for every test under ``tests``.
 
 The tests that compare the modes also share a :func:`pod` whose every level changes with
-its step, a :class:`Recorder` handler, and a :func:`scripted_informer` whose timers fire
+its step, a :class:`CompactFakeListerWatcher` (a fake source of RawObjects, as the real
+client is), a :class:`Recorder` handler, and a :func:`scripted_informer` whose timers fire
 at the same fake times on every run, with :func:`until_idle` and
 :func:`relist_after_lost_history` to drive it. Nothing here starts a task.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer._backoff import Backoff
+from aioinformer._raw import RawObject
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.listwatch import WatchEvent
 from aioinformer.reflector import ReflectorState
+from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import reflector_statistics
 from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.testing.clock import FakeClock
-    from aioinformer.testing.lister_watcher import FakeListerWatcher
+    from collections.abc import AsyncIterator
 
-CacheMode: TypeAlias = Literal["objects", "compact"]
+    from aioinformer.informer import CacheMode
+    from aioinformer.listwatch import ListOptions, ObjectList
+    from aioinformer.testing.clock import FakeClock
 
 CACHE_MODES: tuple[CacheMode, ...] = ("objects", "compact")
 
@@ -74,6 +80,27 @@ def pod(name: str, step: int = 0, *, namespace: str | None = "default") -> dict[
         "spec": {"containers": [{"name": "main", "image": f"busybox:{step}", "args": [step]}]},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "step": step}]},
     }
+
+
+class CompactFakeListerWatcher(FakeListerWatcher):
+    """A :class:`FakeListerWatcher` that also lists and watches RawObjects
+    (``list_compact``/``watch_compact``), as the real client does for a compact informer:
+    each is encoded from the dict the fake would have sent."""
+
+    async def list_compact(self, options: ListOptions) -> ObjectList:
+        page = await self.list(options)
+        return dataclasses.replace(page, items=[RawObject.from_dict(o) for o in page.items])
+
+    async def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        stream = self.watch(options)
+        try:
+            async for event in stream:
+                if isinstance(event.object, dict) and event.type != "BOOKMARK":
+                    yield WatchEvent(event.type, RawObject.from_dict(event.object))
+                else:
+                    yield event
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
 
 
 class Recorder:
@@ -115,7 +142,8 @@ def scripted_informer(
 
 async def until_idle(informer: SharedIndexInformer, source: FakeListerWatcher) -> None:
     """Wait until the cache holds the source's objects at their resourceVersions and
-    nothing is queued (FIFO, handler queues), then until calls under way have returned."""
+    nothing is queued (FIFO, handler queues), then until calls under way have returned.
+    Reads the cache's entries as they are: a compact cache decodes nothing for this."""
 
     def versions(objs: list[Any]) -> dict[str, str | None]:
         return {meta_namespace_key(o): resource_version_of(o) for o in objs}
@@ -125,7 +153,7 @@ async def until_idle(informer: SharedIndexInformer, source: FakeListerWatcher) -
         return (
             stats.fifo_pending == 0
             and all(handler.pending == 0 for handler in stats.handlers)
-            and versions(informer.indexer.list()) == versions(source.objects())
+            and versions(informer.indexer.entries()) == versions(source.objects())
         )
 
     await wait_until(idle)

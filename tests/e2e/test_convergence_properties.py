@@ -72,8 +72,7 @@ from tests._support_properties import PROFILE
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.informer import SharedIndexInformer
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode, SharedIndexInformer
 
 # ---------------------------------------------------------------------------------------
 # settings

@@ -24,8 +24,7 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer.informer import SharedIndexInformer
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode, SharedIndexInformer
 
 
 # The conditions below depend on socket I/O between the real client and server: a short

@@ -30,7 +30,7 @@ from aioinformer.testing.apiserver import FakeAPIServer
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode
 
 EVENTS = 20
 SLOW_HANDLER_DELAY = 0.5

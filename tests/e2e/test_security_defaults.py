@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode
 
 SECRET_TOKEN = "s3cr3t-token-9f8e7d6c5b4a39281706"
 SECRET_PASSWORD = "hunter2-pa55word-0b1c2d3e"

@@ -1,8 +1,9 @@
 """Both cache modes deliver the same calls with the same arguments.
 
 One script of changes plays against an informer built with ``cache="objects"``, then
-against one built with ``cache="compact"``, on a fresh :class:`FakeListerWatcher` and
-:class:`FakeClock` each time (so resourceVersions and timers repeat exactly). Every
+against one built with ``cache="compact"``, on a fresh fake source and
+:class:`FakeClock` each time (so resourceVersions and timers repeat exactly). The compact
+informer reads either dicts or, as from the real client, RawObjects. Every
 handler, every ``events()`` stream and every late registration records what it is handed;
 the two transcripts must be equal, call for call, and every object in them must be a plain
 ``dict`` (or, with ``model=``, that model), whatever the cache holds.
@@ -31,6 +32,7 @@ from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import (
+    CompactFakeListerWatcher,
     Recorder,
     pod,
     relist_after_lost_history,
@@ -40,8 +42,7 @@ from tests._support_cache import (
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.informer import EventStream
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode, EventStream
 
 Call = tuple[Any, ...]
 Transcript = dict[str, list[Call]]
@@ -65,11 +66,22 @@ def resource_version(obj: Any) -> str:
     return value
 
 
-async def play(cache: CacheMode, *, model: type[Any] | None = None) -> Transcript:
-    """Run the script against a fresh informer in ``cache`` mode; return what each
-    handler and stream was handed."""
+SOURCES: dict[str, type[FakeListerWatcher]] = {
+    "dicts": FakeListerWatcher,
+    "rawobjects": CompactFakeListerWatcher,
+}
+"""What the compared informers read: a source of dicts (a compact informer encodes them
+as it stores them and hands the handlers the dicts themselves), or one of RawObjects (as
+the real client is for a compact informer, whose handlers then get decodes)."""
+
+
+async def play(
+    cache: CacheMode, source_kind: str = "dicts", *, model: type[Any] | None = None
+) -> Transcript:
+    """Run the script against a fresh informer in ``cache`` mode reading from a fresh
+    source of ``source_kind``; return what each handler and stream was handed."""
     clock = FakeClock()
-    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    source = SOURCES[source_kind](objects=[pod("a"), pod("b")])
     informer = scripted_informer(source, clock, cache, model=model)
     transcript: Transcript = {
         name: [] for name in ("resyncing", "quiet", "early events", "late", "late events")
@@ -153,9 +165,12 @@ def assert_the_script_covered_every_kind_of_delivery(transcript: Transcript) -> 
     assert {c[1] for c in transcript["early events"]} == {"ADDED", "UPDATED", "DELETED"}
 
 
-async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes() -> None:
+@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
+async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes(
+    source_kind: str,
+) -> None:
     objects = await play("objects")
-    compact = await play("compact")
+    compact = await play("compact", source_kind)
     assert_the_script_covered_every_kind_of_delivery(objects)
     assert compact == objects
     for name, calls in compact.items():
@@ -164,9 +179,12 @@ async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes
                 assert_plain(obj, f"{name} call {number}")
 
 
-async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes() -> None:
+@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
+async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes(
+    source_kind: str,
+) -> None:
     objects = await play("objects", model=Pod)
-    compact = await play("compact", model=Pod)
+    compact = await play("compact", source_kind, model=Pod)
     assert_the_script_covered_every_kind_of_delivery(objects)
     assert compact == objects
     for calls in compact.values():
@@ -174,10 +192,13 @@ async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes() -
             assert all(type(obj) is Pod for obj in objects_in(call))
 
 
+@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
 @pytest.mark.parametrize("model", [None, Pod], ids=["dicts", "typed"])
-async def test_listers_read_the_same_objects_in_both_cache_modes(model: type[Any] | None) -> None:
+async def test_listers_read_the_same_objects_in_both_cache_modes(
+    model: type[Any] | None, source_kind: str
+) -> None:
     async def read(cache: CacheMode) -> list[Any]:
-        source = FakeListerWatcher(objects=[pod("a"), pod("b", 1)])
+        source = SOURCES[source_kind](objects=[pod("a"), pod("b", 1)])
         informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, model=model)
         async with informer:
             assert await informer.wait_for_sync(timeout=5)

@@ -13,7 +13,8 @@ updates to the same objects. Each cache mode gets there its own way:
   snapshot of its time; but lister results *are* the cached objects, so they must be
   treated as read-only.
 
-Input: a :class:`FakeListerWatcher` whose objects change under a running informer.
+Input: a fake source whose objects change under a running informer, sending dicts or,
+as the real client does for a compact informer, RawObjects.
 Output: assertions only. Task model: each test runs one informer in ``async with``.
 """
 
@@ -23,17 +24,29 @@ import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import pod
+from tests._support_cache import CompactFakeListerWatcher, pod
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode
 
 UPDATES = 5
+
+
+@pytest.fixture(
+    params=[FakeListerWatcher, CompactFakeListerWatcher], ids=["dict-source", "rawobject-source"]
+)
+def source_type(request: pytest.FixtureRequest) -> type[FakeListerWatcher]:
+    """A source of dicts (encoded by a compact informer as it stores them), or one of
+    RawObjects (decoded for the handlers), as the real client is for a compact cache."""
+    kind: type[FakeListerWatcher] = request.param
+    return kind
 
 
 def rv(obj: dict[str, Any]) -> str:
@@ -67,9 +80,9 @@ class Keeper:
 
 
 async def test_objects_a_handler_or_a_caller_keeps_do_not_change_as_updates_are_applied(
-    cache: CacheMode,
+    cache: CacheMode, source_type: type[FakeListerWatcher]
 ) -> None:
-    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    source = source_type(objects=[pod("a"), pod("b")])
     informer = SharedIndexInformer(
         source, clock=FakeClock(), cache=cache, indexers={NAMESPACE_INDEX: namespace_index_func}
     )
@@ -109,9 +122,9 @@ async def test_objects_a_handler_or_a_caller_keeps_do_not_change_as_updates_are_
 
 
 async def test_a_handler_suspended_on_an_object_reads_it_unchanged_after_the_cache_moved_on(
-    cache: CacheMode,
+    cache: CacheMode, source_type: type[FakeListerWatcher]
 ) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     holding = asyncio.Event()
     release = asyncio.Event()
@@ -139,8 +152,10 @@ async def test_a_handler_suspended_on_an_object_reads_it_unchanged_after_the_cac
     assert obj["metadata"]["labels"]["step"] == "0"
 
 
-async def test_in_compact_mode_every_read_is_a_fresh_decode() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_in_compact_mode_every_read_is_a_fresh_decode(
+    source_type: type[FakeListerWatcher],
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache="compact")
     lister = informer.lister()
     async with informer:
@@ -156,8 +171,10 @@ async def test_in_compact_mode_every_read_is_a_fresh_decode() -> None:
         assert listed is not first
 
 
-async def test_mutating_a_compact_lister_result_leaves_the_cache_as_the_server_sent_it() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_mutating_a_compact_lister_result_leaves_the_cache_as_the_server_sent_it(
+    source_type: type[FakeListerWatcher],
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(
         source,
         clock=FakeClock(),

@@ -26,8 +26,8 @@ from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList
-    from tests._support_cache import CacheMode
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:

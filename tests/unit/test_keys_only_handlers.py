@@ -7,10 +7,13 @@ too). That holds in both cache modes. In ``cache="compact"`` it is also what let
 event skip the whole-object decode: when every consumer of the informer wants keys only
 (and there is no transform and no index function of the user's), nothing but the few
 fields the store decodes up front is ever decoded, which the tests check by counting
-the calls of the decoder in :mod:`aioinformer._raw`. A full handler beside them costs one
-decode per event, whose dict all full handlers share.
+the calls of :meth:`aioinformer._raw.RawObject.decode`. A full handler beside them costs
+one decode per event, whose dict all full handlers share. The decode counts need a
+source of RawObjects, as the real client is for a compact informer: a
+:class:`~tests._support_cache.CompactFakeListerWatcher` (a source of dicts hands the
+handlers its own dicts, with nothing to decode).
 
-Input: a :class:`FakeListerWatcher` and a :class:`FakeClock`. Output: assertions only.
+Input: a fake source and a :class:`FakeClock`. Output: assertions only.
 Task model: each test runs one informer in ``async with``.
 """
 
@@ -18,11 +21,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer import _raw
+from aioinformer._raw import RawObject
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import (
+    CompactFakeListerWatcher,
     Recorder,
     pod,
     relist_after_lost_history,
@@ -35,21 +39,21 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     import pytest
 
-    from tests._support_cache import CacheMode
+    from aioinformer.informer import CacheMode
 
 
 class Decodes:
-    """Counts the whole-object decodes of :mod:`aioinformer._raw` while installed."""
+    """Counts the whole-object decodes (:meth:`RawObject.decode`) while installed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        decode = _raw.decode
+        decode = RawObject.decode
 
-        def counting(*args: Any, **kwargs: Any) -> Any:
+        def counting(entry: RawObject) -> dict[str, Any]:
             self.count += 1
-            return decode(*args, **kwargs)
+            return decode(entry)
 
-        monkeypatch.setattr(_raw, "decode", counting)
+        monkeypatch.setattr(RawObject, "decode", counting)
 
 
 def initial_objects() -> list[dict[str, Any]]:
@@ -106,7 +110,7 @@ async def test_keys_only_handlers_cost_no_whole_object_decode_in_compact_mode(
 ) -> None:
     decodes = Decodes(monkeypatch)
     clock = FakeClock()
-    source = FakeListerWatcher(objects=initial_objects())
+    source = CompactFakeListerWatcher(objects=initial_objects())
     informer = scripted_informer(source, clock, "compact")
     first, second, late = Recorder(), Recorder(), Recorder()
     informer.add_event_handler(first, keys_only=True)
@@ -127,7 +131,7 @@ async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     decodes = Decodes(monkeypatch)
-    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    source = CompactFakeListerWatcher(objects=[pod("a"), pod("b")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache="compact")
     keys = Recorder()
     informer.add_event_handler(keys, keys_only=True)
