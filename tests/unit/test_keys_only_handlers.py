@@ -8,7 +8,9 @@ event skip the whole-object decode: when every consumer of the informer wants ke
 (and there is no transform and no index function of the user's), nothing but the few
 fields the store decodes up front is ever decoded, which the tests check by counting
 the calls of :meth:`aioinformer._raw.RawObject.decode`. A full handler beside them costs
-one decode per event, whose dict all full handlers share. The decode counts need a
+one decode per event, whose dict all full handlers share, and an index function of the
+user's one per stored object. A :class:`Controller` with the default key function
+registers keys-only and so decodes nothing either. The decode counts need a
 source of RawObjects, as the real client is for a compact informer: a
 :class:`~tests._support_cache.CompactFakeListerWatcher` (a source of dicts hands the
 handlers its own dicts, with nothing to decode).
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._raw import RawObject
+from aioinformer.controller import Controller
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -149,3 +152,45 @@ async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
     assert len(full[0].calls) == 3
     assert decoded == 3
     assert [c[1] for c in keys.calls] == ["default/a", "default/b", "default/c"]
+
+
+def by_step(obj: dict[str, Any]) -> list[str]:
+    return [obj["metadata"]["labels"]["step"]]
+
+
+async def test_a_user_index_function_makes_a_compact_informer_decode_what_it_stores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The other side of the rule: an index function of the user's needs the object, so
+    # keys-only handlers alone no longer spare the decode (one per stored object).
+    decodes = Decodes(monkeypatch)
+    source = CompactFakeListerWatcher(objects=[pod("a"), pod("b")])
+    informer = SharedIndexInformer(
+        source, clock=FakeClock(), cache="compact", indexers={"by-step": by_step}
+    )
+    informer.add_event_handler(Recorder(), keys_only=True)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        source.modify(pod("a", 1))
+        await until_idle(informer, source)
+        assert decodes.count == 3
+        assert sorted(informer.indexer.index_keys("by-step", "0")) == ["default/b"]
+
+
+async def test_a_controller_over_a_compact_informer_reconciles_keys_without_decoding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decodes = Decodes(monkeypatch)
+    source = CompactFakeListerWatcher(objects=[pod("a"), pod("node-1", namespace=None)])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache="compact")
+    reconciled: list[str] = []
+    controller = Controller("keys", reconciled.append, informers=[informer])
+    async with informer, controller:
+        assert await informer.wait_for_sync(timeout=5)
+        await wait_until(lambda: sorted(reconciled) == ["default/a", "node-1"])
+        source.modify(pod("a", 1))
+        source.delete("node-1")
+        await wait_until(lambda: len(reconciled) == 4)
+        await until_idle(informer, source)
+    assert sorted(reconciled[2:]) == ["default/a", "node-1"]
+    assert decodes.count == 0
