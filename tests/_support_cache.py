@@ -6,10 +6,12 @@ beside a few decoded fields and decodes a fresh dict on every read (see
 faults over the fake API server, cancellation) run once per mode.
 
 Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
-with the ids ``objects-cache`` and ``compact-cache``, and :func:`resource_version_of`,
+with the ids ``objects-cache`` and ``compact-cache``; the ``source_type`` fixture, a fake
+source of dicts or of RawObjects (ids ``dicts-source``, ``rawobjects-source``); and
+:func:`resource_version_of`,
 which reads an object's resourceVersion whatever form the pipeline holds it in (a dict,
 or a compact cache's record on its way through the DeltaFIFO). ``tests/conftest.py``
-registers the fixture for every test under ``tests``.
+registers the fixtures for every test under ``tests``.
 
 The tests that compare the modes also share a :func:`pod` whose every level changes with
 its step, a :class:`CompactFakeListerWatcher` (a fake source of RawObjects, as the real
@@ -51,6 +53,16 @@ def cache(request: pytest.FixtureRequest) -> CacheMode:
     """The cache mode of the informers under test; every test taking it runs in both."""
     mode: CacheMode = request.param
     return mode
+
+
+@pytest.fixture(params=["dicts", "rawobjects"], ids=lambda kind: f"{kind}-source")
+def source_type(request: pytest.FixtureRequest) -> type[FakeListerWatcher]:
+    """The fake source under test: one of dicts (which a compact informer encodes as it
+    stores them), or one of RawObjects, as the real client is for a compact informer
+    (an ``"objects"`` informer reads dicts from either)."""
+    if request.param == "rawobjects":
+        return CompactFakeListerWatcher
+    return FakeListerWatcher
 
 
 def resource_version_of(obj: Any) -> str | None:

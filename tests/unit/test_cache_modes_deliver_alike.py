@@ -3,7 +3,8 @@
 One script of changes plays against an informer built with ``cache="objects"``, then
 against one built with ``cache="compact"``, on a fresh fake source and
 :class:`FakeClock` each time (so resourceVersions and timers repeat exactly). The compact
-informer reads either dicts or, as from the real client, RawObjects. Every
+informer reads either dicts or, as from the real client, RawObjects (the
+``source_type`` fixture; the objects informer always reads dicts). Every
 handler, every ``events()`` stream and every late registration records what it is handed;
 the two transcripts must be equal, call for call, and every object in them must be a plain
 ``dict`` (or, with ``model=``, that model), whatever the cache holds.
@@ -32,7 +33,6 @@ from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import (
-    CompactFakeListerWatcher,
     Recorder,
     pod,
     relist_after_lost_history,
@@ -66,22 +66,16 @@ def resource_version(obj: Any) -> str:
     return value
 
 
-SOURCES: dict[str, type[FakeListerWatcher]] = {
-    "dicts": FakeListerWatcher,
-    "rawobjects": CompactFakeListerWatcher,
-}
-"""What the compared informers read: a source of dicts (a compact informer encodes them
-as it stores them and hands the handlers the dicts themselves), or one of RawObjects (as
-the real client is for a compact informer, whose handlers then get decodes)."""
-
-
 async def play(
-    cache: CacheMode, source_kind: str = "dicts", *, model: type[Any] | None = None
+    cache: CacheMode,
+    source_type: type[FakeListerWatcher] = FakeListerWatcher,
+    *,
+    model: type[Any] | None = None,
 ) -> Transcript:
     """Run the script against a fresh informer in ``cache`` mode reading from a fresh
-    source of ``source_kind``; return what each handler and stream was handed."""
+    ``source_type``; return what each handler and stream was handed."""
     clock = FakeClock()
-    source = SOURCES[source_kind](objects=[pod("a"), pod("b")])
+    source = source_type(objects=[pod("a"), pod("b")])
     informer = scripted_informer(source, clock, cache, model=model)
     transcript: Transcript = {
         name: [] for name in ("resyncing", "quiet", "early events", "late", "late events")
@@ -165,12 +159,11 @@ def assert_the_script_covered_every_kind_of_delivery(transcript: Transcript) -> 
     assert {c[1] for c in transcript["early events"]} == {"ADDED", "UPDATED", "DELETED"}
 
 
-@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
 async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes(
-    source_kind: str,
+    source_type: type[FakeListerWatcher],
 ) -> None:
     objects = await play("objects")
-    compact = await play("compact", source_kind)
+    compact = await play("compact", source_type)
     assert_the_script_covered_every_kind_of_delivery(objects)
     assert compact == objects
     for name, calls in compact.items():
@@ -179,12 +172,11 @@ async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes
                 assert_plain(obj, f"{name} call {number}")
 
 
-@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
 async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes(
-    source_kind: str,
+    source_type: type[FakeListerWatcher],
 ) -> None:
     objects = await play("objects", model=Pod)
-    compact = await play("compact", source_kind, model=Pod)
+    compact = await play("compact", source_type, model=Pod)
     assert_the_script_covered_every_kind_of_delivery(objects)
     assert compact == objects
     for calls in compact.values():
@@ -192,13 +184,12 @@ async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes(
             assert all(type(obj) is Pod for obj in objects_in(call))
 
 
-@pytest.mark.parametrize("source_kind", SOURCES, ids=lambda kind: f"compact-from-{kind}")
 @pytest.mark.parametrize("model", [None, Pod], ids=["dicts", "typed"])
 async def test_listers_read_the_same_objects_in_both_cache_modes(
-    model: type[Any] | None, source_kind: str
+    model: type[Any] | None, source_type: type[FakeListerWatcher]
 ) -> None:
     async def read(cache: CacheMode) -> list[Any]:
-        source = SOURCES[source_kind](objects=[pod("a"), pod("b", 1)])
+        source = source_type(objects=[pod("a"), pod("b", 1)])
         informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, model=model)
         async with informer:
             assert await informer.wait_for_sync(timeout=5)

@@ -24,29 +24,17 @@ import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import CompactFakeListerWatcher, pod
+from tests._support_cache import pod
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.informer import CacheMode
 
 UPDATES = 5
-
-
-@pytest.fixture(
-    params=[FakeListerWatcher, CompactFakeListerWatcher], ids=["dict-source", "rawobject-source"]
-)
-def source_type(request: pytest.FixtureRequest) -> type[FakeListerWatcher]:
-    """A source of dicts (encoded by a compact informer as it stores them), or one of
-    RawObjects (decoded for the handlers), as the real client is for a compact cache."""
-    kind: type[FakeListerWatcher] = request.param
-    return kind
 
 
 def rv(obj: dict[str, Any]) -> str:

@@ -2,8 +2,10 @@
 waits, inside a handler blocked forever, under backpressure, and mid-churn. After each:
 no task it started is left, no watch stays open, and the FIFO and the cache agree.
 
-Every case runs in both cache modes (the ``cache`` fixture): a compact cache holds
-records in the FIFO and the cache, and must stop as cleanly as one holding dicts."""
+Every case runs in both cache modes (the ``cache`` fixture), from a fake source of dicts
+and from one of RawObjects as the real client is (the ``source_type`` fixture): a compact
+cache holds RawObjects in the FIFO and the cache, and must stop as cleanly as one holding
+dicts."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import resource_version_of
+from tests._support_cache import CompactFakeListerWatcher, resource_version_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
@@ -111,8 +113,20 @@ class BlockingLister(FakeListerWatcher):
         raise AssertionError("unreachable")
 
 
-async def test_cancel_during_list_leaves_no_task_and_nothing_cached(cache: CacheMode) -> None:
-    source = BlockingLister()
+class CompactBlockingLister(BlockingLister, CompactFakeListerWatcher):
+    """A :class:`BlockingLister` that lists and watches RawObjects, as the client does."""
+
+
+def blocking_lister(source_type: type[FakeListerWatcher]) -> BlockingLister:
+    if issubclass(source_type, CompactFakeListerWatcher):
+        return CompactBlockingLister()
+    return BlockingLister()
+
+
+async def test_cancel_during_list_leaves_no_task_and_nothing_cached(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = blocking_lister(source_type)
     source.add(pod("a"))
     baseline = other_tasks()
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
@@ -127,8 +141,10 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached(cache: Cache
     assert not await informer.wait_for_sync(timeout=1)
 
 
-async def test_cancel_mid_watch_closes_the_watch(cache: CacheMode) -> None:
-    source = FakeListerWatcher()
+async def test_cancel_mid_watch_closes_the_watch(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type()
     history = History(source)
     history.add(pod("a"))
     history.add(pod("b"))
@@ -143,8 +159,10 @@ async def test_cancel_mid_watch_closes_the_watch(cache: CacheMode) -> None:
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
 
-async def test_cancel_while_pop_waits_on_an_idle_informer(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_cancel_while_pop_waits_on_an_idle_informer(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     baseline = other_tasks()
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
@@ -155,8 +173,10 @@ async def test_cancel_while_pop_waits_on_an_idle_informer(cache: CacheMode) -> N
     assert informer.state is InformerState.STOPPED
 
 
-async def test_handler_blocked_forever_does_not_prevent_stop(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_handler_blocked_forever_does_not_prevent_stop(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     entered = asyncio.Event()
     cancelled = asyncio.Event()
 
@@ -180,8 +200,9 @@ async def test_handler_blocked_forever_does_not_prevent_stop(cache: CacheMode) -
 
 async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cache(
     cache: CacheMode,
+    source_type: type[FakeListerWatcher],
 ) -> None:
-    source = FakeListerWatcher()
+    source = source_type()
     history = History(source)
     gate = asyncio.Event()
 
@@ -203,10 +224,10 @@ async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cach
 
 @pytest.mark.parametrize("cancel_at", [0, 1, 5, 37, 120])
 async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(
-    cancel_at: int, cache: CacheMode
+    cancel_at: int, cache: CacheMode, source_type: type[FakeListerWatcher]
 ) -> None:
     rng = random.Random(cancel_at)
-    source = FakeListerWatcher()
+    source = source_type()
     history = History(source)
     for i in range(20):
         history.add(pod(f"seed{i}"))
@@ -235,8 +256,10 @@ async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
 
-async def test_event_stream_ends_when_informer_is_cancelled(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_event_stream_ends_when_informer_is_cancelled(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     stream = informer.events()
     task = asyncio.create_task(informer.run())
@@ -247,8 +270,10 @@ async def test_event_stream_ends_when_informer_is_cancelled(cache: CacheMode) ->
         await anext(stream)
 
 
-async def test_cancelling_the_owner_inside_async_with_stops_everything(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_cancelling_the_owner_inside_async_with_stops_everything(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     baseline = other_tasks()
     inside = asyncio.Event()
@@ -267,8 +292,10 @@ async def test_cancelling_the_owner_inside_async_with_stops_everything(cache: Ca
     assert informer.state is InformerState.STOPPED
 
 
-async def test_stop_makes_run_return_normally(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_stop_makes_run_return_normally(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     task = asyncio.create_task(informer.run())
     assert await informer.wait_for_sync(timeout=5)
@@ -278,8 +305,10 @@ async def test_stop_makes_run_return_normally(cache: CacheMode) -> None:
     assert informer.state is InformerState.STOPPED
 
 
-async def test_anyio_task_group_start_returns_once_synced(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
+async def test_anyio_task_group_start_returns_once_synced(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a"), pod("b")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with anyio.create_task_group() as task_group:
         await task_group.start(informer.run)
@@ -290,10 +319,12 @@ async def test_anyio_task_group_start_returns_once_synced(cache: CacheMode) -> N
     assert source.open_watches == 0
 
 
-async def test_adding_a_handler_while_stopping_raises_informer_stopped(cache: CacheMode) -> None:
+async def test_adding_a_handler_while_stopping_raises_informer_stopped(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
     # A handler whose cancellation cleanup takes a while keeps the informer's tasks
     # winding down; a handler added meanwhile must be refused as after the stop.
-    source = FakeListerWatcher(objects=[pod("a")])
+    source = source_type(objects=[pod("a")])
     entered = asyncio.Event()
     finish_cleanup = asyncio.Event()
 
@@ -330,10 +361,11 @@ def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
 async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error(
     caplog: pytest.LogCaptureFixture,
     cache: CacheMode,
+    source_type: type[FakeListerWatcher],
 ) -> None:
     # The informer must never look alive with one of its tasks gone: it stops, logs and
     # raises, so waiters and the owner find out.
-    source = FakeListerWatcher(objects=[pod("a"), pod("bad")])
+    source = source_type(objects=[pod("a"), pod("bad")])
     baseline = other_tasks()
     informer = SharedIndexInformer(
         source,
@@ -355,8 +387,10 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
         informer.add_event_handler(on_add=lambda obj, initial: None)
 
 
-async def test_async_with_returns_once_running_before_any_stage_has_run(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_async_with_returns_once_running_before_any_stage_has_run(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
         # Read into a declared local: mypy would keep informer.state narrowed past the awaits
@@ -369,8 +403,10 @@ async def test_async_with_returns_once_running_before_any_stage_has_run(cache: C
     assert informer.state is InformerState.STOPPED
 
 
-async def test_wait_for_sync_called_before_start_returns_once_synced(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_wait_for_sync_called_before_start_returns_once_synced(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     waiter = asyncio.create_task(informer.wait_for_sync(timeout=5))
     await asyncio.sleep(0)
@@ -380,8 +416,9 @@ async def test_wait_for_sync_called_before_start_returns_once_synced(cache: Cach
 
 async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced(
     cache: CacheMode,
+    source_type: type[FakeListerWatcher],
 ) -> None:
-    source = FakeListerWatcher()
+    source = source_type()
     source.stall_next_list()
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
