@@ -13,8 +13,9 @@ The script covers: the initial list; adds, updates and deletes from the watch; a
 (to a resyncing handler, not to a quiet one); a relist after a lost watch history, with
 a tombstone for an object deleted meanwhile, an add for one created meanwhile and resync
 updates for the unchanged ones; a handler and a stream added to the running informer
-(their snapshots); and an update after that. Time moves only by the fake clock, and the
-backoff has no jitter, so the timers fire in the same order in both runs.
+(their snapshots); and an update after that. It plays plain, with a ``model``, and with
+a transform. Time moves only by the fake clock, and the backoff has no jitter, so the
+timers fire in the same order in both runs.
 
 Task model: the informer runs in ``async with``; each stream is consumed by a task of a
 task group that ends when the informer stops and its streams end.
@@ -42,6 +43,8 @@ from tests._support_cache import (
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer.informer import CacheMode, EventStream
 
 Call = tuple[Any, ...]
@@ -71,12 +74,13 @@ async def play(
     source_type: type[FakeListerWatcher] = FakeListerWatcher,
     *,
     model: type[Any] | None = None,
+    transform: Callable[[Any], Any] | None = None,
 ) -> Transcript:
     """Run the script against a fresh informer in ``cache`` mode reading from a fresh
     ``source_type``; return what each handler and stream was handed."""
     clock = FakeClock()
     source = source_type(objects=[pod("a"), pod("b")])
-    informer = scripted_informer(source, clock, cache, model=model)
+    informer = scripted_informer(source, clock, cache, model=model, transform=transform)
     transcript: Transcript = {
         name: [] for name in ("resyncing", "quiet", "early events", "late", "late events")
     }
@@ -159,29 +163,41 @@ def assert_the_script_covered_every_kind_of_delivery(transcript: Transcript) -> 
     assert {c[1] for c in transcript["early events"]} == {"ADDED", "UPDATED", "DELETED"}
 
 
-async def test_handlers_and_streams_get_the_same_plain_dicts_in_both_cache_modes(
+def without_status(obj: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in obj.items() if name != "status"}
+
+
+def as_a_pod(obj: Any, where: str) -> None:
+    assert type(obj) is Pod, where
+
+
+def plain_without_status(obj: Any, where: str) -> None:
+    assert_plain(obj, where)
+    assert "status" not in obj, where
+    assert "spec" in obj, where
+
+
+@pytest.mark.parametrize(
+    ("options", "delivered_as"),
+    [
+        pytest.param({}, assert_plain, id="plain"),
+        pytest.param({"model": Pod}, as_a_pod, id="typed"),
+        pytest.param({"transform": without_status}, plain_without_status, id="transformed"),
+    ],
+)
+async def test_handlers_and_streams_get_the_same_objects_in_both_cache_modes(
+    options: dict[str, Any],
+    delivered_as: Callable[[Any, str], None],
     source_type: type[FakeListerWatcher],
 ) -> None:
-    objects = await play("objects")
-    compact = await play("compact", source_type)
+    objects = await play("objects", **options)
+    compact = await play("compact", source_type, **options)
     assert_the_script_covered_every_kind_of_delivery(objects)
     assert compact == objects
     for name, calls in compact.items():
         for number, call in enumerate(calls):
             for obj in objects_in(call):
-                assert_plain(obj, f"{name} call {number}")
-
-
-async def test_a_typed_informer_delivers_the_same_models_in_both_cache_modes(
-    source_type: type[FakeListerWatcher],
-) -> None:
-    objects = await play("objects", model=Pod)
-    compact = await play("compact", source_type, model=Pod)
-    assert_the_script_covered_every_kind_of_delivery(objects)
-    assert compact == objects
-    for calls in compact.values():
-        for call in calls:
-            assert all(type(obj) is Pod for obj in objects_in(call))
+                delivered_as(obj, f"{name} call {number}")
 
 
 @pytest.mark.parametrize("model", [None, Pod], ids=["dicts", "typed"])
