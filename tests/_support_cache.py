@@ -50,7 +50,10 @@ CACHE_MODES: tuple[CacheMode, ...] = ("objects", "compact")
 
 @pytest.fixture(params=CACHE_MODES, ids=lambda mode: f"{mode}-cache")
 def cache(request: pytest.FixtureRequest) -> CacheMode:
-    """The cache mode of the informers under test; every test taking it runs in both."""
+    """The cache mode of the informers under test; every test taking it runs in both.
+
+    Named after the informer's ``cache=`` keyword, it hides pytest's own ``cache``
+    fixture under ``tests``; a test wanting that one reads ``request.config.cache``."""
     mode: CacheMode = request.param
     return mode
 
