@@ -169,6 +169,10 @@ def apply_deltas(
         if old is None:
             distribute(Notification(ADD, shared, is_in_initial_list), False)
         else:
+            if old is entry:
+                # A resync re-delivers the cached entry: one decode serves old and new.
+                distribute(Notification(UPDATE, shared, shared), True)
+                continue
             if type(old) is RawObject and type(entry) is RawObject:
                 is_sync = old.resource_version == entry.resource_version
             else:

@@ -25,6 +25,14 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "app=web: ['default/db-0', 'default/web-0', 'kube-system/web-1']",
         "default, app=web: ['default/db-0', 'default/web-0']",
     ],
+    "compact_cache.py": [
+        "cache mode: compact",
+        "keys from the initial list: ['default/db-0', 'default/web-0', 'default/web-1']",
+        "tracked by the collector: False",
+        "cache still says: {'app': 'web'}",
+        "app=web: ['web-0', 'web-1']",
+        "key from the watch: default/db-0",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
