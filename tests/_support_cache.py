@@ -8,16 +8,16 @@ faults over the fake API server, cancellation) run once per mode.
 Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
 with the ids ``objects-cache`` and ``compact-cache``; the ``source_type`` fixture, a fake
 source of dicts or of RawObjects (ids ``dicts-source``, ``rawobjects-source``); and
-:func:`resource_version_of`,
-which reads an object's resourceVersion whatever form the pipeline holds it in (a dict,
-or a compact cache's record on its way through the DeltaFIFO). ``tests/conftest.py``
-registers the fixtures for every test under ``tests``.
+:func:`resource_version_of`, which reads an object's resourceVersion whatever form the
+pipeline holds it in (a dict, or a RawObject on its way through the DeltaFIFO).
+``tests/conftest.py`` registers the fixtures for every test under ``tests``.
 
 The tests that compare the modes also share a :func:`pod` whose every level changes with
 its step, a :class:`CompactFakeListerWatcher` (a fake source of RawObjects, as the real
-client is), a :class:`Recorder` handler, and a :func:`scripted_informer` whose timers fire
-at the same fake times on every run, with :func:`until_idle` and
-:func:`relist_after_lost_history` to drive it. Nothing here starts a task.
+client is), :class:`Decodes` (a count of whole-object decodes), a :class:`Recorder`
+handler, and a :func:`scripted_informer` whose timers fire at the same fake times on every
+run, with :func:`until_idle` and :func:`relist_after_lost_history` to drive it. Nothing
+here starts a task.
 """
 
 from __future__ import annotations
@@ -116,6 +116,21 @@ class CompactFakeListerWatcher(FakeListerWatcher):
                     yield event
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
+
+
+class Decodes:
+    """Counts the whole-object decodes (:meth:`RawObject.decode`) while installed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Counts from now until the test ends (``monkeypatch`` undoes it)."""
+        self.count = 0
+        decode = RawObject.decode
+
+        def counting(entry: RawObject) -> dict[str, Any]:
+            self.count += 1
+            return decode(entry)
+
+        monkeypatch.setattr(RawObject, "decode", counting)
 
 
 class Recorder:

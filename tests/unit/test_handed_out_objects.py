@@ -12,6 +12,7 @@ updates to the same objects. Each cache mode gets there its own way:
   dicts. Updates *replace* a cached dict, never mutate it, so a kept object is a
   snapshot of its time; but lister results *are* the cached objects, so they must be
   treated as read-only.
+* ``model=``, in either mode: every read and every handler gets a model of its own.
 
 Input: a fake source whose objects change under a running informer, sending dicts or,
 as the real client does for a compact informer, RawObjects.
@@ -24,11 +25,14 @@ import asyncio
 import copy
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.models import KubeObject
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import pod
+from tests._support_cache import Recorder, pod
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -222,3 +226,31 @@ async def test_objects_mode_lister_results_are_the_cached_objects_so_treat_them_
         # Replaced, not mutated: the object read before the update is still step 0.
         assert got["metadata"]["labels"]["step"] == "0"
         assert (lister.get("a", "default") or {})["metadata"]["labels"]["step"] == "1"
+
+
+class Pod(KubeObject):
+    spec: dict[str, Any] = Field(default_factory=dict)
+
+
+async def test_a_typed_informer_hands_each_reader_and_handler_its_own_model(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, model=Pod)
+    first, second = Recorder(), Recorder()
+    informer.add_event_handler(first)
+    informer.add_event_handler(second)
+    lister = informer.lister()
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await wait_until(lambda: len(first.calls) == len(second.calls) == 1)
+        [(_, mine, _)], [(_, theirs, _)] = first.calls, second.calls
+        assert mine == theirs
+        assert mine is not theirs
+        got = lister.get("a", "default")
+        assert isinstance(got, Pod)
+        assert got is not lister.get("a", "default")
+        got.spec.clear()
+        mine.spec["changed"] = True
+        assert lister.get("a", "default") == theirs
+        assert (informer.indexer.get_by_key("default/a") or {})["spec"] == pod("a")["spec"]

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._raw import RawObject
 from aioinformer.controller import Controller
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import (
     CompactFakeListerWatcher,
+    Decodes,
     Recorder,
     pod,
     relist_after_lost_history,
@@ -43,20 +43,6 @@ if TYPE_CHECKING:
     import pytest
 
     from aioinformer.informer import CacheMode
-
-
-class Decodes:
-    """Counts the whole-object decodes (:meth:`RawObject.decode`) while installed."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        decode = RawObject.decode
-
-        def counting(entry: RawObject) -> dict[str, Any]:
-            self.count += 1
-            return decode(entry)
-
-        monkeypatch.setattr(RawObject, "decode", counting)
 
 
 def initial_objects() -> list[dict[str, Any]]:
@@ -144,14 +130,24 @@ async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         source.add(pod("c"))
+        source.modify(pod("a", 1))
+        source.delete("default/b")
         await until_idle(informer, source)
         decoded = decodes.count
     for first, *others in zip(*(r.calls for r in full), strict=True):
-        assert type(first[1]) is dict
-        assert all(other[1] is first[1] for other in others)
-    assert len(full[0].calls) == 3
-    assert decoded == 3
-    assert [c[1] for c in keys.calls] == ["default/a", "default/b", "default/c"]
+        for position, arg in enumerate(first[1:], start=1):
+            if isinstance(arg, dict):
+                assert all(other[position] is arg for other in others), first
+    assert [c[0] for c in full[0].calls] == ["add", "add", "add", "update", "delete"]
+    # Three adds, the update's old and new, the delete's last state: one decode each.
+    assert decoded == 6
+    assert [c[1] for c in keys.calls] == [
+        "default/a",
+        "default/b",
+        "default/c",
+        "default/a",
+        "default/b",
+    ]
 
 
 def by_step(obj: dict[str, Any]) -> list[str]:
