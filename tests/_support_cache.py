@@ -23,7 +23,7 @@ here starts a task.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -190,12 +190,44 @@ async def until_idle(informer: SharedIndexInformer, source: FakeListerWatcher) -
     await settle(200)
 
 
+EXPIRED: Final = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "reason": "Expired",
+    "code": 410,
+    "message": "too old resource version",
+}
+
+
 async def relist_after_lost_history(
     informer: SharedIndexInformer, source: FakeListerWatcher, clock: FakeClock
 ) -> None:
-    """Forget the source's history, so that the watch fails and the informer relists
-    after its backoff; returns once the cache matches the source again."""
+    """Make the informer relist, as after a compaction: the source forgets its history
+    and answers the next watch with 410 Expired, so the informer backs off, lists and
+    watches again; returns once it watches and its cache matches the source. (A forgotten
+    history alone is not enough: a watch from the newest version is still served.)
+
+    Every backoff on the way (the ended watch may count as too short, then the 410) is
+    waited out by advancing ``clock`` :data:`BACKOFF` at a time, so the same changes
+    move time the same way on every run."""
+    calls = len(source.watch_calls)
+    source.error_next_watch(EXPIRED)
     source.reset_watch()
-    await wait_until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
-    await clock.advance(BACKOFF)
+
+    def state() -> ReflectorState:
+        return reflector_statistics(informer).state
+
+    def watching_again() -> bool:
+        # The first watch after the reset meets the 410; the one after the relist streams.
+        return (
+            len(source.watch_calls) >= calls + 2
+            and source.open_watches > 0
+            and state() is ReflectorState.WATCHING
+        )
+
+    while not watching_again():
+        await wait_until(lambda: watching_again() or state() is ReflectorState.BACKING_OFF)
+        if state() is ReflectorState.BACKING_OFF:
+            await clock.advance(BACKOFF)
     await until_idle(informer, source)
