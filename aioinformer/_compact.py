@@ -6,7 +6,7 @@ cache is compact (``cache="compact"``, the default): its source lists and watche
 transform sees decoded objects (:func:`compact_transform`), its pop task stores entries and
 hands each event's objects to the handlers wrapped in one
 :class:`~aioinformer._raw.SharedDecode` (:func:`apply_deltas`), and each handler unwraps
-them as it needs: the decoded object (:func:`materialize`) or only the key
+them as it needs (:func:`handler_converter`): the decoded object, or only the key
 (:func:`notified_key`).
 
 Input: Deltas popped from the DeltaFIFO, holding RawObjects (from a compact source),
@@ -24,6 +24,7 @@ for the unwrapping); nothing here suspends.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from aioinformer._meta import meta_namespace_key, same_resource_version
@@ -40,11 +41,13 @@ if TYPE_CHECKING:
     from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList
 
 __all__ = [
+    "DECODE_WINDOW",
     "CacheMode",
+    "DecodeWindow",
     "apply_deltas",
     "compact_source",
     "compact_transform",
-    "materialize",
+    "handler_converter",
     "notified_key",
 ]
 
@@ -98,7 +101,7 @@ def compact_transform(transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return on_decoded
 
 
-def materialize(obj: Any) -> Any:
+def _materialize(obj: Any) -> Any:
     """What a handler receives for a notified object: the (shared) decoded object, or a
     tombstone holding it."""
     kind = type(obj)
@@ -116,33 +119,79 @@ def materialize(obj: Any) -> Any:
     return obj
 
 
-def notified_key(obj: Any) -> str:
-    """The key of a notified object, never decoding it (``keys_only`` handlers, and
-    coalescing queues)."""
+def _notified_key(obj: Any) -> str:
     if type(obj) is SharedDecode:
         obj = obj.entry
     return meta_namespace_key(obj)
 
 
-def _wrap_deleted(obj: Any) -> Any:
+def notified_key(cache: CacheMode) -> Callable[[Any], str]:
+    """The key of a notified object in a ``cache`` informer, never decoding it (for
+    ``keys_only`` handlers, and coalescing queues)."""
+    return _notified_key if cache == "compact" else meta_namespace_key
+
+
+def handler_converter(
+    cache: CacheMode, *, keys_only: bool, to_model: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """What a handler's listener applies to each notified object before delivery:
+    nothing, the key, the decoded object and/or the model (``to_model``)."""
+    if keys_only:
+        return notified_key(cache)
+    if cache == "objects":
+        return to_model
+    if to_model is None:
+        return _materialize
+    validate = to_model
+    return lambda obj: validate(_materialize(obj))
+
+
+def _wrap_deleted(obj: Any, wrap: Callable[[SharedDecode], SharedDecode]) -> Any:
     if type(obj) is DeletedFinalStateUnknown:
         inner = obj.obj
         if type(inner) is RawObject:
-            return DeletedFinalStateUnknown(obj.key, SharedDecode(inner))
+            return DeletedFinalStateUnknown(obj.key, wrap(SharedDecode(inner)))
         return obj
-    return SharedDecode(obj)
+    return wrap(SharedDecode(obj))
+
+
+DECODE_WINDOW: Final = 64
+"""How many events a shared decode outlives: once the informer has wrapped this many
+newer objects, an older wrapper forgets its decode. Handlers that keep up (they run
+every few events) share each decode; the decoded objects die young, before the
+collector promotes them to the generation it rarely collects; a handler lagging further
+decodes for itself."""
+
+
+class DecodeWindow:
+    """The most recent :class:`~aioinformer._raw.SharedDecode` wrappers, oldest first;
+    adding one past :data:`DECODE_WINDOW` makes the oldest forget its decode."""
+
+    __slots__ = ("_recent",)
+
+    def __init__(self) -> None:
+        self._recent: deque[SharedDecode] = deque()
+
+    def add(self, shared: SharedDecode) -> SharedDecode:
+        recent = self._recent
+        recent.append(shared)
+        if len(recent) > DECODE_WINDOW:
+            recent.popleft().forget()
+        return shared
 
 
 def apply_deltas(
     deltas: Deltas,
     indexer: CompactIndexer,
     distribute: Callable[[Notification, bool], None],
+    window: DecodeWindow,
     *,
     is_in_initial_list: bool,
 ) -> None:
     """Apply one key's deltas to a compact cache and distribute the notifications (the
     compact form of the informer's ``_handle_deltas``: same notifications, in the same
-    order, with each object wrapped for a shared decode)."""
+    order, with each object wrapped for a shared decode that ``window`` bounds)."""
+    wrap = window.add
     first = deltas[0].object
     key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
     old = indexer.entry_by_key(key)
@@ -151,17 +200,17 @@ def apply_deltas(
         obj = delta.object
         if delta.type is _DELETED:
             indexer.delete_by_key(key)
-            distribute(Notification(DELETE, _wrap_deleted(obj), None), False)
+            distribute(Notification(DELETE, _wrap_deleted(obj, wrap), None), False)
             old = None
             continue
         kind = type(obj)
         if kind is RawObject:
             entry = obj
-            shared = SharedDecode(obj)
+            shared = wrap(SharedDecode(obj))
         elif kind is dict:
             # From a source of dicts or a transform: the handlers get this very dict.
             entry = RawObject.from_dict(obj)
-            shared = SharedDecode(entry, obj)
+            shared = wrap(SharedDecode(entry, obj))
         else:
             entry = obj
             shared = SharedDecode(obj)
@@ -177,5 +226,5 @@ def apply_deltas(
                 is_sync = old.resource_version == entry.resource_version
             else:
                 is_sync = same_resource_version(old, entry)
-            distribute(Notification(UPDATE, SharedDecode(old), shared), is_sync)
+            distribute(Notification(UPDATE, wrap(SharedDecode(old)), shared), is_sync)
         old = entry

@@ -27,6 +27,7 @@ and handler queues.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any, Final
 
 import msgspec
@@ -125,9 +126,12 @@ class SharedDecode:
     """The decode of one event's object, shared by every consumer of that event.
 
     The informer wraps each object it hands to its handlers in one of these: the first
-    handler that needs the ``dict`` decodes it, the others get the same ``dict``, and it is
-    freed with the wrapper once the last handler queue has let go of the notification. A
-    consumer that only needs the key never decodes (see :attr:`key`).
+    handler that needs the ``dict`` decodes it and the others get the same ``dict``. It is
+    freed with the wrapper once the last handler queue has let go of the notification, or
+    earlier by :meth:`forget`, once the informer has moved a few events on: a handler that
+    lags that far decodes its own copy rather than keep every decode alive long enough
+    for the garbage collector to promote it. A consumer that only needs the key never
+    decodes.
     """
 
     __slots__ = ("_value", "entry")
@@ -150,6 +154,12 @@ class SharedDecode:
     def decoded(self) -> bool:
         """Whether :meth:`get` has been answered (or needs no decode)."""
         return self._value is not _UNSET
+
+    def forget(self) -> None:
+        """Drop the decoded object (a later :meth:`get` decodes again): what a handler
+        far behind the others holds must not keep a decode alive for them all."""
+        if type(self.entry) is RawObject:
+            self._value = _UNSET
 
     def __repr__(self) -> str:
         return f"SharedDecode({self.entry!r})"
@@ -229,14 +239,16 @@ def _entry(
         add_type = True
         kind = kind if kind is not None else default_kind
         api_version = api_version if api_version is not None else default_api_version
+    # Namespaces, kinds and apiVersions repeat across a cache: one string each.
+    namespace = intern(namespace)
     return RawObject(
         raw=raw,
         key=(f"{namespace}/{name}" if namespace else name) if name else "",
         name=name,
         namespace=namespace,
         resource_version=resource_version,
-        kind=kind,
-        api_version=api_version,
+        kind=intern(kind),
+        api_version=intern(api_version),
         labels=labels,
         add_type=add_type,
     )

@@ -18,7 +18,8 @@ their own:
   :func:`wait_regardless`, :func:`cancel_and_wait` and :func:`finish_regardless` are the
   shielded waits everything else is built on.
 * :func:`is_async_callable` decides once, at registration, whether a callback is
-  awaited.
+  awaited; :func:`reads_argument`, whether it ever reads one of its arguments (an
+  argument it never reads need not be computed).
 
 Input: coroutines and coroutine functions. Output: their outcome, re-raised in the caller.
 
@@ -33,7 +34,9 @@ until they have ended (no task outlives its owner), then re-raises the cancellat
 from __future__ import annotations
 
 import asyncio
+import dis
 import inspect
+import types
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -64,6 +67,44 @@ def is_async_callable(fn: object) -> bool:
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - an object with ``async def __call__``
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+_READS: Final = frozenset({"LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"})
+"""Opcodes that read a variable by name, besides every ``*LOAD_FAST*`` variant (whose
+``argval`` is the name, or a tuple of names for the combined 3.12+/3.13+ forms)."""
+_INTROSPECTING: Final = frozenset({"locals", "vars", "eval", "exec"})
+
+
+def reads_argument(fn: object, position: int) -> bool:
+    """Whether ``fn`` may read its positional argument at ``position``.
+
+    Conservative: true unless ``fn`` is a plain function (or a bound method of one) whose
+    code provably never loads that parameter: it is a named positional parameter, no
+    nested function captures it, no instruction loads it, and the code does not call
+    ``locals()``/``vars()``/``eval``/``exec``. Anything else (a ``functools.partial``, a
+    callable object, ``*args``, a decorated wrapper) counts as reading it.
+    """
+    target = fn
+    offset = 0
+    if inspect.ismethod(fn):
+        target = fn.__func__
+        offset = 1
+    code = getattr(target, "__code__", None)
+    if not isinstance(code, types.CodeType) or not inspect.isfunction(target):
+        return True
+    index = position + offset
+    if index >= code.co_argcount:
+        return True
+    name = code.co_varnames[index]
+    if name in code.co_cellvars or _INTROSPECTING & set(code.co_names):
+        return True
+    for instruction in dis.get_instructions(code):
+        opname = instruction.opname
+        if "LOAD_FAST" in opname or opname in _READS:
+            value = instruction.argval
+            if value == name or (isinstance(value, tuple) and name in value):
+                return True
+    return False
 
 
 async def wait_regardless(*tasks: asyncio.Future[Any]) -> None:

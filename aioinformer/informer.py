@@ -63,10 +63,11 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_check
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
     CacheMode,
+    DecodeWindow,
     apply_deltas,
     compact_source,
     compact_transform,
-    materialize,
+    handler_converter,
     notified_key,
 )
 from aioinformer._meta import same_resource_version
@@ -262,6 +263,8 @@ class SharedIndexInformer:
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
         self._cache: CacheMode = cache
+        # The shared decodes the pop task made last (compact cache only).
+        self._window = DecodeWindow()
         self._indexer: Indexer[Any] = (
             CompactIndexer(meta_namespace_key, indexers)
             if cache == "compact"
@@ -342,10 +345,12 @@ class SharedIndexInformer:
         methods, and/or those callbacks as keywords (a keyword wins over the method).
         Callbacks may be sync or async.
 
-        ``keys_only=True`` passes each object's key (``"namespace/name"``, or ``"name"``
-        for a cluster-scoped one) in place of the object, tombstones included: for a
-        handler that only enqueues keys, which then costs no decode (``model`` is not
-        applied to it).
+        An ``on_update`` whose code never reads its ``old`` argument receives ``None``
+        for it, so no conversion nobody reads is made (a decode in a compact cache, a
+        validation with ``model``). ``keys_only=True`` passes each object's key
+        (``"namespace/name"``, or ``"name"`` for a cluster-scoped one) in place of the
+        object, tombstones included: for a handler that only enqueues keys, which then
+        costs no decode (``model`` is not applied to it).
 
         ``resync_period`` (seconds) defaults to the informer's; below 1 s it is raised to
         1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
@@ -461,8 +466,12 @@ class SharedIndexInformer:
             upstream_has_synced=self.has_synced,
             max_pending=max_pending,
             overflow=overflow,
-            key_func=self._notified_key if overflow == "coalesce" else None,
-            convert=self._converter(keys_only=keys_only),
+            key_func=notified_key(self._cache) if overflow == "coalesce" else None,
+            convert=handler_converter(
+                self._cache,
+                keys_only=keys_only,
+                to_model=self._to_model if self._model is not None else None,
+            ),
         )
         if started:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
@@ -485,21 +494,6 @@ class SharedIndexInformer:
             return
         self._processor.remove_listener(registration._listener)
 
-    @property
-    def _notified_key(self) -> Callable[[Any], str]:
-        return notified_key if self._cache == "compact" else meta_namespace_key
-
-    def _converter(self, *, keys_only: bool) -> Callable[[Any], Any] | None:
-        """What a listener applies to each notified object before delivery."""
-        if keys_only:
-            return self._notified_key
-        if self._cache == "objects":
-            return self._to_model if self._model is not None else None
-        if self._model is None:
-            return materialize
-        to_model = self._to_model
-        return lambda obj: to_model(materialize(obj))
-
     def _to_model(self, obj: Any) -> Any:
         model = self._model
         assert model is not None
@@ -516,7 +510,9 @@ class SharedIndexInformer:
 
     @property
     def indexer(self) -> Indexer[Any]:
-        """The cache itself (raw objects). Read-only for users: prefer :meth:`lister`."""
+        """The cache itself: a :class:`~aioinformer.indexer.CompactIndexer` (reads decode)
+        or, with ``cache="objects"``, an :class:`~aioinformer.indexer.Indexer` of the
+        decoded objects. Never write to it; prefer :meth:`lister` for reads."""
         return self._indexer
 
     def lister(self) -> Lister[Any]:
@@ -710,7 +706,9 @@ class SharedIndexInformer:
         indexer = self._indexer
         distribute = self._processor.distribute
         if type(indexer) is CompactIndexer:
-            apply_deltas(deltas, indexer, distribute, is_in_initial_list=is_in_initial_list)
+            apply_deltas(
+                deltas, indexer, distribute, self._window, is_in_initial_list=is_in_initial_list
+            )
             return
         first = deltas[0].object
         key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)

@@ -18,7 +18,9 @@ Input: :class:`Notification` named tuples ``(kind, a, b)``, ``kind`` a
 
 Output: calls to ``on_add(obj, is_in_initial_list)``, ``on_update(old, new)`` and
 ``on_delete(obj)``. Each callback is bound once, when the listener is built, to a call
-that knows whether to await it (sync or async) and whether to convert the objects first.
+that knows whether to await it (sync or async) and whether to convert the objects first;
+an ``on_update`` whose code never reads ``old`` is handed ``None`` for it instead of a
+conversion.
 
 Ordering: a listener delivers notifications in the order they were distributed, so every
 handler sees the events of one object in order. Handlers are independent: each has its own
@@ -70,7 +72,7 @@ from typing import Any, Final, Literal
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
-from aioinformer._runner import is_async_callable
+from aioinformer._runner import is_async_callable, reads_argument
 
 __all__ = [
     "ADD",
@@ -181,11 +183,20 @@ def _bind_calls(
         add = (lambda obj, initial: add_fn(convert(obj), initial), is_async_callable(on_add), False)
     if on_update is not None:
         update_fn = on_update
-        update = (
-            lambda old, new: update_fn(convert(old), convert(new)),
-            is_async_callable(on_update),
-            False,
-        )
+        if reads_argument(on_update, 0):
+            update = (
+                lambda old, new: update_fn(convert(old), convert(new)),
+                is_async_callable(on_update),
+                False,
+            )
+        else:
+            # The callback never reads ``old``: it gets None instead of a conversion
+            # (in a compact cache, a decode) nobody would look at.
+            update = (
+                lambda old, new: update_fn(None, convert(new)),
+                is_async_callable(on_update),
+                False,
+            )
     if on_delete is not None:
         delete_fn = on_delete
         delete = (lambda obj: delete_fn(convert(obj)), is_async_callable(on_delete), True)

@@ -1298,3 +1298,43 @@ async def test_a_list_page_names_the_kind_and_api_version_of_its_items(
         page = await client.resource(PODS_INFO, namespace="default").list()
     assert (page.kind, page.api_version) == ("Pod", "v1")
     assert {(i["kind"], i["apiVersion"]) for i in page.items} == {("Pod", "v1")}
+
+
+@pytest.mark.parametrize(
+    ("body", "plain_error", "compact_error"),
+    [
+        pytest.param(b"{not json", "not valid JSON", "not usable", id="garbage"),
+        pytest.param(b'{"items": 3}', "", "not usable", id="items-not-a-list"),
+        pytest.param(b'{"items": [1]}', "", "not usable", id="item-not-an-object"),
+    ],
+)
+async def test_a_malformed_list_is_a_transport_error_in_both_decoders(
+    recorder: tuple[Recorder, str], body: bytes, plain_error: str, compact_error: str
+) -> None:
+    rec, url = recorder
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, content_type="application/json")
+
+    rec.handler = answer
+    async with Client(Config(host=url, token="t")) as client:
+        pods = client.resource(PODS_INFO, namespace="default")
+        with pytest.raises(TransportError, match=compact_error) as caught:
+            await pods.list_compact()
+        assert "/api/v1/namespaces/default/pods" in str(caught.value)
+        if plain_error:
+            with pytest.raises(TransportError, match=plain_error):
+                await pods.list()
+
+
+async def test_a_compact_list_is_held_to_max_list_bytes(recorder: tuple[Recorder, str]) -> None:
+    rec, url = recorder
+    body = pod_list_of(200)
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        return await chunked(request, body)
+
+    rec.handler = answer
+    async with Client(Config(host=url, token="t"), max_list_bytes=SIZE_LIMIT) as c:
+        with pytest.raises(TransportError, match=f"limit of {SIZE_LIMIT} bytes"):
+            await c.resource(PODS_INFO, namespace="default").list_compact()
