@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import Field
 
+from aioinformer._compact import DECODE_WINDOW
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
@@ -213,3 +214,38 @@ async def test_listers_read_the_same_objects_in_both_cache_modes(
             return [lister.get("a", "default"), lister.list(), lister.list("default", "step=1")]
 
     assert await read("compact") == await read("objects")
+
+
+async def test_a_handler_lagging_past_the_decode_window_gets_what_objects_mode_delivers(
+    source_type: type[FakeListerWatcher],
+) -> None:
+    # A compact informer drops a shared decode once it has moved DECODE_WINDOW objects
+    # on; a handler lagging further decodes its own copy, which must be equal.
+    updates = 2 * DECODE_WINDOW
+
+    async def run(cache: CacheMode, source_type: type[FakeListerWatcher]) -> list[list[Call]]:
+        source = source_type(objects=[pod("a")])
+        informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
+        prompt, lagging = Recorder(), Recorder()
+        gate = asyncio.Event()
+
+        async def on_update(old: Any, new: Any) -> None:
+            await gate.wait()
+            lagging.on_update(old, new)
+
+        informer.add_event_handler(prompt)
+        informer.add_event_handler(on_add=lagging.on_add, on_update=on_update, name="lagging")
+        async with informer:
+            assert await informer.wait_for_sync(timeout=5)
+            for step in range(1, updates + 1):
+                source.modify(pod("a", step))
+            await wait_until(lambda: len(prompt.calls) == 1 + updates)
+            gate.set()
+            await wait_until(lambda: len(lagging.calls) == 1 + updates)
+        return [prompt.calls, lagging.calls]
+
+    objects = await run("objects", FakeListerWatcher)
+    compact = await run("compact", source_type)
+    assert compact == objects
+    prompt, lagging = compact
+    assert lagging == prompt
