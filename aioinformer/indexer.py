@@ -38,9 +38,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
-from aioinformer._meta import describe, metadata_of, namespace_of
+from aioinformer._meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
 from aioinformer._raw import RawObject, SharedDecode
 from aioinformer.errors import KeyFuncError
@@ -58,6 +58,7 @@ __all__ = [
     "Indexers",
     "KeyFunc",
     "NAMESPACE_INDEX",
+    "label_index_func",
     "meta_namespace_key",
     "namespace_index_func",
     "split_meta_namespace_key",
@@ -119,6 +120,24 @@ def namespace_index_func(obj: Any) -> list[str]:
     elif not isinstance(obj, DeletedFinalStateUnknown) and metadata_of(obj) is not None:
         return [namespace_of(obj)]
     raise KeyFuncError(f"object has no metadata: {describe(obj)}")
+
+
+def label_index_func(label: str) -> IndexFunc:
+    """An index function indexing objects by the value of their label ``label`` (no value
+    for an object without it): ``indexers={"app": label_index_func("app")}``.
+
+    It reads only labels, which a compact cache keeps decoded beside each object, so it
+    never makes the informer decode an object (a function of your own reading
+    ``obj["metadata"]["labels"]`` would)."""
+
+    def index(obj: Any) -> list[str]:
+        labels = labels_of(obj)
+        value = labels.get(label) if labels else None
+        return [value] if isinstance(value, str) else []
+
+    index.__name__ = index.__qualname__ = f"label_index_func({label!r})"
+    index._aioinformer_head_only = True  # type: ignore[attr-defined]
+    return index
 
 
 class Indexer(Generic[T]):
@@ -397,9 +416,11 @@ def _discard(index: Index, value: str, key: str) -> None:
         del index[value]
 
 
-_HEAD_ONLY: Final = frozenset({namespace_index_func})
-"""Index functions that read only an object's head, so a RawObject is passed to them as
-it is; every other index function gets the decoded object."""
+def _reads_head_only(func: IndexFunc) -> bool:
+    """Whether ``func`` reads only an object's head (namespace, labels), so a RawObject
+    is passed to it as it is; every other index function gets the decoded object."""
+    return func is namespace_index_func or getattr(func, "_aioinformer_head_only", False)
+
 
 _Values: TypeAlias = tuple[tuple[str, ...], ...]
 
@@ -412,9 +433,10 @@ class CompactIndexer(Indexer[Any]):
     ``dict`` each time, which the caller may keep or change without touching the cache.
     Writes accept RawObjects, decoded dicts (encoded here) or any other object (kept as it
     is, decoded to itself). Each entry's index values are kept beside it, so an update or
-    a delete never decodes the old object; an index function other than
-    :func:`namespace_index_func` gets the decoded object (decoded once per write, and
-    shared with the handlers when the informer passes its decode along).
+    a delete never decodes the old object. :func:`namespace_index_func` and the functions
+    :func:`label_index_func` makes read the stored head; any other index function gets
+    the decoded object (decoded once per write, and shared with the handlers when the
+    informer passes its decode along).
     """
 
     __slots__ = ("_entries_view", "_values")
@@ -458,11 +480,11 @@ class CompactIndexer(Indexer[Any]):
             return
         if shared is None:
             shared = SharedDecode(entry)
-        head_only = _HEAD_ONLY
         # Every index function runs before anything changes, so one that raises leaves
         # the store as it was.
         new_values = tuple(
-            tuple(func(entry) if func in head_only else func(shared.get())) for func, _ in pairs
+            tuple(func(entry) if _reads_head_only(func) else func(shared.get()))
+            for func, _ in pairs
         )
         old_values = self._values.get(key)
         self._items[key] = entry
@@ -516,7 +538,7 @@ class CompactIndexer(Indexer[Any]):
         for key, entry in self._items.items():
             shared = SharedDecode(entry)
             computed[key] = tuple(
-                tuple(func(entry) if func in _HEAD_ONLY else func(shared.get()))
+                tuple(func(entry) if _reads_head_only(func) else func(shared.get()))
                 for _, func in funcs
             )
         built: dict[str, Index] = {name: {} for name, _ in funcs}

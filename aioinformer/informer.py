@@ -9,7 +9,9 @@ Role: :class:`SharedIndexInformer` wires the pipeline together::
 
 Input: a :class:`~aioinformer.listwatch.ListerWatcher` (a ``client.resource(...)`` or a
 fake). Output: the :attr:`SharedIndexInformer.indexer` cache (read it through
-:meth:`SharedIndexInformer.lister`) and calls to the registered handlers.
+:meth:`SharedIndexInformer.lister`) and calls to the registered handlers. The cache is
+compact by default (each object's JSON bytes and head, see :mod:`aioinformer._compact`),
+or the decoded objects with ``cache="objects"``.
 
 The pop task applies each object's deltas to the cache, then distributes one notification
 per delta: ``Added``/``Updated``/``Replaced``/``Sync`` become an update when the cache

@@ -24,6 +24,7 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "synced: {'pods': True}",
         "app=web: ['default/db-0', 'default/web-0', 'kube-system/web-1']",
         "default, app=web: ['default/db-0', 'default/web-0']",
+        "tier=cache: ['default/db-0']",
     ],
     "compact_cache.py": [
         "cache mode: compact",
