@@ -8,10 +8,11 @@ event skip the whole-object decode: when every consumer of the informer wants ke
 (and there is no transform and no index function of the user's), nothing but the few
 fields the store decodes up front is ever decoded, which the tests check by counting
 the calls of :meth:`aioinformer._raw.RawObject.decode`. A full handler beside them costs
-one decode per event, whose dict all full handlers share, and an index function of the
-user's one per stored object. A :class:`Controller` with the default key function
-registers keys-only and so decodes nothing either. The decode counts need a
-source of RawObjects, as the real client is for a compact informer: a
+one decode per event, whose dict all full handlers share; an index function of the
+user's costs one per stored object, while the namespace index and label indexes read
+heads and cost none. A :class:`Controller` with the default key function registers
+keys-only and so decodes nothing either. The decode counts need a source of RawObjects,
+as the real client is for a compact informer: a
 :class:`~tests._support_cache.CompactFakeListerWatcher` (a source of dicts hands the
 handlers its own dicts, with nothing to decode).
 
@@ -23,7 +24,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from aioinformer.controller import Controller
+from aioinformer.indexer import (
+    NAMESPACE_INDEX,
+    IndexFunc,
+    label_index_func,
+    namespace_index_func,
+)
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -40,8 +49,6 @@ from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    import pytest
-
     from aioinformer.informer import CacheMode
 
 
@@ -154,23 +161,33 @@ def by_step(obj: dict[str, Any]) -> list[str]:
     return [obj["metadata"]["labels"]["step"]]
 
 
-async def test_a_user_index_function_makes_a_compact_informer_decode_what_it_stores(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("indexers", "decoded"),
+    [
+        # An index function of the user's needs the object: one decode per stored object.
+        pytest.param({"by-step": by_step}, 3, id="user-index-function"),
+        # The namespace index and label indexes read the stored head: no decode.
+        pytest.param(
+            {NAMESPACE_INDEX: namespace_index_func, "by-step": label_index_func("step")},
+            0,
+            id="head-only-indexes",
+        ),
+    ],
+)
+async def test_an_index_costs_a_keys_only_compact_informer_decodes_only_if_it_reads_objects(
+    indexers: dict[str, IndexFunc], decoded: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The other side of the rule: an index function of the user's needs the object, so
-    # keys-only handlers alone no longer spare the decode (one per stored object).
     decodes = Decodes(monkeypatch)
     source = CompactFakeListerWatcher(objects=[pod("a"), pod("b")])
-    informer = SharedIndexInformer(
-        source, clock=FakeClock(), cache="compact", indexers={"by-step": by_step}
-    )
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache="compact", indexers=indexers)
     informer.add_event_handler(Recorder(), keys_only=True)
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         source.modify(pod("a", 1))
         await until_idle(informer, source)
-        assert decodes.count == 3
-        assert sorted(informer.indexer.index_keys("by-step", "0")) == ["default/b"]
+        assert informer.indexer.index_keys("by-step", "0") == ["default/b"]
+        assert informer.indexer.index_keys("by-step", "1") == ["default/a"]
+    assert decodes.count == decoded
 
 
 async def test_a_controller_over_a_compact_informer_reconciles_keys_without_decoding(
