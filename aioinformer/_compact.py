@@ -146,26 +146,27 @@ def handler_converter(
     return lambda obj: validate(_materialize(obj))
 
 
-def _wrap_deleted(obj: Any, wrap: Callable[[SharedDecode], SharedDecode]) -> Any:
+def _wrap_deleted(obj: Any, window: DecodeWindow) -> Any:
     if type(obj) is DeletedFinalStateUnknown:
         inner = obj.obj
         if type(inner) is RawObject:
-            return DeletedFinalStateUnknown(obj.key, wrap(SharedDecode(inner)))
+            return DeletedFinalStateUnknown(obj.key, SharedDecode(inner, window=window))
         return obj
-    return wrap(SharedDecode(obj))
+    return SharedDecode(obj, window=window)
 
 
 DECODE_WINDOW: Final = 64
-"""How many events a shared decode outlives: once the informer has wrapped this many
-newer objects, an older wrapper forgets its decode. Handlers that keep up (they run
-every few events) share each decode; the decoded objects die young, before the
+"""How many newer decodes a shared decode outlives: once this many more objects have
+been decoded for the handlers, an older wrapper forgets its decode. Handlers that keep up
+(they run every few events) share each decode; the decoded objects die young, before the
 collector promotes them to the generation it rarely collects; a handler lagging further
-decodes for itself."""
+decodes for itself. Counting decodes rather than events keeps this true however many
+events the pop task hands over at once."""
 
 
 class DecodeWindow:
-    """The most recent :class:`~aioinformer._raw.SharedDecode` wrappers, oldest first;
-    adding one past :data:`DECODE_WINDOW` makes the oldest forget its decode."""
+    """The :class:`~aioinformer._raw.SharedDecode` wrappers that decoded last, oldest
+    first; one more past :data:`DECODE_WINDOW` makes the oldest forget its decode."""
 
     __slots__ = ("_recent",)
 
@@ -191,7 +192,6 @@ def apply_deltas(
     """Apply one key's deltas to a compact cache and distribute the notifications (the
     compact form of the informer's ``_handle_deltas``: same notifications, in the same
     order, with each object wrapped for a shared decode that ``window`` bounds)."""
-    wrap = window.add
     first = deltas[0].object
     key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
     old = indexer.entry_by_key(key)
@@ -200,17 +200,17 @@ def apply_deltas(
         obj = delta.object
         if delta.type is _DELETED:
             indexer.delete_by_key(key)
-            distribute(Notification(DELETE, _wrap_deleted(obj, wrap), None), False)
+            distribute(Notification(DELETE, _wrap_deleted(obj, window), None), False)
             old = None
             continue
         kind = type(obj)
         if kind is RawObject:
             entry = obj
-            shared = wrap(SharedDecode(obj))
+            shared = SharedDecode(obj, window=window)
         elif kind is dict:
             # From a source of dicts or a transform: the handlers get this very dict.
             entry = RawObject.from_dict(obj)
-            shared = wrap(SharedDecode(entry, obj))
+            shared = SharedDecode(entry, obj, window=window)
         else:
             entry = obj
             shared = SharedDecode(obj)
@@ -226,5 +226,5 @@ def apply_deltas(
                 is_sync = old.resource_version == entry.resource_version
             else:
                 is_sync = same_resource_version(old, entry)
-            distribute(Notification(UPDATE, wrap(SharedDecode(old)), shared), is_sync)
+            distribute(Notification(UPDATE, SharedDecode(old, window=window), shared), is_sync)
         old = entry

@@ -115,6 +115,25 @@ class PendingQueue:
         if notification[2] is True and notification[0] == _ADD:
             self.initial_pending += 1
         self.items.append(notification)
+        # _wake_consumer() inlined: this runs once per notification per handler.
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def put_many(self, notifications: list[Notification], initial_adds: int) -> None:
+        """Queue several notifications in order and wake the consumer once; never blocks.
+
+        ``initial_adds`` is how many of them are initial-list adds: the producer counts
+        them once for all the queues it hands the same list to.
+        """
+        self.initial_pending += initial_adds
+        self.items.extend(notifications)
+        self._wake_consumer()
+
+    def _wake_consumer(self) -> None:
+        """Resolve the future a consumer waiting for a notification awaits, if any."""
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -142,7 +161,9 @@ class PendingQueue:
 
     def _take_bounded(self) -> Notification | None:
         notification: Notification = self.items.popleft()
-        self._release_room()
+        # Tested here, not only inside: most takes find no producer waiting for room.
+        if self._room is not None:
+            self._release_room()
         return notification
 
     def _release_room(self) -> None:
@@ -219,11 +240,13 @@ class CoalescingQueue(PendingQueue):
             self._by_key.pop(key, None)
         else:
             self._by_key[key] = entry
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake_consumer()
+
+    def put_many(self, notifications: list[Notification], initial_adds: int) -> None:
+        # Each one may merge into a pending entry, so they go in one at a time.
+        put = self.put
+        for notification in notifications:
+            put(notification)
 
     def _merge(self, pending: list[Any], kind: int, a: Any, b: Any) -> bool:
         """Fold a new notification into the pending entry of the same key; False when the
@@ -249,7 +272,8 @@ class CoalescingQueue(PendingQueue):
 
     def _take_coalescing(self) -> Notification | None:
         entry = self.items.popleft()
-        self._release_room()
+        if self._room is not None:
+            self._release_room()
         kind, a, b = entry
         if kind == _NOOP:
             self._noops -= 1

@@ -128,19 +128,24 @@ class SharedDecode:
     The informer wraps each object it hands to its handlers in one of these: the first
     handler that needs the ``dict`` decodes it and the others get the same ``dict``. It is
     freed with the wrapper once the last handler queue has let go of the notification, or
-    earlier by :meth:`forget`, once the informer has moved a few events on: a handler that
+    earlier by :meth:`forget`, once a few more objects have been decoded: a handler that
     lags that far decodes its own copy rather than keep every decode alive long enough
     for the garbage collector to promote it. A consumer that only needs the key never
     decodes.
     """
 
-    __slots__ = ("_value", "entry")
+    __slots__ = ("_value", "_window", "entry")
 
-    def __init__(self, entry: Any, value: Any = _UNSET) -> None:
+    def __init__(self, entry: Any, value: Any = _UNSET, *, window: Any = None) -> None:
         self.entry = entry
         """A :class:`RawObject`, or any other cached object (delivered as it is)."""
+        # Told of every decode this wrapper holds (``window.add(self)``), so that it can
+        # make the wrapper forget it later; None: kept for the wrapper's life.
+        self._window = window
         if value is _UNSET and type(entry) is not RawObject:
             value = entry
+        elif value is not _UNSET and window is not None:
+            window.add(self)
         self._value = value
 
     def get(self) -> Any:
@@ -148,6 +153,9 @@ class SharedDecode:
         value = self._value
         if value is _UNSET:
             value = self._value = self.entry.decode()
+            window = self._window
+            if window is not None:
+                window.add(self)
         return value
 
     @property

@@ -5,16 +5,18 @@ reflector is the producer: the result of each LIST goes to :meth:`DeltaFIFO.repl
 each watch event to :meth:`~DeltaFIFO.add`, :meth:`~DeltaFIFO.update` or
 :meth:`~DeltaFIFO.delete`, and a periodic :meth:`~DeltaFIFO.resync` re-offers what the
 cache holds. The consumer is the informer's processing task, which calls
-:meth:`DeltaFIFO.pop` in a loop and applies what it gets to the
-:class:`~aioinformer.indexer.Indexer`.
+:meth:`DeltaFIFO.pop` (one key) or :meth:`DeltaFIFO.pop_batch` (every ready key, up to a
+limit) in a loop and applies what it gets to the :class:`~aioinformer.indexer.Indexer`.
 
 Input and output. Each write appends a :class:`Delta` (a :class:`DeltaType` and the
 object) to the :class:`Deltas` of the object's key. ``pop`` hands out one key's whole
 :class:`Deltas` at a time, oldest change first, so a consumer sees *every* change to an
-object, deletions included, not just its latest state.
+object, deletions included, not just its latest state. ``pop_batch`` hands out several
+keys' Deltas through a :class:`DeltasBatch`, an iterator of ``(key, deltas)`` pairs.
 
 Ordering. Keys leave in the order they first entered: more changes to a key already
-queued join its list without moving it, so a busy object cannot starve the others.
+queued join its list without moving it, so a busy object cannot starve the others. A
+batch holds each key once, so batching never reorders one object's changes.
 Two deletions in a row for one key collapse into one (the one carrying the real object
 wins over a tombstone). Nothing is ordered across keys beyond that.
 
@@ -29,17 +31,20 @@ Synced. :meth:`DeltaFIFO.has_synced` becomes true once everything queued by the 
 returned, or as soon as an add, update or delete arrives before any ``replace``. Inside
 ``process``, ``not fifo.has_synced()`` is client-go's *isInInitialList* for the item
 being processed (with one popper; with several, an item popped while an initial item is
-still being processed also counts as initial). The moment is signalled once, as
-client-go closes its ``synced`` channel: :meth:`DeltaFIFO.wait_synced` returns ``True``
-from then on (``False`` once the FIFO is closed without having synced), so a consumer
-awaits it instead of polling ``has_synced()``.
+still being processed also counts as initial). A batch from ``pop_batch`` never straddles
+the end of the initial population, so this holds for every key of a batch at once. The
+moment is signalled once, as client-go closes its ``synced`` channel:
+:meth:`DeltaFIFO.wait_synced` returns ``True`` from then on (``False`` once the FIFO is
+closed without having synced), so a consumer awaits it instead of polling
+``has_synced()``.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and needs
 no lock; poppers park on a future of their own while the queue is empty, and a producer
 wakes the oldest. Producers are coroutines (the reflector's store protocol) but never suspend.
-``pop`` suspends while the queue is empty and, when it is not, at least once every 128
-calls, so that a long backlog cannot starve the loop. Several
+``pop`` and ``pop_batch`` suspend while the queue is empty and, when it is not, at least
+once every 128 items handed out (``pop_batch`` checks before each batch, so a batch larger
+than that runs without yielding), so that a long backlog cannot starve the loop. Several
 tasks may pop at once; each key is handed to one of them. ``close()`` is synchronous: it
 wakes every waiting popper; poppers drain what is left and then get
 :class:`FIFOClosedError`.
@@ -49,6 +54,12 @@ Example::
     fifo = DeltaFIFO(known_objects=indexer)
     await fifo.replace(items, resource_version)
     deltas = await fifo.pop(apply_to_indexer)
+
+    def apply_batch(batch: DeltasBatch) -> None:
+        for key, deltas in batch:
+            apply_to_indexer(deltas)
+
+    await fifo.pop_batch(apply_batch, max_keys=1000)
 """
 
 from __future__ import annotations
@@ -58,7 +69,7 @@ import enum
 import inspect
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -69,13 +80,16 @@ from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 
 __all__ = [
+    "DEFAULT_BATCH_KEYS",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "DeltasBatch",
     "FIFOClosedError",
     "KnownObjects",
+    "PopBatchProcessFunc",
     "PopProcessFunc",
     "Requeue",
     "TransformFunc",
@@ -84,7 +98,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _CHECKPOINT_EVERY = 128
-"""``pop`` yields to the event loop at least once per this many items handed out."""
+"""``pop`` and ``pop_batch`` yield to the event loop at least once per this many items
+handed out (``pop_batch`` by whole batches, so once per batch when batches are larger)."""
+
+DEFAULT_BATCH_KEYS = 1000
+"""How many keys ``pop_batch`` hands out at most by default, client-go's batch size."""
 
 
 class DeltaType(enum.StrEnum):
@@ -157,8 +175,58 @@ class KnownObjects(Protocol):
 PopProcessFunc: TypeAlias = Callable[[Deltas], Awaitable[None] | None]
 """Consumes one key's deltas; may be sync or async; raise :class:`Requeue` to put them back."""
 
+PopBatchProcessFunc: TypeAlias = Callable[["DeltasBatch"], Awaitable[None] | None]
+"""Consumes several keys' deltas by iterating a :class:`DeltasBatch`; may be sync or async;
+raise :class:`Requeue` to put back the key being processed."""
+
 TransformFunc: TypeAlias = Callable[[Any], Any]
 """Applied to each object as it is queued (not to ``Sync`` deltas nor tombstones)."""
+
+
+class DeltasBatch:
+    """The keys one :meth:`DeltaFIFO.pop_batch` call hands to its ``process``: iterate it,
+    once, for ``(key, deltas)`` pairs, oldest key first.
+
+    A key leaves the FIFO only as the iteration reaches it, and the batch lets go of a
+    key's deltas as soon as the iteration moves past it. A consumer applying a large batch
+    so frees each key's deltas as it goes, as it would with single pops: holding a
+    thousand keys' deltas until the batch ends would make the cyclic collector run about
+    twice as often during a backlog (it counts allocations net of frees, and a burst of
+    frees does not make up for a burst of allocations). ``len()`` is how many keys the
+    batch was sized for; it hands out fewer only if the queue empties meanwhile.
+    """
+
+    __slots__ = ("_current", "_fifo", "_size", "_taken")
+
+    _current: tuple[str, Deltas] | None
+    """The pair handed out last, until the iteration moves on or ends: what a
+    :class:`Requeue` puts back."""
+    _taken: int
+    """Keys handed out so far; never more than ``_size``."""
+
+    def __init__(self, fifo: DeltaFIFO, size: int) -> None:
+        self._fifo = fifo
+        self._size = size
+        self._taken = 0
+        self._current = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[tuple[str, Deltas]]:
+        fifo = self._fifo
+        queue = fifo._queue
+        take = fifo._items.pop
+        size = self._size
+        while self._taken < size and queue:
+            key = queue.popleft()
+            self._taken += 1
+            current = self._current = (key, take(key))
+            yield current
+        self._current = None
+
+    def __repr__(self) -> str:
+        return f"<DeltasBatch {self._taken}/{self._size} taken>"
 
 
 class DeltaFIFO:
@@ -460,15 +528,8 @@ class DeltaFIFO:
         ``process`` is synchronous).
         """
         queue = self._queue
-        if not queue:
-            await self._wait_for_item()
-            self._since_checkpoint = 0
-        elif self._since_checkpoint >= _CHECKPOINT_EVERY:
-            self._since_checkpoint = 0
-            # Taken before the item: a cancellation here loses nothing.
-            await asyncio.sleep(0)
-            if not queue:
-                await self._wait_for_item()
+        if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
+            await self._wait_for_turn()
         self._since_checkpoint += 1
         key = queue.popleft()
         deltas = self._items.pop(key)
@@ -490,6 +551,84 @@ class DeltaFIFO:
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
         return deltas
+
+    async def pop_batch(
+        self, process: PopBatchProcessFunc, *, max_keys: int = DEFAULT_BATCH_KEYS
+    ) -> int:
+        """Hand up to ``max_keys`` of the oldest keys to one ``process`` call, as a
+        :class:`DeltasBatch` that yields ``(key, deltas)`` in queue order; return how many
+        keys it handed out.
+
+        Client-go's ``PopBatch``: what :meth:`pop` does for one key, done for every key
+        ready now (up to ``max_keys``) in one call of ``process``, so a consumer can
+        apply a backlog without suspending between keys. Each key appears once, so the
+        order of each key's deltas is kept exactly as with ``pop``. Waits while the queue
+        is empty and raises :class:`FIFOClosedError` once the FIFO is closed and empty,
+        as ``pop`` does; it also yields to the event loop before handing out a batch when
+        at least 128 items went out since the last yield.
+
+        A batch never mixes items of the first ``replace`` with later ones: while some of
+        that initial population is still queued, the batch stops at its end, so
+        ``not fifo.has_synced()`` inside ``process`` (client-go's *isInInitialList*)
+        holds for every key of the batch or for none.
+
+        A key leaves the queue only when the iteration reaches it: keys a ``process`` does
+        not reach (it raised, or stopped iterating) stay queued, in order, and still count
+        towards :meth:`has_synced`. If ``process`` raises :class:`Requeue`, the key it was
+        handed last goes back as :meth:`pop` puts one back, and ``pop_batch`` raises the
+        requeue's ``err`` if it has one. Any other exception propagates; the keys already
+        handed out are not put back, so a consumer that must isolate one key's failure
+        from the rest catches it per key. Cancellation of an async ``process`` behaves as
+        for :meth:`pop`, for the keys handed out. As in client-go, batches are meant for
+        one popper: with several, an async ``process`` may be handed keys queued after
+        its batch was sized.
+        """
+        if max_keys < 1:
+            raise ValueError(f"max_keys must be at least 1, got {max_keys}")
+        queue = self._queue
+        if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
+            await self._wait_for_turn()
+        count = min(len(queue), max_keys)
+        initial = self._initial_population_count
+        if initial:
+            count = min(count, initial)
+            self._initial_population_count = initial - count
+            self._initial_in_process += count
+        batch = DeltasBatch(self, count)
+        try:
+            result = process(batch)
+            if result is not None and inspect.isawaitable(result):
+                await result
+        except Requeue as requeue:
+            current = batch._current
+            if current is not None:
+                self._requeue(*current)
+            if requeue.err is not None:
+                raise requeue.err from requeue
+        finally:
+            taken = batch._taken
+            self._since_checkpoint += taken
+            if initial:
+                self._initial_in_process -= count
+                # What the iteration did not reach is still queued, and still initial.
+                self._initial_population_count += count - taken
+                if not self._initial_in_process and not self._initial_population_count:
+                    self._signal_synced()
+        return taken
+
+    async def _wait_for_turn(self) -> None:
+        """Before a pop takes anything: wait for an item if there is none, else yield to
+        the event loop once (the pop has handed out enough since the last yield)."""
+        if not self._queue:
+            await self._wait_for_item()
+            self._since_checkpoint = 0
+            return
+        # Reset before yielding, so that other poppers do not yield for the same turn.
+        self._since_checkpoint = 0
+        # Taken before the item: a cancellation here loses nothing.
+        await asyncio.sleep(0)
+        if not self._queue:
+            await self._wait_for_item()
 
     async def _wait_for_item(self) -> None:
         queue = self._queue

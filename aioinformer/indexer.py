@@ -1,4 +1,4 @@
-"""The informer's cache: a keyed store of objects with named secondary indexes.
+r"""The informer's cache: a keyed store of objects with named secondary indexes.
 
 Role. The :class:`Indexer` is the informer's cache stage, between the
 :class:`~aioinformer.delta_fifo.DeltaFIFO` and the fan-out to handlers
@@ -20,10 +20,12 @@ stage, and it understands a :class:`~aioinformer.models.DeletedFinalStateUnknown
 tombstone, so deletes may be fed either an object or a tombstone.
 
 Indexes. Each index function maps an object to a list of strings (its *index values*);
-index ``name`` maps each value to the set of keys of the objects that produce it. The
-sets are maintained incrementally on every write: an update touches only the values
-that changed, and a set that becomes empty is removed, so
-:meth:`Indexer.list_index_func_values` never reports a value without objects.
+index ``name`` maps each value to the keys of the objects that produce it. The key sets
+are maintained incrementally on every write: an update touches only the values that
+changed, and a set that becomes empty is removed, so
+:meth:`Indexer.list_index_func_values` never reports a value without objects. They are
+dicts of keys to ``None`` rather than ``set``\ s: a dict holding only strings is one the
+cyclic garbage collector does not track, so an index of any size costs it nothing.
 
 Task model. Everything here is synchronous and runs on the event loop's thread: no
 method suspends, so every method is atomic with respect to other tasks and no lock is
@@ -38,7 +40,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
+
+import msgspec
 
 from aioinformer._meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
@@ -82,8 +86,9 @@ class IndexFunc(Protocol):
 Indexers: TypeAlias = dict[str, IndexFunc]
 """Index functions by index name."""
 
-Index: TypeAlias = dict[str, set[str]]
-"""One index: index value -> keys of the objects producing it (never an empty set)."""
+Index: TypeAlias = dict[str, dict[str, None]]
+"""One index: index value -> keys of the objects producing it, as the keys of a dict (an
+insertion-ordered set the garbage collector does not track); never empty."""
 
 _ABSENT: Any = object()
 
@@ -249,11 +254,7 @@ class Indexer(Generic[T]):
             index: Index = {}
             for key, obj in self._items.items():
                 for value in func(obj):
-                    keys = index.get(value)
-                    if keys is None:
-                        index[value] = {key}
-                    else:
-                        keys.add(key)
+                    _insert(index, value, key)
             built[name] = index
         self._indexers.update(indexers)
         self._indices.update(built)
@@ -388,9 +389,9 @@ class Indexer(Generic[T]):
 def _insert(index: Index, value: str, key: str) -> None:
     keys = index.get(value)
     if keys is None:
-        index[value] = {key}
+        index[value] = {key: None}
     else:
-        keys.add(key)
+        keys[key] = None
 
 
 def _move(index: Index, key: str, old: Sequence[str], new: Sequence[str]) -> None:
@@ -411,7 +412,7 @@ def _discard(index: Index, value: str, key: str) -> None:
     keys = index.get(value)
     if keys is None:
         return
-    keys.discard(key)
+    keys.pop(key, None)
     if not keys:
         del index[value]
 
@@ -422,7 +423,44 @@ def _reads_head_only(func: IndexFunc) -> bool:
     return func is namespace_index_func or getattr(func, "_aioinformer_head_only", False)
 
 
-_Values: TypeAlias = tuple[tuple[str, ...], ...]
+class _Several(msgspec.Struct, frozen=True, gc=False):
+    """An index function's values for one object when there are none or several."""
+
+    values: tuple[str, ...]
+
+
+_Packed: TypeAlias = str | _Several
+"""One index function's values for one object: the value itself when there is exactly
+one (the usual case), else the values in an untracked struct. Either way the tuple that
+holds them is one of strings and structs, which the collector untracks at its first look
+(a tuple holding tuples may outlive several looks, and be promoted meanwhile)."""
+
+_NONE: Final = _Several(())
+
+
+def _pack(values: builtins.list[str]) -> _Packed:
+    if len(values) == 1:
+        return values[0]
+    return _Several(tuple(values)) if values else _NONE
+
+
+def _unpack(packed: _Packed) -> tuple[str, ...]:
+    return (packed,) if type(packed) is str else packed.values  # type: ignore[union-attr]
+
+
+class _Values(msgspec.Struct, frozen=True, gc=False):
+    """One entry's values in every index, in ``_pairs`` order. A struct the collector
+    does not track, so the dict holding them stays untracked too."""
+
+    per_index: tuple[_Packed, ...]
+
+
+def _compute(funcs: Iterable[IndexFunc], entry: Any, shared: SharedDecode) -> tuple[_Packed, ...]:
+    """Every function's values for ``entry`` (decoded through ``shared`` only for the
+    functions that need the object)."""
+    return tuple(
+        [_pack(func(entry) if _reads_head_only(func) else func(shared.get())) for func in funcs]
+    )
 
 
 class CompactIndexer(Indexer[Any]):
@@ -443,8 +481,8 @@ class CompactIndexer(Indexer[Any]):
 
     _values: dict[str, _Values]
     """For each key: its values in every index, in ``_pairs`` order (only while indexes
-    exist). Invariant: ``_values[k][i]`` is what ``_pairs[i]``'s function gave for
-    ``_items[k]``."""
+    exist). Invariant: ``_values[k].per_index[i]`` is what ``_pairs[i]``'s function gave
+    for ``_items[k]``."""
 
     def __init__(
         self,
@@ -482,21 +520,18 @@ class CompactIndexer(Indexer[Any]):
             shared = SharedDecode(entry)
         # Every index function runs before anything changes, so one that raises leaves
         # the store as it was.
-        new_values = tuple(
-            tuple(func(entry) if _reads_head_only(func) else func(shared.get()))
-            for func, _ in pairs
-        )
-        old_values = self._values.get(key)
+        new_values = _compute((func for func, _ in pairs), entry, shared)
+        old = self._values.get(key)
         self._items[key] = entry
-        self._values[key] = new_values
-        if old_values is None:
+        self._values[key] = _Values(new_values)
+        if old is None:
             for (_, index), values in zip(pairs, new_values, strict=True):
-                for value in values:
+                for value in _unpack(values):
                     _insert(index, value, key)
             return
-        for (_, index), old, new in zip(pairs, old_values, new_values, strict=True):
-            if old != new:
-                _move(index, key, old, new)
+        for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
+            if before != after:
+                _move(index, key, _unpack(before), _unpack(after))
 
     def _put(self, key: str, obj: Any) -> None:
         self.put_entry(key, obj)
@@ -525,8 +560,8 @@ class CompactIndexer(Indexer[Any]):
         values = self._values.pop(key, None)
         if values is None:
             return
-        for (_, index), old in zip(self._pairs, values, strict=True):
-            for value in old:
+        for (_, index), old in zip(self._pairs, values.per_index, strict=True):
+            for value in _unpack(old):
                 _discard(index, value, key)
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
@@ -534,19 +569,17 @@ class CompactIndexer(Indexer[Any]):
         if clash:
             raise ValueError(f"indexer conflict: {clash}")
         funcs = list(indexers.items())
-        computed: dict[str, _Values] = {}
-        for key, entry in self._items.items():
-            shared = SharedDecode(entry)
-            computed[key] = tuple(
-                tuple(func(entry) if _reads_head_only(func) else func(shared.get()))
-                for _, func in funcs
-            )
+        computed = {
+            key: _compute(indexers.values(), entry, SharedDecode(entry))
+            for key, entry in self._items.items()
+        }
         built: dict[str, Index] = {name: {} for name, _ in funcs}
         for key, values in computed.items():
             for (name, _), index_values in zip(funcs, values, strict=True):
-                for value in index_values:
+                for value in _unpack(index_values):
                     _insert(built[name], value, key)
-            self._values[key] = self._values.get(key, ()) + values
+            known = self._values.get(key)
+            self._values[key] = _Values((known.per_index if known is not None else ()) + values)
         self._indexers.update(indexers)
         self._indices.update(built)
         self._pairs.extend((indexers[name], built[name]) for name, _ in funcs)

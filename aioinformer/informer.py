@@ -60,7 +60,7 @@ import enum
 import functools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
@@ -75,7 +75,7 @@ from aioinformer._compact import (
 from aioinformer._meta import same_resource_version
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
-from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
+from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
@@ -95,6 +95,7 @@ from aioinformer.processor import (
     SharedProcessor,
     determine_resync_period,
 )
+from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorStatistics
 
@@ -124,34 +125,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DELETED: Final = DeltaType.DELETED
-
-
-@runtime_checkable
-class _OnAdd(Protocol):
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
-
-
-@runtime_checkable
-class _OnUpdate(Protocol):
-    def on_update(self, old: Any, new: Any) -> Any: ...
-
-
-@runtime_checkable
-class _OnDelete(Protocol):
-    def on_delete(self, obj: Any) -> Any: ...
-
-
-EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
-"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
-each sync or async; it leaves out the ones it does not need.
-
-* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
-  true for objects of the initial list (and of the snapshot a late handler receives).
-* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
-  ``new`` then have the same resourceVersion).
-* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
-  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
-"""
 
 
 class InformerState(enum.Enum):
@@ -680,19 +653,31 @@ class SharedIndexInformer:
         raise failure
 
     async def _pop_loop(self, fifo: DeltaFIFO) -> None:
-        process = self._handle_deltas
+        process = self._handle_batch
         processor = self._processor
         while True:
+            # No more keys than the fullest "block" handler has room for.
+            max_keys = processor.room(DEFAULT_BATCH_KEYS)
+            if not max_keys:
+                await processor.wait_for_room()
+                continue
             try:
-                await fifo.pop(process)
+                await fifo.pop_batch(process, max_keys=max_keys)
             except FIFOClosedError:
                 return
-            except Exception:
-                # Applying one key's deltas failed (an index function raised, an object
-                # without metadata): log it and carry on with the other keys.
-                logger.exception("informer %s failed to apply deltas", self.name)
-            if not processor.has_room():
-                await processor.wait_for_room()
+
+    def _handle_batch(self, batch: DeltasBatch) -> None:
+        """Apply a batch of keys' deltas; their notifications reach the handlers' queues
+        together when the batch ends."""
+        handle = self._handle_deltas
+        with self._processor.batch():
+            for key, deltas in batch:
+                try:
+                    handle(deltas)
+                except Exception:
+                    # Applying one key's deltas failed (an index function raised, an
+                    # object without metadata): log it and carry on with the other keys.
+                    logger.exception("informer %s failed to apply the deltas of %s", self.name, key)
 
     def _handle_deltas(self, deltas: Deltas) -> None:
         """Apply one key's deltas to the cache and distribute the notifications.

@@ -4,9 +4,12 @@
 Role: the last stage of the pipeline, after the cache (:mod:`aioinformer.indexer`). The
 informer's single pop task applies each Deltas to the cache and hands the resulting
 notifications to :meth:`SharedProcessor.distribute`, which appends them to the queue of
-every registered :class:`ProcessorListener`. A listener is consumed one of two ways, fixed
-when it is added: *pushed*, by one task that drains its queue into the user's callbacks,
-or *pulled*, by an ``informer.events()`` stream awaiting
+every registered :class:`ProcessorListener`. When the pop task applies a batch of keys
+(``DeltaFIFO.pop_batch``), it distributes inside :meth:`SharedProcessor.batch`: the batch's
+notifications are held and handed to each listener's queue with one call when the batch
+ends, instead of one call per notification per listener. A listener is consumed one of
+two ways, fixed when it is added: *pushed*, by one task that drains its queue into the
+user's callbacks, or *pulled*, by an ``informer.events()`` stream awaiting
 :meth:`ProcessorListener.next_notification`.
 
 Input: :class:`Notification` named tuples ``(kind, a, b)``, ``kind`` a
@@ -23,7 +26,8 @@ an ``on_update`` whose code never reads ``old`` is handed ``None`` for it instea
 conversion.
 
 Ordering: a listener delivers notifications in the order they were distributed, so every
-handler sees the events of one object in order. Handlers are independent: each has its own
+handler sees the events of one object in order; batching changes when they reach the
+queues, never their order. Handlers are independent: each has its own
 queue and task, so a slow or failing handler delays only itself. A handler that raises is
 logged with its name and keeps receiving later notifications.
 
@@ -35,8 +39,11 @@ themselves live in :mod:`aioinformer._pending`):
   popping its DeltaFIFO until the handler drains below ``N`` (see
   :meth:`SharedProcessor.has_room` and :meth:`SharedProcessor.wait_for_room`). One pop may
   overshoot by the notifications of a single key, and the snapshot replayed to a late
-  handler is queued whole. Events keep accumulating in the DeltaFIFO meanwhile, where they
-  are merged per key.
+  handler is queued whole. A batched pop takes no more keys than
+  :meth:`SharedProcessor.room` allows, so it overshoots by at most one batch: in the worst
+  case by the extra deltas of its keys (a key with three queued deltas gives three
+  notifications), never by more than the notifications of the batch. Events keep
+  accumulating in the DeltaFIFO meanwhile, where they are merged per key.
 * ``"coalesce"``: once the queue holds ``N`` notifications, a new notification for a key that
   already has one pending is merged into it, keeping only the newest state: add+update is an
   add of the new object, update+update one update from the first old to the last new,
@@ -68,15 +75,19 @@ import logging
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
 from aioinformer._runner import is_async_callable, reads_argument
 
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
 __all__ = [
     "ADD",
     "DELETE",
+    "EventHandler",
     "HandlerRegistration",
     "HandlerStatistics",
     "MINIMUM_RESYNC_PERIOD",
@@ -108,6 +119,34 @@ _BATCH: Final = 256
 OverflowPolicy = Literal["block", "coalesce"]
 
 HandlerFunc = Callable[..., Any]
+
+
+@runtime_checkable
+class _OnAdd(Protocol):
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
+
+
+@runtime_checkable
+class _OnUpdate(Protocol):
+    def on_update(self, old: Any, new: Any) -> Any: ...
+
+
+@runtime_checkable
+class _OnDelete(Protocol):
+    def on_delete(self, obj: Any) -> Any: ...
+
+
+EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
+"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
+each sync or async; it leaves out the ones it does not need.
+
+* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
+  true for objects of the initial list (and of the snapshot a late handler receives).
+* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
+  ``new`` then have the same resourceVersion).
+* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
+  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
+"""
 
 
 def determine_resync_period(desired: float, check: float) -> float:
@@ -264,6 +303,9 @@ class ProcessorListener:
         self.add: Callable[[Notification], None] = self._queue.put
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
         by the informer waiting in :meth:`SharedProcessor.wait_for_room`)."""
+        self.add_many: Callable[[list[Notification], int], None] = self._queue.put_many
+        """Queue several notifications, of which the second argument are initial-list
+        adds, waking the consumer once; never blocks."""
 
     # -- registration API -------------------------------------------------------------
 
@@ -309,6 +351,14 @@ class ProcessorListener:
         """For ``overflow="block"``: False while the queue is at its bound."""
         return self._queue.has_room()
 
+    def room(self) -> int | None:
+        """For ``overflow="block"``: how many more notifications fit under the bound
+        (0 when at or over it); ``None`` when unbounded or closed."""
+        max_pending = self.max_pending
+        if max_pending is None or self._queue.closed:
+            return None
+        return max(0, max_pending - len(self._queue))
+
     async def wait_for_room(self) -> None:
         """Wait until the queue is below ``max_pending`` (or the listener is closed)."""
         await self._queue.wait_for_room()
@@ -349,9 +399,9 @@ class ProcessorListener:
                     return
                 await pending.arm(loop)
                 continue
-            budget = _BATCH
-            while items and budget:
-                budget -= 1
+            # Only close() empties the queue, and that ends the loop below: every item
+            # counted here is still there when its turn comes.
+            for _ in range(min(len(items), _BATCH)):
                 notification = take()
                 if notification is None:
                     continue
@@ -401,6 +451,21 @@ class ProcessorListener:
         )
 
 
+class _Batch:
+    """The context manager :meth:`SharedProcessor.batch` returns (one per processor)."""
+
+    __slots__ = ("_processor",)
+
+    def __init__(self, processor: SharedProcessor) -> None:
+        self._processor = processor
+
+    def __enter__(self) -> None:
+        self._processor._begin_batch()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._processor._end_batch()
+
+
 class HandlerRegistration:
     """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
 
@@ -447,6 +512,13 @@ class SharedProcessor:
         # from the clock when it is added.
         self._resync_started = False
         self._stopped = False
+        # Inside batch(): every notification distributed so far, in order, not yet handed
+        # to the listeners; None outside a batch.
+        self._held: list[Notification] | None = None
+        # Inside batch(), once a resync update was held: the held notifications without
+        # the resync updates, for the listeners not due a resync; else None.
+        self._held_unsynced: list[Notification] | None = None
+        self._batch = _Batch(self)
 
     def __len__(self) -> int:
         return len(self._listeners)
@@ -468,6 +540,10 @@ class SharedProcessor:
     def add_listener(self, listener: ProcessorListener, *, start: bool = True) -> None:
         """Register a listener (flagged for resync). ``start=False`` leaves it without a
         delivery task: its consumer pulls with ``next_notification()``."""
+        if self._held:
+            # The caller took the new listener's snapshot from a cache that already holds
+            # what was held so far: those notifications are not the new listener's.
+            self._flush()
         self._listeners[listener] = True
         if listener.max_pending is not None and listener.overflow == "block":
             self._blocking.append(listener)
@@ -488,7 +564,20 @@ class SharedProcessor:
 
     def distribute(self, notification: Notification, is_sync: bool) -> None:
         """Queue ``notification`` on every listener, or, for a resync update
-        (``is_sync``), only on those flagged due at the last resync check."""
+        (``is_sync``), only on those flagged due at the last resync check.
+
+        Inside :meth:`batch`, the notification is held and handed over when the batch
+        ends."""
+        held = self._held
+        if held is not None:
+            held.append(notification)
+            unsynced = self._held_unsynced
+            if is_sync:
+                if unsynced is None:
+                    self._held_unsynced = held[:-1]
+            elif unsynced is not None:
+                unsynced.append(notification)
+            return
         if is_sync:
             for listener, due in self._listeners.items():
                 if due:
@@ -497,11 +586,67 @@ class SharedProcessor:
             for listener in self._listeners:
                 listener.add(notification)
 
+    def batch(self) -> AbstractContextManager[None]:
+        """A context in which :meth:`distribute` holds notifications and hands them to
+        every listener at once when the context exits (even by an exception).
+
+        For a consumer that applies many keys' deltas in one go (``DeltaFIFO.pop_batch``):
+        each listener's queue takes the whole batch with one call and its consumer is
+        woken once, instead of once per notification per listener. Every listener still
+        receives the same notifications in the same order. A listener added during the
+        batch receives only what is distributed after it was added; one removed during
+        the batch receives nothing more. Batches do not nest.
+        """
+        return self._batch
+
+    def _begin_batch(self) -> None:
+        if self._held is not None:
+            raise RuntimeError("SharedProcessor.batch() does not nest")
+        self._held = []
+
+    def _end_batch(self) -> None:
+        self._flush()
+        self._held = None
+
+    def _flush(self) -> None:
+        """Hand the held notifications to the listeners and start holding anew."""
+        held = self._held
+        if not held:
+            return
+        unsynced = self._held_unsynced
+        self._held = []
+        self._held_unsynced = None
+        # Counted once for every queue; resync updates are never initial-list adds.
+        initial_adds = 0
+        for notification in held:
+            if notification[2] is True and notification[0] == ADD:
+                initial_adds += 1
+        if unsynced is None:
+            for listener in self._listeners:
+                listener.add_many(held, initial_adds)
+        else:
+            for listener, due in self._listeners.items():
+                listener.add_many(held if due else unsynced, initial_adds)
+
     def has_room(self) -> bool:
         """False while some ``"block"`` listener is at its bound: the informer then waits
         in :meth:`wait_for_room` before popping more."""
         blocking = self._blocking
         return not blocking or all(listener.has_room() for listener in blocking)
+
+    def room(self, limit: int) -> int:
+        """How many keys the informer may pop next: ``limit``, lowered to the room left
+        in the fullest ``"block"`` listener (0 when one is at its bound).
+
+        A listener gets at most one notification per delta, so a batch of no more keys
+        than this overshoots a ``"block"`` bound by at most the batch's deltas beyond one
+        per key (a key with three queued deltas gives up to three notifications).
+        """
+        for listener in self._blocking:
+            room = listener.room()
+            if room is not None and room < limit:
+                limit = room
+        return limit
 
     async def wait_for_room(self) -> None:
         """Wait until every ``"block"`` listener is below its bound."""
@@ -514,6 +659,9 @@ class SharedProcessor:
         Called by the reflector at the informer's resync check period; True when at least
         one listener is due (the reflector then resyncs the DeltaFIFO).
         """
+        if self._held:
+            # Held notifications were distributed under the flags of the last check.
+            self._flush()
         now = self._clock.monotonic()
         any_due = False
         for listener in self._listeners:

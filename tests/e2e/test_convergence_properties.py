@@ -40,6 +40,10 @@ or ``long`` (1000 examples), e.g.::
 
 The fixed scenario at the end plays every fault kind through the same machine, so that
 each is exercised by a convergence check on every run, whatever Hypothesis draws.
+
+Both the machine and the fixed scenario run once per cache mode (the ``cache`` fixture):
+the factory builds every informer with ``cache="objects"`` or ``cache="compact"``, and
+the checks compare what listers and handlers return, so they hold the two alike.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, rule
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from aioinformer.client import Client
 from aioinformer.config import Config
@@ -68,7 +72,7 @@ from tests._support_properties import PROFILE
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.informer import CacheMode, SharedIndexInformer
 
 # ---------------------------------------------------------------------------------------
 # settings
@@ -188,7 +192,8 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
 class World:
     """Everything one example runs against; built and torn down on the example's loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: CacheMode) -> None:
+        self.cache: CacheMode = cache
         self.server = FakeAPIServer(bookmark_interval=BOOKMARK_INTERVAL)
         self.client: Client | None = None
         self.factory: SharedInformerFactory | None = None
@@ -207,7 +212,9 @@ class World:
         )
         for namespace in NAMESPACES[:2]:
             self.create_namespace(namespace)
-        factory = self.factory = SharedInformerFactory(client, clock=ScaledClock())
+        factory = self.factory = SharedInformerFactory(
+            client, clock=ScaledClock(), cache=self.cache
+        )
         self.watched = [
             Watched("all", factory.informer_for("pods"), lambda o: True, reenters=False),
             Watched(
@@ -426,14 +433,14 @@ WATCH_FAULTS = ("drop", "drop_abrupt", "close_mid_line", "garbage_line", "stall"
 class ConvergenceMachine(RuleBasedStateMachine):
     """One example: a fresh server, client and informers on a fresh event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: CacheMode) -> None:
         super().__init__()
         self.runner = asyncio.Runner()
-        self.world: World = self.run(self._build())
+        self.world: World = self.run(self._build(cache))
 
     @staticmethod
-    async def _build() -> World:
-        world = World()
+    async def _build(cache: CacheMode) -> World:
+        world = World(cache)
         await world.start()
         return world
 
@@ -578,8 +585,22 @@ class ConvergenceMachine(RuleBasedStateMachine):
                 self.runner.close()
 
 
-TestConvergence = ConvergenceMachine.TestCase
-TestConvergence.settings = settings.get_profile(f"aioinformer-convergence-{PROFILE}")
+def machine_for(cache: CacheMode) -> type[ConvergenceMachine]:
+    """The machine whose examples build their informers with ``cache`` (Hypothesis builds
+    each example's machine from a class, without arguments)."""
+
+    class Machine(ConvergenceMachine):
+        def __init__(self) -> None:
+            super().__init__(cache)
+
+    return Machine
+
+
+def test_informers_converge_to_the_server_whatever_the_network_does(cache: CacheMode) -> None:
+    run_state_machine_as_test(
+        machine_for(cache),
+        settings=settings.get_profile(f"aioinformer-convergence-{PROFILE}"),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -589,8 +610,8 @@ TestConvergence.settings = settings.get_profile(f"aioinformer-convergence-{PROFI
 Step = Callable[["ConvergenceMachine"], object]
 
 
-def _play(steps: Iterable[Step]) -> ConvergenceMachine:
-    machine = ConvergenceMachine()
+def _play(cache: CacheMode, steps: Iterable[Step]) -> ConvergenceMachine:
+    machine = ConvergenceMachine(cache)
     try:
         for step in steps:
             step(machine)
@@ -608,7 +629,7 @@ def _watch_fault_round(kind: str) -> list[Step]:
     ]
 
 
-def test_every_fault_kind_is_survived_with_exact_convergence() -> None:
+def test_every_fault_kind_is_survived_with_exact_convergence(cache: CacheMode) -> None:
     steps: list[Step] = [
         lambda m: m.create("ns-0", "c", "web"),
         lambda m: m.create("ns-1", "c", "db"),
@@ -635,7 +656,7 @@ def test_every_fault_kind_is_survived_with_exact_convergence() -> None:
         lambda m: m.restart(False),
         lambda m: m.relabel("ns-2", "a", "db"),
     ]
-    machine = _play(steps)
+    machine = _play(cache, steps)
     logged = {record.kind for record in machine.world.server.faults.log}
     assert {
         "drop_watch",

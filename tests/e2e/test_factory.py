@@ -24,7 +24,7 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.informer import CacheMode, SharedIndexInformer
 
 
 # The conditions below depend on socket I/O between the real client and server: a short
@@ -380,7 +380,7 @@ async def test_every_handler_view_equals_the_server_after_churn_and_a_server_res
 
 
 async def test_the_factory_gives_each_informer_its_own_backoff(
-    fake_apiserver: FakeAPIServer, kube_client: Client
+    fake_apiserver: FakeAPIServer, kube_client: Client, cache: CacheMode
 ) -> None:
     clock = FakeClock()
     made: list[Backoff] = []
@@ -389,7 +389,7 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
         made.append(Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock))
         return made[-1]
 
-    factory = SharedInformerFactory(kube_client, clock=clock, backoff=backoff)
+    factory = SharedInformerFactory(kube_client, clock=clock, backoff=backoff, cache=cache)
     pods = factory.informer_for("pods")
     configmaps = factory.informer_for("configmaps")
     assert len(made) == 2

@@ -11,6 +11,7 @@ Latency bounds are deliberately loose (a shared CI machine), but far below what 
 serialised delivery would cost: with a 0.5 s slow handler and 20 events, any coupling
 pushes the probe's worst latency toward 10 s, past the 3 s bound within ten events.
 The slow handler's delay costs the test nothing: stopping the informer cancels it.
+Every case runs in both cache modes (the ``cache`` fixture).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from aioinformer.testing.apiserver import FakeAPIServer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from aioinformer.informer import CacheMode
 
 EVENTS = 20
 SLOW_HANDLER_DELAY = 0.5
@@ -115,12 +118,12 @@ async def _create_paced(server: FakeAPIServer, probe: Probe) -> None:
 
 
 async def test_a_probe_keeps_its_latency_beside_raising_blocked_and_slow_handlers(
-    server: FakeAPIServer, caplog: pytest.LogCaptureFixture
+    server: FakeAPIServer, caplog: pytest.LogCaptureFixture, cache: CacheMode
 ) -> None:
     caplog.set_level(logging.ERROR)
     probe, raising, blocked, slow = Probe(), Raising(), Blocked(), Slow()
     async with server.client() as client:
-        informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+        informer = SharedIndexInformer(client.resource("pods", namespace="default"), cache=cache)
         informer.add_event_handler(on_add=raising.on_add, name="raising")
         informer.add_event_handler(on_add=blocked.on_add, name="blocked")
         informer.add_event_handler(on_add=slow.on_add, name="slow")
@@ -149,12 +152,12 @@ async def test_a_probe_keeps_its_latency_beside_raising_blocked_and_slow_handler
 
 
 async def test_stopping_completes_promptly_with_a_handler_blocked_forever(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     blocked = Blocked()
     server.create(pod("pod-0"))
     async with server.client() as client:
-        informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+        informer = SharedIndexInformer(client.resource("pods", namespace="default"), cache=cache)
         informer.add_event_handler(on_add=blocked.on_add)
         async with asyncio.timeout(HANG_BOUND):
             async with informer:
@@ -169,13 +172,13 @@ async def test_stopping_completes_promptly_with_a_handler_blocked_forever(
 
 
 async def test_stop_returns_promptly_with_a_blocked_handler_and_a_full_queue(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     blocked = Blocked()
     for i in range(50):
         server.create(pod(f"pod-{i}"))
     async with server.client() as client:
-        informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+        informer = SharedIndexInformer(client.resource("pods", namespace="default"), cache=cache)
         registration = informer.add_event_handler(on_add=blocked.on_add)
         run = asyncio.create_task(informer.run())
         try:
@@ -191,7 +194,7 @@ async def test_stop_returns_promptly_with_a_blocked_handler_and_a_full_queue(
 
 
 async def test_a_sync_handler_raising_on_every_kind_keeps_receiving_events(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     seen: list[str] = []
     probe_done = asyncio.Event()
@@ -208,7 +211,7 @@ async def test_a_sync_handler_raising_on_every_kind_keeps_receiving_events(
 
     server.create(pod("a"))
     async with server.client() as client:
-        informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+        informer = SharedIndexInformer(client.resource("pods", namespace="default"), cache=cache)
         bad = informer.add_event_handler(
             on_add=explode, on_update=explode, on_delete=explode, name="bad"
         )
@@ -227,11 +230,11 @@ async def test_a_sync_handler_raising_on_every_kind_keeps_receiving_events(
 
 
 async def test_an_unread_events_stream_does_not_hold_back_other_handlers(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     probe = Probe()
     async with server.client() as client:
-        informer = SharedIndexInformer(client.resource("pods", namespace="default"))
+        informer = SharedIndexInformer(client.resource("pods", namespace="default"), cache=cache)
         informer.add_event_handler(on_add=probe.on_add, name="probe")
         async with informer, informer.events(name="never-read") as stream:
             assert await informer.wait_for_sync(timeout=HANG_BOUND)

@@ -10,6 +10,13 @@ The pipeline is assembled here rather than through an informer so that the refle
 knobs can be turned for speed: a 10-50 ms backoff and a 0.5 s watch inactivity deadline,
 with server bookmarks every 50 ms keeping healthy watches well inside it. Waits are event
 driven: every pop wakes the convergence check, bounded by ``asyncio.timeout``.
+
+Every case runs in both cache modes (the ``cache`` fixture), assembled as the informer
+assembles them: ``"objects"`` lists and watches decoded dicts into an :class:`Indexer`;
+``"compact"`` lists and watches RawObjects (the client's ``list_compact`` and
+``watch_compact``, behind :func:`~aioinformer._compact.compact_source`) into a
+:class:`CompactIndexer`, and the check that the cache holds nothing but RawObjects proves
+the faults hit the compact decoding path.
 """
 
 from __future__ import annotations
@@ -18,19 +25,24 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer._backoff import Backoff
+from aioinformer._compact import compact_source
+from aioinformer._raw import RawObject
 from aioinformer.client import Client
 from aioinformer.config import Config
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import ConnectionFailed, Gone, ServerError, TooManyRequests, WatchError
-from aioinformer.indexer import Indexer, meta_namespace_key
+from aioinformer.indexer import CompactIndexer, Indexer, meta_namespace_key
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from aioinformer.informer import CacheMode
 
 CONVERGE_TIMEOUT = 10.0
 
@@ -56,6 +68,7 @@ class Pipeline:
     reflector: Reflector
     fifo: DeltaFIFO
     indexer: Indexer[Any]
+    mode: CacheMode
     errors: list[BaseException] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -73,6 +86,11 @@ class Pipeline:
 
     def cache(self) -> dict[str, dict[str, Any]]:
         return {meta_namespace_key(obj): obj for obj in self.indexer.list()}
+
+    def assert_kept_as_its_mode_keeps(self) -> None:
+        """The cache holds RawObjects in compact mode, decoded dicts in objects mode."""
+        kept = {type(entry) for entry in self.indexer.entries()}
+        assert kept <= ({RawObject} if self.mode == "compact" else {dict}), kept
 
     def converged(self) -> bool:
         return (
@@ -97,20 +115,27 @@ class Pipeline:
                 f"no convergence: missing={sorted(missing)} extra={sorted(extra)} "
                 f"state={self.reflector!r} errors={self.errors!r}"
             )
+        self.assert_kept_as_its_mode_keeps()
 
 
 @contextlib.asynccontextmanager
-async def pipeline(server: FakeAPIServer, **reflector_options: Any) -> AsyncIterator[Pipeline]:
-    indexer: Indexer[Any] = Indexer(meta_namespace_key)
-    fifo = DeltaFIFO(known_objects=indexer)
+async def pipeline(
+    server: FakeAPIServer, cache: CacheMode, **reflector_options: Any
+) -> AsyncIterator[Pipeline]:
+    indexer: Indexer[Any] = (
+        CompactIndexer(meta_namespace_key) if cache == "compact" else Indexer(meta_namespace_key)
+    )
+    fifo = DeltaFIFO(known_objects=indexer.known_objects)
     async with Client(Config(host=server.url, token=ADMIN_TOKEN)) as client:
         options: dict[str, Any] = {
             "backoff": Backoff(initial=0.01, cap=0.05),
             "options": ReflectorOptions(watch_inactivity_timeout=0.5),
         }
         options.update(reflector_options)
-        reflector = Reflector(client.resource("pods"), fifo, **options)
-        pipe = Pipeline(server, reflector, fifo, indexer)
+        pods = client.resource("pods")
+        source = compact_source(pods) if cache == "compact" else pods
+        reflector = Reflector(source, fifo, **options)
+        pipe = Pipeline(server, reflector, fifo, indexer, cache)
         reflector.set_watch_error_handler(lambda _r, exc: pipe.errors.append(exc))
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(reflector.run()), tg.create_task(pipe.pop_forever())]
@@ -265,11 +290,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-async def test_the_cache_converges_to_the_server_through_a_fault(case: FaultCase) -> None:
+async def test_the_cache_converges_to_the_server_through_a_fault(
+    case: FaultCase, cache: CacheMode
+) -> None:
     async with FakeAPIServer(bookmark_interval=0.05, **case.server_options) as server:
         churn(server, 0)
         case.arm(server)
-        async with pipeline(server) as pipe:
+        async with pipeline(server, cache) as pipe:
             await pipe.wait_converged()
             relists_before = pipe.reflector.statistics().relists
             await case.during(server)
@@ -286,10 +313,12 @@ async def test_the_cache_converges_to_the_server_through_a_fault(case: FaultCase
         assert pipe.cache() == truth(server)
 
 
-async def test_a_refused_connection_backs_off_rewatches_and_converges_without_a_relist() -> None:
+async def test_a_refused_connection_backs_off_rewatches_and_converges_without_a_relist(
+    cache: CacheMode,
+) -> None:
     async with FakeAPIServer(bookmark_interval=0.05) as server:
         churn(server, 0)
-        async with pipeline(server) as pipe:
+        async with pipeline(server, cache) as pipe:
             await pipe.wait_converged()
             await server.faults.refuse_connections()
             churn(server, 1)
@@ -303,12 +332,12 @@ async def test_a_refused_connection_backs_off_rewatches_and_converges_without_a_
         assert server.faults.count("refuse_connections") == 1
 
 
-async def test_a_watch_from_a_compacted_version_gets_410_and_relists() -> None:
+async def test_a_watch_from_a_compacted_version_gets_410_and_relists(cache: CacheMode) -> None:
     # A tiny history: the burst below overflows it while the first watch is being dropped,
     # so the re-watch from the last version seen is too old.
     async with FakeAPIServer(bookmark_interval=0.05, history_size=3) as server:
         server.faults.drop_watch_after(1)
-        async with pipeline(server) as pipe:
+        async with pipeline(server, cache) as pipe:
             await pipe.wait_converged()
             for round_ in range(3):
                 churn(server, round_)
@@ -317,10 +346,12 @@ async def test_a_watch_from_a_compacted_version_gets_410_and_relists() -> None:
         assert any(isinstance(e, Gone) for e in pipe.errors), pipe.errors
 
 
-async def test_compaction_then_restart_relists_and_tombstones_objects_deleted_meanwhile() -> None:
+async def test_compaction_then_restart_relists_and_tombstones_objects_deleted_meanwhile(
+    cache: CacheMode,
+) -> None:
     async with FakeAPIServer(bookmark_interval=0.05) as server:
         churn(server, 0)
-        async with pipeline(server) as pipe:
+        async with pipeline(server, cache) as pipe:
             await pipe.wait_converged()
             await server.faults.refuse_connections()
             # Deleted while nobody watches: only a relist can tell the cache.
@@ -334,12 +365,12 @@ async def test_compaction_then_restart_relists_and_tombstones_objects_deleted_me
             assert pipe.reflector.statistics().relists >= 1
 
 
-async def test_a_paginated_relist_survives_a_500_between_pages() -> None:
+async def test_a_paginated_relist_survives_a_500_between_pages(cache: CacheMode) -> None:
     async with FakeAPIServer(bookmark_interval=0.05) as server:
         for round_ in range(4):
             churn(server, round_)
         server.faults.fail_next(1, status=500, retry_after=None, verb="list")
-        async with pipeline(server, page_size=3) as pipe:
+        async with pipeline(server, cache, page_size=3) as pipe:
             await pipe.wait_converged()
             assert pipe.reflector.statistics().lists >= 2
             await server.restart(reset_history=True)

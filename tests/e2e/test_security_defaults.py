@@ -12,7 +12,8 @@
 
 Time in the informer tests is a :class:`FakeClock`: requests go over real loopback HTTP,
 but every backoff waits on the fake clock, so "no request without time passing" is an
-exact check.
+exact check. The informer tests run in both cache modes (the ``cache`` fixture): a
+compact informer reads error bodies on its own decoding path.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
+
+    from aioinformer.informer import CacheMode
 
 SECRET_TOKEN = "s3cr3t-token-9f8e7d6c5b4a39281706"
 SECRET_PASSWORD = "hunter2-pa55word-0b1c2d3e"
@@ -357,7 +360,7 @@ class ErrorLog:
 
 
 async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_hot(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     clock = FakeClock()
     log = ErrorLog()
@@ -366,6 +369,7 @@ async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_ho
         informer = SharedIndexInformer(
             client.resource("v1/pods", namespace="default"),
             clock=clock,
+            cache=cache,
             watch_error_handler=log,
         )
         async with informer:
@@ -391,7 +395,7 @@ async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_ho
 
 
 async def test_a_403_on_a_namespace_reaches_the_error_handler_and_statistics_with_backoff(
-    server: FakeAPIServer,
+    server: FakeAPIServer, cache: CacheMode
 ) -> None:
     server.add_token("team-a", rules=[Rule(verbs=["*"], resources=["*"], namespaces=["team-a"])])
     clock = FakeClock()
@@ -406,6 +410,7 @@ async def test_a_403_on_a_namespace_reaches_the_error_handler_and_statistics_wit
         informer = SharedIndexInformer(
             client.resource("v1/pods", namespace="team-b"),
             clock=clock,
+            cache=cache,
             watch_error_handler=handler,
         )
         async with informer:

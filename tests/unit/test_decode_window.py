@@ -1,6 +1,7 @@
-"""The decode window: handlers that keep up share one decode per object; once the
-informer has moved DECODE_WINDOW objects on, an older decode is dropped, and a handler
-that lags that far decodes its own (equal) copy."""
+"""The decode window: handlers that keep up share one decode per object; once
+DECODE_WINDOW more objects have been decoded, an older decode is dropped, and a handler
+that lags that far decodes its own (equal) copy. Wrappers never decoded cost nothing,
+however many the informer hands over at once."""
 
 from __future__ import annotations
 
@@ -16,25 +17,38 @@ def entry(index: int) -> RawObject:
     )
 
 
-def test_a_decode_outlives_the_window_of_newer_objects_and_no_more() -> None:
+def test_a_decode_outlives_the_window_of_newer_decodes_and_no_more() -> None:
     window = DecodeWindow()
-    first = window.add(SharedDecode(entry(0)))
+    first = SharedDecode(entry(0), window=window)
     decoded = first.get()
-    for index in range(1, DECODE_WINDOW):
-        window.add(SharedDecode(entry(index)))
+    others = [SharedDecode(entry(index), window=window) for index in range(1, DECODE_WINDOW + 1)]
+    for shared in others[:-1]:
+        shared.get()
     assert first.get() is decoded
-    window.add(SharedDecode(entry(DECODE_WINDOW)))
+    others[-1].get()
     again = first.get()
     assert again == decoded
     assert again is not decoded
 
 
-def test_a_decoded_source_object_is_dropped_too_and_decoded_back_equal() -> None:
+def test_wrappers_never_decoded_do_not_push_a_decode_out() -> None:
+    window = DecodeWindow()
+    first = SharedDecode(entry(0), window=window)
+    decoded = first.get()
+    # A batch far larger than the window, none of it decoded yet.
+    batch = [SharedDecode(entry(index), window=window) for index in range(10 * DECODE_WINDOW)]
+    assert first.get() is decoded
+    for shared in batch[:DECODE_WINDOW]:
+        shared.get()
+    assert first.get() is not decoded
+
+
+def test_a_decoded_source_object_counts_as_a_decode_and_is_dropped_equal() -> None:
     obj: dict[str, Any] = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "a"}}
     window = DecodeWindow()
-    shared = window.add(SharedDecode(RawObject.from_dict(obj), obj))
+    shared = SharedDecode(RawObject.from_dict(obj), obj, window=window)
     for index in range(DECODE_WINDOW):
-        window.add(SharedDecode(entry(index)))
+        SharedDecode(entry(index), window=window).get()
     assert shared.get() == obj
     assert shared.get() is not obj
 
@@ -42,7 +56,7 @@ def test_a_decoded_source_object_is_dropped_too_and_decoded_back_equal() -> None
 def test_an_object_that_is_not_compact_is_never_dropped() -> None:
     opaque = object()
     window = DecodeWindow()
-    shared = window.add(SharedDecode(opaque))
+    shared = SharedDecode(opaque, window=window)
     for index in range(DECODE_WINDOW + 1):
-        window.add(SharedDecode(entry(index)))
+        SharedDecode(entry(index), window=window).get()
     assert shared.get() is opaque

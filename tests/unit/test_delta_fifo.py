@@ -15,6 +15,7 @@ from aioinformer.delta_fifo import (
     Delta,
     DeltaFIFO,
     Deltas,
+    DeltasBatch,
     DeltaType,
     FIFOClosedError,
     Requeue,
@@ -896,7 +897,30 @@ async def test_other_process_errors_propagate_and_drop_the_item() -> None:
     assert len(f) == 0
 
 
-async def test_pop_yields_to_other_tasks_during_a_long_backlog() -> None:
+async def pop_one(f: DeltaFIFO) -> None:
+    await pop(f)
+
+
+def take_all(batch: DeltasBatch) -> None:
+    for _ in batch:
+        pass
+
+
+async def pop_a_hundred(f: DeltaFIFO) -> None:
+    await f.pop_batch(take_all, max_keys=100)
+
+
+@pytest.mark.parametrize(
+    ("take", "calls", "least_ticks"),
+    [
+        pytest.param(pop_one, 1000, 1000 // 128 - 1, id="pop"),
+        # The checkpoint falls due every other batch of 100 keys.
+        pytest.param(pop_a_hundred, 10, 4, id="pop_batch"),
+    ],
+)
+async def test_pop_yields_to_other_tasks_during_a_long_backlog(
+    take: Callable[[DeltaFIFO], Awaitable[None]], calls: int, least_ticks: int
+) -> None:
     f = fifo(with_known=False)
     for i in range(1000):
         await f.add(Obj(f"k{i}", i))
@@ -911,9 +935,10 @@ async def test_pop_yields_to_other_tasks_during_a_long_backlog() -> None:
     task = asyncio.create_task(ticker())
     await asyncio.sleep(0)
     before = ticks
-    for _ in range(1000):
-        await pop(f)
-    assert ticks - before >= 1000 // 128 - 1
+    for _ in range(calls):
+        await take(f)
+    assert len(f) == 0
+    assert ticks - before >= least_ticks
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

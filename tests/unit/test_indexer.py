@@ -10,7 +10,6 @@ import pytest
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
-    Index,
     Indexer,
     meta_namespace_key,
     namespace_index_func,
@@ -55,8 +54,8 @@ def comma_index(obj: tuple[str, str]) -> list[str]:
     return obj[1].split(",")
 
 
-def indices_of(indexer: Indexer[Any], name: str) -> Index:
-    """The raw index, read through the public API only."""
+def indices_of(indexer: Indexer[Any], name: str) -> dict[str, set[str]]:
+    """The index as value -> set of keys, read through the public API only."""
     return {
         value: set(indexer.index_keys(name, value))
         for value in indexer.list_index_func_values(name)

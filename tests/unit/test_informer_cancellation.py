@@ -1,6 +1,11 @@
 """Cancelling an informer at each stage: during the list, mid-watch, while the pop task
 waits, inside a handler blocked forever, under backpressure, and mid-churn. After each:
-no task it started is left, no watch stays open, and the FIFO and the cache agree."""
+no task it started is left, no watch stays open, and the FIFO and the cache agree.
+
+Every case runs in both cache modes (the ``cache`` fixture), from a fake source of dicts
+and from one of RawObjects as the real client is (the ``source_type`` fixture): a compact
+cache holds RawObjects in the FIFO and the cache, and must stop as cleanly as one holding
+dicts."""
 
 from __future__ import annotations
 
@@ -18,10 +23,12 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_cache import CompactFakeListerWatcher, resource_version_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList
 
 
@@ -45,7 +52,7 @@ def assert_fifo_and_cache_agree(
         cached = cache.get(key)
         rv = obj["metadata"]["resourceVersion"]
         assert (cached is not None and cached["metadata"]["resourceVersion"] == rv) or (
-            newest is not None and newest.object["metadata"]["resourceVersion"] == rv
+            newest is not None and resource_version_of(newest.object) == rv
         ), key
     for key in cache.keys() - truth.keys():
         queued = fifo.get_by_key(key)
@@ -106,11 +113,23 @@ class BlockingLister(FakeListerWatcher):
         raise AssertionError("unreachable")
 
 
-async def test_cancel_during_list_leaves_no_task_and_nothing_cached() -> None:
-    source = BlockingLister()
+class CompactBlockingLister(BlockingLister, CompactFakeListerWatcher):
+    """A :class:`BlockingLister` that lists and watches RawObjects, as the client does."""
+
+
+def blocking_lister(source_type: type[FakeListerWatcher]) -> BlockingLister:
+    if issubclass(source_type, CompactFakeListerWatcher):
+        return CompactBlockingLister()
+    return BlockingLister()
+
+
+async def test_cancel_during_list_leaves_no_task_and_nothing_cached(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = blocking_lister(source_type)
     source.add(pod("a"))
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     task = asyncio.create_task(informer.run())
     await source.listing.wait()
     await stop(task)
@@ -122,13 +141,15 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached() -> None:
     assert not await informer.wait_for_sync(timeout=1)
 
 
-async def test_cancel_mid_watch_closes_the_watch() -> None:
-    source = FakeListerWatcher()
+async def test_cancel_mid_watch_closes_the_watch(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type()
     history = History(source)
     history.add(pod("a"))
     history.add(pod("b"))
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     task = asyncio.create_task(informer.run())
     await source.wait_for_watchers(1)
     history.modify(pod("a", changed="yes"))
@@ -138,10 +159,12 @@ async def test_cancel_mid_watch_closes_the_watch() -> None:
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
 
-async def test_cancel_while_pop_waits_on_an_idle_informer() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_cancel_while_pop_waits_on_an_idle_informer(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watchers(1)
@@ -150,8 +173,10 @@ async def test_cancel_while_pop_waits_on_an_idle_informer() -> None:
     assert informer.state is InformerState.STOPPED
 
 
-async def test_handler_blocked_forever_does_not_prevent_stop() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
+async def test_handler_blocked_forever_does_not_prevent_stop(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
     entered = asyncio.Event()
     cancelled = asyncio.Event()
 
@@ -164,7 +189,7 @@ async def test_handler_blocked_forever_does_not_prevent_stop() -> None:
             raise
 
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     informer.add_event_handler(on_add=stuck)
     async with informer:
         await entered.wait()
@@ -173,8 +198,11 @@ async def test_handler_blocked_forever_does_not_prevent_stop() -> None:
     assert source.open_watches == 0
 
 
-async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cache() -> None:
-    source = FakeListerWatcher()
+async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cache(
+    cache: CacheMode,
+    source_type: type[FakeListerWatcher],
+) -> None:
+    source = source_type()
     history = History(source)
     gate = asyncio.Event()
 
@@ -182,7 +210,7 @@ async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cach
         await gate.wait()
 
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     informer.add_event_handler(on_add=slow, max_pending=2)
     task = asyncio.create_task(informer.run())
     await source.wait_for_watchers(1)
@@ -195,14 +223,16 @@ async def test_cancel_under_backpressure_stops_cleanly_and_fifo_agrees_with_cach
 
 
 @pytest.mark.parametrize("cancel_at", [0, 1, 5, 37, 120])
-async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(cancel_at: int) -> None:
+async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(
+    cancel_at: int, cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
     rng = random.Random(cancel_at)
-    source = FakeListerWatcher()
+    source = source_type()
     history = History(source)
     for i in range(20):
         history.add(pod(f"seed{i}"))
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     informer.add_event_handler(on_update=lambda old, new: None)
     task = asyncio.create_task(informer.run())
     await source.wait_for_watchers(1)
@@ -226,9 +256,11 @@ async def test_cancel_mid_churn_leaves_fifo_and_cache_in_agreement(cancel_at: in
     assert_fifo_and_cache_agree(informer, history.state_at(informer.last_sync_resource_version))
 
 
-async def test_event_stream_ends_when_informer_is_cancelled() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_event_stream_ends_when_informer_is_cancelled(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     stream = informer.events()
     task = asyncio.create_task(informer.run())
     first = await anext(stream)
@@ -238,9 +270,11 @@ async def test_event_stream_ends_when_informer_is_cancelled() -> None:
         await anext(stream)
 
 
-async def test_cancelling_the_owner_inside_async_with_stops_everything() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_cancelling_the_owner_inside_async_with_stops_everything(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     baseline = other_tasks()
     inside = asyncio.Event()
 
@@ -258,9 +292,11 @@ async def test_cancelling_the_owner_inside_async_with_stops_everything() -> None
     assert informer.state is InformerState.STOPPED
 
 
-async def test_stop_makes_run_return_normally() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_stop_makes_run_return_normally(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     task = asyncio.create_task(informer.run())
     assert await informer.wait_for_sync(timeout=5)
     informer.stop()
@@ -269,9 +305,11 @@ async def test_stop_makes_run_return_normally() -> None:
     assert informer.state is InformerState.STOPPED
 
 
-async def test_anyio_task_group_start_returns_once_synced() -> None:
-    source = FakeListerWatcher(objects=[pod("a"), pod("b")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_anyio_task_group_start_returns_once_synced(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a"), pod("b")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with anyio.create_task_group() as task_group:
         await task_group.start(informer.run)
         assert informer.has_synced()
@@ -281,10 +319,12 @@ async def test_anyio_task_group_start_returns_once_synced() -> None:
     assert source.open_watches == 0
 
 
-async def test_adding_a_handler_while_stopping_raises_informer_stopped() -> None:
+async def test_adding_a_handler_while_stopping_raises_informer_stopped(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
     # A handler whose cancellation cleanup takes a while keeps the informer's tasks
     # winding down; a handler added meanwhile must be refused as after the stop.
-    source = FakeListerWatcher(objects=[pod("a")])
+    source = source_type(objects=[pod("a")])
     entered = asyncio.Event()
     finish_cleanup = asyncio.Event()
 
@@ -296,7 +336,7 @@ async def test_adding_a_handler_while_stopping_raises_informer_stopped() -> None
             await finish_cleanup.wait()
             raise
 
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     informer.add_event_handler(on_add=slow_to_stop)
     task = asyncio.create_task(informer.run())
     await entered.wait()
@@ -320,14 +360,17 @@ def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
 
 async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error(
     caplog: pytest.LogCaptureFixture,
+    cache: CacheMode,
+    source_type: type[FakeListerWatcher],
 ) -> None:
     # The informer must never look alive with one of its tasks gone: it stops, logs and
     # raises, so waiters and the owner find out.
-    source = FakeListerWatcher(objects=[pod("a"), pod("bad")])
+    source = source_type(objects=[pod("a"), pod("bad")])
     baseline = other_tasks()
     informer = SharedIndexInformer(
         source,
         clock=FakeClock(),
+        cache=cache,
         name="pods",
         indexers={"by-namespace": namespace_or_stray_cancellation},
     )
@@ -344,9 +387,11 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
         informer.add_event_handler(on_add=lambda obj, initial: None)
 
 
-async def test_async_with_returns_once_running_before_any_stage_has_run() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_async_with_returns_once_running_before_any_stage_has_run(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
         # Read into a declared local: mypy would keep informer.state narrowed past the awaits
         # that change it.
@@ -358,19 +403,24 @@ async def test_async_with_returns_once_running_before_any_stage_has_run() -> Non
     assert informer.state is InformerState.STOPPED
 
 
-async def test_wait_for_sync_called_before_start_returns_once_synced() -> None:
-    source = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=FakeClock())
+async def test_wait_for_sync_called_before_start_returns_once_synced(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     waiter = asyncio.create_task(informer.wait_for_sync(timeout=5))
     await asyncio.sleep(0)
     async with informer:
         assert await waiter
 
 
-async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced() -> None:
-    source = FakeListerWatcher()
+async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced(
+    cache: CacheMode,
+    source_type: type[FakeListerWatcher],
+) -> None:
+    source = source_type()
     source.stall_next_list()
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
     async with informer:
         waiter = asyncio.create_task(informer.wait_for_sync())
         await source.wait_for_list_calls(1)

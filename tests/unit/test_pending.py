@@ -57,6 +57,21 @@ class PlainQueueMachine(RuleBasedStateMachine):
         if kind is ADD and initial:
             self.initial += 1
 
+    @rule(
+        batch=st.lists(
+            st.tuples(st.sampled_from(NotificationKind), KEYS, st.booleans()), max_size=5
+        )
+    )
+    def put_many(self, batch: list[tuple[NotificationKind, str, bool]]) -> None:
+        notifications = []
+        for kind, key, initial in batch:
+            self.rv += 1
+            notifications.append(notification_for(kind, key, self.rv, initial))
+        initial_adds = sum(1 for kind, _, initial in batch if kind is ADD and initial)
+        self.queue.put_many(notifications, initial_adds)
+        self.model.extend(notifications)
+        self.initial += initial_adds
+
     @precondition(lambda self: self.model)
     @rule()
     def take(self) -> None:
@@ -201,6 +216,24 @@ def test_replaying_a_coalesced_queue_gives_the_newest_state(
     assert view == truth
 
 
+@settings(max_examples=200, deadline=None)
+@given(history=histories(), bound=st.sampled_from([1, 2, 5]), split=st.integers(1, 7))
+def test_putting_many_into_a_coalescing_queue_is_putting_each(
+    history: list[Notification], bound: int, split: int
+) -> None:
+    one_by_one = CoalescingQueue(max_pending=bound, key_func=meta_namespace_key)
+    together = CoalescingQueue(max_pending=bound, key_func=meta_namespace_key)
+    for notification in history:
+        one_by_one.put(notification)
+    for start in range(0, len(history), split):
+        chunk = history[start : start + split]
+        # The count is for plain queues; a coalescing one counts as it merges.
+        together.put_many(chunk, -1)
+    assert [list(entry) for entry in together.items] == [list(e) for e in one_by_one.items]
+    assert together.initial_pending == one_by_one.initial_pending
+    assert together.coalesced == one_by_one.coalesced
+
+
 @pytest.mark.parametrize(
     ("bound", "puts", "has_room"),
     [
@@ -223,6 +256,19 @@ async def test_a_put_resolves_the_armed_waiter() -> None:
     assert not waiter.done()
     queue.put(Notification(ADD, obj("a", 1), False))
     assert waiter.done()
+
+
+@pytest.mark.parametrize("coalescing", [False, True])
+async def test_putting_many_resolves_the_armed_waiter(coalescing: bool) -> None:
+    queue = (
+        CoalescingQueue(max_pending=5, key_func=meta_namespace_key)
+        if coalescing
+        else PendingQueue()
+    )
+    waiter = queue.arm(asyncio.get_running_loop())
+    queue.put_many([Notification(ADD, obj("a", 1), False)], 0)
+    assert waiter.done()
+    assert len(queue) == 1
 
 
 async def test_taking_below_the_bound_releases_a_producer_waiting_for_room() -> None:
