@@ -24,6 +24,7 @@ for the unwrapping); nothing here suspends.
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -155,29 +156,35 @@ def _wrap_deleted(obj: Any, window: DecodeWindow) -> Any:
     return SharedDecode(obj, window=window)
 
 
-DECODE_WINDOW: Final = 64
-"""How many newer decodes a shared decode outlives: once this many more objects have
-been decoded for the handlers, an older wrapper forgets its decode. Handlers that keep up
-(they run every few events) share each decode; the decoded objects die young, before the
-collector promotes them to the generation it rarely collects; a handler lagging further
-decodes for itself. Counting decodes rather than events keeps this true however many
-events the pop task hands over at once."""
+DECODE_WINDOW: Final = 512
+"""How many newer decodes a shared decode outlives while a handler still holds it: once
+this many more objects have been decoded for the handlers, an older wrapper forgets its
+decode, and a handler lagging that far decodes for itself. Handlers that keep up share
+every decode: a handler's turn delivers at most 256 notifications (the processor's
+batch), so the others reach each decode well within the window. The window holds its
+wrappers weakly: a decode every handler is done with dies with its notification, young,
+before the collector promotes it; only a lagging handler's are bounded by the window.
+Counting decodes rather than events keeps this true however many events the pop task
+hands over at once."""
 
 
 class DecodeWindow:
     """The :class:`~aioinformer._raw.SharedDecode` wrappers that decoded last, oldest
-    first; one more past :data:`DECODE_WINDOW` makes the oldest forget its decode."""
+    first, held weakly; one more past :data:`DECODE_WINDOW` makes the oldest forget its
+    decode, if a handler still holds it."""
 
     __slots__ = ("_recent",)
 
     def __init__(self) -> None:
-        self._recent: deque[SharedDecode] = deque()
+        self._recent: deque[weakref.ref[SharedDecode]] = deque()
 
     def add(self, shared: SharedDecode) -> SharedDecode:
         recent = self._recent
-        recent.append(shared)
+        recent.append(weakref.ref(shared))
         if len(recent) > DECODE_WINDOW:
-            recent.popleft().forget()
+            oldest = recent.popleft()()
+            if oldest is not None:
+                oldest.forget()
         return shared
 
 

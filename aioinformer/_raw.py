@@ -134,7 +134,7 @@ class SharedDecode:
     decodes.
     """
 
-    __slots__ = ("_value", "_window", "entry")
+    __slots__ = ("__weakref__", "_value", "_window", "entry")
 
     def __init__(self, entry: Any, value: Any = _UNSET, *, window: Any = None) -> None:
         self.entry = entry

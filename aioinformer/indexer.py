@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, Type
 
 import msgspec
 
+from aioinformer._gcpolicy import collector_paused
 from aioinformer._meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
 from aioinformer._raw import RawObject, SharedDecode
@@ -374,6 +375,10 @@ class Indexer(Generic[T]):
         """The object an entry stands for (the entry itself here)."""
         return entry  # type: ignore[no-any-return]
 
+    def decode_all(self, entries: builtins.list[Any]) -> builtins.list[T]:
+        """The objects ``entries`` stand for, in order (``entries`` itself here)."""
+        return entries
+
     def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
         """Store ``entry`` under ``key``; ``shared`` is its decode, shared with the
         handlers, for index functions that need the object (unused here)."""
@@ -463,6 +468,10 @@ def _compute(funcs: Iterable[IndexFunc], entry: Any, shared: SharedDecode) -> tu
     )
 
 
+_PAUSE_FROM: Final = 64
+"""Bulk reads of at least this many entries decode with the collector paused."""
+
+
 class CompactIndexer(Indexer[Any]):
     """An :class:`Indexer` whose entries are :class:`~aioinformer._raw.RawObject`: each
     object's JSON bytes and head, which the cyclic collector never walks.
@@ -506,6 +515,15 @@ class CompactIndexer(Indexer[Any]):
 
     def decode(self, entry: Any) -> Any:
         return entry.decode() if type(entry) is RawObject else entry
+
+    def decode_all(self, entries: builtins.list[Any]) -> builtins.list[Any]:
+        decode = self.decode
+        if len(entries) < _PAUSE_FROM:
+            return [decode(entry) for entry in entries]
+        # Like a LIST, a bulk read allocates containers that all survive it: left on, the
+        # collector would run again and again over them meanwhile (4x the time).
+        with collector_paused("pause"):
+            return [decode(entry) for entry in entries]
 
     # -- writes --------------------------------------------------------------------
 
@@ -595,16 +613,13 @@ class CompactIndexer(Indexer[Any]):
         return None if entry is None else self.decode(entry)
 
     def list(self) -> builtins.list[Any]:
-        decode = self.decode
-        return [decode(entry) for entry in self._items.values()]
+        return self.decode_all(list(self._items.values()))
 
     def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
-        decode = self.decode
-        return [decode(entry) for entry in super().index(index_name, obj)]
+        return self.decode_all(super().index(index_name, obj))
 
     def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
-        decode = self.decode
-        return [decode(entry) for entry in self.entries_by_index(index_name, indexed_value)]
+        return self.decode_all(self.entries_by_index(index_name, indexed_value))
 
 
 class _Entries:

@@ -83,14 +83,12 @@ class Lister(Generic[T]):
         self._model = model
 
     def _out(self, entries: list[Any]) -> list[T]:
-        decode = self._indexer.decode
+        objs = self._indexer.decode_all(entries)
         model = self._model
         if model is None:
-            if not self._indexer.compact:
-                return entries
-            return [decode(entry) for entry in entries]
+            return objs
         validate = model.model_validate  # type: ignore[attr-defined]
-        return [validate(decode(entry)) for entry in entries]
+        return [validate(obj) for obj in objs]
 
     def get(self, name: str, namespace: str | None = None) -> T | None:
         """The object called ``name`` (in ``namespace`` for a namespaced resource), or

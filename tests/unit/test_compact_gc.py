@@ -7,7 +7,7 @@ index value, not per object.)"""
 from __future__ import annotations
 
 import gc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer._raw import RawObject
 from aioinformer.indexer import (
@@ -16,6 +16,9 @@ from aioinformer.indexer import (
     label_index_func,
     namespace_index_func,
 )
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def tags(obj: dict[str, Any]) -> list[str]:
@@ -66,3 +69,29 @@ def test_no_part_of_a_compact_store_is_tracked() -> None:
     gc.collect()
     assert len(indexer) == 25
     assert tracked_parts(indexer) == []
+
+
+def test_a_bulk_read_decodes_with_the_collector_paused_and_resumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    indexer = CompactIndexer(indexers={NAMESPACE_INDEX: namespace_index_func})
+    for index in range(100):
+        indexer.add(pod(index, "web"))
+    states: list[bool] = []
+    decode = RawObject.decode
+
+    def recording(entry: RawObject) -> dict[str, Any]:
+        states.append(gc.isenabled())
+        return decode(entry)
+
+    monkeypatch.setattr(RawObject, "decode", recording)
+    assert gc.isenabled()
+    assert len(indexer.list()) == 100
+    assert states == [False] * 100
+    assert gc.isenabled()
+    states.clear()
+    # A small read is not worth pausing for.
+    assert len(indexer.by_index(NAMESPACE_INDEX, "ns0")) == 34
+    assert states == [True] * 34
+    assert indexer.get_by_key("ns1/p1") is not None
+    assert states[-1] is True

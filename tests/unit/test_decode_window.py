@@ -5,6 +5,7 @@ however many the informer hands over at once."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from aioinformer._compact import DECODE_WINDOW, DecodeWindow
@@ -60,3 +61,12 @@ def test_an_object_that_is_not_compact_is_never_dropped() -> None:
     for index in range(DECODE_WINDOW + 1):
         SharedDecode(entry(index), window=window).get()
     assert shared.get() is opaque
+
+
+def test_the_window_keeps_no_decode_alive_that_no_handler_holds() -> None:
+    window = DecodeWindow()
+    shared = SharedDecode(entry(0), window=window)
+    shared.get()
+    held = weakref.ref(shared)
+    del shared
+    assert held() is None
