@@ -29,7 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from aioinformer._meta import meta_namespace_key, same_resource_version
-from aioinformer._raw import RawObject, SharedDecode
+from aioinformer._raw import READS_RAW, RawObject, SharedDecode
 from aioinformer.delta_fifo import DeltaType
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import ADD, DELETE, UPDATE, Notification
@@ -94,7 +94,12 @@ def compact_source(source: ListerWatcher) -> ListerWatcher:
 
 def compact_transform(transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``transform`` applied to decoded objects: a RawObject is decoded for it, and what
-    it returns is stored as it is returned (a dict is encoded by the pop task)."""
+    it returns is stored as it is returned (a dict is encoded by the pop task). A
+    transform marked as accepting RawObjects (:data:`~aioinformer._raw.READS_RAW`, as
+    those of :mod:`aioinformer.transforms` are) gets them as they are."""
+
+    if getattr(transform, READS_RAW, False):
+        return transform
 
     def on_decoded(obj: Any) -> Any:
         return transform(obj.decode() if type(obj) is RawObject else obj)

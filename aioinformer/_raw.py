@@ -36,12 +36,14 @@ import orjson
 from aioinformer.errors import KeyFuncError
 
 __all__ = [
+    "READS_RAW",
     "CompactDecodeError",
     "ListBody",
     "RawObject",
     "SharedDecode",
     "decode_list",
     "decode_watch_line",
+    "without_fields",
 ]
 
 
@@ -369,3 +371,47 @@ def _decode_watch_line_slowly(line: bytes | memoryview) -> tuple[str, Any] | Non
     except _DecodeError:
         return None  # not an object: the careful path reports the malformed event
     return kind, _entry(raw, head)
+
+
+# -- editing an entry without decoding it -----------------------------------------------
+
+READS_RAW: Final = "_aioinformer_reads_raw"
+"""The attribute marking a transform that accepts a :class:`RawObject` as it is (and
+returns one), so a compact informer hands it entries without decoding them."""
+
+_fields_decoder: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_encode: Final = msgspec.json.encode
+
+
+def without_fields(
+    entry: RawObject, *, metadata: tuple[str, ...] = (), keep: tuple[str, ...] | None = None
+) -> RawObject:
+    """``entry`` without the ``metadata`` fields named, and, with ``keep``, without every
+    top-level field not named there; its head is unchanged.
+
+    Only the two levels edited are parsed, into raw values copied back as they were, so
+    no ``dict`` of the object is ever built. An entry whose bytes are not a JSON object
+    with a ``metadata`` object is returned unchanged.
+    """
+    try:
+        fields = _fields_decoder.decode(entry.raw)
+    except _DecodeError:
+        return entry
+    changed = False
+    if keep is not None:
+        kept = {name: value for name, value in fields.items() if name in keep}
+        changed = len(kept) != len(fields)
+        fields = kept
+    if metadata and "metadata" in fields:
+        try:
+            meta = _fields_decoder.decode(fields["metadata"])
+        except _DecodeError:
+            return entry
+        if any(name in meta for name in metadata):
+            for name in metadata:
+                meta.pop(name, None)
+            fields["metadata"] = msgspec.Raw(_encode(meta))
+            changed = True
+    if not changed:
+        return entry
+    return msgspec.structs.replace(entry, raw=_encode(fields))
