@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer._compact import compact_source
-from aioinformer._raw import RawObject
-from aioinformer._watch_stream import _COMPACT_HANDOFF_EVERY
 from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import (
     BadRequest,
@@ -30,7 +27,7 @@ from aioinformer.errors import (
     WatchError,
     WatchTimeout,
 )
-from aioinformer.indexer import CompactIndexer, Indexer
+from aioinformer.indexer import Indexer
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
@@ -42,7 +39,6 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import CompactFakeListerWatcher
 from tests._support_reflector import RecordingStore, key_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
@@ -1576,41 +1572,6 @@ async def test_a_burst_of_buffered_events_is_handed_to_the_consumer_a_few_at_a_t
     await wait_until(lambda: len(fifo) == 0)
     assert len(depths) >= 50
     assert max(depths) <= 8, max(depths)
-    await stop(consumer)
-    await stop(task)
-
-
-async def test_a_burst_of_compact_events_is_handed_over_in_larger_steps(clock: FakeClock) -> None:
-    # RawObjects in flight cost the collector nothing, so the hand-off (a trip through the
-    # event loop) comes every _COMPACT_HANDOFF_EVERY events, still bounding the FIFO.
-    indexer = CompactIndexer()
-    fifo = DeltaFIFO(known_objects=indexer.known_objects)
-    source = CompactFakeListerWatcher(objects=[pod(f"p{i}") for i in range(50)])
-    reflector = Reflector(compact_source(source), fifo, clock=clock)
-    depths: list[int] = []
-
-    def apply(deltas: Any) -> None:
-        depths.append(len(fifo))
-        newest = deltas.newest().object
-        indexer.put_entry(newest.key, newest)
-
-    async def consume() -> None:
-        while True:
-            await fifo.pop(apply)
-
-    task = spawn(reflector.list_and_watch())
-    consumer = spawn(consume())
-    await source.wait_for_watchers(1)
-    await wait_until(fifo.has_synced)
-    depths.clear()
-    for round_ in range(4):
-        for i in range(50):
-            source.modify(pod(f"p{i}", round=str(round_)))
-    await wait_until(lambda: reflector.last_sync_resource_version == "250")
-    await wait_until(lambda: len(fifo) == 0)
-    assert len(depths) >= 50
-    assert max(depths) <= 2 * _COMPACT_HANDOFF_EVERY, max(depths)
-    assert type(indexer.entry_by_key("default/p0")) is RawObject
     await stop(consumer)
     await stop(task)
 
