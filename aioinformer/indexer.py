@@ -353,11 +353,6 @@ class Indexer(Generic[T]):
     # and decodes on read. Listers and the informer go through these to filter or hand
     # over entries before paying for a decode.
 
-    @property
-    def compact(self) -> bool:
-        """Whether entries are :class:`~aioinformer._raw.RawObject` decoded on read."""
-        return False
-
     def entry_by_key(self, key: str) -> Any:
         """The entry stored under ``key``, or ``None``."""
         return self._items.get(key)
@@ -378,11 +373,6 @@ class Indexer(Generic[T]):
     def decode_all(self, entries: builtins.list[Any]) -> builtins.list[T]:
         """The objects ``entries`` stand for, in order (``entries`` itself here)."""
         return entries
-
-    def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
-        """Store ``entry`` under ``key``; ``shared`` is its decode, shared with the
-        handlers, for index functions that need the object (unused here)."""
-        self._put(key, entry)
 
     @property
     def known_objects(self) -> Any:
@@ -506,10 +496,6 @@ class CompactIndexer(Indexer[Any]):
         return f"<CompactIndexer items={len(self._items)} indexes={sorted(self._indexers)}>"
 
     @property
-    def compact(self) -> bool:
-        return True
-
-    @property
     def known_objects(self) -> Any:
         return self._entries_view
 
@@ -528,6 +514,8 @@ class CompactIndexer(Indexer[Any]):
     # -- writes --------------------------------------------------------------------
 
     def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
+        """Store ``entry`` under ``key``; ``shared`` is its decode, shared with the
+        handlers, for index functions that need the object (made here when not given)."""
         if type(entry) is dict:
             entry = RawObject.from_dict(entry)
         pairs = self._pairs
