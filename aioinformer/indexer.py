@@ -542,32 +542,13 @@ class CompactIndexer(Indexer[Any]):
     def _put(self, key: str, obj: Any) -> None:
         self.put_entry(key, obj)
 
-    def add(self, obj: Any) -> None:
-        entry = RawObject.from_dict(obj) if type(obj) is dict else obj
-        self.put_entry(self._key_func(entry), entry)
-
-    update = add
-
-    def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
-        key_func = self._key_func
-        new_items: dict[str, Any] = {}
-        for obj in objs:
-            entry = RawObject.from_dict(obj) if type(obj) is dict else obj
-            new_items[key_func(entry)] = entry
-        items = self._items
-        for key in [key for key in items if key not in new_items]:
-            self.delete_by_key(key)
-        for key, entry in new_items.items():
-            self.put_entry(key, entry)
-
-    def delete_by_key(self, key: str) -> None:
-        if self._items.pop(key, _ABSENT) is _ABSENT:
-            return
+    def _unindex(self, key: str, old: Any) -> None:
+        # From the values stored beside the entry: the old object is never decoded.
         values = self._values.pop(key, None)
         if values is None:
             return
-        for (_, index), old in zip(self._pairs, values.per_index, strict=True):
-            for value in _unpack(old):
+        for (_, index), previous in zip(self._pairs, values.per_index, strict=True):
+            for value in _unpack(previous):
                 _discard(index, value, key)
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
