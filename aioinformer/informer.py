@@ -75,6 +75,7 @@ from aioinformer._compact import (
 from aioinformer._meta import same_resource_version
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
+from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
@@ -120,6 +121,7 @@ __all__ = [
     "InformerStatistics",
     "Lister",
     "SharedIndexInformer",
+    "wait_for_cache_sync",
 ]
 
 logger = logging.getLogger(__name__)
@@ -499,6 +501,11 @@ class SharedIndexInformer:
         return self._model
 
     @property
+    def lister_watcher(self) -> ListerWatcher:
+        """The source it lists and watches (its ``resource``/``namespace`` name it)."""
+        return self._lister_watcher
+
+    @property
     def cache(self) -> CacheMode:
         """How the cache keeps objects: ``"compact"`` or ``"objects"``."""
         return self._cache
@@ -525,7 +532,7 @@ class SharedIndexInformer:
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
-        informer stops first."""
+        informer stops first. :func:`wait_for_cache_sync` raises with the reason instead."""
         if self.has_synced():
             return True
         if self._state is InformerState.STOPPED:
