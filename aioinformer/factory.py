@@ -241,7 +241,9 @@ class SharedInformerFactory:
         resource_client = self._client.resource(
             resource, key.namespace, metadata_only=key.metadata_only
         )
-        lister_watcher = _SelectedResource(resource_client, key.label_selector, key.field_selector)
+        lister_watcher = _SelectedResource(
+            resource_client, key.label_selector, key.field_selector, key.resource, key.namespace
+        )
         return SharedIndexInformer(
             lister_watcher,
             resync_period=self._resync_period if resync_period is None else resync_period,
@@ -313,7 +315,8 @@ class SharedInformerFactory:
         def run_failure() -> BaseException | None:
             return next((exc for failed, exc in self._failures if failed == key), None)
 
-        return Watched(self._informers[key], key.resource, key.namespace, run_failure)
+        informer = self._informers[key]
+        return dataclasses.replace(Watched.of(informer), run_failure=run_failure)
 
     async def shutdown(self) -> None:
         """Stop every informer and wait until all have stopped. Idempotent.
@@ -354,17 +357,32 @@ class SharedInformerFactory:
 
 class _SelectedResource:
     """A ListerWatcher adding the informer's fixed label and field selectors to every
-    request of a resource client."""
+    request of a resource client. ``resource`` and ``namespace`` are the informer's key's,
+    for messages (a :class:`~aioinformer.errors.CacheSyncError`'s)."""
 
-    __slots__ = ("_field_selector", "_label_selector", "_resource", "name")
+    __slots__ = (
+        "_field_selector",
+        "_label_selector",
+        "_resource",
+        "name",
+        "namespace",
+        "resource",
+    )
 
     def __init__(
-        self, resource: ResourceClient, label_selector: str | None, field_selector: str | None
+        self,
+        resource_client: ResourceClient,
+        label_selector: str | None,
+        field_selector: str | None,
+        resource: str,
+        namespace: str | None,
     ) -> None:
-        self._resource = resource
+        self._resource = resource_client
         self._label_selector = label_selector
         self._field_selector = field_selector
-        self.name = repr(resource)
+        self.name = repr(resource_client)
+        self.resource = resource
+        self.namespace = namespace
 
     def _options(self, options: ListOptions) -> ListOptions:
         if self._label_selector is None and self._field_selector is None:
