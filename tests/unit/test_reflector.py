@@ -1453,7 +1453,14 @@ async def test_statistics_count_requests_events_and_relists(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=pods(3))
-    reflector = Reflector(lw, store, clock=clock, page_size=2, backoff=no_jitter(clock))
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        page_size=2,
+        backoff=no_jitter(clock),
+        options=ReflectorOptions(watch_inactivity_timeout=120.0),
+    )
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
     lw.add(pod("x"))
@@ -1473,6 +1480,9 @@ async def test_statistics_count_requests_events_and_relists(
         events=2,
         last_resource_version="4",
         last_error=reflector.statistics().last_error,
+        seconds_since_heard=0.0,  # the relist and its watch, just now
+        watch_restarts=0,  # the watch after a relist is a first watch
+        inactivity_deadline=120.0,
     )
     assert isinstance(reflector.statistics().last_error, Gone)
     with pytest.raises(dataclasses.FrozenInstanceError):
