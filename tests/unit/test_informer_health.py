@@ -12,36 +12,19 @@ import pytest
 
 from aioinformer.errors import Forbidden, Gone, WatchTimeout
 from aioinformer.health import FactoryHealth, InformerHealth, describe_error
-from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import ReflectorState
-from aioinformer.testing.clock import FakeClock
-from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_health import DEADLINE, WINDOW, pod
+from tests._support_health import clock as clock
+from tests._support_health import informer as informer
+from tests._support_health import lw as lw
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-DEADLINE = 120.0
-WINDOW = 90.0  # three quarters of the deadline
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"}}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def lw() -> FakeListerWatcher:
-    return FakeListerWatcher(namespace="ns", objects=[pod("a"), pod("b")])
-
-
-@pytest.fixture
-def informer(lw: FakeListerWatcher, clock: FakeClock) -> SharedIndexInformer:
-    return SharedIndexInformer(lw, clock=clock, watch_inactivity_timeout=DEADLINE)
+    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.testing.clock import FakeClock
+    from aioinformer.testing.lister_watcher import FakeListerWatcher
 
 
 @pytest.fixture
