@@ -34,6 +34,9 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   bookmarks. Silence accrues only while the reflector waits on the stream (not while a
   slow store call holds it up) and is measured in tenths of the deadline, so a stalled
   watch is closed after between 1 and 1.1 times the deadline.
+* **Last heard.** ``statistics().seconds_since_heard`` counts from the last list
+  answered, watch started, or progress the inactivity check saw on the stream (no clock
+  read per event); see :mod:`aioinformer._reflector_status`.
 * **Streaming list** (``use_watch_list=True``): the initial state comes from a watch with
   ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``; its events
   are collected apart and committed with one ``replace()`` at the bookmark annotated
