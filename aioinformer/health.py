@@ -42,6 +42,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.errors import ApiError
@@ -186,7 +187,7 @@ class FactoryHealth:
     live: bool
     """No started informer has stopped (or it is shutting down): no restart needed."""
     informers: Mapping[str, InformerHealth]
-    """Each informer's record, by name, in the order they were built."""
+    """Each informer's record, by name, in the order they were built (read-only)."""
 
     @classmethod
     def of(
@@ -206,7 +207,7 @@ class FactoryHealth:
             started=started,
             ready=started and not stopping and all(r.live for r in records.values()),
             live=stopping or not any(r.started and r.stopped for r in records.values()),
-            informers=records,
+            informers=MappingProxyType(records),
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -241,6 +241,8 @@ def test_factory_health_is_ready_when_all_are_live_and_live_unless_one_stopped(
 ) -> None:
     health = FactoryHealth.of(records, **options)
     assert (health.ready, health.live) == (ready, live)
+    with pytest.raises(TypeError):
+        health.informers["x"] = record("x")  # type: ignore[index]
     assert health.as_dict() == {
         "ready": ready,
         "live": live,
