@@ -20,6 +20,9 @@ runs every tenth of the deadline and compares the items read with what it saw la
 stamps the time when it sees some. So the record lags the last item by at most a tenth
 of the deadline and errs towards "heard recently"; the liveness window
 (:mod:`aioinformer.health`) is three quarters of the deadline, wide enough for that.
+While a slow store call holds the reader up nothing new is read, so nothing is heard:
+the cache is falling behind then too, although the inactivity deadline (which only
+counts time spent waiting on the stream) does not close the watch for it.
 """
 
 from __future__ import annotations

@@ -211,3 +211,31 @@ async def test_reading_events_reads_no_clock() -> None:
 
     assert clock.reads == before
     await stop(task)
+
+
+async def test_a_store_call_holding_the_reader_up_is_not_heard_but_not_timed_out(
+    clock: FakeClock,
+) -> None:
+    release = asyncio.Event()
+
+    class SlowStore(RecordingStore):
+        async def add(self, obj: Any) -> None:
+            await release.wait()
+            await super().add(obj)
+
+    lw = FakeListerWatcher(objects=[pod("a")])
+    reflector = Reflector(
+        lw, SlowStore(), clock=clock, options=ReflectorOptions(watch_inactivity_timeout=DEADLINE)
+    )
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add(pod("b"))
+    await clock.advance(TICK)  # the check sees the item read: heard
+    assert since(reflector) == 0.0
+
+    await clock.advance(2 * DEADLINE)
+    assert since(reflector) == 2 * DEADLINE  # the reader is stuck: nothing new is read
+    assert len(lw.watch_calls) == 1  # and the stream is not blamed for it
+    release.set()
+    await wait_until(lambda: reflector.last_sync_resource_version == lw.resource_version)
+    await stop(task)
