@@ -14,7 +14,7 @@ from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore
+from tests._support_reflector import HeldStore, RecordingStore
 from tests._support_tasks import stop
 from tests._support_wait import wait_until
 
@@ -216,16 +216,10 @@ async def test_reading_events_reads_no_clock() -> None:
 async def test_a_store_call_holding_the_reader_up_is_not_heard_but_not_timed_out(
     clock: FakeClock,
 ) -> None:
-    release = asyncio.Event()
-
-    class SlowStore(RecordingStore):
-        async def add(self, obj: Any) -> None:
-            await release.wait()
-            await super().add(obj)
-
+    store = HeldStore()
     lw = FakeListerWatcher(objects=[pod("a")])
     reflector = Reflector(
-        lw, SlowStore(), clock=clock, options=ReflectorOptions(watch_inactivity_timeout=DEADLINE)
+        lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=DEADLINE)
     )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
@@ -236,6 +230,6 @@ async def test_a_store_call_holding_the_reader_up_is_not_heard_but_not_timed_out
     await clock.advance(2 * DEADLINE)
     assert since(reflector) == 2 * DEADLINE  # the reader is stuck: nothing new is read
     assert len(lw.watch_calls) == 1  # and the stream is not blamed for it
-    release.set()
+    store.release.set()
     await wait_until(lambda: reflector.last_sync_resource_version == lw.resource_version)
     await stop(task)
