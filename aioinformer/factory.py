@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Self
 from aioinformer._runner import Running, TaskRunner
 from aioinformer._sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
+from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
@@ -241,9 +242,7 @@ class SharedInformerFactory:
         resource_client = self._client.resource(
             resource, key.namespace, metadata_only=key.metadata_only
         )
-        lister_watcher = _SelectedResource(
-            resource_client, key.label_selector, key.field_selector, key.resource, key.namespace
-        )
+        lister_watcher = _SelectedResource(resource_client, key)
         return SharedIndexInformer(
             lister_watcher,
             resync_period=self._resync_period if resync_period is None else resync_period,
@@ -318,6 +317,16 @@ class SharedInformerFactory:
         informer = self._informers[key]
         return dataclasses.replace(Watched.of(informer), run_failure=run_failure)
 
+    def health(self) -> FactoryHealth:
+        """Whether every informer is synced and live (``ready``) and none has stopped
+        (``live``), with each one's record by name: see :mod:`aioinformer.health`. Before
+        :meth:`start` the factory is not ready; once shutting down, live and not ready."""
+        return FactoryHealth.of(
+            {informer.name: informer.health() for informer in self._informers.values()},
+            started=self._started,
+            stopping=self._shut_down,
+        )
+
     async def shutdown(self) -> None:
         """Stop every informer and wait until all have stopped. Idempotent.
 
@@ -357,32 +366,17 @@ class SharedInformerFactory:
 
 class _SelectedResource:
     """A ListerWatcher adding the informer's fixed label and field selectors to every
-    request of a resource client. ``resource`` and ``namespace`` are the informer's key's,
-    for messages (a :class:`~aioinformer.errors.CacheSyncError`'s)."""
+    request of a resource client; ``resource`` and ``namespace`` name what it serves."""
 
-    __slots__ = (
-        "_field_selector",
-        "_label_selector",
-        "_resource",
-        "name",
-        "namespace",
-        "resource",
-    )
+    __slots__ = ("_field_selector", "_label_selector", "_resource", "name", "namespace", "resource")
 
-    def __init__(
-        self,
-        resource_client: ResourceClient,
-        label_selector: str | None,
-        field_selector: str | None,
-        resource: str,
-        namespace: str | None,
-    ) -> None:
-        self._resource = resource_client
-        self._label_selector = label_selector
-        self._field_selector = field_selector
-        self.name = repr(resource_client)
-        self.resource = resource
-        self.namespace = namespace
+    def __init__(self, resource: ResourceClient, key: InformerKey) -> None:
+        self._resource = resource
+        self._label_selector = key.label_selector
+        self._field_selector = key.field_selector
+        self.name = repr(resource)
+        self.resource = key.resource
+        self.namespace = key.namespace
 
     def _options(self, options: ListOptions) -> ListOptions:
         if self._label_selector is None and self._field_selector is None:

@@ -78,6 +78,7 @@ from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
+from aioinformer.health import InformerHealth
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
@@ -559,6 +560,18 @@ class SharedIndexInformer:
             last_sync_resource_version=self.last_sync_resource_version,
             handlers=self._processor.statistics(),
             reflector=reflector.statistics() if reflector is not None else None,
+        )
+
+    def health(self) -> InformerHealth:
+        """Whether the cache is synced and live, and why not: see :mod:`aioinformer.health`."""
+        return InformerHealth.of(
+            name=self.name,
+            source=self._lister_watcher,
+            started=self._state is not InformerState.NEW,
+            stopped=self._state is InformerState.STOPPED,
+            synced=self.has_synced(),
+            cache_size=len(self._indexer),
+            reflector=self._reflector.statistics() if self._reflector is not None else None,
         )
 
     # -- running -----------------------------------------------------------------------
