@@ -77,6 +77,7 @@ __all__ = [
     "WatchError",
     "WatchTimeout",
     "api_error_from_status",
+    "describe_error",
 ]
 
 
@@ -111,6 +112,17 @@ class InformerStoppedError(AioinformerError):
     """Raised by ``add_event_handler()`` on an informer that has stopped."""
 
 
+def describe_error(error: BaseException) -> str:
+    """A failure as one line: an API error as the server put it (``"403 Forbidden:
+    configmaps is forbidden: ..."``: its text leads with code and reason), anything else
+    prefixed with its type, which says more than a bare message (``"WatchTimeout: watch
+    sent nothing for 120s"``)."""
+    text = str(error)
+    if isinstance(error, ApiError) and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 @dataclass(frozen=True, slots=True)
 class UnsyncedInformer:
     """One informer that had not synced when a :class:`CacheSyncError` was raised."""
@@ -136,11 +148,7 @@ class UnsyncedInformer:
         elif error is None:
             why = "stopped before it synced" if self.state == "stopped" else "no error yet"
         else:
-            # An ApiError's text already leads with its code and reason; for any other
-            # error the class says more than a bare message ("the server has no ...").
-            why = str(error)
-            if not isinstance(error, ApiError) or not why:
-                why = f"{type(error).__name__}: {why}" if why else type(error).__name__
+            why = describe_error(error)
             if self.state == "stopped":
                 why = f"stopped before it synced: {why}"
         return f"{self.resource} {where}: {why}"

@@ -1,4 +1,5 @@
-"""Whether a cache can be trusted right now: the records behind ``health()``.
+"""Whether a cache can be trusted right now: the records behind ``health()``, and the
+statistics snapshot an informer gives (:class:`InformerStatistics`).
 
 Role: turns what an informer knows about itself (started, synced, stopped, its
 reflector's :class:`~aioinformer.reflector.ReflectorStatistics`) into one frozen
@@ -41,35 +42,34 @@ Example::
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer.errors import ApiError
+from aioinformer.errors import describe_error
 from aioinformer.reflector import ReflectorState
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from aioinformer.processor import HandlerStatistics
     from aioinformer.reflector import ReflectorStatistics
 
-__all__ = ["FactoryHealth", "InformerHealth", "LIVENESS_FRACTION", "describe_error"]
+__all__ = [
+    "FactoryHealth",
+    "InformerHealth",
+    "InformerState",
+    "InformerStatistics",
+    "LIVENESS_FRACTION",
+]
 
 LIVENESS_FRACTION: Final = 0.75
 """The liveness window as a fraction of the watch's inactivity deadline."""
 
 
-def describe_error(error: BaseException | None) -> str | None:
-    """A failure as one line for a probe's body: an API error as the server put it
-    (``"403 Forbidden: configmaps is forbidden: ..."``), anything else prefixed with its
-    type (``"WatchTimeout: watch sent nothing for 120s"``); ``None`` stays ``None``."""
-    if error is None:
-        return None
-    text = str(error)
-    if isinstance(error, ApiError):
-        return text
-    name = type(error).__name__
-    return f"{name}: {text}" if text else name
+def _described(error: BaseException | None) -> str | None:
+    return None if error is None else describe_error(error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +146,7 @@ class InformerHealth:
             state=state,
             seconds_since_heard=since,
             liveness_window=window,
-            last_error=None if reflector is None else describe_error(reflector.last_error),
+            last_error=_described(None if reflector is None else reflector.last_error),
             relists=0 if reflector is None else reflector.relists,
             watch_restarts=0 if reflector is None else reflector.watch_restarts,
             cache_size=cache_size,
@@ -218,3 +218,33 @@ class FactoryHealth:
             "started": self.started,
             "informers": {name: record.as_dict() for name, record in self.informers.items()},
         }
+
+
+class InformerState(enum.Enum):
+    """The phases of an informer's life; it goes through them once, in order."""
+
+    NEW = "new"
+    """Created; handlers, indexers and the transform may be set."""
+    RUNNING = "running"
+    """``run()`` is running: the reflector lists and watches, handlers get events."""
+    STOPPED = "stopped"
+    """``run()`` has ended; no handler may be added, ``events()`` streams have ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class InformerStatistics:
+    """A snapshot of an informer's state and counters."""
+
+    name: str
+    state: InformerState
+    synced: bool
+    """``has_synced()`` at the time of the snapshot."""
+    cache_size: int
+    """Objects in the cache."""
+    fifo_pending: int
+    """Keys waiting in the DeltaFIFO."""
+    last_sync_resource_version: str
+    handlers: tuple[HandlerStatistics, ...]
+    """One record per registered handler (``events()`` streams included)."""
+    reflector: ReflectorStatistics | None
+    """The reflector's statistics, or ``None`` before ``run()``."""

@@ -56,10 +56,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import enum
 import functools
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._clock import Clock, default_clock
@@ -78,7 +76,7 @@ from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
-from aioinformer.health import InformerHealth
+from aioinformer.health import InformerHealth, InformerState, InformerStatistics
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
@@ -90,7 +88,6 @@ from aioinformer.processor import (
     DELETE,
     MINIMUM_RESYNC_PERIOD,
     UPDATE,
-    HandlerStatistics,
     Notification,
     OverflowPolicy,
     ProcessorListener,
@@ -99,7 +96,7 @@ from aioinformer.processor import (
 )
 from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
-from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorStatistics
+from aioinformer.reflector import Reflector, ReflectorOptions
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping
@@ -128,36 +125,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DELETED: Final = DeltaType.DELETED
-
-
-class InformerState(enum.Enum):
-    """The phases of an informer's life; it goes through them once, in order."""
-
-    NEW = "new"
-    """Created; handlers, indexers and the transform may be set."""
-    RUNNING = "running"
-    """``run()`` is running: the reflector lists and watches, handlers get events."""
-    STOPPED = "stopped"
-    """``run()`` has ended; no handler may be added, ``events()`` streams have ended."""
-
-
-@dataclass(frozen=True, slots=True)
-class InformerStatistics:
-    """A snapshot of an informer's state and counters."""
-
-    name: str
-    state: InformerState
-    synced: bool
-    """``has_synced()`` at the time of the snapshot."""
-    cache_size: int
-    """Objects in the cache."""
-    fifo_pending: int
-    """Keys waiting in the DeltaFIFO."""
-    last_sync_resource_version: str
-    handlers: tuple[HandlerStatistics, ...]
-    """One record per registered handler (``events()`` streams included)."""
-    reflector: ReflectorStatistics | None
-    """The reflector's statistics, or ``None`` before ``run()``."""
 
 
 class SharedIndexInformer:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.errors import Forbidden, Gone, WatchTimeout
-from aioinformer.health import FactoryHealth, InformerHealth, describe_error
+from aioinformer.errors import Forbidden, Gone, WatchTimeout, describe_error
+from aioinformer.health import FactoryHealth, InformerHealth
 from aioinformer.reflector import ReflectorState
 from tests._support_health import DEADLINE, WINDOW, pod
 from tests._support_health import clock as clock
@@ -254,11 +254,10 @@ def test_factory_health_is_ready_when_all_are_live_and_live_unless_one_stopped(
 @pytest.mark.parametrize(
     ("error", "text"),
     [
-        pytest.param(None, None, id="none"),
         pytest.param(Gone({"code": 410, "reason": "Expired"}), "410 Expired", id="api-error"),
         pytest.param(WatchTimeout("silent"), "WatchTimeout: silent", id="other"),
         pytest.param(asyncio.CancelledError(), "CancelledError", id="no-message"),
     ],
 )
-def test_errors_are_described_in_one_line(error: BaseException | None, text: str | None) -> None:
+def test_errors_are_described_in_one_line(error: BaseException, text: str) -> None:
     assert describe_error(error) == text
