@@ -48,7 +48,14 @@ from aioinformer.listwatch import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["Cursor", "EventSink", "TemporaryStore", "WatchRead", "close_stream"]
+__all__ = [
+    "Cursor",
+    "EventSink",
+    "ReflectorStore",
+    "TemporaryStore",
+    "WatchRead",
+    "close_stream",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +82,33 @@ class EventSink(Protocol):
     async def update(self, obj: Any) -> None: ...
 
     async def delete(self, obj: Any) -> None: ...
+
+
+class ReflectorStore(EventSink, Protocol):
+    """What a reflector writes to; ``DeltaFIFO`` is one. All methods are coroutines.
+
+    Defined here, next to :class:`EventSink`, and re-exported by
+    :mod:`aioinformer.reflector`, its public home."""
+
+    async def add(self, obj: Any) -> None:
+        """An ``ADDED`` event's object."""
+        ...
+
+    async def update(self, obj: Any) -> None:
+        """A ``MODIFIED`` event's object."""
+        ...
+
+    async def delete(self, obj: Any) -> None:
+        """A ``DELETED`` event's object (its last state)."""
+        ...
+
+    async def replace(self, objs: list[Any], resource_version: str) -> None:
+        """The complete state at ``resource_version``, from a list or a streaming list."""
+        ...
+
+    async def resync(self) -> None:
+        """Periodic resync: re-deliver what the store holds."""
+        ...
 
 
 class Cursor:

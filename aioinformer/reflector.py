@@ -90,11 +90,13 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
+from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
+from aioinformer._list_policy import ListPolicy
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
@@ -107,6 +109,7 @@ from aioinformer._watch_policy import (
     next_step,
 )
 from aioinformer._watch_stream import Cursor, EventSink, TemporaryStore, WatchRead, close_stream
+from aioinformer._watch_stream import ReflectorStore as ReflectorStore
 from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -128,38 +131,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PAGE_SIZE: Final = 500
-"""Page size of lists that are paginated without an explicit ``page_size``."""
-
 MIN_WATCH_TIMEOUT: Final = 300.0
 """Lower bound of a watch's ``timeout_seconds``; each watch draws from [min, 2 x min)."""
 
 _INACTIVITY_GRACE: Final = 30.0
 """Added to a watch's ``timeout_seconds`` to make its default inactivity deadline."""
-
-
-class ReflectorStore(Protocol):
-    """What a reflector writes to; ``DeltaFIFO`` is one. All methods are coroutines."""
-
-    async def add(self, obj: Any) -> None:
-        """An ``ADDED`` event's object."""
-        ...
-
-    async def update(self, obj: Any) -> None:
-        """A ``MODIFIED`` event's object."""
-        ...
-
-    async def delete(self, obj: Any) -> None:
-        """A ``DELETED`` event's object (its last state)."""
-        ...
-
-    async def replace(self, objs: list[Any], resource_version: str) -> None:
-        """The complete state at ``resource_version``, from a list or a streaming list."""
-        ...
-
-    async def resync(self) -> None:
-        """Periodic resync: re-deliver what the store holds."""
-        ...
 
 
 WatchErrorHandler: TypeAlias = Callable[["Reflector", BaseException], Awaitable[None] | None]
@@ -290,37 +266,6 @@ _State: TypeAlias = _Stopped | _Listing | _Watching | _BackingOff
 _STOPPED: Final = _Stopped()
 
 
-@dataclass(slots=True)
-class _ListPolicy:
-    """What earlier lists and watches taught about the next list's request."""
-
-    rv_unavailable: bool = False
-    """A list or watch failed because the last resourceVersion was expired or too large:
-    the next list (or streaming list) asks for ``""``, a consistent read. Cleared once a
-    list succeeds."""
-    paginated_result: bool = False
-    """The first list at ``"0"`` came back in pages: the server has no watch cache, so
-    later lists are paginated too. Never cleared."""
-
-    def resource_version(self, last_synced: str) -> str:
-        """The resourceVersion a (re)list asks for, after ``last_synced``."""
-        if self.rv_unavailable:
-            return ""
-        return last_synced or "0"
-
-    def limit(self, resource_version: str, page_size: int | None) -> int | None:
-        """The page size of a list at ``resource_version``; ``None``: unpaginated."""
-        if page_size is not None:
-            return page_size
-        if self.paginated_result:
-            return DEFAULT_PAGE_SIZE
-        if resource_version not in ("", "0"):
-            # Unpaginated lists at a resourceVersion are served from the watch cache:
-            # no thundering herd on etcd after, say, an API server restart.
-            return None
-        return DEFAULT_PAGE_SIZE
-
-
 def _is_stray_cancellation() -> bool:
     """For a ``CancelledError`` just caught: true when nobody cancelled the current task
     (it came out of something awaited that was cancelled elsewhere)."""
@@ -387,7 +332,7 @@ class Reflector:
         self._state: _State = _STOPPED
         # The last resourceVersion synced into the store: a list's, or the last event's.
         self._cursor = Cursor()
-        self._policy = _ListPolicy()
+        self._policy = ListPolicy()
         # True once a full list (plain or streaming) was committed to the store.
         self._synced_once = False
         self._running = False
