@@ -191,7 +191,11 @@ class WatchRead:
         "_stream",
         "_timer",
         "_until_initial_events_end",
+        "added",
         "applied",
+        "bookmarks",
+        "deleted",
+        "modified",
         "reason",
         "received",
         "resync_failed",
@@ -230,6 +234,9 @@ class WatchRead:
         """Items read from the stream: the inactivity check's measure of progress."""
         self.applied = 0
         """Events applied (``ADDED``/``MODIFIED``/``DELETED``/``BOOKMARK``)."""
+        # The applied events by type, for the reflector metrics (read when the stream
+        # ends); their sum is at most ``applied``, which also counts unknown types.
+        self.added = self.modified = self.deleted = self.bookmarks = 0
         self.reason: BaseException | None = None
         """Why the read was interrupted, once it was."""
         self.resync_failed = False
@@ -349,12 +356,16 @@ class WatchRead:
                             continue
                     try:
                         if kind == MODIFIED:
+                            self.modified += 1
                             await sink.update(obj)
                         elif kind == ADDED:
+                            self.added += 1
                             await sink.add(obj)
                         elif kind == DELETED:
+                            self.deleted += 1
                             await sink.delete(obj)
                         elif kind == BOOKMARK:
+                            self.bookmarks += 1
                             if until_initial_events_end and _ends_initial_events(obj):
                                 cursor.resource_version = resource_version
                                 self.applied += 1

@@ -87,6 +87,7 @@ import asyncio
 import dataclasses
 import enum
 import logging
+import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -97,6 +98,9 @@ from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
 from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from aioinformer._list_policy import ListPolicy
+from aioinformer._metric_recorders import HeardTracker, new_reflector_metrics
+from aioinformer._metrics import AddCounterMetric as AddCounterMetric
+from aioinformer._metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
@@ -117,10 +121,12 @@ from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchEvent
 
 __all__ = [
+    "AddCounterMetric",
     "ListOptions",
     "ListerWatcher",
     "ObjectList",
     "Reflector",
+    "ReflectorMetricsProvider",
     "ReflectorOptions",
     "ReflectorState",
     "ReflectorStatistics",
@@ -284,7 +290,9 @@ class Reflector:
     * ``should_resync``: when given, a resync happens only if it returns true;
     * ``backoff``: a :class:`~aioinformer._backoff.Backoff` (default 0.8 s to 30 s);
     * ``watch_error_handler``: ``handler(reflector, error)``, sync or async;
-    * ``clock``: time source for every wait (default: the event loop's).
+    * ``clock``: time source for every wait (default: the event loop's);
+    * ``metrics_provider``: records the reflector metrics under ``name`` (default: the
+      provider installed with ``set_metrics_provider``, if it implements them).
 
     The reflector trusts the lister-watcher for selectors and namespace: it sends the
     request options its algorithm needs and nothing else.
@@ -304,6 +312,7 @@ class Reflector:
         clock: Clock | None = None,
         should_resync: Callable[[], bool] | None = None,
         options: ReflectorOptions | None = None,
+        metrics_provider: ReflectorMetricsProvider | None = None,
     ) -> None:
         base = options if options is not None else ReflectorOptions()
         self._options = options = base.replace(
@@ -348,6 +357,12 @@ class Reflector:
         self._relists = 0
         self._events = 0
         self._last_error: BaseException | None = None
+        # Items read from watch streams that have ended: progress, for the heard tracker.
+        self._received = 0
+        self._heard = HeardTracker(self._clock)
+        self._metrics = new_reflector_metrics(
+            self._name, metrics_provider, seconds_since_heard=self._seconds_since_heard
+        )
 
     # ----------------------------------------------------------------- surface
 
@@ -391,6 +406,14 @@ class Reflector:
             last_resource_version=self._cursor.resource_version,
             last_error=self._last_error,
         )
+
+    def _seconds_since_heard(self) -> float:
+        """Seconds since the server last sent anything (a list, a watch event or
+        bookmark); NaN while not running. The seconds-since-heard gauge reads it."""
+        if not self._running and not self._in_round:
+            return math.nan
+        read = self._read
+        return self._heard.seconds(self._received + (read.received if read is not None else 0))
 
     def __repr__(self) -> str:
         ns = f" ns={self._namespace!r}" if self._namespace else ""
@@ -457,8 +480,10 @@ class Reflector:
         # The round's helper tasks (the resync loop): none outlives the round.
         helpers: set[asyncio.Task[None]] = set()
         try:
+            self._heard.begin()
             if self._synced_once:
                 self._relists += 1
+                self._metrics.relisted()
             stream: AsyncIterator[WatchEvent] | None = None
             timeout = 0
             if self._options.use_watch_list:
@@ -492,6 +517,8 @@ class Reflector:
         resource_version = policy.resource_version(self._cursor.resource_version)
         self._state = _Listing(resource_version)
         limit = policy.limit(resource_version, self._page_size)
+        self._metrics.list_started()
+        started = self._clock.monotonic()
         with collector_paused(self._options.gc_policy):
             try:
                 items, list_rv, paginated = await self._list_pages(resource_version, limit)
@@ -511,6 +538,8 @@ class Reflector:
             if resource_version == "0" and paginated:
                 policy.paginated_result = True
             policy.rv_unavailable = False
+            self._heard.heard()
+            self._metrics.listed(len(items), self._clock.monotonic() - started, list_rv)
             await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
         self._synced_once = True
@@ -586,6 +615,7 @@ class Reflector:
             if stream is None:
                 timeout = self._watch_timeout()
                 self._watches += 1
+                self._metrics.watch_started()
                 stream = self._lw.watch(
                     ListOptions(
                         resource_version=self._cursor.resource_version,
@@ -648,10 +678,13 @@ class Reflector:
             read.interrupt(self._resync_error, resync_failed=True)
         self._read = read
         try:
-            return await read.run()
+            done, end = await read.run()
         finally:
             self._read = None
             self._events += read.applied
+            self._received += read.received
+        self._metrics.stream_ended(read, end, cursor.resource_version, complete=not done)
+        return done, end
 
     # -------------------------------------------------------- streaming list
 
@@ -666,6 +699,7 @@ class Reflector:
             cursor = Cursor()
             timeout = self._watch_timeout()
             self._watches += 1
+            self._metrics.watch_list_started()
             rv = "" if self._policy.rv_unavailable else self._cursor.resource_version
             self._state = _Listing(rv, streaming=True)
             stream = self._lw.watch(
