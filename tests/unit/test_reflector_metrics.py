@@ -16,6 +16,7 @@ import pytest
 from aioinformer._backoff import Backoff
 from aioinformer._metric_recorders import ReflectorMetrics, new_reflector_metrics
 from aioinformer._metrics import set_metrics_provider
+from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import Reflector
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -261,3 +262,17 @@ async def test_a_provider_without_the_workqueue_protocol_leaves_queues_unrecorde
         assert await queue.get() == "x"
         queue.done("x")
         assert not queue._metrics.enabled
+
+
+@pytest.mark.usefixtures("restore_installed_provider")
+async def test_an_informer_records_under_its_name_through_the_installed_provider(
+    clock: FakeClock, provider: RecordingProvider
+) -> None:
+    set_metrics_provider(provider)
+    source = FakeListerWatcher(namespace="ns", objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=clock)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watchers(1)
+        assert provider.value("reflector_lists_total", "pods ns=ns") == 1
+        assert provider.heard["pods ns=ns"]() == 0.0
