@@ -166,6 +166,7 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
             and events == 0
             and end.elapsed < SHORT_WATCH
             and not end.timed_out
+            and not end.resync_failed
             and not isinstance(end.error, ApiError)
         ):
             self._short_watches.inc()

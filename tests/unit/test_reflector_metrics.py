@@ -276,3 +276,18 @@ async def test_an_informer_records_under_its_name_through_the_installed_provider
         await source.wait_for_watchers(1)
         assert provider.value("reflector_lists_total", "pods ns=ns") == 1
         assert provider.heard["pods ns=ns"]() == 0.0
+
+
+async def test_a_watch_ended_early_by_a_failed_resync_is_not_a_short_watch(
+    clock: FakeClock, provider: RecordingProvider
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("a")])
+    store = RecordingStore()
+    store.resync_error_on = 1
+    reflector = Reflector(lw, store, clock=clock, resync_period=0.5, metrics_provider=provider)
+    task = spawn(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    await clock.advance(0.5)
+    await asyncio.wait_for(task, 5)  # a failed resync ends the round
+    assert provider.metric("reflector_watch_duration_seconds", "pods").observations == [0.5]
+    assert provider.value("reflector_short_watches_total", "pods") == 0
