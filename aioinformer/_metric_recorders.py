@@ -6,18 +6,19 @@ component's name (:class:`~aioinformer._metrics.ReflectorMetricsProvider`,
 :class:`~aioinformer._metrics.LeaderMetricsProvider`).
 
 Input: the component's calls, sync, on its event loop: a reflector's list started or
-done, watch opened, stream ended (with its :class:`~aioinformer._watch_stream.WatchRead`
-and :class:`~aioinformer._watch_policy.WatchEnd`), relist; an elector's run started,
-lease acquired, renewal failed, leadership left.
+done, watch opened, stream being read (its :class:`~aioinformer._watch_stream.WatchRead`)
+and ended (its :class:`~aioinformer._watch_policy.WatchEnd`), relist; an elector's run
+started, lease acquired, renewal failed, leadership left.
 Output: ``inc``/``set``/``observe`` calls on the provider's metric objects; for the
 seconds-since-heard gauge, one function handed to the provider, which it calls when it
 is read.
 
-Cost: nothing happens per watch event. Events are counted by the stream's own counters
-and added to the metrics when the stream ends, so the event counters and the last
-resourceVersion move once per watch (every 5 to 10 minutes, or at the inactivity
-deadline), while seconds-since-heard is computed whenever it is read. A component with
-no provider, or one lacking its protocol, gets the no-op recorder.
+Cost: nothing happens per watch event. Events are counted by the stream's own counters,
+and what they gained is added to the metrics every :data:`FLUSH_PERIOD` seconds while the
+stream is read (a timer on the reflector's clock, no task) and when the read ends; the
+last resourceVersion moves at the same moments. Seconds-since-heard is computed
+whenever it is read. A component with no provider, or one lacking its protocol, gets
+the no-op recorder.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 import weakref
 from typing import TYPE_CHECKING, Final
 
+from aioinformer._clock import call_later
 from aioinformer._metrics import (
     LeaderMetricsProvider,
     ReflectorMetricsProvider,
@@ -38,17 +40,22 @@ from aioinformer.listwatch import ADDED, BOOKMARK, DELETED, MODIFIED
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer._clock import Clock
+    from aioinformer._clock import Clock, TimerHandle
     from aioinformer._watch_policy import WatchEnd
-    from aioinformer._watch_stream import WatchRead
+    from aioinformer._watch_stream import Cursor, WatchRead
 
 __all__ = [
+    "FLUSH_PERIOD",
     "HeardTracker",
     "LeaderMetrics",
     "ReflectorMetrics",
     "new_leader_metrics",
     "new_reflector_metrics",
 ]
+
+FLUSH_PERIOD: Final = 15.0
+"""Seconds between two additions of a watch stream's event counts to the metrics: about
+one scrape interval, so rates stay smooth while a watch lasts 5 to 10 minutes."""
 
 
 class ReflectorMetrics:
@@ -73,10 +80,14 @@ class ReflectorMetrics:
     def relisted(self) -> None:
         """A list-and-watch round after the first begins (it lists again)."""
 
-    def stream_ended(
-        self, read: WatchRead, end: WatchEnd, resource_version: str, *, complete: bool
-    ) -> None:
-        """A read of a watch stream ended: how, and the resourceVersion it reached.
+    def reading(self, read: WatchRead, cursor: Cursor) -> None:
+        """``read`` starts reading a watch stream, advancing ``cursor``."""
+
+    def stop_reading(self) -> None:
+        """The read given to :meth:`reading` ended, however it did."""
+
+    def stream_ended(self, end: WatchEnd, *, complete: bool) -> None:
+        """A read of a watch stream ended, and how.
 
         ``complete`` is false when the read stopped at a streaming list's end of initial
         events and the stream carries on as the watch: its events count, the stream's
@@ -91,21 +102,27 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         "_added",
         "_bookmarks",
         "_carried",
+        "_clock",
+        "_cursor",
         "_deleted",
+        "_flushed",
         "_items_in_list",
         "_items_in_watch",
         "_last_rv",
         "_list_duration",
         "_lists",
         "_modified",
+        "_read",
         "_relists",
         "_short_watches",
+        "_timer",
         "_watch_duration",
         "_watch_lists",
         "_watches",
     )
 
-    def __init__(self, provider: ReflectorMetricsProvider, name: str) -> None:
+    def __init__(self, provider: ReflectorMetricsProvider, name: str, clock: Clock) -> None:
+        self._clock = clock
         self._lists = provider.new_reflector_lists_metric(name)
         self._list_duration = provider.new_reflector_list_duration_metric(name)
         self._items_in_list = provider.new_reflector_items_in_list_metric(name)
@@ -123,6 +140,13 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         # Events of a streaming list's initial part, whose stream goes on as the watch:
         # observed with the rest of the stream in items_per_watch.
         self._carried = 0
+        # The read in progress and its cursor, between reading() and stop_reading().
+        self._read: WatchRead | None = None
+        self._cursor: Cursor | None = None
+        # The read's counts (added, modified, deleted, bookmarks) already in the metrics.
+        self._flushed = (0, 0, 0, 0)
+        # The pending flush while a read is in progress, else None.
+        self._timer: TimerHandle | None = None
 
     def list_started(self) -> None:
         self._lists.inc()
@@ -142,18 +166,42 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
     def relisted(self) -> None:
         self._relists.inc()
 
-    def stream_ended(
-        self, read: WatchRead, end: WatchEnd, resource_version: str, *, complete: bool
-    ) -> None:
-        if read.added:
-            self._added.inc(read.added)
-        if read.modified:
-            self._modified.inc(read.modified)
-        if read.deleted:
-            self._deleted.inc(read.deleted)
-        if read.bookmarks:
-            self._bookmarks.inc(read.bookmarks)
-        self._set_resource_version(resource_version)
+    def reading(self, read: WatchRead, cursor: Cursor) -> None:
+        self._read = read
+        self._cursor = cursor
+        self._flushed = (0, 0, 0, 0)
+        self._timer = call_later(self._clock, FLUSH_PERIOD, self._tick)
+
+    def stop_reading(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._flush()
+        self._read = self._cursor = None
+
+    def _tick(self) -> None:
+        if self._timer is None:
+            return  # the read ended as this flush came due
+        self._flush()
+        self._timer = call_later(self._clock, FLUSH_PERIOD, self._tick)
+
+    def _flush(self) -> None:
+        read, cursor = self._read, self._cursor
+        if read is None or cursor is None:
+            return
+        added, modified, deleted, bookmarks = self._flushed
+        if read.added != added:
+            self._added.inc(read.added - added)
+        if read.modified != modified:
+            self._modified.inc(read.modified - modified)
+        if read.deleted != deleted:
+            self._deleted.inc(read.deleted - deleted)
+        if read.bookmarks != bookmarks:
+            self._bookmarks.inc(read.bookmarks - bookmarks)
+        self._flushed = (read.added, read.modified, read.deleted, read.bookmarks)
+        self._set_resource_version(cursor.resource_version)
+
+    def stream_ended(self, end: WatchEnd, *, complete: bool) -> None:
         if not complete:
             self._carried += end.events
             return
@@ -187,6 +235,7 @@ def new_reflector_metrics(
     name: str,
     provider: ReflectorMetricsProvider | None,
     *,
+    clock: Clock,
     seconds_since_heard: Callable[[], float],
 ) -> ReflectorMetrics:
     """The recorder for a reflector called ``name``: ``provider``'s, else the installed
@@ -200,7 +249,7 @@ def new_reflector_metrics(
     if not isinstance(chosen, ReflectorMetricsProvider):
         return _NO_REFLECTOR_METRICS
     chosen.set_reflector_seconds_since_heard_function(name, _weakly(seconds_since_heard))
-    return _ProviderReflectorMetrics(chosen, name)
+    return _ProviderReflectorMetrics(chosen, name, clock)
 
 
 def _weakly(function: Callable[[], float]) -> Callable[[], float]:

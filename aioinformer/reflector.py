@@ -361,7 +361,10 @@ class Reflector:
         self._received = 0
         self._heard = HeardTracker(self._clock)
         self._metrics = new_reflector_metrics(
-            self._name, metrics_provider, seconds_since_heard=self._seconds_since_heard
+            self._name,
+            metrics_provider,
+            clock=self._clock,
+            seconds_since_heard=self._seconds_since_heard,
         )
 
     # ----------------------------------------------------------------- surface
@@ -677,13 +680,15 @@ class Reflector:
         if self._resync_error is not None:
             read.interrupt(self._resync_error, resync_failed=True)
         self._read = read
+        self._metrics.reading(read, cursor)
         try:
             done, end = await read.run()
         finally:
             self._read = None
             self._events += read.applied
             self._received += read.received
-        self._metrics.stream_ended(read, end, cursor.resource_version, complete=not done)
+            self._metrics.stop_reading()
+        self._metrics.stream_ended(end, complete=not done)
         return done, end
 
     # -------------------------------------------------------- streaming list

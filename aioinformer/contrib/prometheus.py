@@ -52,7 +52,8 @@ metric                                              type    meaning
 ``total``
 =================================================== ======= ============================
 
-The event counters and the last resourceVersion move when a watch stream ends;
+The event counters and the last resourceVersion move every 15 s while a watch stream is
+read and when it ends; the per-watch histograms when it ends.
 ``aioinformer_reflector_seconds_since_heard`` is computed whenever it is scraped (NaN
 while the reflector is not running). Two components with the same name share one child:
 counters add up, a gauge shows the last value set, and the seconds-since-heard gauge

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer._metric_recorders import ReflectorMetrics, new_reflector_metrics
+from aioinformer._metric_recorders import FLUSH_PERIOD, ReflectorMetrics, new_reflector_metrics
 from aioinformer._metrics import set_metrics_provider
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import Reflector
@@ -94,7 +94,7 @@ async def test_a_list_is_counted_with_its_duration_items_and_resource_version(
     await stop(task)
 
 
-async def test_a_watch_stream_is_counted_by_event_type_when_it_ends(
+async def test_watch_events_are_counted_by_type_every_flush_period_and_at_the_end(
     clock: FakeClock, provider: RecordingProvider
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
@@ -108,16 +108,24 @@ async def test_a_watch_stream_is_counted_by_event_type_when_it_ends(
     lw.delete("ns/c")
     lw.send_bookmark()
     await wait_until(lambda: reflector.statistics().events == 5)
-    # Nothing per event: the stream's counts are added when it ends.
+    # Nothing per event: the stream's counts are added every flush period.
     assert events(provider) == {"ADDED": 0, "MODIFIED": 0, "DELETED": 0, "BOOKMARK": 0}
-    await clock.advance(30.0)
+    assert provider.value("reflector_last_resource_version", "pods") == 1
+    await clock.advance(FLUSH_PERIOD)
+    assert events(provider) == {"ADDED": 2, "MODIFIED": 1, "DELETED": 1, "BOOKMARK": 1}
+    assert provider.value("reflector_last_resource_version", "pods") == 5
+    assert provider.metric("reflector_items_per_watch", "pods").observations == []
+
+    lw.add(pod("d"))
+    await wait_until(lambda: reflector.statistics().events == 6)
+    await clock.advance(30.0 - FLUSH_PERIOD)
     lw.drop_watches()
     await lw.wait_for_watch_calls(2)
 
-    assert events(provider) == {"ADDED": 2, "MODIFIED": 1, "DELETED": 1, "BOOKMARK": 1}
-    assert provider.metric("reflector_items_per_watch", "pods").observations == [5]
+    assert events(provider) == {"ADDED": 3, "MODIFIED": 1, "DELETED": 1, "BOOKMARK": 1}
+    assert provider.metric("reflector_items_per_watch", "pods").observations == [6]
     assert provider.metric("reflector_watch_duration_seconds", "pods").observations == [30.0]
-    assert provider.value("reflector_last_resource_version", "pods") == 5
+    assert provider.value("reflector_last_resource_version", "pods") == 6
     assert provider.value("reflector_watches_total", "pods") == 2
     assert provider.value("reflector_short_watches_total", "pods") == 0
     await stop(task)
@@ -213,7 +221,9 @@ async def test_the_gauge_function_does_not_keep_a_reflector_alive(
 @pytest.mark.usefixtures("restore_installed_provider")
 def test_without_a_provider_the_reflector_gets_the_no_op_recorder() -> None:
     set_metrics_provider(None)
-    recorder = new_reflector_metrics("pods", None, seconds_since_heard=lambda: 0.0)
+    recorder = new_reflector_metrics(
+        "pods", None, clock=FakeClock(), seconds_since_heard=lambda: 0.0
+    )
     assert type(recorder) is ReflectorMetrics
 
 
