@@ -205,6 +205,7 @@ async def test_seconds_since_heard_grows_in_silence_and_resets_when_the_server_s
 
     await stop(task)
     assert math.isnan(seconds_since_heard())
+    assert clock.sleepers == 0  # the flush timer went with the cancelled read
 
 
 async def test_the_gauge_function_does_not_keep_a_reflector_alive(
