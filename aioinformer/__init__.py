@@ -33,6 +33,7 @@ from aioinformer.errors import AioinformerError as AioinformerError
 from aioinformer.errors import AlreadyExists as AlreadyExists
 from aioinformer.errors import ApiError as ApiError
 from aioinformer.errors import BadRequest as BadRequest
+from aioinformer.errors import CacheSyncError as CacheSyncError
 from aioinformer.errors import ConfigError as ConfigError
 from aioinformer.errors import Conflict as Conflict
 from aioinformer.errors import ConnectionFailed as ConnectionFailed
@@ -104,6 +105,7 @@ __all__ = [
     "Backoff",
     "BadRequest",
     "CacheMode",
+    "CacheSyncError",
     "Client",
     "Clock",
     "Config",

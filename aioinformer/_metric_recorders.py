@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FLUSH_PERIOD",
-    "HeardTracker",
     "LeaderMetrics",
     "ReflectorMetrics",
     "new_leader_metrics",
@@ -262,43 +261,6 @@ def _weakly(function: Callable[[], float]) -> Callable[[], float]:
         return math.nan if bound is None else bound()
 
     return call
-
-
-class HeardTracker:
-    """When the server was last heard from, sampled when asked (no per-event cost).
-
-    The owner marks each completed list with :meth:`heard` and passes the running
-    count of items read from watch streams to :meth:`seconds`: a count that moved
-    since the last call means the server spoke in between, and the time is taken as
-    now. So the answer is late by at most the interval between two calls (one scrape).
-    """
-
-    __slots__ = ("_clock", "_count", "_heard_at")
-
-    def __init__(self, clock: Clock) -> None:
-        self._clock = clock
-        self._count = 0
-        # Clock time the server was last heard from; None before anything was.
-        self._heard_at: float | None = None
-
-    def begin(self) -> None:
-        """A list-and-watch round starts: silence is measured from now on, until the
-        server is first heard from."""
-        if self._heard_at is None:
-            self._heard_at = self._clock.monotonic()
-
-    def heard(self) -> None:
-        """The server answered just now (a list completed)."""
-        self._heard_at = self._clock.monotonic()
-
-    def seconds(self, count: int) -> float:
-        """Seconds since the server was last heard from (or since :meth:`begin`), given
-        the items read so far; NaN before either."""
-        now = self._clock.monotonic()
-        if count != self._count:
-            self._count = count
-            self._heard_at = now
-        return math.nan if self._heard_at is None else now - self._heard_at
 
 
 class LeaderMetrics:

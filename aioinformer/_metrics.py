@@ -188,8 +188,8 @@ class ReflectorMetricsProvider(Protocol):
         self, name: str, seconds_since_heard: Callable[[], float]
     ) -> None:
         """Report ``seconds_since_heard()`` at read time: seconds since the server last
-        sent the reflector anything, NaN while it is not running
-        (``aioinformer_reflector_seconds_since_heard``)."""
+        sent the reflector anything, NaN while it is not running or before it first
+        heard from the server (``aioinformer_reflector_seconds_since_heard``)."""
         ...
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from aioinformer._clock import Clock, TimerHandle, call_later
 from aioinformer._meta import annotations_of, meta_namespace_key
 from aioinformer._raw import RawObject
+from aioinformer._reflector_status import LastHeard
 from aioinformer._watch_policy import WatchEnd
 from aioinformer.errors import WatchTimeout
 from aioinformer.listwatch import (
@@ -159,8 +160,10 @@ class WatchRead:
 
     ``name`` is for logs; ``deadline`` the seconds of silence after which the stream is
     ended; ``expected_kind``/``expected_api_version`` (``None``: not checked) filter the
-    events' objects; ``opened`` says the watch request is known to have succeeded (a
-    stream handed over by a streaming list). With ``until_initial_events_end`` the read
+    events' objects; ``heard`` is stamped as the read starts and, by the inactivity check,
+    when the stream made progress (see :mod:`aioinformer._reflector_status`); ``opened``
+    says the watch request is known to have succeeded (a stream handed over by a
+    streaming list). With ``until_initial_events_end`` the read
     stops, leaving the stream open, at the bookmark ending a streaming list's initial
     events.
 
@@ -181,6 +184,7 @@ class WatchRead:
         "_deadline",
         "_expected_api_version",
         "_expected_kind",
+        "_heard",
         "_name",
         "_opened",
         "_quiet_ticks",
@@ -212,6 +216,7 @@ class WatchRead:
         deadline: float,
         expected_kind: str | None = None,
         expected_api_version: str | None = None,
+        heard: LastHeard | None = None,
         opened: bool = False,
         until_initial_events_end: bool = False,
     ) -> None:
@@ -223,6 +228,7 @@ class WatchRead:
         self._deadline = deadline
         self._expected_kind = expected_kind
         self._expected_api_version = expected_api_version
+        self._heard = heard if heard is not None else LastHeard()
         self._opened = opened
         self._until_initial_events_end = until_initial_events_end
         self._scope: asyncio.Timeout | None = None
@@ -262,7 +268,7 @@ class WatchRead:
         self._seen = self.received
         self._quiet_ticks = 0
         self._timer = call_later(self._clock, self._deadline / _DEADLINE_TICKS, self._check)
-        started = self._clock.monotonic()
+        started = self._heard.at = self._clock.monotonic()
         done = interrupted = False
         error: BaseException | None = None
         try:
@@ -418,6 +424,10 @@ class WatchRead:
         if self._timer is None:
             return  # the read ended as this check came due
         tick = self._deadline / _DEADLINE_TICKS
+        if self.received != self._seen:
+            # Stamped here rather than per event: the event path stays free of clock
+            # reads, at the price of "heard" lagging by up to one tick.
+            self._heard.at = self._clock.monotonic()
         if self.received != self._seen or not self._reading:
             self._seen = self.received
             self._quiet_ticks = 0

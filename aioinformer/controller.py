@@ -38,7 +38,10 @@ Guarantees:
   one worker and holds re-adds back until it is done); distinct keys run in parallel on
   up to ``workers`` workers.
 * Workers start only once every watched informer has synced, so a reconcile never reads
-  a cache that is still filling. Keys enqueued before that wait in the queue.
+  a cache that is still filling. Keys enqueued before that wait in the queue. If they
+  have not synced within ``cache_sync_timeout`` (2 minutes by default), or one stops
+  first, ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` saying why: a
+  controller never waits silently on a cache that cannot fill (RBAC, unknown resource).
 * Events are never lost while the controller runs: a key re-added while it is being
   reconciled is reconciled again afterwards.
 
@@ -78,7 +81,8 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from aioinformer._clock import Clock, default_clock
 from aioinformer._meta import namespace_of, owner_references_of
 from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
-from aioinformer.errors import Requeue, ShutDown
+from aioinformer._sync import Watched, wait_synced
+from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
@@ -109,6 +113,10 @@ EnqueueFunc = Callable[[Any], Iterable[str]]
 
 DEFAULT_DRAIN_TIMEOUT: Final = 30.0
 """Seconds in-flight reconciles may take to finish once the controller is stopping."""
+
+DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
+"""Seconds ``run()`` waits for its informers to sync before it raises (controller-runtime's
+``CacheSyncTimeout`` default)."""
 
 
 class ControllerState(enum.Enum):
@@ -146,6 +154,8 @@ class ControllerStatistics:
     """Reconciles that asked for a retry with ``Requeue`` and no error."""
     queue: QueueStatistics
     """The work queue's snapshot."""
+    sync_error: CacheSyncError | None = None
+    """Why ``run()`` ended without starting workers: its informers did not sync."""
 
 
 def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
@@ -195,8 +205,12 @@ class Controller:
 
     Keyword arguments: ``rate_limiter`` decides failure delays (default
     :func:`~aioinformer.workqueue.default_controller_rate_limiter`); ``clock`` drives the
-    queue's delays and the drain timeout (tests pass a ``FakeClock``); ``drain_timeout``
-    bounds, in seconds, how long in-flight reconciles may run once stopping.
+    queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``);
+    ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
+    stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
+    the wait for the informers to sync: past it, or as soon as an informer stops unsynced,
+    ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
+    informer's resource, namespace and last error, and no worker ever starts.
 
     It runs once: ``await controller.run()`` or ``async with controller:``.
     """
@@ -213,11 +227,17 @@ class Controller:
         clock: Clock | None = None,
         enqueue: EnqueueFunc | None = None,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        cache_sync_timeout: float | None = DEFAULT_CACHE_SYNC_TIMEOUT,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         if drain_timeout < 0:
             raise ValueError(f"drain_timeout must be >= 0, got {drain_timeout}")
+        if cache_sync_timeout is not None and cache_sync_timeout < 0:
+            raise ValueError(f"cache_sync_timeout must be >= 0 or None, got {cache_sync_timeout}")
+        self._cache_sync_timeout = cache_sync_timeout
+        # Set once, when run() gave up waiting for the informers to sync.
+        self._sync_error: CacheSyncError | None = None
         self.name = name
         self._reconcile = reconcile
         self._is_async = is_async_callable(reconcile)
@@ -239,6 +259,10 @@ class Controller:
         self._in_flight: dict[asyncio.Task[None], str] = {}
         # The run started by ``async with``; None outside the block.
         self._running: Running | None = None
+        # The task running the ``async with`` body, which a sync failure cancels; and
+        # whether it did.
+        self._block: asyncio.Task[Any] | None = None
+        self._block_cancelled = False
         self._reconciles = 0
         self._successes = 0
         self._failures = 0
@@ -327,6 +351,7 @@ class Controller:
             failures=self._failures,
             requeues=self._requeues,
             queue=self._queue.statistics(),
+            sync_error=self._sync_error,
         )
 
     def __repr__(self) -> str:
@@ -341,8 +366,10 @@ class Controller:
         """Wait for the informers to sync, then reconcile until cancelled or stopped.
 
         Stopping is graceful (see the module docstring). Returns normally after
-        :meth:`stop`; re-raises the cancellation when cancelled. Raises ``RuntimeError``
-        when an informer stops before it synced (no worker has started then).
+        :meth:`stop`; re-raises the cancellation when cancelled. Raises
+        :class:`~aioinformer.errors.CacheSyncError` when the informers did not sync within
+        ``cache_sync_timeout`` or one stopped before it synced (no worker has started
+        then; ``statistics().sync_error`` keeps it).
         ``task_status.started()`` (anyio's ``TaskGroup.start``) is signalled once it has
         started waiting for the informers, before they have synced.
         """
@@ -377,19 +404,21 @@ class Controller:
             await self._queue.aclose()
 
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
-        """True once every informer synced; False when asked to stop first."""
-        pending = [informer for informer, _ in self._watches if not informer.has_synced()]
-        while pending and not stop_requested.is_set():
-            first, wait = await first_completed(
-                stop_requested.wait(), *[informer.wait_for_sync() for informer in pending]
-            )
-            if first == 0:
-                return False
-            informer = pending.pop(first - 1)
-            if not wait.result():
-                raise RuntimeError(
-                    f"controller {self.name}: informer {informer.name} stopped before it synced"
-                )
+        """True once every informer synced; False when asked to stop first; raises
+        :class:`CacheSyncError` past ``cache_sync_timeout`` or when an informer stops."""
+        watched = [Watched.of(informer) for informer, _ in self._watches]
+        first, wait = await first_completed(
+            stop_requested.wait(),
+            wait_synced(watched, timeout=self._cache_sync_timeout, clock=self._clock),
+        )
+        if first == 0:
+            return False
+        try:
+            wait.result()
+        except CacheSyncError as error:
+            self._sync_error = error
+            logger.error("controller %s: no worker started: %s", self.name, error)
+            raise
         return not stop_requested.is_set()
 
     def stop(self) -> None:
@@ -515,8 +544,22 @@ class Controller:
         sync)."""
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name} runs only once")
-        self._running = await Running.start(self.run, name=f"controller {self.name}")
+        # The block's body usually just waits (for a stop signal): a sync failure must end
+        # it, so the run cancels the task in the block and __aexit__ raises the error.
+        self._block = asyncio.current_task()
+        self._block_cancelled = False
+        self._running = await Running.start(self._run_in_block, name=f"controller {self.name}")
         return self
+
+    async def _run_in_block(self, *, task_status: TaskStatus[None]) -> None:
+        try:
+            await self.run(task_status=task_status)
+        except CacheSyncError:
+            block = self._block
+            if block is not None and not block.done():
+                self._block_cancelled = True
+                block.cancel()
+            raise
 
     async def __aexit__(
         self,
@@ -525,11 +568,19 @@ class Controller:
         tb: TracebackType | None,
     ) -> None:
         """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any.
-        Cancelled meanwhile, it cuts the drain short but still waits for the end."""
+        Cancelled meanwhile, it cuts the drain short but still waits for the end. A
+        :class:`CacheSyncError` cancels the body of the block and is raised here."""
         running = self._running
         if running is None:
             return
         self._running = None
+        self._block = None
+        if self._block_cancelled:
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()
+            if isinstance(exc, asyncio.CancelledError):
+                exc = None  # our own cancellation, replaced by the error below
         self.stop()
         await running.wait()
         if running.failure is not None and exc is None:

@@ -13,6 +13,7 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
     ├── UnknownResourceError             discovery does not know a resource           (not retried)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             handler added to a stopped informer          (terminal)
+    ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
     ├── ShutDown                         WorkQueue.get() on a shut-down, empty queue  (terminal)
@@ -41,6 +42,7 @@ reflector and client do with them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "AlreadyExists",
     "ApiError",
     "BadRequest",
+    "CacheSyncError",
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
@@ -70,6 +73,7 @@ __all__ = [
     "Unauthorized",
     "UnknownResourceError",
     "UnprocessableEntity",
+    "UnsyncedInformer",
     "WatchError",
     "WatchTimeout",
     "api_error_from_status",
@@ -105,6 +109,64 @@ class FIFOClosedError(AioinformerError):
 
 class InformerStoppedError(AioinformerError):
     """Raised by ``add_event_handler()`` on an informer that has stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnsyncedInformer:
+    """One informer that had not synced when a :class:`CacheSyncError` was raised."""
+
+    name: str
+    """The informer's name (as in its logs and statistics)."""
+    resource: str
+    """The resource it lists and watches, as given (``"configmaps"``, ``"apps/v1/..."``)."""
+    namespace: str | None
+    """Its namespace; ``None`` for all namespaces (or a cluster-scoped resource)."""
+    state: str
+    """``"new"`` (its run never started), ``"running"`` (still listing or retrying) or
+    ``"stopped"`` (its run ended before the initial list was in the cache)."""
+    last_error: BaseException | None
+    """The most recent list or watch failure, or why the run ended; ``None`` if none."""
+
+    def describe(self) -> str:
+        """``"configmaps in kube-system: 403 Forbidden: ..."``: where, and what went wrong."""
+        where = "(all namespaces)" if self.namespace is None else f"in {self.namespace}"
+        error = self.last_error
+        if self.state == "new":
+            why = "never started"
+        elif error is None:
+            why = "stopped before it synced" if self.state == "stopped" else "no error yet"
+        else:
+            # An ApiError's text already leads with its code and reason; for any other
+            # error the class says more than a bare message ("the server has no ...").
+            why = str(error)
+            if not isinstance(error, ApiError) or not why:
+                why = f"{type(error).__name__}: {why}" if why else type(error).__name__
+            if self.state == "stopped":
+                why = f"stopped before it synced: {why}"
+        return f"{self.resource} {where}: {why}"
+
+
+class CacheSyncError(AioinformerError, TimeoutError):
+    """Raised by the waits for cache sync when caches did not sync within their timeout,
+    and at once when an informer stopped before it synced (it never will).
+
+    ``unsynced`` holds one :class:`UnsyncedInformer` per informer still unsynced, and the
+    message names each with its resource, namespace and last error::
+
+        caches did not sync within 120s: configmaps in kube-system: 403 Forbidden: ...
+
+    ``timeout`` is the wait's timeout in seconds (``None`` when the wait ended because an
+    informer stopped). A ``TimeoutError`` too, so code written for a timed-out wait
+    (``except TimeoutError`` around ``asyncio.timeout``) catches it. Not retried: the
+    informers themselves keep retrying; the caller decides whether to wait again.
+    """
+
+    def __init__(
+        self, message: str, *, unsynced: tuple[UnsyncedInformer, ...], timeout: float | None
+    ) -> None:
+        super().__init__(message)
+        self.unsynced = unsynced
+        self.timeout = timeout
 
 
 class Requeue(AioinformerError):

@@ -30,7 +30,7 @@ Example::
     async with client, SharedInformerFactory(client, resync_period=600) as factory:
         pods = factory.informer_for("pods", namespace="default")
         pods.add_event_handler(on_add=...)
-        synced = await factory.wait_for_cache_sync(timeout=30)
+        await factory.wait_for_cache_sync(timeout=30)  # or CacheSyncError saying why not
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from aioinformer._runner import Running, TaskRunner
+from aioinformer._sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
+from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
@@ -240,7 +242,7 @@ class SharedInformerFactory:
         resource_client = self._client.resource(
             resource, key.namespace, metadata_only=key.metadata_only
         )
-        lister_watcher = _SelectedResource(resource_client, key.label_selector, key.field_selector)
+        lister_watcher = _SelectedResource(resource_client, key)
         return SharedIndexInformer(
             lister_watcher,
             resync_period=self._resync_period if resync_period is None else resync_period,
@@ -287,18 +289,43 @@ class SharedInformerFactory:
             self._failures.append((key, exc))
 
     async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
-        """Wait until every started informer has synced, at most ``timeout`` seconds in
-        all; returns each informer's name with whether it synced."""
-        started = [self._informers[key] for key in self._launched]
-        if not started:
-            return {}
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        results: dict[str, bool] = {}
-        for informer in started:
-            remaining = None if deadline is None else max(0.0, deadline - loop.time())
-            results[informer.name] = await informer.wait_for_sync(remaining)
-        return results
+        """Wait until every started informer has synced, at most ``timeout`` seconds (on
+        the event loop's clock; ``None``: no limit) in all; returns each informer's name
+        mapped to ``True``.
+
+        Raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
+        informer's resource, namespace and last error when the timeout passes first, and
+        at once when an informer's run ended before it synced. Raises ``RuntimeError``
+        when the factory was never started or has been shut down: nothing would ever
+        sync. A factory started with no informers returns ``{}``.
+        """
+        if not self._started:
+            raise RuntimeError(
+                "the informer factory was never started: use 'async with factory:' or "
+                "'await factory.start()' before waiting for its caches to sync"
+            )
+        if self._shut_down:
+            raise RuntimeError("the informer factory has been shut down: its caches never sync")
+        watched = [self._watched(key) for key in self._launched]
+        await wait_synced(watched, timeout=timeout)
+        return {w.informer.name: True for w in watched}
+
+    def _watched(self, key: InformerKey) -> Watched:
+        def run_failure() -> BaseException | None:
+            return next((exc for failed, exc in self._failures if failed == key), None)
+
+        informer = self._informers[key]
+        return dataclasses.replace(Watched.of(informer), run_failure=run_failure)
+
+    def health(self) -> FactoryHealth:
+        """Whether every informer is synced and live (``ready``) and none has stopped
+        (``live``), with each one's record by name: see :mod:`aioinformer.health`. Before
+        :meth:`start` the factory is not ready; once shutting down, live and not ready."""
+        return FactoryHealth.of(
+            {informer.name: informer.health() for informer in self._informers.values()},
+            started=self._started,
+            stopping=self._shut_down,
+        )
 
     async def shutdown(self) -> None:
         """Stop every informer and wait until all have stopped. Idempotent.
@@ -339,17 +366,17 @@ class SharedInformerFactory:
 
 class _SelectedResource:
     """A ListerWatcher adding the informer's fixed label and field selectors to every
-    request of a resource client."""
+    request of a resource client; ``resource`` and ``namespace`` name what it serves."""
 
-    __slots__ = ("_field_selector", "_label_selector", "_resource", "name")
+    __slots__ = ("_field_selector", "_label_selector", "_resource", "name", "namespace", "resource")
 
-    def __init__(
-        self, resource: ResourceClient, label_selector: str | None, field_selector: str | None
-    ) -> None:
+    def __init__(self, resource: ResourceClient, key: InformerKey) -> None:
         self._resource = resource
-        self._label_selector = label_selector
-        self._field_selector = field_selector
+        self._label_selector = key.label_selector
+        self._field_selector = key.field_selector
         self.name = repr(resource)
+        self.resource = key.resource
+        self.namespace = key.namespace
 
     def _options(self, options: ListOptions) -> ListOptions:
         if self._label_selector is None and self._field_selector is None:

@@ -75,8 +75,10 @@ from aioinformer._compact import (
 from aioinformer._meta import same_resource_version
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
+from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
+from aioinformer.health import InformerHealth
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
@@ -120,6 +122,7 @@ __all__ = [
     "InformerStatistics",
     "Lister",
     "SharedIndexInformer",
+    "wait_for_cache_sync",
 ]
 
 logger = logging.getLogger(__name__)
@@ -499,6 +502,11 @@ class SharedIndexInformer:
         return self._model
 
     @property
+    def lister_watcher(self) -> ListerWatcher:
+        """The source it lists and watches (its ``resource``/``namespace`` name it)."""
+        return self._lister_watcher
+
+    @property
     def cache(self) -> CacheMode:
         """How the cache keeps objects: ``"compact"`` or ``"objects"``."""
         return self._cache
@@ -525,7 +533,7 @@ class SharedIndexInformer:
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
-        informer stops first."""
+        informer stops first. :func:`wait_for_cache_sync` raises with the reason instead."""
         if self.has_synced():
             return True
         if self._state is InformerState.STOPPED:
@@ -552,6 +560,18 @@ class SharedIndexInformer:
             last_sync_resource_version=self.last_sync_resource_version,
             handlers=self._processor.statistics(),
             reflector=reflector.statistics() if reflector is not None else None,
+        )
+
+    def health(self) -> InformerHealth:
+        """Whether the cache is synced and live, and why not: see :mod:`aioinformer.health`."""
+        return InformerHealth.of(
+            name=self.name,
+            source=self._lister_watcher,
+            started=self._state is not InformerState.NEW,
+            stopped=self._state is InformerState.STOPPED,
+            synced=self.has_synced(),
+            cache_size=len(self._indexer),
+            reflector=self._reflector.statistics() if self._reflector is not None else None,
         )
 
     # -- running -----------------------------------------------------------------------

@@ -34,6 +34,9 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   bookmarks. Silence accrues only while the reflector waits on the stream (not while a
   slow store call holds it up) and is measured in tenths of the deadline, so a stalled
   watch is closed after between 1 and 1.1 times the deadline.
+* **Last heard.** ``statistics().seconds_since_heard`` counts from the last list
+  answered, watch started, or progress the inactivity check saw on the stream (no clock
+  read per event); see :mod:`aioinformer._reflector_status`.
 * **Streaming list** (``use_watch_list=True``): the initial state comes from a watch with
   ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``; its events
   are collected apart and committed with one ``replace()`` at the bookmark annotated
@@ -85,7 +88,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import enum
 import logging
 import math
 import random
@@ -98,9 +100,10 @@ from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
 from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from aioinformer._list_policy import ListPolicy
-from aioinformer._metric_recorders import HeardTracker, new_reflector_metrics
+from aioinformer._metric_recorders import new_reflector_metrics
 from aioinformer._metrics import AddCounterMetric as AddCounterMetric
 from aioinformer._metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
+from aioinformer._reflector_status import LastHeard, ReflectorState, ReflectorStatistics
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
@@ -146,39 +149,6 @@ _INACTIVITY_GRACE: Final = 30.0
 
 WatchErrorHandler: TypeAlias = Callable[["Reflector", BaseException], Awaitable[None] | None]
 """``handler(reflector, error)``, sync or async: told about every list or watch failure."""
-
-
-class ReflectorState(enum.Enum):
-    """Where a reflector is in its cycle. ``repr()`` and ``statistics()`` show it."""
-
-    STOPPED = "STOPPED"
-    """Not running: before ``run()``/``list_and_watch()`` starts and after it returns."""
-    LISTING = "LISTING"
-    """Fetching the full state: LIST pages, or the initial events of a streaming list."""
-    WATCHING = "WATCHING"
-    """Opening or reading a watch from the last synced resourceVersion."""
-    BACKING_OFF = "BACKING_OFF"
-    """Sleeping out a backoff delay before the next list or watch attempt."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReflectorStatistics:
-    """A snapshot of a reflector's counters, from :meth:`Reflector.statistics`."""
-
-    state: ReflectorState
-    """The state at the time of the snapshot."""
-    lists: int
-    """LIST requests sent: every page and every retry counts."""
-    watches: int
-    """WATCH requests sent, streaming lists included."""
-    relists: int
-    """Full lists (plain or streaming) started after the first one."""
-    events: int
-    """Watch events applied: ``ADDED``, ``MODIFIED``, ``DELETED`` and ``BOOKMARK``."""
-    last_resource_version: str
-    """The last resourceVersion synced (``""`` before the first list)."""
-    last_error: BaseException | None
-    """The most recent list or watch failure, or ``None``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -357,9 +327,8 @@ class Reflector:
         self._relists = 0
         self._events = 0
         self._last_error: BaseException | None = None
-        # Items read from watch streams that have ended: progress, for the heard tracker.
-        self._received = 0
-        self._heard = HeardTracker(self._clock)
+        self._heard = LastHeard()
+        self._watch_restarts = 0
         self._metrics = new_reflector_metrics(
             self._name,
             metrics_provider,
@@ -398,25 +367,34 @@ class Reflector:
         self._handler = handler
         self._handler_is_async = handler is not None and is_async_callable(handler)
 
+    def seconds_since_heard(self) -> float | None:
+        """Seconds since the server was last heard from (``None`` before the first list);
+        see :class:`ReflectorStatistics`."""
+        return self._heard.seconds_since(self._clock.monotonic())
+
     def statistics(self) -> ReflectorStatistics:
         """A frozen snapshot of the state and counters."""
+        state = self._state
         return ReflectorStatistics(
-            state=self._state.label,
+            state=state.label,
             lists=self._lists,
             watches=self._watches,
             relists=self._relists,
             events=self._events + (self._read.applied if self._read is not None else 0),
             last_resource_version=self._cursor.resource_version,
             last_error=self._last_error,
+            seconds_since_heard=self.seconds_since_heard(),
+            watch_restarts=self._watch_restarts,
+            inactivity_deadline=state.deadline if isinstance(state, _Watching) else None,
         )
 
     def _seconds_since_heard(self) -> float:
-        """Seconds since the server last sent anything (a list, a watch event or
-        bookmark); NaN while not running. The seconds-since-heard gauge reads it."""
-        if not self._running and not self._in_round:
+        """:meth:`seconds_since_heard` for the metrics gauge: NaN while not running or
+        before the server was first heard from."""
+        seconds = self.seconds_since_heard()
+        if seconds is None or not (self._running or self._in_round):
             return math.nan
-        read = self._read
-        return self._heard.seconds(self._received + (read.received if read is not None else 0))
+        return seconds
 
     def __repr__(self) -> str:
         ns = f" ns={self._namespace!r}" if self._namespace else ""
@@ -483,7 +461,6 @@ class Reflector:
         # The round's helper tasks (the resync loop): none outlives the round.
         helpers: set[asyncio.Task[None]] = set()
         try:
-            self._heard.begin()
             if self._synced_once:
                 self._relists += 1
                 self._metrics.relisted()
@@ -538,10 +515,10 @@ class Reflector:
                 items, list_rv, paginated = await self._list_pages(
                     policy.resource_version(self._cursor.resource_version), limit
                 )
+            self._heard.at = self._clock.monotonic()
             if resource_version == "0" and paginated:
                 policy.paginated_result = True
             policy.rv_unavailable = False
-            self._heard.heard()
             self._metrics.listed(len(items), self._clock.monotonic() - started, list_rv)
             await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
@@ -636,6 +613,7 @@ class Reflector:
             may_retry = end.opened and is_internal_error(end.error) and retry.should_retry()
             if not await self._follow(next_step(end, may_retry_internal=may_retry), "watch"):
                 return
+            self._watch_restarts += 1
 
     async def _follow(self, decision: Decision, what: str) -> bool:
         """Carry out ``decision``; false when the list-and-watch round is over."""
@@ -674,6 +652,7 @@ class Reflector:
             deadline=self._deadline(timeout_seconds),
             expected_kind=self._expected_kind,
             expected_api_version=self._expected_api_version,
+            heard=self._heard,
             opened=opened,
             until_initial_events_end=until_initial_events_end,
         )
@@ -686,7 +665,6 @@ class Reflector:
         finally:
             self._read = None
             self._events += read.applied
-            self._received += read.received
             self._metrics.stop_reading()
         self._metrics.stream_ended(end, complete=not done)
         return done, end

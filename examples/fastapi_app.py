@@ -6,9 +6,15 @@
   traffic.
 * Endpoints read listers only: no request ever reaches the API server, so they are fast
   and cannot overload it. The answers are a cache, a watch latency behind the cluster.
-* ``/readyz`` answers 200 only while every informer has synced **and** its reflector is
-  watching; while a watch is down (backing off, relisting) the cache is going stale and
-  it answers 503, so a load balancer takes the pod out of rotation. ``/livez`` stays 200.
+* ``/readyz`` and ``/livez`` come from :func:`aioinformer.contrib.fastapi.health_router`.
+  ``/readyz`` answers 200 only while every informer is *live*: synced, watching, and
+  heard from the server (an event or a bookmark) within three quarters of its watch's
+  inactivity deadline. While a watch is down (backing off, relisting) or its stream has
+  gone silent, the cache may be missing changes and it answers 503, with each informer's
+  state, seconds since it was heard and last error, so a load balancer takes the pod
+  out of rotation until the reflector has re-watched. ``/livez`` answers 503 only once
+  an informer has stopped for good: a stale cache heals itself and is no reason for the
+  kubelet to restart the pod.
 
 Runs against the embedded fake API server, driving the app in-process through httpx::
 
@@ -25,11 +31,11 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi import FastAPI, HTTPException, Request
 
 from aioinformer.client import Client
+from aioinformer.contrib.fastapi import health_router
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
 from aioinformer.transforms import strip_managed_fields
 
@@ -41,24 +47,6 @@ if TYPE_CHECKING:
 
 RESOURCES = {"pods": "v1/pods", "configmaps": "v1/configmaps"}
 """The informers the app runs: URL name -> resource."""
-
-
-def readiness(informers: dict[str, SharedIndexInformer]) -> tuple[bool, dict[str, Any]]:
-    """Whether every informer is synced and watching, with the detail per informer."""
-    detail: dict[str, Any] = {}
-    ready = True
-    for name, informer in informers.items():
-        stats = informer.statistics()
-        reflector = stats.reflector
-        watching = reflector is not None and reflector.state is ReflectorState.WATCHING
-        detail[name] = {
-            "synced": stats.synced,
-            "watching": watching,
-            "state": reflector.state.value if reflector is not None else "STOPPED",
-            "objects": stats.cache_size,
-        }
-        ready = ready and stats.synced and watching
-    return ready, detail
 
 
 def summary(obj: dict[str, Any]) -> dict[str, Any]:
@@ -90,10 +78,14 @@ def create_app(
             app.state.informers = {
                 name: factory.informer_for(resource) for name, resource in RESOURCES.items()
             }
+            app.state.factory = factory
             async with factory:
                 yield
 
     app = FastAPI(title="aioinformer cache service", lifespan=lifespan)
+    # The factory is built in the lifespan, after the routes: the router asks for it on
+    # each probe, and reports "not started" until it exists.
+    app.include_router(health_router(lambda: getattr(app.state, "factory", None)))
 
     def informer_of(request: Request, resource: str) -> SharedIndexInformer:
         informers: dict[str, SharedIndexInformer] = request.app.state.informers
@@ -101,17 +93,6 @@ def create_app(
         if informer is None:
             raise HTTPException(status_code=404, detail=f"no informer for {resource!r}")
         return informer
-
-    @app.get("/livez")
-    async def livez() -> dict[str, bool]:
-        return {"ok": True}
-
-    @app.get("/readyz")
-    async def readyz(request: Request, response: Response) -> dict[str, Any]:
-        ready, detail = readiness(request.app.state.informers)
-        if not ready:
-            response.status_code = 503
-        return {"ready": ready, "informers": detail}
 
     @app.get("/{resource}")
     async def list_objects(

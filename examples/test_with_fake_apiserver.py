@@ -138,7 +138,7 @@ async def test_reconcile_creates_then_does_nothing(
     factory = SharedInformerFactory(kube_client)
     operator = WidgetOperator(kube_client, factory)  # its controller is never started
     async with factory:
-        assert all((await factory.wait_for_cache_sync(timeout=10)).values())
+        await factory.wait_for_cache_sync(timeout=10)  # raises CacheSyncError if not synced
         assert await operator.reconcile("default/hello") is None
         assert config_map_data(server, "hello-config") == {"greeting": "Hello", "size": "1"}
 
@@ -165,7 +165,7 @@ async def test_reconcile_backs_off_from_a_config_map_it_does_not_own(
     factory = SharedInformerFactory(kube_client)
     operator = WidgetOperator(kube_client, factory, recheck_after=60)
     async with factory:
-        assert all((await factory.wait_for_cache_sync(timeout=10)).values())
+        await factory.wait_for_cache_sync(timeout=10)  # raises CacheSyncError if not synced
         outcome = await operator.reconcile("default/hello")
     assert isinstance(outcome, Requeue)
     assert outcome.after == 60

@@ -1,13 +1,15 @@
 """Shared by the reflector tests: a recording store and the reflector's statistics.
 
 ``RecordingStore`` is a ``ReflectorStore`` that keeps the objects by ``namespace/name``
-(``name`` when there is no namespace) and logs every call; ``reflector_statistics`` reads
+(``name`` when there is no namespace) and logs every call (``HeldStore`` also holds each
+``add`` until released); ``reflector_statistics`` reads
 a started informer's reflector record. Waiting lives in ``tests._support_wait``; task
 helpers (``stop``, ``other_tasks``) in ``tests._support_tasks``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -53,6 +55,19 @@ class RecordingStore:
     def contents(self) -> dict[str, str]:
         """key -> resourceVersion of what the store holds."""
         return {k: v["metadata"]["resourceVersion"] for k, v in sorted(self.items.items())}
+
+
+class HeldStore(RecordingStore):
+    """A RecordingStore whose ``add`` waits for ``release`` to be set: a store call that
+    holds the reader up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def add(self, obj: Any) -> None:
+        await self.release.wait()
+        await super().add(obj)
 
 
 def reflector_statistics(informer: SharedIndexInformer) -> ReflectorStatistics:

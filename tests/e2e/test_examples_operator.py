@@ -271,18 +271,30 @@ async def test_readyz_is_503_until_the_informers_have_synced(
         await server_clock.wait_for_sleepers(1)  # a request hangs in the server
         response = await http.get("/readyz")
         assert response.status_code == 503
-        assert response.json()["informers"]["pods"]["synced"] is False
+        assert response.json()["informers"]["v1/pods"]["synced"] is False
         assert (await http.get("/pods")).json() == []
         assert (await http.get("/livez")).status_code == 200
 
         fake_apiserver.faults.latency(0)
         await server_clock.advance(5)
         body = await wait_ready(http)
-        assert body["informers"]["pods"] == {
+        pods = body["informers"]["v1/pods"]
+        # The app's informers run on the loop's clock: how long ago they heard is real.
+        since, window = pods.pop("seconds_since_heard"), pods.pop("liveness_window")
+        assert 0.0 <= since <= window
+        assert pods == {
+            "name": "v1/pods",
+            "resource": "v1/pods",
+            "namespace": None,
+            "started": True,
+            "stopped": False,
             "synced": True,
-            "watching": True,
+            "live": True,
             "state": "WATCHING",
-            "objects": 1,
+            "last_error": None,
+            "relists": 0,
+            "watch_restarts": 0,
+            "cache_size": 1,
         }
         assert [p["name"] for p in (await http.get("/pods")).json()] == ["web-0"]
 

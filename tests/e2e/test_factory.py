@@ -12,7 +12,7 @@ import pytest
 
 from aioinformer._backoff import Backoff
 from aioinformer.client import GVR, Client
-from aioinformer.errors import SelectorError
+from aioinformer.errors import CacheSyncError, SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
@@ -298,7 +298,9 @@ async def test_unknown_resource_never_syncs(kube_client: Client) -> None:
     clock = FakeClock()
     async with SharedInformerFactory(kube_client, clock=clock) as factory:
         factory.informer_for("gizmos")
-        assert await factory.wait_for_cache_sync(timeout=0.2) == {"gizmos": False}
+        with pytest.raises(CacheSyncError) as caught:
+            await factory.wait_for_cache_sync(timeout=0.2)
+        assert [record.name for record in caught.value.unsynced] == ["gizmos"]
 
 
 # -- end to end --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from aioinformer.controller import (
     ControllerState,
     enqueue_owner,
 )
-from aioinformer.errors import Requeue, ServerError
+from aioinformer.errors import CacheSyncError, Requeue, ServerError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
@@ -492,7 +492,7 @@ async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
     async with informer:
         run = asyncio.create_task(controller.run())
         await lw.wait_for_list_calls(1)
-    with pytest.raises(RuntimeError, match="informer never stopped before it synced"):
+    with pytest.raises(CacheSyncError, match="informer never stopped before it synced"):
         await run
     assert recorder.calls == []
     assert controller.state is ControllerState.STOPPED

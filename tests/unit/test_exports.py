@@ -25,6 +25,7 @@ TOP_LEVEL = [
     "Backoff",
     "BadRequest",
     "CacheMode",
+    "CacheSyncError",
     "Client",
     "Clock",
     "Config",

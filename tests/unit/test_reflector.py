@@ -39,7 +39,7 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore, key_of
+from tests._support_reflector import HeldStore, RecordingStore, key_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
@@ -925,14 +925,7 @@ async def test_bookmarks_keep_a_quiet_watch_alive(clock: FakeClock, store: Recor
 async def test_the_deadline_never_interrupts_a_store_call_in_progress(
     clock: FakeClock,
 ) -> None:
-    release = asyncio.Event()
-
-    class SlowStore(RecordingStore):
-        async def add(self, obj: Any) -> None:
-            await release.wait()
-            await super().add(obj)
-
-    store = SlowStore()
+    store = HeldStore()
     lw = FakeListerWatcher()
     reflector = Reflector(
         lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=10.0)
@@ -944,7 +937,7 @@ async def test_the_deadline_never_interrupts_a_store_call_in_progress(
 
     await clock.advance(30.0)  # silent for three deadlines, but the reader is in the store
     assert len(lw.watch_calls) == 1
-    release.set()
+    store.release.set()
     await wait_until(lambda: "default/slow" in store.items)
     await clock.advance(12.0)  # now it is reading again: the stalled stream is closed
     await lw.wait_for_watch_calls(2)
@@ -1453,7 +1446,14 @@ async def test_statistics_count_requests_events_and_relists(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=pods(3))
-    reflector = Reflector(lw, store, clock=clock, page_size=2, backoff=no_jitter(clock))
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        page_size=2,
+        backoff=no_jitter(clock),
+        options=ReflectorOptions(watch_inactivity_timeout=120.0),
+    )
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
     lw.add(pod("x"))
@@ -1473,6 +1473,9 @@ async def test_statistics_count_requests_events_and_relists(
         events=2,
         last_resource_version="4",
         last_error=reflector.statistics().last_error,
+        seconds_since_heard=0.0,  # the relist and its watch, just now
+        watch_restarts=0,  # the watch after a relist is a first watch
+        inactivity_deadline=120.0,
     )
     assert isinstance(reflector.statistics().last_error, Gone)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -1,0 +1,175 @@
+"""Waiting for informers' caches to sync, and failing loudly when they do not.
+
+Role: the one wait behind :meth:`SharedInformerFactory.wait_for_cache_sync`, the
+:class:`~aioinformer.controller.Controller`'s sync gate and the module-level
+:func:`wait_for_cache_sync` (re-exported by :mod:`aioinformer.informer`). It turns "not
+synced yet" into a :class:`~aioinformer.errors.CacheSyncError` that names every unsynced
+informer's resource, namespace and last error, so an RBAC 403 or an unknown resource is
+read in the error, not dug out of retry warnings.
+
+Input: informers (anything shaped like :class:`SyncTarget`, which
+:class:`~aioinformer.informer.SharedIndexInformer` is), a timeout in seconds and a clock.
+Output: returns once every informer has synced; raises ``CacheSyncError`` when the
+timeout passes first, and at once when an informer stops unsynced (its run ended: it
+never will sync). An informer not started yet (state ``new``) is waited for: its run may
+be about to begin; at the timeout it is reported as "never started".
+
+Ordering: when an informer stops and the timeout passes in the same loop turn, the stop
+is reported; when the last informer syncs as the timeout passes, the wait succeeds.
+
+Task model: one task per unsynced informer (its ``wait_for_sync()``) and one timer task
+on the clock, all owned by the wait and reaped before it returns or raises, cancellation
+included. This module sits below the informer: it reads informers through the
+:class:`SyncTarget` protocol only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aioinformer._clock import Clock, default_clock
+from aioinformer._runner import cancel_and_wait
+from aioinformer.errors import CacheSyncError, UnsyncedInformer
+
+if TYPE_CHECKING:
+    import enum
+    from collections.abc import Callable, Sequence
+
+__all__ = ["SyncTarget", "Watched", "wait_for_cache_sync", "wait_synced"]
+
+
+class _ReflectorView(Protocol):
+    @property
+    def last_error(self) -> BaseException | None: ...
+
+
+class _StatisticsView(Protocol):
+    @property
+    def reflector(self) -> _ReflectorView | None: ...
+
+
+class SyncTarget(Protocol):
+    """What the wait reads from an informer."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def state(self) -> enum.Enum:
+        """Its phase; the value is ``"new"``, ``"running"`` or ``"stopped"``."""
+        ...
+
+    @property
+    def lister_watcher(self) -> object:
+        """Its source; ``resource`` and ``namespace`` attributes are read when present."""
+        ...
+
+    def has_synced(self) -> bool: ...
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool: ...
+
+    def statistics(self) -> _StatisticsView: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """One informer waited for, with where it reads from (for the error message)."""
+
+    informer: SyncTarget
+    resource: str
+    namespace: str | None
+    run_failure: Callable[[], BaseException | None] | None = None
+    """Why its run ended, when the owner of that run knows (a factory does)."""
+
+    @classmethod
+    def of(cls, informer: SyncTarget) -> Watched:
+        """Read the resource and namespace off the informer's source (its name if the
+        source does not say)."""
+        source = informer.lister_watcher
+        resource = getattr(source, "resource", None)
+        namespace = getattr(source, "namespace", None)
+        return cls(
+            informer,
+            resource if isinstance(resource, str) and resource else informer.name,
+            namespace if isinstance(namespace, str) and namespace else None,
+        )
+
+    def record(self) -> UnsyncedInformer:
+        """The informer as it stands now, for a :class:`CacheSyncError`."""
+        informer = self.informer
+        state = str(informer.state.value)
+        reflector = informer.statistics().reflector
+        error = reflector.last_error if reflector is not None else None
+        if state == "stopped" and self.run_failure is not None:
+            error = self.run_failure() or error
+        return UnsyncedInformer(informer.name, self.resource, self.namespace, state, error)
+
+
+def _error(
+    watched: Sequence[Watched], *, timeout: float | None, stopped: Watched | None
+) -> CacheSyncError:
+    unsynced = tuple(w.record() for w in watched if not w.informer.has_synced())
+    details = "; ".join(record.describe() for record in unsynced)
+    if stopped is not None:
+        head = f"caches did not sync: informer {stopped.informer.name} stopped before it synced"
+        return CacheSyncError(f"{head}; {details}", unsynced=unsynced, timeout=None)
+    return CacheSyncError(
+        f"caches did not sync within {timeout:g}s: {details}", unsynced=unsynced, timeout=timeout
+    )
+
+
+async def wait_synced(
+    watched: Sequence[Watched], *, timeout: float | None, clock: Clock = default_clock
+) -> None:
+    """Return once every informer has synced; raise :class:`CacheSyncError` as the module
+    docstring says. ``timeout`` (seconds on ``clock``; ``None``: no limit) is checked."""
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
+    pending = {
+        asyncio.ensure_future(w.informer.wait_for_sync()): w
+        for w in watched
+        if not w.informer.has_synced()
+    }
+    if not pending:
+        return
+    timer = asyncio.ensure_future(clock.sleep(timeout)) if timeout is not None else None
+    try:
+        waiting: set[asyncio.Future[Any]] = set(pending)
+        if timer is not None:
+            waiting.add(timer)
+        while True:
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            for task, w in pending.items():
+                if task in done and not task.result():
+                    raise _error(watched, timeout=None, stopped=w)
+            waiting -= done
+            if not waiting - {timer}:
+                return
+            if timer is not None and timer.done():
+                raise _error(watched, timeout=timeout, stopped=None)
+    finally:
+        await cancel_and_wait(*[task for task in (*pending, timer) if task is not None])
+
+
+async def wait_for_cache_sync(
+    *informers: SyncTarget, timeout: float | None = None, clock: Clock | None = None
+) -> None:
+    """Wait until every one of ``informers`` has synced, or raise
+    :class:`~aioinformer.errors.CacheSyncError` naming those that did not.
+
+    Raises when ``timeout`` seconds pass first (``None``: wait as long as it takes), and at
+    once when an informer stops before it synced. An informer whose run has not begun yet
+    is waited for. ``clock`` times the timeout (default: the event loop's; tests pass a
+    ``FakeClock``). The raising counterpart of ``informer.wait_for_sync(timeout) -> bool``,
+    like client-go's ``cache.WaitForCacheSync`` but with the reasons::
+
+        async with pods, nodes:
+            await wait_for_cache_sync(pods, nodes, timeout=60)
+    """
+    await wait_synced(
+        [Watched.of(informer) for informer in informers],
+        timeout=timeout,
+        clock=clock or default_clock,
+    )

@@ -1,0 +1,220 @@
+"""Whether a cache can be trusted right now: the records behind ``health()``.
+
+Role: turns what an informer knows about itself (started, synced, stopped, its
+reflector's :class:`~aioinformer.reflector.ReflectorStatistics`) into one frozen
+:class:`InformerHealth`, and a set of those into one :class:`FactoryHealth` answering the
+two questions a probe asks. ``SharedIndexInformer.health()`` and
+``SharedInformerFactory.health()`` return them; :mod:`aioinformer.contrib.fastapi`
+serves them as ``/readyz`` and ``/livez``. Input: snapshots. Output: records and their
+JSON-ready ``as_dict()``. Pure functions, no tasks, no I/O; cheap enough to call on every
+probe (one clock read per informer).
+
+The rules:
+
+* **synced**: the informer's initial list has been popped into its cache.
+* **live** (an informer): synced, its reflector is ``WATCHING``, and the server was heard
+  from within the *liveness window*: three quarters of the watch's inactivity deadline
+  (90 s under a 120 s deadline). Heard means a list answered, a watch started, or
+  anything read from the watch stream, ``BOOKMARK`` included (see
+  :mod:`aioinformer._reflector_status`). A kube-apiserver sends an idle watch a bookmark
+  about every 60 s, so a healthy idle watch stays live with room to spare, while a
+  frozen stream turns ``live`` false a quarter of a deadline *before* the reflector
+  gives up on it and re-watches; the new watch counts as heard, so ``live`` comes back
+  with it and stays while the stream talks. ``live`` is false before the first sync,
+  while the reflector lists or backs off (the cache is going stale), and after the
+  informer stopped.
+* **ready** (a factory): it has started, is not shutting down, and every informer it
+  runs is live. This is what ``/readyz`` reports: take the process out of rotation
+  while a cache may be missing changes.
+* **live** (a factory): no informer it started has stopped. This is what ``/livez``
+  reports: an informer that stopped never comes back (its run failed) and a restart is
+  the remedy, while a stale cache heals itself and is no reason to restart. Before it
+  starts and once it is shutting down, a factory is live and not ready.
+
+Example::
+
+    health = factory.health()
+    if not health.ready:
+        for name, informer in health.informers.items():
+            print(name, informer.live, informer.seconds_since_heard, informer.last_error)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from aioinformer.errors import ApiError
+from aioinformer.reflector import ReflectorState
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aioinformer.reflector import ReflectorStatistics
+
+__all__ = ["FactoryHealth", "InformerHealth", "LIVENESS_FRACTION", "describe_error"]
+
+LIVENESS_FRACTION: Final = 0.75
+"""The liveness window as a fraction of the watch's inactivity deadline."""
+
+
+def describe_error(error: BaseException | None) -> str | None:
+    """A failure as one line for a probe's body: an API error as the server put it
+    (``"403 Forbidden: configmaps is forbidden: ..."``), anything else prefixed with its
+    type (``"WatchTimeout: watch sent nothing for 120s"``); ``None`` stays ``None``."""
+    if error is None:
+        return None
+    text = str(error)
+    if isinstance(error, ApiError):
+        return text
+    name = type(error).__name__
+    return f"{name}: {text}" if text else name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InformerHealth:
+    """One informer's health, from ``SharedIndexInformer.health()``: see the module's
+    rules for ``synced`` and ``live``."""
+
+    name: str
+    """The informer's name."""
+    resource: str
+    """The resource its source serves (the source's ``resource``; else the name)."""
+    namespace: str | None
+    """The namespace its source is bound to; ``None`` for all namespaces."""
+    started: bool
+    """``run()`` has begun."""
+    stopped: bool
+    """``run()`` has ended: the cache will not change again."""
+    synced: bool
+    """The initial list is in the cache."""
+    live: bool
+    """Synced, watching, and heard from the server within ``liveness_window``."""
+    state: ReflectorState
+    """The reflector's state (``STOPPED`` before the informer starts)."""
+    seconds_since_heard: float | None
+    """Seconds since the server was last heard from; ``None`` before the first list."""
+    liveness_window: float | None
+    """Three quarters of the inactivity deadline in force, while watching; else ``None``."""
+    last_error: str | None
+    """The reflector's most recent list or watch failure (see :func:`describe_error`),
+    kept after it recovered; ``None`` if it never failed."""
+    relists: int
+    """Full lists after the first one."""
+    watch_restarts: int
+    """Watches re-opened without a relist."""
+    cache_size: int
+    """Objects in the cache."""
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        name: str,
+        source: object,
+        started: bool,
+        stopped: bool,
+        synced: bool,
+        cache_size: int,
+        reflector: ReflectorStatistics | None,
+    ) -> InformerHealth:
+        """Apply the rules to one informer's snapshot; ``source`` is its lister-watcher
+        (its ``resource`` and ``namespace`` attributes are used when they are there)."""
+        resource = getattr(source, "resource", None)
+        namespace = getattr(source, "namespace", None)
+        state = ReflectorState.STOPPED if reflector is None else reflector.state
+        since = None if reflector is None else reflector.seconds_since_heard
+        deadline = None if reflector is None else reflector.inactivity_deadline
+        window = None if deadline is None else deadline * LIVENESS_FRACTION
+        live = (
+            synced
+            and not stopped
+            and state is ReflectorState.WATCHING
+            and since is not None
+            and window is not None
+            and since <= window
+        )
+        return cls(
+            name=name,
+            resource=str(resource) if resource else name,
+            namespace=namespace if isinstance(namespace, str) else None,
+            started=started,
+            stopped=stopped,
+            synced=synced,
+            live=live,
+            state=state,
+            seconds_since_heard=since,
+            liveness_window=window,
+            last_error=None if reflector is None else describe_error(reflector.last_error),
+            relists=0 if reflector is None else reflector.relists,
+            watch_restarts=0 if reflector is None else reflector.watch_restarts,
+            cache_size=cache_size,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready values (the state by name, seconds to the
+        millisecond)."""
+        since = self.seconds_since_heard
+        return {
+            "name": self.name,
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "started": self.started,
+            "stopped": self.stopped,
+            "synced": self.synced,
+            "live": self.live,
+            "state": self.state.value,
+            "seconds_since_heard": None if since is None else round(since, 3),
+            "liveness_window": self.liveness_window,
+            "last_error": self.last_error,
+            "relists": self.relists,
+            "watch_restarts": self.watch_restarts,
+            "cache_size": self.cache_size,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FactoryHealth:
+    """The health of a set of informers, from ``SharedInformerFactory.health()`` (or
+    :meth:`of` for informers of your own): see the module's rules for ``ready`` and
+    ``live``."""
+
+    started: bool
+    """The factory (or every informer given to :meth:`of`) has started."""
+    ready: bool
+    """Started, not shutting down, and every informer live: serve traffic."""
+    live: bool
+    """No started informer has stopped (or it is shutting down): no restart needed."""
+    informers: Mapping[str, InformerHealth]
+    """Each informer's record, by name, in the order they were built (read-only)."""
+
+    @classmethod
+    def of(
+        cls,
+        informers: Mapping[str, InformerHealth],
+        *,
+        started: bool | None = None,
+        stopping: bool = False,
+    ) -> FactoryHealth:
+        """Aggregate ``informers``. ``started``: whether their owner has started (default:
+        whether every one of them has); ``stopping``: their owner is shutting down, so
+        stopped informers are expected."""
+        records = dict(informers)
+        if started is None:
+            started = all(record.started for record in records.values())
+        return cls(
+            started=started,
+            ready=started and not stopping and all(r.live for r in records.values()),
+            live=stopping or not any(r.started and r.stopped for r in records.values()),
+            informers=MappingProxyType(records),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready values: what ``/readyz`` and ``/livez`` answer."""
+        return {
+            "ready": self.ready,
+            "live": self.live,
+            "started": self.started,
+            "informers": {name: record.as_dict() for name, record in self.informers.items()},
+        }
