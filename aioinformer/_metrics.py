@@ -1,4 +1,13 @@
-"""Workqueue metrics: the seam between a queue and a metrics backend.
+"""Metrics: the seam between aioinformer's components and a metrics backend.
+
+The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven metrics,
+recorded by this module), and the optional :class:`ReflectorMetricsProvider` and
+:class:`LeaderMetricsProvider`, whose recorders are in
+:mod:`aioinformer._metric_recorders`. One provider object usually implements them all;
+:func:`set_metrics_provider` installs it for every component created afterwards, and a
+component whose protocol the installed provider lacks records nothing.
+
+The workqueue half, in detail:
 
 Role: a queue reports what happens to its items (added, handed out, finished, retried)
 to a per-queue *recorder*; the recorder turns those events into the seven workqueue
@@ -20,19 +29,23 @@ the ones ``prometheus_client`` uses, so its labelled children satisfy them direc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
+    from collections.abc import Callable, Hashable
 
     from aioinformer._clock import Clock
 
 __all__ = [
+    "AddCounterMetric",
+    "AnyMetricsProvider",
     "CounterMetric",
     "GaugeMetric",
     "HistogramMetric",
+    "LeaderMetricsProvider",
     "MetricsProvider",
     "QueueMetrics",
+    "ReflectorMetricsProvider",
     "SettableGaugeMetric",
     "get_metrics_provider",
     "new_queue_metrics",
@@ -66,6 +79,7 @@ class HistogramMetric(Protocol):
     def observe(self, value: float) -> None: ...
 
 
+@runtime_checkable
 class MetricsProvider(Protocol):
     """Makes the metric objects of one queue, keyed by the queue's name.
 
@@ -101,6 +115,109 @@ class MetricsProvider(Protocol):
     def new_retries_metric(self, name: str) -> CounterMetric:
         """Delayed re-adds, ``add_after``/``add_rate_limited`` (``workqueue_retries_total``)."""
         ...
+
+
+class AddCounterMetric(Protocol):
+    """A monotonically increasing count, added to in steps (watch events, summed per
+    stream)."""
+
+    def inc(self, amount: float = 1) -> None: ...
+
+
+@runtime_checkable
+class ReflectorMetricsProvider(Protocol):
+    """Makes the metric objects of one reflector, keyed by the reflector's name.
+
+    Optional: a reflector records through the provider only when it implements this
+    protocol (see :mod:`aioinformer._metric_recorders`). Each method is called once per
+    reflector, when it is created; two reflectors with the same name get (and share)
+    the same objects when the provider returns them, as ``contrib.prometheus`` does.
+    """
+
+    def new_reflector_lists_metric(self, name: str) -> CounterMetric:
+        """Full lists started, retries included (``reflector_lists_total``)."""
+        ...
+
+    def new_reflector_list_duration_metric(self, name: str) -> HistogramMetric:
+        """Seconds a successful full list took, every page included
+        (``reflector_list_duration_seconds``)."""
+        ...
+
+    def new_reflector_items_in_list_metric(self, name: str) -> HistogramMetric:
+        """Objects a successful full list returned (``reflector_items_per_list``)."""
+        ...
+
+    def new_reflector_watch_lists_metric(self, name: str) -> CounterMetric:
+        """Streaming lists started (``reflector_watchLists_total``)."""
+        ...
+
+    def new_reflector_watches_metric(self, name: str) -> CounterMetric:
+        """Watch requests sent, streaming lists included (``reflector_watches_total``)."""
+        ...
+
+    def new_reflector_short_watches_metric(self, name: str) -> CounterMetric:
+        """Opened watches that closed within a second without any event
+        (``reflector_short_watches_total``)."""
+        ...
+
+    def new_reflector_watch_duration_metric(self, name: str) -> HistogramMetric:
+        """Seconds from a watch request to the end of its stream
+        (``reflector_watch_duration_seconds``)."""
+        ...
+
+    def new_reflector_items_in_watch_metric(self, name: str) -> HistogramMetric:
+        """Events a watch stream delivered (``reflector_items_per_watch``)."""
+        ...
+
+    def new_reflector_last_resource_version_metric(self, name: str) -> SettableGaugeMetric:
+        """The last resourceVersion synced, when it is a number
+        (``reflector_last_resource_version``)."""
+        ...
+
+    def new_reflector_relists_metric(self, name: str) -> CounterMetric:
+        """Full lists (plain or streaming) after the first one
+        (``aioinformer_reflector_relists_total``)."""
+        ...
+
+    def new_reflector_watch_events_metric(self, name: str, event_type: str) -> AddCounterMetric:
+        """Watch events applied, by type: ``ADDED``, ``MODIFIED``, ``DELETED``,
+        ``BOOKMARK`` (``aioinformer_reflector_watch_events_total``)."""
+        ...
+
+    def set_reflector_seconds_since_heard_function(
+        self, name: str, seconds_since_heard: Callable[[], float]
+    ) -> None:
+        """Report ``seconds_since_heard()`` at read time: seconds since the server last
+        sent the reflector anything, NaN while it is not running or before it first
+        heard from the server (``aioinformer_reflector_seconds_since_heard``)."""
+        ...
+
+
+@runtime_checkable
+class LeaderMetricsProvider(Protocol):
+    """Makes the metric objects of one leader elector, keyed by the lease's name.
+
+    Optional, as :class:`ReflectorMetricsProvider`: an elector records through the
+    provider only when it implements this protocol.
+    """
+
+    def new_leader_status_metric(self, name: str) -> SettableGaugeMetric:
+        """1 while leading, else 0 (``leader_election_master_status``)."""
+        ...
+
+    def new_leader_acquisitions_metric(self, name: str) -> CounterMetric:
+        """Times the lease was acquired (``aioinformer_leader_election_acquisitions_total``)."""
+        ...
+
+    def new_leader_renewal_failures_metric(self, name: str) -> CounterMetric:
+        """Failed renewal attempts while leading
+        (``aioinformer_leader_election_renewal_failures_total``)."""
+        ...
+
+
+AnyMetricsProvider: TypeAlias = MetricsProvider | ReflectorMetricsProvider | LeaderMetricsProvider
+"""What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
+(usually all of them); each component uses the protocols the provider implements."""
 
 
 class QueueMetrics(Protocol):
@@ -227,27 +344,34 @@ class _ProviderQueueMetrics:
 
 _NO_METRICS: Final = _NoQueueMetrics()
 
-_installed_provider: MetricsProvider | None = None
+_installed_provider: AnyMetricsProvider | None = None
 
 
-def set_metrics_provider(provider: MetricsProvider | None) -> None:
-    """Install the provider used by named queues created without ``metrics_provider=``.
+def set_metrics_provider(provider: AnyMetricsProvider | None) -> None:
+    """Install the provider used by named queues, reflectors and leader electors
+    created without ``metrics_provider=``.
 
-    Queues read it when they are created, so install it before building controllers.
-    ``None`` uninstalls it (later queues record nothing).
+    Each reads it when it is created, so install it before building informers and
+    controllers. A component whose protocol the provider does not implement records
+    nothing. ``None`` uninstalls it (later components record nothing).
     """
     global _installed_provider
     _installed_provider = provider
 
 
-def get_metrics_provider() -> MetricsProvider | None:
+def get_metrics_provider() -> AnyMetricsProvider | None:
     """The provider installed with :func:`set_metrics_provider`, or ``None``."""
     return _installed_provider
 
 
 def new_queue_metrics(name: str, provider: MetricsProvider | None, *, clock: Clock) -> QueueMetrics:
     """The recorder for a queue called ``name``: no-op unless named and provided for."""
-    chosen = provider if provider is not None else _installed_provider
-    if not name or chosen is None:
+    if not name:
         return _NO_METRICS
-    return _ProviderQueueMetrics(chosen, name, clock)
+    if provider is not None:
+        return _ProviderQueueMetrics(provider, name, clock)
+    installed = _installed_provider
+    # The installed provider may serve only reflectors or electors.
+    if not isinstance(installed, MetricsProvider):
+        return _NO_METRICS
+    return _ProviderQueueMetrics(installed, name, clock)

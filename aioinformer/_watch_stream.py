@@ -49,7 +49,14 @@ from aioinformer.listwatch import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["Cursor", "EventSink", "TemporaryStore", "WatchRead", "close_stream"]
+__all__ = [
+    "Cursor",
+    "EventSink",
+    "ReflectorStore",
+    "TemporaryStore",
+    "WatchRead",
+    "close_stream",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +83,33 @@ class EventSink(Protocol):
     async def update(self, obj: Any) -> None: ...
 
     async def delete(self, obj: Any) -> None: ...
+
+
+class ReflectorStore(EventSink, Protocol):
+    """What a reflector writes to; ``DeltaFIFO`` is one. All methods are coroutines.
+
+    Defined here, next to :class:`EventSink`, and re-exported by
+    :mod:`aioinformer.reflector`, its public home."""
+
+    async def add(self, obj: Any) -> None:
+        """An ``ADDED`` event's object."""
+        ...
+
+    async def update(self, obj: Any) -> None:
+        """A ``MODIFIED`` event's object."""
+        ...
+
+    async def delete(self, obj: Any) -> None:
+        """A ``DELETED`` event's object (its last state)."""
+        ...
+
+    async def replace(self, objs: list[Any], resource_version: str) -> None:
+        """The complete state at ``resource_version``, from a list or a streaming list."""
+        ...
+
+    async def resync(self) -> None:
+        """Periodic resync: re-deliver what the store holds."""
+        ...
 
 
 class Cursor:
@@ -161,7 +195,11 @@ class WatchRead:
         "_stream",
         "_timer",
         "_until_initial_events_end",
+        "added",
         "applied",
+        "bookmarks",
+        "deleted",
+        "modified",
         "reason",
         "received",
         "resync_failed",
@@ -202,6 +240,9 @@ class WatchRead:
         """Items read from the stream: the inactivity check's measure of progress."""
         self.applied = 0
         """Events applied (``ADDED``/``MODIFIED``/``DELETED``/``BOOKMARK``)."""
+        # The applied events by type, for the reflector metrics (read when the stream
+        # ends); their sum is at most ``applied``, which also counts unknown types.
+        self.added = self.modified = self.deleted = self.bookmarks = 0
         self.reason: BaseException | None = None
         """Why the read was interrupted, once it was."""
         self.resync_failed = False
@@ -321,12 +362,16 @@ class WatchRead:
                             continue
                     try:
                         if kind == MODIFIED:
+                            self.modified += 1
                             await sink.update(obj)
                         elif kind == ADDED:
+                            self.added += 1
                             await sink.add(obj)
                         elif kind == DELETED:
+                            self.deleted += 1
                             await sink.delete(obj)
                         elif kind == BOOKMARK:
+                            self.bookmarks += 1
                             if until_initial_events_end and _ends_initial_events(obj):
                                 cursor.resource_version = resource_version
                                 self.applied += 1

@@ -62,6 +62,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._metric_recorders import new_leader_metrics
+from aioinformer._metrics import LeaderMetricsProvider as LeaderMetricsProvider
 from aioinformer._resourcelock import (
     LeaderElectionRecord,
     LeaseLock,
@@ -89,6 +91,7 @@ __all__ = [
     "JITTER_FACTOR",
     "LeaderElectionRecord",
     "LeaderElector",
+    "LeaderMetricsProvider",
     "LeadershipLost",
     "LeaseLock",
     "ResourceLock",
@@ -195,6 +198,9 @@ class LeaderElector:
       need not wait for expiry.
     * ``name``: for logs and task names; ``"<namespace>/<lease>[<identity>]"`` by default.
     * ``clock``: the time source (the event loop's by default; tests pass a ``FakeClock``).
+    * ``metrics_provider``: records ``leader_election_master_status`` and the acquisition
+      and renewal-failure counters, labelled with the lease's name (default: the provider
+      installed with ``set_metrics_provider``, if it implements them).
 
     Callbacks may be sync or async (detected once, here); a sync one should return quickly.
     An elector runs once: ``run()`` or ``leadership()``, a single time.
@@ -213,6 +219,7 @@ class LeaderElector:
         release_on_cancel: bool = True,
         name: str | None = None,
         clock: Clock | None = None,
+        metrics_provider: LeaderMetricsProvider | None = None,
     ) -> None:
         if lease_duration <= 0:
             raise ValueError("lease_duration must be greater than zero")
@@ -233,6 +240,10 @@ class LeaderElector:
         self.release_on_cancel = release_on_cancel
         self.name = name if name is not None else f"{lock.describe()}[{lock.identity}]"
         self._clock: Clock = clock if clock is not None else default_clock
+        lease_name = getattr(lock, "name", None)
+        self._metrics = new_leader_metrics(
+            lease_name if isinstance(lease_name, str) else lock.describe(), metrics_provider
+        )
         # Whole seconds written to the lease: never shorter than configured, so contenders
         # never wait less than ``lease_duration``.
         self._lease_seconds = max(1, math.ceil(lease_duration))
@@ -298,6 +309,7 @@ class LeaderElector:
         if self._state is not ElectorState.IDLE:
             raise RuntimeError(f"{self!r} has already been run; create a new elector")
         self._state = ElectorState.ACQUIRING
+        self._metrics.started()
         notifier: asyncio.Task[None] | None = None
         if self._new_leader is not None:
             self._reports = asyncio.Queue()
@@ -454,6 +466,7 @@ class LeaderElector:
         """Attempt at once, then at every ``retry_period`` tick, until one attempt succeeds."""
         tick = self._clock.monotonic()
         while not await self._try_acquire_or_renew():
+            self._metrics.renewal_failed()
             now = self._clock.monotonic()
             # Ticks keep their phase; a tick missed by a slow attempt fires at once.
             tick += self.retry_period
@@ -483,6 +496,7 @@ class LeaderElector:
 
     async def _lead(self, task_status: TaskStatus[None] | None) -> None:
         self._state = ElectorState.LEADING
+        self._metrics.acquired()
         if task_status is not None:
             task_status.started()
         renew = asyncio.create_task(self._renew_loop(), name=f"{self.name}: renew")
@@ -504,6 +518,7 @@ class LeaderElector:
                 watched = {renew}
         finally:
             self._state = ElectorState.STOPPING
+            self._metrics.stopped_leading()
             for hook in list(self._on_leaving):
                 hook()
             if work is not None:

@@ -89,14 +89,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
 from aioinformer._backoff import Backoff
 from aioinformer._clock import Clock, default_clock
 from aioinformer._gcpolicy import GCPolicy, collector_paused
+from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
+from aioinformer._list_policy import ListPolicy
+from aioinformer._metric_recorders import new_reflector_metrics
+from aioinformer._metrics import AddCounterMetric as AddCounterMetric
+from aioinformer._metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
 from aioinformer._reflector_status import LastHeard, ReflectorState, ReflectorStatistics
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
@@ -110,6 +116,7 @@ from aioinformer._watch_policy import (
     next_step,
 )
 from aioinformer._watch_stream import Cursor, EventSink, TemporaryStore, WatchRead, close_stream
+from aioinformer._watch_stream import ReflectorStore as ReflectorStore
 from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -117,10 +124,12 @@ from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchEvent
 
 __all__ = [
+    "AddCounterMetric",
     "ListOptions",
     "ListerWatcher",
     "ObjectList",
     "Reflector",
+    "ReflectorMetricsProvider",
     "ReflectorOptions",
     "ReflectorState",
     "ReflectorStatistics",
@@ -131,38 +140,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PAGE_SIZE: Final = 500
-"""Page size of lists that are paginated without an explicit ``page_size``."""
-
 MIN_WATCH_TIMEOUT: Final = 300.0
 """Lower bound of a watch's ``timeout_seconds``; each watch draws from [min, 2 x min)."""
 
 _INACTIVITY_GRACE: Final = 30.0
 """Added to a watch's ``timeout_seconds`` to make its default inactivity deadline."""
-
-
-class ReflectorStore(Protocol):
-    """What a reflector writes to; ``DeltaFIFO`` is one. All methods are coroutines."""
-
-    async def add(self, obj: Any) -> None:
-        """An ``ADDED`` event's object."""
-        ...
-
-    async def update(self, obj: Any) -> None:
-        """A ``MODIFIED`` event's object."""
-        ...
-
-    async def delete(self, obj: Any) -> None:
-        """A ``DELETED`` event's object (its last state)."""
-        ...
-
-    async def replace(self, objs: list[Any], resource_version: str) -> None:
-        """The complete state at ``resource_version``, from a list or a streaming list."""
-        ...
-
-    async def resync(self) -> None:
-        """Periodic resync: re-deliver what the store holds."""
-        ...
 
 
 WatchErrorHandler: TypeAlias = Callable[["Reflector", BaseException], Awaitable[None] | None]
@@ -260,37 +242,6 @@ _State: TypeAlias = _Stopped | _Listing | _Watching | _BackingOff
 _STOPPED: Final = _Stopped()
 
 
-@dataclass(slots=True)
-class _ListPolicy:
-    """What earlier lists and watches taught about the next list's request."""
-
-    rv_unavailable: bool = False
-    """A list or watch failed because the last resourceVersion was expired or too large:
-    the next list (or streaming list) asks for ``""``, a consistent read. Cleared once a
-    list succeeds."""
-    paginated_result: bool = False
-    """The first list at ``"0"`` came back in pages: the server has no watch cache, so
-    later lists are paginated too. Never cleared."""
-
-    def resource_version(self, last_synced: str) -> str:
-        """The resourceVersion a (re)list asks for, after ``last_synced``."""
-        if self.rv_unavailable:
-            return ""
-        return last_synced or "0"
-
-    def limit(self, resource_version: str, page_size: int | None) -> int | None:
-        """The page size of a list at ``resource_version``; ``None``: unpaginated."""
-        if page_size is not None:
-            return page_size
-        if self.paginated_result:
-            return DEFAULT_PAGE_SIZE
-        if resource_version not in ("", "0"):
-            # Unpaginated lists at a resourceVersion are served from the watch cache:
-            # no thundering herd on etcd after, say, an API server restart.
-            return None
-        return DEFAULT_PAGE_SIZE
-
-
 def _is_stray_cancellation() -> bool:
     """For a ``CancelledError`` just caught: true when nobody cancelled the current task
     (it came out of something awaited that was cancelled elsewhere)."""
@@ -309,7 +260,9 @@ class Reflector:
     * ``should_resync``: when given, a resync happens only if it returns true;
     * ``backoff``: a :class:`~aioinformer._backoff.Backoff` (default 0.8 s to 30 s);
     * ``watch_error_handler``: ``handler(reflector, error)``, sync or async;
-    * ``clock``: time source for every wait (default: the event loop's).
+    * ``clock``: time source for every wait (default: the event loop's);
+    * ``metrics_provider``: records the reflector metrics under ``name`` (default: the
+      provider installed with ``set_metrics_provider``, if it implements them).
 
     The reflector trusts the lister-watcher for selectors and namespace: it sends the
     request options its algorithm needs and nothing else.
@@ -329,6 +282,7 @@ class Reflector:
         clock: Clock | None = None,
         should_resync: Callable[[], bool] | None = None,
         options: ReflectorOptions | None = None,
+        metrics_provider: ReflectorMetricsProvider | None = None,
     ) -> None:
         base = options if options is not None else ReflectorOptions()
         self._options = options = base.replace(
@@ -357,7 +311,7 @@ class Reflector:
         self._state: _State = _STOPPED
         # The last resourceVersion synced into the store: a list's, or the last event's.
         self._cursor = Cursor()
-        self._policy = _ListPolicy()
+        self._policy = ListPolicy()
         # True once a full list (plain or streaming) was committed to the store.
         self._synced_once = False
         self._running = False
@@ -375,6 +329,12 @@ class Reflector:
         self._last_error: BaseException | None = None
         self._heard = LastHeard()
         self._watch_restarts = 0
+        self._metrics = new_reflector_metrics(
+            self._name,
+            metrics_provider,
+            clock=self._clock,
+            seconds_since_heard=self._seconds_since_heard,
+        )
 
     # ----------------------------------------------------------------- surface
 
@@ -427,6 +387,14 @@ class Reflector:
             watch_restarts=self._watch_restarts,
             inactivity_deadline=state.deadline if isinstance(state, _Watching) else None,
         )
+
+    def _seconds_since_heard(self) -> float:
+        """:meth:`seconds_since_heard` for the metrics gauge: NaN while not running or
+        before the server was first heard from."""
+        seconds = self.seconds_since_heard()
+        if seconds is None or not (self._running or self._in_round):
+            return math.nan
+        return seconds
 
     def __repr__(self) -> str:
         ns = f" ns={self._namespace!r}" if self._namespace else ""
@@ -495,6 +463,7 @@ class Reflector:
         try:
             if self._synced_once:
                 self._relists += 1
+                self._metrics.relisted()
             stream: AsyncIterator[WatchEvent] | None = None
             timeout = 0
             if self._options.use_watch_list:
@@ -528,6 +497,8 @@ class Reflector:
         resource_version = policy.resource_version(self._cursor.resource_version)
         self._state = _Listing(resource_version)
         limit = policy.limit(resource_version, self._page_size)
+        self._metrics.list_started()
+        started = self._clock.monotonic()
         with collector_paused(self._options.gc_policy):
             try:
                 items, list_rv, paginated = await self._list_pages(resource_version, limit)
@@ -548,6 +519,7 @@ class Reflector:
             if resource_version == "0" and paginated:
                 policy.paginated_result = True
             policy.rv_unavailable = False
+            self._metrics.listed(len(items), self._clock.monotonic() - started, list_rv)
             await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
         self._synced_once = True
@@ -623,6 +595,7 @@ class Reflector:
             if stream is None:
                 timeout = self._watch_timeout()
                 self._watches += 1
+                self._metrics.watch_started()
                 stream = self._lw.watch(
                     ListOptions(
                         resource_version=self._cursor.resource_version,
@@ -686,11 +659,15 @@ class Reflector:
         if self._resync_error is not None:
             read.interrupt(self._resync_error, resync_failed=True)
         self._read = read
+        self._metrics.reading(read, cursor)
         try:
-            return await read.run()
+            done, end = await read.run()
         finally:
             self._read = None
             self._events += read.applied
+            self._metrics.stop_reading()
+        self._metrics.stream_ended(end, complete=not done)
+        return done, end
 
     # -------------------------------------------------------- streaming list
 
@@ -705,6 +682,7 @@ class Reflector:
             cursor = Cursor()
             timeout = self._watch_timeout()
             self._watches += 1
+            self._metrics.watch_list_started()
             rv = "" if self._policy.rv_unavailable else self._cursor.resource_version
             self._state = _Listing(rv, streaming=True)
             stream = self._lw.watch(

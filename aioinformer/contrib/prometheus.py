@@ -1,7 +1,12 @@
-"""Workqueue metrics in ``prometheus_client``, under client-go's metric names.
+"""aioinformer's metrics in ``prometheus_client``, under client-go's metric names.
 
-Role: a :class:`~aioinformer.workqueue.MetricsProvider` backed by seven labelled
-``prometheus_client`` metric families, one child per queue name (label ``name``):
+Role: one provider implementing every metric protocol of :mod:`aioinformer._metrics`
+(the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's and the
+leader elector's), backed by labelled ``prometheus_client`` metric families registered
+once per provider, one child per label set. Input: the ``new_*_metric`` calls components
+make when they are created. Output: the children, which the components update directly.
+
+Workqueue metrics, label ``name`` (the queue's name):
 
 ========================================== ========= ======================================
 metric                                     type      meaning
@@ -16,13 +21,54 @@ seconds``
 ``workqueue_retries_total``                Counter   delayed re-adds
 ========================================== ========= ======================================
 
-The histograms use client-go's buckets (10 ns to 10 s, one per power of ten). Requires the
-``prometheus`` extra (``pip install aioinformer[prometheus]``). Example::
+Reflector metrics, label ``name`` (the reflector's name: an informer's name), plus
+``type`` on the events counter:
+
+============================================= ========= ===================================
+metric                                        type      meaning
+============================================= ========= ===================================
+``reflector_lists_total``                     Counter   full lists started
+``reflector_list_duration_seconds``           Histogram seconds a successful list took
+``reflector_items_per_list``                  Histogram objects a successful list returned
+``reflector_watchLists_total``                Counter   streaming lists started
+``reflector_watches_total``                   Counter   watch requests (streaming included)
+``reflector_short_watches_total``             Counter   watches closed within 1 s, no event
+``reflector_watch_duration_seconds``          Histogram seconds a watch stream lasted
+``reflector_items_per_watch``                 Histogram events a watch stream delivered
+``reflector_last_resource_version``           Gauge     last resourceVersion synced
+``aioinformer_reflector_relists_total``        Counter   full lists after the first
+``aioinformer_reflector_watch_events_total``  Counter   watch events applied, by ``type``
+``aioinformer_reflector_seconds_since_heard`` Gauge     seconds since the server last spoke
+============================================= ========= ===================================
+
+Leader-election metrics, label ``name`` (the lease's name):
+
+=================================================== ======= ============================
+metric                                              type    meaning
+=================================================== ======= ============================
+``leader_election_master_status``                   Gauge   1 while leading, else 0
+``aioinformer_leader_election_acquisitions_total``  Counter leases acquired
+``aioinformer_leader_election_renewal_failures_``   Counter failed renewal attempts
+``total``
+=================================================== ======= ============================
+
+The event counters and the last resourceVersion move every 15 s while a watch stream is
+read and when it ends; the per-watch histograms when it ends.
+``aioinformer_reflector_seconds_since_heard`` is computed whenever it is scraped (NaN
+while the reflector is not running). Two components with the same name share one child:
+counters add up, a gauge shows the last value set, and the seconds-since-heard gauge
+follows the reflector created last. Give informers distinct names to tell them apart.
+
+The workqueue duration histograms use client-go's buckets (10 ns to 10 s, one per power
+of ten); the list duration histogram ``prometheus_client``'s default buckets (5 ms to
+10 s, as client-go's); the watch duration and item histograms buckets of their own (see
+:data:`WATCH_DURATION_BUCKETS` and :data:`ITEM_BUCKETS`). Requires the ``prometheus``
+extra (``pip install aioinformer[prometheus]``). Example::
 
     from aioinformer.contrib.prometheus import PrometheusMetricsProvider
     from aioinformer.workqueue import set_metrics_provider
 
-    set_metrics_provider(PrometheusMetricsProvider())   # before creating queues
+    set_metrics_provider(PrometheusMetricsProvider())   # before creating informers and queues
 """
 
 from __future__ import annotations
@@ -32,6 +78,9 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aioinformer._metrics import AddCounterMetric
     from aioinformer.workqueue import (
         CounterMetric,
         GaugeMetric,
@@ -39,17 +88,30 @@ if TYPE_CHECKING:
         SettableGaugeMetric,
     )
 
-__all__ = ["DURATION_BUCKETS", "PrometheusMetricsProvider"]
+__all__ = [
+    "DURATION_BUCKETS",
+    "ITEM_BUCKETS",
+    "PrometheusMetricsProvider",
+    "WATCH_DURATION_BUCKETS",
+]
 
 DURATION_BUCKETS: Final = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 """Histogram buckets of the two duration metrics: 1e-8 s to 10 s, as client-go's."""
+
+ITEM_BUCKETS: Final = (0.0, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
+"""Buckets of ``reflector_items_per_list`` and ``reflector_items_per_watch``."""
+
+WATCH_DURATION_BUCKETS: Final = (1.0, 10.0, 60.0, 120.0, 300.0, 450.0, 600.0, 900.0)
+"""Buckets of ``reflector_watch_duration_seconds``: watches are asked to last 300 to
+600 s; shorter ones ended early (inactivity deadline, errors, dropped connections)."""
 
 _LABELS: Final = ("name",)
 
 
 class PrometheusMetricsProvider:
-    """Registers the workqueue metric families in ``registry`` (the default registry
-    unless given) and hands each named queue its labelled children.
+    """Registers the metric families in ``registry`` (the default registry unless
+    given) and hands each named queue, reflector and leader elector its labelled
+    children.
 
     Create one per registry: registering the families twice in one registry fails.
     """
@@ -100,6 +162,106 @@ class PrometheusMetricsProvider:
             _LABELS,
             registry=registry,
         )
+        self._register_reflector_metrics(registry)
+        self._register_leader_metrics(registry)
+
+    def _register_reflector_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._lists = Counter(
+            "reflector_lists_total",
+            "Full LIST requests (every page of one list counts once) sent by reflectors.",
+            _LABELS,
+            registry=registry,
+        )
+        self._list_duration = Histogram(
+            "reflector_list_duration_seconds",
+            "Seconds a reflector's successful full list took, all pages included.",
+            _LABELS,
+            registry=registry,
+        )
+        self._items_per_list = Histogram(
+            "reflector_items_per_list",
+            "Objects a reflector's successful full list returned.",
+            _LABELS,
+            registry=registry,
+            buckets=ITEM_BUCKETS,
+        )
+        self._watch_lists = Counter(
+            "reflector_watchLists_total",
+            "Streaming lists (watches with sendInitialEvents) started by reflectors.",
+            _LABELS,
+            registry=registry,
+        )
+        self._watches = Counter(
+            "reflector_watches_total",
+            "WATCH requests sent by reflectors, streaming lists included.",
+            _LABELS,
+            registry=registry,
+        )
+        self._short_watches = Counter(
+            "reflector_short_watches_total",
+            "Reflector watches that closed within a second without delivering an event.",
+            _LABELS,
+            registry=registry,
+        )
+        self._watch_duration = Histogram(
+            "reflector_watch_duration_seconds",
+            "Seconds from a reflector's watch request to the end of its stream.",
+            _LABELS,
+            registry=registry,
+            buckets=WATCH_DURATION_BUCKETS,
+        )
+        self._items_per_watch = Histogram(
+            "reflector_items_per_watch",
+            "Events one watch stream delivered to a reflector.",
+            _LABELS,
+            registry=registry,
+            buckets=ITEM_BUCKETS,
+        )
+        self._last_rv = Gauge(
+            "reflector_last_resource_version",
+            "The resourceVersion a reflector last synced, as a number.",
+            _LABELS,
+            registry=registry,
+        )
+        self._relists = Counter(
+            "aioinformer_reflector_relists_total",
+            "Total number of full lists done by the reflectors after their first.",
+            _LABELS,
+            registry=registry,
+        )
+        self._watch_events = Counter(
+            "aioinformer_reflector_watch_events_total",
+            "Total number of watch events applied by the reflectors, by event type.",
+            ("name", "type"),
+            registry=registry,
+        )
+        self._seconds_since_heard = Gauge(
+            "aioinformer_reflector_seconds_since_heard",
+            "Seconds since the API server last sent the reflector anything (a list, an "
+            "event or a bookmark); NaN while the reflector is not running.",
+            _LABELS,
+            registry=registry,
+        )
+
+    def _register_leader_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._leader_status = Gauge(
+            "leader_election_master_status",
+            "1 while this process holds the lease and leads, 0 otherwise.",
+            _LABELS,
+            registry=registry,
+        )
+        self._acquisitions = Counter(
+            "aioinformer_leader_election_acquisitions_total",
+            "Total number of times the lease was acquired.",
+            _LABELS,
+            registry=registry,
+        )
+        self._renewal_failures = Counter(
+            "aioinformer_leader_election_renewal_failures_total",
+            "Total number of failed lease renewal attempts while leading.",
+            _LABELS,
+            registry=registry,
+        )
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
         return self._depth.labels(name=name)
@@ -121,6 +283,57 @@ class PrometheusMetricsProvider:
 
     def new_retries_metric(self, name: str) -> CounterMetric:
         return self._retries.labels(name=name)
+
+    # -- reflectors ---------------------------------------------------------------
+
+    def new_reflector_lists_metric(self, name: str) -> CounterMetric:
+        return self._lists.labels(name=name)
+
+    def new_reflector_list_duration_metric(self, name: str) -> HistogramMetric:
+        return self._list_duration.labels(name=name)
+
+    def new_reflector_items_in_list_metric(self, name: str) -> HistogramMetric:
+        return self._items_per_list.labels(name=name)
+
+    def new_reflector_watch_lists_metric(self, name: str) -> CounterMetric:
+        return self._watch_lists.labels(name=name)
+
+    def new_reflector_watches_metric(self, name: str) -> CounterMetric:
+        return self._watches.labels(name=name)
+
+    def new_reflector_short_watches_metric(self, name: str) -> CounterMetric:
+        return self._short_watches.labels(name=name)
+
+    def new_reflector_watch_duration_metric(self, name: str) -> HistogramMetric:
+        return self._watch_duration.labels(name=name)
+
+    def new_reflector_items_in_watch_metric(self, name: str) -> HistogramMetric:
+        return self._items_per_watch.labels(name=name)
+
+    def new_reflector_last_resource_version_metric(self, name: str) -> SettableGaugeMetric:
+        return self._last_rv.labels(name=name)
+
+    def new_reflector_relists_metric(self, name: str) -> CounterMetric:
+        return self._relists.labels(name=name)
+
+    def new_reflector_watch_events_metric(self, name: str, event_type: str) -> AddCounterMetric:
+        return self._watch_events.labels(name=name, type=event_type)
+
+    def set_reflector_seconds_since_heard_function(
+        self, name: str, seconds_since_heard: Callable[[], float]
+    ) -> None:
+        self._seconds_since_heard.labels(name=name).set_function(seconds_since_heard)
+
+    # -- leader election ------------------------------------------------------------
+
+    def new_leader_status_metric(self, name: str) -> SettableGaugeMetric:
+        return self._leader_status.labels(name=name)
+
+    def new_leader_acquisitions_metric(self, name: str) -> CounterMetric:
+        return self._acquisitions.labels(name=name)
+
+    def new_leader_renewal_failures_metric(self, name: str) -> CounterMetric:
+        return self._renewal_failures.labels(name=name)
 
     def __repr__(self) -> str:
         return "<PrometheusMetricsProvider>"

@@ -36,6 +36,12 @@ from aioinformer.leaderelection import (
     record_to_lease_spec,
 )
 from aioinformer.testing import FakeClock
+from aioinformer.workqueue import set_metrics_provider
+from tests._support_metrics import (  # noqa: F401
+    RecordingProvider,
+    WorkqueueOnlyProvider,
+    restore_installed_provider,
+)
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -1221,3 +1227,55 @@ async def test_anyio_task_group_start_returns_once_the_elector_leads(
     assert elector.state is ElectorState.STOPPED
     assert store.record is not None
     assert store.record.holder_identity == ""  # released on the way out
+
+
+# -- metrics ----------------------------------------------------------------------------
+
+
+async def test_leader_status_is_one_while_leading_and_zero_before_and_after(
+    lock: MemoryLock, clock: FakeClock
+) -> None:
+    provider = RecordingProvider()
+    elector, rec = recorded_elector(lock, clock, metrics_provider=provider)
+    status = provider.metric("leader_election_master_status", "default/lock")
+    assert status.sets == []
+    async with running(elector) as task:
+        await wait_until(lambda: rec.names() == ["started"], between=clock.settle)
+        assert status.sets == [0, 1]
+        assert provider.value("aioinformer_leader_election_acquisitions_total", "default/lock") == 1
+        lock.partitioned = True
+        await clock.advance(12.0)
+        await asyncio.wait_for(task, 5)
+    assert status.sets == [0, 1, 0]
+    # The renewal rounds at 2, 4, 6, 8 and 10 s all failed.
+    failures = provider.value("aioinformer_leader_election_renewal_failures_total", "default/lock")
+    assert failures == 5
+
+
+async def test_leader_metrics_are_labelled_with_the_lease_name(clock: FakeClock) -> None:
+    provider = RecordingProvider()
+    lease = LeaseLock(StubLeases(), "kube-system", "my-controller", "a")
+    LeaderElector(lease, clock=clock, metrics_provider=provider)
+    assert ("leader_election_master_status", "my-controller") in provider.metrics
+
+
+async def test_an_elector_that_never_leads_reports_zero(lock: MemoryLock, clock: FakeClock) -> None:
+    provider = RecordingProvider()
+    lock.store.write(held_by("someone-else"))
+    elector, _ = recorded_elector(lock, clock, metrics_provider=provider)
+    async with running(elector):
+        await wait_until(lambda: len(lock.ops) >= 1, between=clock.settle)
+        await clock.advance(4.0)
+    assert provider.metric("leader_election_master_status", "default/lock").sets == [0]
+    assert provider.value("aioinformer_leader_election_acquisitions_total", "default/lock") == 0
+
+
+@pytest.mark.usefixtures("restore_installed_provider")
+async def test_an_installed_workqueue_only_provider_leaves_the_election_unrecorded(
+    lock: MemoryLock, clock: FakeClock
+) -> None:
+    set_metrics_provider(WorkqueueOnlyProvider())
+    elector, rec = recorded_elector(lock, clock)
+    async with running(elector):
+        await wait_until(lambda: rec.names() == ["started"], between=clock.settle)
+        assert elector.is_leader()

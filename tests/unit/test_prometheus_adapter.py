@@ -1,16 +1,24 @@
-"""The prometheus_client adapter: client-go's workqueue metric names, one labelled child
-per queue name, values driven by real queue traffic on a fake clock."""
+"""The prometheus_client adapter: client-go's workqueue, reflector and leader-election
+metric names (and aioinformer's own), one labelled child per name, values driven by real
+queue, reflector and elector traffic on a fake clock."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
+from aioinformer.leaderelection import LeaderElector
+from aioinformer.reflector import Reflector
+from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import RateLimitingQueue, WorkQueue
-from tests._support_tasks import no_task_outlives_the_test  # noqa: F401
+from tests._support_reflector import RecordingStore
+from tests._support_tasks import no_task_outlives_the_test, stop  # noqa: F401
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.testing import FakeClock
@@ -23,6 +31,27 @@ CLIENT_GO_METRIC_NAMES = [
     "workqueue_unfinished_work_seconds",
     "workqueue_longest_running_processor_seconds",
     "workqueue_retries_total",
+]
+
+REFLECTOR_METRIC_NAMES = [
+    "reflector_lists_total",
+    "reflector_list_duration_seconds",
+    "reflector_items_per_list",
+    "reflector_watchLists_total",
+    "reflector_watches_total",
+    "reflector_short_watches_total",
+    "reflector_watch_duration_seconds",
+    "reflector_items_per_watch",
+    "reflector_last_resource_version",
+    "aioinformer_reflector_relists_total",
+    "aioinformer_reflector_watch_events_total",
+    "aioinformer_reflector_seconds_since_heard",
+]
+
+LEADER_METRIC_NAMES = [
+    "leader_election_master_status",
+    "aioinformer_leader_election_acquisitions_total",
+    "aioinformer_leader_election_renewal_failures_total",
 ]
 
 
@@ -105,3 +134,99 @@ def test_second_provider_on_one_registry_is_refused(registry: CollectorRegistry)
     PrometheusMetricsProvider(registry=registry)
     with pytest.raises(ValueError, match="Duplicated timeseries"):
         PrometheusMetricsProvider(registry=registry)
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"}}
+
+
+async def test_reflector_traffic_shows_up_under_client_go_and_aioinformer_names(
+    registry: CollectorRegistry, fake_clock: FakeClock
+) -> None:
+    provider = PrometheusMetricsProvider(registry=registry)
+    lw = FakeListerWatcher(objects=[pod("a"), pod("b")])
+    reflector = Reflector(lw, RecordingStore(), clock=fake_clock, metrics_provider=provider)
+    task = asyncio.get_running_loop().create_task(reflector.list_and_watch())
+    await lw.wait_for_watchers(1)
+    lw.add(pod("c"))
+    lw.modify(pod("c"))
+    await wait_until(lambda: reflector.statistics().events == 2)
+    await fake_clock.advance(27.0)  # heard as the watch started, at 0 s
+    assert sample(registry, "aioinformer_reflector_seconds_since_heard", "pods") == 27.0
+    lw.drop_watches()
+    await lw.wait_for_watch_calls(2)
+    await stop(task)
+
+    assert sample(registry, "reflector_lists_total", "pods") == 1
+    assert sample(registry, "reflector_items_per_list_sum", "pods") == 2
+    assert sample(registry, "reflector_watches_total", "pods") == 2
+    assert sample(registry, "reflector_watch_duration_seconds_sum", "pods") == 27.0
+    assert sample(registry, "reflector_items_per_watch_sum", "pods") == 2
+    assert sample(registry, "reflector_last_resource_version", "pods") == 4
+    added = {"name": "pods", "type": "ADDED"}
+    assert registry.get_sample_value("aioinformer_reflector_watch_events_total", added) == 1
+    value = sample(registry, "aioinformer_reflector_seconds_since_heard", "pods")
+    assert value is not None
+    assert math.isnan(value)  # stopped
+
+    exposition = generate_latest(registry).decode()
+    for name in REFLECTOR_METRIC_NAMES:
+        assert f"# TYPE {name} " in exposition
+    assert 'reflector_lists_total{name="pods"} 1.0' in exposition
+
+
+async def test_two_reflectors_with_one_name_share_the_child(
+    registry: CollectorRegistry, fake_clock: FakeClock
+) -> None:
+    provider = PrometheusMetricsProvider(registry=registry)
+    for _ in range(2):
+        lw = FakeListerWatcher(objects=[pod("a")])
+        reflector = Reflector(lw, RecordingStore(), clock=fake_clock, metrics_provider=provider)
+        task = asyncio.get_running_loop().create_task(reflector.list_and_watch())
+        await lw.wait_for_watchers(1)
+        await stop(task)
+    assert sample(registry, "reflector_lists_total", "pods") == 2
+
+
+async def test_leader_status_shows_up_under_client_go_name(
+    registry: CollectorRegistry, fake_clock: FakeClock
+) -> None:
+    provider = PrometheusMetricsProvider(registry=registry)
+    lock = _SoleLock()
+    elector = LeaderElector(lock, clock=fake_clock, metrics_provider=provider)
+    task = asyncio.get_running_loop().create_task(elector.run())
+    await wait_until(elector.is_leader, between=fake_clock.settle)
+    assert sample(registry, "leader_election_master_status", "ctrl") == 1
+    assert sample(registry, "aioinformer_leader_election_acquisitions_total", "ctrl") == 1
+    await stop(task)
+    assert sample(registry, "leader_election_master_status", "ctrl") == 0
+
+    exposition = generate_latest(registry).decode()
+    for name in LEADER_METRIC_NAMES:
+        assert f"# TYPE {name} " in exposition
+
+
+class _SoleLock:
+    """A lease nobody else contends for: every write succeeds."""
+
+    name = "ctrl"
+    identity = "me"
+
+    def __init__(self) -> None:
+        self.record: Any = None
+
+    def describe(self) -> str:
+        return "default/ctrl"
+
+    async def get(self) -> Any:
+        from aioinformer.errors import NotFound
+
+        if self.record is None:
+            raise NotFound({"code": 404, "reason": "NotFound"})
+        return self.record, repr(self.record).encode()
+
+    async def create(self, record: Any) -> None:
+        self.record = record
+
+    async def update(self, record: Any) -> None:
+        self.record = record

@@ -7,7 +7,7 @@ import asyncio
 import gc
 import math
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +20,7 @@ from aioinformer.workqueue import (
     get_metrics_provider,
     set_metrics_provider,
 )
+from tests._support_metrics import restore_installed_provider  # noqa: F401
 from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 if TYPE_CHECKING:
@@ -797,13 +798,6 @@ async def test_unnamed_queue_records_no_metrics(fake_clock: FakeClock) -> None:
     assert provider.names == []
     assert provider.adds.incs == 0
     assert provider.retries.incs == 0
-
-
-@pytest.fixture
-def restore_installed_provider() -> Iterator[None]:
-    previous = get_metrics_provider()
-    yield
-    set_metrics_provider(previous)
 
 
 @pytest.mark.usefixtures("restore_installed_provider")
