@@ -20,6 +20,9 @@ with an ``ApiError`` is re-listed (410 Gone, and any other status), backed off (
 re-opened at once (500 ``InternalError`` while retries are allowed); a watch that lasted
 less than a second without an event calls for a relist.
 
+The request of the next list (which resourceVersion, which page size) follows from what
+earlier lists and watches taught, kept in a :class:`ListPolicy`.
+
 Task model: none; :class:`InternalErrorRetry` reads the clock it is given and is used by
 one task at a time.
 """
@@ -44,8 +47,10 @@ if TYPE_CHECKING:
     from aioinformer._clock import Clock
 
 __all__ = [
+    "DEFAULT_PAGE_SIZE",
     "Decision",
     "InternalErrorRetry",
+    "ListPolicy",
     "Step",
     "WatchEnd",
     "is_expired",
@@ -56,6 +61,9 @@ __all__ = [
 
 SHORT_WATCH: Final = 1.0
 """A watch closing sooner than this (seconds) without events means trouble: relist."""
+
+DEFAULT_PAGE_SIZE: Final = 500
+"""Page size of lists that are paginated without an explicit ``page_size``."""
 
 INTERNAL_ERROR_RESET: Final = 60.0
 """A quiet spell this long (seconds) restarts the internal-error retry window."""
@@ -169,6 +177,37 @@ def _after_streaming_list(end: WatchEnd) -> Decision:
     if is_expired(error) or is_too_large(error):
         return Decision(Step.RELIST_LATEST, (error,))
     return Decision(Step.RAISE, (error,))
+
+
+@dataclass(slots=True)
+class ListPolicy:
+    """What earlier lists and watches taught about the next list's request."""
+
+    rv_unavailable: bool = False
+    """A list or watch failed because the last resourceVersion was expired or too large:
+    the next list (or streaming list) asks for ``""``, a consistent read. Cleared once a
+    list succeeds."""
+    paginated_result: bool = False
+    """The first list at ``"0"`` came back in pages: the server has no watch cache, so
+    later lists are paginated too. Never cleared."""
+
+    def resource_version(self, last_synced: str) -> str:
+        """The resourceVersion a (re)list asks for, after ``last_synced``."""
+        if self.rv_unavailable:
+            return ""
+        return last_synced or "0"
+
+    def limit(self, resource_version: str, page_size: int | None) -> int | None:
+        """The page size of a list at ``resource_version``; ``None``: unpaginated."""
+        if page_size is not None:
+            return page_size
+        if self.paginated_result:
+            return DEFAULT_PAGE_SIZE
+        if resource_version not in ("", "0"):
+            # Unpaginated lists at a resourceVersion are served from the watch cache:
+            # no thundering herd on etcd after, say, an API server restart.
+            return None
+        return DEFAULT_PAGE_SIZE
 
 
 def is_expired(error: BaseException | None) -> bool:

@@ -24,16 +24,17 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   included), makes :meth:`Reflector.list_and_watch` return so that :meth:`Reflector.run`
   relists after a backoff. Refused connections and 429s back off (a ``Retry-After`` wins
   over the computed delay) and re-watch without relisting.
-* **Inactivity deadline.** A watch that delivers nothing for longer than its deadline
-  is closed and re-opened: a dead connection never hangs the reflector. This is the one
-  silence deadline of a watch (the client's own read timeout is off for watches). It is
-  ``ReflectorOptions.watch_inactivity_timeout`` when given, else the watch's
-  ``timeout_seconds`` plus 30 s: the server must have ended the watch by then, and
-  bookmarks, where the server sends them (about once a minute), keep a healthy watch
-  well inside it. Set a shorter deadline (say 90 s) when every server you talk to sends
-  bookmarks. Silence accrues only while the reflector waits on the stream (not while a
-  slow store call holds it up) and is measured in tenths of the deadline, so a stalled
-  watch is closed after between 1 and 1.1 times the deadline.
+* **Inactivity deadline.** A watch that delivers nothing (no event, no bookmark) for
+  longer than its deadline is closed and re-opened from the same resourceVersion: a dead
+  connection never hangs the reflector. This is the one silence deadline of a watch (the
+  client's own read timeout is off for watches). It is
+  ``ReflectorOptions.watch_inactivity_timeout``, 120 s by default
+  (``DEFAULT_WATCH_INACTIVITY_TIMEOUT``): two of the bookmarks kube-apiserver sends an
+  idle watch about once a minute. It never exceeds the watch's ``timeout_seconds`` plus
+  30 s, by which the server must have ended the watch. Raise it for a server that sends
+  no bookmarks. Silence accrues only while the reflector waits on the stream (not while
+  a slow store call holds it up) and is measured in twentieths of the deadline, so a
+  stalled watch is closed after between 1 and 1.05 times the deadline.
 * **Streaming list** (``use_watch_list=True``): the initial state comes from a watch with
   ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``; its events
   are collected apart and committed with one ``replace()`` at the bookmark annotated
@@ -99,6 +100,7 @@ from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
     InternalErrorRetry,
+    ListPolicy,
     Step,
     WatchEnd,
     is_expired,
@@ -106,7 +108,15 @@ from aioinformer._watch_policy import (
     is_too_large,
     next_step,
 )
-from aioinformer._watch_stream import Cursor, EventSink, TemporaryStore, WatchRead, close_stream
+from aioinformer._watch_stream import (
+    DEFAULT_WATCH_INACTIVITY_TIMEOUT,
+    Cursor,
+    EventSink,
+    TemporaryStore,
+    WatchRead,
+    close_stream,
+    inactivity_deadline,
+)
 from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -114,6 +124,7 @@ from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchEvent
 
 __all__ = [
+    "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
     "ListOptions",
     "ListerWatcher",
     "ObjectList",
@@ -128,14 +139,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PAGE_SIZE: Final = 500
-"""Page size of lists that are paginated without an explicit ``page_size``."""
-
 MIN_WATCH_TIMEOUT: Final = 300.0
 """Lower bound of a watch's ``timeout_seconds``; each watch draws from [min, 2 x min)."""
-
-_INACTIVITY_GRACE: Final = 30.0
-"""Added to a watch's ``timeout_seconds`` to make its default inactivity deadline."""
 
 
 class ReflectorStore(Protocol):
@@ -216,8 +221,9 @@ class ReflectorOptions:
     use_watch_list: bool = False
     """Get the initial state from a streaming list (``send_initial_events``)."""
     watch_inactivity_timeout: float | None = None
-    """Seconds of silence after which a watch is closed and re-opened; ``None``: the
-    watch's ``timeout_seconds`` plus 30 s. Positive when given."""
+    """Seconds of silence after which a watch is closed and re-opened; ``None``:
+    ``DEFAULT_WATCH_INACTIVITY_TIMEOUT`` (120 s). Capped at the watch's
+    ``timeout_seconds`` plus 30 s. Positive when given."""
     min_watch_timeout: float = MIN_WATCH_TIMEOUT
     """Lower bound of each watch's ``timeout_seconds`` (never below 300 s)."""
     max_internal_error_retry_duration: float = 0.0
@@ -290,37 +296,6 @@ _State: TypeAlias = _Stopped | _Listing | _Watching | _BackingOff
 _STOPPED: Final = _Stopped()
 
 
-@dataclass(slots=True)
-class _ListPolicy:
-    """What earlier lists and watches taught about the next list's request."""
-
-    rv_unavailable: bool = False
-    """A list or watch failed because the last resourceVersion was expired or too large:
-    the next list (or streaming list) asks for ``""``, a consistent read. Cleared once a
-    list succeeds."""
-    paginated_result: bool = False
-    """The first list at ``"0"`` came back in pages: the server has no watch cache, so
-    later lists are paginated too. Never cleared."""
-
-    def resource_version(self, last_synced: str) -> str:
-        """The resourceVersion a (re)list asks for, after ``last_synced``."""
-        if self.rv_unavailable:
-            return ""
-        return last_synced or "0"
-
-    def limit(self, resource_version: str, page_size: int | None) -> int | None:
-        """The page size of a list at ``resource_version``; ``None``: unpaginated."""
-        if page_size is not None:
-            return page_size
-        if self.paginated_result:
-            return DEFAULT_PAGE_SIZE
-        if resource_version not in ("", "0"):
-            # Unpaginated lists at a resourceVersion are served from the watch cache:
-            # no thundering herd on etcd after, say, an API server restart.
-            return None
-        return DEFAULT_PAGE_SIZE
-
-
 def _is_stray_cancellation() -> bool:
     """For a ``CancelledError`` just caught: true when nobody cancelled the current task
     (it came out of something awaited that was cancelled elsewhere)."""
@@ -387,7 +362,7 @@ class Reflector:
         self._state: _State = _STOPPED
         # The last resourceVersion synced into the store: a list's, or the last event's.
         self._cursor = Cursor()
-        self._policy = _ListPolicy()
+        self._policy = ListPolicy()
         # True once a full list (plain or streaming) was committed to the store.
         self._synced_once = False
         self._running = False
@@ -620,7 +595,7 @@ class Reflector:
         return int(self._min_watch_timeout * (self._rng.random() + 1.0))
 
     def _deadline(self, timeout_seconds: int) -> float:
-        return self._options.watch_inactivity_timeout or timeout_seconds + _INACTIVITY_GRACE
+        return inactivity_deadline(self._options.watch_inactivity_timeout, timeout_seconds)
 
     async def _watch(
         self,
