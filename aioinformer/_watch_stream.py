@@ -291,7 +291,8 @@ class WatchRead:
         reading raised (a ``ListerWatcher`` raises the ``ApiError`` of an ``ERROR``
         event). This is the per-event path: no formatting, no allocation of its own.
         """
-        next_event = self._stream.__anext__
+        # What ``async for`` would read: a wrapper may hand out its inner iterator.
+        next_event = aiter(self._stream).__anext__
         sink = self._sink
         cursor = self._cursor
         until_initial_events_end = self._until_initial_events_end
