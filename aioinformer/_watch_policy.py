@@ -53,6 +53,7 @@ __all__ = [
     "ListPolicy",
     "Step",
     "WatchEnd",
+    "failure_level",
     "is_expired",
     "is_internal_error",
     "is_too_large",
@@ -237,10 +238,23 @@ def is_internal_error(error: BaseException | None) -> bool:
 
 
 def is_retriable_watch_error(error: BaseException) -> bool:
-    """A refused connection or a 429: back off and watch again, no relist needed."""
-    return isinstance(error, TooManyRequests) or (
+    """A refused connection or a 429: back off and watch again, no relist needed.
+
+    A refusal is the client's ``ConnectionFailed(refused=True)`` or, from a
+    ``ListerWatcher`` of the user's own, the builtin ``ConnectionRefusedError``."""
+    return isinstance(error, TooManyRequests | ConnectionRefusedError) or (
         isinstance(error, ConnectionFailed) and error.refused
     )
+
+
+def failure_level(error: BaseException) -> int:
+    """How loud a failed list-and-watch is logged: INFO when the reflector recovers
+    from it as a matter of course (the resourceVersion it asked for is expired or not
+    there yet, and the next list asks for the latest state), WARNING otherwise: a 403,
+    an unknown resource or a broken server is for a user to look at."""
+    if is_expired(error) or is_too_large(error):
+        return logging.INFO
+    return logging.WARNING
 
 
 class InternalErrorRetry:

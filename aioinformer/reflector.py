@@ -103,6 +103,7 @@ from aioinformer._watch_policy import (
     ListPolicy,
     Step,
     WatchEnd,
+    failure_level,
     is_expired,
     is_internal_error,
     is_too_large,
@@ -451,8 +452,10 @@ class Reflector:
                     await self.list_and_watch()
                 except Exception as exc:
                     error = exc
-                    if isinstance(exc, AioinformerError):
-                        logger.warning("%s: list and watch failed: %s", self._name, exc)
+                    if isinstance(exc, AioinformerError | ConnectionRefusedError):
+                        logger.log(
+                            failure_level(exc), "%s: list and watch failed: %s", self._name, exc
+                        )
                     else:
                         logger.exception("%s: list and watch failed", self._name)
                     await self._report(exc)
