@@ -423,7 +423,7 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
             timeout=10,
         )
         await clock.wait_for_sleepers(1)  # the watch's inactivity watchdog
-        await clock.advance(45.0)  # the default deadline is at least 330 s
+        await clock.advance(45.0)  # the default deadline is 120 s
         await wait_until(
             lambda: reflector_statistics(informer).watches >= 2, poll=SOCKET_POLL, timeout=10
         )
