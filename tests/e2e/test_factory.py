@@ -389,7 +389,11 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
         made.append(Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock))
         return made[-1]
 
-    factory = SharedInformerFactory(kube_client, clock=clock, backoff=backoff, cache=cache)
+    # A silence deadline whose watchdog ticks (every 20th of it) come after the 7 s
+    # backoff, so that the clock's next deadline is the backoff's.
+    factory = SharedInformerFactory(
+        kube_client, clock=clock, backoff=backoff, cache=cache, watch_inactivity_timeout=300.0
+    )
     pods = factory.informer_for("pods")
     configmaps = factory.informer_for("configmaps")
     assert len(made) == 2
