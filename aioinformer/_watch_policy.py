@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "Decision",
+    "FailureStreak",
     "InternalErrorRetry",
     "ListPolicy",
     "Step",
@@ -65,6 +66,10 @@ SHORT_WATCH: Final = 1.0
 
 DEFAULT_PAGE_SIZE: Final = 500
 """Page size of lists that are paginated without an explicit ``page_size``."""
+
+REPEATED_FAILURES: Final = 3
+"""Failed watches in a row (no event in between) from which even a routine end is a
+WARNING."""
 
 INTERNAL_ERROR_RESET: Final = 60.0
 """A quiet spell this long (seconds) restarts the internal-error retry window."""
@@ -255,6 +260,28 @@ def failure_level(error: BaseException) -> int:
     if is_expired(error) or is_too_large(error):
         return logging.INFO
     return logging.WARNING
+
+
+class FailureStreak:
+    """Counts the watches in a row that ended in a failure without delivering an event.
+
+    Each such end on its own is routine (a dropped connection, a refusal, a silent stream
+    closed at its deadline) and logged at INFO; from the :data:`REPEATED_FAILURES`-th in a
+    row on, the reflector logs it as a WARNING, since something keeps failing.
+    """
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def after(self, end: WatchEnd) -> bool:
+        """Record how a watch ended; whether the streak is now long enough to warn."""
+        if end.events or end.error is None:
+            self.count = 0
+        else:
+            self.count += 1
+        return self.count >= REPEATED_FAILURES
 
 
 class InternalErrorRetry:

@@ -99,6 +99,7 @@ from aioinformer._gcpolicy import GCPolicy, collector_paused
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
+    FailureStreak,
     InternalErrorRetry,
     ListPolicy,
     Step,
@@ -613,6 +614,7 @@ class Reflector:
         failed watch request.
         """
         retry = InternalErrorRetry(self._options.max_internal_error_retry_duration, self._clock)
+        streak = FailureStreak()
         while True:
             # A streaming list's stream was opened (and read) before we got it.
             carried_over = stream is not None
@@ -634,18 +636,19 @@ class Reflector:
             retry.after(end.error)
             # Asked only where the policy looks at it: should_retry() ends a stale streak.
             may_retry = end.opened and is_internal_error(end.error) and retry.should_retry()
-            if not await self._follow(next_step(end, may_retry_internal=may_retry), "watch"):
+            decision = next_step(end, may_retry_internal=may_retry)
+            if not await self._follow(decision, "watch", repeated=streak.after(end)):
                 return
 
-    async def _follow(self, decision: Decision, what: str) -> bool:
-        """Carry out ``decision``; false when the list-and-watch round is over."""
+    async def _follow(self, decision: Decision, what: str, *, repeated: bool = False) -> bool:
+        """Carry out ``decision``; false when the list-and-watch round is over. A
+        ``repeated`` failure is logged as a WARNING whatever the decision's level."""
         step = decision.step
         if step is Step.RAISE:
             raise decision.errors[0]
+        level = max(decision.level, logging.WARNING) if repeated else decision.level
         for error in decision.errors:
-            logger.log(
-                decision.level, "%s: %s ended with %s; %s", self._name, what, error, step.value
-            )
+            logger.log(level, "%s: %s ended with %s; %s", self._name, what, error, step.value)
             await self._report(error)
         if step is Step.BACK_OFF:
             await self._back_off(decision.errors[-1] if decision.errors else None)

@@ -41,7 +41,7 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore, key_of
+from tests._support_reflector import RecordingStore, back_off_until_watching, key_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
@@ -335,12 +335,7 @@ async def test_connection_refused_on_watch_backs_off_exponentially_without_relis
     reflector = Reflector(lw, store, clock=clock, backoff=backoff)
     task = spawn(reflector.list_and_watch())
 
-    while lw.open_watches == 0:
-        await wait_until(
-            lambda: reflector.state is ReflectorState.BACKING_OFF or lw.open_watches > 0
-        )
-        if lw.open_watches == 0:
-            await clock.advance_to_next()
+    await back_off_until_watching(reflector, lw, clock)
 
     assert clock.monotonic() == pytest.approx(0.001 + 0.002 + 0.004 + 0.008 + 0.016)
     assert len(lw.list_calls) == 1
@@ -359,12 +354,7 @@ async def test_a_long_run_of_refusals_flattens_at_the_backoff_cap(
     reflector = Reflector(lw, store, clock=clock, backoff=backoff)
     task = spawn(reflector.list_and_watch())
 
-    while lw.open_watches == 0:
-        await wait_until(
-            lambda: reflector.state is ReflectorState.BACKING_OFF or lw.open_watches > 0
-        )
-        if lw.open_watches == 0:
-            await clock.advance_to_next()
+    await back_off_until_watching(reflector, lw, clock)
 
     unjittered = 0.001 + 0.002 + 0.004 + 0.008 + 0.016 + 0.032 + 34 * 0.05
     assert unjittered <= clock.monotonic() < 2 * unjittered

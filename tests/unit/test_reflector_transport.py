@@ -16,13 +16,13 @@ from aiohttp import web
 from aioinformer._backoff import Backoff
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.config import Config
-from aioinformer.errors import Forbidden, Gone
+from aioinformer.errors import ConnectionFailed, Forbidden, Gone
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorState
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_http import serve
-from tests._support_reflector import RecordingStore
+from tests._support_reflector import RecordingStore, back_off_until_watching
 from tests._support_tasks import stop
 from tests._support_wait import wait_until
 
@@ -219,4 +219,20 @@ async def test_a_403_is_a_warning(clock: FakeClock, caplog: pytest.LogCaptureFix
     assert len(warnings) == 1
     assert warnings[0].startswith("pods: list and watch failed: ")
     assert "forbidden" in warnings[0]
+    await stop(task)
+
+
+async def test_a_routine_watch_failure_becomes_a_warning_once_it_repeats(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aioinformer")
+    lw = FakeListerWatcher(objects=[pod("a")])
+    lw.fail_next_watch(*[ConnectionFailed("refused", refused=True) for _ in range(3)])
+    backoff = Backoff(initial=0.5, cap=0.5, jitter=0.0, clock=clock)
+    reflector = Reflector(lw, RecordingStore(), clock=clock, backoff=backoff)
+    task = spawn(reflector.run())
+    await back_off_until_watching(reflector, lw, clock)
+
+    ends = [r.levelno for r in caplog.records if "watch ended with" in r.getMessage()]
+    assert ends == [logging.INFO, logging.INFO, logging.WARNING]
     await stop(task)
