@@ -45,9 +45,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Decision",
+    "FailureStreak",
     "InternalErrorRetry",
     "Step",
     "WatchEnd",
+    "failure_level",
     "is_expired",
     "is_internal_error",
     "is_too_large",
@@ -56,6 +58,10 @@ __all__ = [
 
 SHORT_WATCH: Final = 1.0
 """A watch closing sooner than this (seconds) without events means trouble: relist."""
+
+REPEATED_FAILURES: Final = 3
+"""Failed watches in a row (no event in between) from which even a routine end is a
+WARNING."""
 
 INTERNAL_ERROR_RESET: Final = 60.0
 """A quiet spell this long (seconds) restarts the internal-error retry window."""
@@ -198,10 +204,45 @@ def is_internal_error(error: BaseException | None) -> bool:
 
 
 def is_retriable_watch_error(error: BaseException) -> bool:
-    """A refused connection or a 429: back off and watch again, no relist needed."""
-    return isinstance(error, TooManyRequests) or (
+    """A refused connection or a 429: back off and watch again, no relist needed.
+
+    A refusal is the client's ``ConnectionFailed(refused=True)`` or, from a
+    ``ListerWatcher`` of the user's own, the builtin ``ConnectionRefusedError``."""
+    return isinstance(error, TooManyRequests | ConnectionRefusedError) or (
         isinstance(error, ConnectionFailed) and error.refused
     )
+
+
+def failure_level(error: BaseException) -> int:
+    """How loud a failed list-and-watch is logged: INFO when the reflector recovers
+    from it as a matter of course (the resourceVersion it asked for is expired or not
+    there yet, and the next list asks for the latest state), WARNING otherwise: a 403,
+    an unknown resource or a broken server is for a user to look at."""
+    if is_expired(error) or is_too_large(error):
+        return logging.INFO
+    return logging.WARNING
+
+
+class FailureStreak:
+    """Counts the watches in a row that ended in a failure without delivering an event.
+
+    Each such end on its own is routine (a dropped connection, a refusal, a silent stream
+    closed at its deadline) and logged at INFO; from the :data:`REPEATED_FAILURES`-th in a
+    row on, the reflector logs it as a WARNING, since something keeps failing.
+    """
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def after(self, end: WatchEnd) -> bool:
+        """Record how a watch ended; whether the streak is now long enough to warn."""
+        if end.events or end.error is None:
+            self.count = 0
+        else:
+            self.count += 1
+        return self.count >= REPEATED_FAILURES
 
 
 class InternalErrorRetry:

@@ -14,9 +14,9 @@ Task model. The events are read and applied in the task that awaits
 :meth:`WatchRead.run`; a read creates no task of its own (only a clock that cannot call
 back needs one, see :func:`aioinformer._clock.call_later`). Its reads are bounded by one
 ``asyncio.timeout`` scope on that task, expired only while a read is awaited. The
-deadline is measured on the injected clock by a callback the clock runs every tenth of
-the deadline (``TimerClock.call_later``): once the stream has been silent for ten of them it
-expires the scope, as :meth:`WatchRead.interrupt` does for the reflector's resync task.
+deadline is measured on the injected clock by a callback the clock runs every twentieth
+of the deadline (``TimerClock.call_later``): once the stream has been silent for twenty of
+them it expires the scope, as :meth:`WatchRead.interrupt` does for the reflector's resync task.
 The callback is cancelled when :meth:`WatchRead.run` returns, so nothing outlives the
 read and reading never waits on a timer (a stream handed over by a streaming list goes
 on without a pause). The asyncio scope does the cancellation bookkeeping: a
@@ -50,18 +50,45 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 __all__ = [
+    "DEADLINE_TICKS",
+    "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
+    "INACTIVITY_GRACE",
     "Cursor",
     "EventSink",
     "ReflectorStore",
     "TemporaryStore",
     "WatchRead",
     "close_stream",
+    "inactivity_deadline",
 ]
 
 logger = logging.getLogger(__name__)
 
-_DEADLINE_TICKS: Final = 10
-"""The inactivity check looks at a stream this many times per deadline."""
+DEFAULT_WATCH_INACTIVITY_TIMEOUT: Final = 120.0
+"""Seconds of silence after which a watch is presumed dead, unless configured otherwise.
+
+A reflector always asks for bookmarks, and kube-apiserver sends an idle watch that asked
+for them one about every 60 s: two missed bookmarks mean the stream, or the path to it,
+is gone."""
+
+INACTIVITY_GRACE: Final = 30.0
+"""Seconds past a watch's ``timeoutSeconds`` by which the server must have ended it: the
+most any inactivity deadline is allowed to be."""
+
+DEADLINE_TICKS: Final = 20
+"""The inactivity check looks at a stream this many times per deadline, so a silent stream
+is closed between 1 and 1.05 times the deadline after its last event (126 s at most by
+default)."""
+
+
+def inactivity_deadline(configured: float | None, timeout_seconds: int) -> float:
+    """The silence deadline of one watch asked for ``timeout_seconds``: ``configured``
+    (default :data:`DEFAULT_WATCH_INACTIVITY_TIMEOUT`), capped at ``timeout_seconds`` plus
+    :data:`INACTIVITY_GRACE`, since a server that has not ended the watch by then has
+    stopped serving it, whatever the deadline says."""
+    deadline = DEFAULT_WATCH_INACTIVITY_TIMEOUT if configured is None else configured
+    return min(deadline, timeout_seconds + INACTIVITY_GRACE)
+
 
 _HANDOFF_EVERY: Final = 4
 """The watch loop yields to the event loop after this many events.
@@ -267,7 +294,7 @@ class WatchRead:
         and how it ended."""
         self._seen = self.received
         self._quiet_ticks = 0
-        self._timer = call_later(self._clock, self._deadline / _DEADLINE_TICKS, self._check)
+        self._timer = call_later(self._clock, self._deadline / DEADLINE_TICKS, self._check)
         started = self._heard.at = self._clock.monotonic()
         done = interrupted = False
         error: BaseException | None = None
@@ -305,7 +332,8 @@ class WatchRead:
         reading raised (a ``ListerWatcher`` raises the ``ApiError`` of an ``ERROR``
         event). This is the per-event path: no formatting, no allocation of its own.
         """
-        next_event = self._stream.__anext__
+        # What ``async for`` would read: a wrapper may hand out its inner iterator.
+        next_event = aiter(self._stream).__anext__
         sink = self._sink
         cursor = self._cursor
         until_initial_events_end = self._until_initial_events_end
@@ -415,7 +443,7 @@ class WatchRead:
         )
 
     def _check(self) -> None:
-        """The inactivity check, run by the clock every tenth of the deadline until the
+        """The inactivity check, run by the clock every twentieth of the deadline until the
         read ends: interrupt the read once the stream has been silent for the deadline.
 
         Silence only accrues while the reader waits on the stream: time spent in a slow
@@ -423,7 +451,7 @@ class WatchRead:
         """
         if self._timer is None:
             return  # the read ended as this check came due
-        tick = self._deadline / _DEADLINE_TICKS
+        tick = self._deadline / DEADLINE_TICKS
         if self.received != self._seen:
             # Stamped here rather than per event: the event path stays free of clock
             # reads, at the price of "heard" lagging by up to one tick.
@@ -433,7 +461,7 @@ class WatchRead:
             self._quiet_ticks = 0
         else:
             self._quiet_ticks += 1
-            if self._quiet_ticks >= _DEADLINE_TICKS:
+            if self._quiet_ticks >= DEADLINE_TICKS:
                 self._timer = None
                 self.interrupt(
                     WatchTimeout(f"watch sent nothing for {self._quiet_ticks * tick:g}s")

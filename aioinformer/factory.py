@@ -122,10 +122,11 @@ class SharedInformerFactory:
     and in ``informer_for``, before any request.
 
     Reflector settings for every informer: ``watch_inactivity_timeout`` (seconds of
-    silence after which a watch is re-opened) and ``backoff``, a callable returning a new
-    :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
-    component's failure history, so informers never share one), for instance
-    ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``; and ``gc_policy``
+    silence after which a watch is re-opened; 120 by default) and ``backoff``, a
+    callable returning a new :class:`~aioinformer._backoff.Backoff` for each informer
+    (a backoff holds one component's failure history, so informers never share one),
+    for instance ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``;
+    and ``gc_policy``
     (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`). These
     and any other reflector setting can also come as one ``reflector_options``
     (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords

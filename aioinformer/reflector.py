@@ -24,16 +24,17 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   included), makes :meth:`Reflector.list_and_watch` return so that :meth:`Reflector.run`
   relists after a backoff. Refused connections and 429s back off (a ``Retry-After`` wins
   over the computed delay) and re-watch without relisting.
-* **Inactivity deadline.** A watch that delivers nothing for longer than its deadline
-  is closed and re-opened: a dead connection never hangs the reflector. This is the one
-  silence deadline of a watch (the client's own read timeout is off for watches). It is
-  ``ReflectorOptions.watch_inactivity_timeout`` when given, else the watch's
-  ``timeout_seconds`` plus 30 s: the server must have ended the watch by then, and
-  bookmarks, where the server sends them (about once a minute), keep a healthy watch
-  well inside it. Set a shorter deadline (say 90 s) when every server you talk to sends
-  bookmarks. Silence accrues only while the reflector waits on the stream (not while a
-  slow store call holds it up) and is measured in tenths of the deadline, so a stalled
-  watch is closed after between 1 and 1.1 times the deadline.
+* **Inactivity deadline.** A watch that delivers nothing (no event, no bookmark) for
+  longer than its deadline is closed and re-opened from the same resourceVersion: a dead
+  connection never hangs the reflector. This is the one silence deadline of a watch (the
+  client's own read timeout is off for watches). It is
+  ``ReflectorOptions.watch_inactivity_timeout``, 120 s by default
+  (``DEFAULT_WATCH_INACTIVITY_TIMEOUT``): two of the bookmarks kube-apiserver sends an
+  idle watch about once a minute. It never exceeds the watch's ``timeout_seconds`` plus
+  30 s, by which the server must have ended the watch. Raise it for a server that sends
+  no bookmarks. Silence accrues only while the reflector waits on the stream (not while
+  a slow store call holds it up) and is measured in twentieths of the deadline, so a
+  stalled watch is closed after between 1 and 1.05 times the deadline.
 * **Last heard.** ``statistics().seconds_since_heard`` counts from the last list
   answered, watch started, or progress the inactivity check saw on the stream (no clock
   read per event); see :mod:`aioinformer._reflector_status`.
@@ -107,15 +108,25 @@ from aioinformer._reflector_status import LastHeard, ReflectorState, ReflectorSt
 from aioinformer._runner import cancel_and_wait, is_async_callable
 from aioinformer._watch_policy import (
     Decision,
+    FailureStreak,
     InternalErrorRetry,
     Step,
     WatchEnd,
+    failure_level,
     is_expired,
     is_internal_error,
     is_too_large,
     next_step,
 )
-from aioinformer._watch_stream import Cursor, EventSink, TemporaryStore, WatchRead, close_stream
+from aioinformer._watch_stream import (
+    DEFAULT_WATCH_INACTIVITY_TIMEOUT,
+    Cursor,
+    EventSink,
+    TemporaryStore,
+    WatchRead,
+    close_stream,
+    inactivity_deadline,
+)
 from aioinformer._watch_stream import ReflectorStore as ReflectorStore
 from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
 
@@ -125,6 +136,7 @@ from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchE
 
 __all__ = [
     "AddCounterMetric",
+    "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
     "ListOptions",
     "ListerWatcher",
     "ObjectList",
@@ -142,9 +154,6 @@ logger = logging.getLogger(__name__)
 
 MIN_WATCH_TIMEOUT: Final = 300.0
 """Lower bound of a watch's ``timeout_seconds``; each watch draws from [min, 2 x min)."""
-
-_INACTIVITY_GRACE: Final = 30.0
-"""Added to a watch's ``timeout_seconds`` to make its default inactivity deadline."""
 
 
 WatchErrorHandler: TypeAlias = Callable[["Reflector", BaseException], Awaitable[None] | None]
@@ -168,8 +177,9 @@ class ReflectorOptions:
     use_watch_list: bool = False
     """Get the initial state from a streaming list (``send_initial_events``)."""
     watch_inactivity_timeout: float | None = None
-    """Seconds of silence after which a watch is closed and re-opened; ``None``: the
-    watch's ``timeout_seconds`` plus 30 s. Positive when given."""
+    """Seconds of silence after which a watch is closed and re-opened; ``None``:
+    ``DEFAULT_WATCH_INACTIVITY_TIMEOUT`` (120 s). Capped at the watch's
+    ``timeout_seconds`` plus 30 s. Positive when given."""
     min_watch_timeout: float = MIN_WATCH_TIMEOUT
     """Lower bound of each watch's ``timeout_seconds`` (never below 300 s)."""
     max_internal_error_retry_duration: float = 0.0
@@ -425,8 +435,10 @@ class Reflector:
                     await self.list_and_watch()
                 except Exception as exc:
                     error = exc
-                    if isinstance(exc, AioinformerError):
-                        logger.warning("%s: list and watch failed: %s", self._name, exc)
+                    if isinstance(exc, AioinformerError | ConnectionRefusedError):
+                        logger.log(
+                            failure_level(exc), "%s: list and watch failed: %s", self._name, exc
+                        )
                     else:
                         logger.exception("%s: list and watch failed", self._name)
                     await self._report(exc)
@@ -574,7 +586,7 @@ class Reflector:
         return int(self._min_watch_timeout * (self._rng.random() + 1.0))
 
     def _deadline(self, timeout_seconds: int) -> float:
-        return self._options.watch_inactivity_timeout or timeout_seconds + _INACTIVITY_GRACE
+        return inactivity_deadline(self._options.watch_inactivity_timeout, timeout_seconds)
 
     async def _watch(
         self,
@@ -589,6 +601,7 @@ class Reflector:
         failed watch request.
         """
         retry = InternalErrorRetry(self._options.max_internal_error_retry_duration, self._clock)
+        streak = FailureStreak()
         while True:
             # A streaming list's stream was opened (and read) before we got it.
             carried_over = stream is not None
@@ -611,19 +624,20 @@ class Reflector:
             retry.after(end.error)
             # Asked only where the policy looks at it: should_retry() ends a stale streak.
             may_retry = end.opened and is_internal_error(end.error) and retry.should_retry()
-            if not await self._follow(next_step(end, may_retry_internal=may_retry), "watch"):
+            decision = next_step(end, may_retry_internal=may_retry)
+            if not await self._follow(decision, "watch", repeated=streak.after(end)):
                 return
             self._watch_restarts += 1
 
-    async def _follow(self, decision: Decision, what: str) -> bool:
-        """Carry out ``decision``; false when the list-and-watch round is over."""
+    async def _follow(self, decision: Decision, what: str, *, repeated: bool = False) -> bool:
+        """Carry out ``decision``; false when the list-and-watch round is over. A
+        ``repeated`` failure is logged as a WARNING whatever the decision's level."""
         step = decision.step
         if step is Step.RAISE:
             raise decision.errors[0]
+        level = max(decision.level, logging.WARNING) if repeated else decision.level
         for error in decision.errors:
-            logger.log(
-                decision.level, "%s: %s ended with %s; %s", self._name, what, error, step.value
-            )
+            logger.log(level, "%s: %s ended with %s; %s", self._name, what, error, step.value)
             await self._report(error)
         if step is Step.BACK_OFF:
             await self._back_off(decision.errors[-1] if decision.errors else None)

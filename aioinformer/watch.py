@@ -26,6 +26,10 @@ Failures, raised from the iterator after every complete event before them was yi
   only when asked to; a reflector keeps its own) becomes
   :class:`~aioinformer.errors.WatchTimeout`.
 
+:class:`WatchStream` wraps the same generator and also says, through ``opened``, whether
+the server answered the request with a 2xx: a stream that breaks before its first event
+is then an open watch ending, not a failed request.
+
 Task model: :func:`read_watch_stream` is an async generator run by the consuming task.
 Closing it (``aclose()``), cancelling the consumer, or any failure closes the HTTP
 connection instead of returning it to the pool. Nothing is logged per event.
@@ -43,13 +47,14 @@ from aioinformer.errors import AioinformerError, WatchError, api_error_from_stat
 from aioinformer.listwatch import WatchEvent
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable, Iterator
+    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
     from contextlib import AbstractAsyncContextManager
 
     import aiohttp
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "WatchStream",
     "WatchStreamDecoder",
     "error_from_watch_status",
     "read_watch_stream",
@@ -246,7 +251,18 @@ class WatchStreamDecoder:
                 )
 
 
-async def read_watch_stream(
+class _Acceptance:
+    """Whether a watch's request was answered with a 2xx; shared by a :class:`WatchStream`
+    and its generator (the generator holding the stream itself would be a cycle, and an
+    async generator in a cycle is only finalised by the cyclic collector)."""
+
+    __slots__ = ("opened",)
+
+    def __init__(self) -> None:
+        self.opened = False
+
+
+def read_watch_stream(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -259,9 +275,61 @@ async def read_watch_stream(
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
     A line longer than ``max_line_bytes`` raises :class:`WatchError`. With ``compact``
     the objects of ``ADDED``/``MODIFIED``/``DELETED`` events are
-    :class:`~aioinformer._raw.RawObject`.
+    :class:`~aioinformer._raw.RawObject`. :class:`WatchStream` is the same stream saying
+    whether the server accepted the request.
     """
+    return _events(open_response, _Acceptance(), max_line_bytes, compact)
+
+
+class WatchStream:
+    """A watch's events (as :func:`read_watch_stream` yields them) and whether the server
+    accepted the request: :attr:`opened` turns true once a 2xx answer's headers arrived,
+    before the first event.
+
+    A reflector needs the difference: a stream that breaks after it opened is re-watched
+    from the same resourceVersion, while a request that failed is a failed list-and-watch.
+    ``async for`` reads it; :meth:`aclose` closes the connection. Iterating it (``aiter()``,
+    as ``async for`` and a reflector do) hands out the generator itself, so the wrapper
+    costs the per-event path nothing; ``__anext__`` on the wrapper works too, at the price
+    of one call per event.
+    """
+
+    __slots__ = ("_acceptance", "_events")
+
+    def __init__(
+        self,
+        open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        compact: bool = False,
+    ) -> None:
+        self._acceptance = _Acceptance()
+        self._events = _events(open_response, self._acceptance, max_line_bytes, compact)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the server answered the watch request with a 2xx."""
+        return self._acceptance.opened
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._events
+
+    def __anext__(self) -> Awaitable[WatchEvent]:
+        return self._events.__anext__()
+
+    def aclose(self) -> Awaitable[None]:
+        """Stop reading and close the connection (idempotent)."""
+        return self._events.aclose()
+
+
+async def _events(
+    open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
+    acceptance: _Acceptance,
+    max_line_bytes: int,
+    compact: bool,
+) -> AsyncGenerator[WatchEvent, None]:
     async with open_response() as response:
+        acceptance.opened = True
         url = str(response.url.with_query(None))
         decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes, compact=compact)
         with map_transport_errors(url, streaming=True):

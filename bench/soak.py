@@ -19,8 +19,9 @@ tasks and faults injected. RSS should be flat once warm, sockets and tasks shoul
 grow; the summary at the end says whether they did. Exit status 1 when a check failed.
 
 The informer runs with the library's defaults (0.8-30 s backoff) except for the client's
-watch inactivity deadline (``--watch-silence``, 10 s): the default is the watch's
-``timeoutSeconds`` plus 30 s, which would let one stalled stream outlast a check.
+watch inactivity deadline (``--watch-silence``, 10 s): the default, 120 s, would let one
+stalled stream outlast a check. The server sends bookmarks every second (not every 60 s,
+kube-apiserver's cadence and the fake's default) to keep quiet watches inside that.
 
 Example::
 
@@ -162,7 +163,7 @@ class Soak:
     def __init__(self, options: SoakOptions) -> None:
         self.options = options
         self.rng = random.Random(options.seed)
-        self.server = FakeAPIServer()
+        self.server = FakeAPIServer(bookmark_interval=1.0)
         self.keys: list[tuple[str, str]] = []
         self.key_index: dict[tuple[str, str], int] = {}
         self.serial = 0

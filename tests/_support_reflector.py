@@ -4,7 +4,8 @@
 (``name`` when there is no namespace) and logs every call (``HeldStore`` also holds each
 ``add`` until released); ``reflector_statistics`` reads
 a started informer's reflector record. Waiting lives in ``tests._support_wait``; task
-helpers (``stop``, ``other_tasks``) in ``tests._support_tasks``.
+helpers (``stop``, ``other_tasks``) in ``tests._support_tasks``. ``back_off_until_watching``
+moves a fake clock through a reflector's backoffs until its watch is open.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from aioinformer.reflector import ReflectorState
+from tests._support_wait import wait_until
+
 if TYPE_CHECKING:
     from aioinformer.informer import SharedIndexInformer
-    from aioinformer.reflector import ReflectorStatistics
+    from aioinformer.reflector import Reflector, ReflectorStatistics
+    from aioinformer.testing import FakeClock
+    from aioinformer.testing.lister_watcher import FakeListerWatcher
 
 
 def key_of(obj: dict[str, Any]) -> str:
@@ -75,3 +81,15 @@ def reflector_statistics(informer: SharedIndexInformer) -> ReflectorStatistics:
     stats = informer.statistics().reflector
     assert stats is not None, f"{informer!r} has not started its reflector"
     return stats
+
+
+async def back_off_until_watching(
+    reflector: Reflector, lw: FakeListerWatcher, clock: FakeClock
+) -> None:
+    """Move ``clock`` through each of the reflector's backoffs until a watch is open."""
+    while lw.open_watches == 0:
+        await wait_until(
+            lambda: reflector.state is ReflectorState.BACKING_OFF or lw.open_watches > 0
+        )
+        if lw.open_watches == 0:
+            await clock.advance_to_next()

@@ -16,6 +16,9 @@ orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
   passes it (:class:`~aioinformer._transport.BodyTooLarge`).
 * Each request carries its own read deadline (silence between bytes): the request timeout
   for an ordinary answer, whatever the caller asks for a stream (``None``: none at all).
+* Every connection has TCP keepalive on (:func:`keepalive_socket`): a peer that vanished
+  without closing (a dead NAT entry, a node gone) is found within about 90 s even on a
+  silent watch, inside the reflector's own 120 s inactivity deadline.
 
 This is the internal interface :class:`~aioinformer.client.Client` and
 :class:`~aioinformer.client.ResourceClient` share; its limits and timeouts are read here,
@@ -26,6 +29,7 @@ the calling task and spawns nothing. Nothing is logged per request.
 from __future__ import annotations
 
 import contextlib
+import socket
 from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
@@ -41,14 +45,21 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import AsyncIterator, Mapping
 
+    from aiohappyeyeballs import AddrInfoType
+
     from aioinformer.config import Config
 
 __all__ = [
     "DEFAULT_MAX_LIST_BYTES",
     "DEFAULT_MAX_OBJECT_BYTES",
     "JSON",
+    "KEEPALIVE_COUNT",
+    "KEEPALIVE_IDLE",
+    "KEEPALIVE_INTERVAL",
+    "KEEPALIVE_USER_TIMEOUT",
     "USER_AGENT",
     "HttpSession",
+    "keepalive_socket",
     "read_body",
 ]
 
@@ -61,6 +72,43 @@ kube-apiserver's 3 MiB request limit and etcd's object limit of about 1.5 MiB.""
 DEFAULT_MAX_LIST_BYTES: Final = 2 * 1024 * 1024 * 1024
 """Largest LIST answer accepted by default: 2 GiB. An unpaginated relist of a large
 cluster's Pods runs to hundreds of MiB; a page of 500 objects stays far below this."""
+
+KEEPALIVE_IDLE: Final = 30
+"""Seconds a connection may be idle before the first keepalive probe."""
+KEEPALIVE_INTERVAL: Final = 10
+"""Seconds between unanswered keepalive probes."""
+KEEPALIVE_COUNT: Final = 6
+"""Unanswered probes after which the connection is dead: found 30 + 6 x 10 = 90 s after
+the peer went silent."""
+KEEPALIVE_USER_TIMEOUT: Final = 90_000
+"""Milliseconds sent data may stay unacknowledged (``TCP_USER_TIMEOUT``, Linux): the same
+bound for a peer that vanished while a request was being sent."""
+
+
+def _set_option(sock: socket.socket, level: int, name: str, value: int) -> None:
+    """Set ``socket.<name>`` where this platform has it; skip it where it has not."""
+    option = getattr(socket, name, None)
+    if option is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(level, option, value)
+
+
+def keepalive_socket(addr_info: AddrInfoType) -> socket.socket:
+    """A new socket for ``addr_info`` with TCP keepalive on (aiohttp's ``socket_factory``).
+
+    Options a platform lacks are left at its defaults: ``TCP_KEEPIDLE`` (on macOS
+    ``TCP_KEEPALIVE``), ``TCP_KEEPINTVL``, ``TCP_KEEPCNT`` and ``TCP_USER_TIMEOUT``.
+    """
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    tcp = socket.IPPROTO_TCP
+    idle = "TCP_KEEPIDLE" if hasattr(socket, "TCP_KEEPIDLE") else "TCP_KEEPALIVE"
+    _set_option(sock, tcp, idle, KEEPALIVE_IDLE)
+    _set_option(sock, tcp, "TCP_KEEPINTVL", KEEPALIVE_INTERVAL)
+    _set_option(sock, tcp, "TCP_KEEPCNT", KEEPALIVE_COUNT)
+    _set_option(sock, tcp, "TCP_USER_TIMEOUT", KEEPALIVE_USER_TIMEOUT)
+    return sock
 
 
 async def read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
@@ -136,7 +184,9 @@ class HttpSession:
         ssl_arg: ssl.SSLContext | bool = True
         if self._https:
             ssl_arg = ssl_context(self.config)
-        connector = aiohttp.TCPConnector(ssl=ssl_arg, limit=self._max_connections)
+        connector = aiohttp.TCPConnector(
+            ssl=ssl_arg, limit=self._max_connections, socket_factory=keepalive_socket
+        )
         self.session = aiohttp.ClientSession(
             connector=connector,
             headers={"User-Agent": self._user_agent},

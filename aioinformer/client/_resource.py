@@ -15,7 +15,8 @@ watch belongs to the reflector that consumes it.
 Every request goes through the :class:`~aioinformer.client._http.HttpSession` of the
 client the resource client was made from: limits and deadlines are read there.
 Task model: every method runs in the calling task; a watch is an async generator run by
-its consumer, and closing it closes the connection. Nothing is logged per request.
+its consumer (wrapped in a :class:`~aioinformer.watch.WatchStream`), and closing it
+closes the connection. Nothing is logged per request.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from aioinformer._transport import map_transport_errors
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.errors import TransportError
-from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
-from aioinformer.watch import read_watch_stream
+from aioinformer.listwatch import ListOptions, ObjectList
+from aioinformer.watch import WatchStream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Mapping
 
     import aiohttp
 
@@ -181,7 +182,7 @@ class ResourceClient:
 
     def watch_compact(
         self, options: ListOptions | None = None, *, inactivity_timeout: float | None = None
-    ) -> AsyncGenerator[WatchEvent, None]:
+    ) -> WatchStream:
         """As :meth:`watch`, for a compact cache: the objects of ``ADDED``, ``MODIFIED``
         and ``DELETED`` events are :class:`~aioinformer._raw.RawObject`."""
         return self.watch(options, inactivity_timeout=inactivity_timeout, _compact=True)
@@ -192,8 +193,9 @@ class ResourceClient:
         *,
         inactivity_timeout: float | None = None,
         _compact: bool = False,
-    ) -> AsyncGenerator[WatchEvent, None]:
-        """Open a watch (``?watch=1`` plus ``options``); an async generator of events.
+    ) -> WatchStream:
+        """Open a watch (``?watch=1`` plus ``options``): an async iterator of events whose
+        ``opened`` turns true once the server answered 2xx.
 
         With ``inactivity_timeout`` (or the client's ``watch_inactivity_timeout``), the
         stream raises :class:`WatchTimeout` after that many seconds without a byte;
@@ -222,7 +224,7 @@ class ResourceClient:
             ) as response:
                 yield response
 
-        return read_watch_stream(
+        return WatchStream(
             open_response, max_line_bytes=self._http.max_object_bytes, compact=_compact
         )
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aioinformer.testing._objects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Callable, Coroutine
 
     from aioinformer._clock import Clock
 
@@ -39,6 +39,7 @@ __all__ = [
     "FaultRecord",
     "Faults",
     "WatchFault",
+    "WatchFreezer",
     "failure_error",
 ]
 
@@ -173,6 +174,14 @@ class ConnectionHost(Protocol):
         ...
 
 
+class WatchFreezer(Protocol):
+    """What :meth:`Faults.freeze_watches` needs from the server's watch streams."""
+
+    def freeze(self, applies: Callable[[ResourceType], bool]) -> list[str]:
+        """Silence every open stream on a resource ``applies`` accepts; their paths."""
+        ...
+
+
 class Faults:
     """Scriptable misbehaviour of a :class:`FakeAPIServer`; every fault that takes effect
     is appended to :attr:`log`.
@@ -180,7 +189,8 @@ class Faults:
     Watch faults (``drop_watch_after``, ``close_mid_line``, ``garbage_line``,
     ``stall_watch``) arm the next watch opened (on ``resource`` when given); each arms one
     watch, and a watch that ends before the fault's turn came hands it on to the next
-    one, so an armed fault always takes effect once. Request faults (``fail_next``,
+    one, so an armed fault always takes effect once. ``freeze_watches`` acts at once on the
+    watches open at that moment instead. Request faults (``fail_next``,
     ``latency``) apply to every request they match. Connection faults
     (``refuse_connections``, ``accept_connections``) are async since they stop and
     restart the listening socket.
@@ -191,6 +201,11 @@ class Faults:
         self._plan = plan
         self.log: list[FaultRecord] = []
         self._changed = asyncio.Event()
+        self._freezer: WatchFreezer | None = None
+
+    def attach_freezer(self, freezer: WatchFreezer) -> None:
+        """Give :meth:`freeze_watches` the server's open watch streams."""
+        self._freezer = freezer
 
     # -- arming --------------------------------------------------------------------------
 
@@ -213,6 +228,20 @@ class Faults:
         """After ``after`` lines, keep the stream open but send nothing more (no events,
         no bookmarks), until the client gives up or the server stops."""
         self._plan.watch.append(WatchFault("stall", after, resource))
+
+    def freeze_watches(self, *, resource: str | None = None) -> int:
+        """Silence every watch open now (on ``resource`` when given), as a dead network
+        path does: no more bytes, no bookmarks, not even the end at ``timeoutSeconds``,
+        while the connection stays open until the client closes it. Watches opened
+        afterwards work normally (the next connection gets through). Each frozen watch
+        logs a ``"freeze_watch"`` record now, and a ``"frozen_watch_closed"`` one when
+        its connection ends. Returns how many watches were frozen."""
+        if self._freezer is None:
+            raise RuntimeError("freeze_watches needs the server's watch streams")
+        paths = self._freezer.freeze(lambda rt: _matches(resource, rt))
+        for path in paths:
+            self.record("freeze_watch", path, "no bytes until the client closes it")
+        return len(paths)
 
     def fail_next(
         self,

@@ -6,7 +6,7 @@ negotiated conversion), the store's fan-out into the watcher's buffer, the serve
 and the armed watch faults; output is the response body: the initial events or the
 history since the requested resourceVersion, live events, a BOOKMARK every
 ``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
-line, a dropped or stalled stream), each recorded in the fault log. A version older than
+line, a dropped, stalled or frozen stream), each recorded in the fault log. A version older than
 the history answers one ``ERROR`` line carrying the 410 inside the 200 stream, as
 kube-apiserver does.
 
@@ -49,6 +49,8 @@ from aioinformer.testing._requests import (
 from aioinformer.testing._store import Store, Watcher, bookmark_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
 
 __all__ = ["ActiveWatch", "StreamSettings", "WatchStreams"]
@@ -73,10 +75,12 @@ class StreamSettings(Protocol):
 
 @dataclass(eq=False, slots=True)
 class ActiveWatch:
-    """One open watch stream: its watcher and the request whose connection carries it."""
+    """One open watch stream: its watcher and the request whose connection carries it;
+    ``frozen`` once ``Faults.freeze_watches`` silenced it (never cleared)."""
 
     watcher: Watcher
     request: web.Request
+    frozen: bool = False
 
 
 class WatchStreams:
@@ -123,6 +127,17 @@ class WatchStreams:
             transport = active.request.transport
             if transport is not None:
                 transport.abort()
+
+    def freeze(self, applies: Callable[[ResourceType], bool]) -> list[str]:
+        """Silence every open stream whose resource ``applies`` (see
+        ``Faults.freeze_watches``); the request paths of those newly frozen."""
+        paths = []
+        for active in self.active:
+            if not active.frozen and applies(active.watcher.rt):
+                active.frozen = True
+                active.watcher.wake.set()
+                paths.append(active.request.path)
+        return sorted(paths)
 
     # -- the handler -----------------------------------------------------------------------
 
@@ -201,24 +216,27 @@ class WatchStreams:
         self.changed.set()
         try:
             await response.prepare(request)
-            await self._stream(request, response, watcher, timeout=timeout, bookmarks=bookmarks)
+            await self._stream(request, response, active, timeout=timeout, bookmarks=bookmarks)
         except ConnectionError:
             logger.debug("watch client on %s went away", request.path)
         finally:
             self._store.close_watch(watcher)
             self.active.discard(active)
             self.changed.set()
+            if active.frozen:
+                self._faults.record("frozen_watch_closed", request.path, "")
         return response
 
     async def _stream(
         self,
         request: web.Request,
         response: web.StreamResponse,
-        watcher: Watcher,
+        active: ActiveWatch,
         *,
         timeout: int | None,
         bookmarks: bool,
     ) -> None:
+        watcher = active.watcher
         clock = self._settings.clock
         start = clock.monotonic()
         end = start + timeout if timeout else None
@@ -228,6 +246,11 @@ class WatchStreams:
         sent = 0
         try:
             while True:
+                if active.frozen:
+                    await self._frozen(watcher)
+                    # A dead path never delivers a clean end either.
+                    _abort(request, watcher)
+                    return
                 if end is not None and clock.monotonic() >= end:
                     break
                 if watcher.buffer:
@@ -308,11 +331,16 @@ class WatchStreams:
             return "abort"
         # stall: nothing more on this stream until it is closed from either side
         self._faults.record("stall_watch", path, f"after {fault.after} lines")
+        await self._frozen(watcher)
+        return "end"
+
+    async def _frozen(self, watcher: Watcher) -> None:
+        """Send nothing, dropping what the store offers, until the watch is closed from
+        either side (the client going away cancels the handler)."""
         while not watcher.closed and not self.closing:
             watcher.buffer.clear()
             watcher.wake.clear()
             await watcher.wake.wait()
-        return "end"
 
 
 def _aborted(request: web.Request) -> bool:

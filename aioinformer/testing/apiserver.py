@@ -132,15 +132,17 @@ class FakeAPIServer:
     one does not delete its contents.
 
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
-    ``server.faults.fail_next(2, status=429)``; each fault that took effect is in
+    ``server.faults.fail_next(2, status=429)``, or ``server.faults.freeze_watches()`` to
+    silence every open watch as a dead TCP path would; each fault that took effect is in
     ``server.faults.log``. Every request is in :attr:`request_log`.
 
     Authentication: every request needs ``Authorization: Bearer <token>``; ``ADMIN_TOKEN``
     may do anything, :meth:`add_token` adds users limited by :class:`Rule` lists.
 
     Options (keyword-only): ``history_size`` events kept for watches from an older
-    version (10 000); ``bookmark_interval`` seconds between BOOKMARKs (1.0; the real
-    server sends about one a minute); ``clock`` for bookmark, watch-timeout, latency and
+    version (10 000); ``bookmark_interval`` seconds between BOOKMARKs on an idle watch
+    that allows them (60.0, kube-apiserver's cadence; tests that want them sooner pass
+    less); ``clock`` for bookmark, watch-timeout, latency and
     reconnect timers (the event loop's by default; pass a ``FakeClock`` to drive them);
     ``too_large_rv_wait`` seconds a read at a future resourceVersion waits for it before
     answering 504 (0; the real server waits up to 3).
@@ -154,7 +156,7 @@ class FakeAPIServer:
         self,
         *,
         history_size: int = 10_000,
-        bookmark_interval: float = 1.0,
+        bookmark_interval: float = 60.0,
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
         port: int = 0,
@@ -172,6 +174,7 @@ class FakeAPIServer:
         self._registry = ResourceRegistry()
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
+        self.faults.attach_freezer(self._streams)
         self._router = Router(
             self,
             store=self._store,

@@ -391,7 +391,11 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
         made.append(Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock))
         return made[-1]
 
-    factory = SharedInformerFactory(kube_client, clock=clock, backoff=backoff, cache=cache)
+    # A silence deadline whose watchdog ticks (every 20th of it) come after the 7 s
+    # backoff, so that the clock's next deadline is the backoff's.
+    factory = SharedInformerFactory(
+        kube_client, clock=clock, backoff=backoff, cache=cache, watch_inactivity_timeout=300.0
+    )
     pods = factory.informer_for("pods")
     configmaps = factory.informer_for("configmaps")
     assert len(made) == 2
@@ -425,7 +429,7 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
             timeout=10,
         )
         await clock.wait_for_sleepers(1)  # the watch's inactivity watchdog
-        await clock.advance(45.0)  # the default deadline is at least 330 s
+        await clock.advance(45.0)  # the default deadline is 120 s
         await wait_until(
             lambda: reflector_statistics(informer).watches >= 2, poll=SOCKET_POLL, timeout=10
         )

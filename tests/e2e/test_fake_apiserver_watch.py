@@ -444,6 +444,57 @@ async def test_stalled_watch_sends_no_bytes_until_the_server_stops(
         assert await response.read() == b""
 
 
+async def test_freeze_silences_the_open_watches_while_later_ones_work(
+    fake_apiserver_factory: Factory, fake_clock: FakeClock, watch: WatchFactory
+) -> None:
+    server = await fake_apiserver_factory(clock=fake_clock, bookmark_interval=5.0)
+    server.create(pod("a"))
+    rv = server.resource_version
+    frozen = await watch(
+        server=server, resourceVersion=rv, allowWatchBookmarks="true", timeoutSeconds="30"
+    )
+    await server.wait_for_watchers(1)
+    configmaps = await watch(
+        "/api/v1/namespaces/default/configmaps", server=server, resourceVersion=rv
+    )
+    await server.wait_for_watchers(2)
+
+    assert server.faults.freeze_watches(resource="pods") == 1
+    server.create(pod("b"))
+    await fake_clock.advance(60.0)  # past two bookmarks and timeoutSeconds
+    fresh = await watch(server=server, resourceVersion=rv)
+    assert await fresh.events(1) == [("ADDED", "b")]
+    server.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    assert await configmaps.events(1) == [("ADDED", "c")]
+
+    frozen.response.close()  # the client gives up on the silent stream
+    await server.faults.wait_for("frozen_watch_closed")
+    assert [(r.kind, r.path) for r in server.faults.log] == [
+        ("freeze_watch", PODS),
+        ("frozen_watch_closed", PODS),
+    ]
+
+
+async def test_a_frozen_watch_sends_nothing_and_never_ends_cleanly(
+    fake_apiserver_factory: Factory, fake_clock: FakeClock, session: aiohttp.ClientSession
+) -> None:
+    server = await fake_apiserver_factory(clock=fake_clock, bookmark_interval=1.0)
+    params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "5"}
+    async with session.get(server.url + PODS, params=params) as response:
+        await server.wait_for_watchers(1)
+        assert server.faults.freeze_watches() == 1
+        server.create(pod("a"))
+        await fake_clock.advance(10.0)
+        await server.close()
+        received, error = await collect(response)
+    assert received == b""
+    assert isinstance(error, aiohttp.ClientPayloadError)
+
+
+def test_the_default_bookmark_interval_is_kube_apiservers_minute() -> None:
+    assert FakeAPIServer().bookmark_interval == 60.0
+
+
 async def test_watch_faults_can_target_one_resource(
     fake_apiserver: FakeAPIServer, watch: WatchFactory
 ) -> None:

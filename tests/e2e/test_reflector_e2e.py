@@ -192,6 +192,11 @@ def _restart(reset_history: bool) -> Step:
     return step
 
 
+async def _freeze(server: FakeAPIServer) -> None:
+    await server.wait_for_watchers(1)  # the reflector says WATCHING before its request lands
+    assert server.faults.freeze_watches() == 1
+
+
 CASES = [
     FaultCase(
         "drop-watch-cleanly",
@@ -230,6 +235,14 @@ CASES = [
         lambda s: s.faults.stall_watch(after=2),
         _nothing,
         "stall_watch",
+        WatchError,  # WatchTimeout from the inactivity watchdog
+        relists=False,
+    ),
+    FaultCase(
+        "frozen-watch",
+        lambda s: None,
+        _freeze,
+        "freeze_watch",
         WatchError,  # WatchTimeout from the inactivity watchdog
         relists=False,
     ),
@@ -385,12 +398,13 @@ FAULT_METHODS_COVERED = {
     "close_mid_line": {"close-mid-line"},
     "garbage_line": {"garbage-line"},
     "stall_watch": {"stalled-stream"},
+    "freeze_watches": {"frozen-watch"},
     "fail_next": {"429-burst-on-list-with-retry-after", "500-burst-on-list"},
     "latency": {"latency-on-every-request"},
     "refuse_connections": {"refused-connection"},
     "accept_connections": {"refused-connection"},
 }
-NOT_FAULTS = {"clear", "count", "record", "wait_for", "log"}
+NOT_FAULTS = {"attach_freezer", "clear", "count", "record", "wait_for", "log"}
 
 
 def test_every_fault_the_server_can_inject_has_a_case_here() -> None:

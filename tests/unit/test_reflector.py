@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._backoff import Backoff
+from aioinformer._watch_stream import DEADLINE_TICKS
 from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import (
     BadRequest,
@@ -32,6 +33,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import (
+    DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Reflector,
     ReflectorOptions,
     ReflectorState,
@@ -39,7 +41,7 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import HeldStore, RecordingStore, key_of
+from tests._support_reflector import HeldStore, RecordingStore, back_off_until_watching, key_of
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
@@ -333,12 +335,7 @@ async def test_connection_refused_on_watch_backs_off_exponentially_without_relis
     reflector = Reflector(lw, store, clock=clock, backoff=backoff)
     task = spawn(reflector.list_and_watch())
 
-    while lw.open_watches == 0:
-        await wait_until(
-            lambda: reflector.state is ReflectorState.BACKING_OFF or lw.open_watches > 0
-        )
-        if lw.open_watches == 0:
-            await clock.advance_to_next()
+    await back_off_until_watching(reflector, lw, clock)
 
     assert clock.monotonic() == pytest.approx(0.001 + 0.002 + 0.004 + 0.008 + 0.016)
     assert len(lw.list_calls) == 1
@@ -357,12 +354,7 @@ async def test_a_long_run_of_refusals_flattens_at_the_backoff_cap(
     reflector = Reflector(lw, store, clock=clock, backoff=backoff)
     task = spawn(reflector.list_and_watch())
 
-    while lw.open_watches == 0:
-        await wait_until(
-            lambda: reflector.state is ReflectorState.BACKING_OFF or lw.open_watches > 0
-        )
-        if lw.open_watches == 0:
-            await clock.advance_to_next()
+    await back_off_until_watching(reflector, lw, clock)
 
     unjittered = 0.001 + 0.002 + 0.004 + 0.008 + 0.016 + 0.032 + 34 * 0.05
     assert unjittered <= clock.monotonic() < 2 * unjittered
@@ -872,7 +864,7 @@ async def test_a_stalled_watch_is_closed_at_its_inactivity_deadline_and_reopened
 
     await clock.advance(89.0)
     assert len(lw.watch_calls) == 1
-    await clock.advance(90.0 * 0.1 + 1.0)
+    await clock.advance(90.0 * 0.05 + 1.0)
     await lw.wait_for_watch_calls(2)
     await lw.wait_for_watchers(1)
 
@@ -886,23 +878,42 @@ async def test_a_stalled_watch_is_closed_at_its_inactivity_deadline_and_reopened
     await stop(task)
 
 
-async def test_the_default_deadline_is_the_watch_timeout_plus_a_grace(
-    clock: FakeClock, store: RecordingStore
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        pytest.param(None, lambda timeout: DEFAULT_WATCH_INACTIVITY_TIMEOUT, id="default-120s"),
+        pytest.param(100.0, lambda timeout: 100.0, id="configured"),
+        pytest.param(10_000.0, lambda timeout: timeout + 30.0, id="huge-capped-at-timeout+30s"),
+    ],
+)
+async def test_a_frozen_watch_is_closed_between_one_and_1_05_times_its_deadline(
+    clock: FakeClock,
+    store: RecordingStore,
+    configured: float | None,
+    expected: Callable[[int], float],
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_watch()
-    reflector = Reflector(lw, store, clock=clock)
+    options = ReflectorOptions(watch_inactivity_timeout=configured)
+    reflector = Reflector(lw, store, clock=clock, options=options)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     timeout = lw.watch_calls[0].timeout_seconds
     assert timeout is not None
+    deadline = expected(timeout)
 
-    await clock.advance(timeout + 29.0)
+    await clock.advance(deadline - 1.0)
     assert len(lw.watch_calls) == 1
-    await clock.advance((timeout + 30.0) * 0.1 + 1.0)
+    await clock.advance(deadline * 0.05 + 1.0)
     await lw.wait_for_watch_calls(2)
+    assert len(lw.list_calls) == 1
 
     await stop(task)
+
+
+def test_the_default_deadline_is_two_bookmark_intervals_so_a_freeze_ends_within_130s() -> None:
+    assert DEFAULT_WATCH_INACTIVITY_TIMEOUT == 120.0
+    assert DEFAULT_WATCH_INACTIVITY_TIMEOUT * (1 + 1 / DEADLINE_TICKS) <= 130.0
 
 
 async def test_bookmarks_keep_a_quiet_watch_alive(clock: FakeClock, store: RecordingStore) -> None:
@@ -973,10 +984,10 @@ async def test_an_outside_cancel_racing_the_watchdog_still_cancels(
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
-    for _ in range(10):  # ten silent ticks of the watchdog
+    for _ in range(DEADLINE_TICKS):  # every silent tick of the watchdog
         await wait_until(lambda: bool(hand.sleeping))
         hand.sleeping.pop().set_result(None)
-        await asyncio.sleep(0)  # the watchdog runs; on the tenth tick it interrupts
+        await asyncio.sleep(0)  # the watchdog runs; on the last tick it interrupts
     task.cancel()  # ...and the outside cancel lands before the reader resumes
 
     with pytest.raises(asyncio.CancelledError):

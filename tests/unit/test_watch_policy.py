@@ -10,10 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from aioinformer._watch_policy import (
+    REPEATED_FAILURES,
     SHORT_WATCH,
+    FailureStreak,
     InternalErrorRetry,
     Step,
     WatchEnd,
+    failure_level,
     is_expired,
     is_internal_error,
     is_too_large,
@@ -32,6 +35,7 @@ from aioinformer.errors import (
 from aioinformer.testing import FakeClock
 
 GONE = Gone({"message": "too old resource version", "reason": "Expired"})
+BUILTIN_REFUSED = ConnectionRefusedError(111, "Connection refused")
 THROTTLED = TooManyRequests({"message": "slow down"}, retry_after=2.0)
 INTERNAL = ServerError({"code": 500, "reason": "InternalError", "message": "no leader"})
 STORAGE = ServerError({"code": 500, "reason": "StorageReadError", "message": "corrupt"})
@@ -95,6 +99,10 @@ WATCH_CASES = [
         Case(WatchEnd(REFUSED, opened=False), Step.BACK_OFF, (REFUSED,)), id="request-refused"
     ),
     pytest.param(
+        Case(WatchEnd(BUILTIN_REFUSED, opened=False), Step.BACK_OFF, (BUILTIN_REFUSED,)),
+        id="request-refused-builtin-error",
+    ),
+    pytest.param(
         Case(WatchEnd(THROTTLED, opened=False), Step.BACK_OFF, (THROTTLED,)), id="request-429"
     ),
     pytest.param(
@@ -149,6 +157,11 @@ WATCH_CASES = [
             level=logging.WARNING,
         ),
         id="broken-at-once-relist",
+    ),
+    # Answered 200, then broken before the first event: an open watch ending.
+    pytest.param(
+        Case(WatchEnd(BROKEN, opened=True, events=0, elapsed=LONG), Step.REWATCH, (BROKEN,)),
+        id="opened-broken-before-any-event-rewatch",
     ),
     # Anything else from the source is a bug there: raise it.
     pytest.param(Case(WatchEnd(BUG, elapsed=LONG), Step.RAISE, (BUG,)), id="unexpected-raise"),
@@ -283,3 +296,28 @@ def test_internal_errors_are_never_retried_with_no_window() -> None:
     retry.after(INTERNAL)
 
     assert not retry.should_retry()
+
+
+@pytest.mark.parametrize(
+    ("error", "level"),
+    [
+        pytest.param(GONE, logging.INFO, id="410-relisted"),
+        pytest.param(TOO_LARGE, logging.INFO, id="too-large-relisted-latest"),
+        pytest.param(FORBIDDEN, logging.WARNING, id="403"),
+        pytest.param(INTERNAL, logging.WARNING, id="500"),
+        pytest.param(NO_ROUTE, logging.WARNING, id="no-route"),
+    ],
+)
+def test_a_failed_list_and_watch_is_loud_only_when_a_user_should_look(
+    error: BaseException, level: int
+) -> None:
+    assert failure_level(error) == level
+
+
+def test_a_streak_of_failed_watches_turns_loud_at_the_third_and_an_event_ends_it() -> None:
+    streak = FailureStreak()
+    failed = WatchEnd(BROKEN, events=0, elapsed=LONG)
+    assert [streak.after(failed) for _ in range(REPEATED_FAILURES)] == [False, False, True]
+    assert streak.after(WatchEnd(BROKEN, events=1, elapsed=LONG)) is False
+    assert streak.after(failed) is False
+    assert streak.after(WatchEnd(events=0, elapsed=LONG)) is False
