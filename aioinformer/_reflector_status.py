@@ -16,8 +16,8 @@ the store), the start of each watch (so that a freshly opened watch has a whole 
 before it is judged silent), and progress on a watch stream: any item read, a
 ``BOOKMARK`` or an event that was then skipped as malformed included. Progress is not
 stamped per event (that path gets no clock read): the inactivity check, which already
-runs every tenth of the deadline and compares the items read with what it saw last,
-stamps the time when it sees some. So the record lags the last item by at most a tenth
+runs every twentieth of the deadline and compares the items read with what it saw last,
+stamps the time when it sees some. So the record lags the last item by at most a twentieth
 of the deadline and errs towards "heard recently"; the liveness window
 (:mod:`aioinformer.health`) is three quarters of the deadline, wide enough for that.
 While a slow store call holds the reader up nothing new is read, so nothing is heard:

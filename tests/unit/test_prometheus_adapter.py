@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from aioinformer._watch_stream import DEADLINE_TICKS
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
 from aioinformer.leaderelection import LeaderElector
-from aioinformer.reflector import Reflector
+from aioinformer.reflector import DEFAULT_WATCH_INACTIVITY_TIMEOUT, Reflector
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import RateLimitingQueue, WorkQueue
 from tests._support_reflector import RecordingStore
@@ -151,8 +152,10 @@ async def test_reflector_traffic_shows_up_under_client_go_and_aioinformer_names(
     lw.add(pod("c"))
     lw.modify(pod("c"))
     await wait_until(lambda: reflector.statistics().events == 2)
-    await fake_clock.advance(27.0)  # heard as the watch started, at 0 s
-    assert sample(registry, "aioinformer_reflector_seconds_since_heard", "pods") == 27.0
+    await fake_clock.advance(27.0)
+    # The two events are stamped as heard by the first inactivity check, one tick in.
+    tick = DEFAULT_WATCH_INACTIVITY_TIMEOUT / DEADLINE_TICKS
+    assert sample(registry, "aioinformer_reflector_seconds_since_heard", "pods") == 27.0 - tick
     lw.drop_watches()
     await lw.wait_for_watch_calls(2)
     await stop(task)

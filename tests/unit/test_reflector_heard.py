@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aioinformer._watch_stream import DEADLINE_TICKS
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Coroutine
 
 DEADLINE = 100.0
-TICK = DEADLINE / 10
+TICK = DEADLINE / DEADLINE_TICKS
 
 
 def pod(name: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from aioinformer._backoff import Backoff
 from aioinformer._metric_recorders import FLUSH_PERIOD, ReflectorMetrics, new_reflector_metrics
 from aioinformer._metrics import set_metrics_provider
+from aioinformer._watch_stream import DEADLINE_TICKS
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
@@ -187,7 +188,8 @@ async def test_seconds_since_heard_grows_in_silence_and_resets_when_the_server_s
     clock: FakeClock, provider: RecordingProvider
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    # A 100 s deadline: the inactivity check, which notes progress, runs every 10 s.
+    # A 100 s deadline: the inactivity check, which notes progress, runs every tick.
+    tick = 100.0 / DEADLINE_TICKS
     options = ReflectorOptions(watch_inactivity_timeout=100.0)
     reflector = Reflector(
         lw, RecordingStore(), clock=clock, options=options, metrics_provider=provider
@@ -203,8 +205,8 @@ async def test_seconds_since_heard_grows_in_silence_and_resets_when_the_server_s
 
     lw.send_bookmark()
     await wait_until(lambda: reflector.statistics().events == 1)
-    await clock.advance(15.0)  # the check at 50 s saw the bookmark
-    assert seconds_since_heard() == 5.0
+    await clock.advance(15.0)  # the check one tick after the bookmark saw it
+    assert seconds_since_heard() == 15.0 - tick
 
     await stop(task)
     assert math.isnan(seconds_since_heard())
