@@ -231,7 +231,9 @@ class HandlerMetricsProvider(Protocol):
     ``new_informer_queued_deltas_metric`` is called once per informer when it starts; the
     handler methods once per handler (``add_event_handler``), when it is added. The
     ``handler_``/``informer_`` prefixes keep the names apart from
-    :class:`MetricsProvider`'s (``new_latency_metric`` is the workqueue's).
+    :class:`MetricsProvider`'s (``new_latency_metric`` is the workqueue's). Returning the
+    same object for two handlers (two handlers of one informer with the same name, in
+    ``prometheus_client``) merges their values: name handlers apart (``name=``).
     """
 
     def new_handler_pending_metric(self, informer: str, handler: str) -> SettableGaugeMetric:

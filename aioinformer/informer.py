@@ -334,7 +334,7 @@ class SharedIndexInformer:
             start=True,
             keys_only=keys_only,
             run_in_thread=run_in_thread,
-            slow_thresholds=slow_thresholds or self._slow_handler_thresholds,
+            slow_thresholds=slow_thresholds,
         )
 
     def events(

@@ -28,6 +28,8 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
+    from aioinformer.testing import FakeClock
+
 
 def pod(name: str, rv: str = "1") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv}}
@@ -221,6 +223,39 @@ async def test_a_late_handlers_snapshot_counts_as_queued_when_it_is_added(
     await wait_until(lambda: len(calls) == 2)
     assert listener.statistics().latency_max == 0.5
     assert listener.has_synced()
+
+
+@pytest.mark.parametrize(
+    ("informer_bound", "handler_bound", "slow_calls"),
+    [(10.0, None, 0), (10.0, 1.0, 1), (1.0, None, 1)],
+    ids=["informer-bound-holds", "handler-bound-wins", "informer-bound-trips"],
+)
+async def test_an_informer_sets_its_handlers_default_bounds_and_a_handler_its_own(
+    fake_clock: FakeClock, informer_bound: float, handler_bound: float | None, slow_calls: int
+) -> None:
+    source = FakeListerWatcher()
+    source.add(pod("a"))
+    informer = SharedIndexInformer(
+        source,
+        clock=fake_clock,
+        slow_handler_thresholds=SlowHandlerThresholds(total=informer_bound),
+    )
+    returned = asyncio.Event()
+
+    async def on_add(obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        await fake_clock.advance(6.0)
+        returned.set()
+
+    registration = informer.add_event_handler(
+        on_add=on_add,
+        slow_thresholds=None
+        if handler_bound is None
+        else SlowHandlerThresholds(total=handler_bound),
+    )
+    async with informer:
+        await returned.wait()
+        await settle(1)
+        assert registration.statistics().slow_calls == slow_calls
 
 
 # -- a real blocking handler ---------------------------------------------------------------
