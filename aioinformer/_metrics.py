@@ -452,8 +452,19 @@ def new_handler_metrics(informer: str, handler: str) -> HandlerMetrics | None:
     )
 
 
-def new_queued_deltas_metric(informer: str) -> SettableGaugeMetric | None:
-    """The DeltaFIFO depth gauge of informer ``informer``, or ``None`` as for
-    :func:`new_handler_metrics`."""
+class _NoGauge:
+    """The queued-deltas gauge of an informer without a provider: setting it costs a call."""
+
+    __slots__ = ()
+
+    def set(self, value: float) -> None:
+        pass
+
+
+def new_queued_deltas_metric(informer: str) -> SettableGaugeMetric:
+    """The DeltaFIFO depth gauge of informer ``informer``; a no-op one when the installed
+    provider (if any) does not implement :class:`HandlerMetricsProvider`."""
     provider = _handler_metrics_provider()
-    return None if provider is None else provider.new_informer_queued_deltas_metric(informer)
+    if provider is None:
+        return _NoGauge()
+    return provider.new_informer_queued_deltas_metric(informer)

@@ -308,11 +308,9 @@ class SharedIndexInformer:
         1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
         the handler's queue, with ``overflow`` ``"block"`` (backpressure) or
         ``"coalesce"`` (newest state per key); see :mod:`aioinformer.processor`.
-
-        ``run_in_thread=True`` runs each (sync) callback in a worker thread, one call at a
-        time, so a blocking one does not stall the event loop (an async callback raises
-        ``TypeError``). A call past ``slow_thresholds`` (default: the informer's) is logged
-        once per slow episode; see :mod:`aioinformer._handler_calls`.
+        ``run_in_thread=True`` runs each sync callback in a worker thread, one at a time
+        (``TypeError`` for an async one). A call past ``slow_thresholds`` (default: the
+        informer's) is logged once per slow episode (see :mod:`aioinformer._handler_calls`).
 
         Added to a running informer, the handler first receives ``on_add(obj, True)`` for
         each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
@@ -334,7 +332,7 @@ class SharedIndexInformer:
             start=True,
             keys_only=keys_only,
             run_in_thread=run_in_thread,
-            slow_thresholds=slow_thresholds,
+            slow_thresholds=slow_thresholds or self._slow_handler_thresholds,
         )
 
     def events(
@@ -381,8 +379,7 @@ class SharedIndexInformer:
         overflow: OverflowPolicy,
         start: bool,
         keys_only: bool = False,
-        run_in_thread: bool = False,
-        slow_thresholds: SlowHandlerThresholds | None = None,
+        **options: Any,  # for ProcessorListener: run_in_thread, slow_thresholds
     ) -> HandlerRegistration:
         if self._state is InformerState.STOPPED:
             raise InformerStoppedError(
@@ -433,9 +430,8 @@ class SharedIndexInformer:
                 keys_only=keys_only,
                 to_model=self._to_model if self._model is not None else None,
             ),
-            run_in_thread=run_in_thread,
-            slow_thresholds=slow_thresholds or self._slow_handler_thresholds,
             metrics=new_handler_metrics(self.name, name) if start else None,
+            **options,
         )
         if started:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
@@ -663,8 +659,7 @@ class SharedIndexInformer:
         processor = self._processor
         queued = new_queued_deltas_metric(self.name)
         while True:
-            if queued is not None:
-                queued.set(len(fifo))
+            queued.set(len(fifo))
             # No more keys than the fullest "block" handler has room for.
             max_keys = processor.room(DEFAULT_BATCH_KEYS)
             if not max_keys:

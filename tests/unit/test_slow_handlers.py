@@ -320,6 +320,21 @@ async def test_a_threaded_handler_blocks_its_thread_not_the_loop() -> None:
     assert threading.get_ident() not in threads
 
 
+async def test_a_threaded_keys_only_handler_gets_keys_in_its_worker_thread() -> None:
+    source = FakeListerWatcher()
+    source.add(pod("a"))
+    informer = SharedIndexInformer(source)
+    received: list[tuple[str, bool]] = []
+
+    def on_add(key: str, is_in_initial_list: bool) -> None:
+        received.append((key, threading.current_thread() is threading.main_thread()))
+
+    informer.add_event_handler(on_add=on_add, keys_only=True, run_in_thread=True)
+    async with informer:
+        await wait_until(lambda: bool(received), poll=0.001)
+    assert received == [("default/a", False)]
+
+
 async def test_run_in_thread_refuses_an_async_callback() -> None:
     informer = SharedIndexInformer(FakeListerWatcher())
 
