@@ -6,14 +6,15 @@ call. :func:`bind_calls` settles once, at registration, how each callback is cal
 (awaited or not, converted first or not, in a worker thread or on the event loop) and how
 long it may take before it counts as slow; :func:`report_slow_call` writes the warning of
 a slow episode; :func:`latency_summary` turns the recent delivery latencies into
-percentiles for ``statistics()``.
+percentiles for the :class:`HandlerStatistics` record ``statistics()`` returns.
 
 Input: the user's ``on_add``/``on_update``/``on_delete`` callbacks and the handler's
 options. Output: :data:`Call` tuples the listener's delivery loop unpacks per
 notification, and log records.
 
-Slow calls: a call is timed with one clock read before and one after it, nothing else on
-the per-call path. A sync callback run on the event loop holds the loop for its whole
+Slow calls: a call is timed with one clock read, as it returns (it started when the
+previous call of the same delivery round returned), nothing else on the per-call path. A
+sync callback run on the event loop holds the loop for its whole
 duration, stalling every informer and handler on it, so its bound is short
 (:attr:`SlowHandlerThresholds.loop`, 0.1 s by default, the figure client-go's slow
 processing trace uses). An async callback, or a sync one run in a worker thread, only
@@ -22,8 +23,10 @@ delays its own handler, so its bound is on its total duration and long
 under the minutes a stuck call would go unnoticed). A slow call is reported once per
 *episode*: the first slow call warns, the following slow calls only count
 (``slow_calls`` in the handler's statistics) until a call of that handler finishes under
-its bound again, which ends the episode. A call is judged when it ends; one that never
-returns is never reported (its handler's ``pending`` count shows it).
+its bound again, which ends the episode. A sync call is judged when it returns (until
+then it holds the loop). An awaited call is also judged while it runs, each time
+notifications are queued for its handler: one stuck on an await that never completes is
+reported as "has been running for" once new events wait behind it.
 
 Worker threads: with ``run_in_thread=True`` each sync callback runs through the event
 loop's default executor, one call at a time per handler (the listener awaits each before
@@ -44,7 +47,7 @@ import contextvars
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._runner import is_async_callable, reads_argument, wait_regardless
 
@@ -57,10 +60,13 @@ __all__ = [
     "Call",
     "EventHandler",
     "HandlerFunc",
+    "HandlerStatistics",
+    "OverflowPolicy",
     "SlowHandlerThresholds",
     "bind_calls",
     "handler_name",
     "latency_summary",
+    "report_running_call",
     "report_slow_call",
 ]
 
@@ -123,6 +129,43 @@ class SlowHandlerThresholds:
 
 
 DEFAULT_SLOW_HANDLER_THRESHOLDS: Final = SlowHandlerThresholds()
+
+
+OverflowPolicy = Literal["block", "coalesce"]
+"""What a bounded handler queue does at its bound (see :mod:`aioinformer.processor`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerStatistics:
+    """A snapshot of one handler's delivery counters."""
+
+    name: str
+    """The handler's name (its ``name=`` or its function's qualified name)."""
+    pending: int
+    """Notifications queued and not yet delivered."""
+    delivered: int
+    """Notifications handed to the handler (including those it failed on)."""
+    failed: int
+    """Calls that raised."""
+    coalesced: int
+    """Notifications merged into a pending one (``overflow="coalesce"`` only)."""
+    max_pending: int | None
+    """The queue bound, or ``None`` for unbounded."""
+    overflow: OverflowPolicy
+    """What happens at the bound."""
+    resync_period: float
+    """The effective resync period in seconds (0 = never)."""
+    slow_calls: int = 0
+    """Calls that ran past the handler's slow bound (see :class:`SlowHandlerThresholds`);
+    each episode of them is logged once."""
+    latency_p50: float | None = None
+    """Delivery latency, median: seconds from a notification being queued for this
+    handler to its call returning, over its last 1024 calls; ``None`` before the first
+    call (and always for an ``events()`` stream, which is pulled, not called)."""
+    latency_p99: float | None = None
+    """Delivery latency, 99th percentile, over the same calls."""
+    latency_max: float | None = None
+    """Delivery latency, maximum, over the same calls."""
 
 
 Call: TypeAlias = "tuple[HandlerFunc, bool, bool, float]"
@@ -219,6 +262,26 @@ def report_slow_call(
         _KIND_NAMES[kind],
         limit,
     )
+
+
+def report_running_call(
+    name: str, awaiting: tuple[int, float, float], now: float, *, threaded: bool
+) -> bool:
+    """Warn, and return True, if the call ``awaiting`` describes (its kind, start and
+    bound) has run past its bound by ``now``; return False otherwise."""
+    kind, started, limit = awaiting
+    if now - started <= limit:
+        return False
+    logger.warning(
+        "event handler %s has been running for %.3fs on %s%s (slow past %ss; further slow "
+        "calls are counted, not logged, until one is fast again)",
+        name,
+        now - started,
+        _KIND_NAMES[kind],
+        " in its worker thread" if threaded else "",
+        limit,
+    )
+    return True
 
 
 def latency_summary(samples: Iterable[float]) -> tuple[float | None, float | None, float | None]:

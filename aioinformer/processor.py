@@ -83,8 +83,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._handler_calls import (
@@ -92,9 +91,12 @@ from aioinformer._handler_calls import (
     LATENCY_WINDOW,
     EventHandler,
     HandlerFunc,
+    HandlerStatistics,
+    OverflowPolicy,
     SlowHandlerThresholds,
     bind_calls,
     latency_summary,
+    report_running_call,
     report_slow_call,
 )
 from aioinformer._metrics import HandlerMetricsProvider
@@ -140,8 +142,6 @@ _BATCH: Final = 256
 # How many notifications a listener delivers before yielding to the event loop, so a busy
 # handler cannot starve the reflector or the other handlers.
 
-OverflowPolicy = Literal["block", "coalesce"]
-
 
 def determine_resync_period(desired: float, check: float) -> float:
     """The resync period a handler gets for a ``desired`` period, given the informer's
@@ -161,39 +161,6 @@ def determine_resync_period(desired: float, check: float) -> float:
         logger.warning("resync period %ss raised to the resync check period %ss", desired, check)
         return check
     return desired
-
-
-@dataclass(frozen=True, slots=True)
-class HandlerStatistics:
-    """A snapshot of one handler's delivery counters."""
-
-    name: str
-    """The handler's name (its ``name=`` or its function's qualified name)."""
-    pending: int
-    """Notifications queued and not yet delivered."""
-    delivered: int
-    """Notifications handed to the handler (including those it failed on)."""
-    failed: int
-    """Calls that raised."""
-    coalesced: int
-    """Notifications merged into a pending one (``overflow="coalesce"`` only)."""
-    max_pending: int | None
-    """The queue bound, or ``None`` for unbounded."""
-    overflow: OverflowPolicy
-    """What happens at the bound."""
-    resync_period: float
-    """The effective resync period in seconds (0 = never)."""
-    slow_calls: int = 0
-    """Calls that ran past the handler's slow bound (see :class:`SlowHandlerThresholds`);
-    each episode of them is logged once."""
-    latency_p50: float | None = None
-    """Delivery latency, median: seconds from a notification being queued for this
-    handler to its call returning, over its last 1024 calls; ``None`` before the first
-    call (and always for an ``events()`` stream, which is pulled, not called)."""
-    latency_p99: float | None = None
-    """Delivery latency, 99th percentile, over the same calls."""
-    latency_max: float | None = None
-    """Delivery latency, maximum, over the same calls."""
 
 
 class ProcessorListener:
@@ -266,6 +233,11 @@ class ProcessorListener:
         self.delivered = 0
         self.failed = 0
         self.slow_calls = 0
+        # True from a slow call until a call is under its bound again: only the first
+        # slow call of such an episode is logged.
+        self._slow_episode = False
+        # While an awaited call runs: its (kind, start, bound), for stamp() to judge.
+        self._awaiting: tuple[int, float, float] | None = None
         # Entries taken from the queue as None (coalesced away). With ``delivered`` it
         # numbers every entry ever taken: the next one taken is entry
         # ``delivered + _skipped`` since the listener was built.
@@ -342,6 +314,11 @@ class ProcessorListener:
         stamps = self._stamps
         if stamps is not None:
             stamps.append((self.delivered + self._skipped + len(self._queue.items), now))
+        awaiting = self._awaiting
+        if awaiting is not None and not self._slow_episode:
+            self._slow_episode = report_running_call(
+                self.name, awaiting, now, threaded=self.run_in_thread
+            )
         metrics = self.metrics
         if metrics is not None:
             metrics.pending.set(len(self._queue))
@@ -407,9 +384,6 @@ class ProcessorListener:
         taken = self.delivered + self._skipped
         stamp_end = 0
         stamp_time = 0.0
-        # True from a slow call until a call is under its bound again: only the first
-        # slow call of such an episode is logged.
-        slow_episode = False
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
@@ -438,6 +412,7 @@ class ProcessorListener:
                     started = ended
                     try:
                         if is_async:
+                            self._awaiting = (kind, started, limit)
                             await (fn(a) if unary else fn(a, b))
                         elif unary:
                             fn(a)
@@ -465,10 +440,11 @@ class ProcessorListener:
                             _KIND_NAMES[kind],
                         )
                     ended = timer()
+                    self._awaiting = None
                     if ended - started > limit:
                         self.slow_calls += 1
-                        if not slow_episode:
-                            slow_episode = True
+                        if not self._slow_episode:
+                            self._slow_episode = True
                             report_slow_call(
                                 self.name,
                                 kind,
@@ -478,7 +454,7 @@ class ProcessorListener:
                                 threaded=self.run_in_thread,
                             )
                     else:
-                        slow_episode = False
+                        self._slow_episode = False
                     if taken > stamp_end:
                         # The entry just taken (number taken - 1) was queued by the time
                         # of the first stamp counting past it; earlier stamps are spent.

@@ -132,6 +132,40 @@ async def test_an_async_handler_is_judged_on_its_whole_call_against_the_longer_b
     assert listener.statistics().slow_calls == 1
 
 
+async def test_an_awaited_call_stuck_past_its_bound_is_reported_while_it_runs(
+    processor: SharedProcessor, clock: HandClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = asyncio.Event()
+    returned: list[str] = []
+
+    async def on_add(obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        if obj["metadata"]["name"] == "stuck":
+            await release.wait()
+        returned.append(obj["metadata"]["name"])
+
+    listener = ProcessorListener(name="waiter", on_add=on_add)
+    processor.add_listener(listener)
+    processor.distribute(Notification(ADD, pod("stuck"), False), False)
+    await settle()
+    clock.now = 4.0
+    processor.distribute(Notification(ADD, pod("early"), False), False)
+    assert slow_warnings(caplog) == []  # 4 s in: under the 5 s bound
+
+    clock.now = 7.5
+    processor.distribute(Notification(ADD, pod("waiting"), False), False)
+    processor.distribute(Notification(ADD, pod("more"), False), False)
+    assert slow_warnings(caplog) == [
+        "event handler waiter has been running for 7.500s on add (slow past 5.0s; further "
+        "slow calls are counted, not logged, until one is fast again)"
+    ]
+    release.set()
+    await wait_until(lambda: len(returned) == 4)
+    await settle(1)
+    # The call counts once it returns, in the episode its warning opened.
+    assert len(slow_warnings(caplog)) == 1
+    assert listener.statistics().slow_calls == 1
+
+
 async def test_a_handler_can_be_given_its_own_slow_bounds(
     processor: SharedProcessor, clock: HandClock, caplog: pytest.LogCaptureFixture
 ) -> None:
