@@ -440,7 +440,8 @@ class ProcessorListener:
                             _KIND_NAMES[kind],
                         )
                     ended = timer()
-                    self._awaiting = None
+                    if is_async:
+                        self._awaiting = None
                     if ended - started > limit:
                         self.slow_calls += 1
                         if not self._slow_episode:
@@ -453,7 +454,7 @@ class ProcessorListener:
                                 awaited=is_async,
                                 threaded=self.run_in_thread,
                             )
-                    else:
+                    elif self._slow_episode:
                         self._slow_episode = False
                     if taken > stamp_end:
                         # The entry just taken (number taken - 1) was queued by the time
