@@ -1,11 +1,14 @@
 """Metrics: the seam between aioinformer's components and a metrics backend.
 
 The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven metrics,
-recorded by this module), and the optional :class:`ReflectorMetricsProvider` and
+recorded by this module), the optional :class:`ReflectorMetricsProvider` and
 :class:`LeaderMetricsProvider`, whose recorders are in
-:mod:`aioinformer._metric_recorders`. One provider object usually implements them all;
-:func:`set_metrics_provider` installs it for every component created afterwards, and a
-component whose protocol the installed provider lacks records nothing.
+:mod:`aioinformer._metric_recorders`, and the optional :class:`HandlerMetricsProvider`
+(pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
+informer), recorded by the processor and the informer themselves. One provider object
+usually implements them all; :func:`set_metrics_provider` installs it for every
+component created afterwards, and a component whose protocol the installed provider lacks
+records nothing.
 
 The workqueue half, in detail:
 
@@ -29,6 +32,7 @@ the ones ``prometheus_client`` uses, so its labelled children satisfy them direc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
@@ -41,6 +45,8 @@ __all__ = [
     "AnyMetricsProvider",
     "CounterMetric",
     "GaugeMetric",
+    "HandlerMetrics",
+    "HandlerMetricsProvider",
     "HistogramMetric",
     "LeaderMetricsProvider",
     "MetricsProvider",
@@ -48,7 +54,9 @@ __all__ = [
     "ReflectorMetricsProvider",
     "SettableGaugeMetric",
     "get_metrics_provider",
+    "new_handler_metrics",
     "new_queue_metrics",
+    "new_queued_deltas_metric",
     "set_metrics_provider",
 ]
 
@@ -215,7 +223,41 @@ class LeaderMetricsProvider(Protocol):
         ...
 
 
-AnyMetricsProvider: TypeAlias = MetricsProvider | ReflectorMetricsProvider | LeaderMetricsProvider
+@runtime_checkable
+class HandlerMetricsProvider(Protocol):
+    """Makes the metric objects of one informer and of each of its pushed handlers,
+    labelled by the informer's name and the handler's name.
+
+    ``new_informer_queued_deltas_metric`` is called once per informer when it starts; the
+    handler methods once per handler (``add_event_handler``), when it is added. The
+    ``handler_``/``informer_`` prefixes keep the names apart from
+    :class:`MetricsProvider`'s (``new_latency_metric`` is the workqueue's). Returning the
+    same object for two handlers (two handlers of one informer with the same name, in
+    ``prometheus_client``) merges their values: name handlers apart (``name=``).
+    """
+
+    def new_handler_pending_metric(self, informer: str, handler: str) -> SettableGaugeMetric:
+        """Notifications queued for the handler and not yet delivered
+        (``aioinformer_handler_pending``)."""
+        ...
+
+    def new_handler_latency_metric(self, informer: str, handler: str) -> HistogramMetric:
+        """Seconds from a notification being queued for the handler to its call returning
+        (``aioinformer_handler_latency_seconds``)."""
+        ...
+
+    def new_handler_errors_metric(self, informer: str, handler: str) -> CounterMetric:
+        """Handler calls that raised (``aioinformer_handler_errors_total``)."""
+        ...
+
+    def new_informer_queued_deltas_metric(self, informer: str) -> SettableGaugeMetric:
+        """Keys waiting in the informer's DeltaFIFO (``aioinformer_informer_queued_deltas``)."""
+        ...
+
+
+AnyMetricsProvider: TypeAlias = (
+    MetricsProvider | ReflectorMetricsProvider | LeaderMetricsProvider | HandlerMetricsProvider
+)
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
 (usually all of them); each component uses the protocols the provider implements."""
 
@@ -375,3 +417,54 @@ def new_queue_metrics(name: str, provider: MetricsProvider | None, *, clock: Clo
     if not isinstance(installed, MetricsProvider):
         return _NO_METRICS
     return _ProviderQueueMetrics(installed, name, clock)
+
+
+# -- informer and handler metrics ------------------------------------------------------
+#
+# The installed provider is used for them only if it implements HandlerMetricsProvider,
+# so a provider written for the workqueue alone keeps working.
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerMetrics:
+    """The metric objects one handler writes to."""
+
+    pending: SettableGaugeMetric
+    latency: HistogramMetric
+    errors: CounterMetric
+
+
+def _handler_metrics_provider() -> HandlerMetricsProvider | None:
+    provider = _installed_provider
+    return provider if isinstance(provider, HandlerMetricsProvider) else None
+
+
+def new_handler_metrics(informer: str, handler: str) -> HandlerMetrics | None:
+    """The metrics of handler ``handler`` of informer ``informer``, or ``None`` when the
+    installed provider (if any) does not implement :class:`HandlerMetricsProvider`."""
+    provider = _handler_metrics_provider()
+    if provider is None:
+        return None
+    return HandlerMetrics(
+        pending=provider.new_handler_pending_metric(informer, handler),
+        latency=provider.new_handler_latency_metric(informer, handler),
+        errors=provider.new_handler_errors_metric(informer, handler),
+    )
+
+
+class _NoGauge:
+    """The queued-deltas gauge of an informer without a provider: setting it costs a call."""
+
+    __slots__ = ()
+
+    def set(self, value: float) -> None:
+        pass
+
+
+def new_queued_deltas_metric(informer: str) -> SettableGaugeMetric:
+    """The DeltaFIFO depth gauge of informer ``informer``; a no-op one when the installed
+    provider (if any) does not implement :class:`HandlerMetricsProvider`."""
+    provider = _handler_metrics_provider()
+    if provider is None:
+        return _NoGauge()
+    return provider.new_informer_queued_deltas_metric(informer)

@@ -70,7 +70,9 @@ from aioinformer._compact import (
     handler_converter,
     notified_key,
 )
+from aioinformer._handler_calls import SlowHandlerThresholds, handler_name
 from aioinformer._meta import same_resource_version
+from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
@@ -154,7 +156,8 @@ class SharedIndexInformer:
 
     ``model`` makes listers, handlers and ``events()`` see that pydantic model instead of
     raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
-    resync timers and the reflector's waits (tests pass a ``FakeClock``).
+    resync timers, the reflector's waits and handler timing (tests pass a ``FakeClock``).
+    ``slow_handler_thresholds`` is the default bound of ``add_event_handler``'s.
 
     Passed to the :class:`~aioinformer.reflector.Reflector`: ``watch_error_handler``,
     ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
@@ -191,6 +194,7 @@ class SharedIndexInformer:
         gc_policy: GCPolicy | None = None,
         reflector_options: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
+        slow_handler_thresholds: SlowHandlerThresholds | None = None,
     ) -> None:
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
@@ -221,6 +225,7 @@ class SharedIndexInformer:
         self._transform = transform
         self._watch_error_handler = watch_error_handler
         self._backoff = backoff
+        self._slow_handler_thresholds = slow_handler_thresholds or SlowHandlerThresholds()
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -285,6 +290,8 @@ class SharedIndexInformer:
         max_pending: int | None = None,
         overflow: OverflowPolicy = "block",
         keys_only: bool = False,
+        run_in_thread: bool = False,
+        slow_thresholds: SlowHandlerThresholds | None = None,
     ) -> HandlerRegistration:
         """Register a handler: an object with ``on_add``/``on_update``/``on_delete``
         methods, and/or those callbacks as keywords (a keyword wins over the method).
@@ -301,6 +308,9 @@ class SharedIndexInformer:
         1 s, and an informer created without resync gives 0 (never). ``max_pending`` bounds
         the handler's queue, with ``overflow`` ``"block"`` (backpressure) or
         ``"coalesce"`` (newest state per key); see :mod:`aioinformer.processor`.
+        ``run_in_thread=True`` runs each sync callback in a worker thread, one at a time
+        (``TypeError`` for an async one). A call past ``slow_thresholds`` (default: the
+        informer's) is logged once per slow episode (see :mod:`aioinformer._handler_calls`).
 
         Added to a running informer, the handler first receives ``on_add(obj, True)`` for
         each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
@@ -310,7 +320,7 @@ class SharedIndexInformer:
             on_update = on_update or getattr(handler, "on_update", None)
             on_delete = on_delete or getattr(handler, "on_delete", None)
         if name is None:
-            name = _handler_name(handler, on_add, on_update, on_delete)
+            name = handler_name(handler, on_add, on_update, on_delete)
         return self._register(
             name=name,
             on_add=on_add,
@@ -321,6 +331,8 @@ class SharedIndexInformer:
             overflow=overflow,
             start=True,
             keys_only=keys_only,
+            run_in_thread=run_in_thread,
+            slow_thresholds=slow_thresholds or self._slow_handler_thresholds,
         )
 
     def events(
@@ -367,6 +379,7 @@ class SharedIndexInformer:
         overflow: OverflowPolicy,
         start: bool,
         keys_only: bool = False,
+        **options: Any,  # for ProcessorListener: run_in_thread, slow_thresholds
     ) -> HandlerRegistration:
         if self._state is InformerState.STOPPED:
             raise InformerStoppedError(
@@ -417,6 +430,8 @@ class SharedIndexInformer:
                 keys_only=keys_only,
                 to_model=self._to_model if self._model is not None else None,
             ),
+            metrics=new_handler_metrics(self.name, name) if start else None,
+            **options,
         )
         if started:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
@@ -642,7 +657,9 @@ class SharedIndexInformer:
     async def _pop_loop(self, fifo: DeltaFIFO) -> None:
         process = self._handle_batch
         processor = self._processor
+        queued = new_queued_deltas_metric(self.name)
         while True:
+            queued.set(len(fifo))
             # No more keys than the fullest "block" handler has room for.
             max_keys = processor.room(DEFAULT_BATCH_KEYS)
             if not max_keys:
@@ -749,16 +766,6 @@ class SharedIndexInformer:
 
 class _StageEnded(RuntimeError):
     """One of the informer's stages ended by itself; the informer stopped."""
-
-
-def _handler_name(handler: object, *funcs: Callable[..., Any] | None) -> str:
-    if handler is not None:
-        return type(handler).__qualname__
-    for func in funcs:
-        if func is not None:
-            qualname = getattr(func, "__qualname__", None)
-            return qualname or type(func).__qualname__
-    return "handler"
 
 
 def _describe(lister_watcher: object) -> str:

@@ -65,29 +65,54 @@ pushed listener. A listener added while it runs is put on a start queue that ``r
 itself drains, so no task is ever created from the caller's stack. Removing a listener
 drops its undelivered notifications and lets a handler call already running finish;
 cancelling ``run()`` cancels every listener task, including a handler call that never
-returns.
+returns (a call running in a worker thread, ``run_in_thread=True``, cannot be cancelled:
+its task waits for it to return).
+
+Watching the handlers: each pushed call is timed with one clock read, and a call past the
+handler's :class:`SlowHandlerThresholds` is logged once per slow episode (see
+:mod:`aioinformer._handler_calls`). The processor stamps each hand-over to a listener with
+one clock read (per batch, not per notification), so a listener knows when each entry was
+queued; ``statistics()`` reports the delivery latency, queued to call returned, over the
+last calls. With a :class:`HandlerMetricsProvider` installed, the same figures, the
+pending count and the errors go to its metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer._handler_calls import (
+    DEFAULT_SLOW_HANDLER_THRESHOLDS,
+    LATENCY_WINDOW,
+    EventHandler,
+    HandlerFunc,
+    HandlerStatistics,
+    OverflowPolicy,
+    SlowHandlerThresholds,
+    bind_calls,
+    latency_summary,
+    report_running_call,
+    report_slow_call,
+)
+from aioinformer._metrics import HandlerMetricsProvider
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
-from aioinformer._runner import is_async_callable, reads_argument
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterator
     from contextlib import AbstractContextManager
+
+    from aioinformer._metrics import HandlerMetrics
 
 __all__ = [
     "ADD",
     "DELETE",
     "EventHandler",
+    "HandlerMetricsProvider",
     "HandlerRegistration",
     "HandlerStatistics",
     "MINIMUM_RESYNC_PERIOD",
@@ -96,6 +121,7 @@ __all__ = [
     "OverflowPolicy",
     "ProcessorListener",
     "SharedProcessor",
+    "SlowHandlerThresholds",
     "UPDATE",
     "determine_resync_period",
 ]
@@ -116,38 +142,6 @@ _BATCH: Final = 256
 # How many notifications a listener delivers before yielding to the event loop, so a busy
 # handler cannot starve the reflector or the other handlers.
 
-OverflowPolicy = Literal["block", "coalesce"]
-
-HandlerFunc = Callable[..., Any]
-
-
-@runtime_checkable
-class _OnAdd(Protocol):
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
-
-
-@runtime_checkable
-class _OnUpdate(Protocol):
-    def on_update(self, old: Any, new: Any) -> Any: ...
-
-
-@runtime_checkable
-class _OnDelete(Protocol):
-    def on_delete(self, obj: Any) -> Any: ...
-
-
-EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
-"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
-each sync or async; it leaves out the ones it does not need.
-
-* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
-  true for objects of the initial list (and of the snapshot a late handler receives).
-* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
-  ``new`` then have the same resourceVersion).
-* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
-  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
-"""
-
 
 def determine_resync_period(desired: float, check: float) -> float:
     """The resync period a handler gets for a ``desired`` period, given the informer's
@@ -167,79 +161,6 @@ def determine_resync_period(desired: float, check: float) -> float:
         logger.warning("resync period %ss raised to the resync check period %ss", desired, check)
         return check
     return desired
-
-
-@dataclass(frozen=True, slots=True)
-class HandlerStatistics:
-    """A snapshot of one handler's delivery counters."""
-
-    name: str
-    """The handler's name (its ``name=`` or its function's qualified name)."""
-    pending: int
-    """Notifications queued and not yet delivered."""
-    delivered: int
-    """Notifications handed to the handler (including those it failed on)."""
-    failed: int
-    """Calls that raised."""
-    coalesced: int
-    """Notifications merged into a pending one (``overflow="coalesce"`` only)."""
-    max_pending: int | None
-    """The queue bound, or ``None`` for unbounded."""
-    overflow: OverflowPolicy
-    """What happens at the bound."""
-    resync_period: float
-    """The effective resync period in seconds (0 = never)."""
-
-
-_Call = tuple[HandlerFunc, bool, bool]
-# A callback bound for delivery: (function, is it async, does it take one argument).
-
-
-def _bind_calls(
-    on_add: HandlerFunc | None,
-    on_update: HandlerFunc | None,
-    on_delete: HandlerFunc | None,
-    convert: Callable[[Any], Any] | None,
-) -> tuple[_Call | None, _Call | None, _Call | None]:
-    """The calls a listener makes, indexed by :class:`NotificationKind`; ``None`` where the
-    handler skips that kind. Whether a callback is async, and the conversion of typed
-    informers, are settled here once, so delivery does one lookup per notification."""
-    add: _Call | None = None
-    update: _Call | None = None
-    delete: _Call | None = None
-    if convert is None:
-        if on_add is not None:
-            add = (on_add, is_async_callable(on_add), False)
-        if on_update is not None:
-            update = (on_update, is_async_callable(on_update), False)
-        if on_delete is not None:
-            delete = (on_delete, is_async_callable(on_delete), True)
-        return add, update, delete
-    # Typed informers validate into a model on delivery; the wrapper returns whatever the
-    # callback returns, so an async callback's coroutine is still awaited by the caller.
-    if on_add is not None:
-        add_fn = on_add
-        add = (lambda obj, initial: add_fn(convert(obj), initial), is_async_callable(on_add), False)
-    if on_update is not None:
-        update_fn = on_update
-        if reads_argument(on_update, 0):
-            update = (
-                lambda old, new: update_fn(convert(old), convert(new)),
-                is_async_callable(on_update),
-                False,
-            )
-        else:
-            # The callback never reads ``old``: it gets None instead of a conversion
-            # (in a compact cache, a decode) nobody would look at.
-            update = (
-                lambda old, new: update_fn(None, convert(new)),
-                is_async_callable(on_update),
-                False,
-            )
-    if on_delete is not None:
-        delete_fn = on_delete
-        delete = (lambda obj: delete_fn(convert(obj)), is_async_callable(on_delete), True)
-    return add, update, delete
 
 
 class ProcessorListener:
@@ -266,6 +187,9 @@ class ProcessorListener:
         overflow: OverflowPolicy = "block",
         key_func: Callable[[Any], Hashable] | None = None,
         convert: Callable[[Any], Any] | None = None,
+        run_in_thread: bool = False,
+        slow_thresholds: SlowHandlerThresholds = DEFAULT_SLOW_HANDLER_THRESHOLDS,
+        metrics: HandlerMetrics | None = None,
     ) -> None:
         if max_pending is not None and max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
@@ -276,7 +200,16 @@ class ProcessorListener:
         self.name = name
         self.convert = convert
         """Applied to each object before delivery (typed informers); None for raw."""
-        self._calls = _bind_calls(on_add, on_update, on_delete, convert)
+        self._calls = bind_calls(
+            on_add,
+            on_update,
+            on_delete,
+            convert,
+            run_in_thread=run_in_thread,
+            thresholds=slow_thresholds,
+        )
+        self.run_in_thread = run_in_thread
+        self.slow_thresholds = slow_thresholds
         self._upstream_has_synced = upstream_has_synced
         self.max_pending = max_pending
         self.overflow: OverflowPolicy = overflow
@@ -299,6 +232,25 @@ class ProcessorListener:
 
         self.delivered = 0
         self.failed = 0
+        self.slow_calls = 0
+        # True from a slow call until a call is under its bound again: only the first
+        # slow call of such an episode is logged.
+        self._slow_episode = False
+        # While an awaited call runs: its (kind, start, bound), for stamp() to judge.
+        self._awaiting: tuple[int, float, float] | None = None
+        # Entries taken from the queue as None (coalesced away). With ``delivered`` it
+        # numbers every entry ever taken: the next one taken is entry
+        # ``delivered + _skipped`` since the listener was built.
+        self._skipped = 0
+        # (entries queued so far, clock time): the entries numbered below the first count
+        # were queued by that time. One per stamp() (one per batch the processor hands
+        # over), dropped once those entries are taken; None for a pulled listener, which
+        # has no calls to time.
+        self._stamps: deque[tuple[int, float]] | None = None
+        # Delivery latency of the last LATENCY_WINDOW calls, in seconds.
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._timer: Callable[[], float] = time.perf_counter
+        self.metrics = metrics
 
         self.add: Callable[[Notification], None] = self._queue.put
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
@@ -331,6 +283,7 @@ class ProcessorListener:
 
     def statistics(self) -> HandlerStatistics:
         """Counters of this handler, as a frozen record."""
+        p50, p99, worst = latency_summary(self._latencies)
         return HandlerStatistics(
             name=self.name,
             pending=self.pending,
@@ -340,12 +293,44 @@ class ProcessorListener:
             max_pending=self.max_pending,
             overflow=self.overflow,
             resync_period=self.resync_period,
+            slow_calls=self.slow_calls,
+            latency_p50=p50,
+            latency_p99=p99,
+            latency_max=worst,
         )
+
+    def time_deliveries(self, timer: Callable[[], float]) -> None:
+        """Record delivery latency from now on, read from ``timer`` (seconds), and count
+        what is queued already as queued now. For a pushed listener; called by its
+        :class:`SharedProcessor` when it is added."""
+        self._timer = timer
+        self._stamps = deque()
+        self.stamp(timer())
+
+    def stamp(self, now: float) -> None:
+        """Note that every notification queued so far was queued by ``now`` (a reading of
+        the timer given to :meth:`time_deliveries`); the producer calls it after queueing.
+        Does nothing for a listener whose deliveries are not timed."""
+        stamps = self._stamps
+        if stamps is not None:
+            stamps.append((self.delivered + self._skipped + len(self._queue.items), now))
+        awaiting = self._awaiting
+        if awaiting is not None and not self._slow_episode:
+            self._slow_episode = report_running_call(
+                self.name, awaiting, now, threaded=self.run_in_thread
+            )
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.pending.set(len(self._queue))
 
     def close(self) -> None:
         """Stop delivering: drop undelivered notifications and end the delivery loop once
         a call already running returns. Idempotent."""
         self._queue.close()
+        if self._stamps is not None:
+            self._stamps.clear()
+        if self.metrics is not None:
+            self.metrics.pending.set(0)
 
     def has_room(self) -> bool:
         """For ``overflow="block"``: False while the queue is at its bound."""
@@ -390,6 +375,15 @@ class ProcessorListener:
         items = pending.items
         take = pending.take
         calls = self._calls
+        timer = self._timer
+        stamps = self._stamps if self._stamps is not None else deque()
+        latencies = self._latencies
+        metrics = self.metrics
+        # Entries taken so far (this task is the only taker), and the stamp of the next
+        # entry to take while it is known: its count and time; a count of 0 when none is.
+        taken = self.delivered + self._skipped
+        stamp_end = 0
+        stamp_time = 0.0
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
@@ -399,19 +393,26 @@ class ProcessorListener:
                     return
                 await pending.arm(loop)
                 continue
+            # One clock read per call: each call starts when the previous one of this
+            # round ended (what lies between, taking the next entry, is part of it).
+            ended = timer()
             # Only close() empties the queue, and that ends the loop below: every item
             # counted here is still there when its turn comes.
             for _ in range(min(len(items), _BATCH)):
                 notification = take()
+                taken += 1
                 if notification is None:
+                    self._skipped += 1
                     continue
                 self.delivered += 1
                 kind, a, b = notification
                 call = calls[kind]
                 if call is not None:
-                    fn, is_async, unary = call
+                    fn, is_async, unary, limit = call
+                    started = ended
                     try:
                         if is_async:
+                            self._awaiting = (kind, started, limit)
                             await (fn(a) if unary else fn(a, b))
                         elif unary:
                             fn(a)
@@ -419,6 +420,8 @@ class ProcessorListener:
                             fn(a, b)
                     except Exception:
                         self.failed += 1
+                        if metrics is not None:
+                            metrics.errors.inc()
                         logger.exception(
                             "event handler %s failed on %s", self.name, _KIND_NAMES[kind]
                         )
@@ -429,17 +432,51 @@ class ProcessorListener:
                         # of something it awaited. Ending here would silently stop this
                         # handler's deliveries for good, so it is a failure like any other.
                         self.failed += 1
+                        if metrics is not None:
+                            metrics.errors.inc()
                         logger.exception(
                             "event handler %s failed on %s with a stray cancellation",
                             self.name,
                             _KIND_NAMES[kind],
                         )
+                    ended = timer()
+                    if is_async:
+                        self._awaiting = None
+                    if ended - started > limit:
+                        self.slow_calls += 1
+                        if not self._slow_episode:
+                            self._slow_episode = True
+                            report_slow_call(
+                                self.name,
+                                kind,
+                                ended - started,
+                                limit,
+                                awaited=is_async,
+                                threaded=self.run_in_thread,
+                            )
+                    elif self._slow_episode:
+                        self._slow_episode = False
+                    if taken > stamp_end:
+                        # The entry just taken (number taken - 1) was queued by the time
+                        # of the first stamp counting past it; earlier stamps are spent.
+                        while stamps and stamps[0][0] < taken:
+                            stamps.popleft()
+                        stamp_end, stamp_time = stamps[0] if stamps else (0, 0.0)
+                    if stamp_end:
+                        latency = ended - stamp_time
+                        latencies.append(latency)
+                        if metrics is not None:
+                            metrics.latency.observe(latency)
+                            metrics.pending.set(len(pending))
                 if b is True and kind == ADD:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.
                     pending.initial_pending -= 1
                 if pending.closed:
                     return
+            # Stamps of entries without a call (a kind the handler skips) are dropped here.
+            while stamps and stamps[0][0] <= taken:
+                stamps.popleft()
             if items:
                 await asyncio.sleep(0)
 
@@ -499,6 +536,11 @@ class SharedProcessor:
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self._clock = clock or default_clock
+        # What handler calls and delivery latency are timed with: the cheapest monotonic
+        # clock, unless a clock was injected (tests drive that one by hand).
+        self._timer: Callable[[], float] = (
+            time.perf_counter if self._clock is default_clock else self._clock.monotonic
+        )
         # listener -> "due for resync at the last check". Insertion-ordered; a listener is
         # here iff it is registered and not closed. New listeners start flagged.
         self._listeners: dict[ProcessorListener, bool] = {}
@@ -550,6 +592,7 @@ class SharedProcessor:
         if self._resync_started:
             listener.next_resync = self._clock.monotonic() + listener.resync_period
         if start:
+            listener.time_deliveries(self._timer)
             self._to_start.append(listener)
             self._listener_added.set()
 
@@ -578,13 +621,16 @@ class SharedProcessor:
             elif unsynced is not None:
                 unsynced.append(notification)
             return
+        now = self._timer()
         if is_sync:
             for listener, due in self._listeners.items():
                 if due:
                     listener.add(notification)
+                    listener.stamp(now)
         else:
             for listener in self._listeners:
                 listener.add(notification)
+                listener.stamp(now)
 
     def batch(self) -> AbstractContextManager[None]:
         """A context in which :meth:`distribute` holds notifications and hands them to
@@ -621,12 +667,15 @@ class SharedProcessor:
         for notification in held:
             if notification[2] is True and notification[0] == ADD:
                 initial_adds += 1
+        now = self._timer()
         if unsynced is None:
             for listener in self._listeners:
                 listener.add_many(held, initial_adds)
+                listener.stamp(now)
         else:
             for listener, due in self._listeners.items():
                 listener.add_many(held if due else unsynced, initial_adds)
+                listener.stamp(now)
 
     def has_room(self) -> bool:
         """False while some ``"block"`` listener is at its bound: the informer then waits

@@ -1,9 +1,10 @@
 """aioinformer's metrics in ``prometheus_client``, under client-go's metric names.
 
 Role: one provider implementing every metric protocol of :mod:`aioinformer._metrics`
-(the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's and the
-leader elector's), backed by labelled ``prometheus_client`` metric families registered
-once per provider, one child per label set. Input: the ``new_*_metric`` calls components
+(the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's, the
+leader elector's, and the informers' and handlers'), backed by labelled
+``prometheus_client`` metric families registered once per provider, one child per label
+set. Input: the ``new_*_metric`` calls components
 make when they are created. Output: the children, which the components update directly.
 
 Workqueue metrics, label ``name`` (the queue's name):
@@ -52,6 +53,18 @@ metric                                              type    meaning
 ``total``
 =================================================== ======= ============================
 
+Informer and handler metrics, client-go has none: label ``informer`` (the informer's
+name) and, per handler, ``handler`` (its name):
+
+========================================== ========= ======================================
+metric                                     type      meaning
+========================================== ========= ======================================
+``aioinformer_handler_pending``            Gauge     notifications queued, not delivered
+``aioinformer_handler_latency_seconds``    Histogram queued for the handler → call returned
+``aioinformer_handler_errors_total``       Counter   handler calls that raised
+``aioinformer_informer_queued_deltas``     Gauge     keys waiting in the DeltaFIFO
+========================================== ========= ======================================
+
 The event counters and the last resourceVersion move every 15 s while a watch stream is
 read and when it ends; the per-watch histograms when it ends.
 ``aioinformer_reflector_seconds_since_heard`` is computed whenever it is scraped (NaN
@@ -62,7 +75,8 @@ follows the reflector created last. Give informers distinct names to tell them a
 The workqueue duration histograms use client-go's buckets (10 ns to 10 s, one per power
 of ten); the list duration histogram ``prometheus_client``'s default buckets (5 ms to
 10 s, as client-go's); the watch duration and item histograms buckets of their own (see
-:data:`WATCH_DURATION_BUCKETS` and :data:`ITEM_BUCKETS`). Requires the ``prometheus``
+:data:`WATCH_DURATION_BUCKETS` and :data:`ITEM_BUCKETS`), handler latency
+:data:`HANDLER_LATENCY_BUCKETS`. Requires the ``prometheus``
 extra (``pip install aioinformer[prometheus]``). Example::
 
     from aioinformer.contrib.prometheus import PrometheusMetricsProvider
@@ -90,6 +104,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DURATION_BUCKETS",
+    "HANDLER_LATENCY_BUCKETS",
     "ITEM_BUCKETS",
     "PrometheusMetricsProvider",
     "WATCH_DURATION_BUCKETS",
@@ -105,13 +120,18 @@ WATCH_DURATION_BUCKETS: Final = (1.0, 10.0, 60.0, 120.0, 300.0, 450.0, 600.0, 90
 """Buckets of ``reflector_watch_duration_seconds``: watches are asked to last 300 to
 600 s; shorter ones ended early (inactivity deadline, errors, dropped connections)."""
 
+HANDLER_LATENCY_BUCKETS: Final = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0)
+"""Buckets of ``aioinformer_handler_latency_seconds``: from a fast handler's
+sub-millisecond delivery to a backlog of minutes."""
+
 _LABELS: Final = ("name",)
+_HANDLER_LABELS: Final = ("informer", "handler")
 
 
 class PrometheusMetricsProvider:
     """Registers the metric families in ``registry`` (the default registry unless
-    given) and hands each named queue, reflector and leader elector its labelled
-    children.
+    given) and hands each named queue, reflector, leader elector, informer and handler
+    its labelled children.
 
     Create one per registry: registering the families twice in one registry fails.
     """
@@ -164,6 +184,7 @@ class PrometheusMetricsProvider:
         )
         self._register_reflector_metrics(registry)
         self._register_leader_metrics(registry)
+        self._register_handler_metrics(registry)
 
     def _register_reflector_metrics(self, registry: CollectorRegistry | None) -> None:
         self._lists = Counter(
@@ -263,6 +284,34 @@ class PrometheusMetricsProvider:
             registry=registry,
         )
 
+    def _register_handler_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._handler_pending = Gauge(
+            "aioinformer_handler_pending",
+            "Notifications queued for an informer's event handler and not yet delivered.",
+            _HANDLER_LABELS,
+            registry=registry,
+        )
+        self._handler_latency = Histogram(
+            "aioinformer_handler_latency_seconds",
+            "Seconds from a notification being queued for an event handler to the "
+            "handler's call returning.",
+            _HANDLER_LABELS,
+            registry=registry,
+            buckets=HANDLER_LATENCY_BUCKETS,
+        )
+        self._handler_errors = Counter(
+            "aioinformer_handler_errors_total",
+            "Event handler calls that raised.",
+            _HANDLER_LABELS,
+            registry=registry,
+        )
+        self._queued_deltas = Gauge(
+            "aioinformer_informer_queued_deltas",
+            "Keys waiting in an informer's DeltaFIFO to be applied to its cache.",
+            ("informer",),
+            registry=registry,
+        )
+
     def new_depth_metric(self, name: str) -> GaugeMetric:
         return self._depth.labels(name=name)
 
@@ -334,6 +383,20 @@ class PrometheusMetricsProvider:
 
     def new_leader_renewal_failures_metric(self, name: str) -> CounterMetric:
         return self._renewal_failures.labels(name=name)
+
+    # -- informers and handlers --------------------------------------------------------
+
+    def new_handler_pending_metric(self, informer: str, handler: str) -> SettableGaugeMetric:
+        return self._handler_pending.labels(informer=informer, handler=handler)
+
+    def new_handler_latency_metric(self, informer: str, handler: str) -> HistogramMetric:
+        return self._handler_latency.labels(informer=informer, handler=handler)
+
+    def new_handler_errors_metric(self, informer: str, handler: str) -> CounterMetric:
+        return self._handler_errors.labels(informer=informer, handler=handler)
+
+    def new_informer_queued_deltas_metric(self, informer: str) -> SettableGaugeMetric:
+        return self._queued_deltas.labels(informer=informer)
 
     def __repr__(self) -> str:
         return "<PrometheusMetricsProvider>"
