@@ -371,3 +371,37 @@ def test_the_user_facing_example_tests_pass_in_their_own_pytest_run() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "6 passed" in result.stdout
+
+
+async def test_readyz_is_503_while_every_watch_is_frozen_and_200_once_rewatched(
+    fake_apiserver: FakeAPIServer, service: httpx.AsyncClient, fake_clock: FakeClock
+) -> None:
+    # Issue 15's acceptance, with default settings: the TCP path of every watch dies
+    # without a FIN (no bytes, no bookmarks); the informers' clock is the fake one.
+    fake_apiserver.create(pod("web-0"))
+    await wait_ready(service)
+    await fake_apiserver.wait_for_watchers(2)  # pods and configmaps
+    assert fake_apiserver.faults.freeze_watches() == 2
+    fake_apiserver.create(pod("web-1"))  # missed while frozen
+
+    await fake_clock.advance(60.0)  # an idle watch's bookmark interval: still live
+    assert (await service.get("/readyz")).status_code == 200
+    await fake_clock.advance(35.0)  # past the 90 s liveness window, short of the deadline
+    response = await service.get("/readyz")
+    assert response.status_code == 503
+    informers = response.json()["informers"].values()
+    assert all(not detail["live"] and detail["synced"] for detail in informers)
+    assert all(detail["state"] == ReflectorState.WATCHING.value for detail in informers)
+    assert (await service.get("/livez")).status_code == 200  # stale is not dead
+    assert [p["name"] for p in (await service.get("/pods")).json()] == ["web-0"]
+
+    await fake_clock.advance(35.0)  # past the 120 s deadline: every watch re-opened
+    await fake_apiserver.faults.wait_for("frozen_watch_closed", 2, timeout=10)
+    body = await wait_ready(service)
+    assert all(detail["watch_restarts"] == 1 for detail in body["informers"].values())
+    assert all(detail["relists"] == 0 for detail in body["informers"].values())
+
+    async def web_1_cached() -> bool:
+        return [p["name"] for p in (await service.get("/pods")).json()] == ["web-0", "web-1"]
+
+    await wait_until(web_1_cached, poll=SERVER_POLL, timeout=10, what="web-1 in the cache")
