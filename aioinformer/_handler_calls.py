@@ -32,9 +32,9 @@ Worker threads: with ``run_in_thread=True`` each sync callback runs through the 
 loop's default executor, one call at a time per handler (the listener awaits each before
 taking the next), so ordering is unchanged. Conversions (typed models, compact-cache
 decodes) still run on the event loop, since the cache they read is not thread-safe. A
-thread cannot be cancelled: a listener cancelled while its call runs in a thread waits
-for that call to return, then ends, so no handler code runs once its informer has
-stopped.
+thread cannot be cancelled: a listener cancelled while its call runs in a thread ends at
+once, leaving that call to finish in its thread (a warning names the handler), so a
+stuck handler never holds up its informer's stop; the call's result is dropped.
 
 Task model: no task of its own; everything except the threaded calls themselves runs on
 the event loop's thread.
@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from aioinformer._runner import is_async_callable, reads_argument, wait_regardless
+from aioinformer._runner import is_async_callable, reads_argument
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
@@ -175,13 +175,31 @@ seconds past which a call is slow)."""
 
 def _in_worker_thread(fn: HandlerFunc) -> Callable[..., Coroutine[Any, Any, Any]]:
     """An async function that runs ``fn`` in the loop's default executor and returns what
-    it returned; cancelled meanwhile, it still waits for ``fn`` to return."""
+    it returned. Cancelled meanwhile, it ends at once: a thread cannot be stopped, so the
+    running call is left to finish on its own (its result dropped) and a warning says so;
+    waiting for it would let one stuck handler hold up its informer's stop for good."""
 
     async def call(*args: Any) -> Any:
         context = contextvars.copy_context()
-        future = asyncio.get_running_loop().run_in_executor(None, context.run, fn, *args)
-        await wait_regardless(future)
-        return future.result()
+        returned = False
+
+        def run() -> Any:
+            nonlocal returned
+            try:
+                return context.run(fn, *args)
+            finally:
+                returned = True
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, run)
+        except asyncio.CancelledError:
+            if not returned:
+                logger.warning(
+                    "event handler %s was still running in its worker thread when its"
+                    " informer stopped; the call is left to finish on its own",
+                    handler_name(None, fn),
+                )
+            raise
 
     return call
 
