@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from aioinformer._gcpolicy import GCPolicy
     from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
+    from aioinformer.processor import SlowHandlerThresholds
 
 __all__ = ["InformerKey", "SharedInformerFactory"]
 
@@ -132,7 +133,9 @@ class SharedInformerFactory:
     (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords
     replace); the factory checks them once and hands that object to every informer.
     ``cache`` (``"compact"``, the default, or ``"objects"``) is every informer's cache
-    representation, see :class:`SharedIndexInformer`.
+    representation, see :class:`SharedIndexInformer`; ``slow_handler_thresholds``
+    (:class:`~aioinformer.processor.SlowHandlerThresholds`) every informer's bounds past
+    which a handler call is reported as slow.
     """
 
     def __init__(
@@ -150,11 +153,13 @@ class SharedInformerFactory:
         gc_policy: GCPolicy | None = None,
         reflector_options: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
+        slow_handler_thresholds: SlowHandlerThresholds | None = None,
     ) -> None:
         _check_selectors(label_selector, field_selector)
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
         self._cache: CacheMode = cache
+        self._slow_handler_thresholds = slow_handler_thresholds
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; every informer gets this.
         self._reflector_options = base.replace(
@@ -255,6 +260,7 @@ class SharedInformerFactory:
             backoff=None if self._backoff is None else self._backoff(),
             reflector_options=self._reflector_options,
             cache=self._cache,
+            slow_handler_thresholds=self._slow_handler_thresholds,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

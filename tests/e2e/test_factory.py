@@ -16,6 +16,7 @@ from aioinformer.errors import CacheSyncError, SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
+from aioinformer.processor import SlowHandlerThresholds
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_reflector import reflector_statistics
@@ -459,3 +460,25 @@ async def test_a_failed_informer_leaves_the_others_running_and_is_logged_at_shut
     assert [r.getMessage() for r in caplog.records if r.name == "aioinformer.factory"] == [
         "informer pods failed"
     ]
+
+
+async def test_the_factory_gives_every_informer_its_slow_handler_thresholds(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    factory = SharedInformerFactory(
+        kube_client, clock=clock, slow_handler_thresholds=SlowHandlerThresholds(total=1.0)
+    )
+    fake_apiserver.create(pod("a"))
+    returned = asyncio.Event()
+
+    async def on_add(obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        await clock.advance(2.0)  # past the factory's 1 s bound, well under the 5 s default
+        returned.set()
+
+    registration = factory.informer_for("pods").add_event_handler(on_add=on_add)
+    async with factory:
+        await asyncio.wait_for(returned.wait(), timeout=10)
+        await wait_until(
+            lambda: registration.statistics().slow_calls == 1, poll=SOCKET_POLL, timeout=10
+        )
