@@ -15,6 +15,10 @@
   out of rotation until the reflector has re-watched. ``/livez`` answers 503 only once
   an informer has stopped for good: a stale cache heals itself and is no reason for the
   kubelet to restart the pod.
+* ``/metrics`` serves the Prometheus metrics of the informers (lists, watches, seconds
+  since each reflector heard from the server, handler latency, ...) from a registry of
+  the app's own; the lifespan installs the provider before the informers exist, as it
+  must, and uninstalls it as the app stops.
 
 Runs against the embedded fake API server, driving the app in-process through httpx::
 
@@ -31,10 +35,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from aioinformer import set_metrics_provider
 from aioinformer.client import Client
 from aioinformer.contrib.fastapi import health_router
+from aioinformer.contrib.prometheus import PrometheusMetricsProvider
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.testing import FakeAPIServer
 from aioinformer.transforms import strip_managed_fields
@@ -69,23 +76,35 @@ def create_app(
     default); ``namespace`` limits the informers to one namespace; ``clock`` drives the
     informers' timers (tests pass a ``FakeClock``)."""
 
+    registry = CollectorRegistry()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with client_factory() as client:
-            factory = SharedInformerFactory(
-                client, namespace=namespace, transform=strip_managed_fields, clock=clock
-            )
-            app.state.informers = {
-                name: factory.informer_for(resource) for name, resource in RESOURCES.items()
-            }
-            app.state.factory = factory
-            async with factory:
-                yield
+        # Reflectors and handlers pick the installed provider up as they are created.
+        set_metrics_provider(PrometheusMetricsProvider(registry=registry))
+        try:
+            async with client_factory() as client:
+                factory = SharedInformerFactory(
+                    client, namespace=namespace, transform=strip_managed_fields, clock=clock
+                )
+                app.state.informers = {
+                    name: factory.informer_for(resource) for name, resource in RESOURCES.items()
+                }
+                app.state.factory = factory
+                async with factory:
+                    yield
+        finally:
+            set_metrics_provider(None)
 
     app = FastAPI(title="aioinformer cache service", lifespan=lifespan)
     # The factory is built in the lifespan, after the routes: the router asks for it on
     # each probe, and reports "not started" until it exists.
     app.include_router(health_router(lambda: getattr(app.state, "factory", None)))
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        # Declared before the catch-all /{resource} route below, so it wins.
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     def informer_of(request: Request, resource: str) -> SharedIndexInformer:
         informers: dict[str, SharedIndexInformer] = request.app.state.informers

@@ -405,3 +405,21 @@ async def test_readyz_is_503_while_every_watch_is_frozen_and_200_once_rewatched(
         return [p["name"] for p in (await service.get("/pods")).json()] == ["web-0", "web-1"]
 
     await wait_until(web_1_cached, poll=SERVER_POLL, timeout=10, what="web-1 in the cache")
+
+
+async def test_metrics_serves_the_informers_reflector_and_handler_metrics(
+    fake_apiserver: FakeAPIServer, service: httpx.AsyncClient
+) -> None:
+    fake_apiserver.create(pod("web-0"))
+    await wait_ready(service)
+    response = await service.get("/metrics")
+    assert response.status_code == 200
+    lines = response.text.splitlines()
+
+    def samples(name: str) -> list[str]:
+        return [line for line in lines if line.startswith(name + "{")]
+
+    assert len(samples("reflector_lists_total")) == 2  # pods and configmaps
+    assert all(float(line.split()[-1]) >= 1 for line in samples("reflector_lists_total"))
+    assert len(samples("aioinformer_reflector_seconds_since_heard")) == 2
+    assert samples("aioinformer_informer_queued_deltas")
