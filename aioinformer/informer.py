@@ -58,7 +58,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
@@ -362,7 +362,7 @@ class SharedIndexInformer:
             start=False,
         )
         return EventStream(
-            registration._listener,
+            cast("ProcessorListener", registration._listener),
             registration,
             unregister=lambda: self.remove_event_handler(registration),
         )
@@ -452,7 +452,7 @@ class SharedIndexInformer:
         registration once the informer stopped, is ignored."""
         if registration._informer is not self:
             return
-        self._processor.remove_listener(registration._listener)
+        self._processor.remove_listener(cast("ProcessorListener", registration._listener))
 
     def _to_model(self, obj: Any) -> Any:
         model = self._model
