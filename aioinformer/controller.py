@@ -213,9 +213,10 @@ class Controller:
     queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``);
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
     stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
-    the wait for the informers to sync: past it, or as soon as an informer stops unsynced,
-    ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
-    informer's resource, namespace and last error, and no worker ever starts.
+    the wait for the informers, and the controller's handlers on them, to sync: past it,
+    or as soon as an informer stops unsynced, ``run()`` raises
+    :class:`~aioinformer.errors.CacheSyncError` naming each unsynced informer's resource,
+    namespace and last error, and no worker ever starts.
 
     It runs once: ``await controller.run()`` or ``async with controller:``.
     """
