@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._runner import is_async_callable, reads_argument
+from aioinformer.errors import InvalidObjectError
+from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
@@ -62,8 +64,11 @@ __all__ = [
     "HandlerFunc",
     "HandlerStatistics",
     "OverflowPolicy",
+    "SkipDelivery",
     "SlowHandlerThresholds",
     "bind_calls",
+    "converted_deleted",
+    "converted_old",
     "handler_name",
     "latency_summary",
     "report_running_call",
@@ -168,6 +173,31 @@ class HandlerStatistics:
     """Delivery latency, maximum, over the same calls."""
 
 
+class SkipDelivery(Exception):
+    """Raised by a bound call, before the handler is called, when the object to deliver
+    does not validate into the informer's model: the listener skips that notification.
+    Its own type, so an :class:`~aioinformer.errors.InvalidObjectError` the handler
+    itself lets out still counts as the handler's failure."""
+
+
+def converted_old(convert: Callable[[Any], Any], old: Any) -> Any:
+    """An update's ``old`` converted, or ``None`` when it does not validate: the update
+    still carries the valid new state."""
+    try:
+        return convert(old)
+    except InvalidObjectError:
+        return None
+
+
+def converted_deleted(convert: Callable[[Any], Any], obj: Any) -> Any:
+    """A deleted object converted, or, when it does not validate, a tombstone without a
+    last state: the deletion itself must still reach the reader."""
+    try:
+        return convert(obj)
+    except InvalidObjectError as error:
+        return DeletedFinalStateUnknown(error.key, None)
+
+
 Call: TypeAlias = "tuple[HandlerFunc, bool, bool, float]"
 """A callback bound for delivery: (function, is it awaited, does it take one argument,
 seconds past which a call is slow)."""
@@ -247,18 +277,30 @@ def _converting(
 ) -> HandlerFunc:
     """``target`` with its objects converted first (typed informers); the wrapper returns
     whatever ``target`` returns, so an async callback's coroutine is still awaited by the
-    caller. ``fn`` is the user's callback, inspected for the arguments it reads."""
+    caller. ``fn`` is the user's callback, inspected for the arguments it reads.
+
+    An object that does not validate into the informer's model raises
+    :class:`SkipDelivery` for an add, or an update's new object, before ``target`` is
+    called; an update's invalid ``old`` becomes ``None``, an invalid deleted object a
+    tombstone without a last state (:func:`converted_old`, :func:`converted_deleted`)."""
     if convert is None:
         return target
-    if kind == 0:
-        return lambda obj, initial: target(convert(obj), initial)
     if kind == 2:
-        return lambda obj: target(convert(obj))
+        return lambda obj: target(converted_deleted(convert, obj))
+
+    def new_state(obj: Any) -> Any:
+        try:
+            return convert(obj)
+        except InvalidObjectError:
+            raise SkipDelivery from None
+
+    if kind == 0:
+        return lambda obj, initial: target(new_state(obj), initial)
     if reads_argument(fn, 0):
-        return lambda old, new: target(convert(old), convert(new))
+        return lambda old, new: target(converted_old(convert, old), new_state(new))
     # The callback never reads ``old``: it gets None instead of a conversion (in a
     # compact cache, a decode) nobody would look at.
-    return lambda old, new: target(None, convert(new))
+    return lambda old, new: target(None, new_state(new))
 
 
 def report_slow_call(

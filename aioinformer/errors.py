@@ -13,6 +13,7 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
     ├── UnknownResourceError             discovery does not know a resource           (not retried)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             handler added to a stopped informer          (terminal)
+    ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
@@ -58,6 +59,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "InformerStoppedError",
+    "InvalidObjectError",
     "KeyFuncError",
     "LeadershipLost",
     "NotFound",
@@ -110,6 +112,25 @@ class FIFOClosedError(AioinformerError):
 
 class InformerStoppedError(AioinformerError):
     """Raised by ``add_event_handler()`` on an informer that has stopped."""
+
+
+class InvalidObjectError(AioinformerError, ValueError):
+    """Raised by ``lister().get()`` of an informer with a ``model`` when the cached object
+    of that key does not validate into the model.
+
+    ``key`` is the object's ``"namespace/name"`` (``"name"`` when cluster-scoped),
+    ``resource_version`` its resourceVersion (``None`` when it has none) and ``error`` the
+    validation error (a pydantic ``ValidationError``), also chained as the cause. The
+    object stays in the cache: other reads skip it until the server holds a valid one.
+    """
+
+    def __init__(self, key: str, resource_version: str | None, error: Exception) -> None:
+        super().__init__(
+            f"object {key} (resourceVersion {resource_version}) does not validate: {error}"
+        )
+        self.key = key
+        self.resource_version = resource_version
+        self.error = error
 
 
 def describe_error(error: BaseException) -> str:

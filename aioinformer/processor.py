@@ -93,6 +93,7 @@ from aioinformer._handler_calls import (
     HandlerFunc,
     HandlerStatistics,
     OverflowPolicy,
+    SkipDelivery,
     SlowHandlerThresholds,
     bind_calls,
     latency_summary,
@@ -441,6 +442,10 @@ class ProcessorListener:
                             fn(a)
                         else:
                             fn(a, b)
+                    except SkipDelivery:
+                        # The object failed the informer's model: already reported
+                        # (and counted) by its guard, and no fault of the handler.
+                        pass
                     except Exception:
                         self.failed += 1
                         if metrics is not None:
