@@ -242,11 +242,17 @@ def bind_calls(
     *,
     run_in_thread: bool = False,
     thresholds: SlowHandlerThresholds = DEFAULT_SLOW_HANDLER_THRESHOLDS,
+    validates: bool = False,
 ) -> tuple[Call | None, Call | None, Call | None]:
     """The calls a listener makes, indexed by ``NotificationKind``; ``None`` where the
     handler skips that kind. Whether a callback is awaited, the conversion of typed
     informers and the slow bound are settled here once, so delivery does one lookup per
     notification.
+
+    ``validates`` says ``convert`` may raise
+    :class:`~aioinformer.errors.InvalidObjectError` (a typed informer's model): only then
+    are the calls wrapped to skip or soften an invalid object, so the other handlers pay
+    nothing for it per notification.
 
     Raises ``TypeError`` when ``run_in_thread`` is asked of an async callback: it already
     runs off the loop while it awaits, and a thread would not run its coroutine.
@@ -267,24 +273,44 @@ def bind_calls(
             target = _in_worker_thread(fn)
         limit = thresholds.total if is_async or run_in_thread else thresholds.loop
         bound.append(
-            (_converting(kind, fn, target, convert), is_async or run_in_thread, kind == 2, limit)
+            (
+                _converting(kind, fn, target, convert, validates=validates),
+                is_async or run_in_thread,
+                kind == 2,
+                limit,
+            )
         )
     return bound[0], bound[1], bound[2]
 
 
 def _converting(
-    kind: int, fn: HandlerFunc, target: HandlerFunc, convert: Callable[[Any], Any] | None
+    kind: int,
+    fn: HandlerFunc,
+    target: HandlerFunc,
+    convert: Callable[[Any], Any] | None,
+    *,
+    validates: bool,
 ) -> HandlerFunc:
     """``target`` with its objects converted first (typed informers); the wrapper returns
     whatever ``target`` returns, so an async callback's coroutine is still awaited by the
     caller. ``fn`` is the user's callback, inspected for the arguments it reads.
 
-    An object that does not validate into the informer's model raises
-    :class:`SkipDelivery` for an add, or an update's new object, before ``target`` is
-    called; an update's invalid ``old`` becomes ``None``, an invalid deleted object a
+    With ``validates``, an object that does not validate into the informer's model
+    raises :class:`SkipDelivery` for an add, or an update's new object, before ``target``
+    is called; an update's invalid ``old`` becomes ``None``, an invalid deleted object a
     tombstone without a last state (:func:`converted_old`, :func:`converted_deleted`)."""
     if convert is None:
         return target
+    if not validates:
+        if kind == 0:
+            return lambda obj, initial: target(convert(obj), initial)
+        if kind == 2:
+            return lambda obj: target(convert(obj))
+        if reads_argument(fn, 0):
+            return lambda old, new: target(convert(old), convert(new))
+        # The callback never reads ``old``: it gets None instead of a conversion (in a
+        # compact cache, a decode) nobody would look at.
+        return lambda old, new: target(None, convert(new))
     if kind == 2:
         return lambda obj: target(converted_deleted(convert, obj))
 
@@ -298,8 +324,6 @@ def _converting(
         return lambda obj, initial: target(new_state(obj), initial)
     if reads_argument(fn, 0):
         return lambda old, new: target(converted_old(convert, old), new_state(new))
-    # The callback never reads ``old``: it gets None instead of a conversion (in a
-    # compact cache, a decode) nobody would look at.
     return lambda old, new: target(None, new_state(new))
 
 

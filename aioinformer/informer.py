@@ -434,6 +434,7 @@ class SharedIndexInformer:
                 keys_only=keys_only,
                 to_model=self._to_model if self._model is not None else None,
             ),
+            validates=self._model is not None and not keys_only,
             metrics=new_handler_metrics(self.name, name) if start else None,
             **options,
         )

@@ -189,6 +189,7 @@ class ProcessorListener:
         overflow: OverflowPolicy = "block",
         key_func: Callable[[Any], Hashable] | None = None,
         convert: Callable[[Any], Any] | None = None,
+        validates: bool = False,
         run_in_thread: bool = False,
         slow_thresholds: SlowHandlerThresholds = DEFAULT_SLOW_HANDLER_THRESHOLDS,
         metrics: HandlerMetrics | None = None,
@@ -201,7 +202,8 @@ class ProcessorListener:
             raise ValueError("overflow='coalesce' needs a key_func")
         self.name = name
         self.convert = convert
-        """Applied to each object before delivery (typed informers); None for raw."""
+        """Applied to each object before delivery (typed informers); None for raw. With
+        ``validates``, it may raise ``InvalidObjectError`` (a model's validation)."""
         self._calls = bind_calls(
             on_add,
             on_update,
@@ -209,6 +211,7 @@ class ProcessorListener:
             convert,
             run_in_thread=run_in_thread,
             thresholds=slow_thresholds,
+            validates=validates,
         )
         self.run_in_thread = run_in_thread
         self.slow_thresholds = slow_thresholds
