@@ -3,7 +3,8 @@
 called with it, and it is logged once per key and resourceVersion and counted.
 
 Every test runs in both cache modes (the ``cache`` fixture) over a FakeListerWatcher
-whose objects the test edits; waits are on the informer's own state, never on time.
+whose objects the test edits (of dicts, or of RawObjects as from the real client: the
+``source_type`` fixture); waits are on the informer's own state, never on time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from aioinformer.errors import AioinformerError, InvalidObjectError
-from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+from aioinformer.indexer import NAMESPACE_INDEX, Indexer, namespace_index_func
 from aioinformer.informer import Lister, SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
@@ -57,9 +58,9 @@ def warnings_about(caplog: pytest.LogCaptureFixture, key: str) -> list[str]:
 
 
 async def test_listers_skip_an_invalid_object_and_get_names_it(
-    cache: CacheMode, caplog: pytest.LogCaptureFixture
+    cache: CacheMode, source_type: type[FakeListerWatcher], caplog: pytest.LogCaptureFixture
 ) -> None:
-    source = FakeListerWatcher(objects=[widget("good", 1), widget("bad", "many")])
+    source = source_type(objects=[widget("good", 1), widget("bad", "many")])
     informer = SharedIndexInformer(
         source,
         clock=FakeClock(),
@@ -113,8 +114,6 @@ async def test_listers_skip_an_invalid_object_and_get_names_it(
 
 
 def test_a_lister_built_by_hand_skips_invalid_objects_too() -> None:
-    from aioinformer.indexer import Indexer
-
     indexer: Indexer[Any] = Indexer()
     indexer.add(widget("good", 1))
     indexer.add(widget("bad", None))
@@ -164,8 +163,10 @@ async def test_events_streams_skip_invalid_objects_and_keep_going(cache: CacheMo
     assert informer.statistics().invalid_objects == 4
 
 
-async def test_handlers_are_not_called_with_invalid_objects(cache: CacheMode) -> None:
-    source = FakeListerWatcher(objects=[widget("a", 1), widget("bad", "many")])
+async def test_handlers_are_not_called_with_invalid_objects(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[widget("a", 1), widget("bad", "many")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, model=Widget)
     calls: list[tuple[Any, ...]] = []
 
