@@ -597,6 +597,11 @@ class Controller:
             raise running.failure
 
 
+class _HandlerLag(enum.Enum):
+    SYNCED = "synced"
+    """The informer synced; its handler has not handled the whole initial list yet."""
+
+
 class _HandlerSync:
     """An informer as the sync wait sees it, synced only once the controller's handler
     on it is: what the wait names in a :class:`CacheSyncError` stays the informer's."""
@@ -613,6 +618,10 @@ class _HandlerSync:
 
     @property
     def state(self) -> enum.Enum:
+        if self._informer.has_synced():
+            # Read only while the handler is unsynced: the error must not say the
+            # informer is still listing when it is the handler that lags.
+            return _HandlerLag.SYNCED
         return self._informer.state
 
     @property

@@ -155,8 +155,10 @@ class UnsyncedInformer:
     namespace: str | None
     """Its namespace; ``None`` for all namespaces (or a cluster-scoped resource)."""
     state: str
-    """``"new"`` (its run never started), ``"running"`` (still listing or retrying) or
-    ``"stopped"`` (its run ended before the initial list was in the cache)."""
+    """``"new"`` (its run never started), ``"running"`` (still listing or retrying),
+    ``"stopped"`` (its run ended before the initial list was in the cache) or ``"synced"``
+    (the cache is, but the handler waited on, a controller's, has not yet handled every
+    object of the initial list)."""
     last_error: BaseException | None
     """The most recent list or watch failure, or why the run ended; ``None`` if none."""
 
@@ -166,6 +168,8 @@ class UnsyncedInformer:
         error = self.last_error
         if self.state == "new":
             why = "never started"
+        elif self.state == "synced":
+            why = "synced, but its handler has not yet handled the whole initial list"
         elif error is None:
             why = "stopped before it synced" if self.state == "stopped" else "no error yet"
         else:

@@ -10,7 +10,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aioinformer.controller import Controller
+import pytest
+
+from aioinformer._sync import Watched, wait_synced
+from aioinformer.controller import Controller, _HandlerSync
+from aioinformer.errors import CacheSyncError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -153,3 +157,26 @@ async def test_the_controller_reconciles_only_after_its_handler_saw_the_initial_
     async with informer, controller:
         await asyncio.wait_for(reconciled.wait(), timeout=5)
     assert queued_at_first_reconcile == [count]
+
+
+async def test_a_sync_error_says_when_the_handler_lags_behind_a_synced_informer() -> None:
+    clock = FakeClock()
+    source = FakeListerWatcher(objects=[pod("a")])
+    informer = SharedIndexInformer(source, name="pods", clock=clock)
+    handler = Gated()
+    registration = informer.add_event_handler(handler)
+    watched = [Watched.of(_HandlerSync(informer, registration))]
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        waiting = asyncio.create_task(wait_synced(watched, timeout=30, clock=clock))
+        await clock.wait_for_sleepers(1)
+        await clock.advance(30)
+        with pytest.raises(CacheSyncError) as raised:
+            await asyncio.wait_for(waiting, timeout=5)
+        handler.gate.set()
+    (record,) = raised.value.unsynced
+    assert record.state == "synced"
+    assert str(raised.value) == (
+        "caches did not sync within 30s: pods (all namespaces): synced, but its handler has"
+        " not yet handled the whole initial list"
+    )
