@@ -41,6 +41,7 @@ from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import Forbidden as Forbidden
 from aioinformer.errors import Gone as Gone
 from aioinformer.errors import InformerStoppedError as InformerStoppedError
+from aioinformer.errors import InvalidObjectError as InvalidObjectError
 from aioinformer.errors import KeyFuncError as KeyFuncError
 from aioinformer.errors import LeadershipLost as LeadershipLost
 from aioinformer.errors import NotFound as NotFound
@@ -134,6 +135,7 @@ __all__ = [
     "Indexers",
     "InformerStatistics",
     "InformerStoppedError",
+    "InvalidObjectError",
     "KeyFunc",
     "KeyFuncError",
     "KubeObject",

@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._runner import is_async_callable, reads_argument
+from aioinformer.errors import InvalidObjectError
+from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
@@ -62,8 +64,11 @@ __all__ = [
     "HandlerFunc",
     "HandlerStatistics",
     "OverflowPolicy",
+    "SkipDelivery",
     "SlowHandlerThresholds",
     "bind_calls",
+    "converted_deleted",
+    "converted_old",
     "handler_name",
     "latency_summary",
     "report_running_call",
@@ -168,6 +173,31 @@ class HandlerStatistics:
     """Delivery latency, maximum, over the same calls."""
 
 
+class SkipDelivery(Exception):
+    """Raised by a bound call, before the handler is called, when the object to deliver
+    does not validate into the informer's model: the listener skips that notification.
+    Its own type, so an :class:`~aioinformer.errors.InvalidObjectError` the handler
+    itself lets out still counts as the handler's failure."""
+
+
+def converted_old(convert: Callable[[Any], Any], old: Any) -> Any:
+    """An update's ``old`` converted, or ``None`` when it does not validate: the update
+    still carries the valid new state."""
+    try:
+        return convert(old)
+    except InvalidObjectError:
+        return None
+
+
+def converted_deleted(convert: Callable[[Any], Any], obj: Any) -> Any:
+    """A deleted object converted, or, when it does not validate, a tombstone without a
+    last state: the deletion itself must still reach the reader."""
+    try:
+        return convert(obj)
+    except InvalidObjectError as error:
+        return DeletedFinalStateUnknown(error.key, None)
+
+
 Call: TypeAlias = "tuple[HandlerFunc, bool, bool, float]"
 """A callback bound for delivery: (function, is it awaited, does it take one argument,
 seconds past which a call is slow)."""
@@ -212,11 +242,17 @@ def bind_calls(
     *,
     run_in_thread: bool = False,
     thresholds: SlowHandlerThresholds = DEFAULT_SLOW_HANDLER_THRESHOLDS,
+    validates: bool = False,
 ) -> tuple[Call | None, Call | None, Call | None]:
     """The calls a listener makes, indexed by ``NotificationKind``; ``None`` where the
     handler skips that kind. Whether a callback is awaited, the conversion of typed
     informers and the slow bound are settled here once, so delivery does one lookup per
     notification.
+
+    ``validates`` says ``convert`` may raise
+    :class:`~aioinformer.errors.InvalidObjectError` (a typed informer's model): only then
+    are the calls wrapped to skip or soften an invalid object, so the other handlers pay
+    nothing for it per notification.
 
     Raises ``TypeError`` when ``run_in_thread`` is asked of an async callback: it already
     runs off the loop while it awaits, and a thread would not run its coroutine.
@@ -237,28 +273,58 @@ def bind_calls(
             target = _in_worker_thread(fn)
         limit = thresholds.total if is_async or run_in_thread else thresholds.loop
         bound.append(
-            (_converting(kind, fn, target, convert), is_async or run_in_thread, kind == 2, limit)
+            (
+                _converting(kind, fn, target, convert, validates=validates),
+                is_async or run_in_thread,
+                kind == 2,
+                limit,
+            )
         )
     return bound[0], bound[1], bound[2]
 
 
 def _converting(
-    kind: int, fn: HandlerFunc, target: HandlerFunc, convert: Callable[[Any], Any] | None
+    kind: int,
+    fn: HandlerFunc,
+    target: HandlerFunc,
+    convert: Callable[[Any], Any] | None,
+    *,
+    validates: bool,
 ) -> HandlerFunc:
     """``target`` with its objects converted first (typed informers); the wrapper returns
     whatever ``target`` returns, so an async callback's coroutine is still awaited by the
-    caller. ``fn`` is the user's callback, inspected for the arguments it reads."""
+    caller. ``fn`` is the user's callback, inspected for the arguments it reads.
+
+    With ``validates``, an object that does not validate into the informer's model
+    raises :class:`SkipDelivery` for an add, or an update's new object, before ``target``
+    is called; an update's invalid ``old`` becomes ``None``, an invalid deleted object a
+    tombstone without a last state (:func:`converted_old`, :func:`converted_deleted`)."""
     if convert is None:
         return target
-    if kind == 0:
-        return lambda obj, initial: target(convert(obj), initial)
+    if not validates:
+        if kind == 0:
+            return lambda obj, initial: target(convert(obj), initial)
+        if kind == 2:
+            return lambda obj: target(convert(obj))
+        if reads_argument(fn, 0):
+            return lambda old, new: target(convert(old), convert(new))
+        # The callback never reads ``old``: it gets None instead of a conversion (in a
+        # compact cache, a decode) nobody would look at.
+        return lambda old, new: target(None, convert(new))
     if kind == 2:
-        return lambda obj: target(convert(obj))
+        return lambda obj: target(converted_deleted(convert, obj))
+
+    def new_state(obj: Any) -> Any:
+        try:
+            return convert(obj)
+        except InvalidObjectError:
+            raise SkipDelivery from None
+
+    if kind == 0:
+        return lambda obj, initial: target(new_state(obj), initial)
     if reads_argument(fn, 0):
-        return lambda old, new: target(convert(old), convert(new))
-    # The callback never reads ``old``: it gets None instead of a conversion (in a
-    # compact cache, a decode) nobody would look at.
-    return lambda old, new: target(None, convert(new))
+        return lambda old, new: target(converted_old(convert, old), new_state(new))
+    return lambda old, new: target(None, new_state(new))
 
 
 def report_slow_call(

@@ -70,7 +70,17 @@ _as_notification: Final = tuple.__new__
 class PendingQueue:
     """Notifications in arrival order; unbounded, or bounded for ``overflow="block"``."""
 
-    __slots__ = ("_room", "_waiter", "closed", "initial_pending", "items", "max_pending", "take")
+    __slots__ = (
+        "_closing",
+        "_room",
+        "_waiter",
+        "closed",
+        "initial_pending",
+        "initial_waiter",
+        "items",
+        "max_pending",
+        "take",
+    )
 
     items: deque[Any]
     """Undelivered entries, oldest first. Consumers may test it for emptiness; they remove
@@ -81,6 +91,9 @@ class PendingQueue:
     """Initial-list adds put here and not yet handled: incremented by :meth:`put`,
     decremented by the consumer once it has handled one, and by coalescing when one is
     merged away. A listener has synced only at 0."""
+    initial_waiter: asyncio.Future[None] | None
+    """What :meth:`initial_handled` handed out, while unresolved: whoever decrements
+    :attr:`initial_pending` calls :meth:`release_initial` when this is set."""
     closed: bool
     """Set once by :meth:`close`; ``items`` stays empty from then on."""
     take: Callable[[], Notification | None]
@@ -97,6 +110,9 @@ class PendingQueue:
         self._waiter: asyncio.Future[None] | None = None
         # Resolved once the queue is below max_pending again; None while nobody waits.
         self._room: asyncio.Future[None] | None = None
+        self.initial_waiter = None
+        # Resolved by close(); None until someone waits for it.
+        self._closing: asyncio.Future[None] | None = None
         self.take = self.items.popleft if max_pending is None else self._take_bounded
 
     def __len__(self) -> int:
@@ -146,6 +162,34 @@ class PendingQueue:
         waiter = self._waiter = loop.create_future()
         return waiter
 
+    def initial_handled(self) -> asyncio.Future[None]:
+        """A future resolved once no initial-list add is pending (:attr:`initial_pending`
+        is 0) or the queue is closed; at once if so already. Shared by every waiter:
+        await it shielded."""
+        waiter = self.initial_waiter
+        if waiter is None:
+            waiter = self.initial_waiter = asyncio.get_running_loop().create_future()
+        self.release_initial()
+        return waiter
+
+    def release_initial(self) -> None:
+        """Resolve :attr:`initial_waiter` if no initial-list add is pending any more."""
+        waiter = self.initial_waiter
+        if waiter is not None and (self.initial_pending <= 0 or self.closed):
+            self.initial_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def closing(self) -> asyncio.Future[None]:
+        """A future resolved by :meth:`close` (already resolved once closed). Shared by
+        every waiter: await it shielded."""
+        closing = self._closing
+        if closing is None:
+            closing = self._closing = asyncio.get_running_loop().create_future()
+            if self.closed:
+                closing.set_result(None)
+        return closing
+
     def has_room(self) -> bool:
         """False while a bounded queue is at its bound (always True once closed)."""
         max_pending = self.max_pending
@@ -178,10 +222,10 @@ class PendingQueue:
         self.closed = True
         self.items.clear()
         self.initial_pending = 0
-        for future in (self._waiter, self._room):
+        for future in (self._waiter, self._room, self.initial_waiter, self._closing):
             if future is not None and not future.done():
                 future.set_result(None)
-        self._waiter = self._room = None
+        self._waiter = self._room = self.initial_waiter = None
 
     def __repr__(self) -> str:
         bound = "" if self.max_pending is None else f"/{self.max_pending}"
@@ -257,6 +301,8 @@ class CoalescingQueue(PendingQueue):
                 # The handler never saw the object: both notifications vanish.
                 if pending[2]:
                     self.initial_pending -= 1
+                    if self.initial_waiter is not None:
+                        self.release_initial()
                 pending[0], pending[1], pending[2] = _NOOP, None, None
                 self._noops += 1
                 return True

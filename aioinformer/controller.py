@@ -37,8 +37,12 @@ Guarantees:
 * One key is reconciled by at most one worker at a time (the work queue hands an item to
   one worker and holds re-adds back until it is done); distinct keys run in parallel on
   up to ``workers`` workers.
-* Workers start only once every watched informer has synced, so a reconcile never reads
-  a cache that is still filling. Keys enqueued before that wait in the queue. If they
+* Workers start only once every watched informer has synced and the controller's own
+  handler on it has been handed the whole initial list (its registration's
+  ``wait_for_sync()``, as controller-runtime waits on its event sources), so a
+  reconcile never reads a cache that is still filling, and the first reconciles run
+  with every initial object's key already queued. Keys enqueued before that wait in the
+  queue. If they
   have not synced within ``cache_sync_timeout`` (2 minutes by default), or one stops
   first, ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` saying why: a
   controller never waits silently on a cache that cannot fill (RBAC, unknown resource).
@@ -92,6 +96,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
+    from aioinformer.health import InformerStatistics
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
 
 __all__ = [
@@ -208,9 +213,10 @@ class Controller:
     queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``);
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
     stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
-    the wait for the informers to sync: past it, or as soon as an informer stops unsynced,
-    ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
-    informer's resource, namespace and last error, and no worker ever starts.
+    the wait for the informers, and the controller's handlers on them, to sync: past it,
+    or as soon as an informer stops unsynced, ``run()`` raises
+    :class:`~aioinformer.errors.CacheSyncError` naming each unsynced informer's resource,
+    namespace and last error, and no worker ever starts.
 
     It runs once: ``await controller.run()`` or ``async with controller:``.
     """
@@ -404,9 +410,13 @@ class Controller:
             await self._queue.aclose()
 
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
-        """True once every informer synced; False when asked to stop first; raises
-        :class:`CacheSyncError` past ``cache_sync_timeout`` or when an informer stops."""
-        watched = [Watched.of(informer) for informer, _ in self._watches]
+        """True once every handler of the controller synced; False when asked to stop
+        first; raises :class:`CacheSyncError` past ``cache_sync_timeout`` or when an
+        informer stops."""
+        watched = [
+            Watched.of(_HandlerSync(informer, registration))
+            for informer, registration in self._watches
+        ]
         first, wait = await first_completed(
             stop_requested.wait(),
             wait_synced(watched, timeout=self._cache_sync_timeout, clock=self._clock),
@@ -585,3 +595,46 @@ class Controller:
         await running.wait()
         if running.failure is not None and exc is None:
             raise running.failure
+
+
+class _HandlerLag(enum.Enum):
+    SYNCED = "synced"
+    """The informer synced; its handler has not handled the whole initial list yet."""
+
+
+class _HandlerSync:
+    """An informer as the sync wait sees it, synced only once the controller's handler
+    on it is: what the wait names in a :class:`CacheSyncError` stays the informer's."""
+
+    __slots__ = ("_informer", "_registration")
+
+    def __init__(self, informer: SharedIndexInformer, registration: HandlerRegistration) -> None:
+        self._informer = informer
+        self._registration = registration
+
+    @property
+    def name(self) -> str:
+        return self._informer.name
+
+    @property
+    def state(self) -> enum.Enum:
+        if self._informer.has_synced():
+            # Read only while the handler is unsynced: the error must not say the
+            # informer is still listing when it is the handler that lags.
+            return _HandlerLag.SYNCED
+        return self._informer.state
+
+    @property
+    def lister_watcher(self) -> object:
+        return self._informer.lister_watcher
+
+    def has_synced(self) -> bool:
+        return self._registration.has_synced()
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        # False only when the informer stops first: the controller removes its handlers
+        # only after this wait.
+        return await self._registration.wait_for_sync(timeout)
+
+    def statistics(self) -> InformerStatistics:
+        return self._informer.statistics()

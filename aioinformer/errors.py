@@ -13,6 +13,7 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
     ├── UnknownResourceError             discovery does not know a resource           (not retried)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             handler added to a stopped informer          (terminal)
+    ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
@@ -58,6 +59,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "InformerStoppedError",
+    "InvalidObjectError",
     "KeyFuncError",
     "LeadershipLost",
     "NotFound",
@@ -112,6 +114,25 @@ class InformerStoppedError(AioinformerError):
     """Raised by ``add_event_handler()`` on an informer that has stopped."""
 
 
+class InvalidObjectError(AioinformerError, ValueError):
+    """Raised by ``lister().get()`` of an informer with a ``model`` when the cached object
+    of that key does not validate into the model.
+
+    ``key`` is the object's ``"namespace/name"`` (``"name"`` when cluster-scoped),
+    ``resource_version`` its resourceVersion (``None`` when it has none) and ``error`` the
+    validation error (a pydantic ``ValidationError``), also chained as the cause. The
+    object stays in the cache: other reads skip it until the server holds a valid one.
+    """
+
+    def __init__(self, key: str, resource_version: str | None, error: Exception) -> None:
+        super().__init__(
+            f"object {key} (resourceVersion {resource_version}) does not validate: {error}"
+        )
+        self.key = key
+        self.resource_version = resource_version
+        self.error = error
+
+
 def describe_error(error: BaseException) -> str:
     """A failure as one line: an API error as the server put it (``"403 Forbidden:
     configmaps is forbidden: ..."``: its text leads with code and reason), anything else
@@ -134,8 +155,10 @@ class UnsyncedInformer:
     namespace: str | None
     """Its namespace; ``None`` for all namespaces (or a cluster-scoped resource)."""
     state: str
-    """``"new"`` (its run never started), ``"running"`` (still listing or retrying) or
-    ``"stopped"`` (its run ended before the initial list was in the cache)."""
+    """``"new"`` (its run never started), ``"running"`` (still listing or retrying),
+    ``"stopped"`` (its run ended before the initial list was in the cache) or ``"synced"``
+    (the cache is, but the handler waited on, a controller's, has not yet handled every
+    object of the initial list)."""
     last_error: BaseException | None
     """The most recent list or watch failure, or why the run ended; ``None`` if none."""
 
@@ -145,6 +168,8 @@ class UnsyncedInformer:
         error = self.last_error
         if self.state == "new":
             why = "never started"
+        elif self.state == "synced":
+            why = "synced, but its handler has not yet handled the whole initial list"
         elif error is None:
             why = "stopped before it synced" if self.state == "stopped" else "no error yet"
         else:

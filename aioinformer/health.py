@@ -248,3 +248,6 @@ class InformerStatistics:
     """One record per registered handler (``events()`` streams included)."""
     reflector: ReflectorStatistics | None
     """The reflector's statistics, or ``None`` before ``run()``."""
+    invalid_objects: int = 0
+    """With ``model=``: distinct object versions (key and resourceVersion) that did not
+    validate into the model, each logged once and skipped by reads; 0 without a model."""

@@ -58,7 +58,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
@@ -73,6 +73,7 @@ from aioinformer._compact import (
 from aioinformer._handler_calls import SlowHandlerThresholds, handler_name
 from aioinformer._meta import same_resource_version
 from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
+from aioinformer._model_guard import ModelGuard
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
@@ -155,7 +156,8 @@ class SharedIndexInformer:
     themselves, to be treated as read-only.
 
     ``model`` makes listers, handlers and ``events()`` see that pydantic model instead of
-    raw dicts (the cache stays raw; each read or delivery validates). ``clock`` drives
+    raw dicts (the cache stays raw; each read or delivery validates; an object that fails
+    is skipped, logged once and counted, see :mod:`aioinformer._model_guard`). ``clock`` drives
     resync timers, the reflector's waits and handler timing (tests pass a ``FakeClock``).
     ``slow_handler_thresholds`` is the default bound of ``add_event_handler``'s.
 
@@ -222,6 +224,8 @@ class SharedIndexInformer:
         self._clock = clock or default_clock
         self._processor = SharedProcessor(clock=self._clock)
         self._model = model
+        # Validates every typed read and delivery, and counts the objects that fail.
+        self._guard = ModelGuard(model, source=self.name) if model is not None else None
         self._transform = transform
         self._watch_error_handler = watch_error_handler
         self._backoff = backoff
@@ -362,7 +366,7 @@ class SharedIndexInformer:
             start=False,
         )
         return EventStream(
-            registration._listener,
+            cast("ProcessorListener", registration._listener),
             registration,
             unregister=lambda: self.remove_event_handler(registration),
         )
@@ -430,6 +434,7 @@ class SharedIndexInformer:
                 keys_only=keys_only,
                 to_model=self._to_model if self._model is not None else None,
             ),
+            validates=self._model is not None and not keys_only,
             metrics=new_handler_metrics(self.name, name) if start else None,
             **options,
         )
@@ -452,19 +457,14 @@ class SharedIndexInformer:
         registration once the informer stopped, is ignored."""
         if registration._informer is not self:
             return
-        self._processor.remove_listener(registration._listener)
+        self._processor.remove_listener(cast("ProcessorListener", registration._listener))
 
     def _to_model(self, obj: Any) -> Any:
-        model = self._model
-        assert model is not None
+        guard = self._guard
+        assert guard is not None
         if isinstance(obj, DeletedFinalStateUnknown):
-            inner = obj.obj
-            if inner is not None and not isinstance(inner, model):
-                inner = model.model_validate(inner)
-            return DeletedFinalStateUnknown(obj.key, inner)
-        if isinstance(obj, model):
-            return obj
-        return model.model_validate(obj)
+            return guard.validate_or_tombstone(obj)
+        return guard.validate(obj)
 
     # -- cache access ------------------------------------------------------------------
 
@@ -477,7 +477,7 @@ class SharedIndexInformer:
 
     def lister(self) -> Lister[Any]:
         """A :class:`Lister` over the cache (typed when the informer has a ``model``)."""
-        return Lister(self._indexer, model=self._model)
+        return Lister(self._indexer, model=self._model, guard=self._guard)
 
     @property
     def model(self) -> type[Any] | None:
@@ -542,6 +542,7 @@ class SharedIndexInformer:
             last_sync_resource_version=self.last_sync_resource_version,
             handlers=self._processor.statistics(),
             reflector=reflector.statistics() if reflector is not None else None,
+            invalid_objects=self._guard.invalid_objects if self._guard is not None else 0,
         )
 
     def health(self) -> InformerHealth:

@@ -12,6 +12,11 @@ objects (decoded afresh from a compact cache, the cached ones themselves from an
 ``"objects"`` cache), or a pydantic model validated from each when the informer has a
 ``model``; :class:`Event` records.
 
+One bad object never breaks a read: with a ``model``, an object that does not validate
+is skipped by ``list()``/``by_index()`` and by streams (reported once per key and
+resourceVersion by the informer's :class:`~aioinformer._model_guard.ModelGuard`), and
+``get()`` of its key raises :class:`~aioinformer.errors.InvalidObjectError`.
+
 Ordering and staleness: a lister returns what the cache holds now, which may be behind the
 server; it never blocks and never goes to the server. A stream yields notifications in the
 order they were distributed, like any handler.
@@ -26,7 +31,10 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from aioinformer._handler_calls import converted_deleted, converted_old
 from aioinformer._meta import labels_of, namespace_of
+from aioinformer._model_guard import ModelGuard
+from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
 from aioinformer.processor import ADD, UPDATE, HandlerRegistration, ProcessorListener
@@ -73,34 +81,54 @@ class Lister(Generic[T]):
     freshly decoded objects, yours to keep or change; from a ``cache="objects"`` cache
     they are the cached objects themselves: treat those as read-only. With ``model=``,
     every read validates the returned objects into that model (a fresh copy either way);
-    the cache itself stays raw.
+    the cache itself stays raw. An object that does not validate is left out of
+    ``list()`` and ``by_index()`` (a WARNING names it, once per key and resourceVersion)
+    and makes ``get()`` of its key raise :class:`~aioinformer.errors.InvalidObjectError`.
+    ``guard`` is the informer's, which counts those objects for its ``statistics()``.
     """
 
-    __slots__ = ("_indexer", "_model")
+    __slots__ = ("_guard", "_indexer", "_model")
 
-    def __init__(self, indexer: Indexer[Any], *, model: type[T] | None = None) -> None:
+    def __init__(
+        self,
+        indexer: Indexer[Any],
+        *,
+        model: type[T] | None = None,
+        guard: ModelGuard[T] | None = None,
+    ) -> None:
         self._indexer = indexer
         self._model = model
+        if guard is None and model is not None:
+            guard = ModelGuard(model)
+        self._guard = guard
 
     def _out(self, entries: list[Any]) -> list[T]:
         objs = self._indexer.decode_all(entries)
-        model = self._model
-        if model is None:
+        guard = self._guard
+        if guard is None:
             return objs
-        validate = model.model_validate  # type: ignore[attr-defined]
-        return [validate(obj) for obj in objs]
+        validate = guard.validate
+        valid: list[T] = []
+        for obj in objs:
+            try:
+                valid.append(validate(obj))
+            except InvalidObjectError:
+                continue  # reported by the guard; one bad object must not fail the read
+        return valid
 
     def get(self, name: str, namespace: str | None = None) -> T | None:
         """The object called ``name`` (in ``namespace`` for a namespaced resource), or
-        ``None`` when the cache does not hold it."""
+        ``None`` when the cache does not hold it. With a ``model``, raises
+        :class:`~aioinformer.errors.InvalidObjectError` when the cached object does not
+        validate into it."""
         indexer = self._indexer
         entry = indexer.entry_by_key(f"{namespace}/{name}" if namespace else name)
         if entry is None:
             return None
         obj = indexer.decode(entry)
-        if self._model is None:
+        if self._guard is None:
             return obj  # type: ignore[no-any-return]
-        return self._model.model_validate(obj)  # type: ignore[attr-defined, no-any-return]
+        return self._guard.validate(obj)
 
     def list(
         self,
@@ -174,20 +202,30 @@ class EventStream:
         return self
 
     async def __anext__(self) -> Event:
-        notification = await self._listener.next_notification()
-        if notification is None:
-            raise StopAsyncIteration
-        kind, a, b = notification
-        convert = self._listener.convert
-        if kind == UPDATE:
-            if convert is not None:
-                return Event("UPDATED", convert(b), convert(a))
-            return Event("UPDATED", b, a)
-        if convert is not None:
-            a = convert(a)
-        if kind == ADD:
-            return Event("ADDED", a, None, b)
-        return Event("DELETED", a)
+        listener = self._listener
+        convert = listener.convert
+        while True:
+            notification = await listener.next_notification()
+            if notification is None:
+                raise StopAsyncIteration
+            kind, a, b = notification
+            if convert is None:
+                if kind == UPDATE:
+                    return Event("UPDATED", b, a)
+                if kind == ADD:
+                    return Event("ADDED", a, None, b)
+                return Event("DELETED", a)
+            # With a model, what does not validate is skipped (an add, an update's new
+            # state), or delivered without it (an update's old, a deleted object's last
+            # state), as handlers get it: the guard has reported it.
+            try:
+                if kind == UPDATE:
+                    return Event("UPDATED", convert(b), converted_old(convert, a))
+                if kind == ADD:
+                    return Event("ADDED", convert(a), None, b)
+            except InvalidObjectError:
+                continue
+            return Event("DELETED", converted_deleted(convert, a))
 
     async def aclose(self) -> None:
         """Unregister the stream; iteration then ends. Idempotent."""

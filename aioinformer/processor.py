@@ -93,6 +93,7 @@ from aioinformer._handler_calls import (
     HandlerFunc,
     HandlerStatistics,
     OverflowPolicy,
+    SkipDelivery,
     SlowHandlerThresholds,
     bind_calls,
     latency_summary,
@@ -101,6 +102,7 @@ from aioinformer._handler_calls import (
 )
 from aioinformer._metrics import HandlerMetricsProvider
 from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
+from aioinformer._registration import HandlerRegistration
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator
@@ -187,6 +189,7 @@ class ProcessorListener:
         overflow: OverflowPolicy = "block",
         key_func: Callable[[Any], Hashable] | None = None,
         convert: Callable[[Any], Any] | None = None,
+        validates: bool = False,
         run_in_thread: bool = False,
         slow_thresholds: SlowHandlerThresholds = DEFAULT_SLOW_HANDLER_THRESHOLDS,
         metrics: HandlerMetrics | None = None,
@@ -199,7 +202,8 @@ class ProcessorListener:
             raise ValueError("overflow='coalesce' needs a key_func")
         self.name = name
         self.convert = convert
-        """Applied to each object before delivery (typed informers); None for raw."""
+        """Applied to each object before delivery (typed informers); None for raw. With
+        ``validates``, it may raise ``InvalidObjectError`` (a model's validation)."""
         self._calls = bind_calls(
             on_add,
             on_update,
@@ -207,10 +211,13 @@ class ProcessorListener:
             convert,
             run_in_thread=run_in_thread,
             thresholds=slow_thresholds,
+            validates=validates,
         )
         self.run_in_thread = run_in_thread
         self.slow_thresholds = slow_thresholds
         self._upstream_has_synced = upstream_has_synced
+        # has_synced() once closed: closing drops the initial adds still queued.
+        self._synced_when_closed = False
         self.max_pending = max_pending
         self.overflow: OverflowPolicy = overflow
 
@@ -263,8 +270,24 @@ class ProcessorListener:
 
     def has_synced(self) -> bool:
         """True once the informer has synced and this handler has been handed every
-        object of the initial list (or, for a late handler, of its snapshot)."""
+        object of the initial list (or, for a late handler, of its snapshot). Once
+        closed: whether it had when it was closed."""
+        if self._queue.closed:
+            return self._synced_when_closed
         return self._upstream_has_synced() and self._queue.initial_pending <= 0
+
+    @property
+    def initial_pending(self) -> int:
+        """Initial-list adds queued and not yet handled."""
+        return self._queue.initial_pending
+
+    async def wait_initial_handled(self) -> None:
+        """Return once :attr:`initial_pending` is 0 or the listener is closed."""
+        await asyncio.shield(self._queue.initial_handled())
+
+    async def wait_closed(self) -> None:
+        """Return once the listener is closed (removed, or its informer stopped)."""
+        await asyncio.shield(self._queue.closing())
 
     @property
     def pending(self) -> int:
@@ -326,6 +349,8 @@ class ProcessorListener:
     def close(self) -> None:
         """Stop delivering: drop undelivered notifications and end the delivery loop once
         a call already running returns. Idempotent."""
+        if not self._queue.closed:
+            self._synced_when_closed = self.has_synced()
         self._queue.close()
         if self._stamps is not None:
             self._stamps.clear()
@@ -364,6 +389,8 @@ class ProcessorListener:
                     self.delivered += 1
                     if notification[2] is True and notification[0] == ADD:
                         pending.initial_pending -= 1
+                        if pending.initial_waiter is not None:
+                            pending.release_initial()
                     return notification
             if pending.closed:
                 return None
@@ -418,6 +445,10 @@ class ProcessorListener:
                             fn(a)
                         else:
                             fn(a, b)
+                    except SkipDelivery:
+                        # The object failed the informer's model: already reported
+                        # (and counted) by its guard, and no fault of the handler.
+                        pass
                     except Exception:
                         self.failed += 1
                         if metrics is not None:
@@ -472,6 +503,8 @@ class ProcessorListener:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.
                     pending.initial_pending -= 1
+                    if pending.initial_waiter is not None:
+                        pending.release_initial()
                 if pending.closed:
                     return
             # Stamps of entries without a call (a kind the handler skips) are dropped here.
@@ -501,34 +534,6 @@ class _Batch:
 
     def __exit__(self, *exc_info: object) -> None:
         self._processor._end_batch()
-
-
-class HandlerRegistration:
-    """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
-
-    __slots__ = ("_informer", "_listener")
-
-    def __init__(self, informer: Any, listener: ProcessorListener) -> None:
-        # The informer that issued it, compared by identity when it is handed back.
-        self._informer = informer
-        self._listener = listener
-
-    @property
-    def name(self) -> str:
-        """The handler's name, as used in logs and statistics."""
-        return self._listener.name
-
-    def has_synced(self) -> bool:
-        """True once the informer has synced and this handler has been handed every object
-        of the initial list (for a late handler: of the snapshot it was given)."""
-        return self._listener.has_synced()
-
-    def statistics(self) -> HandlerStatistics:
-        """This handler's counters."""
-        return self._listener.statistics()
-
-    def __repr__(self) -> str:
-        return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
 
 
 class SharedProcessor:

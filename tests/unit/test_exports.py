@@ -54,6 +54,7 @@ TOP_LEVEL = [
     "Indexers",
     "InformerStatistics",
     "InformerStoppedError",
+    "InvalidObjectError",
     "KeyFunc",
     "KeyFuncError",
     "KubeObject",
