@@ -25,7 +25,8 @@ Guarantees:
   Events of different objects are delivered in the order they were popped, but handlers
   are independent of each other: one may be ahead of another.
 * Staleness: the cache (and so a lister) holds what the last popped event said; it lags the
-  server by the watch latency and by what still waits in the DeltaFIFO. A handler may run
+  server by the watch latency and by what still waits in the DeltaFIFO. A relist or resync
+  is applied in one step (a read sees all the old state or all the new). A handler may run
   after the cache has moved on: read the cache for the newest state, use the handler's
   arguments for what changed.
 * Tombstones: when a relist finds an object gone whose delete event was missed (the watch
@@ -620,6 +621,7 @@ class SharedIndexInformer:
             known_objects=self._indexer.known_objects,
             emit_delta_type_replaced=True,
             transform=transform,
+            atomic=True,
         )
         reflector = self._reflector = Reflector(
             compact_source(self._lister_watcher) if compact else self._lister_watcher,
