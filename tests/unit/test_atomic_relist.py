@@ -6,7 +6,7 @@ client-go's atomic FIFO tests, as they apply to a per-key queue: one group whate
 ``max_keys``, earlier changes kept in front of the replace, several replaces in order,
 resyncs) and the informer built on it: a task reading the lister on every loop turn while
 a relist changes every one of thousands of objects sees the whole old state or the whole
-new one, never a mix, in both cache modes.
+new one, never a mix, in both cache modes and both pipelines (``in_order``).
 
 Task model: each test runs on the test's event loop; the informer tests run the informer
 in ``async with`` and a reader task beside it.
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from aioinformer.delta_fifo import (
     DeletedFinalStateUnknown,
@@ -205,12 +207,13 @@ def steps(objs: list[Any]) -> dict[str, str]:
     return {o["metadata"]["name"]: o["metadata"]["labels"]["step"] for o in objs}
 
 
+@pytest.mark.parametrize("in_order", [False, True], ids=["coalescing", "in-order"])
 async def test_a_lister_read_during_a_relist_sees_the_old_state_or_the_new_one(
-    cache: CacheMode,
+    cache: CacheMode, in_order: bool
 ) -> None:
     source = FakeListerWatcher(objects=[pod(f"p{i:04}") for i in range(OBJECTS)])
     clock = FakeClock()
-    informer = scripted_informer(source, clock, cache)
+    informer = scripted_informer(source, clock, cache, in_order=in_order)
     reads: list[dict[str, str]] = []
 
     async def read_every_turn() -> None:
