@@ -242,65 +242,13 @@ class DeltasBatch:
         return f"<DeltasBatch {self._taken}/{self._size} taken>"
 
 
-class DeltaFIFO:
-    """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
+class _FIFOWaits:
+    """What the two queues (this module's and :mod:`aioinformer.real_fifo`'s) share: the
+    one-shot synced signal, and the poppers parked while the queue is empty. A subclass
+    gives ``__len__`` (queued items) and calls ``_signal_synced()`` when it syncs."""
 
-    ``key_func`` gives each object's key (tombstones always use their own ``key``).
-    ``known_objects`` is the cache the consumer fills (anything with ``list_keys()`` and
-    ``get_by_key()``); without it, deletes of keys not queued are dropped, ``replace``
-    can only tombstone queued keys, and ``resync`` does nothing.
-    ``emit_delta_type_replaced`` makes ``replace`` queue ``Replaced`` rather than ``Sync``
-    deltas. ``transform`` (sync) is applied to each object as it is queued, except for
-    ``Sync`` deltas from ``resync`` (those objects come from the cache, already
-    transformed) and tombstones; an error it raises propagates to the producer.
-    ``atomic`` makes what a ``replace`` or a ``resync`` queued leave :meth:`pop_batch`
-    as one group whatever its size (see the module notes); off, a relist leaves in
-    batches of ``max_keys`` as in client-go v0.32.
+    __slots__ = ("_closed", "_poppers", "_since_checkpoint", "_sync_outcome", "_synced")
 
-    **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
-    an item has been taken it belongs to that ``pop`` call, as in client-go where an item
-    leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
-    item is *not* put back (for an informer that means shutdown, and re-delivering a
-    half-applied change would be worse), and it counts as processed for
-    :meth:`has_synced`. A consumer that must not lose it can raise :class:`Requeue` from
-    ``process`` on cancellation, or shield it.
-    """
-
-    __slots__ = (
-        "_atomic",
-        "_closed",
-        "_emit_replaced",
-        "_group",
-        "_initial_in_process",
-        "_initial_population_count",
-        "_items",
-        "_key_func",
-        "_known_objects",
-        "_poppers",
-        "_populated",
-        "_queue",
-        "_since_checkpoint",
-        "_sync_outcome",
-        "_synced",
-        "_transform",
-    )
-
-    _items: dict[str, Deltas]
-    """Deltas by key. Invariant: a key is in ``_items`` iff it is in ``_queue``, and its
-    Deltas are never empty."""
-    _queue: deque[str]
-    """Keys in the order they first entered; each key at most once."""
-    _populated: bool
-    """True once the first ``replace``, ``add``, ``update`` or ``delete`` has happened."""
-    _initial_population_count: int
-    """Items queued by the first ``replace`` not yet popped; set once, only decreases."""
-    _initial_in_process: int
-    """Items popped while ``_initial_population_count`` was positive whose ``process``
-    call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
-    _group: int
-    """Keys at the head of the queue that ``pop_batch`` hands out together: the queue's
-    length at the end of the last ``replace`` (or ``resync`` that queued anything),
-    lowered as keys leave. Never more than ``len(_queue)``."""
     _closed: bool
     """Set by ``close()``; never cleared."""
     _poppers: deque[asyncio.Future[None]]
@@ -309,60 +257,21 @@ class DeltaFIFO:
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
     _synced: bool
-    """Set by ``_signal_synced()`` exactly when ``_populated`` is true and both initial
-    counters are zero for the first time; never cleared (the counters cannot leave zero
-    once the first population is fixed)."""
+    """Set by ``_signal_synced()`` once the first list has been processed (or a change
+    came before any list); never cleared."""
     _sync_outcome: asyncio.Future[bool] | None
     """What ``wait_synced()`` calls wait on, made by the first that has to wait:
     resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
 
-    def __init__(
-        self,
-        key_func: KeyFunc = meta_namespace_key,
-        *,
-        known_objects: KnownObjects | None = None,
-        emit_delta_type_replaced: bool = True,
-        transform: TransformFunc | None = None,
-        atomic: bool = False,
-    ) -> None:
-        self._key_func = key_func
-        self._atomic = atomic
-        self._known_objects = known_objects
-        self._emit_replaced = emit_delta_type_replaced
-        self._transform = transform
-        self._items = {}
-        self._queue = deque()
-        self._populated = False
-        self._initial_population_count = 0
-        self._initial_in_process = 0
-        self._group = 0
+    def __init__(self) -> None:
         self._closed = False
         self._poppers = deque()
         self._since_checkpoint = 0
         self._synced = False
         self._sync_outcome = None
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return (
-            f"<DeltaFIFO {state} queued={len(self._queue)} "
-            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
-        )
-
     def __len__(self) -> int:
-        return len(self._queue)
-
-    # -- keys and reads ------------------------------------------------------------
-
-    def key_of(self, obj: Any) -> str:
-        """The key of an object, a tombstone (its ``key``) or a :class:`Deltas` (newest)."""
-        if isinstance(obj, Deltas):
-            if not obj:
-                raise KeyFuncError("cannot take the key of an empty Deltas")
-            obj = obj[-1].object
-        if type(obj) is DeletedFinalStateUnknown:
-            return obj.key
-        return self._key_func(obj)
+        raise NotImplementedError
 
     def has_synced(self) -> bool:
         """True once the first list has been fully processed (see the module notes)."""
@@ -391,15 +300,164 @@ class DeltaFIFO:
         if outcome is not None and not outcome.done():
             outcome.set_result(self._synced)
 
+    def is_closed(self) -> bool:
+        """True once :meth:`close` has been called (items may still be queued)."""
+        return self._closed
+
+    async def _wait_for_turn(self) -> None:
+        """Before a pop takes anything: wait for an item if there is none, else yield to
+        the event loop once (the pop has handed out enough since the last yield)."""
+        if not len(self):
+            await self._wait_for_item()
+            self._since_checkpoint = 0
+            return
+        # Reset before yielding, so that other poppers do not yield for the same turn.
+        self._since_checkpoint = 0
+        # Taken before the item: a cancellation here loses nothing.
+        await asyncio.sleep(0)
+        if not len(self):
+            await self._wait_for_item()
+
+    async def _wait_for_item(self) -> None:
+        poppers = self._poppers
+        while not len(self):
+            if self._closed:
+                raise FIFOClosedError(f"{type(self).__name__} is closed")
+            woken = asyncio.get_running_loop().create_future()
+            poppers.append(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.cancelled() and woken in poppers:
+                    poppers.remove(woken)
+                # We may have been woken for an item we will not take now; pass the
+                # wake-up on so that item is not left waiting.
+                if len(self) and poppers:
+                    self._wake_popper()
+                raise
+
+    def _wake_popper(self) -> None:
+        poppers = self._poppers
+        while poppers:
+            woken = poppers.popleft()
+            if not woken.done():  # skips a popper cancelled in this same loop turn
+                woken.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
+        self._closed = True
+        poppers, self._poppers = self._poppers, deque()
+        for woken in poppers:
+            if not woken.done():
+                woken.set_result(None)
+        self._settle_sync_outcome()
+
+
+class DeltaFIFO(_FIFOWaits):
+    """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
+
+    ``key_func`` gives each object's key (tombstones always use their own ``key``).
+    ``known_objects`` is the cache the consumer fills (anything with ``list_keys()`` and
+    ``get_by_key()``); without it, deletes of keys not queued are dropped, ``replace``
+    can only tombstone queued keys, and ``resync`` does nothing.
+    ``emit_delta_type_replaced`` makes ``replace`` queue ``Replaced`` rather than ``Sync``
+    deltas. ``transform`` (sync) is applied to each object as it is queued, except for
+    ``Sync`` deltas from ``resync`` (those objects come from the cache, already
+    transformed) and tombstones; an error it raises propagates to the producer.
+    ``atomic`` makes what a ``replace`` or a ``resync`` queued leave :meth:`pop_batch`
+    as one group whatever its size (see the module notes); off, a relist leaves in
+    batches of ``max_keys`` as in client-go v0.32.
+
+    **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
+    an item has been taken it belongs to that ``pop`` call, as in client-go where an item
+    leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
+    item is *not* put back (for an informer that means shutdown, and re-delivering a
+    half-applied change would be worse), and it counts as processed for
+    :meth:`has_synced`. A consumer that must not lose it can raise :class:`Requeue` from
+    ``process`` on cancellation, or shield it.
+    """
+
+    __slots__ = (
+        "_atomic",
+        "_emit_replaced",
+        "_group",
+        "_initial_in_process",
+        "_initial_population_count",
+        "_items",
+        "_key_func",
+        "_known_objects",
+        "_populated",
+        "_queue",
+        "_transform",
+    )
+
+    _items: dict[str, Deltas]
+    """Deltas by key. Invariant: a key is in ``_items`` iff it is in ``_queue``, and its
+    Deltas are never empty."""
+    _queue: deque[str]
+    """Keys in the order they first entered; each key at most once."""
+    _populated: bool
+    """True once the first ``replace``, ``add``, ``update`` or ``delete`` has happened."""
+    _initial_population_count: int
+    """Items queued by the first ``replace`` not yet popped; set once, only decreases."""
+    _initial_in_process: int
+    """Items popped while ``_initial_population_count`` was positive whose ``process``
+    call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
+    _group: int
+    """Keys at the head of the queue that ``pop_batch`` hands out together: the queue's
+    length at the end of the last ``replace`` (or ``resync`` that queued anything),
+    lowered as keys leave. Never more than ``len(_queue)``."""
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key,
+        *,
+        known_objects: KnownObjects | None = None,
+        emit_delta_type_replaced: bool = True,
+        transform: TransformFunc | None = None,
+        atomic: bool = False,
+    ) -> None:
+        self._key_func = key_func
+        self._atomic = atomic
+        self._known_objects = known_objects
+        self._emit_replaced = emit_delta_type_replaced
+        self._transform = transform
+        self._items = {}
+        self._queue = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._initial_in_process = 0
+        self._group = 0
+        super().__init__()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<DeltaFIFO {state} queued={len(self._queue)} "
+            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
+        )
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    # -- keys and reads ------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The key of an object, a tombstone (its ``key``) or a :class:`Deltas` (newest)."""
+        if isinstance(obj, Deltas):
+            if not obj:
+                raise KeyFuncError("cannot take the key of an empty Deltas")
+            obj = obj[-1].object
+        if type(obj) is DeletedFinalStateUnknown:
+            return obj.key
+        return self._key_func(obj)
+
     def _populate(self) -> None:
         # Before the first replace nothing is initial, so a write of any other kind
         # fixes an empty initial population: the FIFO is synced from here on.
         self._populated = True
         self._signal_synced()
-
-    def is_closed(self) -> bool:
-        """True once :meth:`close` has been called (items may still be queued)."""
-        return self._closed
 
     def list_keys(self) -> list[str]:
         """Queued keys, in the order they will be popped."""
@@ -673,47 +731,6 @@ class DeltaFIFO:
                     self._signal_synced()
         return taken, taken == count and not suspended
 
-    async def _wait_for_turn(self) -> None:
-        """Before a pop takes anything: wait for an item if there is none, else yield to
-        the event loop once (the pop has handed out enough since the last yield)."""
-        if not self._queue:
-            await self._wait_for_item()
-            self._since_checkpoint = 0
-            return
-        # Reset before yielding, so that other poppers do not yield for the same turn.
-        self._since_checkpoint = 0
-        # Taken before the item: a cancellation here loses nothing.
-        await asyncio.sleep(0)
-        if not self._queue:
-            await self._wait_for_item()
-
-    async def _wait_for_item(self) -> None:
-        queue = self._queue
-        poppers = self._poppers
-        while not queue:
-            if self._closed:
-                raise FIFOClosedError("DeltaFIFO is closed")
-            woken = asyncio.get_running_loop().create_future()
-            poppers.append(woken)
-            try:
-                await woken
-            except asyncio.CancelledError:
-                if woken.cancelled() and woken in poppers:
-                    poppers.remove(woken)
-                # We may have been woken for an item we will not take now; pass the
-                # wake-up on so that item is not left waiting.
-                if queue and poppers:
-                    self._wake_popper()
-                raise
-
-    def _wake_popper(self) -> None:
-        poppers = self._poppers
-        while poppers:
-            woken = poppers.popleft()
-            if not woken.done():  # skips a popper cancelled in this same loop turn
-                woken.set_result(None)
-                return
-
     def _requeue(self, key: str, deltas: Deltas) -> None:
         if not self._populated:
             self._populate()
@@ -734,12 +751,3 @@ class DeltaFIFO:
             else:
                 merged.append(delta)
         self._items[key] = merged
-
-    def close(self) -> None:
-        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
-        self._closed = True
-        poppers, self._poppers = self._poppers, deque()
-        for woken in poppers:
-            if not woken.done():
-                woken.set_result(None)
-        self._settle_sync_outcome()

@@ -54,7 +54,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -67,8 +66,8 @@ from aioinformer.delta_fifo import (
     DeltaType,
     KnownObjects,
     TransformFunc,
+    _FIFOWaits,
 )
-from aioinformer.errors import FIFOClosedError
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -135,7 +134,7 @@ def _one(action: DeltaType, obj: Any) -> Deltas:
     return deltas
 
 
-class RealFIFO:
+class RealFIFO(_FIFOWaits):
     """A queue of single changes, in arrival order, with relists and resyncs as one item.
 
     ``key_func`` gives each object's key (tombstones use their own ``key``).
@@ -146,26 +145,12 @@ class RealFIFO:
     it raises propagates to the producer.
     """
 
-    __slots__ = (
-        "_closed",
-        "_initial",
-        "_key_func",
-        "_known_objects",
-        "_poppers",
-        "_populated",
-        "_queue",
-        "_since_checkpoint",
-        "_sync_outcome",
-        "_synced",
-        "_transform",
-    )
+    __slots__ = ("_initial", "_key_func", "_known_objects", "_populated", "_queue", "_transform")
 
     _queue: deque[_Item]
     """Queued items, oldest first."""
     _initial: bool
     """True while the first ``replace``'s item is queued or being processed."""
-    _poppers: deque[asyncio.Future[None]]
-    """One future per popper parked while the queue is empty, oldest first."""
 
     def __init__(
         self,
@@ -180,11 +165,7 @@ class RealFIFO:
         self._queue = deque()
         self._populated = False
         self._initial = False
-        self._synced = False
-        self._sync_outcome: asyncio.Future[bool] | None = None
-        self._closed = False
-        self._poppers = deque()
-        self._since_checkpoint = 0
+        super().__init__()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -199,36 +180,6 @@ class RealFIFO:
         if type(obj) is DeletedFinalStateUnknown:
             return obj.key
         return self._key_func(obj)
-
-    def is_closed(self) -> bool:
-        """True once :meth:`close` has been called (items may still be queued)."""
-        return self._closed
-
-    # -- synced ----------------------------------------------------------------------
-
-    def has_synced(self) -> bool:
-        """True once the first list has been processed (see the module notes)."""
-        return self._synced
-
-    async def wait_synced(self) -> bool:
-        """Wait until :meth:`has_synced` is true and return ``True``; ``False`` if the
-        FIFO is closed first. A one-shot signal, as the DeltaFIFO's."""
-        if self._synced or self._closed:
-            return self._synced
-        outcome = self._sync_outcome
-        if outcome is None:
-            outcome = self._sync_outcome = asyncio.get_running_loop().create_future()
-        # Shielded: one waiter giving up must not cancel it for the others.
-        return await asyncio.shield(outcome)
-
-    def _signal_synced(self) -> None:
-        self._synced = True
-        self._settle_sync_outcome()
-
-    def _settle_sync_outcome(self) -> None:
-        outcome = self._sync_outcome
-        if outcome is not None and not outcome.done():
-            outcome.set_result(self._synced)
 
     # -- producers -------------------------------------------------------------------
 
@@ -348,40 +299,3 @@ class RealFIFO:
             if obj is not None:
                 pairs.append((key, _one(_SYNC, obj)))
         return pairs
-
-    async def _wait_for_turn(self) -> None:
-        """Wait for an item if there is none, else yield to the event loop once."""
-        self._since_checkpoint = 0
-        if self._queue:
-            await asyncio.sleep(0)
-        while not self._queue:
-            if self._closed:
-                raise FIFOClosedError("RealFIFO is closed")
-            woken = asyncio.get_running_loop().create_future()
-            self._poppers.append(woken)
-            try:
-                await woken
-            except asyncio.CancelledError:
-                if woken in self._poppers:
-                    self._poppers.remove(woken)
-                # A wake-up meant for the item this popper no longer takes: pass it on.
-                if self._queue and self._poppers:
-                    self._wake_popper()
-                raise
-
-    def _wake_popper(self) -> None:
-        poppers = self._poppers
-        while poppers:
-            woken = poppers.popleft()
-            if not woken.done():
-                woken.set_result(None)
-                return
-
-    def close(self) -> None:
-        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
-        self._closed = True
-        poppers, self._poppers = self._poppers, deque()
-        for woken in poppers:
-            if not woken.done():
-                woken.set_result(None)
-        self._settle_sync_outcome()
