@@ -28,7 +28,15 @@ from aioinformer.delta_fifo import (
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_cache import pod, relist_after_lost_history, scripted_informer
+from tests._support_cache import (
+    BACKOFF,
+    EXPIRED,
+    pod,
+    relist_after_lost_history,
+    scripted_informer,
+)
+from tests._support_tasks import settle
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.informer import CacheMode
@@ -241,3 +249,42 @@ async def test_a_lister_read_during_a_relist_sees_the_old_state_or_the_new_one(
     assert not mixed, f"{len(mixed)} of {len(reads)} reads saw a mix of old and new"
     assert reads[0] == old
     assert reads[-1] == new
+
+
+@pytest.mark.parametrize("in_order", [False, True], ids=["coalescing", "in-order"])
+async def test_a_relist_waits_for_room_under_a_blocking_handler_then_goes_in_whole(
+    in_order: bool,
+) -> None:
+    source = FakeListerWatcher(objects=[pod(f"p{i}") for i in range(20)])
+    clock = FakeClock()
+    informer = scripted_informer(source, clock, "objects", in_order=in_order)
+    gate = asyncio.Event()
+    gate.set()
+
+    async def on_update(old: Any, new: Any) -> None:
+        await gate.wait()
+
+    registration = informer.add_event_handler(on_update=on_update, max_pending=2, overflow="block")
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        old = steps(informer.lister().list())
+        gate.clear()
+        source.modify(pod("p0", 1))  # the handler sits in this call
+        source.modify(pod("p1", 1))
+        source.modify(pod("p2", 1))  # and these fill its queue
+        await wait_until(lambda: registration.statistics().pending == 2)
+        for i in range(3, 20):
+            source.modify(pod(f"p{i}", 1), notify=False)
+        lists = len(source.list_calls)
+        source.error_next_watch(EXPIRED)
+        source.reset_watch()
+        source.drop_watches()
+        while len(source.list_calls) == lists:
+            await clock.advance(BACKOFF)
+            await settle(50)
+        await settle(200)
+        # Listed and queued, but not applied: the handler has no room.
+        assert informer.statistics().fifo_pending > 0
+        assert steps(informer.lister().list()) == {**old, "p0": "1", "p1": "1", "p2": "1"}
+        gate.set()
+        await wait_until(lambda: set(steps(informer.lister().list()).values()) == {"1"})
