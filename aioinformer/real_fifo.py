@@ -204,7 +204,12 @@ class RealFIFO(_FIFOWaits):
         transform = self._transform
         if transform is not None and type(obj) is not DeletedFinalStateUnknown:
             obj = transform(obj)
-        self._append((key, _one(action, obj)))
+        # Inlined (no helper calls): this runs once per watch event.
+        deltas = Deltas()
+        deltas.append(Delta(action, obj))
+        self._queue.append((key, deltas))
+        if self._poppers:
+            self._wake_popper()
 
     async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue the result of a LIST as one item (see the module notes for what it
