@@ -60,6 +60,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Final, TypeAlias
 
 from aioinformer.delta_fifo import (
+    _CHECKPOINT_EVERY,
     DEFAULT_BATCH_KEYS,
     Delta,
     Deltas,
@@ -72,10 +73,6 @@ from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 
 __all__ = ["InOrderBatch", "InOrderProcessFunc", "RealFIFO"]
-
-_CHECKPOINT_EVERY: Final = 128
-"""``pop_batch`` yields to the event loop before a batch once this many items went out
-since it last did."""
 
 _ADDED: Final = DeltaType.ADDED
 _UPDATED: Final = DeltaType.UPDATED
