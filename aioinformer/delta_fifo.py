@@ -20,6 +20,18 @@ batch holds each key once, so batching never reorders one object's changes.
 Two deletions in a row for one key collapse into one (the one carrying the real object
 wins over a tombstone). Nothing is ordered across keys beyond that.
 
+Atomic relists and resyncs (``atomic=True``, what the informer uses). After a
+``replace`` every queued key ends with a delta of
+that replace (its listed object, or a tombstone), so the whole queue at that moment is
+the new state of the cache. ``pop_batch`` hands those keys out together, in as few
+``process`` calls as the initial population allows (one, or two when the first list's
+keys are still queued) and without suspending in between, however many they are and
+whatever its ``max_keys``: a consumer that applies a batch without suspending moves its
+cache from the old state to the new one in one step, and a reader in another task never
+sees a mix of the two. A ``resync`` that queues anything groups the queue the same way.
+Later writes to a key of the group join its deltas as usual (the per-key coalescing is
+kept); new keys queue behind the group.
+
 Tombstones. A LIST replaces what the watch has told us. A key the FIFO or the cache
 (``known_objects``) knows about but the new list lacks was deleted while we were not
 watching; ``replace`` queues a ``Deleted`` delta for it whose object is a
@@ -44,7 +56,8 @@ no lock; poppers park on a future of their own while the queue is empty, and a p
 wakes the oldest. Producers are coroutines (the reflector's store protocol) but never suspend.
 ``pop`` and ``pop_batch`` suspend while the queue is empty and, when it is not, at least
 once every 128 items handed out (``pop_batch`` checks before each batch, so a batch larger
-than that runs without yielding), so that a long backlog cannot starve the loop. Several
+than that, a relist's group say, runs without yielding), so that a long backlog cannot
+starve the loop. Several
 tasks may pop at once; each key is handed to one of them. ``close()`` is synchronous: it
 wakes every waiting popper; poppers drain what is left and then get
 :class:`FIFOClosedError`.
@@ -229,56 +242,13 @@ class DeltasBatch:
         return f"<DeltasBatch {self._taken}/{self._size} taken>"
 
 
-class DeltaFIFO:
-    """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
+class _FIFOWaits:
+    """What the two queues (this module's and :mod:`aioinformer.real_fifo`'s) share: the
+    one-shot synced signal, and the poppers parked while the queue is empty. A subclass
+    gives ``__len__`` (queued items) and calls ``_signal_synced()`` when it syncs."""
 
-    ``key_func`` gives each object's key (tombstones always use their own ``key``).
-    ``known_objects`` is the cache the consumer fills (anything with ``list_keys()`` and
-    ``get_by_key()``); without it, deletes of keys not queued are dropped, ``replace``
-    can only tombstone queued keys, and ``resync`` does nothing.
-    ``emit_delta_type_replaced`` makes ``replace`` queue ``Replaced`` rather than ``Sync``
-    deltas. ``transform`` (sync) is applied to each object as it is queued, except for
-    ``Sync`` deltas from ``resync`` (those objects come from the cache, already
-    transformed) and tombstones; an error it raises propagates to the producer.
+    __slots__ = ("_closed", "_poppers", "_since_checkpoint", "_sync_outcome", "_synced")
 
-    **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
-    an item has been taken it belongs to that ``pop`` call, as in client-go where an item
-    leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
-    item is *not* put back (for an informer that means shutdown, and re-delivering a
-    half-applied change would be worse), and it counts as processed for
-    :meth:`has_synced`. A consumer that must not lose it can raise :class:`Requeue` from
-    ``process`` on cancellation, or shield it.
-    """
-
-    __slots__ = (
-        "_closed",
-        "_emit_replaced",
-        "_initial_in_process",
-        "_initial_population_count",
-        "_items",
-        "_key_func",
-        "_known_objects",
-        "_poppers",
-        "_populated",
-        "_queue",
-        "_since_checkpoint",
-        "_sync_outcome",
-        "_synced",
-        "_transform",
-    )
-
-    _items: dict[str, Deltas]
-    """Deltas by key. Invariant: a key is in ``_items`` iff it is in ``_queue``, and its
-    Deltas are never empty."""
-    _queue: deque[str]
-    """Keys in the order they first entered; each key at most once."""
-    _populated: bool
-    """True once the first ``replace``, ``add``, ``update`` or ``delete`` has happened."""
-    _initial_population_count: int
-    """Items queued by the first ``replace`` not yet popped; set once, only decreases."""
-    _initial_in_process: int
-    """Items popped while ``_initial_population_count`` was positive whose ``process``
-    call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
     _closed: bool
     """Set by ``close()``; never cleared."""
     _poppers: deque[asyncio.Future[None]]
@@ -287,57 +257,21 @@ class DeltaFIFO:
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
     _synced: bool
-    """Set by ``_signal_synced()`` exactly when ``_populated`` is true and both initial
-    counters are zero for the first time; never cleared (the counters cannot leave zero
-    once the first population is fixed)."""
+    """Set by ``_signal_synced()`` once the first list has been processed (or a change
+    came before any list); never cleared."""
     _sync_outcome: asyncio.Future[bool] | None
     """What ``wait_synced()`` calls wait on, made by the first that has to wait:
     resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
 
-    def __init__(
-        self,
-        key_func: KeyFunc = meta_namespace_key,
-        *,
-        known_objects: KnownObjects | None = None,
-        emit_delta_type_replaced: bool = True,
-        transform: TransformFunc | None = None,
-    ) -> None:
-        self._key_func = key_func
-        self._known_objects = known_objects
-        self._emit_replaced = emit_delta_type_replaced
-        self._transform = transform
-        self._items = {}
-        self._queue = deque()
-        self._populated = False
-        self._initial_population_count = 0
-        self._initial_in_process = 0
+    def __init__(self) -> None:
         self._closed = False
         self._poppers = deque()
         self._since_checkpoint = 0
         self._synced = False
         self._sync_outcome = None
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return (
-            f"<DeltaFIFO {state} queued={len(self._queue)} "
-            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
-        )
-
     def __len__(self) -> int:
-        return len(self._queue)
-
-    # -- keys and reads ------------------------------------------------------------
-
-    def key_of(self, obj: Any) -> str:
-        """The key of an object, a tombstone (its ``key``) or a :class:`Deltas` (newest)."""
-        if isinstance(obj, Deltas):
-            if not obj:
-                raise KeyFuncError("cannot take the key of an empty Deltas")
-            obj = obj[-1].object
-        if type(obj) is DeletedFinalStateUnknown:
-            return obj.key
-        return self._key_func(obj)
+        raise NotImplementedError
 
     def has_synced(self) -> bool:
         """True once the first list has been fully processed (see the module notes)."""
@@ -366,15 +300,164 @@ class DeltaFIFO:
         if outcome is not None and not outcome.done():
             outcome.set_result(self._synced)
 
+    def is_closed(self) -> bool:
+        """True once :meth:`close` has been called (items may still be queued)."""
+        return self._closed
+
+    async def _wait_for_turn(self) -> None:
+        """Before a pop takes anything: wait for an item if there is none, else yield to
+        the event loop once (the pop has handed out enough since the last yield)."""
+        if not len(self):
+            await self._wait_for_item()
+            self._since_checkpoint = 0
+            return
+        # Reset before yielding, so that other poppers do not yield for the same turn.
+        self._since_checkpoint = 0
+        # Taken before the item: a cancellation here loses nothing.
+        await asyncio.sleep(0)
+        if not len(self):
+            await self._wait_for_item()
+
+    async def _wait_for_item(self) -> None:
+        poppers = self._poppers
+        while not len(self):
+            if self._closed:
+                raise FIFOClosedError(f"{type(self).__name__} is closed")
+            woken = asyncio.get_running_loop().create_future()
+            poppers.append(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.cancelled() and woken in poppers:
+                    poppers.remove(woken)
+                # We may have been woken for an item we will not take now; pass the
+                # wake-up on so that item is not left waiting.
+                if len(self) and poppers:
+                    self._wake_popper()
+                raise
+
+    def _wake_popper(self) -> None:
+        poppers = self._poppers
+        while poppers:
+            woken = poppers.popleft()
+            if not woken.done():  # skips a popper cancelled in this same loop turn
+                woken.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
+        self._closed = True
+        poppers, self._poppers = self._poppers, deque()
+        for woken in poppers:
+            if not woken.done():
+                woken.set_result(None)
+        self._settle_sync_outcome()
+
+
+class DeltaFIFO(_FIFOWaits):
+    """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
+
+    ``key_func`` gives each object's key (tombstones always use their own ``key``).
+    ``known_objects`` is the cache the consumer fills (anything with ``list_keys()`` and
+    ``get_by_key()``); without it, deletes of keys not queued are dropped, ``replace``
+    can only tombstone queued keys, and ``resync`` does nothing.
+    ``emit_delta_type_replaced`` makes ``replace`` queue ``Replaced`` rather than ``Sync``
+    deltas. ``transform`` (sync) is applied to each object as it is queued, except for
+    ``Sync`` deltas from ``resync`` (those objects come from the cache, already
+    transformed) and tombstones; an error it raises propagates to the producer.
+    ``atomic`` makes what a ``replace`` or a ``resync`` queued leave :meth:`pop_batch`
+    as one group whatever its size (see the module notes); off, a relist leaves in
+    batches of ``max_keys`` as in client-go v0.32.
+
+    **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
+    an item has been taken it belongs to that ``pop`` call, as in client-go where an item
+    leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
+    item is *not* put back (for an informer that means shutdown, and re-delivering a
+    half-applied change would be worse), and it counts as processed for
+    :meth:`has_synced`. A consumer that must not lose it can raise :class:`Requeue` from
+    ``process`` on cancellation, or shield it.
+    """
+
+    __slots__ = (
+        "_atomic",
+        "_emit_replaced",
+        "_group",
+        "_initial_in_process",
+        "_initial_population_count",
+        "_items",
+        "_key_func",
+        "_known_objects",
+        "_populated",
+        "_queue",
+        "_transform",
+    )
+
+    _items: dict[str, Deltas]
+    """Deltas by key. Invariant: a key is in ``_items`` iff it is in ``_queue``, and its
+    Deltas are never empty."""
+    _queue: deque[str]
+    """Keys in the order they first entered; each key at most once."""
+    _populated: bool
+    """True once the first ``replace``, ``add``, ``update`` or ``delete`` has happened."""
+    _initial_population_count: int
+    """Items queued by the first ``replace`` not yet popped; set once, only decreases."""
+    _initial_in_process: int
+    """Items popped while ``_initial_population_count`` was positive whose ``process``
+    call has not returned yet. ``has_synced()`` waits for both counters to reach zero."""
+    _group: int
+    """Keys at the head of the queue that ``pop_batch`` hands out together: the queue's
+    length at the end of the last ``replace`` (or ``resync`` that queued anything),
+    lowered as keys leave. Never more than ``len(_queue)``."""
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key,
+        *,
+        known_objects: KnownObjects | None = None,
+        emit_delta_type_replaced: bool = True,
+        transform: TransformFunc | None = None,
+        atomic: bool = False,
+    ) -> None:
+        self._key_func = key_func
+        self._atomic = atomic
+        self._known_objects = known_objects
+        self._emit_replaced = emit_delta_type_replaced
+        self._transform = transform
+        self._items = {}
+        self._queue = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._initial_in_process = 0
+        self._group = 0
+        super().__init__()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<DeltaFIFO {state} queued={len(self._queue)} "
+            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
+        )
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    # -- keys and reads ------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The key of an object, a tombstone (its ``key``) or a :class:`Deltas` (newest)."""
+        if isinstance(obj, Deltas):
+            if not obj:
+                raise KeyFuncError("cannot take the key of an empty Deltas")
+            obj = obj[-1].object
+        if type(obj) is DeletedFinalStateUnknown:
+            return obj.key
+        return self._key_func(obj)
+
     def _populate(self) -> None:
         # Before the first replace nothing is initial, so a write of any other kind
         # fixes an empty initial population: the FIFO is synced from here on.
         self._populated = True
         self._signal_synced()
-
-    def is_closed(self) -> bool:
-        """True once :meth:`close` has been called (items may still be queued)."""
-        return self._closed
 
     def list_keys(self) -> list[str]:
         """Queued keys, in the order they will be popped."""
@@ -433,7 +516,8 @@ class DeltaFIFO:
         ``Deleted`` delta carrying a :class:`DeletedFinalStateUnknown` with the newest
         queued object, or else the cached one (``None`` if the cache lost it meanwhile).
         The first call fixes the initial population that :meth:`has_synced` waits for.
-        ``resource_version`` is not used by the FIFO.
+        With ``atomic``, everything queued when it returns leaves :meth:`pop_batch` as
+        one group (see the module notes). ``resource_version`` is not used by the FIFO.
         """
         action = _REPLACED if self._emit_replaced else _SYNC
         key_of = self.key_of
@@ -466,6 +550,8 @@ class DeltaFIFO:
                 queued_deletions += 1
                 enqueue(_DELETED, DeletedFinalStateUnknown(key, obj), key, False)
 
+        if self._atomic:
+            self._group = len(self._queue)
         if not self._populated:
             self._populated = True
             self._initial_population_count = len(keys) + queued_deletions
@@ -473,11 +559,14 @@ class DeltaFIFO:
                 self._signal_synced()
 
     async def resync(self) -> None:
-        """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
+        """Queue a ``Sync`` delta for every known object whose key has nothing queued;
+        if it queued any and the FIFO is ``atomic``, everything queued leaves
+        :meth:`pop_batch` as one group."""
         known = self._known_objects
         if known is None:
             return
         items = self._items
+        before = len(items)
         for key in known.list_keys():
             obj = known.get_by_key(key)
             if obj is None:
@@ -487,6 +576,8 @@ class DeltaFIFO:
             if obj_key in items:
                 continue
             self._enqueue(_SYNC, obj, obj_key, False)
+        if self._atomic and len(items) > before:
+            self._group = len(self._queue)
 
     def _enqueue(self, action: DeltaType, obj: Any, key: str, transform: bool) -> None:
         if transform and self._transform is not None and type(obj) is not DeletedFinalStateUnknown:
@@ -533,6 +624,8 @@ class DeltaFIFO:
         self._since_checkpoint += 1
         key = queue.popleft()
         deltas = self._items.pop(key)
+        if self._group:
+            self._group -= 1
         initial = self._initial_population_count > 0
         if initial:
             self._initial_population_count -= 1
@@ -572,6 +665,11 @@ class DeltaFIFO:
         ``not fifo.has_synced()`` inside ``process`` (client-go's *isInInitialList*)
         holds for every key of the batch or for none.
 
+        With ``atomic``, the keys queued by the last ``replace`` (or ``resync``) leave
+        as one group, ``max_keys`` notwithstanding: in one ``process`` call, or, when the
+        group runs past the end of the initial population, in two calls made one after
+        the other without suspending (unless the first ``process`` was async).
+
         A key leaves the queue only when the iteration reaches it: keys a ``process`` does
         not reach (it raised, or stopped iterating) stay queued, in order, and still count
         towards :meth:`has_synced`. If ``process`` raises :class:`Requeue`, the key it was
@@ -588,16 +686,31 @@ class DeltaFIFO:
         queue = self._queue
         if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
             await self._wait_for_turn()
-        count = min(len(queue), max_keys)
+        handed = 0
+        while True:
+            count = self._group or min(len(queue), max_keys)
+            taken, whole = await self._hand_out(process, count)
+            handed += taken
+            # The rest of a group cut at the end of the initial population follows at
+            # once: no other task may run between the two halves of one relist.
+            if not (self._group and whole and queue):
+                return handed
+
+    async def _hand_out(self, process: PopBatchProcessFunc, count: int) -> tuple[int, bool]:
+        """One ``process`` call of :meth:`pop_batch` for at most ``count`` keys; returns
+        how many it took, and whether it took all it was sized for without suspending
+        (a synchronous ``process`` that iterated the whole batch)."""
         initial = self._initial_population_count
         if initial:
             count = min(count, initial)
             self._initial_population_count = initial - count
             self._initial_in_process += count
         batch = DeltasBatch(self, count)
+        suspended = False
         try:
             result = process(batch)
             if result is not None and inspect.isawaitable(result):
+                suspended = True
                 await result
         except Requeue as requeue:
             current = batch._current
@@ -608,54 +721,15 @@ class DeltaFIFO:
         finally:
             taken = batch._taken
             self._since_checkpoint += taken
+            if self._group:
+                self._group = max(0, self._group - taken)
             if initial:
                 self._initial_in_process -= count
                 # What the iteration did not reach is still queued, and still initial.
                 self._initial_population_count += count - taken
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
-        return taken
-
-    async def _wait_for_turn(self) -> None:
-        """Before a pop takes anything: wait for an item if there is none, else yield to
-        the event loop once (the pop has handed out enough since the last yield)."""
-        if not self._queue:
-            await self._wait_for_item()
-            self._since_checkpoint = 0
-            return
-        # Reset before yielding, so that other poppers do not yield for the same turn.
-        self._since_checkpoint = 0
-        # Taken before the item: a cancellation here loses nothing.
-        await asyncio.sleep(0)
-        if not self._queue:
-            await self._wait_for_item()
-
-    async def _wait_for_item(self) -> None:
-        queue = self._queue
-        poppers = self._poppers
-        while not queue:
-            if self._closed:
-                raise FIFOClosedError("DeltaFIFO is closed")
-            woken = asyncio.get_running_loop().create_future()
-            poppers.append(woken)
-            try:
-                await woken
-            except asyncio.CancelledError:
-                if woken.cancelled() and woken in poppers:
-                    poppers.remove(woken)
-                # We may have been woken for an item we will not take now; pass the
-                # wake-up on so that item is not left waiting.
-                if queue and poppers:
-                    self._wake_popper()
-                raise
-
-    def _wake_popper(self) -> None:
-        poppers = self._poppers
-        while poppers:
-            woken = poppers.popleft()
-            if not woken.done():  # skips a popper cancelled in this same loop turn
-                woken.set_result(None)
-                return
+        return taken, taken == count and not suspended
 
     def _requeue(self, key: str, deltas: Deltas) -> None:
         if not self._populated:
@@ -677,12 +751,3 @@ class DeltaFIFO:
             else:
                 merged.append(delta)
         self._items[key] = merged
-
-    def close(self) -> None:
-        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
-        self._closed = True
-        poppers, self._poppers = self._poppers, deque()
-        for woken in poppers:
-            if not woken.done():
-                woken.set_result(None)
-        self._settle_sync_outcome()

@@ -135,7 +135,9 @@ class SharedInformerFactory:
     ``cache`` (``"compact"``, the default, or ``"objects"``) is every informer's cache
     representation, see :class:`SharedIndexInformer`; ``slow_handler_thresholds``
     (:class:`~aioinformer.processor.SlowHandlerThresholds`) every informer's bounds past
-    which a handler call is reported as slow.
+    which a handler call is reported as slow; ``in_order=True`` makes every informer
+    deliver each watch event in arrival order, uncoalesced (see
+    :class:`SharedIndexInformer`).
     """
 
     def __init__(
@@ -154,12 +156,14 @@ class SharedInformerFactory:
         reflector_options: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
+        in_order: bool = False,
     ) -> None:
         _check_selectors(label_selector, field_selector)
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
         self._cache: CacheMode = cache
         self._slow_handler_thresholds = slow_handler_thresholds
+        self._in_order = in_order
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; every informer gets this.
         self._reflector_options = base.replace(
@@ -261,6 +265,7 @@ class SharedInformerFactory:
             reflector_options=self._reflector_options,
             cache=self._cache,
             slow_handler_thresholds=self._slow_handler_thresholds,
+            in_order=self._in_order,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

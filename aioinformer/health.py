@@ -242,7 +242,8 @@ class InformerStatistics:
     cache_size: int
     """Objects in the cache."""
     fifo_pending: int
-    """Keys waiting in the DeltaFIFO."""
+    """Keys waiting in the DeltaFIFO; with ``in_order=True``, events, relists and resyncs
+    waiting in the RealFIFO."""
     last_sync_resource_version: str
     handlers: tuple[HandlerStatistics, ...]
     """One record per registered handler (``events()`` streams included)."""

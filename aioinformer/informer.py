@@ -25,7 +25,8 @@ Guarantees:
   Events of different objects are delivered in the order they were popped, but handlers
   are independent of each other: one may be ahead of another.
 * Staleness: the cache (and so a lister) holds what the last popped event said; it lags the
-  server by the watch latency and by what still waits in the DeltaFIFO. A handler may run
+  server by the watch latency and by what still waits in the DeltaFIFO. A relist or resync
+  is applied in one step (a read sees all the old state or all the new). A handler may run
   after the cache has moved on: read the cache for the newest state, use the handler's
   arguments for what changed.
 * Tombstones: when a relist finds an object gone whose delete event was missed (the watch
@@ -77,7 +78,7 @@ from aioinformer._model_guard import ModelGuard
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
-from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltasBatch, DeltaType
+from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerState, InformerStatistics
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
@@ -99,10 +100,11 @@ from aioinformer.processor import (
 )
 from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
+from aioinformer.real_fifo import RealFIFO
 from aioinformer.reflector import Reflector, ReflectorOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Mapping
+    from collections.abc import Callable, Coroutine, Iterable, Mapping
     from types import TracebackType
 
     from anyio.abc import TaskStatus
@@ -160,6 +162,9 @@ class SharedIndexInformer:
     is skipped, logged once and counted, see :mod:`aioinformer._model_guard`). ``clock`` drives
     resync timers, the reflector's waits and handler timing (tests pass a ``FakeClock``).
     ``slow_handler_thresholds`` is the default bound of ``add_event_handler``'s.
+    ``in_order=True`` queues every watch event on its own, in arrival order (a
+    :class:`~aioinformer.real_fifo.RealFIFO`): no per-key coalescing, so the cache and the
+    handlers go through every intermediate state; a relist arrives as its differences.
 
     Passed to the :class:`~aioinformer.reflector.Reflector`: ``watch_error_handler``,
     ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
@@ -197,6 +202,7 @@ class SharedIndexInformer:
         reflector_options: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
+        in_order: bool = False,
     ) -> None:
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
@@ -230,6 +236,7 @@ class SharedIndexInformer:
         self._watch_error_handler = watch_error_handler
         self._backoff = backoff
         self._slow_handler_thresholds = slow_handler_thresholds or SlowHandlerThresholds()
+        self._in_order = in_order
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -242,7 +249,7 @@ class SharedIndexInformer:
         self._state = InformerState.NEW
         # Both created by run(); whether the informer has synced is the FIFO's one-shot
         # signal, kept nowhere else.
-        self._fifo: DeltaFIFO | None = None
+        self._fifo: DeltaFIFO | RealFIFO | None = None
         self._reflector: Reflector | None = None
         # One-shot signals, never cleared: set as the state leaves NEW and as it becomes
         # STOPPED (stop() sets the latter early to make run() end).
@@ -494,6 +501,11 @@ class SharedIndexInformer:
         return self._cache
 
     @property
+    def in_order(self) -> bool:
+        """Whether every watch event is delivered on its own, in order (``in_order=``)."""
+        return self._in_order
+
+    @property
     def state(self) -> InformerState:
         return self._state
 
@@ -607,7 +619,7 @@ class SharedIndexInformer:
             self._processor.stop()
             fifo.close()
 
-    def _begin(self) -> tuple[DeltaFIFO, Reflector]:
+    def _begin(self) -> tuple[DeltaFIFO | RealFIFO, Reflector]:
         """Leave NEW: schedule the handlers' resyncs, build the FIFO and the reflector."""
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
@@ -617,10 +629,11 @@ class SharedIndexInformer:
         transform = self._transform
         if compact and transform is not None:
             transform = compact_transform(transform)
-        fifo = self._fifo = DeltaFIFO(
-            known_objects=self._indexer.known_objects,
-            emit_delta_type_replaced=True,
-            transform=transform,
+        known = self._indexer.known_objects
+        fifo = self._fifo = (
+            RealFIFO(known_objects=known, transform=transform)
+            if self._in_order
+            else DeltaFIFO(known_objects=known, transform=transform, atomic=True)
         )
         reflector = self._reflector = Reflector(
             compact_source(self._lister_watcher) if compact else self._lister_watcher,
@@ -655,7 +668,7 @@ class SharedIndexInformer:
         logger.error("%s", failure)
         raise failure
 
-    async def _pop_loop(self, fifo: DeltaFIFO) -> None:
+    async def _pop_loop(self, fifo: DeltaFIFO | RealFIFO) -> None:
         process = self._handle_batch
         processor = self._processor
         queued = new_queued_deltas_metric(self.name)
@@ -671,7 +684,7 @@ class SharedIndexInformer:
             except FIFOClosedError:
                 return
 
-    def _handle_batch(self, batch: DeltasBatch) -> None:
+    def _handle_batch(self, batch: Iterable[tuple[str, Deltas]]) -> None:
         """Apply a batch of keys' deltas; their notifications reach the handlers' queues
         together when the batch ends."""
         handle = self._handle_deltas

@@ -42,7 +42,9 @@ themselves live in :mod:`aioinformer._pending`):
   handler is queued whole. A batched pop takes no more keys than
   :meth:`SharedProcessor.room` allows, so it overshoots by at most one batch: in the worst
   case by the extra deltas of its keys (a key with three queued deltas gives three
-  notifications), never by more than the notifications of the batch. Events keep
+  notifications), never by more than the notifications of the batch. A relist or a
+  resync is one batch whatever its size (it reaches the cache in one step): the informer
+  waits for room before it, and it may overshoot by its own notifications. Events keep
   accumulating in the DeltaFIFO meanwhile, where they are merged per key.
 * ``"coalesce"``: once the queue holds ``N`` notifications, a new notification for a key that
   already has one pending is merged into it, keeping only the newest state: add+update is an

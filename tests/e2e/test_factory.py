@@ -482,3 +482,17 @@ async def test_the_factory_gives_every_informer_its_slow_handler_thresholds(
         await wait_until(
             lambda: registration.statistics().slow_calls == 1, poll=SOCKET_POLL, timeout=10
         )
+
+
+async def test_the_factory_builds_in_order_informers_when_asked(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("a"))
+    default = SharedInformerFactory(kube_client).informer_for("pods")
+    factory = SharedInformerFactory(kube_client, in_order=True)
+    pods = factory.informer_for("pods")
+    assert not default.in_order
+    assert pods.in_order
+    async with factory:
+        assert await pods.wait_for_sync(timeout=10)
+        assert [o["metadata"]["name"] for o in pods.lister().list()] == ["a"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from aioinformer.delta_fifo import DeltaType
+from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
@@ -44,7 +44,7 @@ def assert_fifo_and_cache_agree(
     nothing is cached that it lacks, unless a deletion waits in the FIFO. So no delta was
     lost or half-applied."""
     fifo = informer._fifo
-    assert fifo is not None
+    assert isinstance(fifo, DeltaFIFO)
     cache = {meta_namespace_key(obj): obj for obj in informer.indexer.list()}
     for key, obj in truth.items():
         queued = fifo.get_by_key(key)
