@@ -38,6 +38,12 @@ moment is signalled once, as client-go closes its ``synced`` channel:
 closed without having synced), so a consumer awaits it instead of polling
 ``has_synced()``.
 
+Applied resourceVersion. :attr:`~DeltaFIFO.last_store_resource_version` is that of the
+newest event processed with every event before it (a key's deltas count as of its oldest,
+so popping a key does not apply a newer event past another key's older one); bookmarks
+count too. :meth:`~DeltaFIFO.wait_for_resource_version` waits for it; see
+:mod:`aioinformer._store_rv`.
+
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and needs
 no lock; poppers park on a future of their own while the queue is empty, and a producer
@@ -73,6 +79,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
+from aioinformer._store_rv import AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
 from aioinformer.errors import Requeue as Requeue
@@ -196,7 +203,7 @@ class DeltasBatch:
     batch was sized for; it hands out fewer only if the queue empties meanwhile.
     """
 
-    __slots__ = ("_current", "_fifo", "_size", "_taken")
+    __slots__ = ("_current", "_current_seq", "_fifo", "_size", "_taken")
 
     _current: tuple[str, Deltas] | None
     """The pair handed out last, until the iteration moves on or ends: what a
@@ -209,6 +216,7 @@ class DeltasBatch:
         self._size = size
         self._taken = 0
         self._current = None
+        self._current_seq = 0
 
     def __len__(self) -> int:
         return self._size
@@ -217,10 +225,12 @@ class DeltasBatch:
         fifo = self._fifo
         queue = fifo._queue
         take = fifo._items.pop
+        forget = fifo._first_seq.pop
         size = self._size
         while self._taken < size and queue:
             key = queue.popleft()
             self._taken += 1
+            self._current_seq = forget(key)
             current = self._current = (key, take(key))
             yield current
         self._current = None
@@ -251,16 +261,22 @@ class DeltaFIFO:
     """
 
     __slots__ = (
+        "_applied",
         "_closed",
         "_emit_replaced",
+        "_first_seq",
+        "_holds",
         "_initial_in_process",
         "_initial_population_count",
         "_items",
         "_key_func",
         "_known_objects",
+        "_out_of_order",
         "_poppers",
         "_populated",
         "_queue",
+        "_rv_log",
+        "_seq",
         "_since_checkpoint",
         "_sync_outcome",
         "_synced",
@@ -293,6 +309,17 @@ class DeltaFIFO:
     _sync_outcome: asyncio.Future[bool] | None
     """What ``wait_synced()`` calls wait on, made by the first that has to wait:
     resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
+    _seq: int
+    """The number of the latest event handed to the FIFO (-1 before any); each is logged
+    in ``_applied.log`` (``_rv_log``) under it."""
+    _first_seq: dict[str, int]
+    """For each queued key, the number of its oldest queued event. Keys are queued in
+    increasing order of it, except those in ``_out_of_order``."""
+    _out_of_order: set[str]
+    """Keys put back by a requeue, whose number may be older than the queue head's; may
+    hold keys since popped (skipped, and dropped, when met)."""
+    _holds: list[int]
+    """For each ``process`` call running, the oldest event number it may hold."""
 
     def __init__(
         self,
@@ -316,6 +343,12 @@ class DeltaFIFO:
         self._since_checkpoint = 0
         self._synced = False
         self._sync_outcome = None
+        self._applied = AppliedResourceVersion()
+        self._rv_log = self._applied.log
+        self._seq = -1
+        self._first_seq = {}
+        self._out_of_order = set()
+        self._holds = []
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -401,6 +434,8 @@ class DeltaFIFO:
         if not self._populated:
             self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
         self._enqueue(_ADDED, obj, key, True)
 
     async def update(self, obj: Any) -> None:
@@ -408,6 +443,8 @@ class DeltaFIFO:
         if not self._populated:
             self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
         self._enqueue(_UPDATED, obj, key, True)
 
     async def delete(self, obj: Any) -> None:
@@ -419,9 +456,13 @@ class DeltaFIFO:
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         if not self._populated:
             self._populate()
+        self._seq += 1
+        self._rv_log.append(obj)
         if key not in self._items:
             known = self._known_objects
             if known is None or known.get_by_key(key) is None:
+                # Nothing to apply, but the event's resourceVersion counts as reached.
+                self._advance()
                 return
         self._enqueue(_DELETED, obj, key, True)
 
@@ -433,11 +474,14 @@ class DeltaFIFO:
         ``Deleted`` delta carrying a :class:`DeletedFinalStateUnknown` with the newest
         queued object, or else the cached one (``None`` if the cache lost it meanwhile).
         The first call fixes the initial population that :meth:`has_synced` waits for.
-        ``resource_version`` is not used by the FIFO.
+        ``resource_version`` becomes :attr:`last_store_resource_version` once everything
+        queued by this call, and before it, has been processed.
         """
         action = _REPLACED if self._emit_replaced else _SYNC
         key_of = self.key_of
         pairs = [(key_of(obj), obj) for obj in objs]
+        self._seq += 1
+        self._rv_log.append(resource_version or None)
         keys = {key for key, _ in pairs}
         enqueue = self._enqueue
         for key, obj in pairs:
@@ -471,12 +515,16 @@ class DeltaFIFO:
             self._initial_population_count = len(keys) + queued_deletions
             if not self._initial_population_count:
                 self._signal_synced()
+        self._advance()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued."""
         known = self._known_objects
         if known is None:
             return
+        # A resync carries no resourceVersion, but its deltas still wait their turn.
+        self._seq += 1
+        self._rv_log.append(None)
         items = self._items
         for key in known.list_keys():
             obj = known.get_by_key(key)
@@ -487,6 +535,37 @@ class DeltaFIFO:
             if obj_key in items:
                 continue
             self._enqueue(_SYNC, obj, obj_key, False)
+        self._advance()
+
+    async def bookmark(self, resource_version: str) -> None:
+        """A watch's ``BOOKMARK``: the server has sent every event up to
+        ``resource_version``. It becomes :attr:`last_store_resource_version` once every
+        event queued before it has been processed, so a quiet resource's cache catches up
+        with the server without any object changing."""
+        self._seq += 1
+        self._rv_log.append(resource_version or None)
+        self._advance()
+
+    @property
+    def last_store_resource_version(self) -> str:
+        """The resourceVersion of the newest event processed with every event before it
+        (see the module notes); "" before any."""
+        return self._applied.current
+
+    async def wait_for_resource_version(self, resource_version: str) -> bool:
+        """Wait until :attr:`last_store_resource_version` is ``resource_version`` or newer
+        (compared by :func:`~aioinformer.resource_version.compare_resource_versions`), then
+        return True; return False if the FIFO is closed first. Raises :class:`ValueError`
+        for a resourceVersion that cannot be compared."""
+        return await self._applied.wait(resource_version)
+
+    def _low_water(self) -> int:
+        return low_water(
+            self._seq + 1, self._first_seq, self._queue, self._holds, self._out_of_order
+        )
+
+    def _advance(self) -> None:
+        self._applied.advance(self._low_water())
 
     def _enqueue(self, action: DeltaType, obj: Any, key: str, transform: bool) -> None:
         if transform and self._transform is not None and type(obj) is not DeletedFinalStateUnknown:
@@ -497,6 +576,7 @@ class DeltaFIFO:
             deltas = Deltas()
             deltas.append(delta)
             self._items[key] = deltas
+            self._first_seq[key] = self._seq
             self._queue.append(key)
             if self._poppers:
                 self._wake_popper()
@@ -533,6 +613,9 @@ class DeltaFIFO:
         self._since_checkpoint += 1
         key = queue.popleft()
         deltas = self._items.pop(key)
+        held = self._first_seq.pop(key)
+        holds = self._holds
+        holds.append(held)
         initial = self._initial_population_count > 0
         if initial:
             self._initial_population_count -= 1
@@ -542,7 +625,7 @@ class DeltaFIFO:
             if result is not None and inspect.isawaitable(result):
                 await result
         except Requeue as requeue:
-            self._requeue(key, deltas)
+            self._requeue(key, deltas, held)
             if requeue.err is not None:
                 raise requeue.err from requeue
         finally:
@@ -550,6 +633,8 @@ class DeltaFIFO:
                 self._initial_in_process -= 1
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
+            holds.remove(held)
+            self._advance()
         return deltas
 
     async def pop_batch(
@@ -595,6 +680,10 @@ class DeltaFIFO:
             self._initial_population_count = initial - count
             self._initial_in_process += count
         batch = DeltasBatch(self, count)
+        # The batch takes keys from the head: none holds an event older than this.
+        held = self._low_water()
+        holds = self._holds
+        holds.append(held)
         try:
             result = process(batch)
             if result is not None and inspect.isawaitable(result):
@@ -602,7 +691,7 @@ class DeltaFIFO:
         except Requeue as requeue:
             current = batch._current
             if current is not None:
-                self._requeue(*current)
+                self._requeue(*current, batch._current_seq)
             if requeue.err is not None:
                 raise requeue.err from requeue
         finally:
@@ -614,6 +703,8 @@ class DeltaFIFO:
                 self._initial_population_count += count - taken
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
+            holds.remove(held)
+            self._advance()
         return taken
 
     async def _wait_for_turn(self) -> None:
@@ -657,9 +748,12 @@ class DeltaFIFO:
                 woken.set_result(None)
                 return
 
-    def _requeue(self, key: str, deltas: Deltas) -> None:
+    def _requeue(self, key: str, deltas: Deltas, seq: int) -> None:
         if not self._populated:
             self._populate()
+        # The popped deltas go back with their old number, wherever the key lands.
+        self._first_seq[key] = seq
+        self._out_of_order.add(key)
         newer = self._items.get(key)
         if newer is None:
             self._items[key] = deltas
@@ -686,3 +780,4 @@ class DeltaFIFO:
             if not woken.done():
                 woken.set_result(None)
         self._settle_sync_outcome()
+        self._applied.close()
