@@ -14,6 +14,8 @@ from aioinformer.indexer import Indexer
 from aioinformer.listwatch import WatchEvent
 from aioinformer.resource_version import compare_resource_versions, parse_resource_version
 from aioinformer.testing import FakeClock
+from aioinformer.testing._faults import FaultPlan
+from aioinformer.testing._resources import BUILTIN_RESOURCES
 from tests.unit.test_watch_stream import Scripted, initial_events_end, pod
 
 
@@ -291,3 +293,20 @@ async def test_a_streaming_list_keeps_its_closing_bookmark_from_the_temporary_st
     done, _ = await read.run()
     assert done
     assert list(temporary.items) == ["ns/a"]
+
+
+# -- the fake server's lagging watch -----------------------------------------------
+
+
+def test_a_watch_event_delay_applies_to_its_resource_and_clears() -> None:
+    plan = FaultPlan()
+    by_plural = {rt.plural: rt for rt in BUILTIN_RESOURCES}
+    configmaps, pods = by_plural["configmaps"], by_plural["pods"]
+    assert plan.watch_event_delay(configmaps) == 0.0
+    plan.event_delay, plan.event_delay_resource = 2.0, "configmaps"
+    assert plan.watch_event_delay(configmaps) == 2.0
+    assert plan.watch_event_delay(pods) == 0.0
+    plan.event_delay_resource = None
+    assert plan.watch_event_delay(pods) == 2.0
+    plan.clear()
+    assert plan.watch_event_delay(pods) == 0.0
