@@ -38,26 +38,61 @@ if TYPE_CHECKING:
 __all__ = ["AppliedResourceVersion", "low_water", "wait_applied"]
 
 
+def _resource_version(obj: Any) -> str | None:
+    if type(obj) is dict:  # what the JSON decoder made: skip the generic accessor
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            rv = meta.get("resourceVersion")
+            return rv if type(rv) is str else None
+    return resource_version_of(obj)
+
+
 class AppliedResourceVersion:
     """Applied-through bookkeeping for one FIFO (see the module notes)."""
 
-    __slots__ = ("_closed", "_current_number", "_order", "_waiters", "base", "current", "log")
+    __slots__ = (
+        "_closed",
+        "_current",
+        "_current_number",
+        "_newest",
+        "_order",
+        "_waiters",
+        "base",
+        "log",
+    )
 
     log: deque[Any]
     """Events not yet applied, oldest first: ``log[i]`` has sequence number ``base + i``."""
     base: int
     """The sequence number of ``log[0]``: every event numbered below it has been applied."""
-    current: str
-    """The newest resourceVersion among the applied events; "" before any."""
 
     def __init__(self) -> None:
         self.log = deque()
         self.base = 0
-        self.current = ""
+        self._current = ""
+        # Read lazily: the pop path only keeps the newest applied entry, and its
+        # resourceVersion is looked up (and parsed) when someone asks or waits.
+        self._newest: Any = None
         self._current_number: int | None = None
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._order = itertools.count()
         self._closed = False
+
+    @property
+    def current(self) -> str:
+        """The newest resourceVersion among the applied events; "" before any."""
+        newest = self._newest
+        if newest is not None:
+            self._newest = None
+            rv = newest if type(newest) is str else _resource_version(newest)
+            if rv and rv != self._current:
+                self._current = rv
+                try:
+                    self._current_number = parse_resource_version(rv)
+                except ValueError:
+                    # Opaque resourceVersions: nothing can be said to be reached.
+                    self._current_number = None
+        return self._current
 
     def advance(self, through: int) -> None:
         """Every event numbered below ``through`` has been applied."""
@@ -65,27 +100,28 @@ class AppliedResourceVersion:
         if count <= 0:
             return
         log = self.log
-        popleft = log.popleft
         newest = None
-        for _ in range(min(count, len(log))):
-            entry = popleft()
-            if entry is not None:
-                newest = entry
+        if count == 1:  # one key popped with one event: the common case
+            newest = log.popleft()
+        else:
+            popleft = log.popleft
+            for _ in range(min(count, len(log))):
+                entry = popleft()
+                if entry is not None:
+                    newest = entry
         self.base = through
         if newest is None:
             return
-        rv = newest if type(newest) is str else resource_version_of(newest)
-        if not rv or rv == self.current:
-            return
-        self.current = rv
-        try:
-            self._current_number = parse_resource_version(rv)
-        except ValueError:
-            # A server with opaque resourceVersions: nothing can be said to be reached.
-            self._current_number = None
+        self._newest = newest
+        if self._waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        self.current  # noqa: B018 - reads the newest entry's resourceVersion
+        number = self._current_number
+        if number is None:
             return
         waiters = self._waiters
-        number = self._current_number
         while waiters and waiters[0][0] <= number:
             woken = heapq.heappop(waiters)[2]
             if not woken.done():
@@ -93,6 +129,7 @@ class AppliedResourceVersion:
 
     def reached(self, target: int) -> bool:
         """Whether the applied resourceVersion is ``target`` or newer."""
+        self.current  # noqa: B018 - reads the newest entry's resourceVersion
         number = self._current_number
         return number is not None and number >= target
 

@@ -615,7 +615,7 @@ class DeltaFIFO:
         deltas = self._items.pop(key)
         held = self._first_seq.pop(key)
         holds = self._holds
-        holds.append(held)
+        holding = False
         initial = self._initial_population_count > 0
         if initial:
             self._initial_population_count -= 1
@@ -623,6 +623,9 @@ class DeltaFIFO:
         try:
             result = process(deltas)
             if result is not None and inspect.isawaitable(result):
+                # Only a suspended process can be seen by others, so only it holds.
+                holds.append(held)
+                holding = True
                 await result
         except Requeue as requeue:
             self._requeue(key, deltas, held)
@@ -633,8 +636,13 @@ class DeltaFIFO:
                 self._initial_in_process -= 1
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
-            holds.remove(held)
-            self._advance()
+            if holding:
+                holds.remove(held)
+            if holds or self._out_of_order:
+                self._advance()
+            else:  # one popper, nothing requeued: the queue head is the oldest event
+                queue = self._queue
+                self._applied.advance(self._first_seq[queue[0]] if queue else self._seq + 1)
         return deltas
 
     async def pop_batch(
