@@ -319,7 +319,7 @@ class DeltaFIFO:
     """Keys put back by a requeue, whose number may be older than the queue head's; may
     hold keys since popped (skipped, and dropped, when met)."""
     _holds: list[int]
-    """For each ``process`` call running, the oldest event number it may hold."""
+    """For each ``process`` call suspended mid-pop, the oldest event number it may hold."""
 
     def __init__(
         self,

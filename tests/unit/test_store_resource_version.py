@@ -11,9 +11,10 @@ import pytest
 from aioinformer._watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltasBatch, Requeue
 from aioinformer.indexer import Indexer
+from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import WatchEvent
 from aioinformer.resource_version import compare_resource_versions, parse_resource_version
-from aioinformer.testing import FakeClock
+from aioinformer.testing import FakeClock, FakeListerWatcher
 from aioinformer.testing._faults import FaultPlan
 from aioinformer.testing._resources import BUILTIN_RESOURCES
 from tests.unit.test_watch_stream import Scripted, initial_events_end, pod
@@ -310,3 +311,26 @@ def test_a_watch_event_delay_applies_to_its_resource_and_clears() -> None:
     assert plan.watch_event_delay(pods) == 2.0
     plan.clear()
     assert plan.watch_event_delay(pods) == 0.0
+
+
+# -- the informer's view -----------------------------------------------------------
+
+
+async def test_an_informer_waits_from_before_it_starts_and_follows_bookmarks() -> None:
+    lw = FakeListerWatcher(objects=[pod("a", "0")])
+    informer = SharedIndexInformer(lw)
+    assert informer.last_store_resource_version == ""
+    listed = asyncio.create_task(informer.wait_for_resource_version(lw.resource_version))
+    async with informer:
+        assert await listed is True
+        assert informer.last_store_resource_version == lw.resource_version
+        await lw.wait_for_watchers(1)
+
+        lw.add(pod("b", "0"), notify=False)  # a change this watch never shows
+        assert informer.last_sync_resource_version != lw.resource_version
+        bookmarked = asyncio.create_task(informer.wait_for_resource_version(lw.resource_version))
+        lw.send_bookmark()
+        assert await bookmarked is True
+        assert informer.last_store_resource_version == lw.resource_version
+        assert informer.lister().get("b", namespace="ns") is None
+    assert await informer.wait_for_resource_version(str(int(lw.resource_version) + 1)) is False
