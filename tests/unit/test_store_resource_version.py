@@ -146,6 +146,25 @@ async def test_an_event_being_processed_holds_the_resource_version_back() -> Non
     assert f.last_store_resource_version == "7"
 
 
+async def test_a_second_popper_finishing_first_does_not_apply_past_the_first() -> None:
+    f = fifo()
+    await f.add(cm("a", "1"))
+    await f.add(cm("b", "2"))
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(_: Deltas) -> None:
+        entered.set()
+        await release.wait()
+
+    first = asyncio.create_task(f.pop(slow))  # takes a, and suspends
+    await entered.wait()
+    await f.pop(ignore)  # b, done while a is not
+    assert f.last_store_resource_version == ""
+    release.set()
+    await first
+    assert f.last_store_resource_version == "2"
+
+
 async def test_a_requeued_key_holds_the_resource_version_back_wherever_it_lands() -> None:
     f = fifo()
     await f.add(cm("a", "1"))
