@@ -138,6 +138,10 @@ class ReflectorStore(EventSink, Protocol):
         """Periodic resync: re-deliver what the store holds."""
         ...
 
+    # Optional, so not declared: ``async def bookmark(self, resource_version: str)``, a
+    # ``BOOKMARK`` event's resourceVersion, called when the store has it (``DeltaFIFO``
+    # does), so what the store has applied can advance on a resource nobody changes.
+
 
 class Cursor:
     """The resourceVersion a stream has reached; written once per event."""
@@ -335,6 +339,8 @@ class WatchRead:
         # What ``async for`` would read: a wrapper may hand out its inner iterator.
         next_event = aiter(self._stream).__anext__
         sink = self._sink
+        # Optional on a store: one that has it hears each bookmark's resourceVersion.
+        bookmark = getattr(sink, "bookmark", None)
         cursor = self._cursor
         until_initial_events_end = self._until_initial_events_end
         pending_handoff = 0
@@ -404,6 +410,8 @@ class WatchRead:
                                 cursor.resource_version = resource_version
                                 self.applied += 1
                                 return True
+                            if bookmark is not None:
+                                await bookmark(resource_version)
                         else:
                             logger.error(
                                 "%s: skipped a watch event of unknown type %.40r", self._name, kind

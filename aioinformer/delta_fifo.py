@@ -50,6 +50,13 @@ moment is signalled once, as client-go closes its ``synced`` channel:
 closed without having synced), so a consumer awaits it instead of polling
 ``has_synced()``.
 
+Applied resourceVersion. :attr:`~DeltaFIFO.last_store_resource_version` is that of the
+newest event processed with every event before it (a key's deltas count as of its oldest,
+so popping a key does not apply a newer event past another key's older one); bookmarks
+count too. :meth:`~DeltaFIFO.wait_for_resource_version` waits for it; see
+:mod:`aioinformer._store_rv`. An atomic group is held as one: nothing it holds counts as
+applied before its whole ``process`` call has returned.
+
 Task model. Everything runs on one event loop. No method suspends between reading and
 changing the FIFO's state, so each call is atomic with respect to other tasks and needs
 no lock; poppers park on a future of their own while the queue is empty, and a producer
@@ -77,7 +84,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import inspect
 import logging
@@ -86,6 +92,8 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
+from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._store_rv import AppliedReads, AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
 from aioinformer.errors import Requeue as Requeue
@@ -109,10 +117,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_CHECKPOINT_EVERY = 128
-"""``pop`` and ``pop_batch`` yield to the event loop at least once per this many items
-handed out (``pop_batch`` by whole batches, so once per batch when batches are larger)."""
 
 DEFAULT_BATCH_KEYS = 1000
 """How many keys ``pop_batch`` hands out at most by default, client-go's batch size."""
@@ -209,7 +213,7 @@ class DeltasBatch:
     batch was sized for; it hands out fewer only if the queue empties meanwhile.
     """
 
-    __slots__ = ("_current", "_fifo", "_size", "_taken")
+    __slots__ = ("_current", "_current_seq", "_fifo", "_size", "_taken")
 
     _current: tuple[str, Deltas] | None
     """The pair handed out last, until the iteration moves on or ends: what a
@@ -222,6 +226,7 @@ class DeltasBatch:
         self._size = size
         self._taken = 0
         self._current = None
+        self._current_seq = 0
 
     def __len__(self) -> int:
         return self._size
@@ -230,10 +235,12 @@ class DeltasBatch:
         fifo = self._fifo
         queue = fifo._queue
         take = fifo._items.pop
+        forget = fifo._first_seq.pop
         size = self._size
         while self._taken < size and queue:
             key = queue.popleft()
             self._taken += 1
+            self._current_seq = forget(key)
             current = self._current = (key, take(key))
             yield current
         self._current = None
@@ -242,119 +249,8 @@ class DeltasBatch:
         return f"<DeltasBatch {self._taken}/{self._size} taken>"
 
 
-class _FIFOWaits:
-    """What the two queues (this module's and :mod:`aioinformer.real_fifo`'s) share: the
-    one-shot synced signal, and the poppers parked while the queue is empty. A subclass
-    gives ``__len__`` (queued items) and calls ``_signal_synced()`` when it syncs."""
-
-    __slots__ = ("_closed", "_poppers", "_since_checkpoint", "_sync_outcome", "_synced")
-
-    _closed: bool
-    """Set by ``close()``; never cleared."""
-    _poppers: deque[asyncio.Future[None]]
-    """One future per popper parked while the queue is empty, oldest first. A future
-    leaves it when resolved (the popper is woken) or when its popper is cancelled."""
-    _since_checkpoint: int
-    """Items handed out since ``pop`` last yielded to the event loop."""
-    _synced: bool
-    """Set by ``_signal_synced()`` once the first list has been processed (or a change
-    came before any list); never cleared."""
-    _sync_outcome: asyncio.Future[bool] | None
-    """What ``wait_synced()`` calls wait on, made by the first that has to wait:
-    resolved ``True`` as ``_synced`` is set, or ``False`` by ``close()`` before that."""
-
-    def __init__(self) -> None:
-        self._closed = False
-        self._poppers = deque()
-        self._since_checkpoint = 0
-        self._synced = False
-        self._sync_outcome = None
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-    def has_synced(self) -> bool:
-        """True once the first list has been fully processed (see the module notes)."""
-        return self._synced
-
-    async def wait_synced(self) -> bool:
-        """Wait until :meth:`has_synced` is true, then return ``True``; return ``False``
-        if the FIFO is closed first. Returns at once when either has happened already.
-
-        A one-shot signal: it is given once, when the FIFO first syncs, and stays given.
-        """
-        if self._synced or self._closed:
-            return self._synced
-        outcome = self._sync_outcome
-        if outcome is None:
-            outcome = self._sync_outcome = asyncio.get_running_loop().create_future()
-        # Shielded: one waiter giving up (a timeout) must not cancel it for the others.
-        return await asyncio.shield(outcome)
-
-    def _signal_synced(self) -> None:
-        self._synced = True
-        self._settle_sync_outcome()
-
-    def _settle_sync_outcome(self) -> None:
-        outcome = self._sync_outcome
-        if outcome is not None and not outcome.done():
-            outcome.set_result(self._synced)
-
-    def is_closed(self) -> bool:
-        """True once :meth:`close` has been called (items may still be queued)."""
-        return self._closed
-
-    async def _wait_for_turn(self) -> None:
-        """Before a pop takes anything: wait for an item if there is none, else yield to
-        the event loop once (the pop has handed out enough since the last yield)."""
-        if not len(self):
-            await self._wait_for_item()
-            self._since_checkpoint = 0
-            return
-        # Reset before yielding, so that other poppers do not yield for the same turn.
-        self._since_checkpoint = 0
-        # Taken before the item: a cancellation here loses nothing.
-        await asyncio.sleep(0)
-        if not len(self):
-            await self._wait_for_item()
-
-    async def _wait_for_item(self) -> None:
-        poppers = self._poppers
-        while not len(self):
-            if self._closed:
-                raise FIFOClosedError(f"{type(self).__name__} is closed")
-            woken = asyncio.get_running_loop().create_future()
-            poppers.append(woken)
-            try:
-                await woken
-            except asyncio.CancelledError:
-                if woken.cancelled() and woken in poppers:
-                    poppers.remove(woken)
-                # We may have been woken for an item we will not take now; pass the
-                # wake-up on so that item is not left waiting.
-                if len(self) and poppers:
-                    self._wake_popper()
-                raise
-
-    def _wake_popper(self) -> None:
-        poppers = self._poppers
-        while poppers:
-            woken = poppers.popleft()
-            if not woken.done():  # skips a popper cancelled in this same loop turn
-                woken.set_result(None)
-                return
-
-    def close(self) -> None:
-        """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
-        self._closed = True
-        poppers, self._poppers = self._poppers, deque()
-        for woken in poppers:
-            if not woken.done():
-                woken.set_result(None)
-        self._settle_sync_outcome()
-
-
-class DeltaFIFO(_FIFOWaits):
+# AppliedReads first: its ``_on_close`` overrides the base's no-op.
+class DeltaFIFO(AppliedReads, _FIFOWaits):
     """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
 
     ``key_func`` gives each object's key (tombstones always use their own ``key``).
@@ -379,16 +275,22 @@ class DeltaFIFO(_FIFOWaits):
     """
 
     __slots__ = (
+        "_applied",
         "_atomic",
         "_emit_replaced",
+        "_first_seq",
         "_group",
+        "_holds",
         "_initial_in_process",
         "_initial_population_count",
         "_items",
         "_key_func",
         "_known_objects",
+        "_out_of_order",
         "_populated",
         "_queue",
+        "_rv_log",
+        "_seq",
         "_transform",
     )
 
@@ -408,6 +310,18 @@ class DeltaFIFO(_FIFOWaits):
     """Keys at the head of the queue that ``pop_batch`` hands out together: the queue's
     length at the end of the last ``replace`` (or ``resync`` that queued anything),
     lowered as keys leave. Never more than ``len(_queue)``."""
+    _seq: int
+    """The number of the latest event handed to the FIFO (-1 before any); each is logged
+    in ``_applied.log`` (``_rv_log``) under it."""
+    _first_seq: dict[str, int]
+    """For each queued key, the number of its oldest queued event. Keys are queued in
+    increasing order of it, except those in ``_out_of_order``."""
+    _out_of_order: set[str]
+    """Keys put back by a requeue, whose number may be older than the queue head's; may
+    hold keys since popped (skipped, and dropped, when met)."""
+    _holds: list[int]
+    """For each ``process`` call suspended mid-pop (or batch being processed), the oldest
+    event number it may hold."""
 
     def __init__(
         self,
@@ -429,6 +343,12 @@ class DeltaFIFO(_FIFOWaits):
         self._initial_population_count = 0
         self._initial_in_process = 0
         self._group = 0
+        self._applied = AppliedResourceVersion()
+        self._rv_log = self._applied.log
+        self._seq = -1
+        self._first_seq = {}
+        self._out_of_order = set()
+        self._holds = []
         super().__init__()
 
     def __repr__(self) -> str:
@@ -484,6 +404,8 @@ class DeltaFIFO(_FIFOWaits):
         if not self._populated:
             self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
         self._enqueue(_ADDED, obj, key, True)
 
     async def update(self, obj: Any) -> None:
@@ -491,6 +413,8 @@ class DeltaFIFO(_FIFOWaits):
         if not self._populated:
             self._populate()
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
         self._enqueue(_UPDATED, obj, key, True)
 
     async def delete(self, obj: Any) -> None:
@@ -502,9 +426,13 @@ class DeltaFIFO(_FIFOWaits):
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         if not self._populated:
             self._populate()
+        self._seq += 1
+        self._rv_log.append(obj)
         if key not in self._items:
             known = self._known_objects
             if known is None or known.get_by_key(key) is None:
+                # Nothing to apply, but the event's resourceVersion counts as reached.
+                self._advance()
                 return
         self._enqueue(_DELETED, obj, key, True)
 
@@ -517,11 +445,15 @@ class DeltaFIFO(_FIFOWaits):
         queued object, or else the cached one (``None`` if the cache lost it meanwhile).
         The first call fixes the initial population that :meth:`has_synced` waits for.
         With ``atomic``, everything queued when it returns leaves :meth:`pop_batch` as
-        one group (see the module notes). ``resource_version`` is not used by the FIFO.
+        one group (see the module notes). ``resource_version`` becomes
+        :attr:`last_store_resource_version` once everything queued by this call, and
+        before it, has been processed.
         """
         action = _REPLACED if self._emit_replaced else _SYNC
         key_of = self.key_of
         pairs = [(key_of(obj), obj) for obj in objs]
+        self._seq += 1
+        self._rv_log.append(resource_version or None)
         keys = {key for key, _ in pairs}
         enqueue = self._enqueue
         for key, obj in pairs:
@@ -557,6 +489,7 @@ class DeltaFIFO(_FIFOWaits):
             self._initial_population_count = len(keys) + queued_deletions
             if not self._initial_population_count:
                 self._signal_synced()
+        self._advance()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued;
@@ -565,6 +498,9 @@ class DeltaFIFO(_FIFOWaits):
         known = self._known_objects
         if known is None:
             return
+        # A resync carries no resourceVersion, but its deltas still wait their turn.
+        self._seq += 1
+        self._rv_log.append(None)
         items = self._items
         before = len(items)
         for key in known.list_keys():
@@ -578,6 +514,24 @@ class DeltaFIFO(_FIFOWaits):
             self._enqueue(_SYNC, obj, obj_key, False)
         if self._atomic and len(items) > before:
             self._group = len(self._queue)
+        self._advance()
+
+    async def bookmark(self, resource_version: str) -> None:
+        """A watch's ``BOOKMARK``: the server has sent every event up to
+        ``resource_version``. It becomes :attr:`last_store_resource_version` once every
+        event queued before it has been processed, so a quiet resource's cache catches up
+        with the server without any object changing."""
+        self._seq += 1
+        self._rv_log.append(resource_version or None)
+        self._advance()
+
+    def _low_water(self) -> int:
+        return low_water(
+            self._seq + 1, self._first_seq, self._queue, self._holds, self._out_of_order
+        )
+
+    def _advance(self) -> None:
+        self._applied.advance(self._low_water())
 
     def _enqueue(self, action: DeltaType, obj: Any, key: str, transform: bool) -> None:
         if transform and self._transform is not None and type(obj) is not DeletedFinalStateUnknown:
@@ -588,6 +542,7 @@ class DeltaFIFO(_FIFOWaits):
             deltas = Deltas()
             deltas.append(delta)
             self._items[key] = deltas
+            self._first_seq[key] = self._seq
             self._queue.append(key)
             if self._poppers:
                 self._wake_popper()
@@ -624,6 +579,9 @@ class DeltaFIFO(_FIFOWaits):
         self._since_checkpoint += 1
         key = queue.popleft()
         deltas = self._items.pop(key)
+        held = self._first_seq.pop(key)
+        holds = self._holds
+        holding = False
         if self._group:
             self._group -= 1
         initial = self._initial_population_count > 0
@@ -633,9 +591,12 @@ class DeltaFIFO(_FIFOWaits):
         try:
             result = process(deltas)
             if result is not None and inspect.isawaitable(result):
+                # Only a suspended process can be seen by others, so only it holds.
+                holds.append(held)
+                holding = True
                 await result
         except Requeue as requeue:
-            self._requeue(key, deltas)
+            self._requeue(key, deltas, held)
             if requeue.err is not None:
                 raise requeue.err from requeue
         finally:
@@ -643,6 +604,13 @@ class DeltaFIFO(_FIFOWaits):
                 self._initial_in_process -= 1
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
+            if holding:
+                holds.remove(held)
+            if holds or self._out_of_order:
+                self._advance()
+            else:  # one popper, nothing requeued: the queue head is the oldest event
+                queue = self._queue
+                self._applied.advance(self._first_seq[queue[0]] if queue else self._seq + 1)
         return deltas
 
     async def pop_batch(
@@ -707,6 +675,11 @@ class DeltaFIFO(_FIFOWaits):
             self._initial_in_process += count
         batch = DeltasBatch(self, count)
         suspended = False
+        # The batch takes keys from the head: none holds an event older than this. Held
+        # until the whole call returns, so a group counts as applied only as a whole.
+        held = self._low_water()
+        holds = self._holds
+        holds.append(held)
         try:
             result = process(batch)
             if result is not None and inspect.isawaitable(result):
@@ -715,7 +688,7 @@ class DeltaFIFO(_FIFOWaits):
         except Requeue as requeue:
             current = batch._current
             if current is not None:
-                self._requeue(*current)
+                self._requeue(*current, batch._current_seq)
             if requeue.err is not None:
                 raise requeue.err from requeue
         finally:
@@ -729,11 +702,16 @@ class DeltaFIFO(_FIFOWaits):
                 self._initial_population_count += count - taken
                 if not self._initial_in_process and not self._initial_population_count:
                     self._signal_synced()
+            holds.remove(held)
+            self._advance()
         return taken, taken == count and not suspended
 
-    def _requeue(self, key: str, deltas: Deltas) -> None:
+    def _requeue(self, key: str, deltas: Deltas, seq: int) -> None:
         if not self._populated:
             self._populate()
+        # The popped deltas go back with their old number, wherever the key lands.
+        self._first_seq[key] = seq
+        self._out_of_order.add(key)
         newer = self._items.get(key)
         if newer is None:
             self._items[key] = deltas

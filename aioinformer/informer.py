@@ -77,6 +77,7 @@ from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._model_guard import ModelGuard
 from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
+from aioinformer._store_rv import wait_applied
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
@@ -519,6 +520,21 @@ class SharedIndexInformer:
         """The resourceVersion the reflector last synced to ("" before the first list)."""
         reflector = self._reflector
         return reflector.last_sync_resource_version if reflector is not None else ""
+
+    @property
+    def last_store_resource_version(self) -> str:
+        """The newest resourceVersion the cache has applied with everything before it,
+        bookmarks included ("" before the first list); behind ``last_sync_resource_version``
+        while events wait to be applied."""
+        return self._fifo.last_store_resource_version if self._fifo is not None else ""
+
+    async def wait_for_resource_version(
+        self, resource_version: str, *, timeout: float | None = None
+    ) -> bool:
+        """Wait until the cache has applied ``resource_version`` or later (a write's, to read
+        it back from the lister); False on ``timeout`` or when the informer stops first.
+        :class:`ValueError` if it is not comparable (see ``compare_resource_versions``)."""
+        return await wait_applied(self._started, lambda: self._fifo, resource_version, timeout)
 
     def has_synced(self) -> bool:
         """True once the initial list has been popped into the cache (and stays true)."""

@@ -28,6 +28,13 @@ Synced. :meth:`RealFIFO.has_synced` becomes true once the first ``replace``'s ba
 been processed (at once if it listed nothing), or as soon as an add, update or delete
 arrives before any ``replace``; :meth:`RealFIFO.wait_synced` waits for it.
 
+Applied resourceVersion. The queue is in order, so :attr:`~RealFIFO.last_store_resource_version`
+is simply that of the newest item processed: a watch event's object's, a relist's list
+resourceVersion, or a bookmark's. A bookmark that arrives while items are queued or a
+batch is being processed waits in the queue behind them (an item of its own, never handed
+to ``process``); otherwise it is applied at once. :meth:`~RealFIFO.wait_for_resource_version`
+waits for a resourceVersion; see :mod:`aioinformer._store_rv`.
+
 Differences from the DeltaFIFO. A delete is queued even for a key the cache does not hold
 (as client-go's RealFIFO does); ``pop_batch`` takes its whole batch when it hands it out,
 so a ``process`` that raises loses what it did not reach; :class:`~aioinformer.errors.
@@ -59,15 +66,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Final, TypeAlias
 
+from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._store_rv import AppliedReads, AppliedResourceVersion
 from aioinformer.delta_fifo import (
-    _CHECKPOINT_EVERY,
     DEFAULT_BATCH_KEYS,
     Delta,
     Deltas,
     DeltaType,
     KnownObjects,
     TransformFunc,
-    _FIFOWaits,
 )
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
@@ -98,7 +105,16 @@ class _Resync:
 
 _RESYNC: Final = _Resync()
 
-_Item: TypeAlias = "tuple[str, Deltas] | _Relist | _Resync"
+
+class _Bookmark:
+    """A queued bookmark: its resourceVersion is in the applied log, in its place."""
+
+    __slots__ = ()
+
+
+_BOOKMARK: Final = _Bookmark()
+
+_Item: TypeAlias = "tuple[str, Deltas] | _Relist | _Resync | _Bookmark"
 
 
 class InOrderBatch:
@@ -131,7 +147,8 @@ def _one(action: DeltaType, obj: Any) -> Deltas:
     return deltas
 
 
-class RealFIFO(_FIFOWaits):
+# AppliedReads first: its ``_on_close`` overrides the base's no-op.
+class RealFIFO(AppliedReads, _FIFOWaits):
     """A queue of single changes, in arrival order, with relists and resyncs as one item.
 
     ``key_func`` gives each object's key (tombstones use their own ``key``).
@@ -142,12 +159,26 @@ class RealFIFO(_FIFOWaits):
     it raises propagates to the producer.
     """
 
-    __slots__ = ("_initial", "_key_func", "_known_objects", "_populated", "_queue", "_transform")
+    __slots__ = (
+        "_applied",
+        "_busy",
+        "_initial",
+        "_key_func",
+        "_known_objects",
+        "_populated",
+        "_queue",
+        "_rv_log",
+        "_transform",
+    )
 
     _queue: deque[_Item]
     """Queued items, oldest first."""
     _initial: bool
     """True while the first ``replace``'s item is queued or being processed."""
+    _busy: bool
+    """True while a batch is handed out and its ``process`` call has not returned."""
+    _rv_log: deque[Any]
+    """``_applied.log``: one entry per queued item, in queue order (see ``_store_rv``)."""
 
     def __init__(
         self,
@@ -162,6 +193,9 @@ class RealFIFO(_FIFOWaits):
         self._queue = deque()
         self._populated = False
         self._initial = False
+        self._busy = False
+        self._applied = AppliedResourceVersion()
+        self._rv_log = self._applied.log
         super().__init__()
 
     def __repr__(self) -> str:
@@ -169,7 +203,8 @@ class RealFIFO(_FIFOWaits):
         return f"<RealFIFO {state} queued={len(self._queue)} synced={self._synced}>"
 
     def __len__(self) -> int:
-        """Queued items: one per change, one per relist or resync."""
+        """Queued items: one per change, one per relist or resync, one per bookmark
+        waiting behind them."""
         return len(self._queue)
 
     def key_of(self, obj: Any) -> str:
@@ -205,12 +240,14 @@ class RealFIFO(_FIFOWaits):
         deltas = Deltas()
         deltas.append(Delta(action, obj))
         self._queue.append((key, deltas))
+        self._rv_log.append(obj)
         if self._poppers:
             self._wake_popper()
 
     async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue the result of a LIST as one item (see the module notes for what it
-        becomes). ``resource_version`` is not used by the FIFO."""
+        becomes). ``resource_version`` becomes :attr:`last_store_resource_version` once the
+        item is processed."""
         key_of = self.key_of
         transform = self._transform
         if transform is None:
@@ -222,8 +259,10 @@ class RealFIFO(_FIFOWaits):
             if not pairs:
                 # Nothing listed and nothing cached yet: synced with nothing to apply.
                 self._signal_synced()
+                await self.bookmark(resource_version)
                 return
             self._initial = True
+        self._rv_log.append(resource_version or None)
         self._append(_Relist(pairs))
 
     async def resync(self) -> None:
@@ -233,7 +272,31 @@ class RealFIFO(_FIFOWaits):
         queue = self._queue
         if queue and queue[-1] is _RESYNC:
             return  # the one queued already re-offers the same objects
+        self._rv_log.append(None)  # a resync carries no resourceVersion
         self._append(_RESYNC)
+
+    async def bookmark(self, resource_version: str) -> None:
+        """A watch's ``BOOKMARK``: the server has sent every event up to
+        ``resource_version``. It becomes :attr:`last_store_resource_version` once every
+        item queued before it has been processed."""
+        self._rv_log.append(resource_version or None)
+        if self._queue or self._busy:
+            # Behind the items queued or in process; never woken for, never handed out.
+            self._queue.append(_BOOKMARK)
+        else:
+            applied = self._applied
+            applied.advance(applied.base + 1)
+
+    def _apply_bookmarks(self) -> None:
+        """Apply the bookmarks at the head of the queue: what was before them is done."""
+        queue = self._queue
+        count = 0
+        while queue and queue[0] is _BOOKMARK:
+            queue.popleft()
+            count += 1
+        if count:
+            applied = self._applied
+            applied.advance(applied.base + count)
 
     def _append(self, item: _Item) -> None:
         self._queue.append(item)
@@ -253,28 +316,40 @@ class RealFIFO(_FIFOWaits):
         if max_keys < 1:
             raise ValueError(f"max_keys must be at least 1, got {max_keys}")
         queue = self._queue
-        if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
-            await self._wait_for_turn()
+        while True:
+            if not queue or self._since_checkpoint >= _CHECKPOINT_EVERY:
+                await self._wait_for_turn()
+            if queue[0] is not _BOOKMARK:
+                break
+            # Only another popper's batch, still in process, can leave one at the head.
+            self._apply_bookmarks()
         initial = False
         head = queue.popleft()
+        items = 1
         if type(head) is tuple:
             pairs = [head]
             while queue and len(pairs) < max_keys and type(queue[0]) is tuple:
                 pairs.append(queue.popleft())  # type: ignore[arg-type]
+            items = len(pairs)
         elif type(head) is _Relist:
             initial = self._initial
             pairs = self._differences(head)
         else:
             pairs = self._resync_pairs()
         self._since_checkpoint += len(pairs)
+        self._busy = True
         try:
             result = process(InOrderBatch(pairs))
             if result is not None and inspect.isawaitable(result):
                 await result
         finally:
+            self._busy = False
             if initial:
                 self._initial = False
                 self._signal_synced()
+            applied = self._applied
+            applied.advance(applied.base + items)
+            self._apply_bookmarks()
         return len(pairs)
 
     def _differences(self, relist: _Relist) -> list[tuple[str, Deltas]]:

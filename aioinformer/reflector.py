@@ -18,12 +18,13 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   resourceVersion is expired (410) or too large (504 ``ResourceVersionTooLarge``), the
   list is retried at once with ``""``: a consistent read.
 * **Watches** send ``allow_watch_bookmarks=True`` and a ``timeout_seconds`` drawn from
-  [300, 600), spreading reconnects over time. ``BOOKMARK`` events only advance the
-  resourceVersion. A watch that ends normally is re-opened from the last resourceVersion;
-  one that ends within a second with no events, or with an ``ERROR`` event (410 Gone
-  included), makes :meth:`Reflector.list_and_watch` return so that :meth:`Reflector.run`
-  relists after a backoff. Refused connections and 429s back off (a ``Retry-After`` wins
-  over the computed delay) and re-watch without relisting.
+  [300, 600), spreading reconnects over time. A ``BOOKMARK`` advances the resourceVersion,
+  and goes to ``store.bookmark(rv)`` when the store has it (a DeltaFIFO does). A watch that
+  ends normally is re-opened from the last resourceVersion; one that ends within a second
+  with no events, or with an ``ERROR`` event (410 Gone included), makes
+  :meth:`Reflector.list_and_watch` return so that :meth:`Reflector.run` relists after a
+  backoff. Refused connections and 429s back off (a ``Retry-After`` wins over the
+  computed delay) and re-watch without relisting.
 * **Inactivity deadline.** A watch that delivers nothing (no event, no bookmark) for
   longer than its deadline is closed and re-opened from the same resourceVersion: a dead
   connection never hangs the reflector. This is the one silence deadline of a watch (the

@@ -10,6 +10,13 @@ Once the ConfigMap is in place it records that in the Widget's ``status``
 only place an operator should write status: the API server keeps spec edits and status
 writes apart, so neither can clobber the other.
 
+After each write it waits for its own cache to hold the result
+(``informer.wait_for_resource_version`` with the resourceVersion the write returned): the
+next reconcile of that Widget, which may run as soon as this one returns, then reads what
+was written, not the state from before. Without it, a reconcile woken by the status write
+could still miss the ConfigMap it had just created, try to create it again and take the
+``AlreadyExists`` for a foreign ConfigMap in the way.
+
 * ``widgets``: a typed informer (``model=Widget``) on ``example.com/v1/widgets``.
 * ``config_maps``: an informer on the ConfigMaps this operator manages (label selector),
   mapped back to their owning Widget with ``enqueue_owner``.
@@ -46,6 +53,8 @@ from aioinformer.testing import FakeAPIServer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from aioinformer.informer import SharedIndexInformer
 
 logger = logging.getLogger("widget-operator")
 
@@ -154,7 +163,9 @@ class WidgetOperator:
 
     Build it before starting the factory, then run ``factory`` and ``controller``
     together (``async with factory, operator.controller:``). ``recheck_after`` is how
-    long to wait before looking again at a ConfigMap name taken by something else.
+    long to wait before looking again at a ConfigMap name taken by something else;
+    ``read_back_timeout`` bounds the wait for the cache to show a write (past it, the
+    reconcile ends anyway: a reconcile that reads the older state only repeats a write).
     """
 
     def __init__(
@@ -164,6 +175,7 @@ class WidgetOperator:
         *,
         workers: int = 2,
         recheck_after: float = 30.0,
+        read_back_timeout: float = 10.0,
     ) -> None:
         self.widgets = factory.informer_for(WIDGETS, model=Widget)
         self.config_maps = factory.informer_for(
@@ -171,10 +183,8 @@ class WidgetOperator:
         )
         self._config_map_api = client.resource("v1/configmaps")
         self._widget_api = client.resource(WIDGETS)
-        self._status_sent: dict[str, tuple[str | None, WidgetStatus]] = {}
-        """key -> (resourceVersion of the cached Widget a status write was based on, the
-        status written); only while the cache has not caught up with that write."""
         self._recheck_after = recheck_after
+        self._read_back_timeout = read_back_timeout
         self.controller = Controller(
             OPERATOR, self.reconcile, informers=[self.widgets], workers=workers
         )
@@ -191,7 +201,6 @@ class WidgetOperator:
         current: dict[str, Any] | None = self.config_maps.lister().get(cm_name, namespace)
 
         if widget is None or widget.metadata.deletion_timestamp is not None:
-            self._status_sent.pop(key, None)
             # A cluster's garbage collector deletes the ConfigMap through its owner
             # reference; deleting it here too gives the same result without one.
             if current is not None:
@@ -203,7 +212,7 @@ class WidgetOperator:
         desired = desired_config_map(widget)
         if current is None:
             try:
-                await self._config_map_api.create(desired, namespace)
+                created = await self._config_map_api.create(desired, namespace)
             except AlreadyExists:
                 # The name is taken by a ConfigMap this operator does not manage (it is
                 # not in our label-selected cache). Not an error: look again later.
@@ -216,6 +225,7 @@ class WidgetOperator:
                 )
                 return Requeue(after=self._recheck_after)
             logger.info("created ConfigMap %s/%s", namespace, cm_name)
+            await self._read_back(self.config_maps, created)
             await self._record_status(widget, cm_name)
             return None
 
@@ -226,41 +236,44 @@ class WidgetOperator:
         ):
             # A merge patch of exactly the fields we own; anything that fails here
             # (409, 5xx, a timeout) is retried by the controller with backoff.
-            await self._config_map_api.patch(
+            patched = await self._config_map_api.patch(
                 cm_name,
                 {"data": desired["data"], "metadata": {"ownerReferences": wanted_owners}},
                 namespace=namespace,
             )
             logger.info("patched ConfigMap %s/%s", namespace, cm_name)
+            await self._read_back(self.config_maps, patched)
         await self._record_status(widget, cm_name)
         return None
+
+    async def _read_back(self, informer: SharedIndexInformer, written: dict[str, Any]) -> None:
+        """Wait until ``informer``'s cache has applied ``written`` (what a write returned),
+        so that the next reconcile reads it back rather than the state before it."""
+        rv = written["metadata"]["resourceVersion"]
+        if not await informer.wait_for_resource_version(rv, timeout=self._read_back_timeout):
+            logger.warning("the cache has not shown resourceVersion %s yet; going on", rv)
 
     async def _record_status(self, widget: Widget, cm_name: str) -> None:
         """Write the Widget's status when it is not already what this reconcile did.
 
         The status subresource changes only ``status`` (a stale spec in the request could
         not undo a user's edit) and does not bump ``generation``. The write comes back as
-        a Widget event, and that reconcile finds the status current and writes nothing. A
-        reconcile that runs before the cache has caught up with the write (the cached Widget
-        still has the resourceVersion the write was based on) does not send it again.
+        a Widget event, and since this waits for the cache to show the write, that
+        reconcile (or any other) finds the status current and writes nothing.
         """
         meta = widget.metadata
         assert meta.name is not None
-        key = f"{meta.namespace}/{meta.name}"
         wanted = WidgetStatus(observedGeneration=meta.generation, configMap=cm_name)
         if widget.status == wanted:
-            self._status_sent.pop(key, None)
             return
-        if self._status_sent.get(key) == (meta.resource_version, wanted):
-            return
-        await self._widget_api.patch(
+        written = await self._widget_api.patch(
             meta.name,
             {"status": wanted.model_dump(by_alias=True)},
             namespace=meta.namespace,
             subresource="status",
         )
-        self._status_sent[key] = (meta.resource_version, wanted)
         logger.info("recorded status of Widget %s/%s", meta.namespace, meta.name)
+        await self._read_back(self.widgets, written)
 
 
 def widget(name: str, greeting: str, *, size: int = 1) -> dict[str, Any]:

@@ -84,16 +84,24 @@ def _matches(resource: str | None, rt: ResourceType | None) -> bool:
 class FaultPlan:
     """The faults armed and not yet spent; the server's side of :class:`Faults`.
 
-    Invariants: a :class:`Failure` in ``failures`` has ``remaining > 0``; ``latency`` is
-    never negative.
+    Invariants: a :class:`Failure` in ``failures`` has ``remaining > 0``; ``latency`` and
+    ``event_delay`` are never negative.
     """
 
-    __slots__ = ("failures", "latency", "watch")
+    __slots__ = ("event_delay", "event_delay_resource", "failures", "latency", "watch")
 
     def __init__(self) -> None:
         self.watch: list[WatchFault] = []
         self.failures: list[Failure] = []
         self.latency = 0.0
+        self.event_delay = 0.0
+        self.event_delay_resource: str | None = None
+
+    def watch_event_delay(self, rt: ResourceType) -> float:
+        """Seconds to hold back each batch of events sent on a watch on ``rt``."""
+        if self.event_delay and _matches(self.event_delay_resource, rt):
+            return self.event_delay
+        return 0.0
 
     def take_watch_fault(self, rt: ResourceType) -> WatchFault | None:
         """Disarm and return the first watch fault that applies to a watch on ``rt``."""
@@ -124,6 +132,7 @@ class FaultPlan:
         self.watch.clear()
         self.failures.clear()
         self.latency = 0.0
+        self.event_delay = 0.0
 
 
 def failure_error(failure: Failure) -> StatusError:
@@ -186,6 +195,7 @@ class Faults:
     """Scriptable misbehaviour of a :class:`FakeAPIServer`; every fault that takes effect
     is appended to :attr:`log`.
 
+    ``delay_watch_events`` holds back the events of every watch until removed.
     Watch faults (``drop_watch_after``, ``close_mid_line``, ``garbage_line``,
     ``stall_watch``) arm the next watch opened (on ``resource`` when given); each arms one
     watch, and a watch that ends before the fault's turn came hands it on to the next
@@ -255,6 +265,15 @@ class Faults:
         """Answer the next ``k`` matching requests with ``status`` (429 ``TooManyRequests``
         with Retry-After, 500 ``InternalError``, 503 ``ServiceUnavailable``...)."""
         self._plan.failures.append(Failure(status, retry_after, resource, verb, k))
+
+    def delay_watch_events(self, seconds: float, *, resource: str | None = None) -> None:
+        """Hold back every event sent on a watch (on ``resource`` when given) for
+        ``seconds`` on the server's clock, open watches included, as a lagging watch cache
+        does: a write is answered at once but its watchers hear of it late. Bookmarks are
+        not delayed, but never overtake the events held back. 0 removes it."""
+        self._plan.event_delay = max(0.0, seconds)
+        self._plan.event_delay_resource = resource
+        self.record("delay_watch_events", "", f"{seconds}s on {resource or 'every resource'}")
 
     def latency(self, seconds: float) -> None:
         """Delay every request by ``seconds`` (on the server's clock); 0 removes it."""

@@ -256,6 +256,10 @@ class WatchStreams:
                 if watcher.buffer:
                     batch = watcher.buffer
                     watcher.buffer = []
+                    held = self._plan.watch_event_delay(watcher.rt)
+                    if held:
+                        # Taken before the wait: what arrives meanwhile waits its own turn.
+                        await clock.sleep(held)
                     if fault is not None and sent + len(batch) >= fault.after:
                         cut = fault.after - sent
                         if cut:

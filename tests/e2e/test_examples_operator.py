@@ -21,6 +21,7 @@ from aioinformer.controller import ControllerState
 from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorState
+from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
 from tests._support_wait import wait_until
 
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from aioinformer.client import Client
-    from aioinformer.testing import FakeAPIServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -209,6 +209,43 @@ async def test_the_operators_reconcile_of_a_deleted_widget_deletes_its_config_ma
     assert outcome is None
     assert "w-config" not in config_maps(crd_server)
     assert not isinstance(outcome, Requeue)
+
+
+async def test_the_operator_reads_its_own_writes_back_through_a_lagging_watch() -> None:
+    # The ConfigMap watch lags: without waiting for its cache, the reconcile the status
+    # write wakes would find no ConfigMap, create it again and requeue on AlreadyExists.
+    clock = FakeClock()
+    async with FakeAPIServer(clock=clock) as server, server.client() as client:
+        server.register_crd("example.com", "v1", "widgets", "Widget")
+        server.create(widget_operator.widget("w", "hello"))
+        server.faults.delay_watch_events(5.0, resource="configmaps")
+        factory = SharedInformerFactory(client)
+        operator = widget_operator.WidgetOperator(client, factory)
+
+        def status() -> dict[str, Any]:
+            return widget_operator.widget_status(server, "w")  # type: ignore[no-any-return]
+
+        async with factory, operator.controller:
+            await wait_until(
+                lambda: status().get("configMap") == "w-config",
+                poll=SERVER_POLL,
+                timeout=10,
+                between=lambda: clock.advance(1.0),
+            )
+            await wait_until(
+                lambda: (
+                    operator.controller.statistics().queue.depth == 0
+                    and operator.controller.statistics().queue.processing == 0
+                ),
+                poll=SERVER_POLL,
+                timeout=10,
+            )
+            stats = operator.controller.statistics()
+        creates = [
+            r for r in server.request_log if r.method == "POST" and r.path.endswith("/configmaps")
+        ]
+        assert len(creates) == 1
+        assert (stats.requeues, stats.failures) == (0, 0)
 
 
 # -- the FastAPI service -----------------------------------------------------------------

@@ -284,6 +284,14 @@ CASES = [
         relists=False,
     ),
     FaultCase(
+        "lagging-watch",
+        lambda s: s.faults.delay_watch_events(0.02),
+        _nothing,
+        "delay_watch_events",
+        None,
+        relists=False,
+    ),
+    FaultCase(
         "server-restart-keeping-history",
         lambda s: None,
         _restart(reset_history=False),
@@ -401,6 +409,7 @@ FAULT_METHODS_COVERED = {
     "freeze_watches": {"frozen-watch"},
     "fail_next": {"429-burst-on-list-with-retry-after", "500-burst-on-list"},
     "latency": {"latency-on-every-request"},
+    "delay_watch_events": {"lagging-watch"},
     "refuse_connections": {"refused-connection"},
     "accept_connections": {"refused-connection"},
 }
