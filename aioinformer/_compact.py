@@ -7,7 +7,8 @@ transform sees decoded objects (:func:`compact_transform`), its pop task stores 
 hands each event's objects to the handlers wrapped in one
 :class:`~aioinformer._raw.SharedDecode` (:func:`apply_deltas`), and each handler unwraps
 them as it needs (:func:`handler_converter`): the decoded object, or only the key
-(:func:`notified_key`).
+(:func:`notified_key`). The ``"objects"`` cache's counterpart of :func:`apply_deltas`,
+:func:`apply_object_deltas`, sits next to it so that the two stay in step.
 
 Input: Deltas popped from the DeltaFIFO, holding RawObjects (from a compact source),
 decoded dicts (from any other source, or a transform) or other objects (a transform's
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aioinformer.delta_fifo import Deltas
-    from aioinformer.indexer import CompactIndexer
+    from aioinformer.indexer import CompactIndexer, Indexer
     from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "CacheMode",
     "DecodeWindow",
     "apply_deltas",
+    "apply_object_deltas",
     "compact_source",
     "compact_transform",
     "handler_converter",
@@ -240,3 +242,38 @@ def apply_deltas(
                 is_sync = same_resource_version(old, entry)
             distribute(Notification(UPDATE, SharedDecode(old, window=window), shared), is_sync)
         old = entry
+
+
+def apply_object_deltas(
+    deltas: Deltas,
+    indexer: Indexer[Any],
+    distribute: Callable[[Notification, bool], None],
+    *,
+    is_in_initial_list: bool,
+) -> None:
+    """Apply one key's deltas to an ``"objects"`` cache and distribute the notifications,
+    the cached objects themselves. All the deltas share one key, so it is computed and the
+    cached object looked up once: each delta's "old" is what the previous one stored."""
+    first = deltas[0].object
+    key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
+    old = indexer.get_by_key(key)
+    put = indexer.put_by_key
+    delete = indexer.delete_by_key
+    for delta in deltas:
+        obj = delta.object
+        if delta.type is _DELETED:
+            delete(key)
+            distribute(Notification(DELETE, obj, None), False)
+            old = None
+        elif old is not None:
+            put(key, obj)
+            try:
+                is_sync = old["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+            except (KeyError, TypeError):  # not raw dicts, or no resourceVersion
+                is_sync = same_resource_version(old, obj)
+            distribute(Notification(UPDATE, old, obj), is_sync)
+            old = obj
+        else:
+            put(key, obj)
+            distribute(Notification(ADD, obj, is_in_initial_list), False)
+            old = obj

@@ -66,13 +66,13 @@ from aioinformer._compact import (
     CacheMode,
     DecodeWindow,
     apply_deltas,
+    apply_object_deltas,
     compact_source,
     compact_transform,
     handler_converter,
     notified_key,
 )
 from aioinformer._handler_calls import SlowHandlerThresholds, handler_name
-from aioinformer._meta import same_resource_version
 from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._model_guard import ModelGuard
 from aioinformer._raw import SharedDecode
@@ -90,9 +90,7 @@ from aioinformer.lister import Lister as Lister
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
     ADD,
-    DELETE,
     MINIMUM_RESYNC_PERIOD,
-    UPDATE,
     Notification,
     OverflowPolicy,
     ProcessorListener,
@@ -717,9 +715,8 @@ class SharedIndexInformer:
         """Apply one key's deltas to the cache and distribute the notifications.
 
         Runs without suspending, so the cache, the notifications and a late handler's
-        snapshot always line up. All the deltas of one Deltas share its key, so the key is
-        computed and the cached object looked up once: each delta's "old" is the object
-        the previous delta stored.
+        snapshot always line up. The two caches' ways of doing it sit side by side in
+        :mod:`aioinformer._compact`.
         """
         fifo = self._fifo
         assert fifo is not None
@@ -730,32 +727,8 @@ class SharedIndexInformer:
             apply_deltas(
                 deltas, indexer, distribute, self._window, is_in_initial_list=is_in_initial_list
             )
-            return
-        first = deltas[0].object
-        key = first.key if type(first) is DeletedFinalStateUnknown else meta_namespace_key(first)
-        old = indexer.get_by_key(key)
-        put = indexer.put_by_key
-        delete = indexer.delete_by_key
-        for delta in deltas:
-            obj = delta.object
-            if delta.type is _DELETED:
-                delete(key)
-                distribute(Notification(DELETE, obj, None), False)
-                old = None
-            elif old is not None:
-                put(key, obj)
-                try:
-                    is_sync = (
-                        old["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
-                    )
-                except (KeyError, TypeError):  # not raw dicts, or no resourceVersion
-                    is_sync = same_resource_version(old, obj)
-                distribute(Notification(UPDATE, old, obj), is_sync)
-                old = obj
-            else:
-                put(key, obj)
-                distribute(Notification(ADD, obj, is_in_initial_list), False)
-                old = obj
+        else:
+            apply_object_deltas(deltas, indexer, distribute, is_in_initial_list=is_in_initial_list)
 
     def stop(self) -> None:
         """Ask a running informer to stop: ``run()`` then returns. Idempotent; does
