@@ -5,7 +5,8 @@ Watch writes, lists (``replace``), bookmarks, pops, batches and requeues are int
 at random. The model keeps each queued key's event numbers; at every step
 ``last_store_resource_version`` must be that of the event just before the oldest one a
 queued key still holds (the newest event when none does): never one past an event still
-queued, however the per-key grouping reordered them.
+queued, however the per-key grouping reordered them. It runs on a plain FIFO and on an
+atomic one (the informer's), whose batches hand a relist's keys out as one group.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ def make(name: str, version: int) -> dict[str, Any]:
 
 
 class AppliedMachine(RuleBasedStateMachine):
+    atomic = False
+
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.fifo = DeltaFIFO()
+        self.fifo = DeltaFIFO(atomic=self.atomic)
         self.version = 0
         self.queue: list[str] = []
         self.events: dict[str, list[int]] = {}
@@ -94,20 +97,25 @@ class AppliedMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.queue)
     @rule(size=st.integers(1, 4), refuse_last=st.booleans())
     def pop_batch(self, size: int, refuse_last: bool) -> None:
-        # A batch may hold fewer keys than asked (it stops at the end of the first list).
-        sized: list[int] = []
+        # A batch may hold fewer keys than asked (it stops at the end of the first list)
+        # or more (an atomic group), in one process call or two: follow what it handed out.
+        handed: list[tuple[str, bool]] = []
 
         def process(batch: DeltasBatch) -> None:
-            sized.append(len(batch))
-            for index, _ in enumerate(batch):
-                if refuse_last and index == len(batch) - 1:
+            for index, (key, _) in enumerate(batch):
+                refused = refuse_last and index == len(batch) - 1
+                handed.append((key, refused))
+                if refused:
                     raise Requeue
 
         self.run(self.fifo.pop_batch(process, max_keys=size))
-        for _ in range(sized[0] - 1 if refuse_last else sized[0]):
-            self.take_head()
-        if refuse_last:
-            self.queue.append(self.queue.pop(0))
+        assert handed
+        for key, refused in handed:
+            assert key == self.queue[0]
+            if refused:
+                self.queue.append(self.queue.pop(0))
+            else:
+                self.take_head()
 
     @invariant()
     def applied_through_the_oldest_event_still_queued(self) -> None:
@@ -122,3 +130,11 @@ class AppliedMachine(RuleBasedStateMachine):
 
 AppliedMachine.TestCase.settings = machine_settings(100)
 test_applied_resource_version_matches_an_event_model = AppliedMachine.TestCase
+
+
+class AtomicAppliedMachine(AppliedMachine):
+    atomic = True
+
+
+AtomicAppliedMachine.TestCase.settings = machine_settings(100)
+test_an_atomic_fifo_applied_resource_version_matches_an_event_model = AtomicAppliedMachine.TestCase
