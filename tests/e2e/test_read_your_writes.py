@@ -1,7 +1,8 @@
 """Read-your-own-writes over the fake API server: a write through ``ResourceClient``, then
 ``informer.wait_for_resource_version`` with the write's resourceVersion, then the lister
 has it, even while the server holds every watch event back; and a bookmark on a resource
-nobody writes moves ``last_store_resource_version`` forward.
+nobody writes moves ``last_store_resource_version`` forward. Each runs with the
+DeltaFIFO and with the in-order queue (``in_order=True``).
 
 The server runs on a :class:`FakeClock`, so held-back events and bookmarks arrive only when
 the test moves that clock; the HTTP between server and informer is real, so waits for it
@@ -29,18 +30,20 @@ if TYPE_CHECKING:
 SOCKET_POLL = 0.005
 LAG = 5.0
 
+pytestmark = pytest.mark.parametrize("in_order", [False, True], ids=["delta_fifo", "in_order"])
+
 
 @contextlib.asynccontextmanager
 async def running(
-    clock: FakeClock, *existing: str
+    clock: FakeClock, *existing: str, in_order: bool
 ) -> AsyncIterator[tuple[FakeAPIServer, ResourceClient, SharedIndexInformer]]:
     """A server on ``clock`` holding ConfigMaps named ``existing``, and a ConfigMap
-    informer over it, synced and watching."""
+    informer over it (in order or not), synced and watching."""
     async with FakeAPIServer(clock=clock) as server, server.client() as client:
         for name in existing:
             server.create(configmap(name))
         configmaps = client.resource("configmaps")
-        async with SharedIndexInformer(configmaps) as informer:
+        async with SharedIndexInformer(configmaps, in_order=in_order) as informer:
             assert await informer.wait_for_sync(timeout=10)
             await server.wait_for_watchers(1)
             yield server, configmaps, informer
@@ -57,9 +60,11 @@ async def wait_driving_the_clock(
     return waiting.result(), clock.monotonic() - started
 
 
-async def test_a_write_is_read_back_from_the_lister_after_waiting_for_its_version() -> None:
+async def test_a_write_is_read_back_from_the_lister_after_waiting_for_its_version(
+    in_order: bool,
+) -> None:
     clock = FakeClock()
-    async with running(clock, "before") as (server, configmaps, informer):
+    async with running(clock, "before", in_order=in_order) as (server, configmaps, informer):
         server.faults.delay_watch_events(LAG)
 
         created = await configmaps.create(configmap("mine", step="1"))
@@ -87,9 +92,9 @@ async def test_a_write_is_read_back_from_the_lister_after_waiting_for_its_versio
         assert informer.last_store_resource_version == new_rv
 
 
-async def test_a_wait_ends_false_when_the_informer_stops_first() -> None:
+async def test_a_wait_ends_false_when_the_informer_stops_first(in_order: bool) -> None:
     clock = FakeClock()
-    async with running(clock) as (server, configmaps, informer):
+    async with running(clock, in_order=in_order) as (server, configmaps, informer):
         server.faults.delay_watch_events(LAG)
         created = await configmaps.create(configmap("late"))
         waiting = asyncio.create_task(
@@ -100,15 +105,15 @@ async def test_a_wait_ends_false_when_the_informer_stops_first() -> None:
     assert await waiting is False
 
 
-async def test_waiting_for_a_version_that_cannot_be_compared_raises() -> None:
-    async with running(FakeClock()) as (_, _, informer):
+async def test_waiting_for_a_version_that_cannot_be_compared_raises(in_order: bool) -> None:
+    async with running(FakeClock(), in_order=in_order) as (_, _, informer):
         with pytest.raises(ValueError, match="not comparable"):
             await informer.wait_for_resource_version("")
 
 
-async def test_a_bookmark_moves_an_idle_resources_store_version_forward() -> None:
+async def test_a_bookmark_moves_an_idle_resources_store_version_forward(in_order: bool) -> None:
     clock = FakeClock()
-    async with running(clock, "quiet") as (server, _, informer):
+    async with running(clock, "quiet", in_order=in_order) as (server, _, informer):
         listed = informer.last_store_resource_version
         assert listed == server.resource_version
 

@@ -335,9 +335,12 @@ def test_a_watch_event_delay_applies_to_its_resource_and_clears() -> None:
 # -- the informer's view -----------------------------------------------------------
 
 
-async def test_an_informer_waits_from_before_it_starts_and_follows_bookmarks() -> None:
+@pytest.mark.parametrize("in_order", [False, True])
+async def test_an_informer_waits_from_before_it_starts_and_follows_bookmarks(
+    in_order: bool,
+) -> None:
     lw = FakeListerWatcher(objects=[pod("a", "0")])
-    informer = SharedIndexInformer(lw)
+    informer = SharedIndexInformer(lw, in_order=in_order)
     assert informer.last_store_resource_version == ""
     listed = asyncio.create_task(informer.wait_for_resource_version(lw.resource_version))
     async with informer:
