@@ -697,6 +697,11 @@ class Reflector:
 
         Raises what makes streaming unusable, and the caller falls back to a list.
         """
+        # A streaming list decodes the whole state as a LIST does: the same policy.
+        with collector_paused(self._options.gc_policy):
+            return await self._stream_list()
+
+    async def _stream_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
         while True:
             temporary = TemporaryStore()
             cursor = Cursor()

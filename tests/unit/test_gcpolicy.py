@@ -166,3 +166,21 @@ async def test_the_informer_passes_its_policy_to_its_reflector(
         assert await informer.wait_for_sync(timeout=5)
     assert lw.enabled_during_list == [enabled]
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize(("policy", "enabled"), [("pause", False), ("off", True)])
+async def test_a_streaming_list_hands_over_with_the_policy_of_a_list(
+    policy: str, enabled: bool
+) -> None:
+    gc.enable()
+    lw = RecordingLW(objects=[pod("a"), pod("b")])
+    store = RecordingStore()
+    reflector = Reflector(lw, store, clock=FakeClock(), options=ReflectorOptions(gc_policy=policy))
+    task = asyncio.create_task(reflector.list_and_watch())
+    await asyncio.wait_for(store.replaced.wait(), 5)
+    assert lw.enabled_during_list == []  # streamed: no LIST
+    assert store.enabled_during_replace == [enabled]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gc.isenabled()  # the stream carries on as the watch with the collector on
