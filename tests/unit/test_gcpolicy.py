@@ -18,6 +18,7 @@ from aioinformer.testing.lister_watcher import FakeListerWatcher
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from aioinformer._gcpolicy import GCPolicy
     from aioinformer.listwatch import ListOptions, ObjectList
 
 
@@ -170,7 +171,7 @@ async def test_the_informer_passes_its_policy_to_its_reflector(
 
 @pytest.mark.parametrize(("policy", "enabled"), [("pause", False), ("off", True)])
 async def test_a_streaming_list_hands_over_with_the_policy_of_a_list(
-    policy: str, enabled: bool
+    policy: GCPolicy, enabled: bool
 ) -> None:
     gc.enable()
     lw = RecordingLW(objects=[pod("a"), pod("b")])
