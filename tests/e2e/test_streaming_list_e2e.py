@@ -200,3 +200,9 @@ async def test_every_relist_tries_a_streaming_list_first(
     requests = pod_requests(fake_apiserver)
     assert requests[:3] == ["STREAM", "LIST", "WATCH"]
     assert requests[-1] == "STREAM"
+
+
+def test_the_fake_server_names_its_streaming_list_modes() -> None:
+    with pytest.raises(ValueError, match="'supported', 'forbidden' or 'ignored'"):
+        FakeAPIServer(watch_list="refused")  # type: ignore[arg-type]
+    assert FakeAPIServer().watch_list == "supported"
