@@ -36,7 +36,7 @@ from aioinformer._meta import annotations_of, meta_namespace_key
 from aioinformer._raw import RawObject
 from aioinformer._reflector_status import LastHeard
 from aioinformer._watch_policy import WatchEnd
-from aioinformer.errors import WatchTimeout
+from aioinformer.errors import WatchError, WatchTimeout
 from aioinformer.listwatch import (
     ADDED,
     BOOKMARK,
@@ -51,10 +51,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEADLINE_TICKS",
+    "INITIAL_EVENTS_GRACE",
     "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
     "INACTIVITY_GRACE",
     "Cursor",
     "EventSink",
+    "InitialEventsIgnored",
     "ReflectorStore",
     "TemporaryStore",
     "WatchRead",
@@ -79,6 +81,9 @@ DEADLINE_TICKS: Final = 20
 """The inactivity check looks at a stream this many times per deadline, so a silent stream
 is closed between 1 and 1.05 times the deadline after its last event (126 s at most by
 default)."""
+INITIAL_EVENTS_GRACE: Final = 10.0
+"""Seconds a streaming list still waits for its initial-events-end bookmark after a plain
+bookmark, before it gives up on the server (checked at the inactivity check's ticks)."""
 
 
 def inactivity_deadline(configured: float | None, timeout_seconds: int) -> float:
@@ -174,6 +179,13 @@ class TemporaryStore:
         self.items.pop(meta_namespace_key(obj), None)
 
 
+class InitialEventsIgnored(WatchError):
+    """A streaming list's server sent a bookmark without the initial-events-end
+    annotation and no initial-events-end bookmark within :data:`INITIAL_EVENTS_GRACE`
+    seconds after it: it serves the request as a plain watch (a proxy or a server that
+    drops ``sendInitialEvents``)."""
+
+
 def _ends_initial_events(bookmark: Any) -> bool:
     annotations = annotations_of(bookmark)
     return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
@@ -218,6 +230,7 @@ class WatchRead:
         "_heard",
         "_name",
         "_opened",
+        "_plain_bookmark_at",
         "_quiet_ticks",
         "_reading",
         "_scope",
@@ -265,6 +278,10 @@ class WatchRead:
         self._scope: asyncio.Timeout | None = None
         self._reading = False
         self._timer: TimerHandle | None = None
+        # When a streaming list got its first bookmark that did not end the initial
+        # events: kube-apiserver sends none before that end, a server ignoring
+        # sendInitialEvents sends them as for any watch.
+        self._plain_bookmark_at: float | None = None
         self._seen = 0
         self._quiet_ticks = 0
         self.received = 0
@@ -406,10 +423,13 @@ class WatchRead:
                             await sink.delete(obj)
                         elif kind == BOOKMARK:
                             self.bookmarks += 1
-                            if until_initial_events_end and _ends_initial_events(obj):
-                                cursor.resource_version = resource_version
-                                self.applied += 1
-                                return True
+                            if until_initial_events_end:
+                                if _ends_initial_events(obj):
+                                    cursor.resource_version = resource_version
+                                    self.applied += 1
+                                    return True
+                                if self._plain_bookmark_at is None:
+                                    self._plain_bookmark_at = self._clock.monotonic()
                             if bookmark is not None:
                                 await bookmark(resource_version)
                         else:
@@ -460,6 +480,16 @@ class WatchRead:
         if self._timer is None:
             return  # the read ended as this check came due
         tick = self._deadline / DEADLINE_TICKS
+        since = self._plain_bookmark_at
+        if since is not None and self._clock.monotonic() - since >= INITIAL_EVENTS_GRACE:
+            self._timer = None
+            self.interrupt(
+                InitialEventsIgnored(
+                    f"no initial-events-end bookmark {INITIAL_EVENTS_GRACE:g}s after a plain "
+                    "bookmark: the server ignored sendInitialEvents"
+                )
+            )
+            return
         if self.received != self._seen:
             # Stamped here rather than per event: the event path stays free of clock
             # reads, at the price of "heard" lagging by up to one tick.

@@ -127,8 +127,11 @@ class SharedInformerFactory:
     callable returning a new :class:`~aioinformer._backoff.Backoff` for each informer
     (a backoff holds one component's failure history, so informers never share one),
     for instance ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``;
-    and ``gc_policy``
-    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`). These
+    ``gc_policy``
+    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`);
+    ``use_watch_list`` (true by default: the initial state and every relist come from a
+    streaming list, falling back to LIST+WATCH where the server refuses one) and
+    ``page_size`` (LIST page size; ``None``: pages of 500 for a first list). These
     and any other reflector setting can also come as one ``reflector_options``
     (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords
     replace); the factory checks them once and hands that object to every informer.
@@ -153,6 +156,8 @@ class SharedInformerFactory:
         backoff: Callable[[], Backoff] | None = None,
         watch_inactivity_timeout: float | None = None,
         gc_policy: GCPolicy | None = None,
+        use_watch_list: bool | None = None,
+        page_size: int | None = None,
         reflector_options: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
@@ -167,7 +172,10 @@ class SharedInformerFactory:
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; every informer gets this.
         self._reflector_options = base.replace(
-            watch_inactivity_timeout=watch_inactivity_timeout, gc_policy=gc_policy
+            watch_inactivity_timeout=watch_inactivity_timeout,
+            gc_policy=gc_policy,
+            use_watch_list=use_watch_list,
+            page_size=page_size,
         )
         self._client = client
         self._namespace = namespace

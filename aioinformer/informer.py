@@ -169,7 +169,8 @@ class SharedIndexInformer:
     ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
     and one :class:`~aioinformer.reflector.ReflectorOptions` (checked once, when it is
     built): ``reflector_options`` with the fields given as keywords replaced. Those
-    keywords are ``page_size``, ``use_watch_list``, ``watch_inactivity_timeout``,
+    keywords are ``page_size``, ``use_watch_list`` (on by default: lists are streamed,
+    with a fallback to LIST+WATCH), ``watch_inactivity_timeout``,
     ``expected_kind``/``expected_api_version`` (when not given, the reflector adopts
     the kind of the first list's items, so watch events of another kind are never
     cached), and ``gc_policy``: what lists do with CPython's cyclic collector

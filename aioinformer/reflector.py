@@ -42,9 +42,12 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
 * **Streaming list** (``use_watch_list=True``): the initial state comes from a watch with
   ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``; its events
   are collected apart and committed with one ``replace()`` at the bookmark annotated
-  ``k8s.io/initial-events-end``, and the same stream then carries on as the watch. Any
-  other answer (an old server's 422, a 403, ...) falls back to LIST+WATCH in the same
-  call.
+  ``k8s.io/initial-events-end``, and the same stream then carries on as the watch. It is
+  on by default, as in client-go 1.35+. Any other answer (an old server's 422, a 403,
+  ...) falls back to LIST+WATCH in the same call, as does a server that ignores the
+  parameter: one whose stream brings a plain bookmark and no initial-events-end one
+  within ``INITIAL_EVENTS_GRACE`` (10 s) after it. Every list tries streaming first again,
+  as client-go does, so an upgraded server is used at the next relist.
 * **Backoff** between attempts is :class:`aioinformer._backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
@@ -123,6 +126,7 @@ from aioinformer._watch_stream import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Cursor,
     EventSink,
+    InitialEventsIgnored,
     TemporaryStore,
     WatchRead,
     close_stream,
@@ -175,8 +179,10 @@ class ReflectorOptions:
     page_size: int | None = None
     """Force this LIST page size on every list; ``None`` (or 0): the reflector's rules
     (pages of 500 for the first list, unpaginated relists at a resourceVersion)."""
-    use_watch_list: bool = False
-    """Get the initial state from a streaming list (``send_initial_events``)."""
+    use_watch_list: bool = True
+    """Get the state from a streaming list (``send_initial_events``) on every list,
+    falling back to LIST+WATCH whenever the server refuses or ignores one; ``False``:
+    always LIST+WATCH."""
     watch_inactivity_timeout: float | None = None
     """Seconds of silence after which a watch is closed and re-opened; ``None``:
     ``DEFAULT_WATCH_INACTIVITY_TIMEOUT`` (120 s). Capped at the watch's
@@ -692,6 +698,11 @@ class Reflector:
 
         Raises what makes streaming unusable, and the caller falls back to a list.
         """
+        # A streaming list decodes the whole state as a LIST does: the same policy.
+        with collector_paused(self._options.gc_policy):
+            return await self._stream_list()
+
+    async def _stream_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
         while True:
             temporary = TemporaryStore()
             cursor = Cursor()
@@ -714,6 +725,8 @@ class Reflector:
             )
             if done:
                 break
+            if isinstance(end.error, InitialEventsIgnored):
+                raise end.error  # asking again would be ignored again: fall back
             await self._follow(next_step(end, streaming_list=True), "streaming list")
         try:
             self._policy.rv_unavailable = False

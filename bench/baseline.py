@@ -2,7 +2,8 @@
 
 Role: the reference every "ours" figure is divided by. It uses aiohttp and orjson directly:
 LIST pages are read whole and decoded once; a watch response is streamed and each line is
-decoded with one ``orjson.loads`` and stored in a ``dict`` keyed ``namespace/name``. There is
+decoded with one ``orjson.loads`` and stored in a ``dict`` keyed ``namespace/name`` (a
+streaming list is such a watch, read until its initial-events-end bookmark). There is
 no queue, no index, no handler dispatch: whatever the informer adds on top of this is its
 cost.
 
@@ -27,9 +28,11 @@ if TYPE_CHECKING:
 
     import aiohttp
 
-__all__ = ["Framing", "RawCache", "WatchRun", "raw_list", "raw_watch"]
+__all__ = ["Framing", "RawCache", "WatchRun", "raw_list", "raw_watch", "raw_watch_list"]
 
 Framing = Literal["chunks", "readline"]
+
+_INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 RawCache = dict[str, dict[str, Any]]
 """``namespace/name`` → the object as decoded."""
@@ -98,6 +101,38 @@ async def raw_list(
         if paused:
             gc.enable()
     return cache, resource_version
+
+
+async def raw_watch_list(
+    session: aiohttp.ClientSession, url: str, resource: str
+) -> tuple[RawCache, str]:
+    """Get the state of ``resource`` from a streaming list (a watch with
+    ``sendInitialEvents=true``) into a new cache; returns it and the resourceVersion of the
+    bookmark that ended the initial events. Lines are framed as ``"chunks"`` does."""
+    cache: RawCache = {}
+    params = {
+        "watch": "1",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "resourceVersion": "",
+        "timeoutSeconds": "600",
+    }
+    async with session.get(f"{url}/api/v1/{resource}", params=params) as response:
+        response.raise_for_status()
+        pending = b""
+        async for chunk in response.content.iter_any():
+            lines = (pending + chunk).split(b"\n") if pending else chunk.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                event = orjson.loads(line)
+                meta = event["object"]["metadata"]
+                if event["type"] == "BOOKMARK":
+                    if (meta.get("annotations") or {}).get(_INITIAL_EVENTS_END) == "true":
+                        return cache, meta["resourceVersion"]
+                    continue
+                cache[f"{meta['namespace']}/{meta['name']}"] = event["object"]
+    raise RuntimeError("the stream ended before its initial-events-end bookmark")
 
 
 async def raw_watch(

@@ -99,7 +99,9 @@ async def client(url: str) -> AsyncIterator[Any]:
 
 
 def informer(client: Any, resource: str, *, cache: CacheMode, **options: Any) -> Any:
-    """A ``SharedIndexInformer`` over ``v1/<resource>`` with that cache mode."""
+    """A ``SharedIndexInformer`` over ``v1/<resource>`` with that cache mode; it LISTs
+    (``use_watch_list=False``) unless ``options`` say otherwise, as the baselines do."""
     from aioinformer.informer import SharedIndexInformer
 
+    options.setdefault("use_watch_list", False)
     return SharedIndexInformer(client.resource(f"v1/{resource}"), cache=cache, **options)

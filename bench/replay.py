@@ -22,6 +22,11 @@ Output: a loopback HTTP server that answers, for its one resource (``pods`` or
   resourceVersion therefore gets nothing, as from a real server. With ``hold``, a paced
   stream sends nothing until ``GET /bench/start`` (one start per stream; a start that
   comes first is kept for the next stream).
+* ``GET /api/v1/<resource>?watch=1&sendInitialEvents=true`` — a streaming list: every object
+  as an ``ADDED`` event (with ``apiVersion``/``kind``, as kube-apiserver sends them), then a
+  ``BOOKMARK`` at the list's resourceVersion annotated ``k8s.io/initial-events-end``, then
+  the watch events as above. The ``ADDED`` lines are encoded once, at start, when the
+  config asks for them (``initial_events``).
 * ``/api``, ``/api/v1``, ``/apis``, ``/version`` — minimal discovery answers.
 
 Task model: one aiohttp application on one event loop. :class:`ReplayServerProcess` runs it
@@ -66,6 +71,8 @@ __all__ = [
 _WRITE_BYTES: Final = 256 * 1024
 """Target size of one write in full-speed mode: large enough that per-write overhead is
 negligible, small enough that the client starts decoding early."""
+INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
+"""The annotation of the bookmark that ends a streaming list's initial events."""
 _TICK: Final = 0.001
 """Pacing period of rate-limited streams, in seconds."""
 START_PATH: Final = "/bench/start"
@@ -99,6 +106,8 @@ class ReplayConfig:
     (see :data:`START_PATH`), so that each side starts it once it is ready."""
     namespaces: int = 50
     """Objects spread round-robin over this many namespaces."""
+    initial_events: bool = False
+    """Whether streaming lists are served (their lines are encoded at start)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +120,7 @@ class ReplayData:
     no watch events, else it holds one template per object.
     """
 
-    __slots__ = ("config", "items", "templates")
+    __slots__ = ("added_lines", "config", "items", "templates")
 
     def __init__(self, config: ReplayConfig) -> None:
         if config.resource not in KINDS:
@@ -128,6 +137,13 @@ class ReplayData:
             ]
             if config.watch_events
             else []
+        )
+        head = b'{"type":"ADDED","object":{"apiVersion":"v1","kind":"%b",' % (
+            KINDS[config.resource].encode()
+        )
+        # An item is a JSON object: its opening brace gives way to the event's head.
+        self.added_lines: list[bytes] = (
+            [b"%b%b}\n" % (head, item[1:]) for item in self.items] if config.initial_events else []
         )
 
     @property
@@ -153,6 +169,25 @@ class ReplayData:
             }
         )
         return b"".join((head[:-1], b',"items":[', b",".join(self.items[start:stop]), b"]}"))
+
+    def initial_events_end_line(self) -> bytes:
+        """The bookmark that ends a streaming list's initial events."""
+        return (
+            orjson.dumps(
+                {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "apiVersion": "v1",
+                        "kind": KINDS[self.config.resource],
+                        "metadata": {
+                            "resourceVersion": str(self.list_resource_version),
+                            "annotations": {INITIAL_EVENTS_END: "true"},
+                        },
+                    },
+                }
+            )
+            + b"\n"
+        )
 
     def event_line(self, event: int, emitted_ns: int = 0) -> bytes:
         """The line of 1-based event ``event``."""
@@ -235,10 +270,15 @@ def build_app(data: ReplayData) -> web.Application:
         response = web.StreamResponse()
         response.content_type = "application/json"
         response.enable_chunked_encoding()
+        streaming_list = request.query.get("sendInitialEvents") == "true"
+        if streaming_list and not data.added_lines:
+            return _status(422, "Invalid", "sendInitialEvents: this replay serves no streams")
         await response.prepare(request)
         deadline = time.monotonic() + timeout if timeout > 0 else None
         # A client that leaves makes the next write fail; that simply ends the stream.
         with contextlib.suppress(ConnectionResetError):
+            if streaming_list:
+                await _initial_events(response)
             if data.config.rate > 0:
                 if data.config.hold:
                     await start.wait()
@@ -253,6 +293,13 @@ def build_app(data: ReplayData) -> web.Application:
                 await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             await response.write_eof()
         return response
+
+    async def _initial_events(response: web.StreamResponse) -> None:
+        lines = data.added_lines
+        step = max(1, _WRITE_BYTES // max(1, len(lines[0])))
+        for start_at in range(0, len(lines), step):
+            await response.write(b"".join(lines[start_at : start_at + step]))
+        await response.write(data.initial_events_end_line())
 
     async def _full_speed(response: web.StreamResponse, first: int) -> None:
         batch: list[bytes] = []

@@ -130,6 +130,7 @@ class Scenario:
             watch_events=params.get("events", 0),
             rate=params.get("rate", 0.0),
             hold=params.get("hold", False),
+            initial_events=params.get("initial_events", False),
         )
 
 
@@ -235,6 +236,28 @@ SCENARIOS: tuple[Scenario, ...] = (
             Target("ours-compact", "peak_rss_mib", "<=", 0.5, ratio=True),
             _COMPACT_MEMORY,
         ),
+    ),
+    Scenario(
+        name="watch-list-pods-100k",
+        kind="watch-list",
+        title="initial sync, 100k Pods: streaming list vs paginated LIST",
+        params={"resource": "pods", "objects": 100_000, "page_size": 500, "initial_events": True},
+        quick_params={
+            "resource": "pods",
+            "objects": 2_000,
+            "page_size": 500,
+            "initial_events": True,
+        },
+        variants=(
+            "baseline",
+            "baseline-stream",
+            "ours-list",
+            "ours-list-compact",
+            "ours-stream",
+            "ours-stream-compact",
+        ),
+        quick_variants=("baseline", "baseline-stream", "ours-list-compact", "ours-stream-compact"),
+        metrics=(_SECONDS, _PEAK, _PER_OBJECT),
     ),
     Scenario(
         name="sync-configmaps-10k",

@@ -23,6 +23,12 @@ Kinds and what they report:
   handler got every initial add), ``ours-strip-managed-fields``, ``ours-model`` (``model=``:
   raw cache, typed reads; also times one typed read of the whole cache) and
   ``ours-model-transform`` (objects validated into models on the way into the cache).
+* ``watch-list`` — the ``sync`` figures for the two ways of getting the initial state:
+  ``baseline`` (the raw paginated LIST), ``baseline-stream`` (the raw streaming list: one
+  watch with ``sendInitialEvents``, read until its initial-events-end bookmark),
+  ``ours-list`` (``use_watch_list=False``: paginated LIST) and ``ours-stream``
+  (``use_watch_list=True``, the default). Every other kind lists with
+  ``use_watch_list=False``, as its baseline does.
 * ``watch`` — MODIFIED events per second end to end, after the initial list, through a
   cache with a namespace index and two label indexes and ``handlers`` handlers.
   Variants: ``baseline``, ``baseline-readline`` (aiohttp's readline framing),
@@ -70,7 +76,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
 from bench import harness
-from bench.baseline import Framing, raw_list, raw_watch
+from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
 from bench.measure import (
     BusyApplication,
     LatencyRecorder,
@@ -135,13 +141,18 @@ class BenchPod(KubeObject):
 # --- sync -------------------------------------------------------------------------------
 
 
-async def _sync_baseline(url: str, params: dict[str, Any], *, pause_gc: bool) -> dict[str, float]:
+async def _sync_baseline(
+    url: str, params: dict[str, Any], *, pause_gc: bool, stream: bool = False
+) -> dict[str, float]:
     async with harness.session() as session:
         before = settled_rss()
         started = time.perf_counter()
-        cache, _ = await raw_list(
-            session, url, params["resource"], page_size=params["page_size"], pause_gc=pause_gc
-        )
+        if stream:
+            cache, _ = await raw_watch_list(session, url, params["resource"])
+        else:
+            cache, _ = await raw_list(
+                session, url, params["resource"], page_size=params["page_size"], pause_gc=pause_gc
+            )
         seconds = time.perf_counter() - started
         after = settled_rss()
         objects = len(cache)
@@ -168,15 +179,27 @@ async def sync_baseline_gc_paused(url: str, params: dict[str, Any]) -> dict[str,
     return await _sync_baseline(url, params, pause_gc=True)
 
 
+async def sync_baseline_stream(url: str, params: dict[str, Any]) -> dict[str, float]:
+    return await _sync_baseline(url, params, pause_gc=False, stream=True)
+
+
 async def _sync_ours(
-    url: str, params: dict[str, Any], *, variant: str, cache: CacheMode
+    url: str,
+    params: dict[str, Any],
+    *,
+    variant: str,
+    cache: CacheMode,
+    use_watch_list: bool = False,
 ) -> dict[str, float]:
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 
     resource = params["resource"]
     if variant in ("model", "model-transform") and resource != "pods":
         raise ValueError("the typed variants are defined for pods only")
-    options: dict[str, Any] = {"indexers": {NAMESPACE_INDEX: namespace_index_func}}
+    options: dict[str, Any] = {
+        "indexers": {NAMESPACE_INDEX: namespace_index_func},
+        "use_watch_list": use_watch_list,
+    }
     if variant == "strip":
         from aioinformer.transforms import strip_managed_fields
 
@@ -732,6 +755,8 @@ async def placement_same_loop(_url: str, params: dict[str, Any]) -> dict[str, fl
 _RAW_CASES: dict[tuple[str, str], Case] = {
     ("sync", "baseline"): sync_baseline,
     ("sync", "baseline-gc-paused"): sync_baseline_gc_paused,
+    ("watch-list", "baseline"): sync_baseline,
+    ("watch-list", "baseline-stream"): sync_baseline_stream,
     ("watch", "baseline"): watch_baseline,
     ("watch", "baseline-readline"): watch_baseline_readline,
     ("watch", "baseline-gc-frozen"): watch_baseline_gc_frozen,
@@ -752,6 +777,10 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ("sync", "ours-model"): functools.partial(_sync_ours, variant="model"),
     ("sync", "ours-model-transform"): functools.partial(_sync_ours, variant="model-transform"),
     ("sync", "ours-1-handler"): functools.partial(_sync_ours, variant="handler"),
+    ("watch-list", "ours-list"): functools.partial(_sync_ours, variant="default"),
+    ("watch-list", "ours-stream"): functools.partial(
+        _sync_ours, variant="default", use_watch_list=True
+    ),
     ("watch", "ours"): watch_ours,
     ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
     ("controller", "ours"): controller_ours,

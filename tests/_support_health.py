@@ -40,3 +40,12 @@ def lw() -> FakeListerWatcher:
 def informer(lw: FakeListerWatcher, clock: FakeClock) -> SharedIndexInformer:
     """Not started."""
     return SharedIndexInformer(lw, clock=clock, watch_inactivity_timeout=DEADLINE)
+
+
+@pytest.fixture
+def list_informer(lw: FakeListerWatcher, clock: FakeClock) -> SharedIndexInformer:
+    """Not started; it LISTs, then watches (``use_watch_list=False``), for the cases
+    about a list's failure or a watch opened after a list."""
+    return SharedIndexInformer(
+        lw, clock=clock, watch_inactivity_timeout=DEADLINE, use_watch_list=False
+    )

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import orjson
 from aiohttp import web
@@ -53,7 +53,10 @@ if TYPE_CHECKING:
 
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
 
-__all__ = ["ActiveWatch", "StreamSettings", "WatchStreams"]
+__all__ = ["ActiveWatch", "StreamSettings", "WatchListSupport", "WatchStreams"]
+
+WatchListSupport: TypeAlias = Literal["supported", "forbidden", "ignored"]
+"""How the server answers a streaming list (see ``FakeAPIServer(watch_list=...)``)."""
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +73,11 @@ class StreamSettings(Protocol):
     @property
     def bookmark_interval(self) -> float:
         """Seconds between two BOOKMARKs on a watch that allows them."""
+        ...
+
+    @property
+    def watch_list(self) -> WatchListSupport:
+        """How a watch with ``sendInitialEvents`` is answered."""
         ...
 
 
@@ -154,6 +162,15 @@ class WatchStreams:
         rv = query.get("resourceVersion")
         match = query.get("resourceVersionMatch")
         send_initial = bool_param(query, "sendInitialEvents")
+        if send_initial is not None:
+            support = self._settings.watch_list
+            if support == "forbidden":
+                raise invalid_options(
+                    "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
+                    "unless the WatchList feature gate is enabled"
+                )
+            if support == "ignored":
+                send_initial = match = None
         bookmarks = bool_param(query, "allowWatchBookmarks") is True
         validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
         if send_initial and not bookmarks:

@@ -74,7 +74,7 @@ from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object
 from aioinformer.testing._store import Store
-from aioinformer.testing._watchstream import WatchStreams
+from aioinformer.testing._watchstream import WatchListSupport, WatchStreams
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -89,6 +89,7 @@ __all__ = [
     "Faults",
     "RequestRecord",
     "Rule",
+    "WatchListSupport",
 ]
 
 ADMIN_TOKEN: Final = "aioinformer-fake-admin-token"
@@ -145,7 +146,13 @@ class FakeAPIServer:
     less); ``clock`` for bookmark, watch-timeout, latency and
     reconnect timers (the event loop's by default; pass a ``FakeClock`` to drive them);
     ``too_large_rv_wait`` seconds a read at a future resourceVersion waits for it before
-    answering 504 (0; the real server waits up to 3).
+    answering 504 (0; the real server waits up to 3); ``watch_list``, how a watch with
+    ``sendInitialEvents`` is answered: ``"supported"`` (the default, as kube-apiserver
+    1.34+ does), ``"forbidden"`` (422 ``Invalid``, as a server with the WatchList feature
+    gate off does) or ``"ignored"`` (``sendInitialEvents`` and ``resourceVersionMatch``
+    dropped, as a proxy or aggregated server that does not know them: the watch carries
+    on as a plain one, with no initial-events-end bookmark). It may be changed between
+    watches.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission,
@@ -159,10 +166,16 @@ class FakeAPIServer:
         bookmark_interval: float = 60.0,
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
+        watch_list: WatchListSupport = "supported",
         port: int = 0,
     ) -> None:
+        if watch_list not in ("supported", "forbidden", "ignored"):
+            raise ValueError(
+                f"watch_list must be 'supported', 'forbidden' or 'ignored', got {watch_list!r}"
+            )
         self.clock: Clock = clock if clock is not None else default_clock
         self.bookmark_interval = bookmark_interval
+        self.watch_list: WatchListSupport = watch_list
         self.too_large_rv_wait = too_large_rv_wait
         self._listener = Listener(self, port=port, on_drop=self._abort_watches)
         plan = FaultPlan()

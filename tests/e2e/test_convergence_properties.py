@@ -215,8 +215,14 @@ class World:
         )
         for namespace in NAMESPACES[:2]:
             self.create_namespace(namespace)
+        # LIST+WATCH: the list faults (error_burst with verb="list") wait for a relist's
+        # LIST, which a streaming list would not send.
         factory = self.factory = SharedInformerFactory(
-            client, clock=ScaledClock(), cache=self.cache, in_order=self.in_order
+            client,
+            clock=ScaledClock(),
+            cache=self.cache,
+            in_order=self.in_order,
+            use_watch_list=False,
         )
         self.watched = [
             Watched("all", factory.informer_for("pods"), lambda o: True, reenters=False),

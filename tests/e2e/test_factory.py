@@ -395,7 +395,12 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
     # A silence deadline whose watchdog ticks (every 20th of it) come after the 7 s
     # backoff, so that the clock's next deadline is the backoff's.
     factory = SharedInformerFactory(
-        kube_client, clock=clock, backoff=backoff, cache=cache, watch_inactivity_timeout=300.0
+        kube_client,
+        clock=clock,
+        backoff=backoff,
+        cache=cache,
+        watch_inactivity_timeout=300.0,
+        use_watch_list=False,
     )
     pods = factory.informer_for("pods")
     configmaps = factory.informer_for("configmaps")

@@ -317,7 +317,7 @@ async def test_the_cache_converges_to_the_server_through_a_fault(
     async with FakeAPIServer(bookmark_interval=0.05, **case.server_options) as server:
         churn(server, 0)
         case.arm(server)
-        async with pipeline(server, cache) as pipe:
+        async with pipeline(server, cache, use_watch_list=False) as pipe:
             await pipe.wait_converged()
             relists_before = pipe.reflector.statistics().relists
             await case.during(server)
@@ -339,7 +339,7 @@ async def test_a_refused_connection_backs_off_rewatches_and_converges_without_a_
 ) -> None:
     async with FakeAPIServer(bookmark_interval=0.05) as server:
         churn(server, 0)
-        async with pipeline(server, cache) as pipe:
+        async with pipeline(server, cache, use_watch_list=False) as pipe:
             await pipe.wait_converged()
             await server.faults.refuse_connections()
             churn(server, 1)
@@ -358,7 +358,7 @@ async def test_a_watch_from_a_compacted_version_gets_410_and_relists(cache: Cach
     # so the re-watch from the last version seen is too old.
     async with FakeAPIServer(bookmark_interval=0.05, history_size=3) as server:
         server.faults.drop_watch_after(1)
-        async with pipeline(server, cache) as pipe:
+        async with pipeline(server, cache, use_watch_list=False) as pipe:
             await pipe.wait_converged()
             for round_ in range(3):
                 churn(server, round_)
@@ -391,7 +391,7 @@ async def test_a_paginated_relist_survives_a_500_between_pages(cache: CacheMode)
         for round_ in range(4):
             churn(server, round_)
         server.faults.fail_next(1, status=500, retry_after=None, verb="list")
-        async with pipeline(server, cache, page_size=3) as pipe:
+        async with pipeline(server, cache, page_size=3, use_watch_list=False) as pipe:
             await pipe.wait_converged()
             assert pipe.reflector.statistics().lists >= 2
             await server.restart(reset_history=True)

@@ -232,7 +232,10 @@ async def test_tokens_never_appear_in_logs_reprs_or_errors(
             errors: list[BaseException] = []
             clock = FakeClock()
             informer = SharedIndexInformer(
-                pods, clock=clock, watch_error_handler=lambda _r, exc: errors.append(exc)
+                pods,
+                clock=clock,
+                watch_error_handler=lambda _r, exc: errors.append(exc),
+                use_watch_list=False,
             )
             async with informer:
                 await clock.wait_for_sleepers(1)
@@ -371,6 +374,7 @@ async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_ho
             clock=clock,
             cache=cache,
             watch_error_handler=log,
+            use_watch_list=False,
         )
         async with informer:
             await clock.wait_for_sleepers(1)
@@ -412,6 +416,7 @@ async def test_a_403_on_a_namespace_reaches_the_error_handler_and_statistics_wit
             clock=clock,
             cache=cache,
             watch_error_handler=handler,
+            use_watch_list=False,
         )
         async with informer:
             for attempt in range(1, 4):

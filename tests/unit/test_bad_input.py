@@ -161,6 +161,8 @@ async def running_informer(script: ScriptedServer) -> AsyncIterator[Running]:
         informer = SharedIndexInformer(
             client.resource("v1/pods", namespace="default"),
             clock=clock,
+            # The script answers LISTs and plays WATCHes: no streaming list.
+            use_watch_list=False,
             watch_error_handler=lambda _r, exc: errors.append(exc),
         )
         async with informer:
@@ -260,7 +262,9 @@ async def test_the_reflector_skips_watch_objects_of_another_kind() -> None:
         reflector = Reflector(
             client.resource("v1/pods", namespace="default"),
             store,
-            options=ReflectorOptions(expected_kind="Pod", expected_api_version="v1"),
+            options=ReflectorOptions(
+                expected_kind="Pod", expected_api_version="v1", use_watch_list=False
+            ),
             clock=FakeClock(),
         )
         task = asyncio.create_task(reflector.run())

@@ -120,9 +120,13 @@ async def test_wait_returns_once_every_informer_synced() -> None:
 async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_and_error() -> None:
     clock = FakeClock()
     denied = SharedIndexInformer(
-        failing(FORBIDDEN, resource="configmaps", namespace="kube-system"), clock=clock
+        failing(FORBIDDEN, resource="configmaps", namespace="kube-system"),
+        clock=clock,
+        use_watch_list=False,
     )
-    fine = SharedIndexInformer(FakeListerWatcher(objects=[pod("a")]), name="fine")
+    fine = SharedIndexInformer(
+        FakeListerWatcher(objects=[pod("a")]), name="fine", use_watch_list=False
+    )
     async with denied, fine:
         wait = asyncio.create_task(wait_for_cache_sync(denied, fine, timeout=120, clock=clock))
         await clock.wait_for_sleepers(2)  # the wait's timer and the reflector's backoff
@@ -150,7 +154,7 @@ async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_
 async def test_an_informer_that_stops_unsynced_raises_at_once_without_a_timeout() -> None:
     source = FakeListerWatcher()
     source.stall_next_list()
-    informer = SharedIndexInformer(source, name="stalled")
+    informer = SharedIndexInformer(source, name="stalled", use_watch_list=False)
     async with informer:
         wait = asyncio.create_task(wait_for_cache_sync(informer))
         await source.wait_for_list_calls(1)
@@ -224,7 +228,7 @@ def test_the_controller_waits_two_minutes_by_default_and_checks_the_timeout() ->
 async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_workers() -> None:
     clock = FakeClock()
     source = failing(NotFound({"code": 404, "reason": "NotFound", "message": "no widgets"}))
-    informer = SharedIndexInformer(source, name="widgets", clock=clock)
+    informer = SharedIndexInformer(source, name="widgets", clock=clock, use_watch_list=False)
     controller = Controller("widgets", reconcile_nothing, informers=[informer], clock=clock)
     controller.enqueue("default/early")
     async with informer:
@@ -243,7 +247,9 @@ async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_worker
 
 async def test_a_sync_failure_ends_the_async_with_block_of_the_controller() -> None:
     clock = FakeClock()
-    informer = SharedIndexInformer(failing(ServerError({"code": 500})), name="p", clock=clock)
+    informer = SharedIndexInformer(
+        failing(ServerError({"code": 500})), name="p", clock=clock, use_watch_list=False
+    )
     controller = Controller(
         "blocked", reconcile_nothing, informers=[informer], clock=clock, cache_sync_timeout=30
     )
@@ -267,7 +273,7 @@ async def test_a_sync_failure_ends_the_async_with_block_of_the_controller() -> N
 async def test_a_controller_without_a_sync_timeout_waits_as_long_as_it_takes() -> None:
     clock = FakeClock()
     source = failing(ServerError({"code": 500}))
-    informer = SharedIndexInformer(source, name="slow", clock=clock)
+    informer = SharedIndexInformer(source, name="slow", clock=clock, use_watch_list=False)
     controller = Controller(
         "patient", reconcile_nothing, informers=[informer], clock=clock, cache_sync_timeout=None
     )

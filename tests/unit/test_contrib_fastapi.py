@@ -17,6 +17,7 @@ from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_health import DEADLINE, WINDOW
 from tests._support_health import clock as clock
 from tests._support_health import informer as informer
+from tests._support_health import list_informer as list_informer
 from tests._support_health import lw as lw
 
 if TYPE_CHECKING:
@@ -72,8 +73,9 @@ async def test_readyz_is_503_until_synced_then_200_and_both_say_why(
 
 
 async def test_a_silent_stream_turns_readyz_503_before_the_rewatch_and_200_after(
-    informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
+    list_informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
 ) -> None:
+    informer = list_informer
     lw.stall_next_watch()
     async with informer, client_for(fastapi_app({"pods": informer})) as http:
         assert await informer.wait_for_sync(timeout=5)

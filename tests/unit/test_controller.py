@@ -462,8 +462,10 @@ async def test_a_key_enqueued_while_it_fails_is_reconciled_once_more_not_twice(
 async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClock) -> None:
     slow_lw = FakeListerWatcher(objects=[pod("slow")])
     slow_lw.fail_next_list(ServerError({"code": 500, "message": "not yet"}))
-    fast = SharedIndexInformer(FakeListerWatcher(objects=[pod("fast")]), name="fast")
-    slow = SharedIndexInformer(slow_lw, name="slow", clock=clock)
+    fast = SharedIndexInformer(
+        FakeListerWatcher(objects=[pod("fast")]), name="fast", use_watch_list=False
+    )
+    slow = SharedIndexInformer(slow_lw, name="slow", clock=clock, use_watch_list=False)
     recorder = Recorder()
     controller = Controller("gated", recorder, informers=[fast, slow])
     async with fast, slow, controller:
@@ -486,7 +488,7 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
 async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
     lw = FakeListerWatcher()
     lw.stall_next_list()
-    informer = SharedIndexInformer(lw, name="never")
+    informer = SharedIndexInformer(lw, name="never", use_watch_list=False)
     recorder = Recorder()
     controller = Controller("unsynced", recorder, informers=[informer])
     async with informer:
@@ -501,7 +503,7 @@ async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
 async def test_stop_while_waiting_for_sync_returns_without_reconciling() -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_list()
-    informer = SharedIndexInformer(lw)
+    informer = SharedIndexInformer(lw, use_watch_list=False)
     recorder = Recorder()
     controller = Controller("early", recorder, informers=[informer])
     async with informer:

@@ -18,6 +18,7 @@ from aioinformer.testing.lister_watcher import FakeListerWatcher
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from aioinformer._gcpolicy import GCPolicy
     from aioinformer.listwatch import ListOptions, ObjectList
 
 
@@ -77,7 +78,12 @@ class RecordingStore:
 async def list_once(policy: Any) -> tuple[RecordingLW, RecordingStore]:
     lw = RecordingLW(objects=[pod("a"), pod("b")])
     store = RecordingStore()
-    reflector = Reflector(lw, store, clock=FakeClock(), options=ReflectorOptions(gc_policy=policy))
+    reflector = Reflector(
+        lw,
+        store,
+        clock=FakeClock(),
+        options=ReflectorOptions(gc_policy=policy, use_watch_list=False),
+    )
     task = asyncio.create_task(reflector.list_and_watch())
     await asyncio.wait_for(store.replaced.wait(), 5)
     await lw.wait_for_watchers(1)
@@ -122,7 +128,7 @@ async def test_a_cancelled_list_enables_the_collector_again() -> None:
     gc.enable()
     lw = RecordingLW(objects=[pod("a")])
     lw.stall_next_list()
-    reflector = Reflector(lw, RecordingStore(), clock=FakeClock())
+    reflector = Reflector(lw, RecordingStore(), clock=FakeClock(), use_watch_list=False)
     task = asyncio.create_task(reflector.list_and_watch())
     await lw.wait_for_list_calls(1)
     assert not gc.isenabled()
@@ -155,7 +161,27 @@ async def test_the_informer_passes_its_policy_to_its_reflector(
     gc.enable()
     lw = RecordingLW(objects=[pod("a")])
     kwargs: dict[str, Any] = {} if policy is None else {"gc_policy": policy}
-    async with SharedIndexInformer(lw, clock=FakeClock(), **kwargs) as informer:
+    async with SharedIndexInformer(
+        lw, clock=FakeClock(), **kwargs, use_watch_list=False
+    ) as informer:
         assert await informer.wait_for_sync(timeout=5)
     assert lw.enabled_during_list == [enabled]
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize(("policy", "enabled"), [("pause", False), ("off", True)])
+async def test_a_streaming_list_hands_over_with_the_policy_of_a_list(
+    policy: GCPolicy, enabled: bool
+) -> None:
+    gc.enable()
+    lw = RecordingLW(objects=[pod("a"), pod("b")])
+    store = RecordingStore()
+    reflector = Reflector(lw, store, clock=FakeClock(), options=ReflectorOptions(gc_policy=policy))
+    task = asyncio.create_task(reflector.list_and_watch())
+    await asyncio.wait_for(store.replaced.wait(), 5)
+    assert lw.enabled_during_list == []  # streamed: no LIST
+    assert store.enabled_during_replace == [enabled]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gc.isenabled()  # the stream carries on as the watch with the collector on

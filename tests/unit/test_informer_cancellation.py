@@ -129,7 +129,7 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached(
     source = blocking_lister(source_type)
     source.add(pod("a"))
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, use_watch_list=False)
     task = asyncio.create_task(informer.run())
     await source.listing.wait()
     await stop(task)
@@ -420,7 +420,7 @@ async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced(
 ) -> None:
     source = source_type()
     source.stall_next_list()
-    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, use_watch_list=False)
     async with informer:
         waiter = asyncio.create_task(informer.wait_for_sync())
         await source.wait_for_list_calls(1)

@@ -16,6 +16,7 @@ from aioinformer.reflector import ReflectorState
 from tests._support_health import DEADLINE, WINDOW, pod
 from tests._support_health import clock as clock
 from tests._support_health import informer as informer
+from tests._support_health import list_informer as list_informer
 from tests._support_health import lw as lw
 from tests._support_wait import wait_until
 
@@ -89,8 +90,9 @@ async def test_a_synced_watching_informer_is_live(
 
 
 async def test_a_silent_stream_is_not_live_from_three_quarters_of_the_deadline_to_the_rewatch(
-    informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
+    list_informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
 ) -> None:
+    informer = list_informer
     lw.stall_next_watch()
     async with informer as running:
         await synced(running, lw)
@@ -137,8 +139,9 @@ async def test_an_idle_watch_with_a_bookmark_a_minute_stays_live(
 
 
 async def test_a_forbidden_list_shows_as_last_error_and_the_informer_is_not_live(
-    informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
+    list_informer: SharedIndexInformer, lw: FakeListerWatcher, clock: FakeClock
 ) -> None:
+    informer = list_informer
     forbidden = Forbidden(
         {"code": 403, "reason": "Forbidden", "message": 'pods is forbidden: User "x" cannot list'}
     )

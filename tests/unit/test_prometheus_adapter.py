@@ -146,7 +146,9 @@ async def test_reflector_traffic_shows_up_under_client_go_and_aioinformer_names(
 ) -> None:
     provider = PrometheusMetricsProvider(registry=registry)
     lw = FakeListerWatcher(objects=[pod("a"), pod("b")])
-    reflector = Reflector(lw, RecordingStore(), clock=fake_clock, metrics_provider=provider)
+    reflector = Reflector(
+        lw, RecordingStore(), clock=fake_clock, metrics_provider=provider, use_watch_list=False
+    )
     task = asyncio.get_running_loop().create_task(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     lw.add(pod("c"))
@@ -184,7 +186,9 @@ async def test_two_reflectors_with_one_name_share_the_child(
     provider = PrometheusMetricsProvider(registry=registry)
     for _ in range(2):
         lw = FakeListerWatcher(objects=[pod("a")])
-        reflector = Reflector(lw, RecordingStore(), clock=fake_clock, metrics_provider=provider)
+        reflector = Reflector(
+            lw, RecordingStore(), clock=fake_clock, metrics_provider=provider, use_watch_list=False
+        )
         task = asyncio.get_running_loop().create_task(reflector.list_and_watch())
         await lw.wait_for_watchers(1)
         await stop(task)

@@ -148,7 +148,11 @@ async def test_an_object_of_another_api_version_is_skipped(
 ) -> None:
     lw = FakeListerWatcher()
     reflector = Reflector(
-        lw, store, clock=clock, options=ReflectorOptions(expected_api_version="apps/v1")
+        lw,
+        store,
+        clock=clock,
+        options=ReflectorOptions(expected_api_version="apps/v1"),
+        use_watch_list=False,
     )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
@@ -249,7 +253,7 @@ async def test_list_then_watch_from_the_list_version_and_rewatch_from_the_last_e
     # TestReflectorListAndWatch: the watch starts at the list's RV, and after the watch
     # closes it starts again at the RV of the last event.
     lw = FakeListerWatcher(objects=[pod("seed")])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -284,7 +288,7 @@ async def test_each_list_and_watch_round_starts_from_what_the_server_holds(
     lw = FakeListerWatcher()
 
     async def round_(changes: Callable[[], None], until: str) -> None:
-        reflector = Reflector(lw, store, clock=clock)
+        reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
         task = spawn(reflector.list_and_watch())
         await lw.wait_for_watchers(1)
         changes()
@@ -308,13 +312,13 @@ async def test_each_list_and_watch_round_starts_from_what_the_server_holds(
     list_error = ServerError({"code": 500, "message": "a list error"})
     lw.fail_next_list(list_error)
     with pytest.raises(ServerError) as raised:
-        await Reflector(lw, store, clock=clock).list_and_watch()
+        await Reflector(lw, store, clock=clock, use_watch_list=False).list_and_watch()
     assert raised.value is list_error
 
     watch_error = WatchError("a watch error")
     lw.fail_next_watch(watch_error)
     with pytest.raises(WatchError) as raised_watch:
-        await Reflector(lw, store, clock=clock).list_and_watch()
+        await Reflector(lw, store, clock=clock, use_watch_list=False).list_and_watch()
     assert raised_watch.value is watch_error
     assert store.contents() == {"default/bar": "2", "default/qux": "4"}
 
@@ -332,7 +336,7 @@ async def test_connection_refused_on_watch_backs_off_exponentially_without_relis
     lw = FakeListerWatcher(objects=[pod("a")])
     backoff = Backoff(initial=0.001, cap=0.05, reset_after=0.1, jitter=0.0, clock=clock)
     lw.fail_next_watch(*[ConnectionFailed("refused", refused=True) for _ in range(5)])
-    reflector = Reflector(lw, store, clock=clock, backoff=backoff)
+    reflector = Reflector(lw, store, clock=clock, backoff=backoff, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
 
     await back_off_until_watching(reflector, lw, clock)
@@ -369,7 +373,7 @@ async def test_a_connection_failure_other_than_refusal_fails_the_call(
     lw.fail_next_watch(ConnectionFailed("connection to x failed: no route"))
 
     with pytest.raises(ConnectionFailed, match="no route"):
-        await Reflector(lw, store, clock=clock).list_and_watch()
+        await Reflector(lw, store, clock=clock, use_watch_list=False).list_and_watch()
 
     assert len(lw.watch_calls) == 1
 
@@ -383,7 +387,7 @@ async def test_too_many_requests_backs_off_both_on_open_and_as_an_error_event(
     backoff = CountingBackoff(clock)
     lw.fail_next_watch(TooManyRequests({"message": "too many requests"}))
     lw.error_next_watch(TooManyRequests({"message": "too many requests", "code": 429}))
-    reflector = Reflector(lw, store, clock=clock, backoff=backoff)
+    reflector = Reflector(lw, store, clock=clock, backoff=backoff, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watch_calls(3)
     await lw.wait_for_watchers(1)
@@ -400,7 +404,9 @@ async def test_repeated_too_many_requests_never_relist(
     # TestNoRelistOnTooManyRequests
     lw = FakeListerWatcher()
     lw.fail_next_watch(*[TooManyRequests({"message": "busy"}) for _ in range(4)])
-    reflector = Reflector(lw, store, clock=clock, backoff=CountingBackoff(clock))
+    reflector = Reflector(
+        lw, store, clock=clock, backoff=CountingBackoff(clock), use_watch_list=False
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -434,7 +440,7 @@ async def test_retry_after_from_the_status_details_is_honoured_for_error_events(
     lw.error_next_watch(
         {"code": 429, "reason": "TooManyRequests", "details": {"retryAfterSeconds": 3}}
     )
-    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock))
+    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock), use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await backing_off(reflector)
 
@@ -489,6 +495,7 @@ async def test_internal_errors_are_retried_for_the_configured_duration(
         store,
         clock=stepping,
         options=ReflectorOptions(max_internal_error_retry_duration=max_duration),
+        use_watch_list=False,
     )
 
     await reflector.list_and_watch()
@@ -502,7 +509,7 @@ async def test_an_error_event_after_an_unsafe_delete_makes_run_relist(
     # TestReflectorReplacesStoreOnUnsafeDelete: a 500 ERROR event ends the watch, run()
     # relists and the replace drops the corrupt object.
     lw = FakeListerWatcher(objects=[pod("foo-1"), pod("foo-2"), pod("foo-3")])
-    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock))
+    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock), use_watch_list=False)
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
     lw.add(pod("corrupt"))
@@ -530,7 +537,7 @@ async def test_gone_as_an_error_event_relists_after_backoff_at_the_last_version(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock))
+    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock), use_watch_list=False)
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
     lw.add(pod("b"))
@@ -556,7 +563,7 @@ async def test_a_watch_from_a_compacted_version_relists(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock))
+    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock), use_watch_list=False)
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
 
@@ -600,7 +607,7 @@ async def test_a_quiet_watch_that_lasted_a_second_is_simply_reopened(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -619,7 +626,13 @@ async def test_a_stream_that_breaks_after_events_is_reopened_without_relisting(
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
     errors: list[BaseException] = []
-    reflector = Reflector(lw, store, clock=clock, watch_error_handler=lambda r, e: errors.append(e))
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        watch_error_handler=lambda r, e: errors.append(e),
+        use_watch_list=False,
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -647,7 +660,7 @@ async def test_the_list_is_paged_with_the_configured_page_size(
 ) -> None:
     # TestReflectorWatchListPageSize
     lw = FakeListerWatcher(objects=pods(10))
-    reflector = Reflector(lw, store, clock=clock, page_size=4)
+    reflector = Reflector(lw, store, clock=clock, page_size=4, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -666,7 +679,7 @@ async def test_relists_at_a_resource_version_are_unpaginated_by_default(
 ) -> None:
     # TestReflectorNotPaginatingNotConsistentReads + TestReflectorResyncWithResourceVersion
     lw = FakeListerWatcher(objects=pods(4))
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     for item in pods(8)[4:]:
@@ -696,7 +709,7 @@ async def test_a_paginated_first_list_keeps_later_lists_paginated(
 ) -> None:
     # TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled
     lw = FakeListerWatcher(objects=[pod(f"p{i:03d}") for i in range(501)])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     await spawn_and_wait_for_watch(reflector, lw)
     await spawn_and_wait_for_watch(reflector, lw)
 
@@ -714,7 +727,7 @@ async def test_an_expired_exact_resource_version_is_relisted_from_the_latest_sta
 ) -> None:
     # TestReflectorExpiredExactResourceVersion
     lw = FakeListerWatcher(objects=pods(4))
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     await spawn_and_wait_for_watch(reflector, lw)
     for item in pods(8)[4:]:
         lw.add(item, notify=False)
@@ -732,7 +745,7 @@ async def test_an_expired_continuation_falls_back_to_one_full_list(
 ) -> None:
     # TestReflectorFullListIfExpired
     lw = FakeListerWatcher(objects=pods(4))
-    reflector = Reflector(lw, store, clock=clock, page_size=4)
+    reflector = Reflector(lw, store, clock=clock, page_size=4, use_watch_list=False)
     await spawn_and_wait_for_watch(reflector, lw)
     for item in pods(8)[4:]:
         lw.add(item, notify=False)
@@ -781,7 +794,7 @@ async def test_a_too_large_resource_version_is_relisted_from_the_latest_state(
 ) -> None:
     # TestReflectorFullListIfTooLarge
     lw = FakeListerWatcher(objects=pods(2))
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     await spawn_and_wait_for_watch(reflector, lw)
 
     lw.fail_next_list(ServerError(status))
@@ -798,7 +811,7 @@ async def test_a_504_that_is_not_about_resource_versions_fails_the_list(
     lw.fail_next_list(ServerError({"code": 504, "reason": "Timeout", "message": "slow etcd"}))
 
     with pytest.raises(ServerError, match="slow etcd"):
-        await Reflector(lw, store, clock=clock).list_and_watch()
+        await Reflector(lw, store, clock=clock, use_watch_list=False).list_and_watch()
 
     assert len(lw.list_calls) == 1
     assert store.calls == []
@@ -811,7 +824,7 @@ async def test_the_retry_at_the_latest_state_can_fail_too(
     lw.fail_next_list(Gone({"message": "expired"}), BadRequest({"message": "nope"}))
 
     with pytest.raises(BadRequest):
-        await Reflector(lw, store, clock=clock).list_and_watch()
+        await Reflector(lw, store, clock=clock, use_watch_list=False).list_and_watch()
 
     assert [o.resource_version for o in lw.list_calls] == ["0", ""]
 
@@ -858,6 +871,7 @@ async def test_a_stalled_watch_is_closed_at_its_inactivity_deadline_and_reopened
         clock=clock,
         options=ReflectorOptions(watch_inactivity_timeout=90.0),
         watch_error_handler=lambda r, e: errors.append(e),
+        use_watch_list=False,
     )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
@@ -895,7 +909,7 @@ async def test_a_frozen_watch_is_closed_between_one_and_1_05_times_its_deadline(
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_watch()
     options = ReflectorOptions(watch_inactivity_timeout=configured)
-    reflector = Reflector(lw, store, clock=clock, options=options)
+    reflector = Reflector(lw, store, clock=clock, options=options, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     timeout = lw.watch_calls[0].timeout_seconds
@@ -939,7 +953,11 @@ async def test_the_deadline_never_interrupts_a_store_call_in_progress(
     store = HeldStore()
     lw = FakeListerWatcher()
     reflector = Reflector(
-        lw, store, clock=clock, options=ReflectorOptions(watch_inactivity_timeout=10.0)
+        lw,
+        store,
+        clock=clock,
+        options=ReflectorOptions(watch_inactivity_timeout=10.0),
+        use_watch_list=False,
     )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
@@ -1102,6 +1120,7 @@ async def test_run_backs_off_after_a_failed_list_and_tries_again(
         clock=clock,
         backoff=no_jitter(clock),
         watch_error_handler=lambda r, e: errors.append((r, e)),
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
 
@@ -1128,7 +1147,7 @@ async def test_an_async_error_handler_is_awaited(clock: FakeClock, store: Record
         seen.append(error)
 
     lw.fail_next_list(ServerError({"code": 500}))
-    reflector = Reflector(lw, store, clock=clock, watch_error_handler=handler)
+    reflector = Reflector(lw, store, clock=clock, watch_error_handler=handler, use_watch_list=False)
     task = spawn(reflector.run())
     await backing_off(reflector)
 
@@ -1149,7 +1168,7 @@ async def test_an_async_callable_object_is_detected_as_an_async_handler(
     handler = Handler()
     lw = FakeListerWatcher()
     lw.fail_next_list(ServerError({"code": 500}))
-    reflector = Reflector(lw, store, clock=clock, watch_error_handler=handler)
+    reflector = Reflector(lw, store, clock=clock, watch_error_handler=handler, use_watch_list=False)
     task = spawn(reflector.run())
     await backing_off(reflector)
 
@@ -1166,7 +1185,12 @@ async def test_a_failing_error_handler_is_logged_and_run_goes_on(
     lw = FakeListerWatcher()
     lw.fail_next_list(ServerError({"code": 500}))
     reflector = Reflector(
-        lw, store, clock=clock, backoff=no_jitter(clock), watch_error_handler=handler
+        lw,
+        store,
+        clock=clock,
+        backoff=no_jitter(clock),
+        watch_error_handler=handler,
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await backing_off(reflector)
@@ -1182,7 +1206,7 @@ async def test_an_unexpected_exception_is_logged_with_its_traceback_and_retried(
 ) -> None:
     lw = FakeListerWatcher()
     lw.fail_next_list(KeyError("bug"))
-    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock))
+    reflector = Reflector(lw, store, clock=clock, backoff=no_jitter(clock), use_watch_list=False)
     task = spawn(reflector.run())
     await backing_off(reflector)
     await clock.advance(0.8)
@@ -1210,6 +1234,7 @@ async def test_a_stray_cancellation_from_a_list_is_a_failure_that_is_retried(
         clock=clock,
         backoff=no_jitter(clock),
         watch_error_handler=lambda r, e: errors.append(e),
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await backing_off(reflector)
@@ -1233,7 +1258,12 @@ async def test_an_error_handler_letting_out_a_stray_cancellation_does_not_stop_r
     lw = FakeListerWatcher()
     lw.fail_next_list(ServerError({"code": 500}))
     reflector = Reflector(
-        lw, store, clock=clock, backoff=no_jitter(clock), watch_error_handler=handler
+        lw,
+        store,
+        clock=clock,
+        backoff=no_jitter(clock),
+        watch_error_handler=handler,
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await backing_off(reflector)
@@ -1340,7 +1370,7 @@ async def test_an_informer_hands_its_one_options_object_to_its_reflector(
     informer_kwargs: dict[str, Any], limit: int, clock: FakeClock
 ) -> None:
     lw = FakeListerWatcher(objects=pods(5))
-    informer = SharedIndexInformer(lw, clock=clock, **informer_kwargs)
+    informer = SharedIndexInformer(lw, clock=clock, **informer_kwargs, use_watch_list=False)
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
 
@@ -1356,7 +1386,7 @@ async def test_cancelling_during_a_list_page_leaves_the_store_untouched(
     lw = FakeListerWatcher(objects=pods(10))
     lw.fail_next_list(None)
     lw.stall_next_list()  # the second page never comes
-    reflector = Reflector(lw, store, clock=clock, page_size=4)
+    reflector = Reflector(lw, store, clock=clock, page_size=4, use_watch_list=False)
     task = spawn(reflector.run())
     await lw.wait_for_list_calls(2)
     await clock.settle()
@@ -1393,7 +1423,7 @@ async def test_cancelling_during_backoff_stops_at_once(
 ) -> None:
     lw = FakeListerWatcher()
     lw.fail_next_list(ServerError({"code": 500}))
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.run())
     await backing_off(reflector)
 
@@ -1409,7 +1439,7 @@ async def test_cancelling_while_a_watch_is_backing_off_closes_everything(
 ) -> None:
     lw = FakeListerWatcher()
     lw.fail_next_watch(TooManyRequests({"message": "busy"}))
-    reflector = Reflector(lw, store, clock=clock, resync_period=60.0)
+    reflector = Reflector(lw, store, clock=clock, resync_period=60.0, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await backing_off(reflector)
     await clock.wait_for_sleepers(2)  # the resync timer and the backoff
@@ -1464,6 +1494,7 @@ async def test_statistics_count_requests_events_and_relists(
         page_size=2,
         backoff=no_jitter(clock),
         options=ReflectorOptions(watch_inactivity_timeout=120.0),
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
@@ -1597,7 +1628,7 @@ async def test_the_reflector_adopts_the_kind_of_the_first_list_for_its_watches(
     clock: FakeClock, store: RecordingStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("foo")])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     lw.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})  # rv 2
@@ -1627,7 +1658,13 @@ async def test_a_configured_expectation_is_kept_and_only_the_missing_one_adopted
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("foo")])
-    reflector = Reflector(lw, store, clock=clock, options=ReflectorOptions(expected_kind="Widget"))
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        options=ReflectorOptions(expected_kind="Widget"),
+        use_watch_list=False,
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     lw.add({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w1"}})  # rv 2
@@ -1643,7 +1680,7 @@ async def test_the_adopted_kind_is_kept_across_relists(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("foo")])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     # A Secret now stored: the next list no longer names one kind for its items.

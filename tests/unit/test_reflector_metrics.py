@@ -79,7 +79,9 @@ async def test_a_list_is_counted_with_its_duration_items_and_resource_version(
     clock: FakeClock, provider: RecordingProvider
 ) -> None:
     lw = SlowLister(clock, 2.5, objects=[pod("a"), pod("b")])
-    reflector = Reflector(lw, RecordingStore(), clock=clock, metrics_provider=provider)
+    reflector = Reflector(
+        lw, RecordingStore(), clock=clock, metrics_provider=provider, use_watch_list=False
+    )
     task = spawn(reflector.list_and_watch())
     await wait_until(lambda: reflector.statistics().lists == 1)
     assert provider.value("reflector_lists_total", "pods") == 1
@@ -99,7 +101,9 @@ async def test_watch_events_are_counted_by_type_every_flush_period_and_at_the_en
     clock: FakeClock, provider: RecordingProvider
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
-    reflector = Reflector(lw, RecordingStore(), clock=clock, metrics_provider=provider)
+    reflector = Reflector(
+        lw, RecordingStore(), clock=clock, metrics_provider=provider, use_watch_list=False
+    )
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
 
@@ -142,6 +146,7 @@ async def test_a_short_watch_is_counted_and_the_relist_after_it_too(
         clock=clock,
         metrics_provider=provider,
         backoff=Backoff(initial=0.5, jitter=0.0, clock=clock),
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await lw.wait_for_watchers(1)
@@ -192,7 +197,12 @@ async def test_seconds_since_heard_grows_in_silence_and_resets_when_the_server_s
     tick = 100.0 / DEADLINE_TICKS
     options = ReflectorOptions(watch_inactivity_timeout=100.0)
     reflector = Reflector(
-        lw, RecordingStore(), clock=clock, options=options, metrics_provider=provider
+        lw,
+        RecordingStore(),
+        clock=clock,
+        options=options,
+        metrics_provider=provider,
+        use_watch_list=False,
     )
     seconds_since_heard = provider.heard["pods"]
     assert math.isnan(seconds_since_heard())  # not running
@@ -239,7 +249,7 @@ async def test_the_installed_provider_records_reflectors_created_later(
 ) -> None:
     set_metrics_provider(provider)
     lw = FakeListerWatcher(resource="configmaps")
-    reflector = Reflector(lw, RecordingStore(), clock=clock)
+    reflector = Reflector(lw, RecordingStore(), clock=clock, use_watch_list=False)
     task = spawn(reflector.list_and_watch())
     await lw.wait_for_watchers(1)
     assert provider.value("reflector_lists_total", "configmaps") == 1
@@ -286,7 +296,7 @@ async def test_an_informer_records_under_its_name_through_the_installed_provider
 ) -> None:
     set_metrics_provider(provider)
     source = FakeListerWatcher(namespace="ns", objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=clock)
+    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watchers(1)

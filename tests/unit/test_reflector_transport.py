@@ -111,6 +111,7 @@ async def test_a_watch_that_got_200_and_broke_before_any_event_is_rewatched_with
             RecordingStore(),
             clock=clock,
             watch_error_handler=lambda r, e: errors.append(e),
+            use_watch_list=False,
         )
         task = spawn(reflector.run())
         await wait_until(lambda: bool(source.streams) and source.streams[0].opened)
@@ -155,6 +156,7 @@ async def test_a_builtin_connection_refused_error_backs_off_and_rewatches_withou
         clock=clock,
         backoff=Backoff(initial=0.5, jitter=0.0, clock=clock),
         watch_error_handler=lambda r, e: errors.append(e),
+        use_watch_list=False,
     )
     task = spawn(reflector.run())
     await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
@@ -196,7 +198,7 @@ async def test_a_410_handled_by_a_relist_is_logged_at_info(
     caplog.set_level(logging.DEBUG, logger="aioinformer")
     lw = FakeListerWatcher(objects=[pod("a")])
     break_watch(lw)
-    reflector = Reflector(lw, RecordingStore(), clock=clock)
+    reflector = Reflector(lw, RecordingStore(), clock=clock, use_watch_list=False)
     task = spawn(reflector.run())
     await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
     await clock.advance_to_next()
@@ -211,7 +213,7 @@ async def test_a_403_is_a_warning(clock: FakeClock, caplog: pytest.LogCaptureFix
     caplog.set_level(logging.DEBUG, logger="aioinformer")
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.fail_next_watch(Forbidden({"message": "pods is forbidden", "reason": "Forbidden"}))
-    reflector = Reflector(lw, RecordingStore(), clock=clock)
+    reflector = Reflector(lw, RecordingStore(), clock=clock, use_watch_list=False)
     task = spawn(reflector.run())
     await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
 
@@ -229,7 +231,7 @@ async def test_a_routine_watch_failure_becomes_a_warning_once_it_repeats(
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.fail_next_watch(*[ConnectionFailed("refused", refused=True) for _ in range(3)])
     backoff = Backoff(initial=0.5, cap=0.5, jitter=0.0, clock=clock)
-    reflector = Reflector(lw, RecordingStore(), clock=clock, backoff=backoff)
+    reflector = Reflector(lw, RecordingStore(), clock=clock, backoff=backoff, use_watch_list=False)
     task = spawn(reflector.run())
     await back_off_until_watching(reflector, lw, clock)
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from aioinformer._backoff import Backoff
+from aioinformer._watch_stream import INITIAL_EVENTS_GRACE, InitialEventsIgnored
 from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests, WatchError
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
@@ -97,12 +98,56 @@ async def test_without_use_watch_list_the_reflector_lists_and_watches(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("p1")])
-    reflector = Reflector(lw, store, clock=clock)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=False)
     task = spawn(reflector)
     await lw.wait_for_watchers(1)
 
     assert requests(lw) == [listing("0"), watching("1")]
     assert store.contents() == {"p1": "1"}
+    await stop(task)
+
+
+async def test_by_default_the_reflector_streams_its_list(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # As client-go 1.35+, whose WatchListClient feature is on by default.
+    assert ReflectorOptions().use_watch_list is True
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming()]
+    assert store.calls == [("replace", ["p1"], "1")]
+    await stop(task)
+
+
+async def test_a_server_ignoring_send_initial_events_is_left_at_its_first_bookmark(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # A server that drops sendInitialEvents carries on as a plain watch: its bookmarks
+    # have no initial-events-end annotation. Fall back once the grace after the first
+    # one is over, in this round.
+    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
+    errors: list[BaseException] = []
+    reflector = Reflector(
+        lw, store, clock=clock, watch_error_handler=lambda _r, exc: errors.append(exc)
+    )
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    lw.send_bookmark()
+    await clock.settle()
+    await clock.advance(INITIAL_EVENTS_GRACE - 1)
+    assert requests(lw) == [streaming()]
+    assert reflector.state is ReflectorState.LISTING
+    # The check runs every twentieth of the 120 s inactivity deadline.
+    await clock.advance(7)
+    await wait_until(lambda: len(requests(lw)) == 3)
+
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
+    assert store.calls == [("replace", ["p1"], "1")]
+    assert [type(e) for e in errors] == [InitialEventsIgnored]
+    assert isinstance(errors[0], WatchError)
     await stop(task)
 
 
