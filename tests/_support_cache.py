@@ -159,7 +159,9 @@ def scripted_informer(
     source: FakeListerWatcher, clock: FakeClock, cache: CacheMode, **options: Any
 ) -> SharedIndexInformer:
     """An informer whose timers fire at the same fake times on every run: resync checks
-    every second, a backoff of exactly :data:`BACKOFF`."""
+    every second, a backoff of exactly :data:`BACKOFF`; lists and relists are plain LISTs
+    (the scripts fail and count those) unless ``use_watch_list`` says otherwise."""
+    options.setdefault("use_watch_list", False)
     return SharedIndexInformer(
         source,
         clock=clock,

@@ -116,7 +116,8 @@ async def test_the_wait_returns_false_when_the_handler_is_removed_first() -> Non
 async def test_the_wait_returns_false_when_the_informer_stops_first() -> None:
     source = FakeListerWatcher(objects=[pod("a")])
     source.fail_next_list(*[RuntimeError("no list")] * 100)
-    informer = SharedIndexInformer(source, clock=FakeClock())
+    # Plain LISTs, so that the failures scripted above are what it meets.
+    informer = SharedIndexInformer(source, clock=FakeClock(), use_watch_list=False)
     registration = informer.add_event_handler(on_add=lambda obj, initial: None)
     async with informer:
         waiting = asyncio.create_task(registration.wait_for_sync())
