@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aioinformer._clock import Clock, default_clock
 from aioinformer._runner import cancel_and_wait
 from aioinformer.errors import CacheSyncError, UnsyncedInformer
+from aioinformer.listwatch import source_scope
 
 if TYPE_CHECKING:
     import enum
@@ -87,14 +88,7 @@ class Watched:
     def of(cls, informer: SyncTarget) -> Watched:
         """Read the resource and namespace off the informer's source (its name if the
         source does not say)."""
-        source = informer.lister_watcher
-        resource = getattr(source, "resource", None)
-        namespace = getattr(source, "namespace", None)
-        return cls(
-            informer,
-            resource if isinstance(resource, str) and resource else informer.name,
-            namespace if isinstance(namespace, str) and namespace else None,
-        )
+        return cls(informer, *source_scope(informer.lister_watcher, informer.name))
 
     def record(self) -> UnsyncedInformer:
         """The informer as it stands now, for a :class:`CacheSyncError`."""

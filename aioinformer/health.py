@@ -48,6 +48,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.errors import describe_error
+from aioinformer.listwatch import source_scope
 from aioinformer.reflector import ReflectorState
 
 if TYPE_CHECKING:
@@ -121,8 +122,7 @@ class InformerHealth:
     ) -> InformerHealth:
         """Apply the rules to one informer's snapshot; ``source`` is its lister-watcher
         (its ``resource`` and ``namespace`` attributes are used when they are there)."""
-        resource = getattr(source, "resource", None)
-        namespace = getattr(source, "namespace", None)
+        resource, namespace = source_scope(source, name)
         state = ReflectorState.STOPPED if reflector is None else reflector.state
         since = None if reflector is None else reflector.seconds_since_heard
         deadline = None if reflector is None else reflector.inactivity_deadline
@@ -137,8 +137,8 @@ class InformerHealth:
         )
         return cls(
             name=name,
-            resource=str(resource) if resource else name,
-            namespace=namespace if isinstance(namespace, str) else None,
+            resource=resource,
+            namespace=namespace,
             started=started,
             stopped=stopped,
             synced=synced,

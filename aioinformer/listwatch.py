@@ -41,6 +41,7 @@ __all__ = [
     "MODIFIED",
     "ObjectList",
     "WatchEvent",
+    "source_scope",
 ]
 
 ADDED: Final = "ADDED"
@@ -151,3 +152,15 @@ class ListerWatcher(Protocol):
         a failed request.
         """
         ...
+
+
+def source_scope(source: object, default_resource: str) -> tuple[str, str | None]:
+    """What ``source`` (a lister-watcher) serves, for messages and health records: its
+    ``resource`` attribute (``default_resource`` when it has none) and its ``namespace``
+    (``None``, all namespaces, when it has none). Only non-empty strings count."""
+    resource = getattr(source, "resource", None)
+    namespace = getattr(source, "namespace", None)
+    return (
+        resource if isinstance(resource, str) and resource else default_resource,
+        namespace if isinstance(namespace, str) and namespace else None,
+    )
