@@ -5,7 +5,7 @@ outcome; times on a fake clock when given one, and runs under anyio's runner too
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -13,13 +13,16 @@ import pytest
 from aioinformer.errors import NotFound
 from aioinformer.testing import FakeClock, eventually
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 def never() -> bool:
     return False
 
 
 async def test_returns_the_first_truthy_value_of_a_sync_predicate() -> None:
-    values = iter([None, 0, [], {"ready": True}])
+    values: Iterator[object] = iter([None, 0, [], {"ready": True}])
     assert await eventually(lambda: next(values), interval=0.001) == {"ready": True}
 
 
@@ -162,7 +165,7 @@ async def test_bad_timing_is_refused_before_the_first_check(
 
 
 def test_runs_under_anyios_runner() -> None:
-    async def main() -> str:
+    async def main() -> None:
         state: dict[str, str] = {}
 
         async def later() -> None:
@@ -171,6 +174,6 @@ def test_runs_under_anyios_runner() -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(later)
-            return await eventually(lambda: state.get("phase"), interval=0.001)
+            assert await eventually(lambda: state.get("phase"), interval=0.001) == "Ready"
 
-    assert anyio.run(main, backend="asyncio") == "Ready"
+    anyio.run(main, backend="asyncio")
