@@ -120,6 +120,8 @@ def _key_of(resource: GVR | ResourceInfo | str) -> str:
 
 
 def _spelling(resource: str | GVR | ResourceInfo) -> str:
+    """How an informer's name and messages give ``resource``: a bare word as given (lower
+    case), anything with a version as its GVR string."""
     if isinstance(resource, str) and "/" not in resource:
         return resource.lower()
     return _key_of(_canonical(resource))
