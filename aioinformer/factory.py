@@ -7,11 +7,14 @@ a program that watches pods shares one watch connection and one cache. Input: a
 
 Resources are named as :meth:`Client.resource` accepts them: ``"pods"``, ``"v1/configmaps"``,
 ``"apps/v1/deployments"``, ``"deployments.apps"``, a :class:`~aioinformer.client.GVR`, or a
-custom resource's plural; names without a version are resolved through discovery when the
-informer first lists. Informers are shared by the name as given, normalised
-(``"v1/pods"`` and ``GVR("", "v1", "pods")`` are one informer; ``"pods"`` is another, as
-the factory cannot know before discovery that they are the same resource): use one
-spelling per resource.
+custom resource's plural. Informers are shared by the resource a name means: every name of
+a built-in resource (``"configmaps"``, ``"configmap"``, ``"cm"``, ``"ConfigMap"``,
+``"v1/configmaps"``, ``GVR("", "v1", "configmaps")``) gets one informer, watching that
+group/version/resource, from a table of kube-apiserver's built-ins
+(:mod:`aioinformer.client._builtin`), so no discovery is needed to tell them apart. A
+custom resource's names are resolved through discovery when its informer first lists,
+so the factory cannot know before then that ``"widgets"`` and ``"example.com/v1/widgets"``
+are one resource: use one spelling per custom resource.
 
 Every informer the factory builds carries the namespace index (as client-go's generated
 informers do), so ``lister().list(namespace=...)`` is an index lookup.
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Self
 from aioinformer._runner import Running, TaskRunner
 from aioinformer._sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
+from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
@@ -73,16 +77,21 @@ class InformerKey:
     """What makes two informers of a factory the same informer."""
 
     resource: str
-    """The resource as given, normalised (a GVR string when it has a version)."""
+    """The resource it means: a GVR string (``"v1/configmaps"``) for a built-in resource
+    or a name with a version, else the custom resource's name in lower case."""
     namespace: str | None
     """``None`` for all namespaces."""
     label_selector: str | None
     field_selector: str | None
     metadata_only: bool
+    spelling: str = dataclasses.field(default="", compare=False)
+    """How the first ``informer_for`` call named the resource (``"configmaps"``, ``"cm"``,
+    ``"v1/configmaps"``), for names and messages; not part of the identity."""
 
     def describe(self) -> str:
-        """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``."""
-        parts = [self.resource]
+        """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``
+        (the resource as first named)."""
+        parts = [self.spelling or self.resource]
         if self.namespace is not None:
             parts.append(f"ns={self.namespace}")
         if self.label_selector:
@@ -94,14 +103,28 @@ class InformerKey:
         return " ".join(parts)
 
 
-def _normalise(resource: str | GVR | ResourceInfo) -> str:
-    if isinstance(resource, ResourceInfo):
-        return str(resource.gvr)
-    if isinstance(resource, GVR):
-        return str(resource)
+def _canonical(resource: str | GVR | ResourceInfo) -> GVR | ResourceInfo | str:
+    """What ``resource`` names, as far as it is known without discovery: a
+    :class:`ResourceInfo` as given; a :class:`GVR` for a GVR, ``"v1/configmaps"``, or any
+    name of a built-in resource (``"cm"``, ``"ConfigMap"``, ``"deployments.apps"``);
+    otherwise the word in lower case (a custom resource's name, resolved on first list)."""
+    if isinstance(resource, GVR | ResourceInfo):
+        return resource
     if "/" in resource:
-        return str(GVR.parse(resource))
-    return resource.lower()
+        return GVR.parse(resource)
+    return builtin_gvr(resource) or resource.lower()
+
+
+def _key_of(resource: GVR | ResourceInfo | str) -> str:
+    return str(resource.gvr if isinstance(resource, ResourceInfo) else resource)
+
+
+def _spelling(resource: str | GVR | ResourceInfo) -> str:
+    """How an informer's name and messages give ``resource``: a bare word as given (lower
+    case), anything with a version as its GVR string."""
+    if isinstance(resource, str) and "/" not in resource:
+        return resource.lower()
+    return _key_of(_canonical(resource))
 
 
 def _check_selectors(label_selector: str | None, field_selector: str | None) -> None:
@@ -223,8 +246,10 @@ class SharedInformerFactory:
         """
         if self._shut_down:
             raise RuntimeError("the factory has been shut down")
+        canonical = _canonical(resource)
         key = InformerKey(
-            resource=_normalise(resource),
+            resource=_key_of(canonical),
+            spelling=_spelling(resource),
             namespace=self._namespace if namespace is ... else namespace,
             label_selector=self._label_selector if label_selector is ... else label_selector,
             field_selector=self._field_selector if field_selector is ... else field_selector,
@@ -233,7 +258,7 @@ class SharedInformerFactory:
         informer = self._informers.get(key)
         if informer is None:
             _check_selectors(key.label_selector, key.field_selector)
-            informer = self._build(resource, key, model, resync_period)
+            informer = self._build(canonical, key, model, resync_period)
             self._informers[key] = informer
             if self._started:
                 self._launched.append(key)
@@ -395,7 +420,7 @@ class _SelectedResource:
         self._label_selector = key.label_selector
         self._field_selector = key.field_selector
         self.name = repr(resource)
-        self.resource = key.resource
+        self.resource = key.spelling or key.resource
         self.namespace = key.namespace
 
     def _options(self, options: ListOptions) -> ListOptions:

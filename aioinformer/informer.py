@@ -87,6 +87,7 @@ from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
+from aioinformer.listwatch import source_scope
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
     ADD,
@@ -483,8 +484,10 @@ class SharedIndexInformer:
         return self._indexer
 
     def lister(self) -> Lister[Any]:
-        """A :class:`Lister` over the cache (typed when the informer has a ``model``)."""
-        return Lister(self._indexer, model=self._model, guard=self._guard)
+        """A :class:`Lister` over the cache (typed when the informer has a ``model``);
+        its ``get(name)`` looks in the informer's namespace when it watches one."""
+        namespace = source_scope(self._lister_watcher, self.name)[1]
+        return Lister(self._indexer, model=self._model, guard=self._guard, namespace=namespace)
 
     @property
     def model(self) -> type[Any] | None:

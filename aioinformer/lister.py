@@ -85,9 +85,13 @@ class Lister(Generic[T]):
     ``list()`` and ``by_index()`` (a WARNING names it, once per key and resourceVersion)
     and makes ``get()`` of its key raise :class:`~aioinformer.errors.InvalidObjectError`.
     ``guard`` is the informer's, which counts those objects for its ``statistics()``.
+
+    ``namespace`` is the namespace the informer watches (``None``: all namespaces); it is
+    what ``get(name)`` looks in when no namespace is given, so the lister of an informer
+    scoped to one namespace finds its objects by name alone.
     """
 
-    __slots__ = ("_guard", "_indexer", "_model")
+    __slots__ = ("_guard", "_indexer", "_model", "_namespace")
 
     def __init__(
         self,
@@ -95,9 +99,11 @@ class Lister(Generic[T]):
         *,
         model: type[T] | None = None,
         guard: ModelGuard[T] | None = None,
+        namespace: str | None = None,
     ) -> None:
         self._indexer = indexer
         self._model = model
+        self._namespace = namespace or None
         if guard is None and model is not None:
             guard = ModelGuard(model)
         self._guard = guard
@@ -120,9 +126,20 @@ class Lister(Generic[T]):
         """The object called ``name`` (in ``namespace`` for a namespaced resource), or
         ``None`` when the cache does not hold it. With a ``model``, raises
         :class:`~aioinformer.errors.InvalidObjectError` when the cached object does not
-        validate into it."""
+        validate into it.
+
+        ``namespace`` ``None`` means the informer's namespace when it watches one (a
+        cluster-scoped object of that informer is still found by its name), and
+        cluster-scoped otherwise; ``""`` always means cluster-scoped."""
         indexer = self._indexer
-        entry = indexer.entry_by_key(f"{namespace}/{name}" if namespace else name)
+        if namespace is None and self._namespace is not None:
+            # Keys of namespaced objects always hold a "/", cluster-scoped ones never: at
+            # most one of the two lookups can find anything.
+            entry = indexer.entry_by_key(f"{self._namespace}/{name}")
+            if entry is None:
+                entry = indexer.entry_by_key(name)
+        else:
+            entry = indexer.entry_by_key(f"{namespace}/{name}" if namespace else name)
         if entry is None:
             return None
         obj = indexer.decode(entry)
@@ -167,7 +184,8 @@ class Lister(Generic[T]):
 
     def __repr__(self) -> str:
         model = "" if self._model is None else f" model={self._model.__name__}"
-        return f"<Lister items={len(self._indexer)}{model}>"
+        namespace = "" if self._namespace is None else f" namespace={self._namespace!r}"
+        return f"<Lister items={len(self._indexer)}{namespace}{model}>"
 
 
 class EventStream:

@@ -34,6 +34,7 @@ import pytest_asyncio
 
 from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
+from aioinformer.testing import eventually
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # to import the example operator
 from typing import TYPE_CHECKING
@@ -44,7 +45,6 @@ from widget_operator import (
     VERSION,
     WIDGETS,
     WidgetOperator,
-    converged,
     widget,
 )
 
@@ -91,7 +91,7 @@ async def running_operator(
 async def test_each_widget_gets_its_config_map(
     server: FakeAPIServer, running_operator: WidgetOperator
 ) -> None:
-    await converged(lambda: config_map_data(server, "hello-config") is not None)
+    await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
     assert config_map_data(server, "hello-config") == {"greeting": "Hello", "size": "1"}
 
     cm = server.get("configmaps", "default", "hello-config")
@@ -104,19 +104,20 @@ async def test_each_widget_gets_its_config_map(
 async def test_editing_a_widget_updates_its_config_map(
     server: FakeAPIServer, running_operator: WidgetOperator
 ) -> None:
-    await converged(lambda: config_map_data(server, "hello-config") is not None)
+    await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
     server.patch(WIDGETS, "default", "hello", {"spec": {"greeting": "Hi", "size": 3}})
-    await converged(
-        lambda: config_map_data(server, "hello-config") == {"greeting": "Hi", "size": "3"}
+    await eventually(
+        lambda: config_map_data(server, "hello-config") == {"greeting": "Hi", "size": "3"},
+        timeout=10,
     )
 
 
 async def test_a_config_map_deleted_by_hand_comes_back(
     server: FakeAPIServer, running_operator: WidgetOperator
 ) -> None:
-    await converged(lambda: config_map_data(server, "hello-config") is not None)
+    await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
     server.delete("configmaps", "default", "hello-config")
-    await converged(lambda: config_map_data(server, "hello-config") is not None)
+    await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
 
 
 async def test_a_failed_create_is_retried(server: FakeAPIServer, kube_client: Client) -> None:
@@ -125,7 +126,7 @@ async def test_a_failed_create_is_retried(server: FakeAPIServer, kube_client: Cl
     factory = SharedInformerFactory(kube_client)
     operator = WidgetOperator(kube_client, factory)
     async with factory, operator.controller:
-        await converged(lambda: config_map_data(server, "hello-config") is not None)
+        await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
     assert operator.controller.statistics().failures == 1
 
 
@@ -143,8 +144,9 @@ async def test_reconcile_creates_then_does_nothing(
         assert config_map_data(server, "hello-config") == {"greeting": "Hello", "size": "1"}
 
         # The ConfigMap cache catches up; the next reconcile sends nothing.
-        await converged(
-            lambda: operator.config_maps.lister().get("hello-config", "default") is not None
+        await eventually(
+            lambda: operator.config_maps.lister().get("hello-config", "default") is not None,
+            timeout=10,
         )
         before = len(server.request_log)
         assert await operator.reconcile("default/hello") is None

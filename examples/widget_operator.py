@@ -49,11 +49,9 @@ from aioinformer.errors import AlreadyExists, NotFound, Requeue
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.models import KubeObject
-from aioinformer.testing import FakeAPIServer
+from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aioinformer.informer import SharedIndexInformer
 
 logger = logging.getLogger("widget-operator")
@@ -285,13 +283,6 @@ def widget(name: str, greeting: str, *, size: int = 1) -> dict[str, Any]:
     }
 
 
-async def converged(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
-    """Wait until ``check()`` holds: how a demo (or a test) waits for the operator."""
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 - the truth is on the server, not an event
-            await asyncio.sleep(0.01)
-
-
 def widget_status(server: FakeAPIServer, name: str) -> dict[str, Any]:
     """The status the operator recorded on Widget ``name`` (``{}`` before it did)."""
     status: dict[str, Any] = server.get(WIDGETS, "default", name).get("status", {})
@@ -317,27 +308,32 @@ async def demo() -> None:
         factory = SharedInformerFactory(client)
         operator = WidgetOperator(client, factory)
         async with factory, operator.controller:
-            await converged(lambda: len(managed_config_maps(server)) == 2)
+            await eventually(lambda: len(managed_config_maps(server)) == 2, timeout=10)
             print("created:", managed_config_maps(server))
-            await converged(lambda: widget_status(server, "hello").get("configMap") is not None)
+            await eventually(
+                lambda: widget_status(server, "hello").get("configMap") is not None, timeout=10
+            )
             print("status:", widget_status(server, "hello"))
 
             server.patch(WIDGETS, "default", "hello", {"spec": {"greeting": "Hello, world"}})
-            await converged(
-                lambda: managed_config_maps(server)["hello-config"]["greeting"] == "Hello, world"
+            await eventually(
+                lambda: managed_config_maps(server)["hello-config"]["greeting"] == "Hello, world",
+                timeout=10,
             )
             print("widget edited:", managed_config_maps(server)["hello-config"])
 
             server.patch("configmaps", "default", "bye-config", {"data": {"size": "99"}})
-            await converged(lambda: managed_config_maps(server)["bye-config"]["size"] == "2")
+            await eventually(
+                lambda: managed_config_maps(server)["bye-config"]["size"] == "2", timeout=10
+            )
             print("ConfigMap edited by hand, repaired:", managed_config_maps(server)["bye-config"])
 
             server.delete("configmaps", "default", "hello-config")
-            await converged(lambda: "hello-config" in managed_config_maps(server))
+            await eventually(lambda: "hello-config" in managed_config_maps(server), timeout=10)
             print("ConfigMap deleted by hand, recreated:", sorted(managed_config_maps(server)))
 
             server.delete(WIDGETS, "default", "bye")
-            await converged(lambda: "bye-config" not in managed_config_maps(server))
+            await eventually(lambda: "bye-config" not in managed_config_maps(server), timeout=10)
             print("widget deleted:", sorted(managed_config_maps(server)))
 
         stats = operator.controller.statistics()

@@ -31,6 +31,8 @@ import contextlib
 import inspect
 from typing import TYPE_CHECKING
 
+from aioinformer.testing._eventually import describe
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -69,18 +71,3 @@ async def _holds(condition: Callable[[], bool | Awaitable[bool]]) -> bool:
     if inspect.isawaitable(result):
         return await result
     return result
-
-
-def describe(condition: Callable[[], object]) -> str:
-    """How a failure message names ``condition``: a lambda by its source line, a function
-    by its qualified name."""
-    name = getattr(condition, "__qualname__", None)
-    if not isinstance(name, str):
-        return repr(condition)
-    if not name.endswith("<lambda>"):
-        return name
-    try:
-        source = inspect.getsource(condition)
-    except (OSError, TypeError):
-        return name
-    return " ".join(line.strip() for line in source.strip().splitlines())

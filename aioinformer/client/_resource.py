@@ -288,11 +288,11 @@ class ResourceClient:
         self,
         name: str,
         patch: Any,
+        namespace: str | None = None,
         *,
         patch_type: PatchType = "merge",
         field_manager: str | None = None,
         force: bool | None = None,
-        namespace: str | None = None,
         subresource: str | None = None,
     ) -> dict[str, Any]:
         """Patch ``name``: JSON merge patch, strategic merge patch, JSON patch (a list of

@@ -1,8 +1,10 @@
 """Test doubles that are part of the product: a fake clock, a fake ListerWatcher and a
-loopback fake API server, plus the pytest plugin that exposes them as fixtures."""
+loopback fake API server, the pytest plugin that exposes them as fixtures, and
+:func:`eventually`, the assertion for what happens asynchronously."""
 
 from __future__ import annotations
 
+from aioinformer.testing._eventually import eventually as eventually
 from aioinformer.testing.apiserver import ADMIN_TOKEN as ADMIN_TOKEN
 from aioinformer.testing.apiserver import FakeAPIServer as FakeAPIServer
 from aioinformer.testing.apiserver import FaultRecord as FaultRecord
@@ -21,4 +23,5 @@ __all__ = [
     "Faults",
     "RequestRecord",
     "Rule",
+    "eventually",
 ]

@@ -36,6 +36,7 @@ Fixture loop scopes follow pytest-asyncio's ``asyncio_default_fixture_loop_scope
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -125,14 +126,22 @@ if pytest_asyncio is not None:
 # -- choosing the loop ----------------------------------------------------------------------------
 
 
+def _pytest_asyncio_runs(config: pytest.Config) -> bool:
+    """Whether pytest-asyncio is active in this session, however it was loaded: through
+    its entry point (named ``asyncio``), ``-p pytest_asyncio.plugin`` or ``pytest_plugins``
+    (both named after the module)."""
+    plugin = sys.modules.get("pytest_asyncio.plugin")
+    return plugin is not None and config.pluginmanager.is_registered(plugin)
+
+
 def _runs_on_anyio(request: pytest.FixtureRequest) -> bool:
     """Whether anyio's plugin runs the requesting test (its marker adds ``anyio_backend``);
     fails the test when pytest-asyncio claims it as well (see the module docstring)."""
     if "anyio_backend" not in request.fixturenames:
         return False
-    if request.node.get_closest_marker(
-        "asyncio"
-    ) is not None and request.config.pluginmanager.has_plugin("asyncio"):
+    if request.node.get_closest_marker("asyncio") is not None and _pytest_asyncio_runs(
+        request.config
+    ):
         pytest.fail(
             "this anyio test is also run by pytest-asyncio (its auto mode marks every async "
             "test 'asyncio'), and the two plugins put the test and its async fixtures on "
@@ -160,7 +169,7 @@ def _anyio_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 def _asyncio_value(request: pytest.FixtureRequest, name: str) -> Any:
     """The value of pytest-asyncio fixture ``name`` (set up on pytest-asyncio's loop)."""
-    if pytest_asyncio is None or not request.config.pluginmanager.has_plugin("asyncio"):
+    if not _pytest_asyncio_runs(request.config):
         pytest.fail(
             f"{request.fixturename!r} is an async fixture: run the test with pytest-asyncio "
             "(async test in auto mode, or @pytest.mark.asyncio) or with anyio's plugin "

@@ -127,14 +127,65 @@ def test_informer_for_shares_one_informer_per_resource_namespace_selectors_and_k
     assert factory.informer_for(GVR("", "v1", "pods")) is pods
     assert factory.informer_for("v1/pods", namespace=None) is pods
     others = [
-        factory.informer_for("pods"),
         factory.informer_for("v1/pods", namespace="default"),
         factory.informer_for("v1/pods", label_selector="app=web"),
         factory.informer_for("v1/pods", field_selector="status.phase=Running"),
         factory.informer_for("v1/pods", metadata_only=True),
     ]
-    assert len({id(informer) for informer in [pods, *others]}) == 6
-    assert len(factory.informers()) == 6
+    assert len({id(informer) for informer in [pods, *others]}) == 5
+    assert len(factory.informers()) == 5
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["configmaps", "configmap", "cm", "ConfigMap", "CM", GVR("", "v1", "configmaps")],
+    ids=str,
+)
+async def test_every_name_of_a_built_in_resource_shares_one_informer_and_one_watch(
+    fake_apiserver: FakeAPIServer, kube_client: Client, spelling: str | GVR
+) -> None:
+    fake_apiserver.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "kube-system"},
+        }
+    )
+    async with SharedInformerFactory(kube_client) as factory:
+        first = factory.informer_for("v1/configmaps")
+        assert factory.informer_for(spelling) is first
+        assert factory.informer_for("deployments.apps") is factory.informer_for(
+            "apps/v1/deployments"
+        )
+        await factory.wait_for_cache_sync(timeout=5)
+        await fake_apiserver.wait_for_watchers(2)
+        assert fake_apiserver.watch_count == 2  # configmaps and deployments, once each
+    assert len(factory.informers()) == 2
+    assert first.lister().get("a", "kube-system") is not None
+    # Named as first asked for, in health records and messages.
+    assert first.name == "v1/configmaps"
+
+
+def test_a_custom_resource_is_shared_by_the_name_as_given(kube_client: Client) -> None:
+    factory = SharedInformerFactory(kube_client)
+    widgets = factory.informer_for("widgets")
+    assert factory.informer_for("Widgets") is widgets
+    assert factory.informer_for("example.com/v1/widgets") is not widgets
+
+
+async def test_the_lister_of_an_informer_for_one_namespace_gets_by_name_alone(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0", namespace="kube-system"))
+    async with SharedInformerFactory(kube_client) as factory:
+        scoped = factory.informer_for("pods", namespace="kube-system")
+        everywhere = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=5)
+    found = scoped.lister().get("web-0")
+    assert found is not None
+    assert found["metadata"]["namespace"] == "kube-system"
+    assert everywhere.lister().get("web-0") is None  # all namespaces: name one
+    assert everywhere.lister().get("web-0", "kube-system") is not None
 
 
 def test_factory_defaults_apply_and_can_be_overridden(kube_client: Client) -> None:

@@ -226,3 +226,12 @@ def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> N
     )
     result = run_suite(pytester)
     result.assert_outcomes(passed=1)
+
+
+def test_fixtures_see_pytest_asyncio_loaded_by_its_module_name(pytester: pytest.Pytester) -> None:
+    # Not through its entry point ("asyncio", blocked here) but as a conftest loads it.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeconftest('pytest_plugins = ["pytest_asyncio.plugin"]\n')
+    pytester.makepyfile(test_user=USER_TEST.format(marker="@pytest.mark.asyncio", extra=""))
+    result = run_suite(pytester, "-p", "no:asyncio", "-p", "no:anyio")
+    result.assert_outcomes(passed=4)

@@ -872,6 +872,24 @@ async def test_patch_misuse_is_refused_before_any_request(
     assert rec.requests == []
 
 
+async def test_patch_takes_the_namespace_positionally_as_get_and_delete_do(
+    recorder: tuple[Recorder, str],
+) -> None:
+    rec, url = recorder
+    async with Client(Config(host=url)) as client:
+        pods = client.resource(PODS)
+        await pods.get("web-0", "team-a")
+        await pods.patch("web-0", {"metadata": {}}, "team-a")
+        await pods.patch("web-0", {"metadata": {}}, namespace="team-b")
+        await pods.delete("web-0", "team-a")
+    assert [(r["method"], r["path"]) for r in rec.requests] == [
+        ("GET", "/api/v1/namespaces/team-a/pods/web-0"),
+        ("PATCH", "/api/v1/namespaces/team-a/pods/web-0"),
+        ("PATCH", "/api/v1/namespaces/team-b/pods/web-0"),
+        ("DELETE", "/api/v1/namespaces/team-a/pods/web-0"),
+    ]
+
+
 DEPLOYMENTS = ResourceInfo(gvr=GVR("apps", "v1", "deployments"), kind="Deployment", namespaced=True)
 SCALE = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}
 

@@ -934,6 +934,20 @@ def test_an_informer_refuses_a_non_positive_inactivity_timeout(source: FakeListe
 # -- lister namespaces ------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("namespace", ["a", None], ids=["one-namespace", "all-namespaces"])
+async def test_a_lister_gets_by_name_in_the_namespace_its_informer_watches(
+    namespace: str | None,
+) -> None:
+    source = FakeListerWatcher(namespace=namespace)
+    source.add(pod("x", namespace="a"))
+    informer = SharedIndexInformer(source)
+    async for _ in started(informer):
+        found = informer.lister().get("x")
+        # All namespaces: no name alone says which namespace, as in client-go.
+        assert (found or {}).get("metadata", {}).get("namespace") == namespace
+        assert informer.lister().get("x", "a") is not None
+
+
 @pytest.mark.parametrize("with_index", [True, False], ids=["namespace-index", "scan"])
 @pytest.mark.parametrize("everywhere", [None, ""], ids=["none", "empty-string"])
 def test_a_lister_given_no_namespace_or_the_empty_one_lists_all_namespaces(

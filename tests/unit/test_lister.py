@@ -142,3 +142,23 @@ def test_typed_lister_returns_models_and_leaves_the_cache_raw() -> None:
     assert sorted(str(item.metadata.name) for item in listed) == ["web-0", "web-1"]
     assert all(isinstance(item, Pod) for item in lister.by_index("node", "n1"))
     assert all(type(item) is dict for item in indexer.list())
+
+
+def test_a_lister_scoped_to_a_namespace_gets_by_name_alone_there() -> None:
+    lister: Lister[Any] = Lister(make_indexer(with_namespace_index=False), namespace="dev")
+    found = lister.get("web-0")
+    assert found is not None
+    assert found["metadata"]["namespace"] == "dev"
+    prod = lister.get("web-0", "prod")  # an explicit namespace still wins
+    assert prod is not None
+    assert prod["metadata"]["namespace"] == "prod"
+    assert lister.get("db-0") is None  # only in prod
+    assert lister.get("web-0", "") is None  # "" asks for a cluster-scoped object
+    assert "namespace='dev'" in repr(lister)
+
+
+def test_a_lister_scoped_to_a_namespace_still_finds_cluster_scoped_objects() -> None:
+    lister: Lister[Any] = Lister(make_indexer(with_namespace_index=False), namespace="dev")
+    node = lister.get("node-a")
+    assert node is not None
+    assert "namespace" not in node["metadata"]

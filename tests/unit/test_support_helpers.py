@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from aioinformer.testing._eventually import describe
 from tests._support_tasks import other_tasks, stop
-from tests._support_wait import describe, wait_until
+from tests._support_wait import wait_until
 
 
 def always_false() -> bool:
