@@ -19,7 +19,8 @@ for the shared apimachinery types, written into the output directory. The mappin
   (``RawExtension``, free-form JSON) ``Any``; the schema's ``numeric`` is ``int`` (the
   built-in APIs carry no floating-point fields);
 * every field is optional (``None`` by default), with a snake_case name and its camelCase
-  JSON name as alias: a cache model must accept whatever the server sends.
+  JSON name as validation and serialization alias (so ``__init__`` takes the snake_case
+  names, for type checkers too): a cache model must accept whatever the server sends.
 
 Run (from the repository root, with the client-go tag checked out somewhere)::
 
@@ -116,6 +117,8 @@ def snake_case(name: str) -> str:
     """``podIPs`` -> ``pod_ips``, ``$ref`` -> ``ref``, ``from`` -> ``from_``: a valid,
     unreserved Python identifier for a JSON field name."""
     text = re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_")
+    # A plural acronym is one word: podIPs -> pod_ips, podCIDRs -> pod_cidrs.
+    text = re.sub(r"([A-Z]{2,})s(?=[A-Z_]|$)", r"\1S", text)
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower()
     if not text or text[0].isdigit():
@@ -188,6 +191,21 @@ def _annotation(type_ref: Mapping[str, Any], here: str) -> str:
     return "Any"
 
 
+_LINE_LENGTH = 100
+
+
+def _field_lines(attribute: str, annotation: str, arguments: list[str]) -> list[str]:
+    """``attribute: annotation = Field(*arguments)`` laid out as ruff format lays it out:
+    on one line, or the arguments on one line of their own, or one per line."""
+    start = f"    {attribute}: {annotation} = Field("
+    joined = ", ".join(arguments)
+    if len(start) + len(joined) + 1 <= _LINE_LENGTH:
+        return [f"{start}{joined})"]
+    if 8 + len(joined) <= _LINE_LENGTH:
+        return [start, f"        {joined}", "    )"]
+    return [start, *(f"        {argument}," for argument in arguments), "    )"]
+
+
 def _class_lines(name: str, definition: Mapping[str, Any], module: Module) -> list[str]:
     short = name.rpartition(".")[2]
     lines: list[str] = []
@@ -196,9 +214,12 @@ def _class_lines(name: str, definition: Mapping[str, Any], module: Module) -> li
         lines.append(f'    """{module.api_version} {short}."""')
         lines.append("")
         lines.append("    model_config = _CONFIG")
-        lines.append(
-            f'    api_version: str | None = Field(default="{module.api_version}", '
-            'alias="apiVersion")'
+        lines.extend(
+            _field_lines(
+                "api_version",
+                "str | None",
+                [f'default="{module.api_version}"', 'alias="apiVersion"'],
+            )
         )
         lines.append(f'    kind: str | None = "{short}"')
         skip = {"apiVersion", "kind", "metadata"}
@@ -221,13 +242,46 @@ def _class_lines(name: str, definition: Mapping[str, Any], module: Module) -> li
         if attribute == json_name:
             lines.append(f"    {attribute}: {optional} = None")
         else:
-            lines.append(f'    {attribute}: {optional} = Field(default=None, alias="{json_name}")')
+            # Not ``alias``: type checkers would take the alias as the keyword of
+            # ``__init__``; this way code builds models by their Python names.
+            arguments = [
+                "default=None",
+                f'validation_alias="{json_name}"',
+                f'serialization_alias="{json_name}"',
+            ]
+            lines.extend(_field_lines(attribute, optional, arguments))
     return lines
 
 
+def _dependency_order(module: Module, schema: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """``module.types`` with each type after the types of this module its fields name (by
+    name otherwise), so that every annotation resolves when its class is created: a
+    subclass of a generated kind, in the user's module, then needs nothing rebuilt."""
+    members = set(module.types)
+    ordered: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in visiting or name in ordered:
+            return  # a cycle stays a forward reference, resolved when first used
+        visiting.add(name)
+        for type_ref in _field_types(schema[name]):
+            for dependency in sorted(_named(type_ref)):
+                if dependency in members:
+                    visit(dependency)
+        visiting.discard(name)
+        ordered.append(name)
+
+    for name in module.types:
+        visit(name)
+    return ordered
+
+
 def render_module(module: Module, schema: Mapping[str, Mapping[str, Any]], version: str) -> str:
-    """The source of ``module``: its types in name order, imports, ``__all__``."""
-    classes = [_class_lines(name, schema[name], module) for name in module.types]
+    """The source of ``module``: its types in dependency order, imports, ``__all__``."""
+    classes = [
+        _class_lines(name, schema[name], module) for name in _dependency_order(module, schema)
+    ]
     body = "\n\n\n".join("\n".join(lines) for lines in classes)
     used_modules = sorted(
         {

@@ -56,13 +56,17 @@ class AuditAnnotation(K8sModel):
     """admissionregistration.k8s.io/v1 AuditAnnotation."""
 
     key: str | None = None
-    value_expression: str | None = Field(default=None, alias="valueExpression")
+    value_expression: str | None = Field(
+        default=None, validation_alias="valueExpression", serialization_alias="valueExpression"
+    )
 
 
 class ExpressionWarning(K8sModel):
     """admissionregistration.k8s.io/v1 ExpressionWarning."""
 
-    field_ref: str | None = Field(default=None, alias="fieldRef")
+    field_ref: str | None = Field(
+        default=None, validation_alias="fieldRef", serialization_alias="fieldRef"
+    )
     warning: str | None = None
 
 
@@ -79,20 +83,99 @@ class MatchCondition(K8sModel):
     name: str | None = None
 
 
+class NamedRuleWithOperations(K8sModel):
+    """admissionregistration.k8s.io/v1 NamedRuleWithOperations."""
+
+    api_groups: list[str] | None = Field(
+        default=None, validation_alias="apiGroups", serialization_alias="apiGroups"
+    )
+    api_versions: list[str] | None = Field(
+        default=None, validation_alias="apiVersions", serialization_alias="apiVersions"
+    )
+    operations: list[str] | None = None
+    resource_names: list[str] | None = Field(
+        default=None, validation_alias="resourceNames", serialization_alias="resourceNames"
+    )
+    resources: list[str] | None = None
+    scope: str | None = None
+
+
 class MatchResources(K8sModel):
     """admissionregistration.k8s.io/v1 MatchResources."""
 
     exclude_resource_rules: list[NamedRuleWithOperations] | None = Field(
-        default=None, alias="excludeResourceRules"
+        default=None,
+        validation_alias="excludeResourceRules",
+        serialization_alias="excludeResourceRules",
     )
-    match_policy: str | None = Field(default=None, alias="matchPolicy")
+    match_policy: str | None = Field(
+        default=None, validation_alias="matchPolicy", serialization_alias="matchPolicy"
+    )
     namespace_selector: meta_v1.LabelSelector | None = Field(
-        default=None, alias="namespaceSelector"
+        default=None, validation_alias="namespaceSelector", serialization_alias="namespaceSelector"
     )
-    object_selector: meta_v1.LabelSelector | None = Field(default=None, alias="objectSelector")
+    object_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="objectSelector", serialization_alias="objectSelector"
+    )
     resource_rules: list[NamedRuleWithOperations] | None = Field(
-        default=None, alias="resourceRules"
+        default=None, validation_alias="resourceRules", serialization_alias="resourceRules"
     )
+
+
+class Mutation(K8sModel):
+    """admissionregistration.k8s.io/v1 Mutation."""
+
+    apply_configuration: ApplyConfiguration | None = Field(
+        default=None,
+        validation_alias="applyConfiguration",
+        serialization_alias="applyConfiguration",
+    )
+    json_patch: JSONPatch | None = Field(
+        default=None, validation_alias="jsonPatch", serialization_alias="jsonPatch"
+    )
+    patch_type: str | None = Field(
+        default=None, validation_alias="patchType", serialization_alias="patchType"
+    )
+
+
+class ParamKind(K8sModel):
+    """admissionregistration.k8s.io/v1 ParamKind."""
+
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
+    kind: str | None = None
+
+
+class Variable(K8sModel):
+    """admissionregistration.k8s.io/v1 Variable."""
+
+    expression: str | None = None
+    name: str | None = None
+
+
+class MutatingAdmissionPolicySpec(K8sModel):
+    """admissionregistration.k8s.io/v1 MutatingAdmissionPolicySpec."""
+
+    failure_policy: str | None = Field(
+        default=None, validation_alias="failurePolicy", serialization_alias="failurePolicy"
+    )
+    match_conditions: list[MatchCondition] | None = Field(
+        default=None, validation_alias="matchConditions", serialization_alias="matchConditions"
+    )
+    match_constraints: MatchResources | None = Field(
+        default=None, validation_alias="matchConstraints", serialization_alias="matchConstraints"
+    )
+    mutations: list[Mutation] | None = None
+    param_kind: ParamKind | None = Field(
+        default=None, validation_alias="paramKind", serialization_alias="paramKind"
+    )
+    reinvocation_policy: str | None = Field(
+        default=None,
+        validation_alias="reinvocationPolicy",
+        serialization_alias="reinvocationPolicy",
+    )
+    variables: list[Variable] | None = None
 
 
 class MutatingAdmissionPolicy(KubeObject):
@@ -104,6 +187,33 @@ class MutatingAdmissionPolicy(KubeObject):
     spec: MutatingAdmissionPolicySpec | None = None
 
 
+class ParamRef(K8sModel):
+    """admissionregistration.k8s.io/v1 ParamRef."""
+
+    name: str | None = None
+    namespace: str | None = None
+    parameter_not_found_action: str | None = Field(
+        default=None,
+        validation_alias="parameterNotFoundAction",
+        serialization_alias="parameterNotFoundAction",
+    )
+    selector: meta_v1.LabelSelector | None = None
+
+
+class MutatingAdmissionPolicyBindingSpec(K8sModel):
+    """admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBindingSpec."""
+
+    match_resources: MatchResources | None = Field(
+        default=None, validation_alias="matchResources", serialization_alias="matchResources"
+    )
+    param_ref: ParamRef | None = Field(
+        default=None, validation_alias="paramRef", serialization_alias="paramRef"
+    )
+    policy_name: str | None = Field(
+        default=None, validation_alias="policyName", serialization_alias="policyName"
+    )
+
+
 class MutatingAdmissionPolicyBinding(KubeObject):
     """admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding."""
 
@@ -111,101 +221,6 @@ class MutatingAdmissionPolicyBinding(KubeObject):
     api_version: str | None = Field(default="admissionregistration.k8s.io/v1", alias="apiVersion")
     kind: str | None = "MutatingAdmissionPolicyBinding"
     spec: MutatingAdmissionPolicyBindingSpec | None = None
-
-
-class MutatingAdmissionPolicyBindingSpec(K8sModel):
-    """admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBindingSpec."""
-
-    match_resources: MatchResources | None = Field(default=None, alias="matchResources")
-    param_ref: ParamRef | None = Field(default=None, alias="paramRef")
-    policy_name: str | None = Field(default=None, alias="policyName")
-
-
-class MutatingAdmissionPolicySpec(K8sModel):
-    """admissionregistration.k8s.io/v1 MutatingAdmissionPolicySpec."""
-
-    failure_policy: str | None = Field(default=None, alias="failurePolicy")
-    match_conditions: list[MatchCondition] | None = Field(default=None, alias="matchConditions")
-    match_constraints: MatchResources | None = Field(default=None, alias="matchConstraints")
-    mutations: list[Mutation] | None = None
-    param_kind: ParamKind | None = Field(default=None, alias="paramKind")
-    reinvocation_policy: str | None = Field(default=None, alias="reinvocationPolicy")
-    variables: list[Variable] | None = None
-
-
-class MutatingWebhook(K8sModel):
-    """admissionregistration.k8s.io/v1 MutatingWebhook."""
-
-    admission_review_versions: list[str] | None = Field(
-        default=None, alias="admissionReviewVersions"
-    )
-    client_config: WebhookClientConfig | None = Field(default=None, alias="clientConfig")
-    failure_policy: str | None = Field(default=None, alias="failurePolicy")
-    match_conditions: list[MatchCondition] | None = Field(default=None, alias="matchConditions")
-    match_policy: str | None = Field(default=None, alias="matchPolicy")
-    name: str | None = None
-    namespace_selector: meta_v1.LabelSelector | None = Field(
-        default=None, alias="namespaceSelector"
-    )
-    object_selector: meta_v1.LabelSelector | None = Field(default=None, alias="objectSelector")
-    reinvocation_policy: str | None = Field(default=None, alias="reinvocationPolicy")
-    rules: list[RuleWithOperations] | None = None
-    side_effects: str | None = Field(default=None, alias="sideEffects")
-    timeout_seconds: int | None = Field(default=None, alias="timeoutSeconds")
-
-
-class MutatingWebhookConfiguration(KubeObject):
-    """admissionregistration.k8s.io/v1 MutatingWebhookConfiguration."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="admissionregistration.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "MutatingWebhookConfiguration"
-    webhooks: list[MutatingWebhook] | None = None
-
-
-class Mutation(K8sModel):
-    """admissionregistration.k8s.io/v1 Mutation."""
-
-    apply_configuration: ApplyConfiguration | None = Field(default=None, alias="applyConfiguration")
-    json_patch: JSONPatch | None = Field(default=None, alias="jsonPatch")
-    patch_type: str | None = Field(default=None, alias="patchType")
-
-
-class NamedRuleWithOperations(K8sModel):
-    """admissionregistration.k8s.io/v1 NamedRuleWithOperations."""
-
-    api_groups: list[str] | None = Field(default=None, alias="apiGroups")
-    api_versions: list[str] | None = Field(default=None, alias="apiVersions")
-    operations: list[str] | None = None
-    resource_names: list[str] | None = Field(default=None, alias="resourceNames")
-    resources: list[str] | None = None
-    scope: str | None = None
-
-
-class ParamKind(K8sModel):
-    """admissionregistration.k8s.io/v1 ParamKind."""
-
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    kind: str | None = None
-
-
-class ParamRef(K8sModel):
-    """admissionregistration.k8s.io/v1 ParamRef."""
-
-    name: str | None = None
-    namespace: str | None = None
-    parameter_not_found_action: str | None = Field(default=None, alias="parameterNotFoundAction")
-    selector: meta_v1.LabelSelector | None = None
-
-
-class RuleWithOperations(K8sModel):
-    """admissionregistration.k8s.io/v1 RuleWithOperations."""
-
-    api_groups: list[str] | None = Field(default=None, alias="apiGroups")
-    api_versions: list[str] | None = Field(default=None, alias="apiVersions")
-    operations: list[str] | None = None
-    resources: list[str] | None = None
-    scope: str | None = None
 
 
 class ServiceReference(K8sModel):
@@ -217,11 +232,134 @@ class ServiceReference(K8sModel):
     port: int | None = None
 
 
+class WebhookClientConfig(K8sModel):
+    """admissionregistration.k8s.io/v1 WebhookClientConfig."""
+
+    ca_bundle: str | None = Field(
+        default=None, validation_alias="caBundle", serialization_alias="caBundle"
+    )
+    service: ServiceReference | None = None
+    url: str | None = None
+
+
+class RuleWithOperations(K8sModel):
+    """admissionregistration.k8s.io/v1 RuleWithOperations."""
+
+    api_groups: list[str] | None = Field(
+        default=None, validation_alias="apiGroups", serialization_alias="apiGroups"
+    )
+    api_versions: list[str] | None = Field(
+        default=None, validation_alias="apiVersions", serialization_alias="apiVersions"
+    )
+    operations: list[str] | None = None
+    resources: list[str] | None = None
+    scope: str | None = None
+
+
+class MutatingWebhook(K8sModel):
+    """admissionregistration.k8s.io/v1 MutatingWebhook."""
+
+    admission_review_versions: list[str] | None = Field(
+        default=None,
+        validation_alias="admissionReviewVersions",
+        serialization_alias="admissionReviewVersions",
+    )
+    client_config: WebhookClientConfig | None = Field(
+        default=None, validation_alias="clientConfig", serialization_alias="clientConfig"
+    )
+    failure_policy: str | None = Field(
+        default=None, validation_alias="failurePolicy", serialization_alias="failurePolicy"
+    )
+    match_conditions: list[MatchCondition] | None = Field(
+        default=None, validation_alias="matchConditions", serialization_alias="matchConditions"
+    )
+    match_policy: str | None = Field(
+        default=None, validation_alias="matchPolicy", serialization_alias="matchPolicy"
+    )
+    name: str | None = None
+    namespace_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="namespaceSelector", serialization_alias="namespaceSelector"
+    )
+    object_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="objectSelector", serialization_alias="objectSelector"
+    )
+    reinvocation_policy: str | None = Field(
+        default=None,
+        validation_alias="reinvocationPolicy",
+        serialization_alias="reinvocationPolicy",
+    )
+    rules: list[RuleWithOperations] | None = None
+    side_effects: str | None = Field(
+        default=None, validation_alias="sideEffects", serialization_alias="sideEffects"
+    )
+    timeout_seconds: int | None = Field(
+        default=None, validation_alias="timeoutSeconds", serialization_alias="timeoutSeconds"
+    )
+
+
+class MutatingWebhookConfiguration(KubeObject):
+    """admissionregistration.k8s.io/v1 MutatingWebhookConfiguration."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="admissionregistration.k8s.io/v1", alias="apiVersion")
+    kind: str | None = "MutatingWebhookConfiguration"
+    webhooks: list[MutatingWebhook] | None = None
+
+
 class TypeChecking(K8sModel):
     """admissionregistration.k8s.io/v1 TypeChecking."""
 
     expression_warnings: list[ExpressionWarning] | None = Field(
-        default=None, alias="expressionWarnings"
+        default=None,
+        validation_alias="expressionWarnings",
+        serialization_alias="expressionWarnings",
+    )
+
+
+class Validation(K8sModel):
+    """admissionregistration.k8s.io/v1 Validation."""
+
+    expression: str | None = None
+    message: str | None = None
+    message_expression: str | None = Field(
+        default=None, validation_alias="messageExpression", serialization_alias="messageExpression"
+    )
+    reason: str | None = None
+
+
+class ValidatingAdmissionPolicySpec(K8sModel):
+    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicySpec."""
+
+    audit_annotations: list[AuditAnnotation] | None = Field(
+        default=None, validation_alias="auditAnnotations", serialization_alias="auditAnnotations"
+    )
+    failure_policy: str | None = Field(
+        default=None, validation_alias="failurePolicy", serialization_alias="failurePolicy"
+    )
+    match_conditions: list[MatchCondition] | None = Field(
+        default=None, validation_alias="matchConditions", serialization_alias="matchConditions"
+    )
+    match_constraints: MatchResources | None = Field(
+        default=None, validation_alias="matchConstraints", serialization_alias="matchConstraints"
+    )
+    param_kind: ParamKind | None = Field(
+        default=None, validation_alias="paramKind", serialization_alias="paramKind"
+    )
+    validations: list[Validation] | None = None
+    variables: list[Variable] | None = None
+
+
+class ValidatingAdmissionPolicyStatus(K8sModel):
+    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyStatus."""
+
+    conditions: list[meta_v1.Condition] | None = None
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    type_checking: TypeChecking | None = Field(
+        default=None, validation_alias="typeChecking", serialization_alias="typeChecking"
     )
 
 
@@ -235,6 +373,23 @@ class ValidatingAdmissionPolicy(KubeObject):
     status: ValidatingAdmissionPolicyStatus | None = None
 
 
+class ValidatingAdmissionPolicyBindingSpec(K8sModel):
+    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBindingSpec."""
+
+    match_resources: MatchResources | None = Field(
+        default=None, validation_alias="matchResources", serialization_alias="matchResources"
+    )
+    param_ref: ParamRef | None = Field(
+        default=None, validation_alias="paramRef", serialization_alias="paramRef"
+    )
+    policy_name: str | None = Field(
+        default=None, validation_alias="policyName", serialization_alias="policyName"
+    )
+    validation_actions: list[str] | None = Field(
+        default=None, validation_alias="validationActions", serialization_alias="validationActions"
+    )
+
+
 class ValidatingAdmissionPolicyBinding(KubeObject):
     """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding."""
 
@@ -244,53 +399,40 @@ class ValidatingAdmissionPolicyBinding(KubeObject):
     spec: ValidatingAdmissionPolicyBindingSpec | None = None
 
 
-class ValidatingAdmissionPolicyBindingSpec(K8sModel):
-    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBindingSpec."""
-
-    match_resources: MatchResources | None = Field(default=None, alias="matchResources")
-    param_ref: ParamRef | None = Field(default=None, alias="paramRef")
-    policy_name: str | None = Field(default=None, alias="policyName")
-    validation_actions: list[str] | None = Field(default=None, alias="validationActions")
-
-
-class ValidatingAdmissionPolicySpec(K8sModel):
-    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicySpec."""
-
-    audit_annotations: list[AuditAnnotation] | None = Field(default=None, alias="auditAnnotations")
-    failure_policy: str | None = Field(default=None, alias="failurePolicy")
-    match_conditions: list[MatchCondition] | None = Field(default=None, alias="matchConditions")
-    match_constraints: MatchResources | None = Field(default=None, alias="matchConstraints")
-    param_kind: ParamKind | None = Field(default=None, alias="paramKind")
-    validations: list[Validation] | None = None
-    variables: list[Variable] | None = None
-
-
-class ValidatingAdmissionPolicyStatus(K8sModel):
-    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyStatus."""
-
-    conditions: list[meta_v1.Condition] | None = None
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    type_checking: TypeChecking | None = Field(default=None, alias="typeChecking")
-
-
 class ValidatingWebhook(K8sModel):
     """admissionregistration.k8s.io/v1 ValidatingWebhook."""
 
     admission_review_versions: list[str] | None = Field(
-        default=None, alias="admissionReviewVersions"
+        default=None,
+        validation_alias="admissionReviewVersions",
+        serialization_alias="admissionReviewVersions",
     )
-    client_config: WebhookClientConfig | None = Field(default=None, alias="clientConfig")
-    failure_policy: str | None = Field(default=None, alias="failurePolicy")
-    match_conditions: list[MatchCondition] | None = Field(default=None, alias="matchConditions")
-    match_policy: str | None = Field(default=None, alias="matchPolicy")
+    client_config: WebhookClientConfig | None = Field(
+        default=None, validation_alias="clientConfig", serialization_alias="clientConfig"
+    )
+    failure_policy: str | None = Field(
+        default=None, validation_alias="failurePolicy", serialization_alias="failurePolicy"
+    )
+    match_conditions: list[MatchCondition] | None = Field(
+        default=None, validation_alias="matchConditions", serialization_alias="matchConditions"
+    )
+    match_policy: str | None = Field(
+        default=None, validation_alias="matchPolicy", serialization_alias="matchPolicy"
+    )
     name: str | None = None
     namespace_selector: meta_v1.LabelSelector | None = Field(
-        default=None, alias="namespaceSelector"
+        default=None, validation_alias="namespaceSelector", serialization_alias="namespaceSelector"
     )
-    object_selector: meta_v1.LabelSelector | None = Field(default=None, alias="objectSelector")
+    object_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="objectSelector", serialization_alias="objectSelector"
+    )
     rules: list[RuleWithOperations] | None = None
-    side_effects: str | None = Field(default=None, alias="sideEffects")
-    timeout_seconds: int | None = Field(default=None, alias="timeoutSeconds")
+    side_effects: str | None = Field(
+        default=None, validation_alias="sideEffects", serialization_alias="sideEffects"
+    )
+    timeout_seconds: int | None = Field(
+        default=None, validation_alias="timeoutSeconds", serialization_alias="timeoutSeconds"
+    )
 
 
 class ValidatingWebhookConfiguration(KubeObject):
@@ -300,27 +442,3 @@ class ValidatingWebhookConfiguration(KubeObject):
     api_version: str | None = Field(default="admissionregistration.k8s.io/v1", alias="apiVersion")
     kind: str | None = "ValidatingWebhookConfiguration"
     webhooks: list[ValidatingWebhook] | None = None
-
-
-class Validation(K8sModel):
-    """admissionregistration.k8s.io/v1 Validation."""
-
-    expression: str | None = None
-    message: str | None = None
-    message_expression: str | None = Field(default=None, alias="messageExpression")
-    reason: str | None = None
-
-
-class Variable(K8sModel):
-    """admissionregistration.k8s.io/v1 Variable."""
-
-    expression: str | None = None
-    name: str | None = None
-
-
-class WebhookClientConfig(K8sModel):
-    """admissionregistration.k8s.io/v1 WebhookClientConfig."""
-
-    ca_bundle: str | None = Field(default=None, alias="caBundle")
-    service: ServiceReference | None = None
-    url: str | None = None

@@ -54,6 +54,101 @@ class ControllerRevision(KubeObject):
     revision: int | None = None
 
 
+class RollingUpdateDaemonSet(K8sModel):
+    """apps/v1 RollingUpdateDaemonSet."""
+
+    max_surge: IntOrString | None = Field(
+        default=None, validation_alias="maxSurge", serialization_alias="maxSurge"
+    )
+    max_unavailable: IntOrString | None = Field(
+        default=None, validation_alias="maxUnavailable", serialization_alias="maxUnavailable"
+    )
+
+
+class DaemonSetUpdateStrategy(K8sModel):
+    """apps/v1 DaemonSetUpdateStrategy."""
+
+    rolling_update: RollingUpdateDaemonSet | None = Field(
+        default=None, validation_alias="rollingUpdate", serialization_alias="rollingUpdate"
+    )
+    type: str | None = None
+
+
+class DaemonSetSpec(K8sModel):
+    """apps/v1 DaemonSetSpec."""
+
+    min_ready_seconds: int | None = Field(
+        default=None, validation_alias="minReadySeconds", serialization_alias="minReadySeconds"
+    )
+    revision_history_limit: int | None = Field(
+        default=None,
+        validation_alias="revisionHistoryLimit",
+        serialization_alias="revisionHistoryLimit",
+    )
+    selector: meta_v1.LabelSelector | None = None
+    template: core_v1.PodTemplateSpec | None = None
+    update_strategy: DaemonSetUpdateStrategy | None = Field(
+        default=None, validation_alias="updateStrategy", serialization_alias="updateStrategy"
+    )
+
+
+class DaemonSetCondition(K8sModel):
+    """apps/v1 DaemonSetCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class DaemonSetStatus(K8sModel):
+    """apps/v1 DaemonSetStatus."""
+
+    collision_count: int | None = Field(
+        default=None, validation_alias="collisionCount", serialization_alias="collisionCount"
+    )
+    conditions: list[DaemonSetCondition] | None = None
+    current_number_scheduled: int | None = Field(
+        default=None,
+        validation_alias="currentNumberScheduled",
+        serialization_alias="currentNumberScheduled",
+    )
+    desired_number_scheduled: int | None = Field(
+        default=None,
+        validation_alias="desiredNumberScheduled",
+        serialization_alias="desiredNumberScheduled",
+    )
+    number_available: int | None = Field(
+        default=None, validation_alias="numberAvailable", serialization_alias="numberAvailable"
+    )
+    number_misscheduled: int | None = Field(
+        default=None,
+        validation_alias="numberMisscheduled",
+        serialization_alias="numberMisscheduled",
+    )
+    number_ready: int | None = Field(
+        default=None, validation_alias="numberReady", serialization_alias="numberReady"
+    )
+    number_unavailable: int | None = Field(
+        default=None, validation_alias="numberUnavailable", serialization_alias="numberUnavailable"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    updated_number_scheduled: int | None = Field(
+        default=None,
+        validation_alias="updatedNumberScheduled",
+        serialization_alias="updatedNumberScheduled",
+    )
+
+
 class DaemonSet(KubeObject):
     """apps/v1 DaemonSet."""
 
@@ -64,46 +159,98 @@ class DaemonSet(KubeObject):
     status: DaemonSetStatus | None = None
 
 
-class DaemonSetCondition(K8sModel):
-    """apps/v1 DaemonSetCondition."""
+class RollingUpdateDeployment(K8sModel):
+    """apps/v1 RollingUpdateDeployment."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
+    max_surge: IntOrString | None = Field(
+        default=None, validation_alias="maxSurge", serialization_alias="maxSurge"
+    )
+    max_unavailable: IntOrString | None = Field(
+        default=None, validation_alias="maxUnavailable", serialization_alias="maxUnavailable"
+    )
+
+
+class DeploymentStrategy(K8sModel):
+    """apps/v1 DeploymentStrategy."""
+
+    rolling_update: RollingUpdateDeployment | None = Field(
+        default=None, validation_alias="rollingUpdate", serialization_alias="rollingUpdate"
+    )
+    type: str | None = None
+
+
+class DeploymentSpec(K8sModel):
+    """apps/v1 DeploymentSpec."""
+
+    min_ready_seconds: int | None = Field(
+        default=None, validation_alias="minReadySeconds", serialization_alias="minReadySeconds"
+    )
+    paused: bool | None = None
+    progress_deadline_seconds: int | None = Field(
+        default=None,
+        validation_alias="progressDeadlineSeconds",
+        serialization_alias="progressDeadlineSeconds",
+    )
+    replicas: int | None = None
+    revision_history_limit: int | None = Field(
+        default=None,
+        validation_alias="revisionHistoryLimit",
+        serialization_alias="revisionHistoryLimit",
+    )
+    selector: meta_v1.LabelSelector | None = None
+    strategy: DeploymentStrategy | None = None
+    template: core_v1.PodTemplateSpec | None = None
+
+
+class DeploymentCondition(K8sModel):
+    """apps/v1 DeploymentCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    last_update_time: Time | None = Field(
+        default=None, validation_alias="lastUpdateTime", serialization_alias="lastUpdateTime"
+    )
     message: str | None = None
     reason: str | None = None
     status: str | None = None
     type: str | None = None
 
 
-class DaemonSetSpec(K8sModel):
-    """apps/v1 DaemonSetSpec."""
+class DeploymentStatus(K8sModel):
+    """apps/v1 DeploymentStatus."""
 
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
-    revision_history_limit: int | None = Field(default=None, alias="revisionHistoryLimit")
-    selector: meta_v1.LabelSelector | None = None
-    template: core_v1.PodTemplateSpec | None = None
-    update_strategy: DaemonSetUpdateStrategy | None = Field(default=None, alias="updateStrategy")
-
-
-class DaemonSetStatus(K8sModel):
-    """apps/v1 DaemonSetStatus."""
-
-    collision_count: int | None = Field(default=None, alias="collisionCount")
-    conditions: list[DaemonSetCondition] | None = None
-    current_number_scheduled: int | None = Field(default=None, alias="currentNumberScheduled")
-    desired_number_scheduled: int | None = Field(default=None, alias="desiredNumberScheduled")
-    number_available: int | None = Field(default=None, alias="numberAvailable")
-    number_misscheduled: int | None = Field(default=None, alias="numberMisscheduled")
-    number_ready: int | None = Field(default=None, alias="numberReady")
-    number_unavailable: int | None = Field(default=None, alias="numberUnavailable")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    updated_number_scheduled: int | None = Field(default=None, alias="updatedNumberScheduled")
-
-
-class DaemonSetUpdateStrategy(K8sModel):
-    """apps/v1 DaemonSetUpdateStrategy."""
-
-    rolling_update: RollingUpdateDaemonSet | None = Field(default=None, alias="rollingUpdate")
-    type: str | None = None
+    available_replicas: int | None = Field(
+        default=None, validation_alias="availableReplicas", serialization_alias="availableReplicas"
+    )
+    collision_count: int | None = Field(
+        default=None, validation_alias="collisionCount", serialization_alias="collisionCount"
+    )
+    conditions: list[DeploymentCondition] | None = None
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    ready_replicas: int | None = Field(
+        default=None, validation_alias="readyReplicas", serialization_alias="readyReplicas"
+    )
+    replicas: int | None = None
+    terminating_replicas: int | None = Field(
+        default=None,
+        validation_alias="terminatingReplicas",
+        serialization_alias="terminatingReplicas",
+    )
+    unavailable_replicas: int | None = Field(
+        default=None,
+        validation_alias="unavailableReplicas",
+        serialization_alias="unavailableReplicas",
+    )
+    updated_replicas: int | None = Field(
+        default=None, validation_alias="updatedReplicas", serialization_alias="updatedReplicas"
+    )
 
 
 class Deployment(KubeObject):
@@ -116,49 +263,57 @@ class Deployment(KubeObject):
     status: DeploymentStatus | None = None
 
 
-class DeploymentCondition(K8sModel):
-    """apps/v1 DeploymentCondition."""
+class ReplicaSetSpec(K8sModel):
+    """apps/v1 ReplicaSetSpec."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    last_update_time: Time | None = Field(default=None, alias="lastUpdateTime")
+    min_ready_seconds: int | None = Field(
+        default=None, validation_alias="minReadySeconds", serialization_alias="minReadySeconds"
+    )
+    replicas: int | None = None
+    selector: meta_v1.LabelSelector | None = None
+    template: core_v1.PodTemplateSpec | None = None
+
+
+class ReplicaSetCondition(K8sModel):
+    """apps/v1 ReplicaSetCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
     message: str | None = None
     reason: str | None = None
     status: str | None = None
     type: str | None = None
 
 
-class DeploymentSpec(K8sModel):
-    """apps/v1 DeploymentSpec."""
+class ReplicaSetStatus(K8sModel):
+    """apps/v1 ReplicaSetStatus."""
 
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
-    paused: bool | None = None
-    progress_deadline_seconds: int | None = Field(default=None, alias="progressDeadlineSeconds")
+    available_replicas: int | None = Field(
+        default=None, validation_alias="availableReplicas", serialization_alias="availableReplicas"
+    )
+    conditions: list[ReplicaSetCondition] | None = None
+    fully_labeled_replicas: int | None = Field(
+        default=None,
+        validation_alias="fullyLabeledReplicas",
+        serialization_alias="fullyLabeledReplicas",
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    ready_replicas: int | None = Field(
+        default=None, validation_alias="readyReplicas", serialization_alias="readyReplicas"
+    )
     replicas: int | None = None
-    revision_history_limit: int | None = Field(default=None, alias="revisionHistoryLimit")
-    selector: meta_v1.LabelSelector | None = None
-    strategy: DeploymentStrategy | None = None
-    template: core_v1.PodTemplateSpec | None = None
-
-
-class DeploymentStatus(K8sModel):
-    """apps/v1 DeploymentStatus."""
-
-    available_replicas: int | None = Field(default=None, alias="availableReplicas")
-    collision_count: int | None = Field(default=None, alias="collisionCount")
-    conditions: list[DeploymentCondition] | None = None
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
-    replicas: int | None = None
-    terminating_replicas: int | None = Field(default=None, alias="terminatingReplicas")
-    unavailable_replicas: int | None = Field(default=None, alias="unavailableReplicas")
-    updated_replicas: int | None = Field(default=None, alias="updatedReplicas")
-
-
-class DeploymentStrategy(K8sModel):
-    """apps/v1 DeploymentStrategy."""
-
-    rolling_update: RollingUpdateDeployment | None = Field(default=None, alias="rollingUpdate")
-    type: str | None = None
+    terminating_replicas: int | None = Field(
+        default=None,
+        validation_alias="terminatingReplicas",
+        serialization_alias="terminatingReplicas",
+    )
 
 
 class ReplicaSet(KubeObject):
@@ -171,76 +326,13 @@ class ReplicaSet(KubeObject):
     status: ReplicaSetStatus | None = None
 
 
-class ReplicaSetCondition(K8sModel):
-    """apps/v1 ReplicaSetCondition."""
-
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class ReplicaSetSpec(K8sModel):
-    """apps/v1 ReplicaSetSpec."""
-
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
-    replicas: int | None = None
-    selector: meta_v1.LabelSelector | None = None
-    template: core_v1.PodTemplateSpec | None = None
-
-
-class ReplicaSetStatus(K8sModel):
-    """apps/v1 ReplicaSetStatus."""
-
-    available_replicas: int | None = Field(default=None, alias="availableReplicas")
-    conditions: list[ReplicaSetCondition] | None = None
-    fully_labeled_replicas: int | None = Field(default=None, alias="fullyLabeledReplicas")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
-    replicas: int | None = None
-    terminating_replicas: int | None = Field(default=None, alias="terminatingReplicas")
-
-
-class RollingUpdateDaemonSet(K8sModel):
-    """apps/v1 RollingUpdateDaemonSet."""
-
-    max_surge: IntOrString | None = Field(default=None, alias="maxSurge")
-    max_unavailable: IntOrString | None = Field(default=None, alias="maxUnavailable")
-
-
-class RollingUpdateDeployment(K8sModel):
-    """apps/v1 RollingUpdateDeployment."""
-
-    max_surge: IntOrString | None = Field(default=None, alias="maxSurge")
-    max_unavailable: IntOrString | None = Field(default=None, alias="maxUnavailable")
-
-
 class RollingUpdateStatefulSetStrategy(K8sModel):
     """apps/v1 RollingUpdateStatefulSetStrategy."""
 
-    max_unavailable: IntOrString | None = Field(default=None, alias="maxUnavailable")
+    max_unavailable: IntOrString | None = Field(
+        default=None, validation_alias="maxUnavailable", serialization_alias="maxUnavailable"
+    )
     partition: int | None = None
-
-
-class StatefulSet(KubeObject):
-    """apps/v1 StatefulSet."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="apps/v1", alias="apiVersion")
-    kind: str | None = "StatefulSet"
-    spec: StatefulSetSpec | None = None
-    status: StatefulSetStatus | None = None
-
-
-class StatefulSetCondition(K8sModel):
-    """apps/v1 StatefulSetCondition."""
-
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
 
 
 class StatefulSetOrdinals(K8sModel):
@@ -252,49 +344,115 @@ class StatefulSetOrdinals(K8sModel):
 class StatefulSetPersistentVolumeClaimRetentionPolicy(K8sModel):
     """apps/v1 StatefulSetPersistentVolumeClaimRetentionPolicy."""
 
-    when_deleted: str | None = Field(default=None, alias="whenDeleted")
-    when_scaled: str | None = Field(default=None, alias="whenScaled")
-
-
-class StatefulSetSpec(K8sModel):
-    """apps/v1 StatefulSetSpec."""
-
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
-    ordinals: StatefulSetOrdinals | None = None
-    persistent_volume_claim_retention_policy: (
-        StatefulSetPersistentVolumeClaimRetentionPolicy | None
-    ) = Field(default=None, alias="persistentVolumeClaimRetentionPolicy")
-    pod_management_policy: str | None = Field(default=None, alias="podManagementPolicy")
-    replicas: int | None = None
-    revision_history_limit: int | None = Field(default=None, alias="revisionHistoryLimit")
-    selector: meta_v1.LabelSelector | None = None
-    service_name: str | None = Field(default=None, alias="serviceName")
-    template: core_v1.PodTemplateSpec | None = None
-    update_strategy: StatefulSetUpdateStrategy | None = Field(default=None, alias="updateStrategy")
-    volume_claim_templates: list[core_v1.PersistentVolumeClaim] | None = Field(
-        default=None, alias="volumeClaimTemplates"
+    when_deleted: str | None = Field(
+        default=None, validation_alias="whenDeleted", serialization_alias="whenDeleted"
     )
-
-
-class StatefulSetStatus(K8sModel):
-    """apps/v1 StatefulSetStatus."""
-
-    available_replicas: int | None = Field(default=None, alias="availableReplicas")
-    collision_count: int | None = Field(default=None, alias="collisionCount")
-    conditions: list[StatefulSetCondition] | None = None
-    current_replicas: int | None = Field(default=None, alias="currentReplicas")
-    current_revision: str | None = Field(default=None, alias="currentRevision")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
-    replicas: int | None = None
-    update_revision: str | None = Field(default=None, alias="updateRevision")
-    updated_replicas: int | None = Field(default=None, alias="updatedReplicas")
+    when_scaled: str | None = Field(
+        default=None, validation_alias="whenScaled", serialization_alias="whenScaled"
+    )
 
 
 class StatefulSetUpdateStrategy(K8sModel):
     """apps/v1 StatefulSetUpdateStrategy."""
 
     rolling_update: RollingUpdateStatefulSetStrategy | None = Field(
-        default=None, alias="rollingUpdate"
+        default=None, validation_alias="rollingUpdate", serialization_alias="rollingUpdate"
     )
     type: str | None = None
+
+
+class StatefulSetSpec(K8sModel):
+    """apps/v1 StatefulSetSpec."""
+
+    min_ready_seconds: int | None = Field(
+        default=None, validation_alias="minReadySeconds", serialization_alias="minReadySeconds"
+    )
+    ordinals: StatefulSetOrdinals | None = None
+    persistent_volume_claim_retention_policy: (
+        StatefulSetPersistentVolumeClaimRetentionPolicy | None
+    ) = Field(
+        default=None,
+        validation_alias="persistentVolumeClaimRetentionPolicy",
+        serialization_alias="persistentVolumeClaimRetentionPolicy",
+    )
+    pod_management_policy: str | None = Field(
+        default=None,
+        validation_alias="podManagementPolicy",
+        serialization_alias="podManagementPolicy",
+    )
+    replicas: int | None = None
+    revision_history_limit: int | None = Field(
+        default=None,
+        validation_alias="revisionHistoryLimit",
+        serialization_alias="revisionHistoryLimit",
+    )
+    selector: meta_v1.LabelSelector | None = None
+    service_name: str | None = Field(
+        default=None, validation_alias="serviceName", serialization_alias="serviceName"
+    )
+    template: core_v1.PodTemplateSpec | None = None
+    update_strategy: StatefulSetUpdateStrategy | None = Field(
+        default=None, validation_alias="updateStrategy", serialization_alias="updateStrategy"
+    )
+    volume_claim_templates: list[core_v1.PersistentVolumeClaim] | None = Field(
+        default=None,
+        validation_alias="volumeClaimTemplates",
+        serialization_alias="volumeClaimTemplates",
+    )
+
+
+class StatefulSetCondition(K8sModel):
+    """apps/v1 StatefulSetCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class StatefulSetStatus(K8sModel):
+    """apps/v1 StatefulSetStatus."""
+
+    available_replicas: int | None = Field(
+        default=None, validation_alias="availableReplicas", serialization_alias="availableReplicas"
+    )
+    collision_count: int | None = Field(
+        default=None, validation_alias="collisionCount", serialization_alias="collisionCount"
+    )
+    conditions: list[StatefulSetCondition] | None = None
+    current_replicas: int | None = Field(
+        default=None, validation_alias="currentReplicas", serialization_alias="currentReplicas"
+    )
+    current_revision: str | None = Field(
+        default=None, validation_alias="currentRevision", serialization_alias="currentRevision"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    ready_replicas: int | None = Field(
+        default=None, validation_alias="readyReplicas", serialization_alias="readyReplicas"
+    )
+    replicas: int | None = None
+    update_revision: str | None = Field(
+        default=None, validation_alias="updateRevision", serialization_alias="updateRevision"
+    )
+    updated_replicas: int | None = Field(
+        default=None, validation_alias="updatedReplicas", serialization_alias="updatedReplicas"
+    )
+
+
+class StatefulSet(KubeObject):
+    """apps/v1 StatefulSet."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="apps/v1", alias="apiVersion")
+    kind: str | None = "StatefulSet"
+    spec: StatefulSetSpec | None = None
+    status: StatefulSetStatus | None = None

@@ -23,9 +23,54 @@ __all__ = [
 class CrossVersionObjectReference(K8sModel):
     """autoscaling/v1 CrossVersionObjectReference."""
 
-    api_version: str | None = Field(default=None, alias="apiVersion")
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
     kind: str | None = None
     name: str | None = None
+
+
+class HorizontalPodAutoscalerSpec(K8sModel):
+    """autoscaling/v1 HorizontalPodAutoscalerSpec."""
+
+    max_replicas: int | None = Field(
+        default=None, validation_alias="maxReplicas", serialization_alias="maxReplicas"
+    )
+    min_replicas: int | None = Field(
+        default=None, validation_alias="minReplicas", serialization_alias="minReplicas"
+    )
+    scale_target_ref: CrossVersionObjectReference | None = Field(
+        default=None, validation_alias="scaleTargetRef", serialization_alias="scaleTargetRef"
+    )
+    target_cpu_utilization_percentage: int | None = Field(
+        default=None,
+        validation_alias="targetCPUUtilizationPercentage",
+        serialization_alias="targetCPUUtilizationPercentage",
+    )
+
+
+class HorizontalPodAutoscalerStatus(K8sModel):
+    """autoscaling/v1 HorizontalPodAutoscalerStatus."""
+
+    current_cpu_utilization_percentage: int | None = Field(
+        default=None,
+        validation_alias="currentCPUUtilizationPercentage",
+        serialization_alias="currentCPUUtilizationPercentage",
+    )
+    current_replicas: int | None = Field(
+        default=None, validation_alias="currentReplicas", serialization_alias="currentReplicas"
+    )
+    desired_replicas: int | None = Field(
+        default=None, validation_alias="desiredReplicas", serialization_alias="desiredReplicas"
+    )
+    last_scale_time: Time | None = Field(
+        default=None, validation_alias="lastScaleTime", serialization_alias="lastScaleTime"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
 
 
 class HorizontalPodAutoscaler(KubeObject):
@@ -36,28 +81,3 @@ class HorizontalPodAutoscaler(KubeObject):
     kind: str | None = "HorizontalPodAutoscaler"
     spec: HorizontalPodAutoscalerSpec | None = None
     status: HorizontalPodAutoscalerStatus | None = None
-
-
-class HorizontalPodAutoscalerSpec(K8sModel):
-    """autoscaling/v1 HorizontalPodAutoscalerSpec."""
-
-    max_replicas: int | None = Field(default=None, alias="maxReplicas")
-    min_replicas: int | None = Field(default=None, alias="minReplicas")
-    scale_target_ref: CrossVersionObjectReference | None = Field(
-        default=None, alias="scaleTargetRef"
-    )
-    target_cpu_utilization_percentage: int | None = Field(
-        default=None, alias="targetCPUUtilizationPercentage"
-    )
-
-
-class HorizontalPodAutoscalerStatus(K8sModel):
-    """autoscaling/v1 HorizontalPodAutoscalerStatus."""
-
-    current_cpu_utilization_percentage: int | None = Field(
-        default=None, alias="currentCPUUtilizationPercentage"
-    )
-    current_replicas: int | None = Field(default=None, alias="currentReplicas")
-    desired_replicas: int | None = Field(default=None, alias="desiredReplicas")
-    last_scale_time: Time | None = Field(default=None, alias="lastScaleTime")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")

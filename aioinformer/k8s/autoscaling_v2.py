@@ -40,12 +40,41 @@ __all__ = [
 ]
 
 
+class MetricTarget(K8sModel):
+    """autoscaling/v2 MetricTarget."""
+
+    average_utilization: int | None = Field(
+        default=None,
+        validation_alias="averageUtilization",
+        serialization_alias="averageUtilization",
+    )
+    average_value: Quantity | None = Field(
+        default=None, validation_alias="averageValue", serialization_alias="averageValue"
+    )
+    type: str | None = None
+    value: Quantity | None = None
+
+
 class ContainerResourceMetricSource(K8sModel):
     """autoscaling/v2 ContainerResourceMetricSource."""
 
     container: str | None = None
     name: str | None = None
     target: MetricTarget | None = None
+
+
+class MetricValueStatus(K8sModel):
+    """autoscaling/v2 MetricValueStatus."""
+
+    average_utilization: int | None = Field(
+        default=None,
+        validation_alias="averageUtilization",
+        serialization_alias="averageUtilization",
+    )
+    average_value: Quantity | None = Field(
+        default=None, validation_alias="averageValue", serialization_alias="averageValue"
+    )
+    value: Quantity | None = None
 
 
 class ContainerResourceMetricStatus(K8sModel):
@@ -59,9 +88,18 @@ class ContainerResourceMetricStatus(K8sModel):
 class CrossVersionObjectReference(K8sModel):
     """autoscaling/v2 CrossVersionObjectReference."""
 
-    api_version: str | None = Field(default=None, alias="apiVersion")
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
     kind: str | None = None
     name: str | None = None
+
+
+class MetricIdentifier(K8sModel):
+    """autoscaling/v2 MetricIdentifier."""
+
+    name: str | None = None
+    selector: meta_v1.LabelSelector | None = None
 
 
 class ExternalMetricSource(K8sModel):
@@ -81,7 +119,9 @@ class ExternalMetricStatus(K8sModel):
 class HPAScalingPolicy(K8sModel):
     """autoscaling/v2 HPAScalingPolicy."""
 
-    period_seconds: int | None = Field(default=None, alias="periodSeconds")
+    period_seconds: int | None = Field(
+        default=None, validation_alias="periodSeconds", serialization_alias="periodSeconds"
+    )
     type: str | None = None
     value: int | None = None
 
@@ -90,11 +130,153 @@ class HPAScalingRules(K8sModel):
     """autoscaling/v2 HPAScalingRules."""
 
     policies: list[HPAScalingPolicy] | None = None
-    select_policy: str | None = Field(default=None, alias="selectPolicy")
+    select_policy: str | None = Field(
+        default=None, validation_alias="selectPolicy", serialization_alias="selectPolicy"
+    )
     stabilization_window_seconds: int | None = Field(
-        default=None, alias="stabilizationWindowSeconds"
+        default=None,
+        validation_alias="stabilizationWindowSeconds",
+        serialization_alias="stabilizationWindowSeconds",
     )
     tolerance: Quantity | None = None
+
+
+class HorizontalPodAutoscalerBehavior(K8sModel):
+    """autoscaling/v2 HorizontalPodAutoscalerBehavior."""
+
+    scale_down: HPAScalingRules | None = Field(
+        default=None, validation_alias="scaleDown", serialization_alias="scaleDown"
+    )
+    scale_up: HPAScalingRules | None = Field(
+        default=None, validation_alias="scaleUp", serialization_alias="scaleUp"
+    )
+
+
+class ObjectMetricSource(K8sModel):
+    """autoscaling/v2 ObjectMetricSource."""
+
+    described_object: CrossVersionObjectReference | None = Field(
+        default=None, validation_alias="describedObject", serialization_alias="describedObject"
+    )
+    metric: MetricIdentifier | None = None
+    target: MetricTarget | None = None
+
+
+class PodsMetricSource(K8sModel):
+    """autoscaling/v2 PodsMetricSource."""
+
+    metric: MetricIdentifier | None = None
+    target: MetricTarget | None = None
+
+
+class ResourceMetricSource(K8sModel):
+    """autoscaling/v2 ResourceMetricSource."""
+
+    name: str | None = None
+    target: MetricTarget | None = None
+
+
+class MetricSpec(K8sModel):
+    """autoscaling/v2 MetricSpec."""
+
+    container_resource: ContainerResourceMetricSource | None = Field(
+        default=None, validation_alias="containerResource", serialization_alias="containerResource"
+    )
+    external: ExternalMetricSource | None = None
+    object: ObjectMetricSource | None = None
+    pods: PodsMetricSource | None = None
+    resource: ResourceMetricSource | None = None
+    type: str | None = None
+
+
+class HorizontalPodAutoscalerSpec(K8sModel):
+    """autoscaling/v2 HorizontalPodAutoscalerSpec."""
+
+    behavior: HorizontalPodAutoscalerBehavior | None = None
+    max_replicas: int | None = Field(
+        default=None, validation_alias="maxReplicas", serialization_alias="maxReplicas"
+    )
+    metrics: list[MetricSpec] | None = None
+    min_replicas: int | None = Field(
+        default=None, validation_alias="minReplicas", serialization_alias="minReplicas"
+    )
+    scale_target_ref: CrossVersionObjectReference | None = Field(
+        default=None, validation_alias="scaleTargetRef", serialization_alias="scaleTargetRef"
+    )
+
+
+class HorizontalPodAutoscalerCondition(K8sModel):
+    """autoscaling/v2 HorizontalPodAutoscalerCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class ObjectMetricStatus(K8sModel):
+    """autoscaling/v2 ObjectMetricStatus."""
+
+    current: MetricValueStatus | None = None
+    described_object: CrossVersionObjectReference | None = Field(
+        default=None, validation_alias="describedObject", serialization_alias="describedObject"
+    )
+    metric: MetricIdentifier | None = None
+
+
+class PodsMetricStatus(K8sModel):
+    """autoscaling/v2 PodsMetricStatus."""
+
+    current: MetricValueStatus | None = None
+    metric: MetricIdentifier | None = None
+
+
+class ResourceMetricStatus(K8sModel):
+    """autoscaling/v2 ResourceMetricStatus."""
+
+    current: MetricValueStatus | None = None
+    name: str | None = None
+
+
+class MetricStatus(K8sModel):
+    """autoscaling/v2 MetricStatus."""
+
+    container_resource: ContainerResourceMetricStatus | None = Field(
+        default=None, validation_alias="containerResource", serialization_alias="containerResource"
+    )
+    external: ExternalMetricStatus | None = None
+    object: ObjectMetricStatus | None = None
+    pods: PodsMetricStatus | None = None
+    resource: ResourceMetricStatus | None = None
+    type: str | None = None
+
+
+class HorizontalPodAutoscalerStatus(K8sModel):
+    """autoscaling/v2 HorizontalPodAutoscalerStatus."""
+
+    conditions: list[HorizontalPodAutoscalerCondition] | None = None
+    current_metrics: list[MetricStatus] | None = Field(
+        default=None, validation_alias="currentMetrics", serialization_alias="currentMetrics"
+    )
+    current_replicas: int | None = Field(
+        default=None, validation_alias="currentReplicas", serialization_alias="currentReplicas"
+    )
+    desired_replicas: int | None = Field(
+        default=None, validation_alias="desiredReplicas", serialization_alias="desiredReplicas"
+    )
+    last_scale_time: Time | None = Field(
+        default=None, validation_alias="lastScaleTime", serialization_alias="lastScaleTime"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
 
 
 class HorizontalPodAutoscaler(KubeObject):
@@ -105,141 +287,3 @@ class HorizontalPodAutoscaler(KubeObject):
     kind: str | None = "HorizontalPodAutoscaler"
     spec: HorizontalPodAutoscalerSpec | None = None
     status: HorizontalPodAutoscalerStatus | None = None
-
-
-class HorizontalPodAutoscalerBehavior(K8sModel):
-    """autoscaling/v2 HorizontalPodAutoscalerBehavior."""
-
-    scale_down: HPAScalingRules | None = Field(default=None, alias="scaleDown")
-    scale_up: HPAScalingRules | None = Field(default=None, alias="scaleUp")
-
-
-class HorizontalPodAutoscalerCondition(K8sModel):
-    """autoscaling/v2 HorizontalPodAutoscalerCondition."""
-
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class HorizontalPodAutoscalerSpec(K8sModel):
-    """autoscaling/v2 HorizontalPodAutoscalerSpec."""
-
-    behavior: HorizontalPodAutoscalerBehavior | None = None
-    max_replicas: int | None = Field(default=None, alias="maxReplicas")
-    metrics: list[MetricSpec] | None = None
-    min_replicas: int | None = Field(default=None, alias="minReplicas")
-    scale_target_ref: CrossVersionObjectReference | None = Field(
-        default=None, alias="scaleTargetRef"
-    )
-
-
-class HorizontalPodAutoscalerStatus(K8sModel):
-    """autoscaling/v2 HorizontalPodAutoscalerStatus."""
-
-    conditions: list[HorizontalPodAutoscalerCondition] | None = None
-    current_metrics: list[MetricStatus] | None = Field(default=None, alias="currentMetrics")
-    current_replicas: int | None = Field(default=None, alias="currentReplicas")
-    desired_replicas: int | None = Field(default=None, alias="desiredReplicas")
-    last_scale_time: Time | None = Field(default=None, alias="lastScaleTime")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-
-
-class MetricIdentifier(K8sModel):
-    """autoscaling/v2 MetricIdentifier."""
-
-    name: str | None = None
-    selector: meta_v1.LabelSelector | None = None
-
-
-class MetricSpec(K8sModel):
-    """autoscaling/v2 MetricSpec."""
-
-    container_resource: ContainerResourceMetricSource | None = Field(
-        default=None, alias="containerResource"
-    )
-    external: ExternalMetricSource | None = None
-    object: ObjectMetricSource | None = None
-    pods: PodsMetricSource | None = None
-    resource: ResourceMetricSource | None = None
-    type: str | None = None
-
-
-class MetricStatus(K8sModel):
-    """autoscaling/v2 MetricStatus."""
-
-    container_resource: ContainerResourceMetricStatus | None = Field(
-        default=None, alias="containerResource"
-    )
-    external: ExternalMetricStatus | None = None
-    object: ObjectMetricStatus | None = None
-    pods: PodsMetricStatus | None = None
-    resource: ResourceMetricStatus | None = None
-    type: str | None = None
-
-
-class MetricTarget(K8sModel):
-    """autoscaling/v2 MetricTarget."""
-
-    average_utilization: int | None = Field(default=None, alias="averageUtilization")
-    average_value: Quantity | None = Field(default=None, alias="averageValue")
-    type: str | None = None
-    value: Quantity | None = None
-
-
-class MetricValueStatus(K8sModel):
-    """autoscaling/v2 MetricValueStatus."""
-
-    average_utilization: int | None = Field(default=None, alias="averageUtilization")
-    average_value: Quantity | None = Field(default=None, alias="averageValue")
-    value: Quantity | None = None
-
-
-class ObjectMetricSource(K8sModel):
-    """autoscaling/v2 ObjectMetricSource."""
-
-    described_object: CrossVersionObjectReference | None = Field(
-        default=None, alias="describedObject"
-    )
-    metric: MetricIdentifier | None = None
-    target: MetricTarget | None = None
-
-
-class ObjectMetricStatus(K8sModel):
-    """autoscaling/v2 ObjectMetricStatus."""
-
-    current: MetricValueStatus | None = None
-    described_object: CrossVersionObjectReference | None = Field(
-        default=None, alias="describedObject"
-    )
-    metric: MetricIdentifier | None = None
-
-
-class PodsMetricSource(K8sModel):
-    """autoscaling/v2 PodsMetricSource."""
-
-    metric: MetricIdentifier | None = None
-    target: MetricTarget | None = None
-
-
-class PodsMetricStatus(K8sModel):
-    """autoscaling/v2 PodsMetricStatus."""
-
-    current: MetricValueStatus | None = None
-    metric: MetricIdentifier | None = None
-
-
-class ResourceMetricSource(K8sModel):
-    """autoscaling/v2 ResourceMetricSource."""
-
-    name: str | None = None
-    target: MetricTarget | None = None
-
-
-class ResourceMetricStatus(K8sModel):
-    """autoscaling/v2 ResourceMetricStatus."""
-
-    current: MetricValueStatus | None = None
-    name: str | None = None

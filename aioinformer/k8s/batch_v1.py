@@ -32,116 +32,12 @@ __all__ = [
 ]
 
 
-class CronJob(KubeObject):
-    """batch/v1 CronJob."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="batch/v1", alias="apiVersion")
-    kind: str | None = "CronJob"
-    spec: CronJobSpec | None = None
-    status: CronJobStatus | None = None
-
-
-class CronJobSpec(K8sModel):
-    """batch/v1 CronJobSpec."""
-
-    concurrency_policy: str | None = Field(default=None, alias="concurrencyPolicy")
-    failed_jobs_history_limit: int | None = Field(default=None, alias="failedJobsHistoryLimit")
-    job_template: JobTemplateSpec | None = Field(default=None, alias="jobTemplate")
-    schedule: str | None = None
-    starting_deadline_seconds: int | None = Field(default=None, alias="startingDeadlineSeconds")
-    successful_jobs_history_limit: int | None = Field(
-        default=None, alias="successfulJobsHistoryLimit"
-    )
-    suspend: bool | None = None
-    time_zone: str | None = Field(default=None, alias="timeZone")
-
-
-class CronJobStatus(K8sModel):
-    """batch/v1 CronJobStatus."""
-
-    active: list[core_v1.ObjectReference] | None = None
-    last_schedule_time: Time | None = Field(default=None, alias="lastScheduleTime")
-    last_successful_time: Time | None = Field(default=None, alias="lastSuccessfulTime")
-
-
-class Job(KubeObject):
-    """batch/v1 Job."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="batch/v1", alias="apiVersion")
-    kind: str | None = "Job"
-    spec: JobSpec | None = None
-    status: JobStatus | None = None
-
-
-class JobCondition(K8sModel):
-    """batch/v1 JobCondition."""
-
-    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class JobSpec(K8sModel):
-    """batch/v1 JobSpec."""
-
-    active_deadline_seconds: int | None = Field(default=None, alias="activeDeadlineSeconds")
-    backoff_limit: int | None = Field(default=None, alias="backoffLimit")
-    backoff_limit_per_index: int | None = Field(default=None, alias="backoffLimitPerIndex")
-    completion_mode: str | None = Field(default=None, alias="completionMode")
-    completions: int | None = None
-    managed_by: str | None = Field(default=None, alias="managedBy")
-    manual_selector: bool | None = Field(default=None, alias="manualSelector")
-    max_failed_indexes: int | None = Field(default=None, alias="maxFailedIndexes")
-    parallelism: int | None = None
-    pod_failure_policy: PodFailurePolicy | None = Field(default=None, alias="podFailurePolicy")
-    pod_replacement_policy: str | None = Field(default=None, alias="podReplacementPolicy")
-    selector: meta_v1.LabelSelector | None = None
-    success_policy: SuccessPolicy | None = Field(default=None, alias="successPolicy")
-    suspend: bool | None = None
-    template: core_v1.PodTemplateSpec | None = None
-    ttl_seconds_after_finished: int | None = Field(default=None, alias="ttlSecondsAfterFinished")
-
-
-class JobStatus(K8sModel):
-    """batch/v1 JobStatus."""
-
-    active: int | None = None
-    completed_indexes: str | None = Field(default=None, alias="completedIndexes")
-    completion_time: Time | None = Field(default=None, alias="completionTime")
-    conditions: list[JobCondition] | None = None
-    failed: int | None = None
-    failed_indexes: str | None = Field(default=None, alias="failedIndexes")
-    ready: int | None = None
-    start_time: Time | None = Field(default=None, alias="startTime")
-    succeeded: int | None = None
-    terminating: int | None = None
-    uncounted_terminated_pods: UncountedTerminatedPods | None = Field(
-        default=None, alias="uncountedTerminatedPods"
-    )
-
-
-class JobTemplateSpec(K8sModel):
-    """batch/v1 JobTemplateSpec."""
-
-    metadata: ObjectMeta | None = None
-    spec: JobSpec | None = None
-
-
-class PodFailurePolicy(K8sModel):
-    """batch/v1 PodFailurePolicy."""
-
-    rules: list[PodFailurePolicyRule] | None = None
-
-
 class PodFailurePolicyOnExitCodesRequirement(K8sModel):
     """batch/v1 PodFailurePolicyOnExitCodesRequirement."""
 
-    container_name: str | None = Field(default=None, alias="containerName")
+    container_name: str | None = Field(
+        default=None, validation_alias="containerName", serialization_alias="containerName"
+    )
     operator: str | None = None
     values: list[int] | None = None
 
@@ -158,10 +54,27 @@ class PodFailurePolicyRule(K8sModel):
 
     action: str | None = None
     on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = Field(
-        default=None, alias="onExitCodes"
+        default=None, validation_alias="onExitCodes", serialization_alias="onExitCodes"
     )
     on_pod_conditions: list[PodFailurePolicyOnPodConditionsPattern] | None = Field(
-        default=None, alias="onPodConditions"
+        default=None, validation_alias="onPodConditions", serialization_alias="onPodConditions"
+    )
+
+
+class PodFailurePolicy(K8sModel):
+    """batch/v1 PodFailurePolicy."""
+
+    rules: list[PodFailurePolicyRule] | None = None
+
+
+class SuccessPolicyRule(K8sModel):
+    """batch/v1 SuccessPolicyRule."""
+
+    succeeded_count: int | None = Field(
+        default=None, validation_alias="succeededCount", serialization_alias="succeededCount"
+    )
+    succeeded_indexes: str | None = Field(
+        default=None, validation_alias="succeededIndexes", serialization_alias="succeededIndexes"
     )
 
 
@@ -171,11 +84,134 @@ class SuccessPolicy(K8sModel):
     rules: list[SuccessPolicyRule] | None = None
 
 
-class SuccessPolicyRule(K8sModel):
-    """batch/v1 SuccessPolicyRule."""
+class JobSpec(K8sModel):
+    """batch/v1 JobSpec."""
 
-    succeeded_count: int | None = Field(default=None, alias="succeededCount")
-    succeeded_indexes: str | None = Field(default=None, alias="succeededIndexes")
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        validation_alias="activeDeadlineSeconds",
+        serialization_alias="activeDeadlineSeconds",
+    )
+    backoff_limit: int | None = Field(
+        default=None, validation_alias="backoffLimit", serialization_alias="backoffLimit"
+    )
+    backoff_limit_per_index: int | None = Field(
+        default=None,
+        validation_alias="backoffLimitPerIndex",
+        serialization_alias="backoffLimitPerIndex",
+    )
+    completion_mode: str | None = Field(
+        default=None, validation_alias="completionMode", serialization_alias="completionMode"
+    )
+    completions: int | None = None
+    managed_by: str | None = Field(
+        default=None, validation_alias="managedBy", serialization_alias="managedBy"
+    )
+    manual_selector: bool | None = Field(
+        default=None, validation_alias="manualSelector", serialization_alias="manualSelector"
+    )
+    max_failed_indexes: int | None = Field(
+        default=None, validation_alias="maxFailedIndexes", serialization_alias="maxFailedIndexes"
+    )
+    parallelism: int | None = None
+    pod_failure_policy: PodFailurePolicy | None = Field(
+        default=None, validation_alias="podFailurePolicy", serialization_alias="podFailurePolicy"
+    )
+    pod_replacement_policy: str | None = Field(
+        default=None,
+        validation_alias="podReplacementPolicy",
+        serialization_alias="podReplacementPolicy",
+    )
+    selector: meta_v1.LabelSelector | None = None
+    success_policy: SuccessPolicy | None = Field(
+        default=None, validation_alias="successPolicy", serialization_alias="successPolicy"
+    )
+    suspend: bool | None = None
+    template: core_v1.PodTemplateSpec | None = None
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        validation_alias="ttlSecondsAfterFinished",
+        serialization_alias="ttlSecondsAfterFinished",
+    )
+
+
+class JobTemplateSpec(K8sModel):
+    """batch/v1 JobTemplateSpec."""
+
+    metadata: ObjectMeta | None = None
+    spec: JobSpec | None = None
+
+
+class CronJobSpec(K8sModel):
+    """batch/v1 CronJobSpec."""
+
+    concurrency_policy: str | None = Field(
+        default=None, validation_alias="concurrencyPolicy", serialization_alias="concurrencyPolicy"
+    )
+    failed_jobs_history_limit: int | None = Field(
+        default=None,
+        validation_alias="failedJobsHistoryLimit",
+        serialization_alias="failedJobsHistoryLimit",
+    )
+    job_template: JobTemplateSpec | None = Field(
+        default=None, validation_alias="jobTemplate", serialization_alias="jobTemplate"
+    )
+    schedule: str | None = None
+    starting_deadline_seconds: int | None = Field(
+        default=None,
+        validation_alias="startingDeadlineSeconds",
+        serialization_alias="startingDeadlineSeconds",
+    )
+    successful_jobs_history_limit: int | None = Field(
+        default=None,
+        validation_alias="successfulJobsHistoryLimit",
+        serialization_alias="successfulJobsHistoryLimit",
+    )
+    suspend: bool | None = None
+    time_zone: str | None = Field(
+        default=None, validation_alias="timeZone", serialization_alias="timeZone"
+    )
+
+
+class CronJobStatus(K8sModel):
+    """batch/v1 CronJobStatus."""
+
+    active: list[core_v1.ObjectReference] | None = None
+    last_schedule_time: Time | None = Field(
+        default=None, validation_alias="lastScheduleTime", serialization_alias="lastScheduleTime"
+    )
+    last_successful_time: Time | None = Field(
+        default=None,
+        validation_alias="lastSuccessfulTime",
+        serialization_alias="lastSuccessfulTime",
+    )
+
+
+class CronJob(KubeObject):
+    """batch/v1 CronJob."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="batch/v1", alias="apiVersion")
+    kind: str | None = "CronJob"
+    spec: CronJobSpec | None = None
+    status: CronJobStatus | None = None
+
+
+class JobCondition(K8sModel):
+    """batch/v1 JobCondition."""
+
+    last_probe_time: Time | None = Field(
+        default=None, validation_alias="lastProbeTime", serialization_alias="lastProbeTime"
+    )
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
 
 
 class UncountedTerminatedPods(K8sModel):
@@ -183,3 +219,41 @@ class UncountedTerminatedPods(K8sModel):
 
     failed: list[str] | None = None
     succeeded: list[str] | None = None
+
+
+class JobStatus(K8sModel):
+    """batch/v1 JobStatus."""
+
+    active: int | None = None
+    completed_indexes: str | None = Field(
+        default=None, validation_alias="completedIndexes", serialization_alias="completedIndexes"
+    )
+    completion_time: Time | None = Field(
+        default=None, validation_alias="completionTime", serialization_alias="completionTime"
+    )
+    conditions: list[JobCondition] | None = None
+    failed: int | None = None
+    failed_indexes: str | None = Field(
+        default=None, validation_alias="failedIndexes", serialization_alias="failedIndexes"
+    )
+    ready: int | None = None
+    start_time: Time | None = Field(
+        default=None, validation_alias="startTime", serialization_alias="startTime"
+    )
+    succeeded: int | None = None
+    terminating: int | None = None
+    uncounted_terminated_pods: UncountedTerminatedPods | None = Field(
+        default=None,
+        validation_alias="uncountedTerminatedPods",
+        serialization_alias="uncountedTerminatedPods",
+    )
+
+
+class Job(KubeObject):
+    """batch/v1 Job."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="batch/v1", alias="apiVersion")
+    kind: str | None = "Job"
+    spec: JobSpec | None = None
+    status: JobStatus | None = None

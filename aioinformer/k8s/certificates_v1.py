@@ -20,6 +20,47 @@ __all__ = [
 ]
 
 
+class CertificateSigningRequestSpec(K8sModel):
+    """certificates.k8s.io/v1 CertificateSigningRequestSpec."""
+
+    expiration_seconds: int | None = Field(
+        default=None, validation_alias="expirationSeconds", serialization_alias="expirationSeconds"
+    )
+    extra: dict[str, list[str]] | None = None
+    groups: list[str] | None = None
+    request: str | None = None
+    signer_name: str | None = Field(
+        default=None, validation_alias="signerName", serialization_alias="signerName"
+    )
+    uid: str | None = None
+    usages: list[str] | None = None
+    username: str | None = None
+
+
+class CertificateSigningRequestCondition(K8sModel):
+    """certificates.k8s.io/v1 CertificateSigningRequestCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    last_update_time: Time | None = Field(
+        default=None, validation_alias="lastUpdateTime", serialization_alias="lastUpdateTime"
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class CertificateSigningRequestStatus(K8sModel):
+    """certificates.k8s.io/v1 CertificateSigningRequestStatus."""
+
+    certificate: str | None = None
+    conditions: list[CertificateSigningRequestCondition] | None = None
+
+
 class CertificateSigningRequest(KubeObject):
     """certificates.k8s.io/v1 CertificateSigningRequest."""
 
@@ -28,34 +69,3 @@ class CertificateSigningRequest(KubeObject):
     kind: str | None = "CertificateSigningRequest"
     spec: CertificateSigningRequestSpec | None = None
     status: CertificateSigningRequestStatus | None = None
-
-
-class CertificateSigningRequestCondition(K8sModel):
-    """certificates.k8s.io/v1 CertificateSigningRequestCondition."""
-
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    last_update_time: Time | None = Field(default=None, alias="lastUpdateTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class CertificateSigningRequestSpec(K8sModel):
-    """certificates.k8s.io/v1 CertificateSigningRequestSpec."""
-
-    expiration_seconds: int | None = Field(default=None, alias="expirationSeconds")
-    extra: dict[str, list[str]] | None = None
-    groups: list[str] | None = None
-    request: str | None = None
-    signer_name: str | None = Field(default=None, alias="signerName")
-    uid: str | None = None
-    usages: list[str] | None = None
-    username: str | None = None
-
-
-class CertificateSigningRequestStatus(K8sModel):
-    """certificates.k8s.io/v1 CertificateSigningRequestStatus."""
-
-    certificate: str | None = None
-    conditions: list[CertificateSigningRequestCondition] | None = None

@@ -18,6 +18,32 @@ __all__ = [
 ]
 
 
+class LeaseSpec(K8sModel):
+    """coordination.k8s.io/v1 LeaseSpec."""
+
+    acquire_time: MicroTime | None = Field(
+        default=None, validation_alias="acquireTime", serialization_alias="acquireTime"
+    )
+    holder_identity: str | None = Field(
+        default=None, validation_alias="holderIdentity", serialization_alias="holderIdentity"
+    )
+    lease_duration_seconds: int | None = Field(
+        default=None,
+        validation_alias="leaseDurationSeconds",
+        serialization_alias="leaseDurationSeconds",
+    )
+    lease_transitions: int | None = Field(
+        default=None, validation_alias="leaseTransitions", serialization_alias="leaseTransitions"
+    )
+    preferred_holder: str | None = Field(
+        default=None, validation_alias="preferredHolder", serialization_alias="preferredHolder"
+    )
+    renew_time: MicroTime | None = Field(
+        default=None, validation_alias="renewTime", serialization_alias="renewTime"
+    )
+    strategy: str | None = None
+
+
 class Lease(KubeObject):
     """coordination.k8s.io/v1 Lease."""
 
@@ -25,15 +51,3 @@ class Lease(KubeObject):
     api_version: str | None = Field(default="coordination.k8s.io/v1", alias="apiVersion")
     kind: str | None = "Lease"
     spec: LeaseSpec | None = None
-
-
-class LeaseSpec(K8sModel):
-    """coordination.k8s.io/v1 LeaseSpec."""
-
-    acquire_time: MicroTime | None = Field(default=None, alias="acquireTime")
-    holder_identity: str | None = Field(default=None, alias="holderIdentity")
-    lease_duration_seconds: int | None = Field(default=None, alias="leaseDurationSeconds")
-    lease_transitions: int | None = Field(default=None, alias="leaseTransitions")
-    preferred_holder: str | None = Field(default=None, alias="preferredHolder")
-    renew_time: MicroTime | None = Field(default=None, alias="renewTime")
-    strategy: str | None = None

@@ -225,95 +225,291 @@ __all__ = [
 class AWSElasticBlockStoreVolumeSource(K8sModel):
     """v1 AWSElasticBlockStoreVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     partition: int | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    volume_id: str | None = Field(default=None, alias="volumeID")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    volume_id: str | None = Field(
+        default=None, validation_alias="volumeID", serialization_alias="volumeID"
+    )
+
+
+class NodeSelectorRequirement(K8sModel):
+    """v1 NodeSelectorRequirement."""
+
+    key: str | None = None
+    operator: str | None = None
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(K8sModel):
+    """v1 NodeSelectorTerm."""
+
+    match_expressions: list[NodeSelectorRequirement] | None = Field(
+        default=None, validation_alias="matchExpressions", serialization_alias="matchExpressions"
+    )
+    match_fields: list[NodeSelectorRequirement] | None = Field(
+        default=None, validation_alias="matchFields", serialization_alias="matchFields"
+    )
+
+
+class PreferredSchedulingTerm(K8sModel):
+    """v1 PreferredSchedulingTerm."""
+
+    preference: NodeSelectorTerm | None = None
+    weight: int | None = None
+
+
+class NodeSelector(K8sModel):
+    """v1 NodeSelector."""
+
+    node_selector_terms: list[NodeSelectorTerm] | None = Field(
+        default=None, validation_alias="nodeSelectorTerms", serialization_alias="nodeSelectorTerms"
+    )
+
+
+class NodeAffinity(K8sModel):
+    """v1 NodeAffinity."""
+
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
+        Field(
+            default=None,
+            validation_alias="preferredDuringSchedulingIgnoredDuringExecution",
+            serialization_alias="preferredDuringSchedulingIgnoredDuringExecution",
+        )
+    )
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = Field(
+        default=None,
+        validation_alias="requiredDuringSchedulingIgnoredDuringExecution",
+        serialization_alias="requiredDuringSchedulingIgnoredDuringExecution",
+    )
+
+
+class PodAffinityTerm(K8sModel):
+    """v1 PodAffinityTerm."""
+
+    label_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="labelSelector", serialization_alias="labelSelector"
+    )
+    match_label_keys: list[str] | None = Field(
+        default=None, validation_alias="matchLabelKeys", serialization_alias="matchLabelKeys"
+    )
+    mismatch_label_keys: list[str] | None = Field(
+        default=None, validation_alias="mismatchLabelKeys", serialization_alias="mismatchLabelKeys"
+    )
+    namespace_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="namespaceSelector", serialization_alias="namespaceSelector"
+    )
+    namespaces: list[str] | None = None
+    topology_key: str | None = Field(
+        default=None, validation_alias="topologyKey", serialization_alias="topologyKey"
+    )
+
+
+class WeightedPodAffinityTerm(K8sModel):
+    """v1 WeightedPodAffinityTerm."""
+
+    pod_affinity_term: PodAffinityTerm | None = Field(
+        default=None, validation_alias="podAffinityTerm", serialization_alias="podAffinityTerm"
+    )
+    weight: int | None = None
+
+
+class PodAffinity(K8sModel):
+    """v1 PodAffinity."""
+
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
+        Field(
+            default=None,
+            validation_alias="preferredDuringSchedulingIgnoredDuringExecution",
+            serialization_alias="preferredDuringSchedulingIgnoredDuringExecution",
+        )
+    )
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
+        default=None,
+        validation_alias="requiredDuringSchedulingIgnoredDuringExecution",
+        serialization_alias="requiredDuringSchedulingIgnoredDuringExecution",
+    )
+
+
+class PodAntiAffinity(K8sModel):
+    """v1 PodAntiAffinity."""
+
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
+        Field(
+            default=None,
+            validation_alias="preferredDuringSchedulingIgnoredDuringExecution",
+            serialization_alias="preferredDuringSchedulingIgnoredDuringExecution",
+        )
+    )
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
+        default=None,
+        validation_alias="requiredDuringSchedulingIgnoredDuringExecution",
+        serialization_alias="requiredDuringSchedulingIgnoredDuringExecution",
+    )
 
 
 class Affinity(K8sModel):
     """v1 Affinity."""
 
-    node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")
-    pod_affinity: PodAffinity | None = Field(default=None, alias="podAffinity")
-    pod_anti_affinity: PodAntiAffinity | None = Field(default=None, alias="podAntiAffinity")
+    node_affinity: NodeAffinity | None = Field(
+        default=None, validation_alias="nodeAffinity", serialization_alias="nodeAffinity"
+    )
+    pod_affinity: PodAffinity | None = Field(
+        default=None, validation_alias="podAffinity", serialization_alias="podAffinity"
+    )
+    pod_anti_affinity: PodAntiAffinity | None = Field(
+        default=None, validation_alias="podAntiAffinity", serialization_alias="podAntiAffinity"
+    )
 
 
 class AppArmorProfile(K8sModel):
     """v1 AppArmorProfile."""
 
-    localhost_profile: str | None = Field(default=None, alias="localhostProfile")
+    localhost_profile: str | None = Field(
+        default=None, validation_alias="localhostProfile", serialization_alias="localhostProfile"
+    )
     type: str | None = None
 
 
 class AttachedVolume(K8sModel):
     """v1 AttachedVolume."""
 
-    device_path: str | None = Field(default=None, alias="devicePath")
+    device_path: str | None = Field(
+        default=None, validation_alias="devicePath", serialization_alias="devicePath"
+    )
     name: str | None = None
 
 
 class AzureDiskVolumeSource(K8sModel):
     """v1 AzureDiskVolumeSource."""
 
-    caching_mode: str | None = Field(default=None, alias="cachingMode")
-    disk_name: str | None = Field(default=None, alias="diskName")
-    disk_uri: str | None = Field(default=None, alias="diskURI")
-    fs_type: str | None = Field(default=None, alias="fsType")
+    caching_mode: str | None = Field(
+        default=None, validation_alias="cachingMode", serialization_alias="cachingMode"
+    )
+    disk_name: str | None = Field(
+        default=None, validation_alias="diskName", serialization_alias="diskName"
+    )
+    disk_uri: str | None = Field(
+        default=None, validation_alias="diskURI", serialization_alias="diskURI"
+    )
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     kind: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
 
 
 class AzureFilePersistentVolumeSource(K8sModel):
     """v1 AzureFilePersistentVolumeSource."""
 
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_name: str | None = Field(default=None, alias="secretName")
-    secret_namespace: str | None = Field(default=None, alias="secretNamespace")
-    share_name: str | None = Field(default=None, alias="shareName")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_name: str | None = Field(
+        default=None, validation_alias="secretName", serialization_alias="secretName"
+    )
+    secret_namespace: str | None = Field(
+        default=None, validation_alias="secretNamespace", serialization_alias="secretNamespace"
+    )
+    share_name: str | None = Field(
+        default=None, validation_alias="shareName", serialization_alias="shareName"
+    )
 
 
 class AzureFileVolumeSource(K8sModel):
     """v1 AzureFileVolumeSource."""
 
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_name: str | None = Field(default=None, alias="secretName")
-    share_name: str | None = Field(default=None, alias="shareName")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_name: str | None = Field(
+        default=None, validation_alias="secretName", serialization_alias="secretName"
+    )
+    share_name: str | None = Field(
+        default=None, validation_alias="shareName", serialization_alias="shareName"
+    )
+
+
+class SecretReference(K8sModel):
+    """v1 SecretReference."""
+
+    name: str | None = None
+    namespace: str | None = None
 
 
 class CSIPersistentVolumeSource(K8sModel):
     """v1 CSIPersistentVolumeSource."""
 
     controller_expand_secret_ref: SecretReference | None = Field(
-        default=None, alias="controllerExpandSecretRef"
+        default=None,
+        validation_alias="controllerExpandSecretRef",
+        serialization_alias="controllerExpandSecretRef",
     )
     controller_publish_secret_ref: SecretReference | None = Field(
-        default=None, alias="controllerPublishSecretRef"
+        default=None,
+        validation_alias="controllerPublishSecretRef",
+        serialization_alias="controllerPublishSecretRef",
     )
     driver: str | None = None
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     node_expand_secret_ref: SecretReference | None = Field(
-        default=None, alias="nodeExpandSecretRef"
+        default=None,
+        validation_alias="nodeExpandSecretRef",
+        serialization_alias="nodeExpandSecretRef",
     )
     node_publish_secret_ref: SecretReference | None = Field(
-        default=None, alias="nodePublishSecretRef"
+        default=None,
+        validation_alias="nodePublishSecretRef",
+        serialization_alias="nodePublishSecretRef",
     )
-    node_stage_secret_ref: SecretReference | None = Field(default=None, alias="nodeStageSecretRef")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    volume_attributes: dict[str, str] | None = Field(default=None, alias="volumeAttributes")
-    volume_handle: str | None = Field(default=None, alias="volumeHandle")
+    node_stage_secret_ref: SecretReference | None = Field(
+        default=None,
+        validation_alias="nodeStageSecretRef",
+        serialization_alias="nodeStageSecretRef",
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    volume_attributes: dict[str, str] | None = Field(
+        default=None, validation_alias="volumeAttributes", serialization_alias="volumeAttributes"
+    )
+    volume_handle: str | None = Field(
+        default=None, validation_alias="volumeHandle", serialization_alias="volumeHandle"
+    )
+
+
+class LocalObjectReference(K8sModel):
+    """v1 LocalObjectReference."""
+
+    name: str | None = None
 
 
 class CSIVolumeSource(K8sModel):
     """v1 CSIVolumeSource."""
 
     driver: str | None = None
-    fs_type: str | None = Field(default=None, alias="fsType")
-    node_publish_secret_ref: LocalObjectReference | None = Field(
-        default=None, alias="nodePublishSecretRef"
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
     )
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    volume_attributes: dict[str, str] | None = Field(default=None, alias="volumeAttributes")
+    node_publish_secret_ref: LocalObjectReference | None = Field(
+        default=None,
+        validation_alias="nodePublishSecretRef",
+        serialization_alias="nodePublishSecretRef",
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    volume_attributes: dict[str, str] | None = Field(
+        default=None, validation_alias="volumeAttributes", serialization_alias="volumeAttributes"
+    )
 
 
 class Capabilities(K8sModel):
@@ -328,9 +524,15 @@ class CephFSPersistentVolumeSource(K8sModel):
 
     monitors: list[str] | None = None
     path: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_file: str | None = Field(default=None, alias="secretFile")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_file: str | None = Field(
+        default=None, validation_alias="secretFile", serialization_alias="secretFile"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
     user: str | None = None
 
 
@@ -339,44 +541,72 @@ class CephFSVolumeSource(K8sModel):
 
     monitors: list[str] | None = None
     path: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_file: str | None = Field(default=None, alias="secretFile")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_file: str | None = Field(
+        default=None, validation_alias="secretFile", serialization_alias="secretFile"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
     user: str | None = None
 
 
 class CinderPersistentVolumeSource(K8sModel):
     """v1 CinderPersistentVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
-    volume_id: str | None = Field(default=None, alias="volumeID")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    volume_id: str | None = Field(
+        default=None, validation_alias="volumeID", serialization_alias="volumeID"
+    )
 
 
 class CinderVolumeSource(K8sModel):
     """v1 CinderVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
-    volume_id: str | None = Field(default=None, alias="volumeID")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    volume_id: str | None = Field(
+        default=None, validation_alias="volumeID", serialization_alias="volumeID"
+    )
 
 
 class ClientIPConfig(K8sModel):
     """v1 ClientIPConfig."""
 
-    timeout_seconds: int | None = Field(default=None, alias="timeoutSeconds")
+    timeout_seconds: int | None = Field(
+        default=None, validation_alias="timeoutSeconds", serialization_alias="timeoutSeconds"
+    )
 
 
 class ClusterTrustBundleProjection(K8sModel):
     """v1 ClusterTrustBundleProjection."""
 
-    label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
+    label_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="labelSelector", serialization_alias="labelSelector"
+    )
     name: str | None = None
     optional: bool | None = None
     path: str | None = None
-    signer_name: str | None = Field(default=None, alias="signerName")
+    signer_name: str | None = Field(
+        default=None, validation_alias="signerName", serialization_alias="signerName"
+    )
 
 
 class ComponentCondition(K8sModel):
@@ -403,7 +633,9 @@ class ConfigMap(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="v1", alias="apiVersion")
     kind: str | None = "ConfigMap"
-    binary_data: dict[str, str] | None = Field(default=None, alias="binaryData")
+    binary_data: dict[str, str] | None = Field(
+        default=None, validation_alias="binaryData", serialization_alias="binaryData"
+    )
     data: dict[str, str] | None = None
     immutable: bool | None = None
 
@@ -426,11 +658,23 @@ class ConfigMapKeySelector(K8sModel):
 class ConfigMapNodeConfigSource(K8sModel):
     """v1 ConfigMapNodeConfigSource."""
 
-    kubelet_config_key: str | None = Field(default=None, alias="kubeletConfigKey")
+    kubelet_config_key: str | None = Field(
+        default=None, validation_alias="kubeletConfigKey", serialization_alias="kubeletConfigKey"
+    )
     name: str | None = None
     namespace: str | None = None
-    resource_version: str | None = Field(default=None, alias="resourceVersion")
+    resource_version: str | None = Field(
+        default=None, validation_alias="resourceVersion", serialization_alias="resourceVersion"
+    )
     uid: str | None = None
+
+
+class KeyToPath(K8sModel):
+    """v1 KeyToPath."""
+
+    key: str | None = None
+    mode: int | None = None
+    path: str | None = None
 
 
 class ConfigMapProjection(K8sModel):
@@ -444,10 +688,379 @@ class ConfigMapProjection(K8sModel):
 class ConfigMapVolumeSource(K8sModel):
     """v1 ConfigMapVolumeSource."""
 
-    default_mode: int | None = Field(default=None, alias="defaultMode")
+    default_mode: int | None = Field(
+        default=None, validation_alias="defaultMode", serialization_alias="defaultMode"
+    )
     items: list[KeyToPath] | None = None
     name: str | None = None
     optional: bool | None = None
+
+
+class ObjectFieldSelector(K8sModel):
+    """v1 ObjectFieldSelector."""
+
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
+    field_path: str | None = Field(
+        default=None, validation_alias="fieldPath", serialization_alias="fieldPath"
+    )
+
+
+class FileKeySelector(K8sModel):
+    """v1 FileKeySelector."""
+
+    key: str | None = None
+    optional: bool | None = None
+    path: str | None = None
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+
+
+class ResourceFieldSelector(K8sModel):
+    """v1 ResourceFieldSelector."""
+
+    container_name: str | None = Field(
+        default=None, validation_alias="containerName", serialization_alias="containerName"
+    )
+    divisor: Quantity | None = None
+    resource: str | None = None
+
+
+class SecretKeySelector(K8sModel):
+    """v1 SecretKeySelector."""
+
+    key: str | None = None
+    name: str | None = None
+    optional: bool | None = None
+
+
+class EnvVarSource(K8sModel):
+    """v1 EnvVarSource."""
+
+    config_map_key_ref: ConfigMapKeySelector | None = Field(
+        default=None, validation_alias="configMapKeyRef", serialization_alias="configMapKeyRef"
+    )
+    field_ref: ObjectFieldSelector | None = Field(
+        default=None, validation_alias="fieldRef", serialization_alias="fieldRef"
+    )
+    file_key_ref: FileKeySelector | None = Field(
+        default=None, validation_alias="fileKeyRef", serialization_alias="fileKeyRef"
+    )
+    resource_field_ref: ResourceFieldSelector | None = Field(
+        default=None, validation_alias="resourceFieldRef", serialization_alias="resourceFieldRef"
+    )
+    secret_key_ref: SecretKeySelector | None = Field(
+        default=None, validation_alias="secretKeyRef", serialization_alias="secretKeyRef"
+    )
+
+
+class EnvVar(K8sModel):
+    """v1 EnvVar."""
+
+    name: str | None = None
+    value: str | None = None
+    value_from: EnvVarSource | None = Field(
+        default=None, validation_alias="valueFrom", serialization_alias="valueFrom"
+    )
+
+
+class SecretEnvSource(K8sModel):
+    """v1 SecretEnvSource."""
+
+    name: str | None = None
+    optional: bool | None = None
+
+
+class EnvFromSource(K8sModel):
+    """v1 EnvFromSource."""
+
+    config_map_ref: ConfigMapEnvSource | None = Field(
+        default=None, validation_alias="configMapRef", serialization_alias="configMapRef"
+    )
+    prefix: str | None = None
+    secret_ref: SecretEnvSource | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+
+
+class ExecAction(K8sModel):
+    """v1 ExecAction."""
+
+    command: list[str] | None = None
+
+
+class HTTPHeader(K8sModel):
+    """v1 HTTPHeader."""
+
+    name: str | None = None
+    value: str | None = None
+
+
+class HTTPGetAction(K8sModel):
+    """v1 HTTPGetAction."""
+
+    host: str | None = None
+    http_headers: list[HTTPHeader] | None = Field(
+        default=None, validation_alias="httpHeaders", serialization_alias="httpHeaders"
+    )
+    path: str | None = None
+    port: IntOrString | None = None
+    scheme: str | None = None
+
+
+class SleepAction(K8sModel):
+    """v1 SleepAction."""
+
+    seconds: int | None = None
+
+
+class TCPSocketAction(K8sModel):
+    """v1 TCPSocketAction."""
+
+    host: str | None = None
+    port: IntOrString | None = None
+
+
+class LifecycleHandler(K8sModel):
+    """v1 LifecycleHandler."""
+
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = Field(
+        default=None, validation_alias="httpGet", serialization_alias="httpGet"
+    )
+    sleep: SleepAction | None = None
+    tcp_socket: TCPSocketAction | None = Field(
+        default=None, validation_alias="tcpSocket", serialization_alias="tcpSocket"
+    )
+
+
+class Lifecycle(K8sModel):
+    """v1 Lifecycle."""
+
+    post_start: LifecycleHandler | None = Field(
+        default=None, validation_alias="postStart", serialization_alias="postStart"
+    )
+    pre_stop: LifecycleHandler | None = Field(
+        default=None, validation_alias="preStop", serialization_alias="preStop"
+    )
+    stop_signal: str | None = Field(
+        default=None, validation_alias="stopSignal", serialization_alias="stopSignal"
+    )
+
+
+class GRPCAction(K8sModel):
+    """v1 GRPCAction."""
+
+    port: int | None = None
+    service: str | None = None
+
+
+class Probe(K8sModel):
+    """v1 Probe."""
+
+    exec: ExecAction | None = None
+    failure_threshold: int | None = Field(
+        default=None, validation_alias="failureThreshold", serialization_alias="failureThreshold"
+    )
+    grpc: GRPCAction | None = None
+    http_get: HTTPGetAction | None = Field(
+        default=None, validation_alias="httpGet", serialization_alias="httpGet"
+    )
+    initial_delay_seconds: int | None = Field(
+        default=None,
+        validation_alias="initialDelaySeconds",
+        serialization_alias="initialDelaySeconds",
+    )
+    period_seconds: int | None = Field(
+        default=None, validation_alias="periodSeconds", serialization_alias="periodSeconds"
+    )
+    success_threshold: int | None = Field(
+        default=None, validation_alias="successThreshold", serialization_alias="successThreshold"
+    )
+    tcp_socket: TCPSocketAction | None = Field(
+        default=None, validation_alias="tcpSocket", serialization_alias="tcpSocket"
+    )
+    termination_grace_period_seconds: int | None = Field(
+        default=None,
+        validation_alias="terminationGracePeriodSeconds",
+        serialization_alias="terminationGracePeriodSeconds",
+    )
+    timeout_seconds: int | None = Field(
+        default=None, validation_alias="timeoutSeconds", serialization_alias="timeoutSeconds"
+    )
+
+
+class ContainerPort(K8sModel):
+    """v1 ContainerPort."""
+
+    container_port: int | None = Field(
+        default=None, validation_alias="containerPort", serialization_alias="containerPort"
+    )
+    host_ip: str | None = Field(
+        default=None, validation_alias="hostIP", serialization_alias="hostIP"
+    )
+    host_port: int | None = Field(
+        default=None, validation_alias="hostPort", serialization_alias="hostPort"
+    )
+    name: str | None = None
+    protocol: str | None = None
+
+
+class ContainerResizePolicy(K8sModel):
+    """v1 ContainerResizePolicy."""
+
+    resource_name: str | None = Field(
+        default=None, validation_alias="resourceName", serialization_alias="resourceName"
+    )
+    restart_policy: str | None = Field(
+        default=None, validation_alias="restartPolicy", serialization_alias="restartPolicy"
+    )
+
+
+class ResourceClaim(K8sModel):
+    """v1 ResourceClaim."""
+
+    name: str | None = None
+    request: str | None = None
+
+
+class ResourceRequirements(K8sModel):
+    """v1 ResourceRequirements."""
+
+    claims: list[ResourceClaim] | None = None
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class ContainerRestartRuleOnExitCodes(K8sModel):
+    """v1 ContainerRestartRuleOnExitCodes."""
+
+    operator: str | None = None
+    values: list[int] | None = None
+
+
+class ContainerRestartRule(K8sModel):
+    """v1 ContainerRestartRule."""
+
+    action: str | None = None
+    exit_codes: ContainerRestartRuleOnExitCodes | None = Field(
+        default=None, validation_alias="exitCodes", serialization_alias="exitCodes"
+    )
+
+
+class SELinuxOptions(K8sModel):
+    """v1 SELinuxOptions."""
+
+    level: str | None = None
+    role: str | None = None
+    type: str | None = None
+    user: str | None = None
+
+
+class SeccompProfile(K8sModel):
+    """v1 SeccompProfile."""
+
+    localhost_profile: str | None = Field(
+        default=None, validation_alias="localhostProfile", serialization_alias="localhostProfile"
+    )
+    type: str | None = None
+
+
+class WindowsSecurityContextOptions(K8sModel):
+    """v1 WindowsSecurityContextOptions."""
+
+    gmsa_credential_spec: str | None = Field(
+        default=None,
+        validation_alias="gmsaCredentialSpec",
+        serialization_alias="gmsaCredentialSpec",
+    )
+    gmsa_credential_spec_name: str | None = Field(
+        default=None,
+        validation_alias="gmsaCredentialSpecName",
+        serialization_alias="gmsaCredentialSpecName",
+    )
+    host_process: bool | None = Field(
+        default=None, validation_alias="hostProcess", serialization_alias="hostProcess"
+    )
+    run_as_user_name: str | None = Field(
+        default=None, validation_alias="runAsUserName", serialization_alias="runAsUserName"
+    )
+
+
+class SecurityContext(K8sModel):
+    """v1 SecurityContext."""
+
+    allow_privilege_escalation: bool | None = Field(
+        default=None,
+        validation_alias="allowPrivilegeEscalation",
+        serialization_alias="allowPrivilegeEscalation",
+    )
+    app_armor_profile: AppArmorProfile | None = Field(
+        default=None, validation_alias="appArmorProfile", serialization_alias="appArmorProfile"
+    )
+    capabilities: Capabilities | None = None
+    privileged: bool | None = None
+    proc_mount: str | None = Field(
+        default=None, validation_alias="procMount", serialization_alias="procMount"
+    )
+    read_only_root_filesystem: bool | None = Field(
+        default=None,
+        validation_alias="readOnlyRootFilesystem",
+        serialization_alias="readOnlyRootFilesystem",
+    )
+    run_as_group: int | None = Field(
+        default=None, validation_alias="runAsGroup", serialization_alias="runAsGroup"
+    )
+    run_as_non_root: bool | None = Field(
+        default=None, validation_alias="runAsNonRoot", serialization_alias="runAsNonRoot"
+    )
+    run_as_user: int | None = Field(
+        default=None, validation_alias="runAsUser", serialization_alias="runAsUser"
+    )
+    se_linux_options: SELinuxOptions | None = Field(
+        default=None, validation_alias="seLinuxOptions", serialization_alias="seLinuxOptions"
+    )
+    seccomp_profile: SeccompProfile | None = Field(
+        default=None, validation_alias="seccompProfile", serialization_alias="seccompProfile"
+    )
+    windows_options: WindowsSecurityContextOptions | None = Field(
+        default=None, validation_alias="windowsOptions", serialization_alias="windowsOptions"
+    )
+
+
+class VolumeDevice(K8sModel):
+    """v1 VolumeDevice."""
+
+    device_path: str | None = Field(
+        default=None, validation_alias="devicePath", serialization_alias="devicePath"
+    )
+    name: str | None = None
+
+
+class VolumeMount(K8sModel):
+    """v1 VolumeMount."""
+
+    mount_path: str | None = Field(
+        default=None, validation_alias="mountPath", serialization_alias="mountPath"
+    )
+    mount_propagation: str | None = Field(
+        default=None, validation_alias="mountPropagation", serialization_alias="mountPropagation"
+    )
+    name: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    recursive_read_only: str | None = Field(
+        default=None, validation_alias="recursiveReadOnly", serialization_alias="recursiveReadOnly"
+    )
+    sub_path: str | None = Field(
+        default=None, validation_alias="subPath", serialization_alias="subPath"
+    )
+    sub_path_expr: str | None = Field(
+        default=None, validation_alias="subPathExpr", serialization_alias="subPathExpr"
+    )
 
 
 class Container(K8sModel):
@@ -456,76 +1069,122 @@ class Container(K8sModel):
     args: list[str] | None = None
     command: list[str] | None = None
     env: list[EnvVar] | None = None
-    env_from: list[EnvFromSource] | None = Field(default=None, alias="envFrom")
+    env_from: list[EnvFromSource] | None = Field(
+        default=None, validation_alias="envFrom", serialization_alias="envFrom"
+    )
     image: str | None = None
-    image_pull_policy: str | None = Field(default=None, alias="imagePullPolicy")
+    image_pull_policy: str | None = Field(
+        default=None, validation_alias="imagePullPolicy", serialization_alias="imagePullPolicy"
+    )
     lifecycle: Lifecycle | None = None
-    liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
+    liveness_probe: Probe | None = Field(
+        default=None, validation_alias="livenessProbe", serialization_alias="livenessProbe"
+    )
     name: str | None = None
     ports: list[ContainerPort] | None = None
-    readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
-    resize_policy: list[ContainerResizePolicy] | None = Field(default=None, alias="resizePolicy")
-    resources: ResourceRequirements | None = None
-    restart_policy: str | None = Field(default=None, alias="restartPolicy")
-    restart_policy_rules: list[ContainerRestartRule] | None = Field(
-        default=None, alias="restartPolicyRules"
+    readiness_probe: Probe | None = Field(
+        default=None, validation_alias="readinessProbe", serialization_alias="readinessProbe"
     )
-    security_context: SecurityContext | None = Field(default=None, alias="securityContext")
-    startup_probe: Probe | None = Field(default=None, alias="startupProbe")
+    resize_policy: list[ContainerResizePolicy] | None = Field(
+        default=None, validation_alias="resizePolicy", serialization_alias="resizePolicy"
+    )
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = Field(
+        default=None, validation_alias="restartPolicy", serialization_alias="restartPolicy"
+    )
+    restart_policy_rules: list[ContainerRestartRule] | None = Field(
+        default=None,
+        validation_alias="restartPolicyRules",
+        serialization_alias="restartPolicyRules",
+    )
+    security_context: SecurityContext | None = Field(
+        default=None, validation_alias="securityContext", serialization_alias="securityContext"
+    )
+    startup_probe: Probe | None = Field(
+        default=None, validation_alias="startupProbe", serialization_alias="startupProbe"
+    )
     stdin: bool | None = None
-    stdin_once: bool | None = Field(default=None, alias="stdinOnce")
-    termination_message_path: str | None = Field(default=None, alias="terminationMessagePath")
-    termination_message_policy: str | None = Field(default=None, alias="terminationMessagePolicy")
+    stdin_once: bool | None = Field(
+        default=None, validation_alias="stdinOnce", serialization_alias="stdinOnce"
+    )
+    termination_message_path: str | None = Field(
+        default=None,
+        validation_alias="terminationMessagePath",
+        serialization_alias="terminationMessagePath",
+    )
+    termination_message_policy: str | None = Field(
+        default=None,
+        validation_alias="terminationMessagePolicy",
+        serialization_alias="terminationMessagePolicy",
+    )
     tty: bool | None = None
-    volume_devices: list[VolumeDevice] | None = Field(default=None, alias="volumeDevices")
-    volume_mounts: list[VolumeMount] | None = Field(default=None, alias="volumeMounts")
-    working_dir: str | None = Field(default=None, alias="workingDir")
+    volume_devices: list[VolumeDevice] | None = Field(
+        default=None, validation_alias="volumeDevices", serialization_alias="volumeDevices"
+    )
+    volume_mounts: list[VolumeMount] | None = Field(
+        default=None, validation_alias="volumeMounts", serialization_alias="volumeMounts"
+    )
+    working_dir: str | None = Field(
+        default=None, validation_alias="workingDir", serialization_alias="workingDir"
+    )
 
 
 class ContainerExtendedResourceRequest(K8sModel):
     """v1 ContainerExtendedResourceRequest."""
 
-    container_name: str | None = Field(default=None, alias="containerName")
-    request_name: str | None = Field(default=None, alias="requestName")
-    resource_name: str | None = Field(default=None, alias="resourceName")
+    container_name: str | None = Field(
+        default=None, validation_alias="containerName", serialization_alias="containerName"
+    )
+    request_name: str | None = Field(
+        default=None, validation_alias="requestName", serialization_alias="requestName"
+    )
+    resource_name: str | None = Field(
+        default=None, validation_alias="resourceName", serialization_alias="resourceName"
+    )
 
 
 class ContainerImage(K8sModel):
     """v1 ContainerImage."""
 
     names: list[str] | None = None
-    size_bytes: int | None = Field(default=None, alias="sizeBytes")
+    size_bytes: int | None = Field(
+        default=None, validation_alias="sizeBytes", serialization_alias="sizeBytes"
+    )
 
 
-class ContainerPort(K8sModel):
-    """v1 ContainerPort."""
+class ContainerStateRunning(K8sModel):
+    """v1 ContainerStateRunning."""
 
-    container_port: int | None = Field(default=None, alias="containerPort")
-    host_ip: str | None = Field(default=None, alias="hostIP")
-    host_port: int | None = Field(default=None, alias="hostPort")
-    name: str | None = None
-    protocol: str | None = None
+    started_at: Time | None = Field(
+        default=None, validation_alias="startedAt", serialization_alias="startedAt"
+    )
 
 
-class ContainerResizePolicy(K8sModel):
-    """v1 ContainerResizePolicy."""
+class ContainerStateTerminated(K8sModel):
+    """v1 ContainerStateTerminated."""
 
-    resource_name: str | None = Field(default=None, alias="resourceName")
-    restart_policy: str | None = Field(default=None, alias="restartPolicy")
+    container_id: str | None = Field(
+        default=None, validation_alias="containerID", serialization_alias="containerID"
+    )
+    exit_code: int | None = Field(
+        default=None, validation_alias="exitCode", serialization_alias="exitCode"
+    )
+    finished_at: Time | None = Field(
+        default=None, validation_alias="finishedAt", serialization_alias="finishedAt"
+    )
+    message: str | None = None
+    reason: str | None = None
+    signal: int | None = None
+    started_at: Time | None = Field(
+        default=None, validation_alias="startedAt", serialization_alias="startedAt"
+    )
 
 
-class ContainerRestartRule(K8sModel):
-    """v1 ContainerRestartRule."""
+class ContainerStateWaiting(K8sModel):
+    """v1 ContainerStateWaiting."""
 
-    action: str | None = None
-    exit_codes: ContainerRestartRuleOnExitCodes | None = Field(default=None, alias="exitCodes")
-
-
-class ContainerRestartRuleOnExitCodes(K8sModel):
-    """v1 ContainerRestartRuleOnExitCodes."""
-
-    operator: str | None = None
-    values: list[int] | None = None
+    message: str | None = None
+    reason: str | None = None
 
 
 class ContainerState(K8sModel):
@@ -536,53 +1195,33 @@ class ContainerState(K8sModel):
     waiting: ContainerStateWaiting | None = None
 
 
-class ContainerStateRunning(K8sModel):
-    """v1 ContainerStateRunning."""
+class ResourceHealth(K8sModel):
+    """v1 ResourceHealth."""
 
-    started_at: Time | None = Field(default=None, alias="startedAt")
-
-
-class ContainerStateTerminated(K8sModel):
-    """v1 ContainerStateTerminated."""
-
-    container_id: str | None = Field(default=None, alias="containerID")
-    exit_code: int | None = Field(default=None, alias="exitCode")
-    finished_at: Time | None = Field(default=None, alias="finishedAt")
+    health: str | None = None
     message: str | None = None
-    reason: str | None = None
-    signal: int | None = None
-    started_at: Time | None = Field(default=None, alias="startedAt")
-
-
-class ContainerStateWaiting(K8sModel):
-    """v1 ContainerStateWaiting."""
-
-    message: str | None = None
-    reason: str | None = None
-
-
-class ContainerStatus(K8sModel):
-    """v1 ContainerStatus."""
-
-    allocated_resources: dict[str, Quantity] | None = Field(
-        default=None, alias="allocatedResources"
+    resource_id: str | None = Field(
+        default=None, validation_alias="resourceID", serialization_alias="resourceID"
     )
-    allocated_resources_status: list[ResourceStatus] | None = Field(
-        default=None, alias="allocatedResourcesStatus"
-    )
-    container_id: str | None = Field(default=None, alias="containerID")
-    image: str | None = None
-    image_id: str | None = Field(default=None, alias="imageID")
-    last_state: ContainerState | None = Field(default=None, alias="lastState")
+
+
+class ResourceStatus(K8sModel):
+    """v1 ResourceStatus."""
+
     name: str | None = None
-    ready: bool | None = None
-    resources: ResourceRequirements | None = None
-    restart_count: int | None = Field(default=None, alias="restartCount")
-    started: bool | None = None
-    state: ContainerState | None = None
-    stop_signal: str | None = Field(default=None, alias="stopSignal")
-    user: ContainerUser | None = None
-    volume_mounts: list[VolumeMountStatus] | None = Field(default=None, alias="volumeMounts")
+    resources: list[ResourceHealth] | None = None
+
+
+class LinuxContainerUser(K8sModel):
+    """v1 LinuxContainerUser."""
+
+    gid: int | None = None
+    supplemental_groups: list[int] | None = Field(
+        default=None,
+        validation_alias="supplementalGroups",
+        serialization_alias="supplementalGroups",
+    )
+    uid: int | None = None
 
 
 class ContainerUser(K8sModel):
@@ -591,10 +1230,95 @@ class ContainerUser(K8sModel):
     linux: LinuxContainerUser | None = None
 
 
+class ImageVolumeStatus(K8sModel):
+    """v1 ImageVolumeStatus."""
+
+    image_ref: str | None = Field(
+        default=None, validation_alias="imageRef", serialization_alias="imageRef"
+    )
+
+
+class VolumeStatus(K8sModel):
+    """v1 VolumeStatus."""
+
+    image: ImageVolumeStatus | None = None
+
+
+class VolumeMountStatus(K8sModel):
+    """v1 VolumeMountStatus."""
+
+    mount_path: str | None = Field(
+        default=None, validation_alias="mountPath", serialization_alias="mountPath"
+    )
+    name: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    recursive_read_only: str | None = Field(
+        default=None, validation_alias="recursiveReadOnly", serialization_alias="recursiveReadOnly"
+    )
+    volume_status: VolumeStatus | None = Field(
+        default=None, validation_alias="volumeStatus", serialization_alias="volumeStatus"
+    )
+
+
+class ContainerStatus(K8sModel):
+    """v1 ContainerStatus."""
+
+    allocated_resources: dict[str, Quantity] | None = Field(
+        default=None,
+        validation_alias="allocatedResources",
+        serialization_alias="allocatedResources",
+    )
+    allocated_resources_status: list[ResourceStatus] | None = Field(
+        default=None,
+        validation_alias="allocatedResourcesStatus",
+        serialization_alias="allocatedResourcesStatus",
+    )
+    container_id: str | None = Field(
+        default=None, validation_alias="containerID", serialization_alias="containerID"
+    )
+    image: str | None = None
+    image_id: str | None = Field(
+        default=None, validation_alias="imageID", serialization_alias="imageID"
+    )
+    last_state: ContainerState | None = Field(
+        default=None, validation_alias="lastState", serialization_alias="lastState"
+    )
+    name: str | None = None
+    ready: bool | None = None
+    resources: ResourceRequirements | None = None
+    restart_count: int | None = Field(
+        default=None, validation_alias="restartCount", serialization_alias="restartCount"
+    )
+    started: bool | None = None
+    state: ContainerState | None = None
+    stop_signal: str | None = Field(
+        default=None, validation_alias="stopSignal", serialization_alias="stopSignal"
+    )
+    user: ContainerUser | None = None
+    volume_mounts: list[VolumeMountStatus] | None = Field(
+        default=None, validation_alias="volumeMounts", serialization_alias="volumeMounts"
+    )
+
+
 class DaemonEndpoint(K8sModel):
     """v1 DaemonEndpoint."""
 
-    port: int | None = Field(default=None, alias="Port")
+    port: int | None = Field(default=None, validation_alias="Port", serialization_alias="Port")
+
+
+class DownwardAPIVolumeFile(K8sModel):
+    """v1 DownwardAPIVolumeFile."""
+
+    field_ref: ObjectFieldSelector | None = Field(
+        default=None, validation_alias="fieldRef", serialization_alias="fieldRef"
+    )
+    mode: int | None = None
+    path: str | None = None
+    resource_field_ref: ResourceFieldSelector | None = Field(
+        default=None, validation_alias="resourceFieldRef", serialization_alias="resourceFieldRef"
+    )
 
 
 class DownwardAPIProjection(K8sModel):
@@ -603,19 +1327,12 @@ class DownwardAPIProjection(K8sModel):
     items: list[DownwardAPIVolumeFile] | None = None
 
 
-class DownwardAPIVolumeFile(K8sModel):
-    """v1 DownwardAPIVolumeFile."""
-
-    field_ref: ObjectFieldSelector | None = Field(default=None, alias="fieldRef")
-    mode: int | None = None
-    path: str | None = None
-    resource_field_ref: ResourceFieldSelector | None = Field(default=None, alias="resourceFieldRef")
-
-
 class DownwardAPIVolumeSource(K8sModel):
     """v1 DownwardAPIVolumeSource."""
 
-    default_mode: int | None = Field(default=None, alias="defaultMode")
+    default_mode: int | None = Field(
+        default=None, validation_alias="defaultMode", serialization_alias="defaultMode"
+    )
     items: list[DownwardAPIVolumeFile] | None = None
 
 
@@ -623,7 +1340,27 @@ class EmptyDirVolumeSource(K8sModel):
     """v1 EmptyDirVolumeSource."""
 
     medium: str | None = None
-    size_limit: Quantity | None = Field(default=None, alias="sizeLimit")
+    size_limit: Quantity | None = Field(
+        default=None, validation_alias="sizeLimit", serialization_alias="sizeLimit"
+    )
+
+
+class ObjectReference(K8sModel):
+    """v1 ObjectReference."""
+
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
+    field_path: str | None = Field(
+        default=None, validation_alias="fieldPath", serialization_alias="fieldPath"
+    )
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    resource_version: str | None = Field(
+        default=None, validation_alias="resourceVersion", serialization_alias="resourceVersion"
+    )
+    uid: str | None = None
 
 
 class EndpointAddress(K8sModel):
@@ -631,14 +1368,20 @@ class EndpointAddress(K8sModel):
 
     hostname: str | None = None
     ip: str | None = None
-    node_name: str | None = Field(default=None, alias="nodeName")
-    target_ref: ObjectReference | None = Field(default=None, alias="targetRef")
+    node_name: str | None = Field(
+        default=None, validation_alias="nodeName", serialization_alias="nodeName"
+    )
+    target_ref: ObjectReference | None = Field(
+        default=None, validation_alias="targetRef", serialization_alias="targetRef"
+    )
 
 
 class EndpointPort(K8sModel):
     """v1 EndpointPort."""
 
-    app_protocol: str | None = Field(default=None, alias="appProtocol")
+    app_protocol: str | None = Field(
+        default=None, validation_alias="appProtocol", serialization_alias="appProtocol"
+    )
     name: str | None = None
     port: int | None = None
     protocol: str | None = None
@@ -649,7 +1392,7 @@ class EndpointSubset(K8sModel):
 
     addresses: list[EndpointAddress] | None = None
     not_ready_addresses: list[EndpointAddress] | None = Field(
-        default=None, alias="notReadyAddresses"
+        default=None, validation_alias="notReadyAddresses", serialization_alias="notReadyAddresses"
     )
     ports: list[EndpointPort] | None = None
 
@@ -663,71 +1406,166 @@ class Endpoints(KubeObject):
     subsets: list[EndpointSubset] | None = None
 
 
-class EnvFromSource(K8sModel):
-    """v1 EnvFromSource."""
-
-    config_map_ref: ConfigMapEnvSource | None = Field(default=None, alias="configMapRef")
-    prefix: str | None = None
-    secret_ref: SecretEnvSource | None = Field(default=None, alias="secretRef")
-
-
-class EnvVar(K8sModel):
-    """v1 EnvVar."""
-
-    name: str | None = None
-    value: str | None = None
-    value_from: EnvVarSource | None = Field(default=None, alias="valueFrom")
-
-
-class EnvVarSource(K8sModel):
-    """v1 EnvVarSource."""
-
-    config_map_key_ref: ConfigMapKeySelector | None = Field(default=None, alias="configMapKeyRef")
-    field_ref: ObjectFieldSelector | None = Field(default=None, alias="fieldRef")
-    file_key_ref: FileKeySelector | None = Field(default=None, alias="fileKeyRef")
-    resource_field_ref: ResourceFieldSelector | None = Field(default=None, alias="resourceFieldRef")
-    secret_key_ref: SecretKeySelector | None = Field(default=None, alias="secretKeyRef")
-
-
 class EphemeralContainer(K8sModel):
     """v1 EphemeralContainer."""
 
     args: list[str] | None = None
     command: list[str] | None = None
     env: list[EnvVar] | None = None
-    env_from: list[EnvFromSource] | None = Field(default=None, alias="envFrom")
+    env_from: list[EnvFromSource] | None = Field(
+        default=None, validation_alias="envFrom", serialization_alias="envFrom"
+    )
     image: str | None = None
-    image_pull_policy: str | None = Field(default=None, alias="imagePullPolicy")
+    image_pull_policy: str | None = Field(
+        default=None, validation_alias="imagePullPolicy", serialization_alias="imagePullPolicy"
+    )
     lifecycle: Lifecycle | None = None
-    liveness_probe: Probe | None = Field(default=None, alias="livenessProbe")
+    liveness_probe: Probe | None = Field(
+        default=None, validation_alias="livenessProbe", serialization_alias="livenessProbe"
+    )
     name: str | None = None
     ports: list[ContainerPort] | None = None
-    readiness_probe: Probe | None = Field(default=None, alias="readinessProbe")
-    resize_policy: list[ContainerResizePolicy] | None = Field(default=None, alias="resizePolicy")
-    resources: ResourceRequirements | None = None
-    restart_policy: str | None = Field(default=None, alias="restartPolicy")
-    restart_policy_rules: list[ContainerRestartRule] | None = Field(
-        default=None, alias="restartPolicyRules"
+    readiness_probe: Probe | None = Field(
+        default=None, validation_alias="readinessProbe", serialization_alias="readinessProbe"
     )
-    security_context: SecurityContext | None = Field(default=None, alias="securityContext")
-    startup_probe: Probe | None = Field(default=None, alias="startupProbe")
+    resize_policy: list[ContainerResizePolicy] | None = Field(
+        default=None, validation_alias="resizePolicy", serialization_alias="resizePolicy"
+    )
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = Field(
+        default=None, validation_alias="restartPolicy", serialization_alias="restartPolicy"
+    )
+    restart_policy_rules: list[ContainerRestartRule] | None = Field(
+        default=None,
+        validation_alias="restartPolicyRules",
+        serialization_alias="restartPolicyRules",
+    )
+    security_context: SecurityContext | None = Field(
+        default=None, validation_alias="securityContext", serialization_alias="securityContext"
+    )
+    startup_probe: Probe | None = Field(
+        default=None, validation_alias="startupProbe", serialization_alias="startupProbe"
+    )
     stdin: bool | None = None
-    stdin_once: bool | None = Field(default=None, alias="stdinOnce")
-    target_container_name: str | None = Field(default=None, alias="targetContainerName")
-    termination_message_path: str | None = Field(default=None, alias="terminationMessagePath")
-    termination_message_policy: str | None = Field(default=None, alias="terminationMessagePolicy")
+    stdin_once: bool | None = Field(
+        default=None, validation_alias="stdinOnce", serialization_alias="stdinOnce"
+    )
+    target_container_name: str | None = Field(
+        default=None,
+        validation_alias="targetContainerName",
+        serialization_alias="targetContainerName",
+    )
+    termination_message_path: str | None = Field(
+        default=None,
+        validation_alias="terminationMessagePath",
+        serialization_alias="terminationMessagePath",
+    )
+    termination_message_policy: str | None = Field(
+        default=None,
+        validation_alias="terminationMessagePolicy",
+        serialization_alias="terminationMessagePolicy",
+    )
     tty: bool | None = None
-    volume_devices: list[VolumeDevice] | None = Field(default=None, alias="volumeDevices")
-    volume_mounts: list[VolumeMount] | None = Field(default=None, alias="volumeMounts")
-    working_dir: str | None = Field(default=None, alias="workingDir")
+    volume_devices: list[VolumeDevice] | None = Field(
+        default=None, validation_alias="volumeDevices", serialization_alias="volumeDevices"
+    )
+    volume_mounts: list[VolumeMount] | None = Field(
+        default=None, validation_alias="volumeMounts", serialization_alias="volumeMounts"
+    )
+    working_dir: str | None = Field(
+        default=None, validation_alias="workingDir", serialization_alias="workingDir"
+    )
+
+
+class TypedLocalObjectReference(K8sModel):
+    """v1 TypedLocalObjectReference."""
+
+    api_group: str | None = Field(
+        default=None, validation_alias="apiGroup", serialization_alias="apiGroup"
+    )
+    kind: str | None = None
+    name: str | None = None
+
+
+class TypedObjectReference(K8sModel):
+    """v1 TypedObjectReference."""
+
+    api_group: str | None = Field(
+        default=None, validation_alias="apiGroup", serialization_alias="apiGroup"
+    )
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+
+
+class VolumeResourceRequirements(K8sModel):
+    """v1 VolumeResourceRequirements."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class PersistentVolumeClaimSpec(K8sModel):
+    """v1 PersistentVolumeClaimSpec."""
+
+    access_modes: list[str] | None = Field(
+        default=None, validation_alias="accessModes", serialization_alias="accessModes"
+    )
+    data_source: TypedLocalObjectReference | None = Field(
+        default=None, validation_alias="dataSource", serialization_alias="dataSource"
+    )
+    data_source_ref: TypedObjectReference | None = Field(
+        default=None, validation_alias="dataSourceRef", serialization_alias="dataSourceRef"
+    )
+    resources: VolumeResourceRequirements | None = None
+    selector: meta_v1.LabelSelector | None = None
+    storage_class_name: str | None = Field(
+        default=None, validation_alias="storageClassName", serialization_alias="storageClassName"
+    )
+    volume_attributes_class_name: str | None = Field(
+        default=None,
+        validation_alias="volumeAttributesClassName",
+        serialization_alias="volumeAttributesClassName",
+    )
+    volume_mode: str | None = Field(
+        default=None, validation_alias="volumeMode", serialization_alias="volumeMode"
+    )
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+
+
+class PersistentVolumeClaimTemplate(K8sModel):
+    """v1 PersistentVolumeClaimTemplate."""
+
+    metadata: ObjectMeta | None = None
+    spec: PersistentVolumeClaimSpec | None = None
 
 
 class EphemeralVolumeSource(K8sModel):
     """v1 EphemeralVolumeSource."""
 
     volume_claim_template: PersistentVolumeClaimTemplate | None = Field(
-        default=None, alias="volumeClaimTemplate"
+        default=None,
+        validation_alias="volumeClaimTemplate",
+        serialization_alias="volumeClaimTemplate",
     )
+
+
+class EventSeries(K8sModel):
+    """v1 EventSeries."""
+
+    count: int | None = None
+    last_observed_time: MicroTime | None = Field(
+        default=None, validation_alias="lastObservedTime", serialization_alias="lastObservedTime"
+    )
+
+
+class EventSource(K8sModel):
+    """v1 EventSource."""
+
+    component: str | None = None
+    host: str | None = None
 
 
 class Event(KubeObject):
@@ -738,100 +1576,106 @@ class Event(KubeObject):
     kind: str | None = "Event"
     action: str | None = None
     count: int | None = None
-    event_time: MicroTime | None = Field(default=None, alias="eventTime")
-    first_timestamp: Time | None = Field(default=None, alias="firstTimestamp")
-    involved_object: ObjectReference | None = Field(default=None, alias="involvedObject")
-    last_timestamp: Time | None = Field(default=None, alias="lastTimestamp")
+    event_time: MicroTime | None = Field(
+        default=None, validation_alias="eventTime", serialization_alias="eventTime"
+    )
+    first_timestamp: Time | None = Field(
+        default=None, validation_alias="firstTimestamp", serialization_alias="firstTimestamp"
+    )
+    involved_object: ObjectReference | None = Field(
+        default=None, validation_alias="involvedObject", serialization_alias="involvedObject"
+    )
+    last_timestamp: Time | None = Field(
+        default=None, validation_alias="lastTimestamp", serialization_alias="lastTimestamp"
+    )
     message: str | None = None
     reason: str | None = None
     related: ObjectReference | None = None
-    reporting_component: str | None = Field(default=None, alias="reportingComponent")
-    reporting_instance: str | None = Field(default=None, alias="reportingInstance")
+    reporting_component: str | None = Field(
+        default=None,
+        validation_alias="reportingComponent",
+        serialization_alias="reportingComponent",
+    )
+    reporting_instance: str | None = Field(
+        default=None, validation_alias="reportingInstance", serialization_alias="reportingInstance"
+    )
     series: EventSeries | None = None
     source: EventSource | None = None
     type: str | None = None
 
 
-class EventSeries(K8sModel):
-    """v1 EventSeries."""
-
-    count: int | None = None
-    last_observed_time: MicroTime | None = Field(default=None, alias="lastObservedTime")
-
-
-class EventSource(K8sModel):
-    """v1 EventSource."""
-
-    component: str | None = None
-    host: str | None = None
-
-
-class ExecAction(K8sModel):
-    """v1 ExecAction."""
-
-    command: list[str] | None = None
-
-
 class FCVolumeSource(K8sModel):
     """v1 FCVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     lun: int | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    target_ww_ns: list[str] | None = Field(default=None, alias="targetWWNs")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    target_wwns: list[str] | None = Field(
+        default=None, validation_alias="targetWWNs", serialization_alias="targetWWNs"
+    )
     wwids: list[str] | None = None
-
-
-class FileKeySelector(K8sModel):
-    """v1 FileKeySelector."""
-
-    key: str | None = None
-    optional: bool | None = None
-    path: str | None = None
-    volume_name: str | None = Field(default=None, alias="volumeName")
 
 
 class FlexPersistentVolumeSource(K8sModel):
     """v1 FlexPersistentVolumeSource."""
 
     driver: str | None = None
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     options: dict[str, str] | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
 
 
 class FlexVolumeSource(K8sModel):
     """v1 FlexVolumeSource."""
 
     driver: str | None = None
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     options: dict[str, str] | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
 
 
 class FlockerVolumeSource(K8sModel):
     """v1 FlockerVolumeSource."""
 
-    dataset_name: str | None = Field(default=None, alias="datasetName")
-    dataset_uuid: str | None = Field(default=None, alias="datasetUUID")
+    dataset_name: str | None = Field(
+        default=None, validation_alias="datasetName", serialization_alias="datasetName"
+    )
+    dataset_uuid: str | None = Field(
+        default=None, validation_alias="datasetUUID", serialization_alias="datasetUUID"
+    )
 
 
 class GCEPersistentDiskVolumeSource(K8sModel):
     """v1 GCEPersistentDiskVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     partition: int | None = None
-    pd_name: str | None = Field(default=None, alias="pdName")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-
-
-class GRPCAction(K8sModel):
-    """v1 GRPCAction."""
-
-    port: int | None = None
-    service: str | None = None
+    pd_name: str | None = Field(
+        default=None, validation_alias="pdName", serialization_alias="pdName"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
 
 
 class GitRepoVolumeSource(K8sModel):
@@ -846,9 +1690,15 @@ class GlusterfsPersistentVolumeSource(K8sModel):
     """v1 GlusterfsPersistentVolumeSource."""
 
     endpoints: str | None = None
-    endpoints_namespace: str | None = Field(default=None, alias="endpointsNamespace")
+    endpoints_namespace: str | None = Field(
+        default=None,
+        validation_alias="endpointsNamespace",
+        serialization_alias="endpointsNamespace",
+    )
     path: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
 
 
 class GlusterfsVolumeSource(K8sModel):
@@ -856,24 +1706,9 @@ class GlusterfsVolumeSource(K8sModel):
 
     endpoints: str | None = None
     path: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-
-
-class HTTPGetAction(K8sModel):
-    """v1 HTTPGetAction."""
-
-    host: str | None = None
-    http_headers: list[HTTPHeader] | None = Field(default=None, alias="httpHeaders")
-    path: str | None = None
-    port: IntOrString | None = None
-    scheme: str | None = None
-
-
-class HTTPHeader(K8sModel):
-    """v1 HTTPHeader."""
-
-    name: str | None = None
-    value: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
 
 
 class HostAlias(K8sModel):
@@ -899,90 +1734,88 @@ class HostPathVolumeSource(K8sModel):
 class ISCSIPersistentVolumeSource(K8sModel):
     """v1 ISCSIPersistentVolumeSource."""
 
-    chap_auth_discovery: bool | None = Field(default=None, alias="chapAuthDiscovery")
-    chap_auth_session: bool | None = Field(default=None, alias="chapAuthSession")
-    fs_type: str | None = Field(default=None, alias="fsType")
-    initiator_name: str | None = Field(default=None, alias="initiatorName")
+    chap_auth_discovery: bool | None = Field(
+        default=None, validation_alias="chapAuthDiscovery", serialization_alias="chapAuthDiscovery"
+    )
+    chap_auth_session: bool | None = Field(
+        default=None, validation_alias="chapAuthSession", serialization_alias="chapAuthSession"
+    )
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    initiator_name: str | None = Field(
+        default=None, validation_alias="initiatorName", serialization_alias="initiatorName"
+    )
     iqn: str | None = None
-    iscsi_interface: str | None = Field(default=None, alias="iscsiInterface")
+    iscsi_interface: str | None = Field(
+        default=None, validation_alias="iscsiInterface", serialization_alias="iscsiInterface"
+    )
     lun: int | None = None
     portals: list[str] | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
-    target_portal: str | None = Field(default=None, alias="targetPortal")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    target_portal: str | None = Field(
+        default=None, validation_alias="targetPortal", serialization_alias="targetPortal"
+    )
 
 
 class ISCSIVolumeSource(K8sModel):
     """v1 ISCSIVolumeSource."""
 
-    chap_auth_discovery: bool | None = Field(default=None, alias="chapAuthDiscovery")
-    chap_auth_session: bool | None = Field(default=None, alias="chapAuthSession")
-    fs_type: str | None = Field(default=None, alias="fsType")
-    initiator_name: str | None = Field(default=None, alias="initiatorName")
+    chap_auth_discovery: bool | None = Field(
+        default=None, validation_alias="chapAuthDiscovery", serialization_alias="chapAuthDiscovery"
+    )
+    chap_auth_session: bool | None = Field(
+        default=None, validation_alias="chapAuthSession", serialization_alias="chapAuthSession"
+    )
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    initiator_name: str | None = Field(
+        default=None, validation_alias="initiatorName", serialization_alias="initiatorName"
+    )
     iqn: str | None = None
-    iscsi_interface: str | None = Field(default=None, alias="iscsiInterface")
+    iscsi_interface: str | None = Field(
+        default=None, validation_alias="iscsiInterface", serialization_alias="iscsiInterface"
+    )
     lun: int | None = None
     portals: list[str] | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
-    target_portal: str | None = Field(default=None, alias="targetPortal")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    target_portal: str | None = Field(
+        default=None, validation_alias="targetPortal", serialization_alias="targetPortal"
+    )
 
 
 class ImageVolumeSource(K8sModel):
     """v1 ImageVolumeSource."""
 
-    pull_policy: str | None = Field(default=None, alias="pullPolicy")
+    pull_policy: str | None = Field(
+        default=None, validation_alias="pullPolicy", serialization_alias="pullPolicy"
+    )
     reference: str | None = None
-
-
-class ImageVolumeStatus(K8sModel):
-    """v1 ImageVolumeStatus."""
-
-    image_ref: str | None = Field(default=None, alias="imageRef")
-
-
-class KeyToPath(K8sModel):
-    """v1 KeyToPath."""
-
-    key: str | None = None
-    mode: int | None = None
-    path: str | None = None
-
-
-class Lifecycle(K8sModel):
-    """v1 Lifecycle."""
-
-    post_start: LifecycleHandler | None = Field(default=None, alias="postStart")
-    pre_stop: LifecycleHandler | None = Field(default=None, alias="preStop")
-    stop_signal: str | None = Field(default=None, alias="stopSignal")
-
-
-class LifecycleHandler(K8sModel):
-    """v1 LifecycleHandler."""
-
-    exec: ExecAction | None = None
-    http_get: HTTPGetAction | None = Field(default=None, alias="httpGet")
-    sleep: SleepAction | None = None
-    tcp_socket: TCPSocketAction | None = Field(default=None, alias="tcpSocket")
-
-
-class LimitRange(KubeObject):
-    """v1 LimitRange."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="v1", alias="apiVersion")
-    kind: str | None = "LimitRange"
-    spec: LimitRangeSpec | None = None
 
 
 class LimitRangeItem(K8sModel):
     """v1 LimitRangeItem."""
 
     default: dict[str, Quantity] | None = None
-    default_request: dict[str, Quantity] | None = Field(default=None, alias="defaultRequest")
+    default_request: dict[str, Quantity] | None = Field(
+        default=None, validation_alias="defaultRequest", serialization_alias="defaultRequest"
+    )
     max: dict[str, Quantity] | None = None
     max_limit_request_ratio: dict[str, Quantity] | None = Field(
-        default=None, alias="maxLimitRequestRatio"
+        default=None,
+        validation_alias="maxLimitRequestRatio",
+        serialization_alias="maxLimitRequestRatio",
     )
     min: dict[str, Quantity] | None = None
     type: str | None = None
@@ -994,12 +1827,21 @@ class LimitRangeSpec(K8sModel):
     limits: list[LimitRangeItem] | None = None
 
 
-class LinuxContainerUser(K8sModel):
-    """v1 LinuxContainerUser."""
+class LimitRange(KubeObject):
+    """v1 LimitRange."""
 
-    gid: int | None = None
-    supplemental_groups: list[int] | None = Field(default=None, alias="supplementalGroups")
-    uid: int | None = None
+    model_config = _CONFIG
+    api_version: str | None = Field(default="v1", alias="apiVersion")
+    kind: str | None = "LimitRange"
+    spec: LimitRangeSpec | None = None
+
+
+class PortStatus(K8sModel):
+    """v1 PortStatus."""
+
+    error: str | None = None
+    port: int | None = None
+    protocol: str | None = None
 
 
 class LoadBalancerIngress(K8sModel):
@@ -1007,7 +1849,9 @@ class LoadBalancerIngress(K8sModel):
 
     hostname: str | None = None
     ip: str | None = None
-    ip_mode: str | None = Field(default=None, alias="ipMode")
+    ip_mode: str | None = Field(
+        default=None, validation_alias="ipMode", serialization_alias="ipMode"
+    )
     ports: list[PortStatus] | None = None
 
 
@@ -1017,16 +1861,12 @@ class LoadBalancerStatus(K8sModel):
     ingress: list[LoadBalancerIngress] | None = None
 
 
-class LocalObjectReference(K8sModel):
-    """v1 LocalObjectReference."""
-
-    name: str | None = None
-
-
 class LocalVolumeSource(K8sModel):
     """v1 LocalVolumeSource."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
     path: str | None = None
 
 
@@ -1035,7 +1875,9 @@ class ModifyVolumeStatus(K8sModel):
 
     status: str | None = None
     target_volume_attributes_class_name: str | None = Field(
-        default=None, alias="targetVolumeAttributesClassName"
+        default=None,
+        validation_alias="targetVolumeAttributesClassName",
+        serialization_alias="targetVolumeAttributesClassName",
     )
 
 
@@ -1043,8 +1885,37 @@ class NFSVolumeSource(K8sModel):
     """v1 NFSVolumeSource."""
 
     path: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
     server: str | None = None
+
+
+class NamespaceSpec(K8sModel):
+    """v1 NamespaceSpec."""
+
+    finalizers: list[str] | None = None
+
+
+class NamespaceCondition(K8sModel):
+    """v1 NamespaceCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class NamespaceStatus(K8sModel):
+    """v1 NamespaceStatus."""
+
+    conditions: list[NamespaceCondition] | None = None
+    phase: str | None = None
 
 
 class Namespace(KubeObject):
@@ -1057,37 +1928,45 @@ class Namespace(KubeObject):
     status: NamespaceStatus | None = None
 
 
-class NamespaceCondition(K8sModel):
-    """v1 NamespaceCondition."""
+class NodeConfigSource(K8sModel):
+    """v1 NodeConfigSource."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
+    config_map: ConfigMapNodeConfigSource | None = Field(
+        default=None, validation_alias="configMap", serialization_alias="configMap"
+    )
 
 
-class NamespaceSpec(K8sModel):
-    """v1 NamespaceSpec."""
+class Taint(K8sModel):
+    """v1 Taint."""
 
-    finalizers: list[str] | None = None
-
-
-class NamespaceStatus(K8sModel):
-    """v1 NamespaceStatus."""
-
-    conditions: list[NamespaceCondition] | None = None
-    phase: str | None = None
+    effect: str | None = None
+    key: str | None = None
+    time_added: Time | None = Field(
+        default=None, validation_alias="timeAdded", serialization_alias="timeAdded"
+    )
+    value: str | None = None
 
 
-class Node(KubeObject):
-    """v1 Node."""
+class NodeSpec(K8sModel):
+    """v1 NodeSpec."""
 
-    model_config = _CONFIG
-    api_version: str | None = Field(default="v1", alias="apiVersion")
-    kind: str | None = "Node"
-    spec: NodeSpec | None = None
-    status: NodeStatus | None = None
+    config_source: NodeConfigSource | None = Field(
+        default=None, validation_alias="configSource", serialization_alias="configSource"
+    )
+    external_id: str | None = Field(
+        default=None, validation_alias="externalID", serialization_alias="externalID"
+    )
+    pod_cidr: str | None = Field(
+        default=None, validation_alias="podCIDR", serialization_alias="podCIDR"
+    )
+    pod_cidrs: list[str] | None = Field(
+        default=None, validation_alias="podCIDRs", serialization_alias="podCIDRs"
+    )
+    provider_id: str | None = Field(
+        default=None, validation_alias="providerID", serialization_alias="providerID"
+    )
+    taints: list[Taint] | None = None
+    unschedulable: bool | None = None
 
 
 class NodeAddress(K8sModel):
@@ -1097,40 +1976,21 @@ class NodeAddress(K8sModel):
     type: str | None = None
 
 
-class NodeAffinity(K8sModel):
-    """v1 NodeAffinity."""
-
-    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
-        Field(default=None, alias="preferredDuringSchedulingIgnoredDuringExecution")
-    )
-    required_during_scheduling_ignored_during_execution: NodeSelector | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
-    )
-
-
-class NodeAllocatableResourceClaimStatus(K8sModel):
-    """v1 NodeAllocatableResourceClaimStatus."""
-
-    containers: list[str] | None = None
-    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName")
-    resources: dict[str, Quantity] | None = None
-
-
 class NodeCondition(K8sModel):
     """v1 NodeCondition."""
 
-    last_heartbeat_time: Time | None = Field(default=None, alias="lastHeartbeatTime")
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
+    last_heartbeat_time: Time | None = Field(
+        default=None, validation_alias="lastHeartbeatTime", serialization_alias="lastHeartbeatTime"
+    )
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
     message: str | None = None
     reason: str | None = None
     status: str | None = None
     type: str | None = None
-
-
-class NodeConfigSource(K8sModel):
-    """v1 NodeConfigSource."""
-
-    config_map: ConfigMapNodeConfigSource | None = Field(default=None, alias="configMap")
 
 
 class NodeConfigStatus(K8sModel):
@@ -1139,89 +1999,27 @@ class NodeConfigStatus(K8sModel):
     active: NodeConfigSource | None = None
     assigned: NodeConfigSource | None = None
     error: str | None = None
-    last_known_good: NodeConfigSource | None = Field(default=None, alias="lastKnownGood")
+    last_known_good: NodeConfigSource | None = Field(
+        default=None, validation_alias="lastKnownGood", serialization_alias="lastKnownGood"
+    )
 
 
 class NodeDaemonEndpoints(K8sModel):
     """v1 NodeDaemonEndpoints."""
 
-    kubelet_endpoint: DaemonEndpoint | None = Field(default=None, alias="kubeletEndpoint")
+    kubelet_endpoint: DaemonEndpoint | None = Field(
+        default=None, validation_alias="kubeletEndpoint", serialization_alias="kubeletEndpoint"
+    )
 
 
 class NodeFeatures(K8sModel):
     """v1 NodeFeatures."""
 
-    supplemental_groups_policy: bool | None = Field(default=None, alias="supplementalGroupsPolicy")
-
-
-class NodeRuntimeHandler(K8sModel):
-    """v1 NodeRuntimeHandler."""
-
-    features: NodeRuntimeHandlerFeatures | None = None
-    name: str | None = None
-
-
-class NodeRuntimeHandlerFeatures(K8sModel):
-    """v1 NodeRuntimeHandlerFeatures."""
-
-    recursive_read_only_mounts: bool | None = Field(default=None, alias="recursiveReadOnlyMounts")
-    user_namespaces: bool | None = Field(default=None, alias="userNamespaces")
-
-
-class NodeSelector(K8sModel):
-    """v1 NodeSelector."""
-
-    node_selector_terms: list[NodeSelectorTerm] | None = Field(
-        default=None, alias="nodeSelectorTerms"
+    supplemental_groups_policy: bool | None = Field(
+        default=None,
+        validation_alias="supplementalGroupsPolicy",
+        serialization_alias="supplementalGroupsPolicy",
     )
-
-
-class NodeSelectorRequirement(K8sModel):
-    """v1 NodeSelectorRequirement."""
-
-    key: str | None = None
-    operator: str | None = None
-    values: list[str] | None = None
-
-
-class NodeSelectorTerm(K8sModel):
-    """v1 NodeSelectorTerm."""
-
-    match_expressions: list[NodeSelectorRequirement] | None = Field(
-        default=None, alias="matchExpressions"
-    )
-    match_fields: list[NodeSelectorRequirement] | None = Field(default=None, alias="matchFields")
-
-
-class NodeSpec(K8sModel):
-    """v1 NodeSpec."""
-
-    config_source: NodeConfigSource | None = Field(default=None, alias="configSource")
-    external_id: str | None = Field(default=None, alias="externalID")
-    pod_cidr: str | None = Field(default=None, alias="podCIDR")
-    pod_cid_rs: list[str] | None = Field(default=None, alias="podCIDRs")
-    provider_id: str | None = Field(default=None, alias="providerID")
-    taints: list[Taint] | None = None
-    unschedulable: bool | None = None
-
-
-class NodeStatus(K8sModel):
-    """v1 NodeStatus."""
-
-    addresses: list[NodeAddress] | None = None
-    allocatable: dict[str, Quantity] | None = None
-    capacity: dict[str, Quantity] | None = None
-    conditions: list[NodeCondition] | None = None
-    config: NodeConfigStatus | None = None
-    daemon_endpoints: NodeDaemonEndpoints | None = Field(default=None, alias="daemonEndpoints")
-    declared_features: list[str] | None = Field(default=None, alias="declaredFeatures")
-    features: NodeFeatures | None = None
-    images: list[ContainerImage] | None = None
-    node_info: NodeSystemInfo | None = Field(default=None, alias="nodeInfo")
-    phase: str | None = None
-    runtime_handlers: list[NodeRuntimeHandler] | None = Field(default=None, alias="runtimeHandlers")
-    volumes_attached: list[AttachedVolume] | None = Field(default=None, alias="volumesAttached")
-    volumes_in_use: list[str] | None = Field(default=None, alias="volumesInUse")
 
 
 class NodeSwapStatus(K8sModel):
@@ -1234,35 +2032,329 @@ class NodeSystemInfo(K8sModel):
     """v1 NodeSystemInfo."""
 
     architecture: str | None = None
-    boot_id: str | None = Field(default=None, alias="bootID")
-    container_runtime_version: str | None = Field(default=None, alias="containerRuntimeVersion")
-    kernel_version: str | None = Field(default=None, alias="kernelVersion")
-    kube_proxy_version: str | None = Field(default=None, alias="kubeProxyVersion")
-    kubelet_version: str | None = Field(default=None, alias="kubeletVersion")
-    machine_id: str | None = Field(default=None, alias="machineID")
-    operating_system: str | None = Field(default=None, alias="operatingSystem")
-    os_image: str | None = Field(default=None, alias="osImage")
+    boot_id: str | None = Field(
+        default=None, validation_alias="bootID", serialization_alias="bootID"
+    )
+    container_runtime_version: str | None = Field(
+        default=None,
+        validation_alias="containerRuntimeVersion",
+        serialization_alias="containerRuntimeVersion",
+    )
+    kernel_version: str | None = Field(
+        default=None, validation_alias="kernelVersion", serialization_alias="kernelVersion"
+    )
+    kube_proxy_version: str | None = Field(
+        default=None, validation_alias="kubeProxyVersion", serialization_alias="kubeProxyVersion"
+    )
+    kubelet_version: str | None = Field(
+        default=None, validation_alias="kubeletVersion", serialization_alias="kubeletVersion"
+    )
+    machine_id: str | None = Field(
+        default=None, validation_alias="machineID", serialization_alias="machineID"
+    )
+    operating_system: str | None = Field(
+        default=None, validation_alias="operatingSystem", serialization_alias="operatingSystem"
+    )
+    os_image: str | None = Field(
+        default=None, validation_alias="osImage", serialization_alias="osImage"
+    )
     swap: NodeSwapStatus | None = None
-    system_uuid: str | None = Field(default=None, alias="systemUUID")
+    system_uuid: str | None = Field(
+        default=None, validation_alias="systemUUID", serialization_alias="systemUUID"
+    )
 
 
-class ObjectFieldSelector(K8sModel):
-    """v1 ObjectFieldSelector."""
+class NodeRuntimeHandlerFeatures(K8sModel):
+    """v1 NodeRuntimeHandlerFeatures."""
 
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    field_path: str | None = Field(default=None, alias="fieldPath")
+    recursive_read_only_mounts: bool | None = Field(
+        default=None,
+        validation_alias="recursiveReadOnlyMounts",
+        serialization_alias="recursiveReadOnlyMounts",
+    )
+    user_namespaces: bool | None = Field(
+        default=None, validation_alias="userNamespaces", serialization_alias="userNamespaces"
+    )
 
 
-class ObjectReference(K8sModel):
-    """v1 ObjectReference."""
+class NodeRuntimeHandler(K8sModel):
+    """v1 NodeRuntimeHandler."""
 
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    field_path: str | None = Field(default=None, alias="fieldPath")
-    kind: str | None = None
+    features: NodeRuntimeHandlerFeatures | None = None
     name: str | None = None
-    namespace: str | None = None
-    resource_version: str | None = Field(default=None, alias="resourceVersion")
-    uid: str | None = None
+
+
+class NodeStatus(K8sModel):
+    """v1 NodeStatus."""
+
+    addresses: list[NodeAddress] | None = None
+    allocatable: dict[str, Quantity] | None = None
+    capacity: dict[str, Quantity] | None = None
+    conditions: list[NodeCondition] | None = None
+    config: NodeConfigStatus | None = None
+    daemon_endpoints: NodeDaemonEndpoints | None = Field(
+        default=None, validation_alias="daemonEndpoints", serialization_alias="daemonEndpoints"
+    )
+    declared_features: list[str] | None = Field(
+        default=None, validation_alias="declaredFeatures", serialization_alias="declaredFeatures"
+    )
+    features: NodeFeatures | None = None
+    images: list[ContainerImage] | None = None
+    node_info: NodeSystemInfo | None = Field(
+        default=None, validation_alias="nodeInfo", serialization_alias="nodeInfo"
+    )
+    phase: str | None = None
+    runtime_handlers: list[NodeRuntimeHandler] | None = Field(
+        default=None, validation_alias="runtimeHandlers", serialization_alias="runtimeHandlers"
+    )
+    volumes_attached: list[AttachedVolume] | None = Field(
+        default=None, validation_alias="volumesAttached", serialization_alias="volumesAttached"
+    )
+    volumes_in_use: list[str] | None = Field(
+        default=None, validation_alias="volumesInUse", serialization_alias="volumesInUse"
+    )
+
+
+class Node(KubeObject):
+    """v1 Node."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="v1", alias="apiVersion")
+    kind: str | None = "Node"
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
+
+
+class NodeAllocatableResourceClaimStatus(K8sModel):
+    """v1 NodeAllocatableResourceClaimStatus."""
+
+    containers: list[str] | None = None
+    resource_claim_name: str | None = Field(
+        default=None, validation_alias="resourceClaimName", serialization_alias="resourceClaimName"
+    )
+    resources: dict[str, Quantity] | None = None
+
+
+class VolumeNodeAffinity(K8sModel):
+    """v1 VolumeNodeAffinity."""
+
+    required: NodeSelector | None = None
+
+
+class PhotonPersistentDiskVolumeSource(K8sModel):
+    """v1 PhotonPersistentDiskVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    pd_id: str | None = Field(default=None, validation_alias="pdID", serialization_alias="pdID")
+
+
+class PortworxVolumeSource(K8sModel):
+    """v1 PortworxVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    volume_id: str | None = Field(
+        default=None, validation_alias="volumeID", serialization_alias="volumeID"
+    )
+
+
+class QuobyteVolumeSource(K8sModel):
+    """v1 QuobyteVolumeSource."""
+
+    group: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    registry: str | None = None
+    tenant: str | None = None
+    user: str | None = None
+    volume: str | None = None
+
+
+class RBDPersistentVolumeSource(K8sModel):
+    """v1 RBDPersistentVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    image: str | None = None
+    keyring: str | None = None
+    monitors: list[str] | None = None
+    pool: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    user: str | None = None
+
+
+class ScaleIOPersistentVolumeSource(K8sModel):
+    """v1 ScaleIOPersistentVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    gateway: str | None = None
+    protection_domain: str | None = Field(
+        default=None, validation_alias="protectionDomain", serialization_alias="protectionDomain"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: SecretReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    ssl_enabled: bool | None = Field(
+        default=None, validation_alias="sslEnabled", serialization_alias="sslEnabled"
+    )
+    storage_mode: str | None = Field(
+        default=None, validation_alias="storageMode", serialization_alias="storageMode"
+    )
+    storage_pool: str | None = Field(
+        default=None, validation_alias="storagePool", serialization_alias="storagePool"
+    )
+    system: str | None = None
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+
+
+class StorageOSPersistentVolumeSource(K8sModel):
+    """v1 StorageOSPersistentVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: ObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+    volume_namespace: str | None = Field(
+        default=None, validation_alias="volumeNamespace", serialization_alias="volumeNamespace"
+    )
+
+
+class VsphereVirtualDiskVolumeSource(K8sModel):
+    """v1 VsphereVirtualDiskVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    storage_policy_id: str | None = Field(
+        default=None, validation_alias="storagePolicyID", serialization_alias="storagePolicyID"
+    )
+    storage_policy_name: str | None = Field(
+        default=None, validation_alias="storagePolicyName", serialization_alias="storagePolicyName"
+    )
+    volume_path: str | None = Field(
+        default=None, validation_alias="volumePath", serialization_alias="volumePath"
+    )
+
+
+class PersistentVolumeSpec(K8sModel):
+    """v1 PersistentVolumeSpec."""
+
+    access_modes: list[str] | None = Field(
+        default=None, validation_alias="accessModes", serialization_alias="accessModes"
+    )
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = Field(
+        default=None,
+        validation_alias="awsElasticBlockStore",
+        serialization_alias="awsElasticBlockStore",
+    )
+    azure_disk: AzureDiskVolumeSource | None = Field(
+        default=None, validation_alias="azureDisk", serialization_alias="azureDisk"
+    )
+    azure_file: AzureFilePersistentVolumeSource | None = Field(
+        default=None, validation_alias="azureFile", serialization_alias="azureFile"
+    )
+    capacity: dict[str, Quantity] | None = None
+    cephfs: CephFSPersistentVolumeSource | None = None
+    cinder: CinderPersistentVolumeSource | None = None
+    claim_ref: ObjectReference | None = Field(
+        default=None, validation_alias="claimRef", serialization_alias="claimRef"
+    )
+    csi: CSIPersistentVolumeSource | None = None
+    fc: FCVolumeSource | None = None
+    flex_volume: FlexPersistentVolumeSource | None = Field(
+        default=None, validation_alias="flexVolume", serialization_alias="flexVolume"
+    )
+    flocker: FlockerVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = Field(
+        default=None, validation_alias="gcePersistentDisk", serialization_alias="gcePersistentDisk"
+    )
+    glusterfs: GlusterfsPersistentVolumeSource | None = None
+    host_path: HostPathVolumeSource | None = Field(
+        default=None, validation_alias="hostPath", serialization_alias="hostPath"
+    )
+    iscsi: ISCSIPersistentVolumeSource | None = None
+    local: LocalVolumeSource | None = None
+    mount_options: list[str] | None = Field(
+        default=None, validation_alias="mountOptions", serialization_alias="mountOptions"
+    )
+    nfs: NFSVolumeSource | None = None
+    node_affinity: VolumeNodeAffinity | None = Field(
+        default=None, validation_alias="nodeAffinity", serialization_alias="nodeAffinity"
+    )
+    persistent_volume_reclaim_policy: str | None = Field(
+        default=None,
+        validation_alias="persistentVolumeReclaimPolicy",
+        serialization_alias="persistentVolumeReclaimPolicy",
+    )
+    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = Field(
+        default=None,
+        validation_alias="photonPersistentDisk",
+        serialization_alias="photonPersistentDisk",
+    )
+    portworx_volume: PortworxVolumeSource | None = Field(
+        default=None, validation_alias="portworxVolume", serialization_alias="portworxVolume"
+    )
+    quobyte: QuobyteVolumeSource | None = None
+    rbd: RBDPersistentVolumeSource | None = None
+    scale_io: ScaleIOPersistentVolumeSource | None = Field(
+        default=None, validation_alias="scaleIO", serialization_alias="scaleIO"
+    )
+    storage_class_name: str | None = Field(
+        default=None, validation_alias="storageClassName", serialization_alias="storageClassName"
+    )
+    storageos: StorageOSPersistentVolumeSource | None = None
+    volume_attributes_class_name: str | None = Field(
+        default=None,
+        validation_alias="volumeAttributesClassName",
+        serialization_alias="volumeAttributesClassName",
+    )
+    volume_mode: str | None = Field(
+        default=None, validation_alias="volumeMode", serialization_alias="volumeMode"
+    )
+    vsphere_volume: VsphereVirtualDiskVolumeSource | None = Field(
+        default=None, validation_alias="vsphereVolume", serialization_alias="vsphereVolume"
+    )
+
+
+class PersistentVolumeStatus(K8sModel):
+    """v1 PersistentVolumeStatus."""
+
+    last_phase_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastPhaseTransitionTime",
+        serialization_alias="lastPhaseTransitionTime",
+    )
+    message: str | None = None
+    phase: str | None = None
+    reason: str | None = None
 
 
 class PersistentVolume(KubeObject):
@@ -1275,6 +2367,54 @@ class PersistentVolume(KubeObject):
     status: PersistentVolumeStatus | None = None
 
 
+class PersistentVolumeClaimCondition(K8sModel):
+    """v1 PersistentVolumeClaimCondition."""
+
+    last_probe_time: Time | None = Field(
+        default=None, validation_alias="lastProbeTime", serialization_alias="lastProbeTime"
+    )
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class PersistentVolumeClaimStatus(K8sModel):
+    """v1 PersistentVolumeClaimStatus."""
+
+    access_modes: list[str] | None = Field(
+        default=None, validation_alias="accessModes", serialization_alias="accessModes"
+    )
+    allocated_resource_statuses: dict[str, str] | None = Field(
+        default=None,
+        validation_alias="allocatedResourceStatuses",
+        serialization_alias="allocatedResourceStatuses",
+    )
+    allocated_resources: dict[str, Quantity] | None = Field(
+        default=None,
+        validation_alias="allocatedResources",
+        serialization_alias="allocatedResources",
+    )
+    capacity: dict[str, Quantity] | None = None
+    conditions: list[PersistentVolumeClaimCondition] | None = None
+    current_volume_attributes_class_name: str | None = Field(
+        default=None,
+        validation_alias="currentVolumeAttributesClassName",
+        serialization_alias="currentVolumeAttributesClassName",
+    )
+    modify_volume_status: ModifyVolumeStatus | None = Field(
+        default=None,
+        validation_alias="modifyVolumeStatus",
+        serialization_alias="modifyVolumeStatus",
+    )
+    phase: str | None = None
+
+
 class PersistentVolumeClaim(KubeObject):
     """v1 PersistentVolumeClaim."""
 
@@ -1285,130 +2425,656 @@ class PersistentVolumeClaim(KubeObject):
     status: PersistentVolumeClaimStatus | None = None
 
 
-class PersistentVolumeClaimCondition(K8sModel):
-    """v1 PersistentVolumeClaimCondition."""
+class PersistentVolumeClaimVolumeSource(K8sModel):
+    """v1 PersistentVolumeClaimVolumeSource."""
 
-    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
+    claim_name: str | None = Field(
+        default=None, validation_alias="claimName", serialization_alias="claimName"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+
+
+class PodDNSConfigOption(K8sModel):
+    """v1 PodDNSConfigOption."""
+
+    name: str | None = None
+    value: str | None = None
+
+
+class PodDNSConfig(K8sModel):
+    """v1 PodDNSConfig."""
+
+    nameservers: list[str] | None = None
+    options: list[PodDNSConfigOption] | None = None
+    searches: list[str] | None = None
+
+
+class PodOS(K8sModel):
+    """v1 PodOS."""
+
+    name: str | None = None
+
+
+class PodReadinessGate(K8sModel):
+    """v1 PodReadinessGate."""
+
+    condition_type: str | None = Field(
+        default=None, validation_alias="conditionType", serialization_alias="conditionType"
+    )
+
+
+class PodResourceClaim(K8sModel):
+    """v1 PodResourceClaim."""
+
+    name: str | None = None
+    resource_claim_name: str | None = Field(
+        default=None, validation_alias="resourceClaimName", serialization_alias="resourceClaimName"
+    )
+    resource_claim_template_name: str | None = Field(
+        default=None,
+        validation_alias="resourceClaimTemplateName",
+        serialization_alias="resourceClaimTemplateName",
+    )
+
+
+class PodSchedulingGate(K8sModel):
+    """v1 PodSchedulingGate."""
+
+    name: str | None = None
+
+
+class PodSchedulingGroup(K8sModel):
+    """v1 PodSchedulingGroup."""
+
+    pod_group_name: str | None = Field(
+        default=None, validation_alias="podGroupName", serialization_alias="podGroupName"
+    )
+
+
+class Sysctl(K8sModel):
+    """v1 Sysctl."""
+
+    name: str | None = None
+    value: str | None = None
+
+
+class PodSecurityContext(K8sModel):
+    """v1 PodSecurityContext."""
+
+    app_armor_profile: AppArmorProfile | None = Field(
+        default=None, validation_alias="appArmorProfile", serialization_alias="appArmorProfile"
+    )
+    fs_group: int | None = Field(
+        default=None, validation_alias="fsGroup", serialization_alias="fsGroup"
+    )
+    fs_group_change_policy: str | None = Field(
+        default=None,
+        validation_alias="fsGroupChangePolicy",
+        serialization_alias="fsGroupChangePolicy",
+    )
+    run_as_group: int | None = Field(
+        default=None, validation_alias="runAsGroup", serialization_alias="runAsGroup"
+    )
+    run_as_non_root: bool | None = Field(
+        default=None, validation_alias="runAsNonRoot", serialization_alias="runAsNonRoot"
+    )
+    run_as_user: int | None = Field(
+        default=None, validation_alias="runAsUser", serialization_alias="runAsUser"
+    )
+    se_linux_change_policy: str | None = Field(
+        default=None,
+        validation_alias="seLinuxChangePolicy",
+        serialization_alias="seLinuxChangePolicy",
+    )
+    se_linux_options: SELinuxOptions | None = Field(
+        default=None, validation_alias="seLinuxOptions", serialization_alias="seLinuxOptions"
+    )
+    seccomp_profile: SeccompProfile | None = Field(
+        default=None, validation_alias="seccompProfile", serialization_alias="seccompProfile"
+    )
+    supplemental_groups: list[int] | None = Field(
+        default=None,
+        validation_alias="supplementalGroups",
+        serialization_alias="supplementalGroups",
+    )
+    supplemental_groups_policy: str | None = Field(
+        default=None,
+        validation_alias="supplementalGroupsPolicy",
+        serialization_alias="supplementalGroupsPolicy",
+    )
+    sysctls: list[Sysctl] | None = None
+    windows_options: WindowsSecurityContextOptions | None = Field(
+        default=None, validation_alias="windowsOptions", serialization_alias="windowsOptions"
+    )
+
+
+class Toleration(K8sModel):
+    """v1 Toleration."""
+
+    effect: str | None = None
+    key: str | None = None
+    operator: str | None = None
+    toleration_seconds: int | None = Field(
+        default=None, validation_alias="tolerationSeconds", serialization_alias="tolerationSeconds"
+    )
+    value: str | None = None
+
+
+class TopologySpreadConstraint(K8sModel):
+    """v1 TopologySpreadConstraint."""
+
+    label_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="labelSelector", serialization_alias="labelSelector"
+    )
+    match_label_keys: list[str] | None = Field(
+        default=None, validation_alias="matchLabelKeys", serialization_alias="matchLabelKeys"
+    )
+    max_skew: int | None = Field(
+        default=None, validation_alias="maxSkew", serialization_alias="maxSkew"
+    )
+    min_domains: int | None = Field(
+        default=None, validation_alias="minDomains", serialization_alias="minDomains"
+    )
+    node_affinity_policy: str | None = Field(
+        default=None,
+        validation_alias="nodeAffinityPolicy",
+        serialization_alias="nodeAffinityPolicy",
+    )
+    node_taints_policy: str | None = Field(
+        default=None, validation_alias="nodeTaintsPolicy", serialization_alias="nodeTaintsPolicy"
+    )
+    topology_key: str | None = Field(
+        default=None, validation_alias="topologyKey", serialization_alias="topologyKey"
+    )
+    when_unsatisfiable: str | None = Field(
+        default=None, validation_alias="whenUnsatisfiable", serialization_alias="whenUnsatisfiable"
+    )
+
+
+class PodCertificateProjection(K8sModel):
+    """v1 PodCertificateProjection."""
+
+    certificate_chain_path: str | None = Field(
+        default=None,
+        validation_alias="certificateChainPath",
+        serialization_alias="certificateChainPath",
+    )
+    credential_bundle_path: str | None = Field(
+        default=None,
+        validation_alias="credentialBundlePath",
+        serialization_alias="credentialBundlePath",
+    )
+    key_path: str | None = Field(
+        default=None, validation_alias="keyPath", serialization_alias="keyPath"
+    )
+    key_type: str | None = Field(
+        default=None, validation_alias="keyType", serialization_alias="keyType"
+    )
+    max_expiration_seconds: int | None = Field(
+        default=None,
+        validation_alias="maxExpirationSeconds",
+        serialization_alias="maxExpirationSeconds",
+    )
+    signer_name: str | None = Field(
+        default=None, validation_alias="signerName", serialization_alias="signerName"
+    )
+    user_annotations: dict[str, str] | None = Field(
+        default=None, validation_alias="userAnnotations", serialization_alias="userAnnotations"
+    )
+
+
+class SecretProjection(K8sModel):
+    """v1 SecretProjection."""
+
+    items: list[KeyToPath] | None = None
+    name: str | None = None
+    optional: bool | None = None
+
+
+class ServiceAccountTokenProjection(K8sModel):
+    """v1 ServiceAccountTokenProjection."""
+
+    audience: str | None = None
+    expiration_seconds: int | None = Field(
+        default=None, validation_alias="expirationSeconds", serialization_alias="expirationSeconds"
+    )
+    path: str | None = None
+
+
+class VolumeProjection(K8sModel):
+    """v1 VolumeProjection."""
+
+    cluster_trust_bundle: ClusterTrustBundleProjection | None = Field(
+        default=None,
+        validation_alias="clusterTrustBundle",
+        serialization_alias="clusterTrustBundle",
+    )
+    config_map: ConfigMapProjection | None = Field(
+        default=None, validation_alias="configMap", serialization_alias="configMap"
+    )
+    downward_api: DownwardAPIProjection | None = Field(
+        default=None, validation_alias="downwardAPI", serialization_alias="downwardAPI"
+    )
+    pod_certificate: PodCertificateProjection | None = Field(
+        default=None, validation_alias="podCertificate", serialization_alias="podCertificate"
+    )
+    secret: SecretProjection | None = None
+    service_account_token: ServiceAccountTokenProjection | None = Field(
+        default=None,
+        validation_alias="serviceAccountToken",
+        serialization_alias="serviceAccountToken",
+    )
+
+
+class ProjectedVolumeSource(K8sModel):
+    """v1 ProjectedVolumeSource."""
+
+    default_mode: int | None = Field(
+        default=None, validation_alias="defaultMode", serialization_alias="defaultMode"
+    )
+    sources: list[VolumeProjection] | None = None
+
+
+class RBDVolumeSource(K8sModel):
+    """v1 RBDVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    image: str | None = None
+    keyring: str | None = None
+    monitors: list[str] | None = None
+    pool: str | None = None
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    user: str | None = None
+
+
+class ScaleIOVolumeSource(K8sModel):
+    """v1 ScaleIOVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    gateway: str | None = None
+    protection_domain: str | None = Field(
+        default=None, validation_alias="protectionDomain", serialization_alias="protectionDomain"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    ssl_enabled: bool | None = Field(
+        default=None, validation_alias="sslEnabled", serialization_alias="sslEnabled"
+    )
+    storage_mode: str | None = Field(
+        default=None, validation_alias="storageMode", serialization_alias="storageMode"
+    )
+    storage_pool: str | None = Field(
+        default=None, validation_alias="storagePool", serialization_alias="storagePool"
+    )
+    system: str | None = None
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+
+
+class SecretVolumeSource(K8sModel):
+    """v1 SecretVolumeSource."""
+
+    default_mode: int | None = Field(
+        default=None, validation_alias="defaultMode", serialization_alias="defaultMode"
+    )
+    items: list[KeyToPath] | None = None
+    optional: bool | None = None
+    secret_name: str | None = Field(
+        default=None, validation_alias="secretName", serialization_alias="secretName"
+    )
+
+
+class StorageOSVolumeSource(K8sModel):
+    """v1 StorageOSVolumeSource."""
+
+    fs_type: str | None = Field(
+        default=None, validation_alias="fsType", serialization_alias="fsType"
+    )
+    read_only: bool | None = Field(
+        default=None, validation_alias="readOnly", serialization_alias="readOnly"
+    )
+    secret_ref: LocalObjectReference | None = Field(
+        default=None, validation_alias="secretRef", serialization_alias="secretRef"
+    )
+    volume_name: str | None = Field(
+        default=None, validation_alias="volumeName", serialization_alias="volumeName"
+    )
+    volume_namespace: str | None = Field(
+        default=None, validation_alias="volumeNamespace", serialization_alias="volumeNamespace"
+    )
+
+
+class Volume(K8sModel):
+    """v1 Volume."""
+
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = Field(
+        default=None,
+        validation_alias="awsElasticBlockStore",
+        serialization_alias="awsElasticBlockStore",
+    )
+    azure_disk: AzureDiskVolumeSource | None = Field(
+        default=None, validation_alias="azureDisk", serialization_alias="azureDisk"
+    )
+    azure_file: AzureFileVolumeSource | None = Field(
+        default=None, validation_alias="azureFile", serialization_alias="azureFile"
+    )
+    cephfs: CephFSVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    config_map: ConfigMapVolumeSource | None = Field(
+        default=None, validation_alias="configMap", serialization_alias="configMap"
+    )
+    csi: CSIVolumeSource | None = None
+    downward_api: DownwardAPIVolumeSource | None = Field(
+        default=None, validation_alias="downwardAPI", serialization_alias="downwardAPI"
+    )
+    empty_dir: EmptyDirVolumeSource | None = Field(
+        default=None, validation_alias="emptyDir", serialization_alias="emptyDir"
+    )
+    ephemeral: EphemeralVolumeSource | None = None
+    fc: FCVolumeSource | None = None
+    flex_volume: FlexVolumeSource | None = Field(
+        default=None, validation_alias="flexVolume", serialization_alias="flexVolume"
+    )
+    flocker: FlockerVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = Field(
+        default=None, validation_alias="gcePersistentDisk", serialization_alias="gcePersistentDisk"
+    )
+    git_repo: GitRepoVolumeSource | None = Field(
+        default=None, validation_alias="gitRepo", serialization_alias="gitRepo"
+    )
+    glusterfs: GlusterfsVolumeSource | None = None
+    host_path: HostPathVolumeSource | None = Field(
+        default=None, validation_alias="hostPath", serialization_alias="hostPath"
+    )
+    image: ImageVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    name: str | None = None
+    nfs: NFSVolumeSource | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = Field(
+        default=None,
+        validation_alias="persistentVolumeClaim",
+        serialization_alias="persistentVolumeClaim",
+    )
+    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = Field(
+        default=None,
+        validation_alias="photonPersistentDisk",
+        serialization_alias="photonPersistentDisk",
+    )
+    portworx_volume: PortworxVolumeSource | None = Field(
+        default=None, validation_alias="portworxVolume", serialization_alias="portworxVolume"
+    )
+    projected: ProjectedVolumeSource | None = None
+    quobyte: QuobyteVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    scale_io: ScaleIOVolumeSource | None = Field(
+        default=None, validation_alias="scaleIO", serialization_alias="scaleIO"
+    )
+    secret: SecretVolumeSource | None = None
+    storageos: StorageOSVolumeSource | None = None
+    vsphere_volume: VsphereVirtualDiskVolumeSource | None = Field(
+        default=None, validation_alias="vsphereVolume", serialization_alias="vsphereVolume"
+    )
+
+
+class PodSpec(K8sModel):
+    """v1 PodSpec."""
+
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        validation_alias="activeDeadlineSeconds",
+        serialization_alias="activeDeadlineSeconds",
+    )
+    affinity: Affinity | None = None
+    automount_service_account_token: bool | None = Field(
+        default=None,
+        validation_alias="automountServiceAccountToken",
+        serialization_alias="automountServiceAccountToken",
+    )
+    containers: list[Container] | None = None
+    dns_config: PodDNSConfig | None = Field(
+        default=None, validation_alias="dnsConfig", serialization_alias="dnsConfig"
+    )
+    dns_policy: str | None = Field(
+        default=None, validation_alias="dnsPolicy", serialization_alias="dnsPolicy"
+    )
+    enable_service_links: bool | None = Field(
+        default=None,
+        validation_alias="enableServiceLinks",
+        serialization_alias="enableServiceLinks",
+    )
+    ephemeral_containers: list[EphemeralContainer] | None = Field(
+        default=None,
+        validation_alias="ephemeralContainers",
+        serialization_alias="ephemeralContainers",
+    )
+    host_aliases: list[HostAlias] | None = Field(
+        default=None, validation_alias="hostAliases", serialization_alias="hostAliases"
+    )
+    host_ipc: bool | None = Field(
+        default=None, validation_alias="hostIPC", serialization_alias="hostIPC"
+    )
+    host_network: bool | None = Field(
+        default=None, validation_alias="hostNetwork", serialization_alias="hostNetwork"
+    )
+    host_pid: bool | None = Field(
+        default=None, validation_alias="hostPID", serialization_alias="hostPID"
+    )
+    host_users: bool | None = Field(
+        default=None, validation_alias="hostUsers", serialization_alias="hostUsers"
+    )
+    hostname: str | None = None
+    hostname_override: str | None = Field(
+        default=None, validation_alias="hostnameOverride", serialization_alias="hostnameOverride"
+    )
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        default=None, validation_alias="imagePullSecrets", serialization_alias="imagePullSecrets"
+    )
+    init_containers: list[Container] | None = Field(
+        default=None, validation_alias="initContainers", serialization_alias="initContainers"
+    )
+    node_name: str | None = Field(
+        default=None, validation_alias="nodeName", serialization_alias="nodeName"
+    )
+    node_selector: dict[str, str] | None = Field(
+        default=None, validation_alias="nodeSelector", serialization_alias="nodeSelector"
+    )
+    os: PodOS | None = None
+    overhead: dict[str, Quantity] | None = None
+    preemption_policy: str | None = Field(
+        default=None, validation_alias="preemptionPolicy", serialization_alias="preemptionPolicy"
+    )
+    priority: int | None = None
+    priority_class_name: str | None = Field(
+        default=None, validation_alias="priorityClassName", serialization_alias="priorityClassName"
+    )
+    readiness_gates: list[PodReadinessGate] | None = Field(
+        default=None, validation_alias="readinessGates", serialization_alias="readinessGates"
+    )
+    resource_claims: list[PodResourceClaim] | None = Field(
+        default=None, validation_alias="resourceClaims", serialization_alias="resourceClaims"
+    )
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = Field(
+        default=None, validation_alias="restartPolicy", serialization_alias="restartPolicy"
+    )
+    runtime_class_name: str | None = Field(
+        default=None, validation_alias="runtimeClassName", serialization_alias="runtimeClassName"
+    )
+    scheduler_name: str | None = Field(
+        default=None, validation_alias="schedulerName", serialization_alias="schedulerName"
+    )
+    scheduling_gates: list[PodSchedulingGate] | None = Field(
+        default=None, validation_alias="schedulingGates", serialization_alias="schedulingGates"
+    )
+    scheduling_group: PodSchedulingGroup | None = Field(
+        default=None, validation_alias="schedulingGroup", serialization_alias="schedulingGroup"
+    )
+    security_context: PodSecurityContext | None = Field(
+        default=None, validation_alias="securityContext", serialization_alias="securityContext"
+    )
+    service_account: str | None = Field(
+        default=None, validation_alias="serviceAccount", serialization_alias="serviceAccount"
+    )
+    service_account_name: str | None = Field(
+        default=None,
+        validation_alias="serviceAccountName",
+        serialization_alias="serviceAccountName",
+    )
+    set_hostname_as_fqdn: bool | None = Field(
+        default=None, validation_alias="setHostnameAsFQDN", serialization_alias="setHostnameAsFQDN"
+    )
+    share_process_namespace: bool | None = Field(
+        default=None,
+        validation_alias="shareProcessNamespace",
+        serialization_alias="shareProcessNamespace",
+    )
+    subdomain: str | None = None
+    termination_grace_period_seconds: int | None = Field(
+        default=None,
+        validation_alias="terminationGracePeriodSeconds",
+        serialization_alias="terminationGracePeriodSeconds",
+    )
+    tolerations: list[Toleration] | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = Field(
+        default=None,
+        validation_alias="topologySpreadConstraints",
+        serialization_alias="topologySpreadConstraints",
+    )
+    volumes: list[Volume] | None = None
+
+
+class PodCondition(K8sModel):
+    """v1 PodCondition."""
+
+    last_probe_time: Time | None = Field(
+        default=None, validation_alias="lastProbeTime", serialization_alias="lastProbeTime"
+    )
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
     message: str | None = None
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
     reason: str | None = None
     status: str | None = None
     type: str | None = None
 
 
-class PersistentVolumeClaimSpec(K8sModel):
-    """v1 PersistentVolumeClaimSpec."""
+class PodExtendedResourceClaimStatus(K8sModel):
+    """v1 PodExtendedResourceClaimStatus."""
 
-    access_modes: list[str] | None = Field(default=None, alias="accessModes")
-    data_source: TypedLocalObjectReference | None = Field(default=None, alias="dataSource")
-    data_source_ref: TypedObjectReference | None = Field(default=None, alias="dataSourceRef")
-    resources: VolumeResourceRequirements | None = None
-    selector: meta_v1.LabelSelector | None = None
-    storage_class_name: str | None = Field(default=None, alias="storageClassName")
-    volume_attributes_class_name: str | None = Field(
-        default=None, alias="volumeAttributesClassName"
+    request_mappings: list[ContainerExtendedResourceRequest] | None = Field(
+        default=None, validation_alias="requestMappings", serialization_alias="requestMappings"
     )
-    volume_mode: str | None = Field(default=None, alias="volumeMode")
-    volume_name: str | None = Field(default=None, alias="volumeName")
-
-
-class PersistentVolumeClaimStatus(K8sModel):
-    """v1 PersistentVolumeClaimStatus."""
-
-    access_modes: list[str] | None = Field(default=None, alias="accessModes")
-    allocated_resource_statuses: dict[str, str] | None = Field(
-        default=None, alias="allocatedResourceStatuses"
+    resource_claim_name: str | None = Field(
+        default=None, validation_alias="resourceClaimName", serialization_alias="resourceClaimName"
     )
+
+
+class PodIP(K8sModel):
+    """v1 PodIP."""
+
+    ip: str | None = None
+
+
+class PodResourceClaimStatus(K8sModel):
+    """v1 PodResourceClaimStatus."""
+
+    name: str | None = None
+    resource_claim_name: str | None = Field(
+        default=None, validation_alias="resourceClaimName", serialization_alias="resourceClaimName"
+    )
+
+
+class PodStatus(K8sModel):
+    """v1 PodStatus."""
+
     allocated_resources: dict[str, Quantity] | None = Field(
-        default=None, alias="allocatedResources"
+        default=None,
+        validation_alias="allocatedResources",
+        serialization_alias="allocatedResources",
     )
-    capacity: dict[str, Quantity] | None = None
-    conditions: list[PersistentVolumeClaimCondition] | None = None
-    current_volume_attributes_class_name: str | None = Field(
-        default=None, alias="currentVolumeAttributesClassName"
+    conditions: list[PodCondition] | None = None
+    container_statuses: list[ContainerStatus] | None = Field(
+        default=None, validation_alias="containerStatuses", serialization_alias="containerStatuses"
     )
-    modify_volume_status: ModifyVolumeStatus | None = Field(
-        default=None, alias="modifyVolumeStatus"
+    ephemeral_container_statuses: list[ContainerStatus] | None = Field(
+        default=None,
+        validation_alias="ephemeralContainerStatuses",
+        serialization_alias="ephemeralContainerStatuses",
     )
-    phase: str | None = None
-
-
-class PersistentVolumeClaimTemplate(K8sModel):
-    """v1 PersistentVolumeClaimTemplate."""
-
-    metadata: ObjectMeta | None = None
-    spec: PersistentVolumeClaimSpec | None = None
-
-
-class PersistentVolumeClaimVolumeSource(K8sModel):
-    """v1 PersistentVolumeClaimVolumeSource."""
-
-    claim_name: str | None = Field(default=None, alias="claimName")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-
-
-class PersistentVolumeSpec(K8sModel):
-    """v1 PersistentVolumeSpec."""
-
-    access_modes: list[str] | None = Field(default=None, alias="accessModes")
-    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = Field(
-        default=None, alias="awsElasticBlockStore"
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = Field(
+        default=None,
+        validation_alias="extendedResourceClaimStatus",
+        serialization_alias="extendedResourceClaimStatus",
     )
-    azure_disk: AzureDiskVolumeSource | None = Field(default=None, alias="azureDisk")
-    azure_file: AzureFilePersistentVolumeSource | None = Field(default=None, alias="azureFile")
-    capacity: dict[str, Quantity] | None = None
-    cephfs: CephFSPersistentVolumeSource | None = None
-    cinder: CinderPersistentVolumeSource | None = None
-    claim_ref: ObjectReference | None = Field(default=None, alias="claimRef")
-    csi: CSIPersistentVolumeSource | None = None
-    fc: FCVolumeSource | None = None
-    flex_volume: FlexPersistentVolumeSource | None = Field(default=None, alias="flexVolume")
-    flocker: FlockerVolumeSource | None = None
-    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = Field(
-        default=None, alias="gcePersistentDisk"
+    host_ip: str | None = Field(
+        default=None, validation_alias="hostIP", serialization_alias="hostIP"
     )
-    glusterfs: GlusterfsPersistentVolumeSource | None = None
-    host_path: HostPathVolumeSource | None = Field(default=None, alias="hostPath")
-    iscsi: ISCSIPersistentVolumeSource | None = None
-    local: LocalVolumeSource | None = None
-    mount_options: list[str] | None = Field(default=None, alias="mountOptions")
-    nfs: NFSVolumeSource | None = None
-    node_affinity: VolumeNodeAffinity | None = Field(default=None, alias="nodeAffinity")
-    persistent_volume_reclaim_policy: str | None = Field(
-        default=None, alias="persistentVolumeReclaimPolicy"
+    host_ips: list[HostIP] | None = Field(
+        default=None, validation_alias="hostIPs", serialization_alias="hostIPs"
     )
-    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = Field(
-        default=None, alias="photonPersistentDisk"
+    init_container_statuses: list[ContainerStatus] | None = Field(
+        default=None,
+        validation_alias="initContainerStatuses",
+        serialization_alias="initContainerStatuses",
     )
-    portworx_volume: PortworxVolumeSource | None = Field(default=None, alias="portworxVolume")
-    quobyte: QuobyteVolumeSource | None = None
-    rbd: RBDPersistentVolumeSource | None = None
-    scale_io: ScaleIOPersistentVolumeSource | None = Field(default=None, alias="scaleIO")
-    storage_class_name: str | None = Field(default=None, alias="storageClassName")
-    storageos: StorageOSPersistentVolumeSource | None = None
-    volume_attributes_class_name: str | None = Field(
-        default=None, alias="volumeAttributesClassName"
-    )
-    volume_mode: str | None = Field(default=None, alias="volumeMode")
-    vsphere_volume: VsphereVirtualDiskVolumeSource | None = Field(
-        default=None, alias="vsphereVolume"
-    )
-
-
-class PersistentVolumeStatus(K8sModel):
-    """v1 PersistentVolumeStatus."""
-
-    last_phase_transition_time: Time | None = Field(default=None, alias="lastPhaseTransitionTime")
     message: str | None = None
+    node_allocatable_resource_claim_statuses: list[NodeAllocatableResourceClaimStatus] | None = (
+        Field(
+            default=None,
+            validation_alias="nodeAllocatableResourceClaimStatuses",
+            serialization_alias="nodeAllocatableResourceClaimStatuses",
+        )
+    )
+    nominated_node_name: str | None = Field(
+        default=None, validation_alias="nominatedNodeName", serialization_alias="nominatedNodeName"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
     phase: str | None = None
+    pod_ip: str | None = Field(default=None, validation_alias="podIP", serialization_alias="podIP")
+    pod_ips: list[PodIP] | None = Field(
+        default=None, validation_alias="podIPs", serialization_alias="podIPs"
+    )
+    qos_class: str | None = Field(
+        default=None, validation_alias="qosClass", serialization_alias="qosClass"
+    )
     reason: str | None = None
-
-
-class PhotonPersistentDiskVolumeSource(K8sModel):
-    """v1 PhotonPersistentDiskVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    pd_id: str | None = Field(default=None, alias="pdID")
+    resize: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = Field(
+        default=None,
+        validation_alias="resourceClaimStatuses",
+        serialization_alias="resourceClaimStatuses",
+    )
+    resources: ResourceRequirements | None = None
+    start_time: Time | None = Field(
+        default=None, validation_alias="startTime", serialization_alias="startTime"
+    )
 
 
 class Pod(KubeObject):
@@ -1421,251 +3087,11 @@ class Pod(KubeObject):
     status: PodStatus | None = None
 
 
-class PodAffinity(K8sModel):
-    """v1 PodAffinity."""
+class PodTemplateSpec(K8sModel):
+    """v1 PodTemplateSpec."""
 
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        Field(default=None, alias="preferredDuringSchedulingIgnoredDuringExecution")
-    )
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
-    )
-
-
-class PodAffinityTerm(K8sModel):
-    """v1 PodAffinityTerm."""
-
-    label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
-    match_label_keys: list[str] | None = Field(default=None, alias="matchLabelKeys")
-    mismatch_label_keys: list[str] | None = Field(default=None, alias="mismatchLabelKeys")
-    namespace_selector: meta_v1.LabelSelector | None = Field(
-        default=None, alias="namespaceSelector"
-    )
-    namespaces: list[str] | None = None
-    topology_key: str | None = Field(default=None, alias="topologyKey")
-
-
-class PodAntiAffinity(K8sModel):
-    """v1 PodAntiAffinity."""
-
-    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = (
-        Field(default=None, alias="preferredDuringSchedulingIgnoredDuringExecution")
-    )
-    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
-    )
-
-
-class PodCertificateProjection(K8sModel):
-    """v1 PodCertificateProjection."""
-
-    certificate_chain_path: str | None = Field(default=None, alias="certificateChainPath")
-    credential_bundle_path: str | None = Field(default=None, alias="credentialBundlePath")
-    key_path: str | None = Field(default=None, alias="keyPath")
-    key_type: str | None = Field(default=None, alias="keyType")
-    max_expiration_seconds: int | None = Field(default=None, alias="maxExpirationSeconds")
-    signer_name: str | None = Field(default=None, alias="signerName")
-    user_annotations: dict[str, str] | None = Field(default=None, alias="userAnnotations")
-
-
-class PodCondition(K8sModel):
-    """v1 PodCondition."""
-
-    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class PodDNSConfig(K8sModel):
-    """v1 PodDNSConfig."""
-
-    nameservers: list[str] | None = None
-    options: list[PodDNSConfigOption] | None = None
-    searches: list[str] | None = None
-
-
-class PodDNSConfigOption(K8sModel):
-    """v1 PodDNSConfigOption."""
-
-    name: str | None = None
-    value: str | None = None
-
-
-class PodExtendedResourceClaimStatus(K8sModel):
-    """v1 PodExtendedResourceClaimStatus."""
-
-    request_mappings: list[ContainerExtendedResourceRequest] | None = Field(
-        default=None, alias="requestMappings"
-    )
-    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName")
-
-
-class PodIP(K8sModel):
-    """v1 PodIP."""
-
-    ip: str | None = None
-
-
-class PodOS(K8sModel):
-    """v1 PodOS."""
-
-    name: str | None = None
-
-
-class PodReadinessGate(K8sModel):
-    """v1 PodReadinessGate."""
-
-    condition_type: str | None = Field(default=None, alias="conditionType")
-
-
-class PodResourceClaim(K8sModel):
-    """v1 PodResourceClaim."""
-
-    name: str | None = None
-    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName")
-    resource_claim_template_name: str | None = Field(
-        default=None, alias="resourceClaimTemplateName"
-    )
-
-
-class PodResourceClaimStatus(K8sModel):
-    """v1 PodResourceClaimStatus."""
-
-    name: str | None = None
-    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName")
-
-
-class PodSchedulingGate(K8sModel):
-    """v1 PodSchedulingGate."""
-
-    name: str | None = None
-
-
-class PodSchedulingGroup(K8sModel):
-    """v1 PodSchedulingGroup."""
-
-    pod_group_name: str | None = Field(default=None, alias="podGroupName")
-
-
-class PodSecurityContext(K8sModel):
-    """v1 PodSecurityContext."""
-
-    app_armor_profile: AppArmorProfile | None = Field(default=None, alias="appArmorProfile")
-    fs_group: int | None = Field(default=None, alias="fsGroup")
-    fs_group_change_policy: str | None = Field(default=None, alias="fsGroupChangePolicy")
-    run_as_group: int | None = Field(default=None, alias="runAsGroup")
-    run_as_non_root: bool | None = Field(default=None, alias="runAsNonRoot")
-    run_as_user: int | None = Field(default=None, alias="runAsUser")
-    se_linux_change_policy: str | None = Field(default=None, alias="seLinuxChangePolicy")
-    se_linux_options: SELinuxOptions | None = Field(default=None, alias="seLinuxOptions")
-    seccomp_profile: SeccompProfile | None = Field(default=None, alias="seccompProfile")
-    supplemental_groups: list[int] | None = Field(default=None, alias="supplementalGroups")
-    supplemental_groups_policy: str | None = Field(default=None, alias="supplementalGroupsPolicy")
-    sysctls: list[Sysctl] | None = None
-    windows_options: WindowsSecurityContextOptions | None = Field(
-        default=None, alias="windowsOptions"
-    )
-
-
-class PodSpec(K8sModel):
-    """v1 PodSpec."""
-
-    active_deadline_seconds: int | None = Field(default=None, alias="activeDeadlineSeconds")
-    affinity: Affinity | None = None
-    automount_service_account_token: bool | None = Field(
-        default=None, alias="automountServiceAccountToken"
-    )
-    containers: list[Container] | None = None
-    dns_config: PodDNSConfig | None = Field(default=None, alias="dnsConfig")
-    dns_policy: str | None = Field(default=None, alias="dnsPolicy")
-    enable_service_links: bool | None = Field(default=None, alias="enableServiceLinks")
-    ephemeral_containers: list[EphemeralContainer] | None = Field(
-        default=None, alias="ephemeralContainers"
-    )
-    host_aliases: list[HostAlias] | None = Field(default=None, alias="hostAliases")
-    host_ipc: bool | None = Field(default=None, alias="hostIPC")
-    host_network: bool | None = Field(default=None, alias="hostNetwork")
-    host_pid: bool | None = Field(default=None, alias="hostPID")
-    host_users: bool | None = Field(default=None, alias="hostUsers")
-    hostname: str | None = None
-    hostname_override: str | None = Field(default=None, alias="hostnameOverride")
-    image_pull_secrets: list[LocalObjectReference] | None = Field(
-        default=None, alias="imagePullSecrets"
-    )
-    init_containers: list[Container] | None = Field(default=None, alias="initContainers")
-    node_name: str | None = Field(default=None, alias="nodeName")
-    node_selector: dict[str, str] | None = Field(default=None, alias="nodeSelector")
-    os: PodOS | None = None
-    overhead: dict[str, Quantity] | None = None
-    preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
-    priority: int | None = None
-    priority_class_name: str | None = Field(default=None, alias="priorityClassName")
-    readiness_gates: list[PodReadinessGate] | None = Field(default=None, alias="readinessGates")
-    resource_claims: list[PodResourceClaim] | None = Field(default=None, alias="resourceClaims")
-    resources: ResourceRequirements | None = None
-    restart_policy: str | None = Field(default=None, alias="restartPolicy")
-    runtime_class_name: str | None = Field(default=None, alias="runtimeClassName")
-    scheduler_name: str | None = Field(default=None, alias="schedulerName")
-    scheduling_gates: list[PodSchedulingGate] | None = Field(default=None, alias="schedulingGates")
-    scheduling_group: PodSchedulingGroup | None = Field(default=None, alias="schedulingGroup")
-    security_context: PodSecurityContext | None = Field(default=None, alias="securityContext")
-    service_account: str | None = Field(default=None, alias="serviceAccount")
-    service_account_name: str | None = Field(default=None, alias="serviceAccountName")
-    set_hostname_as_fqdn: bool | None = Field(default=None, alias="setHostnameAsFQDN")
-    share_process_namespace: bool | None = Field(default=None, alias="shareProcessNamespace")
-    subdomain: str | None = None
-    termination_grace_period_seconds: int | None = Field(
-        default=None, alias="terminationGracePeriodSeconds"
-    )
-    tolerations: list[Toleration] | None = None
-    topology_spread_constraints: list[TopologySpreadConstraint] | None = Field(
-        default=None, alias="topologySpreadConstraints"
-    )
-    volumes: list[Volume] | None = None
-
-
-class PodStatus(K8sModel):
-    """v1 PodStatus."""
-
-    allocated_resources: dict[str, Quantity] | None = Field(
-        default=None, alias="allocatedResources"
-    )
-    conditions: list[PodCondition] | None = None
-    container_statuses: list[ContainerStatus] | None = Field(
-        default=None, alias="containerStatuses"
-    )
-    ephemeral_container_statuses: list[ContainerStatus] | None = Field(
-        default=None, alias="ephemeralContainerStatuses"
-    )
-    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = Field(
-        default=None, alias="extendedResourceClaimStatus"
-    )
-    host_ip: str | None = Field(default=None, alias="hostIP")
-    host_i_ps: list[HostIP] | None = Field(default=None, alias="hostIPs")
-    init_container_statuses: list[ContainerStatus] | None = Field(
-        default=None, alias="initContainerStatuses"
-    )
-    message: str | None = None
-    node_allocatable_resource_claim_statuses: list[NodeAllocatableResourceClaimStatus] | None = (
-        Field(default=None, alias="nodeAllocatableResourceClaimStatuses")
-    )
-    nominated_node_name: str | None = Field(default=None, alias="nominatedNodeName")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    phase: str | None = None
-    pod_ip: str | None = Field(default=None, alias="podIP")
-    pod_i_ps: list[PodIP] | None = Field(default=None, alias="podIPs")
-    qos_class: str | None = Field(default=None, alias="qosClass")
-    reason: str | None = None
-    resize: str | None = None
-    resource_claim_statuses: list[PodResourceClaimStatus] | None = Field(
-        default=None, alias="resourceClaimStatuses"
-    )
-    resources: ResourceRequirements | None = None
-    start_time: Time | None = Field(default=None, alias="startTime")
+    metadata: ObjectMeta | None = None
+    spec: PodSpec | None = None
 
 
 class PodTemplate(KubeObject):
@@ -1677,95 +3103,52 @@ class PodTemplate(KubeObject):
     template: PodTemplateSpec | None = None
 
 
-class PodTemplateSpec(K8sModel):
-    """v1 PodTemplateSpec."""
+class ReplicationControllerSpec(K8sModel):
+    """v1 ReplicationControllerSpec."""
 
-    metadata: ObjectMeta | None = None
-    spec: PodSpec | None = None
-
-
-class PortStatus(K8sModel):
-    """v1 PortStatus."""
-
-    error: str | None = None
-    port: int | None = None
-    protocol: str | None = None
-
-
-class PortworxVolumeSource(K8sModel):
-    """v1 PortworxVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    volume_id: str | None = Field(default=None, alias="volumeID")
-
-
-class PreferredSchedulingTerm(K8sModel):
-    """v1 PreferredSchedulingTerm."""
-
-    preference: NodeSelectorTerm | None = None
-    weight: int | None = None
-
-
-class Probe(K8sModel):
-    """v1 Probe."""
-
-    exec: ExecAction | None = None
-    failure_threshold: int | None = Field(default=None, alias="failureThreshold")
-    grpc: GRPCAction | None = None
-    http_get: HTTPGetAction | None = Field(default=None, alias="httpGet")
-    initial_delay_seconds: int | None = Field(default=None, alias="initialDelaySeconds")
-    period_seconds: int | None = Field(default=None, alias="periodSeconds")
-    success_threshold: int | None = Field(default=None, alias="successThreshold")
-    tcp_socket: TCPSocketAction | None = Field(default=None, alias="tcpSocket")
-    termination_grace_period_seconds: int | None = Field(
-        default=None, alias="terminationGracePeriodSeconds"
+    min_ready_seconds: int | None = Field(
+        default=None, validation_alias="minReadySeconds", serialization_alias="minReadySeconds"
     )
-    timeout_seconds: int | None = Field(default=None, alias="timeoutSeconds")
+    replicas: int | None = None
+    selector: dict[str, str] | None = None
+    template: PodTemplateSpec | None = None
 
 
-class ProjectedVolumeSource(K8sModel):
-    """v1 ProjectedVolumeSource."""
+class ReplicationControllerCondition(K8sModel):
+    """v1 ReplicationControllerCondition."""
 
-    default_mode: int | None = Field(default=None, alias="defaultMode")
-    sources: list[VolumeProjection] | None = None
-
-
-class QuobyteVolumeSource(K8sModel):
-    """v1 QuobyteVolumeSource."""
-
-    group: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    registry: str | None = None
-    tenant: str | None = None
-    user: str | None = None
-    volume: str | None = None
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
 
 
-class RBDPersistentVolumeSource(K8sModel):
-    """v1 RBDPersistentVolumeSource."""
+class ReplicationControllerStatus(K8sModel):
+    """v1 ReplicationControllerStatus."""
 
-    fs_type: str | None = Field(default=None, alias="fsType")
-    image: str | None = None
-    keyring: str | None = None
-    monitors: list[str] | None = None
-    pool: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
-    user: str | None = None
-
-
-class RBDVolumeSource(K8sModel):
-    """v1 RBDVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    image: str | None = None
-    keyring: str | None = None
-    monitors: list[str] | None = None
-    pool: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
-    user: str | None = None
+    available_replicas: int | None = Field(
+        default=None, validation_alias="availableReplicas", serialization_alias="availableReplicas"
+    )
+    conditions: list[ReplicationControllerCondition] | None = None
+    fully_labeled_replicas: int | None = Field(
+        default=None,
+        validation_alias="fullyLabeledReplicas",
+        serialization_alias="fullyLabeledReplicas",
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
+    ready_replicas: int | None = Field(
+        default=None, validation_alias="readyReplicas", serialization_alias="readyReplicas"
+    )
+    replicas: int | None = None
 
 
 class ReplicationController(KubeObject):
@@ -1778,57 +3161,39 @@ class ReplicationController(KubeObject):
     status: ReplicationControllerStatus | None = None
 
 
-class ReplicationControllerCondition(K8sModel):
-    """v1 ReplicationControllerCondition."""
+class ScopedResourceSelectorRequirement(K8sModel):
+    """v1 ScopedResourceSelectorRequirement."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class ReplicationControllerSpec(K8sModel):
-    """v1 ReplicationControllerSpec."""
-
-    min_ready_seconds: int | None = Field(default=None, alias="minReadySeconds")
-    replicas: int | None = None
-    selector: dict[str, str] | None = None
-    template: PodTemplateSpec | None = None
+    operator: str | None = None
+    scope_name: str | None = Field(
+        default=None, validation_alias="scopeName", serialization_alias="scopeName"
+    )
+    values: list[str] | None = None
 
 
-class ReplicationControllerStatus(K8sModel):
-    """v1 ReplicationControllerStatus."""
+class ScopeSelector(K8sModel):
+    """v1 ScopeSelector."""
 
-    available_replicas: int | None = Field(default=None, alias="availableReplicas")
-    conditions: list[ReplicationControllerCondition] | None = None
-    fully_labeled_replicas: int | None = Field(default=None, alias="fullyLabeledReplicas")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
-    ready_replicas: int | None = Field(default=None, alias="readyReplicas")
-    replicas: int | None = None
+    match_expressions: list[ScopedResourceSelectorRequirement] | None = Field(
+        default=None, validation_alias="matchExpressions", serialization_alias="matchExpressions"
+    )
 
 
-class ResourceClaim(K8sModel):
-    """v1 ResourceClaim."""
+class ResourceQuotaSpec(K8sModel):
+    """v1 ResourceQuotaSpec."""
 
-    name: str | None = None
-    request: str | None = None
-
-
-class ResourceFieldSelector(K8sModel):
-    """v1 ResourceFieldSelector."""
-
-    container_name: str | None = Field(default=None, alias="containerName")
-    divisor: Quantity | None = None
-    resource: str | None = None
+    hard: dict[str, Quantity] | None = None
+    scope_selector: ScopeSelector | None = Field(
+        default=None, validation_alias="scopeSelector", serialization_alias="scopeSelector"
+    )
+    scopes: list[str] | None = None
 
 
-class ResourceHealth(K8sModel):
-    """v1 ResourceHealth."""
+class ResourceQuotaStatus(K8sModel):
+    """v1 ResourceQuotaStatus."""
 
-    health: str | None = None
-    message: str | None = None
-    resource_id: str | None = Field(default=None, alias="resourceID")
+    hard: dict[str, Quantity] | None = None
+    used: dict[str, Quantity] | None = None
 
 
 class ResourceQuota(KubeObject):
@@ -1841,98 +3206,6 @@ class ResourceQuota(KubeObject):
     status: ResourceQuotaStatus | None = None
 
 
-class ResourceQuotaSpec(K8sModel):
-    """v1 ResourceQuotaSpec."""
-
-    hard: dict[str, Quantity] | None = None
-    scope_selector: ScopeSelector | None = Field(default=None, alias="scopeSelector")
-    scopes: list[str] | None = None
-
-
-class ResourceQuotaStatus(K8sModel):
-    """v1 ResourceQuotaStatus."""
-
-    hard: dict[str, Quantity] | None = None
-    used: dict[str, Quantity] | None = None
-
-
-class ResourceRequirements(K8sModel):
-    """v1 ResourceRequirements."""
-
-    claims: list[ResourceClaim] | None = None
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
-
-
-class ResourceStatus(K8sModel):
-    """v1 ResourceStatus."""
-
-    name: str | None = None
-    resources: list[ResourceHealth] | None = None
-
-
-class SELinuxOptions(K8sModel):
-    """v1 SELinuxOptions."""
-
-    level: str | None = None
-    role: str | None = None
-    type: str | None = None
-    user: str | None = None
-
-
-class ScaleIOPersistentVolumeSource(K8sModel):
-    """v1 ScaleIOPersistentVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    gateway: str | None = None
-    protection_domain: str | None = Field(default=None, alias="protectionDomain")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: SecretReference | None = Field(default=None, alias="secretRef")
-    ssl_enabled: bool | None = Field(default=None, alias="sslEnabled")
-    storage_mode: str | None = Field(default=None, alias="storageMode")
-    storage_pool: str | None = Field(default=None, alias="storagePool")
-    system: str | None = None
-    volume_name: str | None = Field(default=None, alias="volumeName")
-
-
-class ScaleIOVolumeSource(K8sModel):
-    """v1 ScaleIOVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    gateway: str | None = None
-    protection_domain: str | None = Field(default=None, alias="protectionDomain")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
-    ssl_enabled: bool | None = Field(default=None, alias="sslEnabled")
-    storage_mode: str | None = Field(default=None, alias="storageMode")
-    storage_pool: str | None = Field(default=None, alias="storagePool")
-    system: str | None = None
-    volume_name: str | None = Field(default=None, alias="volumeName")
-
-
-class ScopeSelector(K8sModel):
-    """v1 ScopeSelector."""
-
-    match_expressions: list[ScopedResourceSelectorRequirement] | None = Field(
-        default=None, alias="matchExpressions"
-    )
-
-
-class ScopedResourceSelectorRequirement(K8sModel):
-    """v1 ScopedResourceSelectorRequirement."""
-
-    operator: str | None = None
-    scope_name: str | None = Field(default=None, alias="scopeName")
-    values: list[str] | None = None
-
-
-class SeccompProfile(K8sModel):
-    """v1 SeccompProfile."""
-
-    localhost_profile: str | None = Field(default=None, alias="localhostProfile")
-    type: str | None = None
-
-
 class Secret(KubeObject):
     """v1 Secret."""
 
@@ -1941,65 +3214,118 @@ class Secret(KubeObject):
     kind: str | None = "Secret"
     data: dict[str, str] | None = None
     immutable: bool | None = None
-    string_data: dict[str, str] | None = Field(default=None, alias="stringData")
+    string_data: dict[str, str] | None = Field(
+        default=None, validation_alias="stringData", serialization_alias="stringData"
+    )
     type: str | None = None
 
 
-class SecretEnvSource(K8sModel):
-    """v1 SecretEnvSource."""
+class ServicePort(K8sModel):
+    """v1 ServicePort."""
 
+    app_protocol: str | None = Field(
+        default=None, validation_alias="appProtocol", serialization_alias="appProtocol"
+    )
     name: str | None = None
-    optional: bool | None = None
+    node_port: int | None = Field(
+        default=None, validation_alias="nodePort", serialization_alias="nodePort"
+    )
+    port: int | None = None
+    protocol: str | None = None
+    target_port: IntOrString | None = Field(
+        default=None, validation_alias="targetPort", serialization_alias="targetPort"
+    )
 
 
-class SecretKeySelector(K8sModel):
-    """v1 SecretKeySelector."""
+class SessionAffinityConfig(K8sModel):
+    """v1 SessionAffinityConfig."""
 
-    key: str | None = None
-    name: str | None = None
-    optional: bool | None = None
-
-
-class SecretProjection(K8sModel):
-    """v1 SecretProjection."""
-
-    items: list[KeyToPath] | None = None
-    name: str | None = None
-    optional: bool | None = None
+    client_ip: ClientIPConfig | None = Field(
+        default=None, validation_alias="clientIP", serialization_alias="clientIP"
+    )
 
 
-class SecretReference(K8sModel):
-    """v1 SecretReference."""
+class ServiceSpec(K8sModel):
+    """v1 ServiceSpec."""
 
-    name: str | None = None
-    namespace: str | None = None
+    allocate_load_balancer_node_ports: bool | None = Field(
+        default=None,
+        validation_alias="allocateLoadBalancerNodePorts",
+        serialization_alias="allocateLoadBalancerNodePorts",
+    )
+    cluster_ip: str | None = Field(
+        default=None, validation_alias="clusterIP", serialization_alias="clusterIP"
+    )
+    cluster_ips: list[str] | None = Field(
+        default=None, validation_alias="clusterIPs", serialization_alias="clusterIPs"
+    )
+    external_ips: list[str] | None = Field(
+        default=None, validation_alias="externalIPs", serialization_alias="externalIPs"
+    )
+    external_name: str | None = Field(
+        default=None, validation_alias="externalName", serialization_alias="externalName"
+    )
+    external_traffic_policy: str | None = Field(
+        default=None,
+        validation_alias="externalTrafficPolicy",
+        serialization_alias="externalTrafficPolicy",
+    )
+    health_check_node_port: int | None = Field(
+        default=None,
+        validation_alias="healthCheckNodePort",
+        serialization_alias="healthCheckNodePort",
+    )
+    internal_traffic_policy: str | None = Field(
+        default=None,
+        validation_alias="internalTrafficPolicy",
+        serialization_alias="internalTrafficPolicy",
+    )
+    ip_families: list[str] | None = Field(
+        default=None, validation_alias="ipFamilies", serialization_alias="ipFamilies"
+    )
+    ip_family_policy: str | None = Field(
+        default=None, validation_alias="ipFamilyPolicy", serialization_alias="ipFamilyPolicy"
+    )
+    load_balancer_class: str | None = Field(
+        default=None, validation_alias="loadBalancerClass", serialization_alias="loadBalancerClass"
+    )
+    load_balancer_ip: str | None = Field(
+        default=None, validation_alias="loadBalancerIP", serialization_alias="loadBalancerIP"
+    )
+    load_balancer_source_ranges: list[str] | None = Field(
+        default=None,
+        validation_alias="loadBalancerSourceRanges",
+        serialization_alias="loadBalancerSourceRanges",
+    )
+    ports: list[ServicePort] | None = None
+    publish_not_ready_addresses: bool | None = Field(
+        default=None,
+        validation_alias="publishNotReadyAddresses",
+        serialization_alias="publishNotReadyAddresses",
+    )
+    selector: dict[str, str] | None = None
+    session_affinity: str | None = Field(
+        default=None, validation_alias="sessionAffinity", serialization_alias="sessionAffinity"
+    )
+    session_affinity_config: SessionAffinityConfig | None = Field(
+        default=None,
+        validation_alias="sessionAffinityConfig",
+        serialization_alias="sessionAffinityConfig",
+    )
+    traffic_distribution: str | None = Field(
+        default=None,
+        validation_alias="trafficDistribution",
+        serialization_alias="trafficDistribution",
+    )
+    type: str | None = None
 
 
-class SecretVolumeSource(K8sModel):
-    """v1 SecretVolumeSource."""
+class ServiceStatus(K8sModel):
+    """v1 ServiceStatus."""
 
-    default_mode: int | None = Field(default=None, alias="defaultMode")
-    items: list[KeyToPath] | None = None
-    optional: bool | None = None
-    secret_name: str | None = Field(default=None, alias="secretName")
-
-
-class SecurityContext(K8sModel):
-    """v1 SecurityContext."""
-
-    allow_privilege_escalation: bool | None = Field(default=None, alias="allowPrivilegeEscalation")
-    app_armor_profile: AppArmorProfile | None = Field(default=None, alias="appArmorProfile")
-    capabilities: Capabilities | None = None
-    privileged: bool | None = None
-    proc_mount: str | None = Field(default=None, alias="procMount")
-    read_only_root_filesystem: bool | None = Field(default=None, alias="readOnlyRootFilesystem")
-    run_as_group: int | None = Field(default=None, alias="runAsGroup")
-    run_as_non_root: bool | None = Field(default=None, alias="runAsNonRoot")
-    run_as_user: int | None = Field(default=None, alias="runAsUser")
-    se_linux_options: SELinuxOptions | None = Field(default=None, alias="seLinuxOptions")
-    seccomp_profile: SeccompProfile | None = Field(default=None, alias="seccompProfile")
-    windows_options: WindowsSecurityContextOptions | None = Field(
-        default=None, alias="windowsOptions"
+    conditions: list[meta_v1.Condition] | None = None
+    load_balancer: LoadBalancerStatus | None = Field(
+        default=None, validation_alias="loadBalancer", serialization_alias="loadBalancer"
     )
 
 
@@ -2020,134 +3346,14 @@ class ServiceAccount(KubeObject):
     api_version: str | None = Field(default="v1", alias="apiVersion")
     kind: str | None = "ServiceAccount"
     automount_service_account_token: bool | None = Field(
-        default=None, alias="automountServiceAccountToken"
+        default=None,
+        validation_alias="automountServiceAccountToken",
+        serialization_alias="automountServiceAccountToken",
     )
     image_pull_secrets: list[LocalObjectReference] | None = Field(
-        default=None, alias="imagePullSecrets"
+        default=None, validation_alias="imagePullSecrets", serialization_alias="imagePullSecrets"
     )
     secrets: list[ObjectReference] | None = None
-
-
-class ServiceAccountTokenProjection(K8sModel):
-    """v1 ServiceAccountTokenProjection."""
-
-    audience: str | None = None
-    expiration_seconds: int | None = Field(default=None, alias="expirationSeconds")
-    path: str | None = None
-
-
-class ServicePort(K8sModel):
-    """v1 ServicePort."""
-
-    app_protocol: str | None = Field(default=None, alias="appProtocol")
-    name: str | None = None
-    node_port: int | None = Field(default=None, alias="nodePort")
-    port: int | None = None
-    protocol: str | None = None
-    target_port: IntOrString | None = Field(default=None, alias="targetPort")
-
-
-class ServiceSpec(K8sModel):
-    """v1 ServiceSpec."""
-
-    allocate_load_balancer_node_ports: bool | None = Field(
-        default=None, alias="allocateLoadBalancerNodePorts"
-    )
-    cluster_ip: str | None = Field(default=None, alias="clusterIP")
-    cluster_i_ps: list[str] | None = Field(default=None, alias="clusterIPs")
-    external_i_ps: list[str] | None = Field(default=None, alias="externalIPs")
-    external_name: str | None = Field(default=None, alias="externalName")
-    external_traffic_policy: str | None = Field(default=None, alias="externalTrafficPolicy")
-    health_check_node_port: int | None = Field(default=None, alias="healthCheckNodePort")
-    internal_traffic_policy: str | None = Field(default=None, alias="internalTrafficPolicy")
-    ip_families: list[str] | None = Field(default=None, alias="ipFamilies")
-    ip_family_policy: str | None = Field(default=None, alias="ipFamilyPolicy")
-    load_balancer_class: str | None = Field(default=None, alias="loadBalancerClass")
-    load_balancer_ip: str | None = Field(default=None, alias="loadBalancerIP")
-    load_balancer_source_ranges: list[str] | None = Field(
-        default=None, alias="loadBalancerSourceRanges"
-    )
-    ports: list[ServicePort] | None = None
-    publish_not_ready_addresses: bool | None = Field(default=None, alias="publishNotReadyAddresses")
-    selector: dict[str, str] | None = None
-    session_affinity: str | None = Field(default=None, alias="sessionAffinity")
-    session_affinity_config: SessionAffinityConfig | None = Field(
-        default=None, alias="sessionAffinityConfig"
-    )
-    traffic_distribution: str | None = Field(default=None, alias="trafficDistribution")
-    type: str | None = None
-
-
-class ServiceStatus(K8sModel):
-    """v1 ServiceStatus."""
-
-    conditions: list[meta_v1.Condition] | None = None
-    load_balancer: LoadBalancerStatus | None = Field(default=None, alias="loadBalancer")
-
-
-class SessionAffinityConfig(K8sModel):
-    """v1 SessionAffinityConfig."""
-
-    client_ip: ClientIPConfig | None = Field(default=None, alias="clientIP")
-
-
-class SleepAction(K8sModel):
-    """v1 SleepAction."""
-
-    seconds: int | None = None
-
-
-class StorageOSPersistentVolumeSource(K8sModel):
-    """v1 StorageOSPersistentVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: ObjectReference | None = Field(default=None, alias="secretRef")
-    volume_name: str | None = Field(default=None, alias="volumeName")
-    volume_namespace: str | None = Field(default=None, alias="volumeNamespace")
-
-
-class StorageOSVolumeSource(K8sModel):
-    """v1 StorageOSVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    secret_ref: LocalObjectReference | None = Field(default=None, alias="secretRef")
-    volume_name: str | None = Field(default=None, alias="volumeName")
-    volume_namespace: str | None = Field(default=None, alias="volumeNamespace")
-
-
-class Sysctl(K8sModel):
-    """v1 Sysctl."""
-
-    name: str | None = None
-    value: str | None = None
-
-
-class TCPSocketAction(K8sModel):
-    """v1 TCPSocketAction."""
-
-    host: str | None = None
-    port: IntOrString | None = None
-
-
-class Taint(K8sModel):
-    """v1 Taint."""
-
-    effect: str | None = None
-    key: str | None = None
-    time_added: Time | None = Field(default=None, alias="timeAdded")
-    value: str | None = None
-
-
-class Toleration(K8sModel):
-    """v1 Toleration."""
-
-    effect: str | None = None
-    key: str | None = None
-    operator: str | None = None
-    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
-    value: str | None = None
 
 
 class TopologySelectorLabelRequirement(K8sModel):
@@ -2161,169 +3367,7 @@ class TopologySelectorTerm(K8sModel):
     """v1 TopologySelectorTerm."""
 
     match_label_expressions: list[TopologySelectorLabelRequirement] | None = Field(
-        default=None, alias="matchLabelExpressions"
+        default=None,
+        validation_alias="matchLabelExpressions",
+        serialization_alias="matchLabelExpressions",
     )
-
-
-class TopologySpreadConstraint(K8sModel):
-    """v1 TopologySpreadConstraint."""
-
-    label_selector: meta_v1.LabelSelector | None = Field(default=None, alias="labelSelector")
-    match_label_keys: list[str] | None = Field(default=None, alias="matchLabelKeys")
-    max_skew: int | None = Field(default=None, alias="maxSkew")
-    min_domains: int | None = Field(default=None, alias="minDomains")
-    node_affinity_policy: str | None = Field(default=None, alias="nodeAffinityPolicy")
-    node_taints_policy: str | None = Field(default=None, alias="nodeTaintsPolicy")
-    topology_key: str | None = Field(default=None, alias="topologyKey")
-    when_unsatisfiable: str | None = Field(default=None, alias="whenUnsatisfiable")
-
-
-class TypedLocalObjectReference(K8sModel):
-    """v1 TypedLocalObjectReference."""
-
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
-
-
-class TypedObjectReference(K8sModel):
-    """v1 TypedObjectReference."""
-
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-
-
-class Volume(K8sModel):
-    """v1 Volume."""
-
-    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = Field(
-        default=None, alias="awsElasticBlockStore"
-    )
-    azure_disk: AzureDiskVolumeSource | None = Field(default=None, alias="azureDisk")
-    azure_file: AzureFileVolumeSource | None = Field(default=None, alias="azureFile")
-    cephfs: CephFSVolumeSource | None = None
-    cinder: CinderVolumeSource | None = None
-    config_map: ConfigMapVolumeSource | None = Field(default=None, alias="configMap")
-    csi: CSIVolumeSource | None = None
-    downward_api: DownwardAPIVolumeSource | None = Field(default=None, alias="downwardAPI")
-    empty_dir: EmptyDirVolumeSource | None = Field(default=None, alias="emptyDir")
-    ephemeral: EphemeralVolumeSource | None = None
-    fc: FCVolumeSource | None = None
-    flex_volume: FlexVolumeSource | None = Field(default=None, alias="flexVolume")
-    flocker: FlockerVolumeSource | None = None
-    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = Field(
-        default=None, alias="gcePersistentDisk"
-    )
-    git_repo: GitRepoVolumeSource | None = Field(default=None, alias="gitRepo")
-    glusterfs: GlusterfsVolumeSource | None = None
-    host_path: HostPathVolumeSource | None = Field(default=None, alias="hostPath")
-    image: ImageVolumeSource | None = None
-    iscsi: ISCSIVolumeSource | None = None
-    name: str | None = None
-    nfs: NFSVolumeSource | None = None
-    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = Field(
-        default=None, alias="persistentVolumeClaim"
-    )
-    photon_persistent_disk: PhotonPersistentDiskVolumeSource | None = Field(
-        default=None, alias="photonPersistentDisk"
-    )
-    portworx_volume: PortworxVolumeSource | None = Field(default=None, alias="portworxVolume")
-    projected: ProjectedVolumeSource | None = None
-    quobyte: QuobyteVolumeSource | None = None
-    rbd: RBDVolumeSource | None = None
-    scale_io: ScaleIOVolumeSource | None = Field(default=None, alias="scaleIO")
-    secret: SecretVolumeSource | None = None
-    storageos: StorageOSVolumeSource | None = None
-    vsphere_volume: VsphereVirtualDiskVolumeSource | None = Field(
-        default=None, alias="vsphereVolume"
-    )
-
-
-class VolumeDevice(K8sModel):
-    """v1 VolumeDevice."""
-
-    device_path: str | None = Field(default=None, alias="devicePath")
-    name: str | None = None
-
-
-class VolumeMount(K8sModel):
-    """v1 VolumeMount."""
-
-    mount_path: str | None = Field(default=None, alias="mountPath")
-    mount_propagation: str | None = Field(default=None, alias="mountPropagation")
-    name: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    recursive_read_only: str | None = Field(default=None, alias="recursiveReadOnly")
-    sub_path: str | None = Field(default=None, alias="subPath")
-    sub_path_expr: str | None = Field(default=None, alias="subPathExpr")
-
-
-class VolumeMountStatus(K8sModel):
-    """v1 VolumeMountStatus."""
-
-    mount_path: str | None = Field(default=None, alias="mountPath")
-    name: str | None = None
-    read_only: bool | None = Field(default=None, alias="readOnly")
-    recursive_read_only: str | None = Field(default=None, alias="recursiveReadOnly")
-    volume_status: VolumeStatus | None = Field(default=None, alias="volumeStatus")
-
-
-class VolumeNodeAffinity(K8sModel):
-    """v1 VolumeNodeAffinity."""
-
-    required: NodeSelector | None = None
-
-
-class VolumeProjection(K8sModel):
-    """v1 VolumeProjection."""
-
-    cluster_trust_bundle: ClusterTrustBundleProjection | None = Field(
-        default=None, alias="clusterTrustBundle"
-    )
-    config_map: ConfigMapProjection | None = Field(default=None, alias="configMap")
-    downward_api: DownwardAPIProjection | None = Field(default=None, alias="downwardAPI")
-    pod_certificate: PodCertificateProjection | None = Field(default=None, alias="podCertificate")
-    secret: SecretProjection | None = None
-    service_account_token: ServiceAccountTokenProjection | None = Field(
-        default=None, alias="serviceAccountToken"
-    )
-
-
-class VolumeResourceRequirements(K8sModel):
-    """v1 VolumeResourceRequirements."""
-
-    limits: dict[str, Quantity] | None = None
-    requests: dict[str, Quantity] | None = None
-
-
-class VolumeStatus(K8sModel):
-    """v1 VolumeStatus."""
-
-    image: ImageVolumeStatus | None = None
-
-
-class VsphereVirtualDiskVolumeSource(K8sModel):
-    """v1 VsphereVirtualDiskVolumeSource."""
-
-    fs_type: str | None = Field(default=None, alias="fsType")
-    storage_policy_id: str | None = Field(default=None, alias="storagePolicyID")
-    storage_policy_name: str | None = Field(default=None, alias="storagePolicyName")
-    volume_path: str | None = Field(default=None, alias="volumePath")
-
-
-class WeightedPodAffinityTerm(K8sModel):
-    """v1 WeightedPodAffinityTerm."""
-
-    pod_affinity_term: PodAffinityTerm | None = Field(default=None, alias="podAffinityTerm")
-    weight: int | None = None
-
-
-class WindowsSecurityContextOptions(K8sModel):
-    """v1 WindowsSecurityContextOptions."""
-
-    gmsa_credential_spec: str | None = Field(default=None, alias="gmsaCredentialSpec")
-    gmsa_credential_spec_name: str | None = Field(default=None, alias="gmsaCredentialSpecName")
-    host_process: bool | None = Field(default=None, alias="hostProcess")
-    run_as_user_name: str | None = Field(default=None, alias="runAsUserName")

@@ -24,52 +24,12 @@ __all__ = [
 ]
 
 
-class Endpoint(K8sModel):
-    """discovery.k8s.io/v1 Endpoint."""
-
-    addresses: list[str] | None = None
-    conditions: EndpointConditions | None = None
-    deprecated_topology: dict[str, str] | None = Field(default=None, alias="deprecatedTopology")
-    hints: EndpointHints | None = None
-    hostname: str | None = None
-    node_name: str | None = Field(default=None, alias="nodeName")
-    target_ref: core_v1.ObjectReference | None = Field(default=None, alias="targetRef")
-    zone: str | None = None
-
-
 class EndpointConditions(K8sModel):
     """discovery.k8s.io/v1 EndpointConditions."""
 
     ready: bool | None = None
     serving: bool | None = None
     terminating: bool | None = None
-
-
-class EndpointHints(K8sModel):
-    """discovery.k8s.io/v1 EndpointHints."""
-
-    for_nodes: list[ForNode] | None = Field(default=None, alias="forNodes")
-    for_zones: list[ForZone] | None = Field(default=None, alias="forZones")
-
-
-class EndpointPort(K8sModel):
-    """discovery.k8s.io/v1 EndpointPort."""
-
-    app_protocol: str | None = Field(default=None, alias="appProtocol")
-    name: str | None = None
-    port: int | None = None
-    protocol: str | None = None
-
-
-class EndpointSlice(KubeObject):
-    """discovery.k8s.io/v1 EndpointSlice."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="discovery.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "EndpointSlice"
-    address_type: str | None = Field(default=None, alias="addressType")
-    endpoints: list[Endpoint] | None = None
-    ports: list[EndpointPort] | None = None
 
 
 class ForNode(K8sModel):
@@ -82,3 +42,59 @@ class ForZone(K8sModel):
     """discovery.k8s.io/v1 ForZone."""
 
     name: str | None = None
+
+
+class EndpointHints(K8sModel):
+    """discovery.k8s.io/v1 EndpointHints."""
+
+    for_nodes: list[ForNode] | None = Field(
+        default=None, validation_alias="forNodes", serialization_alias="forNodes"
+    )
+    for_zones: list[ForZone] | None = Field(
+        default=None, validation_alias="forZones", serialization_alias="forZones"
+    )
+
+
+class Endpoint(K8sModel):
+    """discovery.k8s.io/v1 Endpoint."""
+
+    addresses: list[str] | None = None
+    conditions: EndpointConditions | None = None
+    deprecated_topology: dict[str, str] | None = Field(
+        default=None,
+        validation_alias="deprecatedTopology",
+        serialization_alias="deprecatedTopology",
+    )
+    hints: EndpointHints | None = None
+    hostname: str | None = None
+    node_name: str | None = Field(
+        default=None, validation_alias="nodeName", serialization_alias="nodeName"
+    )
+    target_ref: core_v1.ObjectReference | None = Field(
+        default=None, validation_alias="targetRef", serialization_alias="targetRef"
+    )
+    zone: str | None = None
+
+
+class EndpointPort(K8sModel):
+    """discovery.k8s.io/v1 EndpointPort."""
+
+    app_protocol: str | None = Field(
+        default=None, validation_alias="appProtocol", serialization_alias="appProtocol"
+    )
+    name: str | None = None
+    port: int | None = None
+    protocol: str | None = None
+
+
+class EndpointSlice(KubeObject):
+    """discovery.k8s.io/v1 EndpointSlice."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="discovery.k8s.io/v1", alias="apiVersion")
+    kind: str | None = "EndpointSlice"
+    address_type: str | None = Field(
+        default=None, validation_alias="addressType", serialization_alias="addressType"
+    )
+    endpoints: list[Endpoint] | None = None
+    ports: list[EndpointPort] | None = None

@@ -19,6 +19,15 @@ __all__ = [
 ]
 
 
+class EventSeries(K8sModel):
+    """events.k8s.io/v1 EventSeries."""
+
+    count: int | None = None
+    last_observed_time: MicroTime | None = Field(
+        default=None, validation_alias="lastObservedTime", serialization_alias="lastObservedTime"
+    )
+
+
 class Event(KubeObject):
     """events.k8s.io/v1 Event."""
 
@@ -26,23 +35,36 @@ class Event(KubeObject):
     api_version: str | None = Field(default="events.k8s.io/v1", alias="apiVersion")
     kind: str | None = "Event"
     action: str | None = None
-    deprecated_count: int | None = Field(default=None, alias="deprecatedCount")
-    deprecated_first_timestamp: Time | None = Field(default=None, alias="deprecatedFirstTimestamp")
-    deprecated_last_timestamp: Time | None = Field(default=None, alias="deprecatedLastTimestamp")
-    deprecated_source: core_v1.EventSource | None = Field(default=None, alias="deprecatedSource")
-    event_time: MicroTime | None = Field(default=None, alias="eventTime")
+    deprecated_count: int | None = Field(
+        default=None, validation_alias="deprecatedCount", serialization_alias="deprecatedCount"
+    )
+    deprecated_first_timestamp: Time | None = Field(
+        default=None,
+        validation_alias="deprecatedFirstTimestamp",
+        serialization_alias="deprecatedFirstTimestamp",
+    )
+    deprecated_last_timestamp: Time | None = Field(
+        default=None,
+        validation_alias="deprecatedLastTimestamp",
+        serialization_alias="deprecatedLastTimestamp",
+    )
+    deprecated_source: core_v1.EventSource | None = Field(
+        default=None, validation_alias="deprecatedSource", serialization_alias="deprecatedSource"
+    )
+    event_time: MicroTime | None = Field(
+        default=None, validation_alias="eventTime", serialization_alias="eventTime"
+    )
     note: str | None = None
     reason: str | None = None
     regarding: core_v1.ObjectReference | None = None
     related: core_v1.ObjectReference | None = None
-    reporting_controller: str | None = Field(default=None, alias="reportingController")
-    reporting_instance: str | None = Field(default=None, alias="reportingInstance")
+    reporting_controller: str | None = Field(
+        default=None,
+        validation_alias="reportingController",
+        serialization_alias="reportingController",
+    )
+    reporting_instance: str | None = Field(
+        default=None, validation_alias="reportingInstance", serialization_alias="reportingInstance"
+    )
     series: EventSeries | None = None
     type: str | None = None
-
-
-class EventSeries(K8sModel):
-    """events.k8s.io/v1 EventSeries."""
-
-    count: int | None = None
-    last_observed_time: MicroTime | None = Field(default=None, alias="lastObservedTime")

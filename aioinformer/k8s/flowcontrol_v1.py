@@ -40,14 +40,132 @@ __all__ = [
 class ExemptPriorityLevelConfiguration(K8sModel):
     """flowcontrol.apiserver.k8s.io/v1 ExemptPriorityLevelConfiguration."""
 
-    lendable_percent: int | None = Field(default=None, alias="lendablePercent")
-    nominal_concurrency_shares: int | None = Field(default=None, alias="nominalConcurrencyShares")
+    lendable_percent: int | None = Field(
+        default=None, validation_alias="lendablePercent", serialization_alias="lendablePercent"
+    )
+    nominal_concurrency_shares: int | None = Field(
+        default=None,
+        validation_alias="nominalConcurrencyShares",
+        serialization_alias="nominalConcurrencyShares",
+    )
 
 
 class FlowDistinguisherMethod(K8sModel):
     """flowcontrol.apiserver.k8s.io/v1 FlowDistinguisherMethod."""
 
     type: str | None = None
+
+
+class PriorityLevelConfigurationReference(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationReference."""
+
+    name: str | None = None
+
+
+class NonResourcePolicyRule(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 NonResourcePolicyRule."""
+
+    non_resource_urls: list[str] | None = Field(
+        default=None, validation_alias="nonResourceURLs", serialization_alias="nonResourceURLs"
+    )
+    verbs: list[str] | None = None
+
+
+class ResourcePolicyRule(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 ResourcePolicyRule."""
+
+    api_groups: list[str] | None = Field(
+        default=None, validation_alias="apiGroups", serialization_alias="apiGroups"
+    )
+    cluster_scope: bool | None = Field(
+        default=None, validation_alias="clusterScope", serialization_alias="clusterScope"
+    )
+    namespaces: list[str] | None = None
+    resources: list[str] | None = None
+    verbs: list[str] | None = None
+
+
+class GroupSubject(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 GroupSubject."""
+
+    name: str | None = None
+
+
+class ServiceAccountSubject(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 ServiceAccountSubject."""
+
+    name: str | None = None
+    namespace: str | None = None
+
+
+class UserSubject(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 UserSubject."""
+
+    name: str | None = None
+
+
+class Subject(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 Subject."""
+
+    group: GroupSubject | None = None
+    kind: str | None = None
+    service_account: ServiceAccountSubject | None = Field(
+        default=None, validation_alias="serviceAccount", serialization_alias="serviceAccount"
+    )
+    user: UserSubject | None = None
+
+
+class PolicyRulesWithSubjects(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 PolicyRulesWithSubjects."""
+
+    non_resource_rules: list[NonResourcePolicyRule] | None = Field(
+        default=None, validation_alias="nonResourceRules", serialization_alias="nonResourceRules"
+    )
+    resource_rules: list[ResourcePolicyRule] | None = Field(
+        default=None, validation_alias="resourceRules", serialization_alias="resourceRules"
+    )
+    subjects: list[Subject] | None = None
+
+
+class FlowSchemaSpec(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaSpec."""
+
+    distinguisher_method: FlowDistinguisherMethod | None = Field(
+        default=None,
+        validation_alias="distinguisherMethod",
+        serialization_alias="distinguisherMethod",
+    )
+    matching_precedence: int | None = Field(
+        default=None,
+        validation_alias="matchingPrecedence",
+        serialization_alias="matchingPrecedence",
+    )
+    priority_level_configuration: PriorityLevelConfigurationReference | None = Field(
+        default=None,
+        validation_alias="priorityLevelConfiguration",
+        serialization_alias="priorityLevelConfiguration",
+    )
+    rules: list[PolicyRulesWithSubjects] | None = None
+
+
+class FlowSchemaCondition(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
+class FlowSchemaStatus(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaStatus."""
+
+    conditions: list[FlowSchemaCondition] | None = None
 
 
 class FlowSchema(KubeObject):
@@ -60,39 +178,16 @@ class FlowSchema(KubeObject):
     status: FlowSchemaStatus | None = None
 
 
-class FlowSchemaCondition(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaCondition."""
+class QueuingConfiguration(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 QueuingConfiguration."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class FlowSchemaSpec(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaSpec."""
-
-    distinguisher_method: FlowDistinguisherMethod | None = Field(
-        default=None, alias="distinguisherMethod"
+    hand_size: int | None = Field(
+        default=None, validation_alias="handSize", serialization_alias="handSize"
     )
-    matching_precedence: int | None = Field(default=None, alias="matchingPrecedence")
-    priority_level_configuration: PriorityLevelConfigurationReference | None = Field(
-        default=None, alias="priorityLevelConfiguration"
+    queue_length_limit: int | None = Field(
+        default=None, validation_alias="queueLengthLimit", serialization_alias="queueLengthLimit"
     )
-    rules: list[PolicyRulesWithSubjects] | None = None
-
-
-class FlowSchemaStatus(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 FlowSchemaStatus."""
-
-    conditions: list[FlowSchemaCondition] | None = None
-
-
-class GroupSubject(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 GroupSubject."""
-
-    name: str | None = None
+    queues: int | None = None
 
 
 class LimitResponse(K8sModel):
@@ -105,53 +200,22 @@ class LimitResponse(K8sModel):
 class LimitedPriorityLevelConfiguration(K8sModel):
     """flowcontrol.apiserver.k8s.io/v1 LimitedPriorityLevelConfiguration."""
 
-    borrowing_limit_percent: int | None = Field(default=None, alias="borrowingLimitPercent")
-    lendable_percent: int | None = Field(default=None, alias="lendablePercent")
-    limit_response: LimitResponse | None = Field(default=None, alias="limitResponse")
-    nominal_concurrency_shares: int | None = Field(default=None, alias="nominalConcurrencyShares")
-
-
-class NonResourcePolicyRule(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 NonResourcePolicyRule."""
-
-    non_resource_ur_ls: list[str] | None = Field(default=None, alias="nonResourceURLs")
-    verbs: list[str] | None = None
-
-
-class PolicyRulesWithSubjects(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 PolicyRulesWithSubjects."""
-
-    non_resource_rules: list[NonResourcePolicyRule] | None = Field(
-        default=None, alias="nonResourceRules"
+    borrowing_limit_percent: int | None = Field(
+        default=None,
+        validation_alias="borrowingLimitPercent",
+        serialization_alias="borrowingLimitPercent",
     )
-    resource_rules: list[ResourcePolicyRule] | None = Field(default=None, alias="resourceRules")
-    subjects: list[Subject] | None = None
-
-
-class PriorityLevelConfiguration(KubeObject):
-    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="flowcontrol.apiserver.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "PriorityLevelConfiguration"
-    spec: PriorityLevelConfigurationSpec | None = None
-    status: PriorityLevelConfigurationStatus | None = None
-
-
-class PriorityLevelConfigurationCondition(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationCondition."""
-
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
-    message: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    type: str | None = None
-
-
-class PriorityLevelConfigurationReference(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationReference."""
-
-    name: str | None = None
+    lendable_percent: int | None = Field(
+        default=None, validation_alias="lendablePercent", serialization_alias="lendablePercent"
+    )
+    limit_response: LimitResponse | None = Field(
+        default=None, validation_alias="limitResponse", serialization_alias="limitResponse"
+    )
+    nominal_concurrency_shares: int | None = Field(
+        default=None,
+        validation_alias="nominalConcurrencyShares",
+        serialization_alias="nominalConcurrencyShares",
+    )
 
 
 class PriorityLevelConfigurationSpec(K8sModel):
@@ -162,47 +226,31 @@ class PriorityLevelConfigurationSpec(K8sModel):
     type: str | None = None
 
 
+class PriorityLevelConfigurationCondition(K8sModel):
+    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationCondition."""
+
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
+    message: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    type: str | None = None
+
+
 class PriorityLevelConfigurationStatus(K8sModel):
     """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationStatus."""
 
     conditions: list[PriorityLevelConfigurationCondition] | None = None
 
 
-class QueuingConfiguration(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 QueuingConfiguration."""
+class PriorityLevelConfiguration(KubeObject):
+    """flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration."""
 
-    hand_size: int | None = Field(default=None, alias="handSize")
-    queue_length_limit: int | None = Field(default=None, alias="queueLengthLimit")
-    queues: int | None = None
-
-
-class ResourcePolicyRule(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 ResourcePolicyRule."""
-
-    api_groups: list[str] | None = Field(default=None, alias="apiGroups")
-    cluster_scope: bool | None = Field(default=None, alias="clusterScope")
-    namespaces: list[str] | None = None
-    resources: list[str] | None = None
-    verbs: list[str] | None = None
-
-
-class ServiceAccountSubject(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 ServiceAccountSubject."""
-
-    name: str | None = None
-    namespace: str | None = None
-
-
-class Subject(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 Subject."""
-
-    group: GroupSubject | None = None
-    kind: str | None = None
-    service_account: ServiceAccountSubject | None = Field(default=None, alias="serviceAccount")
-    user: UserSubject | None = None
-
-
-class UserSubject(K8sModel):
-    """flowcontrol.apiserver.k8s.io/v1 UserSubject."""
-
-    name: str | None = None
+    model_config = _CONFIG
+    api_version: str | None = Field(default="flowcontrol.apiserver.k8s.io/v1", alias="apiVersion")
+    kind: str | None = "PriorityLevelConfiguration"
+    spec: PriorityLevelConfigurationSpec | None = None
+    status: PriorityLevelConfigurationStatus | None = None

@@ -23,36 +23,58 @@ __all__ = [
 class Condition(K8sModel):
     """meta.k8s.io/v1 Condition."""
 
-    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(
+        default=None,
+        validation_alias="lastTransitionTime",
+        serialization_alias="lastTransitionTime",
+    )
     message: str | None = None
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
     reason: str | None = None
     status: str | None = None
     type: str | None = None
 
 
+class Preconditions(K8sModel):
+    """meta.k8s.io/v1 Preconditions."""
+
+    resource_version: str | None = Field(
+        default=None, validation_alias="resourceVersion", serialization_alias="resourceVersion"
+    )
+    uid: str | None = None
+
+
 class DeleteOptions(K8sModel):
     """meta.k8s.io/v1 DeleteOptions."""
 
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    dry_run: list[str] | None = Field(default=None, alias="dryRun")
-    grace_period_seconds: int | None = Field(default=None, alias="gracePeriodSeconds")
+    api_version: str | None = Field(
+        default=None, validation_alias="apiVersion", serialization_alias="apiVersion"
+    )
+    dry_run: list[str] | None = Field(
+        default=None, validation_alias="dryRun", serialization_alias="dryRun"
+    )
+    grace_period_seconds: int | None = Field(
+        default=None,
+        validation_alias="gracePeriodSeconds",
+        serialization_alias="gracePeriodSeconds",
+    )
     ignore_store_read_error_with_cluster_breaking_potential: bool | None = Field(
-        default=None, alias="ignoreStoreReadErrorWithClusterBreakingPotential"
+        default=None,
+        validation_alias="ignoreStoreReadErrorWithClusterBreakingPotential",
+        serialization_alias="ignoreStoreReadErrorWithClusterBreakingPotential",
     )
     kind: str | None = None
-    orphan_dependents: bool | None = Field(default=None, alias="orphanDependents")
-    preconditions: Preconditions | None = None
-    propagation_policy: str | None = Field(default=None, alias="propagationPolicy")
-
-
-class LabelSelector(K8sModel):
-    """meta.k8s.io/v1 LabelSelector."""
-
-    match_expressions: list[LabelSelectorRequirement] | None = Field(
-        default=None, alias="matchExpressions"
+    orphan_dependents: bool | None = Field(
+        default=None, validation_alias="orphanDependents", serialization_alias="orphanDependents"
     )
-    match_labels: dict[str, str] | None = Field(default=None, alias="matchLabels")
+    preconditions: Preconditions | None = None
+    propagation_policy: str | None = Field(
+        default=None, validation_alias="propagationPolicy", serialization_alias="propagationPolicy"
+    )
 
 
 class LabelSelectorRequirement(K8sModel):
@@ -63,8 +85,12 @@ class LabelSelectorRequirement(K8sModel):
     values: list[str] | None = None
 
 
-class Preconditions(K8sModel):
-    """meta.k8s.io/v1 Preconditions."""
+class LabelSelector(K8sModel):
+    """meta.k8s.io/v1 LabelSelector."""
 
-    resource_version: str | None = Field(default=None, alias="resourceVersion")
-    uid: str | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        default=None, validation_alias="matchExpressions", serialization_alias="matchExpressions"
+    )
+    match_labels: dict[str, str] | None = Field(
+        default=None, validation_alias="matchLabels", serialization_alias="matchLabels"
+    )

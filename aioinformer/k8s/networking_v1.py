@@ -46,18 +46,58 @@ __all__ = [
 ]
 
 
+class ServiceBackendPort(K8sModel):
+    """networking.k8s.io/v1 ServiceBackendPort."""
+
+    name: str | None = None
+    number: int | None = None
+
+
+class IngressServiceBackend(K8sModel):
+    """networking.k8s.io/v1 IngressServiceBackend."""
+
+    name: str | None = None
+    port: ServiceBackendPort | None = None
+
+
+class IngressBackend(K8sModel):
+    """networking.k8s.io/v1 IngressBackend."""
+
+    resource: core_v1.TypedLocalObjectReference | None = None
+    service: IngressServiceBackend | None = None
+
+
 class HTTPIngressPath(K8sModel):
     """networking.k8s.io/v1 HTTPIngressPath."""
 
     backend: IngressBackend | None = None
     path: str | None = None
-    path_type: str | None = Field(default=None, alias="pathType")
+    path_type: str | None = Field(
+        default=None, validation_alias="pathType", serialization_alias="pathType"
+    )
 
 
 class HTTPIngressRuleValue(K8sModel):
     """networking.k8s.io/v1 HTTPIngressRuleValue."""
 
     paths: list[HTTPIngressPath] | None = None
+
+
+class ParentReference(K8sModel):
+    """networking.k8s.io/v1 ParentReference."""
+
+    group: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    resource: str | None = None
+
+
+class IPAddressSpec(K8sModel):
+    """networking.k8s.io/v1 IPAddressSpec."""
+
+    parent_ref: ParentReference | None = Field(
+        default=None, validation_alias="parentRef", serialization_alias="parentRef"
+    )
 
 
 class IPAddress(KubeObject):
@@ -69,60 +109,50 @@ class IPAddress(KubeObject):
     spec: IPAddressSpec | None = None
 
 
-class IPAddressSpec(K8sModel):
-    """networking.k8s.io/v1 IPAddressSpec."""
-
-    parent_ref: ParentReference | None = Field(default=None, alias="parentRef")
-
-
 class IPBlock(K8sModel):
     """networking.k8s.io/v1 IPBlock."""
 
     cidr: str | None = None
-    except_: list[str] | None = Field(default=None, alias="except")
+    except_: list[str] | None = Field(
+        default=None, validation_alias="except", serialization_alias="except"
+    )
 
 
-class Ingress(KubeObject):
-    """networking.k8s.io/v1 Ingress."""
+class IngressRule(K8sModel):
+    """networking.k8s.io/v1 IngressRule."""
 
-    model_config = _CONFIG
-    api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "Ingress"
-    spec: IngressSpec | None = None
-    status: IngressStatus | None = None
+    host: str | None = None
+    http: HTTPIngressRuleValue | None = None
 
 
-class IngressBackend(K8sModel):
-    """networking.k8s.io/v1 IngressBackend."""
+class IngressTLS(K8sModel):
+    """networking.k8s.io/v1 IngressTLS."""
 
-    resource: core_v1.TypedLocalObjectReference | None = None
-    service: IngressServiceBackend | None = None
-
-
-class IngressClass(KubeObject):
-    """networking.k8s.io/v1 IngressClass."""
-
-    model_config = _CONFIG
-    api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "IngressClass"
-    spec: IngressClassSpec | None = None
+    hosts: list[str] | None = None
+    secret_name: str | None = Field(
+        default=None, validation_alias="secretName", serialization_alias="secretName"
+    )
 
 
-class IngressClassParametersReference(K8sModel):
-    """networking.k8s.io/v1 IngressClassParametersReference."""
+class IngressSpec(K8sModel):
+    """networking.k8s.io/v1 IngressSpec."""
 
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    scope: str | None = None
+    default_backend: IngressBackend | None = Field(
+        default=None, validation_alias="defaultBackend", serialization_alias="defaultBackend"
+    )
+    ingress_class_name: str | None = Field(
+        default=None, validation_alias="ingressClassName", serialization_alias="ingressClassName"
+    )
+    rules: list[IngressRule] | None = None
+    tls: list[IngressTLS] | None = None
 
 
-class IngressClassSpec(K8sModel):
-    """networking.k8s.io/v1 IngressClassSpec."""
+class IngressPortStatus(K8sModel):
+    """networking.k8s.io/v1 IngressPortStatus."""
 
-    controller: str | None = None
-    parameters: IngressClassParametersReference | None = None
+    error: str | None = None
+    port: int | None = None
+    protocol: str | None = None
 
 
 class IngressLoadBalancerIngress(K8sModel):
@@ -139,57 +169,74 @@ class IngressLoadBalancerStatus(K8sModel):
     ingress: list[IngressLoadBalancerIngress] | None = None
 
 
-class IngressPortStatus(K8sModel):
-    """networking.k8s.io/v1 IngressPortStatus."""
-
-    error: str | None = None
-    port: int | None = None
-    protocol: str | None = None
-
-
-class IngressRule(K8sModel):
-    """networking.k8s.io/v1 IngressRule."""
-
-    host: str | None = None
-    http: HTTPIngressRuleValue | None = None
-
-
-class IngressServiceBackend(K8sModel):
-    """networking.k8s.io/v1 IngressServiceBackend."""
-
-    name: str | None = None
-    port: ServiceBackendPort | None = None
-
-
-class IngressSpec(K8sModel):
-    """networking.k8s.io/v1 IngressSpec."""
-
-    default_backend: IngressBackend | None = Field(default=None, alias="defaultBackend")
-    ingress_class_name: str | None = Field(default=None, alias="ingressClassName")
-    rules: list[IngressRule] | None = None
-    tls: list[IngressTLS] | None = None
-
-
 class IngressStatus(K8sModel):
     """networking.k8s.io/v1 IngressStatus."""
 
-    load_balancer: IngressLoadBalancerStatus | None = Field(default=None, alias="loadBalancer")
+    load_balancer: IngressLoadBalancerStatus | None = Field(
+        default=None, validation_alias="loadBalancer", serialization_alias="loadBalancer"
+    )
 
 
-class IngressTLS(K8sModel):
-    """networking.k8s.io/v1 IngressTLS."""
-
-    hosts: list[str] | None = None
-    secret_name: str | None = Field(default=None, alias="secretName")
-
-
-class NetworkPolicy(KubeObject):
-    """networking.k8s.io/v1 NetworkPolicy."""
+class Ingress(KubeObject):
+    """networking.k8s.io/v1 Ingress."""
 
     model_config = _CONFIG
     api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "NetworkPolicy"
-    spec: NetworkPolicySpec | None = None
+    kind: str | None = "Ingress"
+    spec: IngressSpec | None = None
+    status: IngressStatus | None = None
+
+
+class IngressClassParametersReference(K8sModel):
+    """networking.k8s.io/v1 IngressClassParametersReference."""
+
+    api_group: str | None = Field(
+        default=None, validation_alias="apiGroup", serialization_alias="apiGroup"
+    )
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    scope: str | None = None
+
+
+class IngressClassSpec(K8sModel):
+    """networking.k8s.io/v1 IngressClassSpec."""
+
+    controller: str | None = None
+    parameters: IngressClassParametersReference | None = None
+
+
+class IngressClass(KubeObject):
+    """networking.k8s.io/v1 IngressClass."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
+    kind: str | None = "IngressClass"
+    spec: IngressClassSpec | None = None
+
+
+class NetworkPolicyPort(K8sModel):
+    """networking.k8s.io/v1 NetworkPolicyPort."""
+
+    end_port: int | None = Field(
+        default=None, validation_alias="endPort", serialization_alias="endPort"
+    )
+    port: IntOrString | None = None
+    protocol: str | None = None
+
+
+class NetworkPolicyPeer(K8sModel):
+    """networking.k8s.io/v1 NetworkPolicyPeer."""
+
+    ip_block: IPBlock | None = Field(
+        default=None, validation_alias="ipBlock", serialization_alias="ipBlock"
+    )
+    namespace_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="namespaceSelector", serialization_alias="namespaceSelector"
+    )
+    pod_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="podSelector", serialization_alias="podSelector"
+    )
 
 
 class NetworkPolicyEgressRule(K8sModel):
@@ -202,26 +249,10 @@ class NetworkPolicyEgressRule(K8sModel):
 class NetworkPolicyIngressRule(K8sModel):
     """networking.k8s.io/v1 NetworkPolicyIngressRule."""
 
-    from_: list[NetworkPolicyPeer] | None = Field(default=None, alias="from")
-    ports: list[NetworkPolicyPort] | None = None
-
-
-class NetworkPolicyPeer(K8sModel):
-    """networking.k8s.io/v1 NetworkPolicyPeer."""
-
-    ip_block: IPBlock | None = Field(default=None, alias="ipBlock")
-    namespace_selector: meta_v1.LabelSelector | None = Field(
-        default=None, alias="namespaceSelector"
+    from_: list[NetworkPolicyPeer] | None = Field(
+        default=None, validation_alias="from", serialization_alias="from"
     )
-    pod_selector: meta_v1.LabelSelector | None = Field(default=None, alias="podSelector")
-
-
-class NetworkPolicyPort(K8sModel):
-    """networking.k8s.io/v1 NetworkPolicyPort."""
-
-    end_port: int | None = Field(default=None, alias="endPort")
-    port: IntOrString | None = None
-    protocol: str | None = None
+    ports: list[NetworkPolicyPort] | None = None
 
 
 class NetworkPolicySpec(K8sModel):
@@ -229,34 +260,21 @@ class NetworkPolicySpec(K8sModel):
 
     egress: list[NetworkPolicyEgressRule] | None = None
     ingress: list[NetworkPolicyIngressRule] | None = None
-    pod_selector: meta_v1.LabelSelector | None = Field(default=None, alias="podSelector")
-    policy_types: list[str] | None = Field(default=None, alias="policyTypes")
+    pod_selector: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="podSelector", serialization_alias="podSelector"
+    )
+    policy_types: list[str] | None = Field(
+        default=None, validation_alias="policyTypes", serialization_alias="policyTypes"
+    )
 
 
-class ParentReference(K8sModel):
-    """networking.k8s.io/v1 ParentReference."""
-
-    group: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    resource: str | None = None
-
-
-class ServiceBackendPort(K8sModel):
-    """networking.k8s.io/v1 ServiceBackendPort."""
-
-    name: str | None = None
-    number: int | None = None
-
-
-class ServiceCIDR(KubeObject):
-    """networking.k8s.io/v1 ServiceCIDR."""
+class NetworkPolicy(KubeObject):
+    """networking.k8s.io/v1 NetworkPolicy."""
 
     model_config = _CONFIG
     api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
-    kind: str | None = "ServiceCIDR"
-    spec: ServiceCIDRSpec | None = None
-    status: ServiceCIDRStatus | None = None
+    kind: str | None = "NetworkPolicy"
+    spec: NetworkPolicySpec | None = None
 
 
 class ServiceCIDRSpec(K8sModel):
@@ -269,3 +287,13 @@ class ServiceCIDRStatus(K8sModel):
     """networking.k8s.io/v1 ServiceCIDRStatus."""
 
     conditions: list[meta_v1.Condition] | None = None
+
+
+class ServiceCIDR(KubeObject):
+    """networking.k8s.io/v1 ServiceCIDR."""
+
+    model_config = _CONFIG
+    api_version: str | None = Field(default="networking.k8s.io/v1", alias="apiVersion")
+    kind: str | None = "ServiceCIDR"
+    spec: ServiceCIDRSpec | None = None
+    status: ServiceCIDRStatus | None = None

@@ -23,7 +23,18 @@ __all__ = [
 class Overhead(K8sModel):
     """node.k8s.io/v1 Overhead."""
 
-    pod_fixed: dict[str, Quantity] | None = Field(default=None, alias="podFixed")
+    pod_fixed: dict[str, Quantity] | None = Field(
+        default=None, validation_alias="podFixed", serialization_alias="podFixed"
+    )
+
+
+class Scheduling(K8sModel):
+    """node.k8s.io/v1 Scheduling."""
+
+    node_selector: dict[str, str] | None = Field(
+        default=None, validation_alias="nodeSelector", serialization_alias="nodeSelector"
+    )
+    tolerations: list[core_v1.Toleration] | None = None
 
 
 class RuntimeClass(KubeObject):
@@ -35,10 +46,3 @@ class RuntimeClass(KubeObject):
     handler: str | None = None
     overhead: Overhead | None = None
     scheduling: Scheduling | None = None
-
-
-class Scheduling(K8sModel):
-    """node.k8s.io/v1 Scheduling."""
-
-    node_selector: dict[str, str] | None = Field(default=None, alias="nodeSelector")
-    tolerations: list[core_v1.Toleration] | None = None

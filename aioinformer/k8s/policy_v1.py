@@ -27,7 +27,54 @@ class Eviction(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="policy/v1", alias="apiVersion")
     kind: str | None = "Eviction"
-    delete_options: meta_v1.DeleteOptions | None = Field(default=None, alias="deleteOptions")
+    delete_options: meta_v1.DeleteOptions | None = Field(
+        default=None, validation_alias="deleteOptions", serialization_alias="deleteOptions"
+    )
+
+
+class PodDisruptionBudgetSpec(K8sModel):
+    """policy/v1 PodDisruptionBudgetSpec."""
+
+    max_unavailable: IntOrString | None = Field(
+        default=None, validation_alias="maxUnavailable", serialization_alias="maxUnavailable"
+    )
+    min_available: IntOrString | None = Field(
+        default=None, validation_alias="minAvailable", serialization_alias="minAvailable"
+    )
+    selector: meta_v1.LabelSelector | None = None
+    unhealthy_pod_eviction_policy: str | None = Field(
+        default=None,
+        validation_alias="unhealthyPodEvictionPolicy",
+        serialization_alias="unhealthyPodEvictionPolicy",
+    )
+
+
+class PodDisruptionBudgetStatus(K8sModel):
+    """policy/v1 PodDisruptionBudgetStatus."""
+
+    conditions: list[meta_v1.Condition] | None = None
+    current_healthy: int | None = Field(
+        default=None, validation_alias="currentHealthy", serialization_alias="currentHealthy"
+    )
+    desired_healthy: int | None = Field(
+        default=None, validation_alias="desiredHealthy", serialization_alias="desiredHealthy"
+    )
+    disrupted_pods: dict[str, Time] | None = Field(
+        default=None, validation_alias="disruptedPods", serialization_alias="disruptedPods"
+    )
+    disruptions_allowed: int | None = Field(
+        default=None,
+        validation_alias="disruptionsAllowed",
+        serialization_alias="disruptionsAllowed",
+    )
+    expected_pods: int | None = Field(
+        default=None, validation_alias="expectedPods", serialization_alias="expectedPods"
+    )
+    observed_generation: int | None = Field(
+        default=None,
+        validation_alias="observedGeneration",
+        serialization_alias="observedGeneration",
+    )
 
 
 class PodDisruptionBudget(KubeObject):
@@ -38,26 +85,3 @@ class PodDisruptionBudget(KubeObject):
     kind: str | None = "PodDisruptionBudget"
     spec: PodDisruptionBudgetSpec | None = None
     status: PodDisruptionBudgetStatus | None = None
-
-
-class PodDisruptionBudgetSpec(K8sModel):
-    """policy/v1 PodDisruptionBudgetSpec."""
-
-    max_unavailable: IntOrString | None = Field(default=None, alias="maxUnavailable")
-    min_available: IntOrString | None = Field(default=None, alias="minAvailable")
-    selector: meta_v1.LabelSelector | None = None
-    unhealthy_pod_eviction_policy: str | None = Field(
-        default=None, alias="unhealthyPodEvictionPolicy"
-    )
-
-
-class PodDisruptionBudgetStatus(K8sModel):
-    """policy/v1 PodDisruptionBudgetStatus."""
-
-    conditions: list[meta_v1.Condition] | None = None
-    current_healthy: int | None = Field(default=None, alias="currentHealthy")
-    desired_healthy: int | None = Field(default=None, alias="desiredHealthy")
-    disrupted_pods: dict[str, Time] | None = Field(default=None, alias="disruptedPods")
-    disruptions_allowed: int | None = Field(default=None, alias="disruptionsAllowed")
-    expected_pods: int | None = Field(default=None, alias="expectedPods")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration")

@@ -29,8 +29,26 @@ class AggregationRule(K8sModel):
     """rbac.authorization.k8s.io/v1 AggregationRule."""
 
     cluster_role_selectors: list[meta_v1.LabelSelector] | None = Field(
-        default=None, alias="clusterRoleSelectors"
+        default=None,
+        validation_alias="clusterRoleSelectors",
+        serialization_alias="clusterRoleSelectors",
     )
+
+
+class PolicyRule(K8sModel):
+    """rbac.authorization.k8s.io/v1 PolicyRule."""
+
+    api_groups: list[str] | None = Field(
+        default=None, validation_alias="apiGroups", serialization_alias="apiGroups"
+    )
+    non_resource_urls: list[str] | None = Field(
+        default=None, validation_alias="nonResourceURLs", serialization_alias="nonResourceURLs"
+    )
+    resource_names: list[str] | None = Field(
+        default=None, validation_alias="resourceNames", serialization_alias="resourceNames"
+    )
+    resources: list[str] | None = None
+    verbs: list[str] | None = None
 
 
 class ClusterRole(KubeObject):
@@ -39,8 +57,31 @@ class ClusterRole(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="rbac.authorization.k8s.io/v1", alias="apiVersion")
     kind: str | None = "ClusterRole"
-    aggregation_rule: AggregationRule | None = Field(default=None, alias="aggregationRule")
+    aggregation_rule: AggregationRule | None = Field(
+        default=None, validation_alias="aggregationRule", serialization_alias="aggregationRule"
+    )
     rules: list[PolicyRule] | None = None
+
+
+class RoleRef(K8sModel):
+    """rbac.authorization.k8s.io/v1 RoleRef."""
+
+    api_group: str | None = Field(
+        default=None, validation_alias="apiGroup", serialization_alias="apiGroup"
+    )
+    kind: str | None = None
+    name: str | None = None
+
+
+class Subject(K8sModel):
+    """rbac.authorization.k8s.io/v1 Subject."""
+
+    api_group: str | None = Field(
+        default=None, validation_alias="apiGroup", serialization_alias="apiGroup"
+    )
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
 
 
 class ClusterRoleBinding(KubeObject):
@@ -49,18 +90,10 @@ class ClusterRoleBinding(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="rbac.authorization.k8s.io/v1", alias="apiVersion")
     kind: str | None = "ClusterRoleBinding"
-    role_ref: RoleRef | None = Field(default=None, alias="roleRef")
+    role_ref: RoleRef | None = Field(
+        default=None, validation_alias="roleRef", serialization_alias="roleRef"
+    )
     subjects: list[Subject] | None = None
-
-
-class PolicyRule(K8sModel):
-    """rbac.authorization.k8s.io/v1 PolicyRule."""
-
-    api_groups: list[str] | None = Field(default=None, alias="apiGroups")
-    non_resource_ur_ls: list[str] | None = Field(default=None, alias="nonResourceURLs")
-    resource_names: list[str] | None = Field(default=None, alias="resourceNames")
-    resources: list[str] | None = None
-    verbs: list[str] | None = None
 
 
 class Role(KubeObject):
@@ -78,22 +111,7 @@ class RoleBinding(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="rbac.authorization.k8s.io/v1", alias="apiVersion")
     kind: str | None = "RoleBinding"
-    role_ref: RoleRef | None = Field(default=None, alias="roleRef")
+    role_ref: RoleRef | None = Field(
+        default=None, validation_alias="roleRef", serialization_alias="roleRef"
+    )
     subjects: list[Subject] | None = None
-
-
-class RoleRef(K8sModel):
-    """rbac.authorization.k8s.io/v1 RoleRef."""
-
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
-
-
-class Subject(K8sModel):
-    """rbac.authorization.k8s.io/v1 Subject."""
-
-    api_group: str | None = Field(default=None, alias="apiGroup")
-    kind: str | None = None
-    name: str | None = None
-    namespace: str | None = None

@@ -24,6 +24,10 @@ class PriorityClass(KubeObject):
     api_version: str | None = Field(default="scheduling.k8s.io/v1", alias="apiVersion")
     kind: str | None = "PriorityClass"
     description: str | None = None
-    global_default: bool | None = Field(default=None, alias="globalDefault")
-    preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
+    global_default: bool | None = Field(
+        default=None, validation_alias="globalDefault", serialization_alias="globalDefault"
+    )
+    preemption_policy: str | None = Field(
+        default=None, validation_alias="preemptionPolicy", serialization_alias="preemptionPolicy"
+    )
     value: int | None = None

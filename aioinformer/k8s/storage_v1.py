@@ -32,6 +32,61 @@ __all__ = [
 ]
 
 
+class TokenRequest(K8sModel):
+    """storage.k8s.io/v1 TokenRequest."""
+
+    audience: str | None = None
+    expiration_seconds: int | None = Field(
+        default=None, validation_alias="expirationSeconds", serialization_alias="expirationSeconds"
+    )
+
+
+class CSIDriverSpec(K8sModel):
+    """storage.k8s.io/v1 CSIDriverSpec."""
+
+    attach_required: bool | None = Field(
+        default=None, validation_alias="attachRequired", serialization_alias="attachRequired"
+    )
+    fs_group_policy: str | None = Field(
+        default=None, validation_alias="fsGroupPolicy", serialization_alias="fsGroupPolicy"
+    )
+    node_allocatable_update_period_seconds: int | None = Field(
+        default=None,
+        validation_alias="nodeAllocatableUpdatePeriodSeconds",
+        serialization_alias="nodeAllocatableUpdatePeriodSeconds",
+    )
+    pod_info_on_mount: bool | None = Field(
+        default=None, validation_alias="podInfoOnMount", serialization_alias="podInfoOnMount"
+    )
+    prevent_pod_scheduling_if_missing: bool | None = Field(
+        default=None,
+        validation_alias="preventPodSchedulingIfMissing",
+        serialization_alias="preventPodSchedulingIfMissing",
+    )
+    requires_republish: bool | None = Field(
+        default=None, validation_alias="requiresRepublish", serialization_alias="requiresRepublish"
+    )
+    se_linux_mount: bool | None = Field(
+        default=None, validation_alias="seLinuxMount", serialization_alias="seLinuxMount"
+    )
+    service_account_token_in_secrets: bool | None = Field(
+        default=None,
+        validation_alias="serviceAccountTokenInSecrets",
+        serialization_alias="serviceAccountTokenInSecrets",
+    )
+    storage_capacity: bool | None = Field(
+        default=None, validation_alias="storageCapacity", serialization_alias="storageCapacity"
+    )
+    token_requests: list[TokenRequest] | None = Field(
+        default=None, validation_alias="tokenRequests", serialization_alias="tokenRequests"
+    )
+    volume_lifecycle_modes: list[str] | None = Field(
+        default=None,
+        validation_alias="volumeLifecycleModes",
+        serialization_alias="volumeLifecycleModes",
+    )
+
+
 class CSIDriver(KubeObject):
     """storage.k8s.io/v1 CSIDriver."""
 
@@ -41,26 +96,29 @@ class CSIDriver(KubeObject):
     spec: CSIDriverSpec | None = None
 
 
-class CSIDriverSpec(K8sModel):
-    """storage.k8s.io/v1 CSIDriverSpec."""
+class VolumeNodeResources(K8sModel):
+    """storage.k8s.io/v1 VolumeNodeResources."""
 
-    attach_required: bool | None = Field(default=None, alias="attachRequired")
-    fs_group_policy: str | None = Field(default=None, alias="fsGroupPolicy")
-    node_allocatable_update_period_seconds: int | None = Field(
-        default=None, alias="nodeAllocatableUpdatePeriodSeconds"
+    count: int | None = None
+
+
+class CSINodeDriver(K8sModel):
+    """storage.k8s.io/v1 CSINodeDriver."""
+
+    allocatable: VolumeNodeResources | None = None
+    name: str | None = None
+    node_id: str | None = Field(
+        default=None, validation_alias="nodeID", serialization_alias="nodeID"
     )
-    pod_info_on_mount: bool | None = Field(default=None, alias="podInfoOnMount")
-    prevent_pod_scheduling_if_missing: bool | None = Field(
-        default=None, alias="preventPodSchedulingIfMissing"
+    topology_keys: list[str] | None = Field(
+        default=None, validation_alias="topologyKeys", serialization_alias="topologyKeys"
     )
-    requires_republish: bool | None = Field(default=None, alias="requiresRepublish")
-    se_linux_mount: bool | None = Field(default=None, alias="seLinuxMount")
-    service_account_token_in_secrets: bool | None = Field(
-        default=None, alias="serviceAccountTokenInSecrets"
-    )
-    storage_capacity: bool | None = Field(default=None, alias="storageCapacity")
-    token_requests: list[TokenRequest] | None = Field(default=None, alias="tokenRequests")
-    volume_lifecycle_modes: list[str] | None = Field(default=None, alias="volumeLifecycleModes")
+
+
+class CSINodeSpec(K8sModel):
+    """storage.k8s.io/v1 CSINodeSpec."""
+
+    drivers: list[CSINodeDriver] | None = None
 
 
 class CSINode(KubeObject):
@@ -72,21 +130,6 @@ class CSINode(KubeObject):
     spec: CSINodeSpec | None = None
 
 
-class CSINodeDriver(K8sModel):
-    """storage.k8s.io/v1 CSINodeDriver."""
-
-    allocatable: VolumeNodeResources | None = None
-    name: str | None = None
-    node_id: str | None = Field(default=None, alias="nodeID")
-    topology_keys: list[str] | None = Field(default=None, alias="topologyKeys")
-
-
-class CSINodeSpec(K8sModel):
-    """storage.k8s.io/v1 CSINodeSpec."""
-
-    drivers: list[CSINodeDriver] | None = None
-
-
 class CSIStorageCapacity(KubeObject):
     """storage.k8s.io/v1 CSIStorageCapacity."""
 
@@ -94,9 +137,15 @@ class CSIStorageCapacity(KubeObject):
     api_version: str | None = Field(default="storage.k8s.io/v1", alias="apiVersion")
     kind: str | None = "CSIStorageCapacity"
     capacity: Quantity | None = None
-    maximum_volume_size: Quantity | None = Field(default=None, alias="maximumVolumeSize")
-    node_topology: meta_v1.LabelSelector | None = Field(default=None, alias="nodeTopology")
-    storage_class_name: str | None = Field(default=None, alias="storageClassName")
+    maximum_volume_size: Quantity | None = Field(
+        default=None, validation_alias="maximumVolumeSize", serialization_alias="maximumVolumeSize"
+    )
+    node_topology: meta_v1.LabelSelector | None = Field(
+        default=None, validation_alias="nodeTopology", serialization_alias="nodeTopology"
+    )
+    storage_class_name: str | None = Field(
+        default=None, validation_alias="storageClassName", serialization_alias="storageClassName"
+    )
 
 
 class StorageClass(KubeObject):
@@ -105,22 +154,75 @@ class StorageClass(KubeObject):
     model_config = _CONFIG
     api_version: str | None = Field(default="storage.k8s.io/v1", alias="apiVersion")
     kind: str | None = "StorageClass"
-    allow_volume_expansion: bool | None = Field(default=None, alias="allowVolumeExpansion")
-    allowed_topologies: list[core_v1.TopologySelectorTerm] | None = Field(
-        default=None, alias="allowedTopologies"
+    allow_volume_expansion: bool | None = Field(
+        default=None,
+        validation_alias="allowVolumeExpansion",
+        serialization_alias="allowVolumeExpansion",
     )
-    mount_options: list[str] | None = Field(default=None, alias="mountOptions")
+    allowed_topologies: list[core_v1.TopologySelectorTerm] | None = Field(
+        default=None, validation_alias="allowedTopologies", serialization_alias="allowedTopologies"
+    )
+    mount_options: list[str] | None = Field(
+        default=None, validation_alias="mountOptions", serialization_alias="mountOptions"
+    )
     parameters: dict[str, str] | None = None
     provisioner: str | None = None
-    reclaim_policy: str | None = Field(default=None, alias="reclaimPolicy")
-    volume_binding_mode: str | None = Field(default=None, alias="volumeBindingMode")
+    reclaim_policy: str | None = Field(
+        default=None, validation_alias="reclaimPolicy", serialization_alias="reclaimPolicy"
+    )
+    volume_binding_mode: str | None = Field(
+        default=None, validation_alias="volumeBindingMode", serialization_alias="volumeBindingMode"
+    )
 
 
-class TokenRequest(K8sModel):
-    """storage.k8s.io/v1 TokenRequest."""
+class VolumeAttachmentSource(K8sModel):
+    """storage.k8s.io/v1 VolumeAttachmentSource."""
 
-    audience: str | None = None
-    expiration_seconds: int | None = Field(default=None, alias="expirationSeconds")
+    inline_volume_spec: core_v1.PersistentVolumeSpec | None = Field(
+        default=None, validation_alias="inlineVolumeSpec", serialization_alias="inlineVolumeSpec"
+    )
+    persistent_volume_name: str | None = Field(
+        default=None,
+        validation_alias="persistentVolumeName",
+        serialization_alias="persistentVolumeName",
+    )
+
+
+class VolumeAttachmentSpec(K8sModel):
+    """storage.k8s.io/v1 VolumeAttachmentSpec."""
+
+    attacher: str | None = None
+    node_name: str | None = Field(
+        default=None, validation_alias="nodeName", serialization_alias="nodeName"
+    )
+    source: VolumeAttachmentSource | None = None
+
+
+class VolumeError(K8sModel):
+    """storage.k8s.io/v1 VolumeError."""
+
+    error_code: int | None = Field(
+        default=None, validation_alias="errorCode", serialization_alias="errorCode"
+    )
+    message: str | None = None
+    time: Time | None = None
+
+
+class VolumeAttachmentStatus(K8sModel):
+    """storage.k8s.io/v1 VolumeAttachmentStatus."""
+
+    attach_error: VolumeError | None = Field(
+        default=None, validation_alias="attachError", serialization_alias="attachError"
+    )
+    attached: bool | None = None
+    attachment_metadata: dict[str, str] | None = Field(
+        default=None,
+        validation_alias="attachmentMetadata",
+        serialization_alias="attachmentMetadata",
+    )
+    detach_error: VolumeError | None = Field(
+        default=None, validation_alias="detachError", serialization_alias="detachError"
+    )
 
 
 class VolumeAttachment(KubeObject):
@@ -133,51 +235,13 @@ class VolumeAttachment(KubeObject):
     status: VolumeAttachmentStatus | None = None
 
 
-class VolumeAttachmentSource(K8sModel):
-    """storage.k8s.io/v1 VolumeAttachmentSource."""
-
-    inline_volume_spec: core_v1.PersistentVolumeSpec | None = Field(
-        default=None, alias="inlineVolumeSpec"
-    )
-    persistent_volume_name: str | None = Field(default=None, alias="persistentVolumeName")
-
-
-class VolumeAttachmentSpec(K8sModel):
-    """storage.k8s.io/v1 VolumeAttachmentSpec."""
-
-    attacher: str | None = None
-    node_name: str | None = Field(default=None, alias="nodeName")
-    source: VolumeAttachmentSource | None = None
-
-
-class VolumeAttachmentStatus(K8sModel):
-    """storage.k8s.io/v1 VolumeAttachmentStatus."""
-
-    attach_error: VolumeError | None = Field(default=None, alias="attachError")
-    attached: bool | None = None
-    attachment_metadata: dict[str, str] | None = Field(default=None, alias="attachmentMetadata")
-    detach_error: VolumeError | None = Field(default=None, alias="detachError")
-
-
 class VolumeAttributesClass(KubeObject):
     """storage.k8s.io/v1 VolumeAttributesClass."""
 
     model_config = _CONFIG
     api_version: str | None = Field(default="storage.k8s.io/v1", alias="apiVersion")
     kind: str | None = "VolumeAttributesClass"
-    driver_name: str | None = Field(default=None, alias="driverName")
+    driver_name: str | None = Field(
+        default=None, validation_alias="driverName", serialization_alias="driverName"
+    )
     parameters: dict[str, str] | None = None
-
-
-class VolumeError(K8sModel):
-    """storage.k8s.io/v1 VolumeError."""
-
-    error_code: int | None = Field(default=None, alias="errorCode")
-    message: str | None = None
-    time: Time | None = None
-
-
-class VolumeNodeResources(K8sModel):
-    """storage.k8s.io/v1 VolumeNodeResources."""
-
-    count: int | None = None
