@@ -34,6 +34,12 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "app=web: ['web-0', 'web-1']",
         "key from the watch: default/db-0",
     ],
+    "typed_pods.py": [
+        "cached  web-0: image=nginx:1.27 limits={'memory': '128Mi'} node=node-1",
+        "cached  web-1: image=nginx:1.27 limits={'memory': '256Mi'} node=node-1",
+        "updated web-1 labels {'app': 'web', 'tier': 'front'}",
+        "type: Pod | apiVersion: v1",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
