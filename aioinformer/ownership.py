@@ -38,7 +38,14 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from aioinformer._meta import _field, describe, metadata_of, name_of, namespace_of
+from aioinformer._meta import (
+    api_version_and_kind_of,
+    describe,
+    metadata_of,
+    name_of,
+    namespace_of,
+    uid_of,
+)
 from aioinformer._meta import owner_references_of as _owner_references_of
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
 from aioinformer.models import OwnerReference
@@ -54,16 +61,8 @@ __all__ = [
 def _owner_reference(owner: Any) -> dict[str, Any]:
     """The wire-shaped reference to ``owner``, without ``controller`` and
     ``blockOwnerDeletion``; raises :class:`OwnerReferenceError` naming what is missing."""
-    if isinstance(owner, Mapping):
-        api_version, kind = owner.get("apiVersion"), owner.get("kind")
-    else:
-        api_version, kind = getattr(owner, "api_version", None), getattr(owner, "kind", None)
-    ref = {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": name_of(owner),
-        "uid": _field(metadata_of(owner), "uid", "uid"),
-    }
+    api_version, kind = api_version_and_kind_of(owner)
+    ref = {"apiVersion": api_version, "kind": kind, "name": name_of(owner), "uid": uid_of(owner)}
     missing = [field for field, value in ref.items() if not isinstance(value, str) or not value]
     if missing:
         raise OwnerReferenceError(
