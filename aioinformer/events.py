@@ -394,6 +394,9 @@ class EventRecorder:
         Idempotent."""
         running = self._running
         if self._state is not RecorderState.RUNNING or running is None:
+            # Never started (or closed already): what was queued will not be written.
+            self._dropped += len(self._queue)
+            self._queue.clear()
             self._state = RecorderState.CLOSED
             return
         self._state = RecorderState.CLOSING
@@ -517,6 +520,10 @@ class EventRecorder:
                 self._log_failure("failed, retrying", body, exc)
                 await self._clock.sleep(self._retry_delay * random.uniform(0.75, 1.25))
                 continue
+            except Exception as exc:  # noqa: BLE001 - a sink's failure must not end the writer
+                self._failed += 1
+                self._log_failure("failed, dropped", body, exc)
+                return
             series.written = max(series.written, count)
             if self._failing:
                 self._failing = False

@@ -360,3 +360,29 @@ def test_object_reference_reads_models_and_passes_references_through() -> None:
     assert object_reference(ref) == {"kind": "Node", "name": "n1", "fieldPath": "spec"}
     with pytest.raises(ValueError, match="kind and a name"):
         object_reference({"metadata": {"name": "x"}})
+
+
+async def test_an_unexpected_sink_failure_drops_that_write_and_the_writer_goes_on(
+    fake_clock: FakeClock,
+) -> None:
+    sink = FakeSink()
+    sink.failures = [RuntimeError("sink bug")]
+    async with recorder(sink, fake_clock) as rec:
+        rec.event(widget(), type="Normal", reason="A", action="A")
+        rec.event(widget(), type="Normal", reason="B", action="A")
+        await created(rec, sink)
+    assert [data["reason"] for _, _, data in sink.calls] == ["B"]
+    assert rec.statistics().failed == 1
+
+
+async def test_closing_a_recorder_never_started_drops_what_it_queued(
+    fake_clock: FakeClock,
+) -> None:
+    sink = FakeSink()
+    rec = recorder(sink, fake_clock)
+    rec.event(widget(), type="Normal", reason="A", action="A")
+    await rec.aclose()
+    stats = rec.statistics()
+    assert (stats.queued, stats.dropped) == (0, 1)
+    assert rec.state is RecorderState.CLOSED
+    assert sink.calls == []
