@@ -30,6 +30,7 @@ from aioinformer.models import DeletedFinalStateUnknown
 
 __all__ = [
     "annotations_of",
+    "api_version_and_kind_of",
     "describe",
     "labels_of",
     "meta_namespace_key",
@@ -39,6 +40,7 @@ __all__ = [
     "owner_references_of",
     "resource_version_of",
     "same_resource_version",
+    "uid_of",
 ]
 
 
@@ -163,3 +165,22 @@ def owner_references_of(obj: Any) -> tuple[Mapping[str, Any], ...]:
     return tuple(
         ref.model_dump(by_alias=True) if hasattr(ref, "model_dump") else ref for ref in refs
     )
+
+
+def api_version_and_kind_of(obj: Any) -> tuple[str | None, str | None]:
+    """The object's ``apiVersion`` and ``kind`` (a model's ``api_version`` and ``kind``);
+    ``None`` for one it does not carry."""
+    if isinstance(obj, Mapping):
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    else:
+        api_version, kind = getattr(obj, "api_version", None), getattr(obj, "kind", None)
+    return (
+        api_version if isinstance(api_version, str) else None,
+        kind if isinstance(kind, str) else None,
+    )
+
+
+def uid_of(obj: Any) -> str | None:
+    """The object's uid, or ``None`` when it has none."""
+    value = _field(metadata_of(obj), "uid", "uid")
+    return value if isinstance(value, str) else None

@@ -14,6 +14,8 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             handler added to a stopped informer          (terminal)
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
+    ├── OwnerReferenceError (ValueError) an owner reference cannot be set: owner or scope unfit
+    │   └── AlreadyOwnedError            another controller already controls the object
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
@@ -49,6 +51,7 @@ from typing import Any
 __all__ = [
     "AioinformerError",
     "AlreadyExists",
+    "AlreadyOwnedError",
     "ApiError",
     "BadRequest",
     "CacheSyncError",
@@ -63,6 +66,7 @@ __all__ = [
     "KeyFuncError",
     "LeadershipLost",
     "NotFound",
+    "OwnerReferenceError",
     "QueueEmpty",
     "Requeue",
     "ResourceExpired",
@@ -131,6 +135,27 @@ class InvalidObjectError(AioinformerError, ValueError):
         self.key = key
         self.resource_version = resource_version
         self.error = error
+
+
+class OwnerReferenceError(AioinformerError, ValueError):
+    """Raised by :mod:`aioinformer.ownership` when an owner reference cannot be written: the
+    owner lacks ``apiVersion``, ``kind``, ``name`` or ``uid``, a cluster-scoped object would
+    get a namespaced owner, or owner and object live in different namespaces (the garbage
+    collector would ignore such a reference). Never retried: the code is at fault."""
+
+
+class AlreadyOwnedError(OwnerReferenceError):
+    """Raised by ``set_controller_reference`` when another owner is already the object's
+    controller; ``owner`` and ``existing`` are the two references (wire-shaped dicts)."""
+
+    def __init__(self, obj: str, owner: Mapping[str, Any], existing: Mapping[str, Any]) -> None:
+        super().__init__(
+            f"{obj} is already controlled by {existing.get('kind')} {existing.get('name')!r} "
+            f"({existing.get('apiVersion')}); cannot make {owner.get('kind')} "
+            f"{owner.get('name')!r} ({owner.get('apiVersion')}) its controller"
+        )
+        self.owner = dict(owner)
+        self.existing = dict(existing)
 
 
 def describe_error(error: BaseException) -> str:

@@ -92,6 +92,8 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
             "type",
         },
     ),
+    # The same Events through the newer API; a bare "events" still means the core one.
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, "event", ("ev",)),
     ResourceType(
         "apps",
         "v1",

@@ -10,6 +10,7 @@ import pytest
 
 from aioinformer._meta import (
     annotations_of,
+    api_version_and_kind_of,
     describe,
     labels_of,
     meta_namespace_key,
@@ -19,6 +20,7 @@ from aioinformer._meta import (
     owner_references_of,
     resource_version_of,
     same_resource_version,
+    uid_of,
 )
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
@@ -174,3 +176,19 @@ def test_labels_are_returned_as_held_not_copied() -> None:
 def test_annotations_are_returned_as_held_not_copied() -> None:
     annotations: Mapping[str, str] = {"a": "b"}
     assert annotations_of({"metadata": {"annotations": annotations}}) is annotations
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"uid": "u"}}, ("v1", "Pod", "u")),
+        (KubeObject.model_validate({"apiVersion": "v1", "kind": "Pod"}), ("v1", "Pod", None)),
+        ({"kind": 3, "metadata": {"uid": 4}}, (None, None, None)),
+        (SimpleNamespace(), (None, None, None)),
+    ],
+    ids=["dict", "model", "not-strings", "bare"],
+)
+def test_api_version_kind_and_uid_are_read_from_dicts_and_models(
+    obj: Any, expected: tuple[str | None, str | None, str | None]
+) -> None:
+    assert (*api_version_and_kind_of(obj), uid_of(obj)) == expected
