@@ -429,9 +429,11 @@ class Store:
                     new.pop("status", None)
             if rt.generation and _spec_changed(new, old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
-            errors = _validate_metadata(rt, new_meta)
-            if errors:
-                raise invalid_error(rt, name, errors)
+            # The name cannot change on update; only new labels need validating.
+            if new_meta.get("labels") != old_meta.get("labels"):
+                errors = _validate_metadata(rt, new_meta)
+                if errors:
+                    raise invalid_error(rt, name, errors)
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         new["metadata"]["managedFields"] = record_write(
