@@ -12,9 +12,12 @@ Ordering: resourceVersions are one global, strictly increasing integer counter. 
 one bounded deque of events in resourceVersion order; everything after ``compacted_rv`` is
 in it, so a read at an older version answers 410 ``Expired``.
 
-Errors are raised as :class:`StatusError`, carrying the ``Status`` body and HTTP headers
-the server answers with. The stored-object values (:class:`ResourceType`, :class:`Entry`)
-and the ``Status`` builders live in ``_objects`` and are re-exported here.
+Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
+exist, names and labels must be valid, typed fields must have their type) and record
+``managedFields`` (``_managed``). Errors are raised as :class:`StatusError`, carrying the
+``Status`` body and HTTP headers the server answers with. The stored-object values
+(:class:`ResourceType`, :class:`Entry`) and the ``Status`` builders live in ``_objects``
+and are re-exported here.
 
 Task model: no tasks of its own; every method is synchronous and called from the
 server's handlers and the test's direct calls on one event loop.
