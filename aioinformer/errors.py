@@ -31,6 +31,7 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
         ├── Unauthorized                 401 (credentials refreshed once, then raised)
         ├── Forbidden                    403
         ├── NotFound                     404
+        ├── MethodNotAllowed             405: the path does not serve that verb
         ├── Conflict                     409
         │   └── AlreadyExists            409 with reason AlreadyExists
         ├── Gone (= ResourceExpired)     410, whatever the reason: the reflector relists
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidObjectError",
     "KeyFuncError",
     "LeadershipLost",
+    "MethodNotAllowed",
     "NotFound",
     "OwnerReferenceError",
     "QueueEmpty",
@@ -343,6 +345,12 @@ class NotFound(ApiError):
     code = 404
 
 
+class MethodNotAllowed(ApiError):
+    """405: the resource does not serve this verb (e.g. a create on a subresource)."""
+
+    code = 405
+
+
 class Conflict(ApiError):
     """409: a resourceVersion precondition failed (optimistic concurrency)."""
 
@@ -394,6 +402,7 @@ _BY_CODE: dict[int, type[ApiError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    405: MethodNotAllowed,
     409: Conflict,
     410: Gone,
     422: UnprocessableEntity,

@@ -164,6 +164,8 @@ class Soak:
         self.options = options
         self.rng = random.Random(options.seed)
         self.server = FakeAPIServer(bookmark_interval=1.0)
+        for namespace in NAMESPACES:
+            self.server.create_namespace(namespace)
         self.keys: list[tuple[str, str]] = []
         self.key_index: dict[tuple[str, str], int] = {}
         self.serial = 0

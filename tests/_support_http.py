@@ -11,8 +11,11 @@ import contextlib
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import orjson
 from aiohttp import web
+
+from aioinformer.testing import ADMIN_TOKEN
 
 if TYPE_CHECKING:
     import ssl
@@ -154,3 +157,40 @@ class DiscoveryServer:
         return json_response(
             {"kind": "APIResourceList", "groupVersion": f"{group}/{version}", "resources": entry[1]}
         )
+
+
+class Api:
+    """Plain-HTTP access to a fake API server: (status, decoded body, headers) per call.
+
+    ``raw`` sends those bytes instead of ``body`` encoded; ``user_agent`` sets the
+    User-Agent (the field manager the server records)."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session = session
+        self.url = url
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        raw: bytes | None = None,
+        params: dict[str, str] | None = None,
+        content_type: str = "application/json",
+        token: str | None = ADMIN_TOKEN,
+        user_agent: str | None = None,
+    ) -> tuple[int, Any, dict[str, str]]:
+        headers = {"Content-Type": content_type}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        if user_agent is not None:
+            headers["User-Agent"] = user_agent
+        data = raw if raw is not None else orjson.dumps(body) if body is not None else None
+        async with self.session.request(
+            method, self.url + path, data=data, params=params, headers=headers
+        ) as resp:
+            payload = await resp.read()
+            is_json = payload and resp.content_type == "application/json"
+            decoded = orjson.loads(payload) if is_json else payload
+            return resp.status, decoded, dict(resp.headers)

@@ -94,6 +94,9 @@ class Pods:
     def __init__(self, server: FakeAPIServer, rng: random.Random) -> None:
         self._server = server
         self._rng = rng
+        # The server, as a cluster does, refuses pods in a namespace that does not exist.
+        for namespace in NAMESPACES:
+            server.create_namespace(namespace)
         self._sequence = 0
         self._keys: list[tuple[str, str]] = []
         self._slot: dict[tuple[str, str], int] = {}

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer.testing._objects import ResourceType, StatusError, status_body
 
@@ -75,6 +75,7 @@ class Failure:
     resource: str | None
     verb: str | None
     remaining: int
+    reason: str | None = None
 
 
 def _matches(resource: str | None, rt: ResourceType | None) -> bool:
@@ -135,25 +136,38 @@ class FaultPlan:
         self.event_delay = 0.0
 
 
+# kube-apiserver's Status reason and message for each code an injected failure may take.
+_FAILURES: Final[dict[int, tuple[str, str]]] = {
+    400: ("BadRequest", "injected failure"),
+    401: ("Unauthorized", "Unauthorized"),
+    403: ("Forbidden", "forbidden: injected failure"),
+    404: ("NotFound", "the server could not find the requested resource"),
+    405: ("MethodNotAllowed", "the server does not allow this method on the requested resource"),
+    406: ("NotAcceptable", "injected failure"),
+    409: ("Conflict", "Operation cannot be fulfilled: injected failure"),
+    410: ("Expired", "too old resource version: injected failure"),
+    413: ("RequestEntityTooLarge", "Request entity too large: injected failure"),
+    415: ("UnsupportedMediaType", "injected failure"),
+    422: ("Invalid", "injected failure"),
+    429: ("TooManyRequests", "Too many requests, please try again later."),
+    500: ("InternalError", "Internal error occurred: injected failure"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+    504: ("Timeout", "Timeout: the request timed out"),
+}
+
+
 def failure_error(failure: Failure) -> StatusError:
-    """The ``Status`` error kube-apiserver would answer with for ``failure.status``,
-    with Retry-After (header and ``details``) for 429 and 5xx when one was asked for."""
+    """The ``Status`` error kube-apiserver would answer with for ``failure.status``
+    (``failure.reason`` overriding the usual reason for the code, e.g.
+    ``AlreadyExists`` for a 409), with Retry-After (header and ``details``) for 429 and
+    5xx when one was asked for."""
     code = failure.status
     headers: dict[str, str] = {}
     details: dict[str, Any] | None = None
-    if code == 429:
-        reason, message = "TooManyRequests", "Too many requests, please try again later."
-    elif code == 503:
-        reason, message = (
-            "ServiceUnavailable",
-            "the server is currently unable to handle the request",
-        )
-    elif code == 504:
-        reason, message = "Timeout", "Timeout: the request timed out"
-    elif code >= 500:
-        reason, message = "InternalError", "Internal error occurred: injected failure"
-    else:
-        reason, message = "BadRequest", "injected failure"
+    default = "InternalError" if code >= 500 else "BadRequest"
+    reason, message = _FAILURES.get(code, (default, "injected failure"))
+    if failure.reason is not None:
+        reason = failure.reason
     if failure.retry_after is not None and (code == 429 or code >= 500):
         seconds = failure.retry_after
         headers["Retry-After"] = str(int(seconds)) if seconds == int(seconds) else str(seconds)
@@ -261,10 +275,14 @@ class Faults:
         retry_after: float | None = 1,
         resource: str | None = None,
         verb: str | None = None,
+        reason: str | None = None,
     ) -> None:
-        """Answer the next ``k`` matching requests with ``status`` (429 ``TooManyRequests``
-        with Retry-After, 500 ``InternalError``, 503 ``ServiceUnavailable``...)."""
-        self._plan.failures.append(Failure(status, retry_after, resource, verb, k))
+        """Answer the next ``k`` matching requests with ``status``, carrying the reason
+        kube-apiserver gives that code (429 ``TooManyRequests`` with Retry-After, 409
+        ``Conflict``, 410 ``Expired``, 422 ``Invalid``, 500 ``InternalError``, 503
+        ``ServiceUnavailable``...) or ``reason`` when given (``"AlreadyExists"``,
+        ``"Gone"``)."""
+        self._plan.failures.append(Failure(status, retry_after, resource, verb, k, reason))
 
     def delay_watch_events(self, seconds: float, *, resource: str | None = None) -> None:
         """Hold back every event sent on a watch (on ``resource`` when given) for

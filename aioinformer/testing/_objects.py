@@ -95,6 +95,9 @@ class ResourceType:
     field_labels: frozenset[str] = _BASE_FIELDS
     scale_subresource: bool = False
     """Serves ``/scale``: an ``autoscaling/v1`` Scale over ``spec.replicas``."""
+    generation: bool = False
+    """Objects carry ``metadata.generation`` (workloads, pods, custom resources), bumped
+    by a change outside metadata and status; ConfigMaps, Secrets, Namespaces... do not."""
     prefix: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,7 +15,6 @@ Task model: synchronous functions, called from the handlers on the server's even
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,6 +34,7 @@ from aioinformer.testing._patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
+from aioinformer.testing._validation import FieldError, invalid_error
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -191,19 +191,12 @@ def method_not_allowed() -> StatusError:
     )
 
 
-def invalid(rt: ResourceType, name: str | None, path: str, message: str) -> StatusError:
-    """The 422 ``Invalid`` with one ``FieldValueInvalid`` cause on ``path``."""
-    details = rt.details(name)
-    details["kind"] = rt.kind
-    details["causes"] = [{"reason": "FieldValueInvalid", "message": message, "field": path}]
-    return StatusError(
-        status_body(
-            422,
-            "Invalid",
-            f'{rt.kind} "{name or ""}" is invalid: {path}: Invalid value: {message}',
-            details,
-        )
-    )
+def invalid(
+    rt: ResourceType, name: str | None, path: str, detail: str, value: Any = None
+) -> StatusError:
+    """The 422 ``Invalid`` with one ``FieldValueInvalid`` cause on ``path`` (``value``,
+    when given, is shown as the bad value)."""
+    return invalid_error(rt, name or "", [FieldError("FieldValueInvalid", path, detail, value)])
 
 
 def invalid_options(message: str) -> StatusError:
@@ -328,7 +321,9 @@ def check_namespace(rt: ResourceType, meta: dict[str, Any], namespace: str | Non
 
 
 def prepare_new(rt: ResourceType, obj: dict[str, Any], namespace: str | None) -> dict[str, Any]:
-    """Validate and normalise an object about to be created (names, namespace)."""
+    """Normalise an object about to be created: its metadata, its namespace (the URL's,
+    else its own, else ``default``; 400 when they differ), no resourceVersion. The store
+    admits it (namespace, name, labels) when it is created."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
@@ -338,14 +333,6 @@ def prepare_new(rt: ResourceType, obj: dict[str, Any], namespace: str | None) ->
         check_namespace(rt, meta, namespace)
     else:
         meta.pop("namespace", None)
-    name = meta.get("name")
-    if not name:
-        generate = meta.get("generateName")
-        if not generate:
-            raise invalid(rt, None, "metadata.name", "name or generateName is required")
-        name = meta["name"] = generate + os.urandom(4).hex()[:5]
-    if not isinstance(name, str) or len(name) > 253 or "/" in name or name in (".", ".."):
-        raise invalid(rt, str(name), "metadata.name", f'"{name}": not a valid name')
     meta.pop("resourceVersion", None)
     return obj
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from aioinformer.errors import UnknownResourceError
 from aioinformer.testing._objects import ResourceType
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
             "status.podIP",
             "status.nominatedNodeName",
         },
+        generation=True,
     ),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",)),
     ResourceType("", "v1", "secrets", "Secret", True, "secret", (), False, _BASE | {"type"}),
@@ -104,6 +106,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
         ("deploy",),
         True,
         scale_subresource=True,
+        generation=True,
     ),
     ResourceType(
         "apps",
@@ -115,6 +118,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
         ("rs",),
         True,
         scale_subresource=True,
+        generation=True,
     ),
     ResourceType(
         "apps",
@@ -126,8 +130,11 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
         ("sts",),
         True,
         scale_subresource=True,
+        generation=True,
     ),
-    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), True),
+    ResourceType(
+        "apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), True, generation=True
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
 )
 
@@ -158,7 +165,8 @@ class ResourceRegistry:
         return self._by_gvr.get((group, version, plural))
 
     def resolve(self, resource: str) -> ResourceType:
-        """The resource named ``pods``, ``deployments.apps`` or ``apps/v1/deployments``."""
+        """The resource named ``pods``, ``deployments.apps`` or ``apps/v1/deployments``;
+        :class:`~aioinformer.errors.UnknownResourceError` when none is served."""
         parts = resource.split("/")
         candidates: list[ResourceType]
         if len(parts) == 3:
@@ -178,14 +186,15 @@ class ResourceRegistry:
                 core = [rt for rt in candidates if not rt.group]
                 candidates = core or candidates
         if not candidates:
-            raise KeyError(f"the fake API server does not serve {resource!r}")
+            raise UnknownResourceError(f"the fake API server does not serve {resource!r}")
         return candidates[0]
 
     def for_object(self, obj: Mapping[str, Any]) -> ResourceType:
-        """The resource of an object, from its ``apiVersion`` and ``kind``."""
+        """The resource of an object, from its ``apiVersion`` and ``kind``;
+        :class:`~aioinformer.errors.UnknownResourceError` when none is served."""
         api_version = str(obj.get("apiVersion", ""))
         kind = obj.get("kind")
         rt = self._by_kind.get((api_version, str(kind)))
         if rt is not None:
             return rt
-        raise KeyError(f"the fake API server does not serve {api_version} {kind}")
+        raise UnknownResourceError(f"the fake API server does not serve {api_version} {kind}")

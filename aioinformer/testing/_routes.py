@@ -32,6 +32,7 @@ from aiohttp import web
 
 from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
+from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._objects import (
     Entry,
     ResourceType,
@@ -62,6 +63,7 @@ from aioinformer.testing._requests import (
     unsupported_patch_type,
     validate_rv_match,
 )
+from aioinformer.testing._validation import decode_object
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -295,35 +297,36 @@ class Router:
                 patch,
                 content_type,
                 target.subresource,
+                manager=_manager(request),
             )
             return entry_response(rt, entry, convert)
-        obj = decode_body(body)
-        if not isinstance(obj, dict):
-            raise StatusError(status_body(400, "BadRequest", "the request body must be an object"))
+        obj = decode_object(rt, body)
+        manager = _manager(request)
         if verb == "create":
             if target.subresource is not None:
                 raise method_not_allowed()
             obj = prepare_new(rt, obj, target.namespace)
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
-            return entry_response(rt, self._store.create(rt, obj), convert, status=201)
+            entry = self._store.create(rt, obj, manager=manager)
+            return entry_response(rt, entry, convert, status=201)
         # update
         assert target.name is not None
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
-            raise invalid(rt, target.name, "metadata.name", "name is required")
+            meta = obj["metadata"] = {}
         if meta.get("name") != target.name:
             raise StatusError(
                 status_body(
                     400,
                     "BadRequest",
                     "the name of the object "
-                    f"({meta.get('name')}) does not match the name on the URL "
+                    f"({meta.get('name') or ''}) does not match the name on the URL "
                     f"({target.name})",
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        entry = self._store.update(rt, obj, subresource=target.subresource)
+        entry = self._store.update(rt, obj, subresource=target.subresource, manager=manager)
         return entry_response(rt, entry, convert)
 
     async def _scale(
@@ -340,6 +343,7 @@ class Router:
         if verb not in ("update", "patch"):
             raise method_not_allowed()
         body = await request.read()
+        manager = _manager(request)
         current = _scale_of(rt, entry)
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -376,7 +380,7 @@ class Router:
         obj = entry.decode()
         obj.setdefault("spec", {})["replicas"] = replicas
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
-        return _scale_response(rt, self._store.update(rt, obj), convert)
+        return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
 
     def _delete(self, target: Target, body: bytes, convert: Conversion | None) -> web.Response:
         rt = target.rt
@@ -478,10 +482,12 @@ def patch_object(
     patch: Any,
     content_type: str,
     subresource: str | None,
+    *,
+    manager: str = UNKNOWN_MANAGER,
 ) -> Entry:
-    """Apply a patch of ``content_type`` to a stored object and store the result; the
-    name and namespace may not change, and a resourceVersion the patch sets is a
-    precondition."""
+    """Apply a patch of ``content_type`` to a stored object and store the result as
+    ``manager``'s write; the name and namespace may not change, and a resourceVersion
+    the patch sets is a precondition."""
     current = store.get(rt, namespace, name)
     apply = PATCH_TYPES[content_type]
     try:
@@ -495,10 +501,10 @@ def patch_object(
         raise invalid(rt, name, "metadata", "the patch removed the metadata")
     meta = patched["metadata"]
     if meta.get("name") != name or meta.get("namespace") != namespace:
-        raise invalid(rt, name, "metadata.name", "field is immutable")
+        raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
-    return store.update(rt, patched, subresource=subresource)
+    return store.update(rt, patched, subresource=subresource, manager=manager)
 
 
 def _list_response(
@@ -529,6 +535,13 @@ def _list_response(
     encoded = orjson.dumps(head)
     body = b"".join((encoded[:-1], b',"items":[', b",".join(items), b"]}"))
     return web.Response(body=body, content_type=JSON)
+
+
+def _manager(request: web.Request) -> str:
+    """The field manager of a write: ``?fieldManager=``, else the User-Agent's prefix."""
+    return request.query.get("fieldManager") or manager_from_user_agent(
+        request.headers.get("User-Agent")
+    )
 
 
 def _verb(request: web.Request, target: Target) -> str:

@@ -12,9 +12,12 @@ Ordering: resourceVersions are one global, strictly increasing integer counter. 
 one bounded deque of events in resourceVersion order; everything after ``compacted_rv`` is
 in it, so a read at an older version answers 410 ``Expired``.
 
-Errors are raised as :class:`StatusError`, carrying the ``Status`` body and HTTP headers
-the server answers with. The stored-object values (:class:`ResourceType`, :class:`Entry`)
-and the ``Status`` builders live in ``_objects`` and are re-exported here.
+Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
+exist, names and labels must be valid, typed fields must have their type) and record
+``managedFields`` (``_managed``). Errors are raised as :class:`StatusError`, carrying the
+``Status`` body and HTTP headers the server answers with. The stored-object values
+(:class:`ResourceType`, :class:`Entry`) and the ``Status`` builders live in ``_objects``
+and are re-exported here.
 
 Task model: no tasks of its own; every method is synchronous and called from the
 server's handlers and the test's direct calls on one event loop.
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
 from aioinformer.testing._objects import (
     META_GROUP,
     Entry,
@@ -43,6 +47,8 @@ from aioinformer.testing._objects import (
     partial_object,
     status_body,
 )
+from aioinformer.testing._validation import admit_create, check_types, invalid_error
+from aioinformer.testing._validation import validate_metadata as _validate_metadata
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -302,6 +308,8 @@ class Store:
             tuple[tuple[str, str], int], tuple[list[str], list[Entry]]
         ] = collections.OrderedDict()
         self.on_write: Callable[[], None] | None = None
+        # Creates in a namespace that is not stored (or is being deleted) are refused.
+        self.require_namespaces = True
 
     # -- tables --------------------------------------------------------------------------
 
@@ -337,8 +345,13 @@ class Store:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         return Entry(obj, self.rv)
 
-    def create(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
-        """Store a new object (``obj`` is owned by the store from here on)."""
+    def create(
+        self, rt: ResourceType, obj: dict[str, Any], *, manager: str = UNKNOWN_MANAGER
+    ) -> Entry:
+        """Store a new object (``obj`` is owned by the store from here on), admitted as
+        kube-apiserver admits it (see ``_validation.admit_create``)."""
+        namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
+        admit_create(namespaces, rt, obj)
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -354,25 +367,36 @@ class Store:
             )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = _now()
-        meta["generation"] = 1
+        if rt.generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
         meta.pop("deletionTimestamp", None)
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
+        meta["managedFields"] = record_write(None, obj, api_version=rt.api_version, manager=manager)
         entry = self._stamp(obj)
         table.put(key, entry)
         self._commit(rt, "ADDED", key, entry, None)
         return entry
 
     def update(
-        self, rt: ResourceType, obj: dict[str, Any], *, subresource: str | None = None
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        manager: str = UNKNOWN_MANAGER,
     ) -> Entry:
         """Replace an object; ``metadata.resourceVersion``, when set, is a precondition.
 
         Server-owned metadata (uid, creationTimestamp, generation) is kept; a main-resource
         update keeps the stored ``status`` of resources with a status subresource, a status
         update changes only ``status``. An object marked for deletion whose finalizers
-        become empty is deleted.
+        become empty is deleted. ``managedFields`` are the server's: ``manager``'s entry
+        is recorded, whatever the object carried.
         """
+        check_types(rt, obj)
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -395,7 +419,7 @@ class Store:
         else:
             new = dict(obj)
             new_meta = dict(meta)
-            for owned in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+            for owned in _SERVER_OWNED:
                 if owned in old_meta:
                     new_meta[owned] = old_meta[owned]
                 else:
@@ -406,10 +430,22 @@ class Store:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            if _spec_changed(new, old):
+            if rt.generation and _spec_changed(new, old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
+            # The name cannot change on update; only new labels need validating.
+            if new_meta.get("labels") != old_meta.get("labels"):
+                errors = _validate_metadata(rt, new_meta)
+                if errors:
+                    raise invalid_error(rt, name, errors)
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
+        new["metadata"]["managedFields"] = record_write(
+            old_meta.get("managedFields"),
+            new,
+            api_version=rt.api_version,
+            manager=manager,
+            subresource=subresource,
+        )
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             return self._remove(rt, key, new)
         entry = self._stamp(new)
@@ -620,8 +656,8 @@ class Store:
         ``initial_events`` queues ADDED for the current state (an unset or ``0``
         resourceVersion, or ``sendInitialEvents``); ``initial_events_end`` then queues the
         ``k8s.io/initial-events-end`` BOOKMARK. A resourceVersion older than the history
-        raises the 410 the caller sends as an ERROR event. ``as_meta`` makes it a
-        metadata-only watch (see :class:`Watcher`).
+        raises the 410 ``Expired`` (the caller answers it, or sends it as an ERROR
+        event). ``as_meta`` makes it a metadata-only watch (see :class:`Watcher`).
         """
         if initial_events:
             start_rv = self.rv
@@ -711,6 +747,8 @@ def conflict(rt: ResourceType, name: str) -> StatusError:
     )
 
 
+_NAMESPACES: Final = ResourceType("", "v1", "namespaces", "Namespace", False)
+_SERVER_OWNED: Final = ("uid", "creationTimestamp", "generation", "deletionTimestamp")
 _NOT_SPEC: Final = frozenset({"metadata", "status", "apiVersion", "kind"})
 
 

@@ -7,8 +7,10 @@ and the armed watch faults; output is the response body: the initial events or t
 history since the requested resourceVersion, live events, a BOOKMARK every
 ``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
 line, a dropped, stalled or frozen stream), each recorded in the fault log. A version older than
-the history answers one ``ERROR`` line carrying the 410 inside the 200 stream, as
-kube-apiserver does.
+the history answers HTTP 410 ``Expired`` on the request itself, as kube-apiserver v1.36
+does (its watch cache refuses the watch before the stream starts); with
+``expired_watch="error_event"`` it answers, as older servers did, one ``ERROR`` line
+carrying the 410 inside a 200 stream.
 
 Ordering: lines go out in the order the store queued them (resourceVersion order); a
 bookmark is only written when the buffer is empty, so its version is safe to resume from.
@@ -53,10 +55,20 @@ if TYPE_CHECKING:
 
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
 
-__all__ = ["ActiveWatch", "StreamSettings", "WatchListSupport", "WatchStreams"]
+__all__ = [
+    "ActiveWatch",
+    "ExpiredWatch",
+    "StreamSettings",
+    "WatchListSupport",
+    "WatchStreams",
+]
 
 WatchListSupport: TypeAlias = Literal["supported", "forbidden", "ignored"]
 """How the server answers a streaming list (see ``FakeAPIServer(watch_list=...)``)."""
+
+ExpiredWatch: TypeAlias = Literal["status", "error_event"]
+"""How a watch from a compacted resourceVersion is answered (see
+``FakeAPIServer(expired_watch=...)``): an HTTP 410, or an ERROR event in a 200 stream."""
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +90,11 @@ class StreamSettings(Protocol):
     @property
     def watch_list(self) -> WatchListSupport:
         """How a watch with ``sendInitialEvents`` is answered."""
+        ...
+
+    @property
+    def expired_watch(self) -> ExpiredWatch:
+        """How a watch from a compacted resourceVersion is answered."""
         ...
 
 
@@ -217,7 +234,7 @@ class WatchStreams:
                 ),
             )
         except StatusError as exc:
-            if exc.code != 410:
+            if exc.code != 410 or self._settings.expired_watch == "status":
                 raise
             try:
                 await response.prepare(request)

@@ -8,16 +8,27 @@ details, LIST pages, and watch streams of chunked JSON lines.
 
 Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 
-* one global resourceVersion counter; ``uid``, ``creationTimestamp``, ``generation`` set
-  by the server; finalizers hold a deleted object until they are cleared;
+* one global resourceVersion counter; ``uid``, ``creationTimestamp`` and
+  ``managedFields`` (one ``Update`` entry per field manager, named from the User-Agent)
+  set by the server, and ``generation`` for the kinds that have one (pods, workloads,
+  custom resources; not ConfigMaps, Secrets or Namespaces); finalizers hold a deleted
+  object until they are cleared;
+* refusals as kube-apiserver v1.36 words them: 400 ``BadRequest`` for a body that is not
+  JSON, is of another kind, names another object than the URL (PUT), or has a field of
+  the wrong type (a non-string label value, ConfigMap ``data`` that is not a map of
+  strings); 422 ``Invalid`` with a ``FieldValueInvalid`` cause for a name that is not a
+  DNS-1123 subdomain (a label for namespaces) or an invalid label key or value, and
+  ``FieldValueRequired`` for a missing name; 404 ``NotFound`` (``namespaces "x" not
+  found``) for a create in a namespace that does not exist, 403 for one being deleted;
 * LIST with ``limit``/``continue`` (pages of one consistent snapshot; a token whose
   version was compacted answers 410 ``Expired``), ``resourceVersion`` and
   ``resourceVersionMatch`` (unset = latest, ``0`` = any, ``NotOlderThan``, ``Exact``; a
   version the server has not reached answers 504 ``Timeout`` with cause
   ``ResourceVersionTooLarge``), ``labelSelector`` and ``fieldSelector``;
 * WATCH from a resourceVersion: a 200 stream of JSON lines; a version older than the
-  bounded history gets one ``ERROR`` event carrying a 410 ``Expired`` Status inside the
-  200 stream; ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
+  bounded history answers HTTP 410 ``Expired`` on open, as v1.36 does (or, with
+  ``expired_watch="error_event"``, one ``ERROR`` event inside a 200 stream, as older
+  servers did); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
   BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
   ADDED events then the ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an
   object into or out of a watch's selectors arrives as ADDED or DELETED;
@@ -66,15 +77,15 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import orjson
 
 from aioinformer._clock import Clock, default_clock
-from aioinformer.errors import api_error_from_status
+from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
-from aioinformer.testing._objects import Entry, ResourceType, StatusError
+from aioinformer.testing._objects import Entry, ResourceType, StatusError, status_body
 from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object
 from aioinformer.testing._store import Store
-from aioinformer.testing._watchstream import WatchListSupport, WatchStreams
+from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -128,9 +139,20 @@ class FakeAPIServer:
 
     Resources are named by plural (``"pods"``), ``"plural.group"``
     (``"deployments.apps"``) or ``"group/version/plural"`` (``"apps/v1/deployments"``,
-    ``"v1/pods"``). Namespaces ``default``, ``kube-system``, ``kube-public`` and
-    ``kube-node-lease`` exist from the start; namespaces are not enforced and deleting
-    one does not delete its contents.
+    ``"v1/pods"``); a name the server does not serve raises
+    :class:`aioinformer.errors.UnknownResourceError`. Direct calls are admitted and
+    refused as HTTP requests are, raising the typed :class:`aioinformer.errors.ApiError`
+    subclasses (``NotFound``, ``AlreadyExists``, ``Conflict``, ``BadRequest``,
+    ``UnprocessableEntity`` for a 422 ``Invalid``).
+
+    Namespaces: ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``
+    exist from the start, as on a cluster; a create in any other namespace answers 404
+    until it exists: ``server.create_namespace("team-a")`` (or create a ``Namespace``
+    object, over HTTP or directly). ``require_namespaces=False`` (also
+    ``@pytest.mark.fake_apiserver(require_namespaces=False)``) turns the check off for
+    tests where namespaces are incidental. Deleting a namespace refuses creates in it
+    from then on (403 while it has finalizers, 404 once gone) but does not delete its
+    contents.
 
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
     ``server.faults.fail_next(2, status=429)``, or ``server.faults.freeze_watches()`` to
@@ -152,11 +174,15 @@ class FakeAPIServer:
     gate off does) or ``"ignored"`` (``sendInitialEvents`` and ``resourceVersionMatch``
     dropped, as a proxy or aggregated server that does not know them: the watch carries
     on as a plain one, with no initial-events-end bookmark). It may be changed between
-    watches.
+    watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
+    compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
+    ERROR event, as servers before the watch cache answered it) and
+    ``require_namespaces`` (``True``).
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
-    patch merges lists by ``name``-like keys without schemas; server-side apply, admission,
-    validation beyond names, and garbage collection are not modelled.
+    patch merges lists by ``name``-like keys without schemas; server-side apply, admission
+    plugins, validation beyond metadata (names, labels) and the types of labels,
+    annotations and ConfigMap/Secret data, and garbage collection are not modelled.
     """
 
     def __init__(
@@ -167,13 +193,20 @@ class FakeAPIServer:
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
         watch_list: WatchListSupport = "supported",
+        expired_watch: ExpiredWatch = "status",
+        require_namespaces: bool = True,
         port: int = 0,
     ) -> None:
         if watch_list not in ("supported", "forbidden", "ignored"):
             raise ValueError(
                 f"watch_list must be 'supported', 'forbidden' or 'ignored', got {watch_list!r}"
             )
+        if expired_watch not in ("status", "error_event"):
+            raise ValueError(
+                f"expired_watch must be 'status' or 'error_event', got {expired_watch!r}"
+            )
         self.clock: Clock = clock if clock is not None else default_clock
+        self.expired_watch: ExpiredWatch = expired_watch
         self.bookmark_interval = bookmark_interval
         self.watch_list: WatchListSupport = watch_list
         self.too_large_rv_wait = too_large_rv_wait
@@ -182,6 +215,7 @@ class FakeAPIServer:
         self.faults = Faults(self._listener, plan)
         self.request_log: list[RequestRecord] = []
         self._store = Store(history_size=history_size)
+        self._store.require_namespaces = require_namespaces
         written = asyncio.Event()
         self._store.on_write = written.set
         self._registry = ResourceRegistry()
@@ -200,14 +234,7 @@ class FakeAPIServer:
         )
         self._kubeconfigs: list[str] = []
         for namespace in _DEFAULT_NAMESPACES:
-            self.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": namespace},
-                    "status": {"phase": "Active"},
-                }
-            )
+            self.create_namespace(namespace)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -267,6 +294,15 @@ class FakeAPIServer:
     def url(self) -> str:
         """``http://127.0.0.1:PORT``."""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def require_namespaces(self) -> bool:
+        """Whether a create in a namespace that does not exist is refused (404)."""
+        return self._store.require_namespaces
+
+    @require_namespaces.setter
+    def require_namespaces(self, value: bool) -> None:
+        self._store.require_namespaces = value
 
     @property
     def resource_version(self) -> str:
@@ -341,6 +377,7 @@ class FakeAPIServer:
                 tuple(short_names),
                 status_subresource,
                 scale_subresource=scale_subresource,
+                generation=True,
             )
         )
 
@@ -353,19 +390,49 @@ class FakeAPIServer:
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Store a new object as a POST would (status kept); return the stored copy.
 
-        Raises :class:`aioinformer.errors.AlreadyExists` for a taken name.
+        Admitted as a POST is: :class:`aioinformer.errors.NotFound` for a namespace that
+        does not exist, :class:`aioinformer.errors.UnprocessableEntity` (422
+        ``Invalid``) for an invalid name or label, :class:`aioinformer.errors.BadRequest`
+        for a field of the wrong type, :class:`aioinformer.errors.AlreadyExists` for a
+        taken name; :class:`aioinformer.errors.UnknownResourceError` for a kind the
+        server does not serve.
         """
         rt = self._registry.for_object(obj)
-        data = prepare_new(rt, orjson.loads(orjson.dumps(obj)), None)
         with _as_api_error():
+            data = prepare_new(rt, orjson.loads(orjson.dumps(obj)), None)
             entry = self._store.create(rt, data)
         return _copy(rt, entry)
+
+    def create_namespace(
+        self, name: str, *, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Make sure namespace ``name`` exists (with ``labels`` when it is created here);
+        return it. Idempotent, so shared fixtures may call it freely."""
+        try:
+            return self.get("namespaces", None, name)
+        except NotFound:
+            pass
+        metadata: dict[str, Any] = {"name": name}
+        if labels:
+            metadata["labels"] = dict(labels)
+        return self.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": metadata,
+                "status": {"phase": "Active"},
+            }
+        )
 
     def update(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
         """Replace an object as a PUT would; a set ``metadata.resourceVersion`` is a
         precondition (:class:`aioinformer.errors.Conflict`)."""
         rt = self._registry.for_object(obj)
         data = orjson.loads(orjson.dumps(obj))
+        if not isinstance(data.get("metadata"), dict) or not data["metadata"].get("name"):
+            raise BadRequest(
+                status_body(400, "BadRequest", "the object to update has no metadata.name")
+            )
         if rt.namespaced:
             data["metadata"].setdefault("namespace", "default")
         with _as_api_error():

@@ -210,6 +210,7 @@ async def test_watch_prints_the_synced_list_then_a_row_per_event(
 ) -> None:
     fake_apiserver.create(pod("web-1"))
     fake_apiserver.create(pod("web-0"))
+    fake_apiserver.create_namespace("other")
     fake_apiserver.create(pod("elsewhere", namespace="other"))
     kubeconfig = fake_apiserver.kubeconfig_path()
     async with _watch("pods", "--kubeconfig", kubeconfig) as cli:
@@ -276,6 +277,8 @@ async def test_watch_survives_a_dropped_watch_and_a_410_with_a_relist(
 async def test_watch_all_namespaces_adds_a_namespace_column(
     fake_apiserver: FakeAPIServer,
 ) -> None:
+    for namespace in ("team-a", "team-b"):
+        fake_apiserver.create_namespace(namespace)
     fake_apiserver.create(pod("a", namespace="team-a"))
     fake_apiserver.create(pod("b", namespace="team-b"))
     async with _watch("pods", "-A", "--kubeconfig", fake_apiserver.kubeconfig_path()) as cli:

@@ -84,6 +84,7 @@ def seeded(fake_apiserver: FakeAPIServer) -> FakeAPIServer:
     fake_apiserver.create(pod("web-1", tier="web"))
     fake_apiserver.create(pod("web-0", tier="web"))
     fake_apiserver.create(pod("db-0", tier="db"))
+    fake_apiserver.create_namespace("other")
     fake_apiserver.create(pod("elsewhere", namespace="other", tier="web"))
     return fake_apiserver
 

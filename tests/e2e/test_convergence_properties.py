@@ -197,7 +197,8 @@ class World:
     def __init__(self, cache: CacheMode, *, in_order: bool = False) -> None:
         self.cache: CacheMode = cache
         self.in_order = in_order
-        self.server = FakeAPIServer(bookmark_interval=BOOKMARK_INTERVAL)
+        # Namespaces are incidental here: pods go to any generated namespace.
+        self.server = FakeAPIServer(bookmark_interval=BOOKMARK_INTERVAL, require_namespaces=False)
         self.client: Client | None = None
         self.factory: SharedInformerFactory | None = None
         self.watched: list[Watched] = []

@@ -13,43 +13,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer.errors import AlreadyExists, Conflict, NotFound
+from aioinformer.errors import AlreadyExists, Conflict, NotFound, UnknownResourceError
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, Rule
 from aioinformer.testing._store import Entry, ResourceType, StatusError, Store, Watcher
+from tests._support_http import Api
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-class Api:
-    """Plain-HTTP access to a fake server: (status, decoded body, headers) per call."""
-
-    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
-        self.session = session
-        self.url = url
-
-    async def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: dict[str, str] | None = None,
-        content_type: str = "application/json",
-        token: str | None = ADMIN_TOKEN,
-    ) -> tuple[int, Any, dict[str, str]]:
-        headers = {"Content-Type": content_type}
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        data = orjson.dumps(body) if body is not None else None
-        async with self.session.request(
-            method, self.url + path, data=data, params=params, headers=headers
-        ) as resp:
-            raw = await resp.read()
-            decoded = orjson.loads(raw) if raw and resp.content_type == "application/json" else raw
-            return resp.status, decoded, dict(resp.headers)
 
 
 @pytest.fixture
@@ -334,6 +306,7 @@ async def test_unknown_paths_answer_404_could_not_find_the_requested_resource(ap
 
 
 async def seed(server: FakeAPIServer, count: int, namespace: str = "default") -> None:
+    server.create_namespace(namespace)
     for i in range(count):
         server.create(pod(f"p{i:03d}", namespace=namespace, index=str(i), parity=str(i % 2)))
 
@@ -736,7 +709,7 @@ async def test_objects_returns_copies_of_the_truth(fake_apiserver: FakeAPIServer
 def test_resolve_accepts_plural_qualified_and_group_version_names(name: str) -> None:
     server = FakeAPIServer()
     assert server.resolve(name).kind == "Deployment"
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownResourceError, match="gadgets"):
         server.resolve("gadgets")
 
 
@@ -822,6 +795,7 @@ def test_snapshots_and_watch_replays_agree_with_every_recorded_state(
     operations: list[tuple[str, str]], history_size: int
 ) -> None:
     store = Store(history_size=history_size)
+    store.require_namespaces = False  # the store alone: no namespace objects in it
     rt = FakeAPIServer().resolve("configmaps")
     states: dict[int, dict[str, int]] = {0: {}}
     current: dict[str, int] = {}

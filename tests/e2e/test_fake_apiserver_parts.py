@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aioinformer._clock import Clock, default_clock
+from aioinformer.errors import UnknownResourceError
 from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error
 from aioinformer.testing._listener import Listener
@@ -146,8 +147,8 @@ def test_a_resource_name_resolves_as_the_test_api_documents(
 @pytest.mark.parametrize(
     "name", ["widgets", "v2/pods", "apps/v2/deployments", "pods.apps"], ids=str
 )
-def test_an_unserved_resource_name_is_a_key_error(name: str) -> None:
-    with pytest.raises(KeyError, match="does not serve"):
+def test_an_unserved_resource_name_is_an_unknown_resource_error(name: str) -> None:
+    with pytest.raises(UnknownResourceError, match="does not serve"):
         ResourceRegistry().resolve(name)
 
 
@@ -156,7 +157,7 @@ def test_registry_finds_an_object_by_api_version_and_kind_and_a_url_by_its_parts
     assert registry.for_object({"apiVersion": "apps/v1", "kind": "Deployment"}) == DEPLOYMENTS
     assert registry.lookup("", "v1", "pods") == PODS
     assert registry.lookup("apps", "v1", "pods") is None
-    with pytest.raises(KeyError, match=r"does not serve example\.com/v1 Widget"):
+    with pytest.raises(UnknownResourceError, match=r"does not serve example\.com/v1 Widget"):
         registry.for_object({"apiVersion": "example.com/v1", "kind": "Widget"})
 
 

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, FakeClock
+from tests._support_http import status_body
 
 PODS = "/api/v1/namespaces/default/pods"
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -145,28 +146,39 @@ async def test_watch_without_a_version_starts_with_the_current_state(
     assert await stream.events(1) == [("ADDED", "c")]
 
 
-async def test_watch_from_a_compacted_version_gets_one_error_event_in_a_200_stream(
+def compacted_version(server: FakeAPIServer) -> str:
+    """A resourceVersion the server's history no longer holds."""
+    server.create(pod("a"))
+    old = server.resource_version
+    server.create(pod("b"))
+    server.compact()
+    return str(int(old) - 1)
+
+
+async def test_watch_from_a_compacted_version_answers_410_expired_on_open(
     fake_apiserver: FakeAPIServer, watch: WatchFactory
 ) -> None:
-    fake_apiserver.create(pod("a"))
-    old = fake_apiserver.resource_version
-    fake_apiserver.create(pod("b"))
-    fake_apiserver.compact()
-    stream = await watch(resourceVersion=str(int(old) - 1))
+    old = compacted_version(fake_apiserver)
+    stream = await watch(resourceVersion=old)
+    assert stream.response.status == 410
+    assert orjson.loads(await stream.rest()) == status_body(
+        410, "Expired", f"too old resource version: {old} ({fake_apiserver.resource_version})"
+    )
+
+
+@pytest.mark.fake_apiserver(expired_watch="error_event")
+async def test_watch_from_a_compacted_version_may_get_one_error_event_in_a_200_stream(
+    fake_apiserver: FakeAPIServer, watch: WatchFactory
+) -> None:
+    old = compacted_version(fake_apiserver)
+    stream = await watch(resourceVersion=old)
     assert stream.response.status == 200
     event = await stream.event()
     assert event == {
         "type": "ERROR",
-        "object": {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": f"too old resource version: {int(old) - 1} "
-            f"({fake_apiserver.resource_version})",
-            "reason": "Expired",
-            "code": 410,
-        },
+        "object": status_body(
+            410, "Expired", f"too old resource version: {old} ({fake_apiserver.resource_version})"
+        ),
     }
     assert await stream.event() is None
 
@@ -179,9 +191,7 @@ async def test_history_is_bounded_so_old_versions_expire(
     for name in ("a", "b", "c"):
         fake_apiserver.create(pod(name))
     expired = await watch(resourceVersion=start)
-    event = await expired.event()
-    assert event is not None
-    assert event["object"]["code"] == 410
+    assert expired.response.status == 410
     recent = await watch(resourceVersion=str(int(fake_apiserver.resource_version) - 2))
     assert await recent.events(2) == [("ADDED", "b"), ("ADDED", "c")]
 
@@ -318,6 +328,7 @@ async def test_watch_filters_by_namespace_and_field_selector(
     rv = fake_apiserver.resource_version
     by_name = await watch(resourceVersion=rv, fieldSelector="metadata.name=b")
     everywhere = await watch("/api/v1/pods", resourceVersion=rv)
+    fake_apiserver.create_namespace("other")
     fake_apiserver.create(pod("a", namespace="other"))
     fake_apiserver.create(pod("a"))
     fake_apiserver.create(pod("b"))
@@ -337,10 +348,8 @@ async def test_restart_with_history_reset_cuts_watches_and_expires_old_versions(
     with pytest.raises(aiohttp.ClientPayloadError):
         await stream.rest()
     again = await watch(resourceVersion=rv)
-    event = await again.event()
-    assert event is not None
-    assert event["type"] == "ERROR"
-    assert event["object"]["reason"] == "Expired"
+    assert again.response.status == 410
+    assert orjson.loads(await again.rest())["reason"] == "Expired"
 
 
 # -- faults -----------------------------------------------------------------------------------

@@ -150,6 +150,7 @@ async def pipeline(
 def churn(server: FakeAPIServer, round_: int) -> None:
     """Creates, updates (labels and spec), and deletes; synchronous, so all of it is in the
     server's history before any watch sees the first event."""
+    server.create_namespace("team-a")
     for i in range(6):
         server.create(pod(f"p{round_}-{i}", "default" if i % 2 else "team-a", app="web"))
     server.patch("pods", "team-a", f"p{round_}-0", {"metadata": {"labels": {"app": "db"}}})

@@ -32,6 +32,7 @@ from aioinformer.errors import (
     ConnectionFailed,
     Forbidden,
     Gone,
+    MethodNotAllowed,
     NotFound,
     ResourceExpired,
     ServerError,
@@ -77,7 +78,8 @@ def status(code: int, reason: str = "", **extra: Any) -> dict[str, Any]:
         pytest.param(500, "InternalError", ServerError, id="500"),
         pytest.param(503, "ServiceUnavailable", ServerError, id="503"),
         pytest.param(504, "Timeout", ServerError, id="504-too-large-rv"),
-        pytest.param(405, "MethodNotAllowed", ApiError, id="other-4xx"),
+        pytest.param(405, "MethodNotAllowed", MethodNotAllowed, id="405"),
+        pytest.param(406, "NotAcceptable", ApiError, id="other-4xx"),
     ],
 )
 def test_status_bodies_map_to_the_matching_subclass(

@@ -1,0 +1,418 @@
+"""What the fake API server refuses in a written object, as kube-apiserver v1.36 refuses it.
+
+Role: the admission the fake applies to every create and update, over HTTP and through
+the test's direct calls alike. Input is a request body (bytes) or a decoded object and
+the :class:`~aioinformer.testing._objects.ResourceType` it is written to; output is the
+object, decoded and checked, or the :class:`~aioinformer.testing._objects.StatusError`
+kube-apiserver answers with:
+
+* 400 ``BadRequest`` for what its decoder refuses before validation runs: a body that is
+  not JSON (``the object provided is unrecognized (must be of type ConfigMap): ...``), a
+  body of another kind (``Pod in version "v1" cannot be handled as a ConfigMap: ...``),
+  and a field of the wrong JSON type, in the Go decoder's words (``json: cannot unmarshal
+  number into Go struct field ObjectMeta.metadata.labels of type string``): labels and
+  annotations must be maps of strings, as must a ConfigMap's ``data`` and a Secret's
+  ``data`` and ``stringData``;
+* 422 ``Invalid`` (``apimachinery`` ``NewInvalid``) with one ``details.causes`` entry per
+  field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces),
+  a missing name without ``generateName`` (``FieldValueRequired``), a label key that is
+  not a qualified name or a label value that is not a valid label value (both on
+  ``metadata.labels``).
+
+The namespace admission (404 for a namespace that does not exist, 403 for one being
+deleted) needs the stored namespaces and lives in :func:`admit_namespace`.
+
+Ordering: decoding errors come before validation errors, as on the real server, and
+the causes of one 422 come in field order (labels by key).
+
+Task model: pure synchronous functions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from aioinformer.testing._objects import ResourceType, StatusError, status_body
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aioinformer.testing._objects import Entry
+
+__all__ = [
+    "FieldError",
+    "admit_create",
+    "admit_namespace",
+    "bad_request",
+    "check_types",
+    "decode_object",
+    "invalid_error",
+    "validate_metadata",
+]
+
+_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT: Final = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
+_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE_FMT: Final = "(" + _KEY_FMT + ")?"
+_LABEL_RE: Final = re.compile(_LABEL_FMT)
+_SUBDOMAIN_RE: Final = re.compile(_SUBDOMAIN_FMT)
+_KEY_RE: Final = re.compile(_KEY_FMT)
+_VALUE_RE: Final = re.compile(_VALUE_FMT)
+
+# Resources whose names are DNS-1123 labels rather than subdomains (namespace names end
+# up in DNS names and label values).
+_LABEL_NAMED: Final = frozenset({("", "namespaces")})
+
+# Fields that must be maps of strings, per resource: (field, Go struct name).
+_STRING_MAPS: Final[dict[tuple[str, str], tuple[tuple[str, str], ...]]] = {
+    ("", "configmaps"): (("data", "ConfigMap"),),
+    ("", "secrets"): (("data", "Secret"), ("stringData", "Secret")),
+}
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    """A failed-pattern message worded as apimachinery's ``RegexError`` words it."""
+    if not examples:
+        return f"{message} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def _subdomain_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > 253:
+        errors.append(_max_len(253))
+    if not _SUBDOMAIN_RE.fullmatch(value):
+        errors.append(
+            _regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+                _SUBDOMAIN_FMT,
+                "example.com",
+            )
+        )
+    return errors
+
+
+def _label_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > 63:
+        errors.append(_max_len(63))
+    if not _LABEL_RE.fullmatch(value):
+        if _SUBDOMAIN_RE.fullmatch(value):
+            errors.append("must not contain dots")
+        else:
+            errors.append(
+                _regex_error(
+                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                    "characters or '-', and must start and end with an alphanumeric character",
+                    _LABEL_FMT,
+                    "my-name",
+                    "123-abc",
+                )
+            )
+    return errors
+
+
+_KEY_MESSAGE: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+
+
+def _label_key_errors(key: str) -> list[str]:
+    errors: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + _regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend("prefix part " + message for message in _subdomain_errors(prefix))
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part " + _max_len(63))
+    if not _KEY_RE.fullmatch(name):
+        errors.append(
+            "name part " + _regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errors
+
+
+def _label_value_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > 63:
+        errors.append(_max_len(63))
+    if not _VALUE_RE.fullmatch(value):
+        errors.append(
+            _regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, "
+                "'-', '_' or '.', and must start and end with an alphanumeric character",
+                _VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One field's validation failure, as an apimachinery ``field.Error``: ``reason`` is
+    the cause type (``FieldValueInvalid``, ``FieldValueRequired``), ``value`` the bad
+    value (``None``: not shown, as for a required one), ``detail`` the explanation."""
+
+    reason: str
+    field: str
+    detail: str
+    value: Any = None
+
+    def body(self) -> str:
+        """The error without its field path, as a ``details.causes[].message``."""
+        if self.reason == "FieldValueRequired":
+            head = "Required value"
+        elif self.value is None:
+            head = "Invalid value"
+        else:
+            head = "Invalid value: " + _render(self.value)
+        return f"{head}: {self.detail}" if self.detail else head
+
+
+def _render(value: Any) -> str:
+    """A bad value as Go's ``%q`` (strings), ``%v`` (numbers) or JSON renders it."""
+    if isinstance(value, str):
+        return orjson.dumps(value).decode()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def invalid_error(rt: ResourceType, name: str, errors: list[FieldError]) -> StatusError:
+    """The 422 ``Invalid`` kube-apiserver answers for ``errors`` (one cause each)."""
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = rt.kind
+    details["causes"] = [
+        {"reason": error.reason, "message": error.body(), "field": error.field} for error in errors
+    ]
+    texts = list(dict.fromkeys(f"{error.field}: {error.body()}" for error in errors))
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    qualified = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    message = f"{qualified} {orjson.dumps(name).decode()} is invalid: {joined}"
+    return StatusError(status_body(422, "Invalid", message, details))
+
+
+def bad_request(message: str) -> StatusError:
+    """A 400 ``BadRequest`` with ``message``."""
+    return StatusError(status_body(400, "BadRequest", message))
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name Go's decoder uses in its unmarshal errors."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _string_map_error(value: Any, field: str) -> str | None:
+    """The Go decoder's complaint about ``value`` for a ``map[string]string`` field."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return (
+            f"json: cannot unmarshal {_json_type(value)} into Go struct field {field} "
+            "of type map[string]string"
+        )
+    for item in value.values():
+        if item is not None and not isinstance(item, str):
+            return (
+                f"json: cannot unmarshal {_json_type(item)} into Go struct field {field} "
+                "of type string"
+            )
+    return None
+
+
+def check_types(rt: ResourceType, obj: Mapping[str, Any]) -> None:
+    """Refuse, with the decoder's 400, an object whose typed fields have the wrong JSON
+    type (metadata, labels, annotations, and a ConfigMap's or Secret's data)."""
+    problem: str | None = None
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        problem = (
+            f"json: cannot unmarshal {_json_type(meta)} into Go struct field "
+            f"{rt.kind}.metadata of type v1.ObjectMeta"
+        )
+    elif isinstance(meta, dict):
+        for key in ("labels", "annotations"):
+            problem = problem or _string_map_error(meta.get(key), f"ObjectMeta.metadata.{key}")
+    for key, struct in _STRING_MAPS.get(rt.id, ()):
+        problem = problem or _string_map_error(obj.get(key), f"{struct}.{key}")
+    if problem is not None:
+        raise bad_request(
+            f"{rt.kind} in version {orjson.dumps(rt.version).decode()} cannot be handled as "
+            f"a {rt.kind}: {problem}"
+        )
+
+
+def _summary(body: bytes) -> str:
+    """The start of a body as kube-apiserver quotes it in a decoding error."""
+    if not body:
+        return "<empty>"
+    if body[:1] == b"{":
+        text = body[:30].decode(errors="replace")
+        return text + " ..." if len(body) > 30 else text
+    return body[:30].hex() + (" ..." if len(body) > 30 else "")
+
+
+def decode_object(rt: ResourceType, body: bytes) -> dict[str, Any]:
+    """A create or update body decoded as an object of ``rt``, or the decoder's 400: not
+    JSON or not an object, another apiVersion or kind, or fields of the wrong type. An
+    absent apiVersion and kind default to the URL's, as on the real server."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
+            f"version/kind; json parse error: {exc} ({_summary(body)})"
+        ) from exc
+    if not isinstance(obj, dict):
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
+            f"version/kind; json parse error: json: cannot unmarshal {_json_type(obj)} into "
+            f"Go value of type struct {{ APIVersion string "
+            f'"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }} '
+            f"({_summary(body)})"
+        )
+    kind = obj.get("kind") or rt.kind
+    api_version = obj.get("apiVersion") or rt.api_version
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
+            f"version/kind; json parse error: json: cannot unmarshal non-string into Go "
+            f"struct field .kind of type string ({_summary(body)})"
+        )
+    if kind != rt.kind or api_version != rt.api_version:
+        version = api_version.rpartition("/")[2]
+        raise bad_request(
+            f"{kind} in version {orjson.dumps(version).decode()} cannot be handled as a "
+            f"{rt.kind}: converting ({api_version}.{kind}) to ({rt.kind}): unknown conversion"
+        )
+    check_types(rt, obj)
+    return obj
+
+
+def validate_metadata(rt: ResourceType, meta: Mapping[str, Any]) -> list[FieldError]:
+    """The field errors of an object's name and labels (empty when it is valid)."""
+    errors: list[FieldError] = []
+    name = meta.get("name")
+    if not name:
+        errors.append(
+            FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")
+        )
+    else:
+        check = _label_errors if rt.id in _LABEL_NAMED else _subdomain_errors
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.name", message, name)
+            for message in check(str(name))
+        )
+    namespace = meta.get("namespace")
+    if rt.namespaced and isinstance(namespace, str) and namespace:
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.namespace", message, namespace)
+            for message in _label_errors(namespace)
+        )
+    labels = meta.get("labels") or {}
+    for key in sorted(labels):
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.labels", message, key)
+            for message in _label_key_errors(key)
+        )
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.labels", message, labels[key])
+            for message in _label_value_errors(labels[key])
+        )
+    return errors
+
+
+def admit_namespace(
+    namespaces: Mapping[str, Entry], rt: ResourceType, namespace: str | None, name: str
+) -> None:
+    """Refuse a create in a namespace that does not exist (404 ``NotFound`` naming the
+    namespace) or is being deleted (403 ``Forbidden``, cause ``NamespaceTerminating``)."""
+    if not rt.namespaced or not namespace:
+        return
+    entry = namespaces.get(namespace)
+    if entry is None:
+        raise StatusError(
+            status_body(
+                404,
+                "NotFound",
+                f'namespaces "{namespace}" not found',
+                {"name": namespace, "kind": "namespaces"},
+            )
+        )
+    if entry.deleting:
+        details = rt.details(name)
+        details["causes"] = [
+            {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }
+        ]
+        raise StatusError(
+            status_body(
+                403,
+                "Forbidden",
+                f'{rt.qualified} "{name}" is forbidden: unable to create new content in '
+                f"namespace {namespace} because it is being terminated",
+                details,
+            )
+        )
+
+
+def admit_create(
+    namespaces: Mapping[str, Entry] | None, rt: ResourceType, obj: dict[str, Any]
+) -> None:
+    """Admit a new object in kube-apiserver's order: its namespace must exist (unless
+    ``namespaces`` is ``None``), then a ``generateName`` is completed, then the name and
+    labels are validated (422). ``obj`` gets its generated name in place."""
+    check_types(rt, obj)
+    meta = obj["metadata"]
+    if namespaces is not None:
+        admit_namespace(namespaces, rt, meta.get("namespace"), str(meta.get("name") or ""))
+    generate = meta.get("generateName")
+    if not meta.get("name") and isinstance(generate, str) and generate:
+        meta["name"] = generate + os.urandom(4).hex()[:5]
+    errors = validate_metadata(rt, meta)
+    if errors:
+        raise invalid_error(rt, str(meta.get("name") or ""), errors)
