@@ -377,12 +377,19 @@ class Controller:
             if gate is None or gate.update(old, new):
                 handle(new)
 
+        def on_update_new(_old: Any, new: Any) -> None:
+            # Never reads the old state, so a compact cache never decodes it for us.
+            handle(new)
+
         def on_delete(obj: Any) -> None:
             if gate is None or gate.delete(obj):
                 handle(obj)
 
         registration = informer.add_event_handler(
-            on_add=on_add, on_update=on_update, on_delete=on_delete, name=f"controller {self.name}"
+            on_add=on_add,
+            on_update=on_update if gate is not None else on_update_new,
+            on_delete=on_delete,
+            name=f"controller {self.name}",
         )
         self._watches.append((informer, registration))
 

@@ -22,6 +22,7 @@ from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.predicates import Predicate, generation_changed, resource_version_changed
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_cache import Decodes
 from tests._support_controller import limiter, retry_until_success
 from tests._support_reflector import reflector_statistics
 from tests._support_tasks import settle
@@ -44,17 +45,23 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+class Keyed:
+    """A controller recording the keys it reconciles, on an informer over one Pod ``a``."""
+
+    def __init__(self, name: str, **options: Any) -> None:
+        self.lw = FakeListerWatcher(objects=[pod("a")])
+        self.informer = SharedIndexInformer(self.lw, name="pods")
+        self.keys: list[str] = []
+        self.controller = Controller(name, self.keys.append, informers=[self.informer], **options)
+
+
 # -- predicates --------------------------------------------------------------------------------
 
 
 async def test_generation_changed_drops_updates_that_leave_the_generation() -> None:
-    lw = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(lw, name="pods")
-    keys: list[str] = []
-    controller = Controller(
-        "spec", keys.append, informers=[informer], predicates=[generation_changed]
-    )
-    async with informer, controller:
+    run = Keyed("spec", predicates=[generation_changed])
+    lw, keys = run.lw, run.keys
+    async with run.informer, run.controller:
         await wait_until(lambda: keys == ["default/a"])  # adds pass
         lw.modify(pod("a", labels={"x": "y"}))  # same generation: a label write
         lw.add(pod("b"))
@@ -113,16 +120,9 @@ async def test_watch_applies_its_own_predicates_with_its_enqueue_mapping() -> No
 
 
 async def test_every_predicate_must_pass() -> None:
-    lw = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(lw, name="pods")
-    keys: list[str] = []
-    controller = Controller(
-        "both",
-        keys.append,
-        informers=[informer],
-        predicates=[generation_changed, lambda old, new: "go" in new["metadata"]],
-    )
-    async with informer, controller:
+    run = Keyed("both", predicates=[generation_changed, lambda old, new: "go" in new["metadata"]])
+    lw, keys = run.lw, run.keys
+    async with run.informer, run.controller:
         await wait_until(lambda: keys == ["default/a"])
         lw.modify(pod("a", generation=2))  # the second refuses
         lw.modify(pod("a", generation=2, go=True))  # the first refuses
@@ -135,16 +135,13 @@ async def test_every_predicate_must_pass() -> None:
 async def test_a_failing_predicate_is_logged_and_lets_the_event_through(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    lw = FakeListerWatcher(objects=[pod("a")])
-    informer = SharedIndexInformer(lw, name="pods")
-    keys: list[str] = []
-
     def broken(old: Any, new: Any) -> bool:
         raise KeyError("spec")
 
-    controller = Controller("fragile", keys.append, informers=[informer], predicates=[broken])
+    run = Keyed("fragile", predicates=[broken])
+    lw, keys = run.lw, run.keys
     with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
-        async with informer, controller:
+        async with run.informer, run.controller:
             await wait_until(lambda: keys == ["default/a"])
             lw.modify(pod("a", generation=2))
             await wait_until(lambda: keys == ["default/a", "default/a"])
@@ -189,6 +186,22 @@ async def test_a_missed_delete_is_judged_by_its_tombstones_last_state(clock: Fak
     assert isinstance(deleted[0], DeletedFinalStateUnknown)
     assert no_deletes.judged == [deleted[0].obj]  # the last state, not the tombstone
     assert "judged" not in keys[3:]
+
+
+@pytest.mark.parametrize(
+    ("predicates", "decodes"),
+    [pytest.param([], 0, id="none"), pytest.param([generation_changed], 1, id="some")],
+)
+async def test_the_old_state_is_decoded_only_for_predicates(
+    monkeypatch: pytest.MonkeyPatch, predicates: list[Predicate], decodes: int
+) -> None:
+    run = Keyed("decodes", enqueue=lambda obj: [obj["metadata"]["name"]], predicates=predicates)
+    async with run.informer, run.controller:
+        await wait_until(lambda: run.keys == ["a"])
+        counter = Decodes(monkeypatch)
+        run.lw.modify(pod("a", generation=2))  # the new state comes decoded from the source
+        await wait_until(lambda: run.keys == ["a", "a"])
+    assert counter.count == decodes
 
 
 def test_a_tombstone_without_a_last_state_is_let_through() -> None:
