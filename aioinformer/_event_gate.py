@@ -11,6 +11,12 @@ and the informer) and the event let through, because a reconcile too many is har
 and one too few leaves an object unreconciled until its next event.
 
 Task model: synchronous calls on the event loop, from the informer's handler.
+
+Example::
+
+    gate = EventGate((generation_changed,), "controller widgets", "widgets")
+    if gate.update(old, new):
+        enqueue(new)
 """
 
 from __future__ import annotations

@@ -95,10 +95,11 @@ from aioinformer._event_gate import EventGate
 from aioinformer._meta import namespace_of, owner_references_of
 from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
 from aioinformer._sync import Watched, wait_synced
-from aioinformer.errors import AlreadyExists, CacheSyncError, Conflict, Requeue, ShutDown
+from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.predicates import PredicateLike, as_predicate
+from aioinformer.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
@@ -625,7 +626,7 @@ class Controller:
         stale cache in one INFO line, anything else at ERROR with its traceback."""
         queue = self._queue
         retry = queue.num_requeues(key) + 1
-        if isinstance(error, Conflict) and not isinstance(error, AlreadyExists):
+        if is_conflict(error):
             self._conflicts += 1
             logger.info(
                 "controller %s: reconcile of %s hit a conflict, retrying (retry %s): %s",

@@ -22,16 +22,16 @@ A predicate is either
 The built-in ones are update filters; on an update whose ``old`` or ``new`` is ``None`` they
 answer ``False``, as controller-runtime's do:
 
-=============================  ===========================================================
-predicate                      an update passes when
-=============================  ===========================================================
-:data:`generation_changed`     ``metadata.generation`` differs (spec changed; not a status,
-                               label or annotation write, not a resync)
-:data:`labels_changed`         the labels differ (absent and empty count as equal)
-:data:`annotations_changed`    the annotations differ (absent and empty count as equal)
+================================  ========================================================
+predicate                         an update passes when
+================================  ========================================================
+:data:`generation_changed`        ``metadata.generation`` differs (spec changed; not a
+                                  status, label or annotation write, not a resync)
+:data:`labels_changed`            the labels differ (absent and empty count as equal)
+:data:`annotations_changed`       the annotations differ (absent and empty count as equal)
 :data:`resource_version_changed`  ``metadata.resourceVersion`` differs (any write; never a
-                               resync, which hands over the same state twice)
-=============================  ===========================================================
+                                  resync, which hands over the same state twice)
+================================  ========================================================
 
 Combinators: :func:`all_of`, :func:`any_of` and :func:`not_` (controller-runtime's
 ``And``, ``Or`` and ``Not``) combine predicates event kind by event kind. ``not_``

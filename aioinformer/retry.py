@@ -16,13 +16,13 @@ random fraction of itself up to ``jitter`` (``d + U[0, jitter) * d``); ``cap`` (
 positive) bounds that base delay. Unlike client-go, reaching ``cap`` does not end the
 retries early: ``steps`` alone counts the attempts.
 
-==================  =====  ========  ======  ======  ===================================
-backoff             steps  duration  factor  jitter  waits between the attempts
-==================  =====  ========  ======  ======  ===================================
-``DEFAULT_RETRY``   5      10 ms     1.0     0.1     4 x ~10 ms (concurrent writers)
-``DEFAULT_BACKOFF`` 4      10 ms     5.0     0.1     ~10, ~50, ~250 ms (a resource under
-                                                     active management by controllers)
-==================  =====  ========  ======  ======  ===================================
+===================  =====  ========  ======  ======  ==================================
+backoff              steps  duration  factor  jitter  waits between the attempts
+===================  =====  ========  ======  ======  ==================================
+``DEFAULT_RETRY``    5      10 ms     1.0     0.1     4 x ~10 ms (concurrent writers)
+``DEFAULT_BACKOFF``  4      10 ms     5.0     0.1     ~10, ~50, ~250 ms (a resource under
+                                                      active management by controllers)
+===================  =====  ========  ======  ======  ==================================
 
 Only :class:`~aioinformer.errors.Conflict` itself is retried by
 :func:`retry_on_conflict`, not its subclass
@@ -121,7 +121,8 @@ DEFAULT_BACKOFF: Final = Backoff(steps=4, duration=0.010, factor=5.0, jitter=0.1
 
 def is_conflict(error: BaseException) -> bool:
     """Whether ``error`` is a 409 ``Conflict`` a retry may get past: a failed
-    resourceVersion precondition, not ``AlreadyExists``."""
+    resourceVersion precondition, not ``AlreadyExists`` (client-go ``IsConflict``). What
+    :func:`retry_on_conflict` retries, and what a controller requeues quietly."""
     return isinstance(error, Conflict) and not isinstance(error, AlreadyExists)
 
 
