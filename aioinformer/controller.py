@@ -98,7 +98,7 @@ from aioinformer._sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.predicates import PredicateLike, as_predicate
+from aioinformer.predicates import PredicateLike, as_predicates
 from aioinformer.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
@@ -308,9 +308,9 @@ class Controller:
         self._requeues = 0
         self._conflicts = 0
         self._timeouts = 0
-        predicates = tuple(predicates)
+        checks = as_predicates(predicates)
         for informer in informers:
-            self.watch(informer, enqueue=enqueue, predicates=predicates)
+            self.watch(informer, enqueue=enqueue, predicates=checks)
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -333,7 +333,7 @@ class Controller:
         """
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
-        checks = tuple(as_predicate(p) for p in predicates)
+        checks = as_predicates(predicates)
         add = self._queue.add
         controller_name = self.name
         if enqueue is None and self._key_func is meta_namespace_key and not checks:

@@ -67,6 +67,7 @@ __all__ = [
     "annotations_changed",
     "any_of",
     "as_predicate",
+    "as_predicates",
     "generation_changed",
     "labels_changed",
     "not_",
@@ -138,6 +139,17 @@ def as_predicate(predicate: PredicateLike) -> Predicate:
             f" got {type(predicate).__name__}"
         )
     return _UpdateOnly(predicate)
+
+
+def as_predicates(predicates: Iterable[PredicateLike]) -> tuple[Predicate, ...]:
+    """Each of ``predicates`` through :func:`as_predicate`. Raises ``TypeError`` for a
+    single predicate given where a collection of them is expected."""
+    if callable(predicates):
+        raise TypeError(
+            f"predicates must be a collection of predicates, got the single predicate"
+            f" {predicates!r}: wrap it in a list"
+        )
+    return tuple(as_predicate(p) for p in predicates)
 
 
 class _Named(Predicate):

@@ -214,6 +214,15 @@ def test_a_tombstone_without_a_last_state_is_let_through() -> None:
     assert no_deletes.judged == [pod("y"), pod("z")]
 
 
+def test_a_single_predicate_must_come_in_a_list() -> None:
+    informer = SharedIndexInformer(FakeListerWatcher(), name="pods")
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        Controller("bad", print, informers=[informer], predicates=generation_changed)  # type: ignore[arg-type]
+    controller = Controller("bad", print)
+    with pytest.raises(TypeError, match="got the single predicate"):
+        controller.watch(informer, predicates=lambda old, new: True)  # type: ignore[arg-type]
+
+
 def test_something_not_callable_is_refused_as_a_predicate() -> None:
     informer = SharedIndexInformer(FakeListerWatcher(), name="pods")
     with pytest.raises(TypeError, match="must be a Predicate or a callable"):
