@@ -9,6 +9,8 @@ the deadline, or a callback run at the deadline. Ordering: callbacks due at the 
 time run in the order they were scheduled. Task model: no tasks; ``sleep`` suspends
 the caller, ``call_later`` callbacks run on the event loop outside any task.
 
+:class:`CancelAfter` is ``asyncio.timeout`` on such a clock.
+
 A ``Clock`` needs only ``monotonic`` and ``sleep``. One that can also call back
 (:class:`TimerClock`: :class:`LoopClock` and ``FakeClock`` are) lets components schedule
 timers without a task; for any other clock :func:`call_later` falls back to a task that
@@ -22,8 +24,10 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import TracebackType
 
 __all__ = [
+    "CancelAfter",
     "Clock",
     "LoopClock",
     "TimerClock",
@@ -124,6 +128,66 @@ def call_later(clock: Clock, delay: float, callback: Callable[[], object]) -> Ti
         return _SleepingTimer(clock, delay, callback)
     handle: TimerHandle = method(delay, callback)
     return handle
+
+
+class CancelAfter:
+    """``with CancelAfter(clock, seconds):`` -- ``asyncio.timeout`` timed on ``clock``.
+
+    Inside a task, cancels the task once ``seconds`` have passed on ``clock``; leaving the
+    block with that cancellation raises ``TimeoutError`` instead (chained to it) and sets
+    :attr:`timed_out`. A cancellation from elsewhere, alone or alongside the deadline's,
+    propagates as it came. Leaving the block in time calls the deadline off.
+    """
+
+    __slots__ = ("_cancelling", "_clock", "_expired", "_handle", "_seconds", "_task", "timed_out")
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._task: asyncio.Task[object] | None = None
+        self._handle: TimerHandle | None = None
+        self._cancelling = 0
+        self._expired = False
+        self.timed_out = False
+        """Whether the block ended with ``TimeoutError`` because the deadline passed."""
+
+    def __enter__(self) -> CancelAfter:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("CancelAfter must be used inside a task")
+        if self._task is not None:
+            raise RuntimeError("a CancelAfter is entered once")
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._handle = call_later(self._clock, self._seconds, self._expire)
+        return self
+
+    def _expire(self) -> None:
+        assert self._task is not None
+        if not self._task.done():
+            self._expired = True
+            self._task.cancel()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._task is not None
+        assert self._handle is not None
+        self._handle.cancel()
+        if not self._expired:
+            return
+        # Take our cancellation back; only when no other one is pending is it ours to turn
+        # into a timeout.
+        if (
+            self._task.uncancel() <= self._cancelling
+            and exc_type is not None
+            and issubclass(exc_type, asyncio.CancelledError)
+        ):
+            self.timed_out = True
+            raise TimeoutError(f"timed out after {self._seconds:g}s") from exc
 
 
 default_clock: Clock = LoopClock()

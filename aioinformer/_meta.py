@@ -32,6 +32,7 @@ __all__ = [
     "annotations_of",
     "api_version_and_kind_of",
     "describe",
+    "generation_of",
     "labels_of",
     "meta_namespace_key",
     "metadata_of",
@@ -132,6 +133,13 @@ def resource_version_of(obj: Any) -> str | None:
         return obj.resource_version or None
     value = _field(metadata_of(obj), "resourceVersion", "resource_version")
     return value if isinstance(value, str) else None
+
+
+def generation_of(obj: Any) -> int | None:
+    """The object's ``metadata.generation``, or ``None`` when it has none (kinds without
+    a spec, such as ConfigMaps, carry none)."""
+    value = _field(metadata_of(obj), "generation", "generation")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def same_resource_version(old: Any, new: Any) -> bool:

@@ -9,11 +9,12 @@ Role: :class:`Controller` ties informers to a reconcile function through a
     add/update/delete           enqueue(key)                                      Requeue)
 
 Input: the events of one or more :class:`~aioinformer.informer.SharedIndexInformer`\\ s,
-each mapped to keys (``"namespace/name"`` by default; any ``enqueue`` mapping, such as
-:func:`enqueue_owner`, for secondary resources), plus keys passed to
-:meth:`Controller.enqueue`. Output: calls of ``reconcile(key)``, which reads the current
-state from listers and drives the world towards it. Reconcile is level-based: it gets a
-key, never an event, so any number of events for one object collapse into one call.
+filtered by the watch's :mod:`~aioinformer.predicates` (if any), each mapped to keys
+(``"namespace/name"`` by default; any ``enqueue`` mapping, such as :func:`enqueue_owner`,
+for secondary resources), plus keys passed to :meth:`Controller.enqueue`. Output: calls
+of ``reconcile(key)``, which reads the current state from listers and drives the world
+towards it. Reconcile is level-based: it gets a key, never an event, so any number of
+events for one object collapse into one call.
 
 What a reconcile's outcome does (controller-runtime's rules):
 
@@ -30,6 +31,13 @@ returns or raises ``Requeue()``                    retried after the rate limite
                                                    not logged as an error
 returns or raises ``Requeue(err)``                 as if ``err`` had been raised (``after``
                                                    is ignored, like controller-runtime)
+raises (or ``Requeue(err)`` with) a 409            one INFO line, no traceback; retried after
+:class:`~aioinformer.errors.Conflict`              the rate limiter's delay; counted in
+                                                   ``conflicts``, not ``failures`` (a write
+                                                   from a stale cache; ``AlreadyExists`` is
+                                                   an ordinary failure)
+runs past ``reconcile_timeout``                    cancelled, logged at ERROR; a failure
+                                                   (and a timeout), retried rate-limited
 =================================================  ==========================================
 
 Guarantees:
@@ -82,13 +90,16 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Self
 
-from aioinformer._clock import Clock, default_clock
+from aioinformer._clock import CancelAfter, Clock, default_clock
+from aioinformer._event_gate import EventGate
 from aioinformer._meta import namespace_of, owner_references_of
 from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
 from aioinformer._sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.predicates import PredicateLike, as_predicates
+from aioinformer.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
@@ -154,13 +165,20 @@ class ControllerStatistics:
     successes: int
     """Reconciles that returned without asking for a retry."""
     failures: int
-    """Reconciles that raised (or asked with ``Requeue(err)``): retried rate-limited."""
+    """Reconciles that raised (or asked with ``Requeue(err)``), a 409 ``Conflict`` aside,
+    or timed out: retried rate-limited."""
     requeues: int
     """Reconciles that asked for a retry with ``Requeue`` and no error."""
     queue: QueueStatistics
     """The work queue's snapshot."""
     sync_error: CacheSyncError | None = None
     """Why ``run()`` ended without starting workers: its informers did not sync."""
+    conflicts: int = 0
+    """Reconciles that raised (or asked with ``Requeue(err)``) a 409
+    :class:`~aioinformer.errors.Conflict` (not ``AlreadyExists``): a write from a stale
+    cache, retried rate-limited and logged at INFO; not counted in ``failures``."""
+    timeouts: int = 0
+    """Reconciles cancelled at ``reconcile_timeout``; also counted in ``failures``."""
 
 
 def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
@@ -216,7 +234,11 @@ class Controller:
     the wait for the informers, and the controller's handlers on them, to sync: past it,
     or as soon as an informer stops unsynced, ``run()`` raises
     :class:`~aioinformer.errors.CacheSyncError` naming each unsynced informer's resource,
-    namespace and last error, and no worker ever starts.
+    namespace and last error, and no worker ever starts. ``predicates`` filter the events
+    of ``informers`` (see :meth:`watch`). ``reconcile_timeout`` (seconds on ``clock``;
+    ``None``, the default: no limit) cancels an async reconcile running longer, which
+    then counts as a failure; a sync reconcile cannot be interrupted, so with one it
+    raises ``ValueError`` here, as does a timeout that is not positive.
 
     It runs once: ``await controller.run()`` or ``async with controller:``.
     """
@@ -234,9 +256,21 @@ class Controller:
         enqueue: EnqueueFunc | None = None,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         cache_sync_timeout: float | None = DEFAULT_CACHE_SYNC_TIMEOUT,
+        predicates: Iterable[PredicateLike] = (),
+        reconcile_timeout: float | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        self._is_async = is_async_callable(reconcile)
+        if reconcile_timeout is not None:
+            if not reconcile_timeout > 0:
+                raise ValueError(f"reconcile_timeout must be > 0 or None, got {reconcile_timeout}")
+            if not self._is_async:
+                raise ValueError(
+                    f"controller {name}: reconcile_timeout needs an async reconcile; a sync"
+                    f" one ({reconcile!r}) cannot be interrupted"
+                )
+        self._reconcile_timeout = reconcile_timeout
         if drain_timeout < 0:
             raise ValueError(f"drain_timeout must be >= 0, got {drain_timeout}")
         if cache_sync_timeout is not None and cache_sync_timeout < 0:
@@ -246,7 +280,6 @@ class Controller:
         self._sync_error: CacheSyncError | None = None
         self.name = name
         self._reconcile = reconcile
-        self._is_async = is_async_callable(reconcile)
         self._workers = workers
         self._key_func = key_func
         self._clock = clock if clock is not None else default_clock
@@ -273,20 +306,37 @@ class Controller:
         self._successes = 0
         self._failures = 0
         self._requeues = 0
+        self._conflicts = 0
+        self._timeouts = 0
+        checks = as_predicates(predicates)
         for informer in informers:
-            self.watch(informer, enqueue=enqueue)
+            self.watch(informer, enqueue=enqueue, predicates=checks)
 
     # -- inputs ------------------------------------------------------------------------
 
-    def watch(self, informer: SharedIndexInformer, *, enqueue: EnqueueFunc | None = None) -> None:
+    def watch(
+        self,
+        informer: SharedIndexInformer,
+        *,
+        enqueue: EnqueueFunc | None = None,
+        predicates: Iterable[PredicateLike] = (),
+    ) -> None:
         """Also enqueue keys for ``informer``'s events: ``enqueue(obj)``'s keys, or the
         controller's ``key_func(obj)``. Only before :meth:`run` starts (``RuntimeError``
-        after); the informer must sync before workers start."""
+        after); the informer must sync before workers start.
+
+        ``predicates`` (see :mod:`aioinformer.predicates`) filter the events first: one
+        enqueues keys only when every predicate lets it through. A delete the watch missed
+        is judged by its tombstone's last state, and let through when there is none. A
+        predicate that raises is logged and the event let through: a reconcile too many
+        is harmless, one too few leaves the object unreconciled until its next event.
+        """
         if self._state is not ControllerState.NEW:
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
+        checks = as_predicates(predicates)
         add = self._queue.add
         controller_name = self.name
-        if enqueue is None and self._key_func is meta_namespace_key:
+        if enqueue is None and self._key_func is meta_namespace_key and not checks:
             # The informer hands over the keys themselves: nothing is decoded for us.
             registration = informer.add_event_handler(
                 on_add=lambda key, is_in_initial_list: add(key),
@@ -318,10 +368,28 @@ class Controller:
             for key in keys:
                 add(key)
 
+        gate = EventGate(checks, f"controller {self.name}", informer.name) if checks else None
+
+        def on_add(obj: Any, is_in_initial_list: bool) -> None:
+            if gate is None or gate.create(obj):
+                handle(obj)
+
+        def on_update(old: Any, new: Any) -> None:
+            if gate is None or gate.update(old, new):
+                handle(new)
+
+        def on_update_new(_old: Any, new: Any) -> None:
+            # Never reads the old state, so a compact cache never decodes it for us.
+            handle(new)
+
+        def on_delete(obj: Any) -> None:
+            if gate is None or gate.delete(obj):
+                handle(obj)
+
         registration = informer.add_event_handler(
-            on_add=lambda obj, is_in_initial_list: handle(obj),
-            on_update=lambda old, new: handle(new),
-            on_delete=handle,
+            on_add=on_add,
+            on_update=on_update if gate is not None else on_update_new,
+            on_delete=on_delete,
             name=f"controller {self.name}",
         )
         self._watches.append((informer, registration))
@@ -358,6 +426,8 @@ class Controller:
             requeues=self._requeues,
             queue=self._queue.statistics(),
             sync_error=self._sync_error,
+            conflicts=self._conflicts,
+            timeouts=self._timeouts,
         )
 
     def __repr__(self) -> str:
@@ -506,8 +576,12 @@ class Controller:
 
     async def _process(self, key: str) -> None:
         queue = self._queue
+        deadline: CancelAfter | None = None
         try:
-            if self._is_async:
+            if self._reconcile_timeout is not None:
+                with CancelAfter(self._clock, self._reconcile_timeout) as deadline:
+                    result = await self._reconcile(key)
+            elif self._is_async:
                 result = await self._reconcile(key)
             else:
                 result = self._reconcile(key)
@@ -515,16 +589,22 @@ class Controller:
                     result = await result
         except Requeue as requeue:
             result = requeue
-        except Exception:
+        except Exception as error:  # noqa: BLE001 - logged with its traceback by _retry_failed
             self._reconciles += 1
-            self._failures += 1
-            logger.exception(
-                "controller %s: reconcile of %s failed (retry %s)",
-                self.name,
-                key,
-                queue.num_requeues(key) + 1,
-            )
-            queue.add_rate_limited(key)
+            if deadline is not None and deadline.timed_out:
+                self._failures += 1
+                self._timeouts += 1
+                logger.error(
+                    "controller %s: reconcile of %s timed out after %gs and was cancelled"
+                    " (retry %s)",
+                    self.name,
+                    key,
+                    self._reconcile_timeout,
+                    queue.num_requeues(key) + 1,
+                )
+                queue.add_rate_limited(key)
+            else:
+                self._retry_failed(key, error)
             return
         self._reconciles += 1
         if not isinstance(result, Requeue):
@@ -532,15 +612,7 @@ class Controller:
             queue.forget(key)
             return
         if result.err is not None:
-            self._failures += 1
-            logger.error(
-                "controller %s: reconcile of %s failed (retry %s)",
-                self.name,
-                key,
-                queue.num_requeues(key) + 1,
-                exc_info=result.err,
-            )
-            queue.add_rate_limited(key)
+            self._retry_failed(key, result.err)
             return
         self._requeues += 1
         if result.after is not None and result.after > 0:
@@ -548,6 +620,31 @@ class Controller:
             queue.add_after(key, result.after)
         else:
             queue.add_rate_limited(key)
+
+    def _retry_failed(self, key: str, error: BaseException) -> None:
+        """Count, log and rate-limit a reconcile that failed with ``error``: a 409 from a
+        stale cache in one INFO line, anything else at ERROR with its traceback."""
+        queue = self._queue
+        retry = queue.num_requeues(key) + 1
+        if is_conflict(error):
+            self._conflicts += 1
+            logger.info(
+                "controller %s: reconcile of %s hit a conflict, retrying (retry %s): %s",
+                self.name,
+                key,
+                retry,
+                error,
+            )
+        else:
+            self._failures += 1
+            logger.error(
+                "controller %s: reconcile of %s failed (retry %s)",
+                self.name,
+                key,
+                retry,
+                exc_info=error,
+            )
+        queue.add_rate_limited(key)
 
     async def __aenter__(self) -> Self:
         """Start :meth:`run` in a task; returns once it has started (workers start after

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer._clock import Clock, LoopClock, call_later
+from aioinformer._clock import CancelAfter, Clock, LoopClock, call_later
 from aioinformer.testing import FakeClock
 
 # -- the fake clock ------------------------------------------------------------------------
@@ -270,3 +270,74 @@ async def test_a_failing_timer_on_a_clock_that_only_sleeps_is_reported() -> None
         loop.set_exception_handler(None)
 
     assert [type(context["exception"]) for context in reported] == [RuntimeError]
+
+
+# -- CancelAfter: asyncio.timeout on a clock ------------------------------------------------
+
+
+async def test_cancel_after_turns_its_deadline_into_a_timeout_error() -> None:
+    clock = FakeClock()
+    deadline = CancelAfter(clock, 5.0)
+
+    async def body() -> None:
+        with deadline:
+            await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(body())
+    await clock.wait_for_sleepers(1)
+    await clock.advance(4.9)
+    assert not task.done()
+    await clock.advance(0.1)
+    with pytest.raises(TimeoutError, match="timed out after 5s") as raised:
+        await task
+    assert isinstance(raised.value.__cause__, asyncio.CancelledError)
+    assert deadline.timed_out
+    assert task.cancelling() == 0
+
+
+async def test_cancel_after_left_in_time_calls_the_deadline_off() -> None:
+    clock = FakeClock()
+    with CancelAfter(clock, 5.0) as deadline:
+        await asyncio.sleep(0)
+    assert clock.sleepers == 0
+    await clock.advance(10)
+    assert not deadline.timed_out
+    current = asyncio.current_task()
+    assert current is not None
+    assert current.cancelling() == 0
+
+
+async def test_an_outside_cancellation_passes_through_cancel_after() -> None:
+    clock = FakeClock()
+    deadline = CancelAfter(clock, 5.0)
+    entered = asyncio.Event()
+
+    async def body() -> None:
+        with deadline:
+            entered.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(body())
+    await entered.wait()
+    task.cancel()
+    await clock.advance(5)  # the deadline passes too, before the task has run again
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not deadline.timed_out
+
+
+async def test_cancel_after_is_entered_once_and_inside_a_task() -> None:
+    deadline = CancelAfter(FakeClock(), 1.0)
+    with deadline, pytest.raises(RuntimeError, match="entered once"), deadline:
+        pass
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[BaseException] = loop.create_future()
+
+    def enter_outside_a_task() -> None:
+        try:
+            CancelAfter(FakeClock(), 1.0).__enter__()
+        except RuntimeError as error:
+            outcome.set_result(error)
+
+    loop.call_soon(enter_outside_a_task)
+    assert "inside a task" in str(await outcome)

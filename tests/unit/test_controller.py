@@ -24,7 +24,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from aioinformer.workqueue import ItemExponentialFailureRateLimiter
+from tests._support_controller import limiter, retry_until_success
 from tests._support_reflector import reflector_statistics
 from tests._support_tasks import settle
 from tests._support_wait import wait_until
@@ -36,11 +36,6 @@ def pod(name: str, *, namespace: str = "default", **meta: Any) -> dict[str, Any]
 
 # Loop turns enough for a change to reach a running controller's queue and workers.
 SETTLE_ROUNDS = 100
-
-
-def limiter(base_delay: float = 1.0) -> ItemExponentialFailureRateLimiter[str]:
-    """Per-key exponential backoff without the overall bucket: 1 s, 2 s, 4 s, ..."""
-    return ItemExponentialFailureRateLimiter(base_delay=base_delay, max_delay=1000.0)
 
 
 class Recorder:
@@ -398,11 +393,7 @@ async def test_a_bare_requeue_is_rate_limited_without_logging_an_error(
     controller = Controller("bare", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("k")
     with caplog.at_level(logging.WARNING, logger="aioinformer.controller"):
-        async with controller:
-            for _ in range(2):
-                await clock.wait_for_sleepers(1)
-                await clock.advance_to_next()
-            await wait_until(lambda: controller.statistics().successes == 1)
+        await retry_until_success(controller, clock, retries=2)
     assert times == [0.0, 1.0, 3.0]
     assert caplog.records == []
     assert controller.statistics().requeues == 2

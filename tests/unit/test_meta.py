@@ -12,6 +12,7 @@ from aioinformer._meta import (
     annotations_of,
     api_version_and_kind_of,
     describe,
+    generation_of,
     labels_of,
     meta_namespace_key,
     metadata_of,
@@ -34,6 +35,7 @@ WIRE_META: dict[str, Any] = {
     "name": "web-0",
     "namespace": "default",
     "resourceVersion": "7",
+    "generation": 3,
     "labels": {"app": "web"},
     "annotations": {"note": "x"},
     "ownerReferences": [OWNER],
@@ -53,6 +55,7 @@ def model_meta() -> SimpleNamespace:
         name="web-0",
         namespace="default",
         resource_version="7",
+        generation=3,
         labels={"app": "web"},
         annotations={"note": "x"},
         owner_references=[_Ref()],
@@ -74,6 +77,7 @@ def test_every_shape_gives_the_same_fields(obj: Any) -> None:
     assert namespace_of(obj) == "default"
     assert name_of(obj) == "web-0"
     assert resource_version_of(obj) == "7"
+    assert generation_of(obj) == 3
     assert labels_of(obj) == {"app": "web"}
     assert annotations_of(obj) == {"note": "x"}
     assert owner_references_of(obj) == (OWNER,)
@@ -93,9 +97,15 @@ def test_missing_fields_read_as_neutral_values(obj: Any) -> None:
     assert namespace_of(obj) == ""
     assert name_of(obj) is None
     assert resource_version_of(obj) is None
+    assert generation_of(obj) is None
     assert labels_of(obj) is None
     assert annotations_of(obj) is None
     assert owner_references_of(obj) == ()
+
+
+@pytest.mark.parametrize("value", ["3", 3.0, True, None])
+def test_a_generation_that_is_not_an_integer_reads_as_none(value: object) -> None:
+    assert generation_of({"metadata": {"generation": value}}) is None
 
 
 def test_a_cluster_scoped_object_is_keyed_by_name_alone() -> None:
