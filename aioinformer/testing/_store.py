@@ -499,6 +499,11 @@ class Store:
                 return current
             meta["deletionTimestamp"] = _now()
             meta["deletionGracePeriodSeconds"] = 0
+            # Marking an object for deletion changes what its controllers must do, so
+            # kube-apiserver bumps the generation of kinds that keep one: a controller
+            # filtering on generation changes still hears of the deletion.
+            if meta.get("generation"):
+                meta["generation"] = int(meta["generation"]) + 1
             entry = self._stamp(new)
             self.table(rt).put(key, entry)
             self._commit(rt, "MODIFIED", key, entry, current)

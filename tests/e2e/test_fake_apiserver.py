@@ -273,6 +273,11 @@ async def test_finalizers_hold_a_deleted_object_until_they_are_cleared(api: Api)
     code, marked, _ = await api.call("DELETE", PODS + "/a")
     assert code == 200
     assert marked["metadata"]["deletionTimestamp"]
+    # Marking bumps the generation (Pods keep one), so generation filters see it.
+    assert marked["metadata"]["generation"] == 2
+    code, again, _ = await api.call("DELETE", PODS + "/a")
+    assert code == 200
+    assert again["metadata"]["generation"] == 2
     _, current, _ = await api.call("GET", PODS + "/a")
     current["metadata"]["finalizers"] = []
     code, _, _ = await api.call("PUT", PODS + "/a", body=current)
