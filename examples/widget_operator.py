@@ -47,11 +47,15 @@ from aioinformer.client import Client
 from aioinformer.controller import Controller, enqueue_owner
 from aioinformer.errors import AlreadyExists, NotFound, Requeue
 from aioinformer.factory import SharedInformerFactory
+from aioinformer.finalizers import Finalizer, FinalizerAction
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.models import KubeObject
+from aioinformer.ownership import set_controller_reference
+from aioinformer.predicates import generation_changed
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
+    from aioinformer.events import EventRecorder, EventType
     from aioinformer.informer import SharedIndexInformer
 
 logger = logging.getLogger("widget-operator")
@@ -62,6 +66,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 WIDGETS = f"{API_VERSION}/widgets"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OPERATOR = "widget-operator"
+FINALIZER = f"{GROUP}/cleanup"
+REPORTING_CONTROLLER = f"{GROUP}/{OPERATOR}"
 
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -129,39 +135,33 @@ def config_map_name(widget_name: str) -> str:
 
 
 def desired_config_map(widget: Widget) -> dict[str, Any]:
-    """The ConfigMap ``widget`` asks for, owned by it (so a cluster's garbage collector
-    deletes it with the Widget)."""
+    """The ConfigMap ``widget`` asks for, controlled by it (so a cluster's garbage
+    collector deletes it with the Widget, and ``enqueue_owner`` maps its events back)."""
     meta = widget.metadata
     assert meta.name is not None
-    assert meta.uid is not None
-    return {
+    config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
             "name": config_map_name(meta.name),
             "namespace": meta.namespace,
             "labels": {MANAGED_BY: OPERATOR},
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": "Widget",
-                    "name": meta.name,
-                    "uid": meta.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
         },
         "data": {"greeting": widget.spec.greeting, "size": str(widget.spec.size)},
     }
+    return set_controller_reference(widget, config_map)  # type: ignore[no-any-return]
 
 
 class WidgetOperator:
-    """The operator: two informers from ``factory``, a controller, and ``reconcile``.
+    """The operator: two informers from ``factory``, a controller, a finalizer, and
+    ``reconcile``.
 
-    Build it before starting the factory, then run ``factory`` and ``controller``
-    together (``async with factory, operator.controller:``). ``recheck_after`` is how
-    long to wait before looking again at a ConfigMap name taken by something else;
+    Build it before the factory starts, then run the factory, the controller and the
+    event recorder together: :func:`build_manager` does that with a
+    :class:`~aioinformer.manager.Manager`, and tests may also run them by hand
+    (``async with factory, operator.controller:``). ``recorder`` receives the Events the
+    operator reports on its Widgets (``None`` reports none). ``recheck_after`` is how long
+    to wait before looking again at a ConfigMap name taken by something else;
     ``read_back_timeout`` bounds the wait for the cache to show a write (past it, the
     reconcile ends anyway: a reconcile that reads the older state only repeats a write).
     """
@@ -171,6 +171,7 @@ class WidgetOperator:
         client: Client,
         factory: SharedInformerFactory,
         *,
+        recorder: EventRecorder | None = None,
         workers: int = 2,
         recheck_after: float = 30.0,
         read_back_timeout: float = 10.0,
@@ -181,10 +182,20 @@ class WidgetOperator:
         )
         self._config_map_api = client.resource("v1/configmaps")
         self._widget_api = client.resource(WIDGETS)
+        self.recorder = recorder
         self._recheck_after = recheck_after
         self._read_back_timeout = read_back_timeout
+        # Cleanup runs once a Widget is marked for deletion, before the server lets it go.
+        self.finalizer = Finalizer(self._widget_api, FINALIZER, self._clean_up)
+        # Reconcile a Widget when its spec changes (generation), when it is created or
+        # deleted, and when its deletion starts (that bumps the generation too); not for
+        # its own status writes or a label edit.
         self.controller = Controller(
-            OPERATOR, self.reconcile, informers=[self.widgets], workers=workers
+            OPERATOR,
+            self.reconcile,
+            informers=[self.widgets],
+            predicates=[generation_changed],
+            workers=workers,
         )
         # A ConfigMap event (edited or deleted by hand) re-reconciles its Widget.
         self.controller.watch(
@@ -195,18 +206,21 @@ class WidgetOperator:
         """Make the ConfigMap of Widget ``key`` match it; idempotent."""
         namespace, name = split_meta_namespace_key(key)
         widget: Widget | None = self.widgets.lister().get(name, namespace=namespace)
-        cm_name = config_map_name(name)
-        current: dict[str, Any] | None = self.config_maps.lister().get(cm_name, namespace)
-
-        if widget is None or widget.metadata.deletion_timestamp is not None:
-            # A cluster's garbage collector deletes the ConfigMap through its owner
-            # reference; deleting it here too gives the same result without one.
-            if current is not None:
-                with contextlib.suppress(NotFound):
-                    await self._config_map_api.delete(cm_name, namespace)
-                logger.info("deleted ConfigMap %s/%s", namespace, cm_name)
+        if widget is None:
+            # Gone without our cleanup (the finalizer was removed by hand, or never
+            # added): a cluster's garbage collector follows the owner reference; doing it
+            # here too gives the same result without one.
+            await self._delete_config_map(namespace, config_map_name(name))
             return None
 
+        handled = await self.finalizer.handle(widget)
+        if handled.action is FinalizerAction.ADDED:
+            await self._read_back(self.widgets, handled.object)
+        if handled.stop:
+            return None  # being deleted: the cleanup has run, nothing more to build
+
+        cm_name = config_map_name(name)
+        current: dict[str, Any] | None = self.config_maps.lister().get(cm_name, namespace)
         desired = desired_config_map(widget)
         if current is None:
             try:
@@ -221,8 +235,10 @@ class WidgetOperator:
                     OPERATOR,
                     self._recheck_after,
                 )
+                self._event(widget, "Warning", "NameTaken", "Create", f"ConfigMap {cm_name} exists")
                 return Requeue(after=self._recheck_after)
             logger.info("created ConfigMap %s/%s", namespace, cm_name)
+            self._event(widget, "Normal", "Created", "Create", f"created ConfigMap {cm_name}")
             await self._read_back(self.config_maps, created)
             await self._record_status(widget, cm_name)
             return None
@@ -232,19 +248,43 @@ class WidgetOperator:
             current.get("data") != desired["data"]
             or current["metadata"].get("ownerReferences") != wanted_owners
         ):
-            # A merge patch of exactly the fields we own; anything that fails here
-            # (409, 5xx, a timeout) is retried by the controller with backoff.
+            # A merge patch of exactly the fields we own; a 409 from a stale cache is
+            # requeued quietly, anything else (5xx, a timeout) retried with backoff.
             patched = await self._config_map_api.patch(
                 cm_name,
                 {"data": desired["data"], "metadata": {"ownerReferences": wanted_owners}},
-                namespace=namespace,
+                namespace,
             )
             logger.info("patched ConfigMap %s/%s", namespace, cm_name)
+            self._event(widget, "Normal", "Updated", "Update", f"updated ConfigMap {cm_name}")
             await self._read_back(self.config_maps, patched)
         await self._record_status(widget, cm_name)
         return None
 
-    async def _read_back(self, informer: SharedIndexInformer, written: dict[str, Any]) -> None:
+    async def _clean_up(self, widget: Widget) -> None:
+        """The finalizer's cleanup: delete the Widget's ConfigMap (in a cluster the
+        garbage collector would too; an operator holding resources outside the cluster
+        releases them here)."""
+        meta = widget.metadata
+        assert meta.name is not None
+        cm_name = config_map_name(meta.name)
+        if await self._delete_config_map(meta.namespace or "default", cm_name):
+            self._event(widget, "Normal", "Deleted", "Delete", f"deleted ConfigMap {cm_name}")
+
+    async def _delete_config_map(self, namespace: str, cm_name: str) -> bool:
+        """Delete our ConfigMap ``namespace/cm_name`` if the cache holds it."""
+        if self.config_maps.lister().get(cm_name, namespace) is None:
+            return False
+        with contextlib.suppress(NotFound):
+            await self._config_map_api.delete(cm_name, namespace)
+        logger.info("deleted ConfigMap %s/%s", namespace, cm_name)
+        return True
+
+    def _event(self, widget: Widget, type_: EventType, reason: str, action: str, note: str) -> None:
+        if self.recorder is not None:
+            self.recorder.event(widget, type=type_, reason=reason, action=action, note=note)
+
+    async def _read_back(self, informer: SharedIndexInformer, written: Any) -> None:
         """Wait until ``informer``'s cache has applied ``written`` (what a write returned),
         so that the next reconcile reads it back rather than the state before it."""
         rv = written["metadata"]["resourceVersion"]
@@ -255,9 +295,8 @@ class WidgetOperator:
         """Write the Widget's status when it is not already what this reconcile did.
 
         The status subresource changes only ``status`` (a stale spec in the request could
-        not undo a user's edit) and does not bump ``generation``. The write comes back as
-        a Widget event, and since this waits for the cache to show the write, that
-        reconcile (or any other) finds the status current and writes nothing.
+        not undo a user's edit) and does not bump ``generation``, so the controller's
+        ``generation_changed`` predicate keeps this write from waking another reconcile.
         """
         meta = widget.metadata
         assert meta.name is not None
@@ -267,7 +306,7 @@ class WidgetOperator:
         written = await self._widget_api.patch(
             meta.name,
             {"status": wanted.model_dump(by_alias=True)},
-            namespace=meta.namespace,
+            meta.namespace,
             subresource="status",
         )
         logger.info("recorded status of Widget %s/%s", meta.namespace, meta.name)

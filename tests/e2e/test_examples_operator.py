@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 from aioinformer.controller import ControllerState
-from aioinformer.errors import Requeue
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
@@ -144,9 +143,12 @@ async def test_the_operator_records_the_generation_it_acted_on_in_the_status(
         if r.method == "PATCH" and r.path.endswith("/widgets/w/status")
     ]
     assert status_writes
-    assert not [
+    # The one write to the Widget itself added the operator's finalizer.
+    main_writes = [
         r for r in crd_server.request_log if r.method in ("PUT", "PATCH") and r.path.endswith("/w")
     ]
+    assert len(main_writes) == 1
+    assert stored["metadata"]["finalizers"] == [widget_operator.FINALIZER]
 
 
 async def test_the_operator_restores_a_config_map_patched_by_hand(
@@ -185,7 +187,7 @@ async def test_the_operator_requeues_later_when_the_name_is_taken(
     assert config_maps(crd_server)["w-config"]["data"] == {}
 
 
-async def test_the_operators_reconcile_of_a_deleted_widget_deletes_its_config_map(
+async def test_the_operators_reconcile_of_a_deleted_widget_cleans_up_through_its_finalizer(
     crd_server: FakeAPIServer, kube_client: Client
 ) -> None:
     crd_server.create(widget_operator.widget("w", "hello"))
@@ -194,21 +196,28 @@ async def test_the_operators_reconcile_of_a_deleted_widget_deletes_its_config_ma
     async with factory:
         await factory.wait_for_cache_sync(timeout=10)
         assert await operator.reconcile("default/w") is None
+        stored = crd_server.get("example.com/v1/widgets", "default", "w")
+        assert stored["metadata"]["finalizers"] == [widget_operator.FINALIZER]
         await wait_until(
             lambda: operator.config_maps.lister().get("w-config", "default") is not None,
             poll=SERVER_POLL,
             timeout=10,
         )
+        # The finalizer holds the Widget: deleting it only marks it.
         crd_server.delete("example.com/v1/widgets", "default", "w")
+        assert crd_server.get("example.com/v1/widgets", "default", "w")["metadata"][
+            "deletionTimestamp"
+        ]
         await wait_until(
-            lambda: operator.widgets.lister().get("w", "default") is None,
+            lambda: operator.widgets.lister().get("w", "default").metadata.deletion_timestamp,
             poll=SERVER_POLL,
             timeout=10,
         )
         outcome = await operator.reconcile("default/w")
     assert outcome is None
     assert "w-config" not in config_maps(crd_server)
-    assert not isinstance(outcome, Requeue)
+    # Cleanup done, the finalizer removed: the server let the Widget go.
+    assert not crd_server.objects("example.com/v1/widgets", "default")
 
 
 async def test_the_operator_reads_its_own_writes_back_through_a_lagging_watch() -> None:
