@@ -287,3 +287,32 @@ def test_an_unsyncable_cache_exits_non_zero_naming_the_resource(tmp_path: Path) 
     assert "configmaps" in err
     assert "kube-system" in err
     assert "leading" not in out
+
+
+async def test_metrics_endpoint_serves_the_prometheus_registry(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    manager = Manager(kube_client, metrics_address="127.0.0.1:0")
+    async with manager:
+        response = await get(manager.metrics_address, "/metrics")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/plain")
+        assert "# HELP" in response.text
+        assert (await get(manager.metrics_address, "/healthz")).status_code == 404
+
+
+async def test_stop_while_waiting_for_sync_returns_without_campaigning(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.add_token("narrow", rules=[Rule(verbs=["*"], resources=["leases"])])
+    async with fake_apiserver.client(token="narrow") as client:
+        manager, controller = recording_manager(client, [], leader_election=election("a"))
+        async with manager:
+            assert manager.state is ManagerState.SYNCING
+            await wait_until(
+                lambda: any(i.last_error for i in manager.factory.health().informers.values()),
+                poll=POLL,
+            )
+        assert controller.state is ControllerState.NEW
+    with pytest.raises(NotFound):
+        fake_apiserver.get("leases", "default", "ops")
