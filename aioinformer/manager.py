@@ -278,7 +278,11 @@ class Manager:
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
+        # The run started by ``async with``, and the task running the block's body,
+        # which a failure of the run cancels (and whether it did); None outside the block.
         self._running: Running | None = None
+        self._block: asyncio.Task[Any] | None = None
+        self._block_cancelled = False
 
     # -- building --------------------------------------------------------------------------
 
@@ -515,8 +519,25 @@ class Manager:
     async def __aenter__(self) -> Self:
         """Run the manager in a task; returns once the endpoints listen and the informers
         have started (not synced: ``await manager.elected.wait()`` for leading)."""
-        self._running = await Running.start(self.run, name="manager")
+        if self._state is not ManagerState.NEW:
+            raise RuntimeError("a manager runs only once")
+        # The body usually just waits: a failure of the manager (caches that do not sync,
+        # leadership lost, a runnable's error) must end it, so the run cancels the task
+        # in the block and __aexit__ raises the error instead.
+        self._block = asyncio.current_task()
+        self._block_cancelled = False
+        self._running = await Running.start(self._run_in_block, name="manager")
         return self
+
+    async def _run_in_block(self, *, task_status: TaskStatus[None]) -> None:
+        try:
+            await self.run(task_status=task_status)
+        except Exception:
+            block = self._block
+            if block is not None and not block.done():
+                self._block_cancelled = True
+                block.cancel()
+            raise
 
     async def __aexit__(
         self,
@@ -524,13 +545,21 @@ class Manager:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop the manager gracefully and wait; raise what ended it, unless the block
-        raised."""
+        """Stop the manager gracefully and wait for ``run()`` to end; raise its error, if
+        any (it cancelled the body of the block), unless the body raised."""
         running, self._running = self._running, None
-        assert running is not None
+        if running is None:
+            return
+        self._block = None
+        if self._block_cancelled:
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()
+            if isinstance(exc, asyncio.CancelledError):
+                exc = None  # our own cancellation, replaced by the error below
         self.stop()
         await running.wait()
-        if running.failure is not None and exc_type is None:
+        if running.failure is not None and exc is None:
             raise running.failure
 
     # -- processes -------------------------------------------------------------------------

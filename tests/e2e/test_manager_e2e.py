@@ -316,3 +316,25 @@ async def test_stop_while_waiting_for_sync_returns_without_campaigning(
         assert controller.state is ControllerState.NEW
     with pytest.raises(NotFound):
         fake_apiserver.get("leases", "default", "ops")
+
+
+async def test_a_controller_added_while_running_that_cannot_sync_stops_the_manager(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    fake_apiserver.add_token("narrow", rules=[Rule(verbs=["*"], resources=["leases"])])
+    async with fake_apiserver.client(token="narrow") as client:
+        manager = Manager(client)
+
+        async def operator() -> None:
+            async with manager:
+                await asyncio.wait_for(manager.elected.wait(), 5)
+                secrets = manager.informer_for("secrets")
+                late = Controller(
+                    "late", lambda key: None, informers=[secrets], cache_sync_timeout=0.2
+                )
+                manager.add(late)
+                await asyncio.Event().wait()  # cancelled by the manager's failure
+
+        with pytest.raises(CacheSyncError, match="secrets"):
+            await operator()
+        assert manager.health().state is ManagerState.STOPPED
