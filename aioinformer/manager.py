@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from aioinformer._clock import Clock
-    from aioinformer.client import Client
+    from aioinformer.client import GVR, Client, ResourceInfo
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
 
@@ -297,7 +297,9 @@ class Manager:
         after the controllers."""
         return self._factory
 
-    def informer_for(self, resource: Any, **options: Any) -> SharedIndexInformer:
+    def informer_for(
+        self, resource: str | GVR | ResourceInfo, **options: Any
+    ) -> SharedIndexInformer:
         """``manager.factory.informer_for(...)``: the shared informer for ``resource``. One
         asked for before ``run()`` is waited for before leadership is sought; one asked for
         later starts at once and is not waited for."""
