@@ -70,7 +70,7 @@ import orjson
 from aioinformer._clock import default_clock
 from aioinformer._endpoints import Answer, HttpEndpoint
 from aioinformer._runnables import Runnable, RunnableGroup
-from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.controller import Controller, ControllerState
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory
@@ -278,11 +278,8 @@ class Manager:
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
-        # The run started by ``async with``, and the task running the block's body,
-        # which a failure of the run cancels (and whether it did); None outside the block.
-        self._running: Running | None = None
-        self._block: asyncio.Task[Any] | None = None
-        self._block_cancelled = False
+        # The run started by ``async with``; None outside the block.
+        self._in_block: BlockRun | None = None
 
     # -- building --------------------------------------------------------------------------
 
@@ -526,20 +523,9 @@ class Manager:
         # The body usually just waits: a failure of the manager (caches that do not sync,
         # leadership lost, a runnable's error) must end it, so the run cancels the task
         # in the block and __aexit__ raises the error instead.
-        self._block = asyncio.current_task()
-        self._block_cancelled = False
-        self._running = await Running.start(self._run_in_block, name="manager")
+        self._in_block = BlockRun(self.run, name="manager", cancels_body_on=(Exception,))
+        await self._in_block.enter()
         return self
-
-    async def _run_in_block(self, *, task_status: TaskStatus[None]) -> None:
-        try:
-            await self.run(task_status=task_status)
-        except Exception:
-            block = self._block
-            if block is not None and not block.done():
-                self._block_cancelled = True
-                block.cancel()
-            raise
 
     async def __aexit__(
         self,
@@ -549,20 +535,9 @@ class Manager:
     ) -> None:
         """Stop the manager gracefully and wait for ``run()`` to end; raise its error, if
         any (it cancelled the body of the block), unless the body raised."""
-        running, self._running = self._running, None
-        if running is None:
-            return
-        self._block = None
-        if self._block_cancelled:
-            task = asyncio.current_task()
-            assert task is not None
-            task.uncancel()
-            if isinstance(exc, asyncio.CancelledError):
-                exc = None  # our own cancellation, replaced by the error below
-        self.stop()
-        await running.wait()
-        if running.failure is not None and exc is None:
-            raise running.failure
+        in_block, self._in_block = self._in_block, None
+        if in_block is not None:
+            await in_block.exit(exc, self.stop)
 
     # -- processes -------------------------------------------------------------------------
 
