@@ -338,3 +338,18 @@ async def test_a_controller_added_while_running_that_cannot_sync_stops_the_manag
         with pytest.raises(CacheSyncError, match="secrets"):
             await operator()
         assert manager.health().state is ManagerState.STOPPED
+
+
+async def test_cancelling_run_drains_controllers_and_releases_the_lease(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    manager, controller = recording_manager(kube_client, [], leader_election=election("a"))
+    run = asyncio.create_task(manager.run())
+    await asyncio.wait_for(manager.elected.wait(), 5)
+    await wait_until(lambda: controller.state is ControllerState.RUNNING, poll=POLL)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert controller.state is ControllerState.STOPPED
+    assert manager.state is ManagerState.STOPPED
+    assert fake_apiserver.get("leases", "default", "ops")["spec"].get("holderIdentity", "") == ""
