@@ -192,9 +192,10 @@ class Manager:
     Arguments: ``client`` (not closed by the manager); ``namespace``, the factory's default
     namespace (``None``: all); ``leader_election`` (``None``: every replica runs its
     controllers); ``health_address`` and ``metrics_address`` (``"host:port"``, port 0 for
-    a free one; ``None``: not served); ``cache_sync_timeout`` and
-    ``graceful_shutdown_timeout`` in seconds; ``clock`` for the election, the sync wait and
-    the shutdown deadline (tests pass a ``FakeClock``); any other keyword goes to the
+    a free one; ``None``: not served); ``cache_sync_timeout`` (seconds of the event loop's
+    clock) and ``graceful_shutdown_timeout`` (one deadline for every runnable together,
+    from the start of stopping); ``clock`` for the election, the shutdown deadline and the
+    factory's informers (tests pass a ``FakeClock``); any other keyword goes to the
     :class:`~aioinformer.factory.SharedInformerFactory` (``resync_period``,
     ``use_watch_list``, ``cache``, ...).
 
@@ -275,6 +276,8 @@ class Manager:
         # The first failure of a runnable; run() raises it once everything has stopped.
         self._failure: BaseException | None = None
         self._synced = False
+        # When the graceful stop must be over (clock time), from the start of stopping.
+        self._shutdown_deadline: float | None = None
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
@@ -401,6 +404,14 @@ class Manager:
         it return at once."""
         self._stop_requested.set()
 
+    def _grace(self) -> float:
+        """Seconds left of ``graceful_shutdown_timeout``, counted from the first call: one
+        deadline for all runnables, however many groups they are stopped in."""
+        now = self._clock.monotonic()
+        if self._shutdown_deadline is None:
+            self._shutdown_deadline = now + self._graceful_shutdown_timeout
+        return max(0.0, self._shutdown_deadline - now)
+
     def _failed(self, runnable: Runnable, error: BaseException) -> None:
         logger.error("manager: %s failed; stopping", runnable.name, exc_info=error)
         if self._failure is None:
@@ -472,7 +483,7 @@ class Manager:
             self._state = ManagerState.STOPPING
             if not election.done():
                 # Drain while still leading, so no successor starts before we stopped.
-                await self._elected_group.stop(self._graceful_shutdown_timeout)
+                await self._elected_group.stop(self._grace())
         finally:
             await cancel_and_wait(election)
         if election.cancelled() or self._failure is not None:
@@ -495,15 +506,15 @@ class Manager:
         finally:
             self.elected.clear()
             # A lost lease ends the leader work here; stopping drained it already.
-            await self._elected_group.stop(self._graceful_shutdown_timeout)
+            await self._elected_group.stop(self._grace())
 
     async def _shutdown(self) -> None:
         """Everything started, stopped in reverse order; runs to the end even if cancelled
         meanwhile (the cancellation is re-raised then)."""
         interrupted = False
         steps: list[Callable[[], Awaitable[None]]] = [
-            lambda: self._elected_group.stop(self._graceful_shutdown_timeout),
-            lambda: self._unelected.stop(self._graceful_shutdown_timeout),
+            lambda: self._elected_group.stop(self._grace()),
+            lambda: self._unelected.stop(self._grace()),
             self._factory.shutdown,
             *(endpoint.close for endpoint in reversed(self._endpoints)),
         ]

@@ -22,6 +22,7 @@ from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_t
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
     from pathlib import Path
 
     from aioinformer.client import Client
@@ -353,3 +354,31 @@ async def test_cancelling_run_drains_controllers_and_releases_the_lease(
     assert controller.state is ControllerState.STOPPED
     assert manager.state is ManagerState.STOPPED
     assert fake_apiserver.get("leases", "default", "ops")["spec"].get("holderIdentity", "") == ""
+
+
+async def test_graceful_shutdown_timeout_is_one_deadline_for_every_runnable(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    manager = Manager(kube_client, clock=clock, graceful_shutdown_timeout=10)
+
+    def stubborn(name: str) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def run() -> None:
+            try:
+                await asyncio.Future()
+            except asyncio.CancelledError:
+                await clock.sleep(100)  # its cleanup outlasts any grace period
+                raise
+
+        run.__qualname__ = name
+        return run
+
+    manager.add_runnable(stubborn("leader-only"))
+    manager.add_runnable(stubborn("every-replica"), needs_leader_election=False)
+    run = asyncio.create_task(manager.run())
+    await asyncio.wait_for(manager.elected.wait(), 5)
+    manager.stop()
+    await clock.wait_for_sleepers(2)  # both cleanups, and the one grace period
+    await clock.advance(10)
+    await wait_until(run.done, poll=POLL)
+    await run
