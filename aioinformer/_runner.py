@@ -14,6 +14,8 @@ their own:
   readiness (anyio's ``TaskGroup.start`` shape): ``run`` receives ``task_status=`` and
   calls ``task_status.started()``; the starter's ``await`` returns then, or raises what
   ``run`` raised before it got there. It is the shape of every ``async with component:``.
+* :class:`BlockRun` is such a run for the duration of an ``async with`` body, whose
+  failure cancels the body and is raised from the block instead of going unseen.
 * :func:`first_completed` waits for the first of several coroutines and reaps the rest;
   :func:`wait_regardless`, :func:`cancel_and_wait` and :func:`finish_regardless` are the
   shielded waits everything else is built on.
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 __all__ = [
+    "BlockRun",
     "Running",
     "TaskRunner",
     "cancel_and_wait",
@@ -286,3 +289,67 @@ class Running:
         except asyncio.CancelledError:
             await cancel_and_wait(task)
             raise
+
+
+class BlockRun:
+    """A component's ``run()`` for the duration of an ``async with`` body: the shape of
+    ``__aenter__``/``__aexit__`` for components that run until stopped.
+
+    :meth:`enter` starts ``fn`` with :meth:`Running.start`. The body usually just waits
+    (for a stop signal), so when ``fn`` later raises one of ``cancels_body_on``, the
+    task running the body is cancelled, and :meth:`exit` turns that cancellation into
+    the error. :meth:`exit` calls ``stop()`` (the component's graceful stop), waits for
+    the run to end, and raises its error unless the body raised one of its own.
+    """
+
+    __slots__ = ("_block", "_cancelled", "_fn", "_kinds", "_name", "_running")
+
+    def __init__(
+        self,
+        fn: Callable[..., Coroutine[Any, Any, Any]],
+        *,
+        name: str,
+        cancels_body_on: tuple[type[BaseException], ...],
+    ) -> None:
+        self._fn = fn
+        self._name = name
+        self._kinds = cancels_body_on
+        self._running: Running | None = None
+        """The run, from :meth:`enter` until :meth:`exit`."""
+        self._block: asyncio.Task[Any] | None = None
+        """The task running the body, while inside the block."""
+        self._cancelled = False
+        """The run's failure cancelled the body."""
+
+    async def enter(self) -> None:
+        """Start the run from the task that runs the body; return once it started."""
+        self._block = asyncio.current_task()
+        self._cancelled = False
+        self._running = await Running.start(self._run, name=self._name)
+
+    async def _run(self, *, task_status: _TaskStatus[None]) -> None:
+        try:
+            await self._fn(task_status=task_status)
+        except self._kinds:
+            block = self._block
+            if block is not None and not block.done():
+                self._cancelled = True
+                block.cancel()
+            raise
+
+    async def exit(self, exc: BaseException | None, stop: Callable[[], None]) -> None:
+        """Leave the block: ``stop()``, wait for the run, raise its error (see the class)."""
+        running, self._running = self._running, None
+        if running is None:
+            return
+        self._block = None
+        if self._cancelled:
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()
+            if isinstance(exc, asyncio.CancelledError):
+                exc = None  # our own cancellation, replaced by the run's error below
+        stop()
+        await running.wait()
+        if running.failure is not None and exc is None:
+            raise running.failure

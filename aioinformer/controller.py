@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from aioinformer._clock import CancelAfter, Clock, default_clock
 from aioinformer._event_gate import EventGate
 from aioinformer._meta import namespace_of, owner_references_of
-from aioinformer._runner import Running, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
 from aioinformer._sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
@@ -297,11 +297,7 @@ class Controller:
         # Worker task -> the key it is reconciling; a worker absent here is idle in get().
         self._in_flight: dict[asyncio.Task[None], str] = {}
         # The run started by ``async with``; None outside the block.
-        self._running: Running | None = None
-        # The task running the ``async with`` body, which a sync failure cancels; and
-        # whether it did.
-        self._block: asyncio.Task[Any] | None = None
-        self._block_cancelled = False
+        self._in_block: BlockRun | None = None
         self._reconciles = 0
         self._successes = 0
         self._failures = 0
@@ -653,20 +649,11 @@ class Controller:
             raise RuntimeError(f"controller {self.name} runs only once")
         # The block's body usually just waits (for a stop signal): a sync failure must end
         # it, so the run cancels the task in the block and __aexit__ raises the error.
-        self._block = asyncio.current_task()
-        self._block_cancelled = False
-        self._running = await Running.start(self._run_in_block, name=f"controller {self.name}")
+        self._in_block = BlockRun(
+            self.run, name=f"controller {self.name}", cancels_body_on=(CacheSyncError,)
+        )
+        await self._in_block.enter()
         return self
-
-    async def _run_in_block(self, *, task_status: TaskStatus[None]) -> None:
-        try:
-            await self.run(task_status=task_status)
-        except CacheSyncError:
-            block = self._block
-            if block is not None and not block.done():
-                self._block_cancelled = True
-                block.cancel()
-            raise
 
     async def __aexit__(
         self,
@@ -677,21 +664,9 @@ class Controller:
         """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any.
         Cancelled meanwhile, it cuts the drain short but still waits for the end. A
         :class:`CacheSyncError` cancels the body of the block and is raised here."""
-        running = self._running
-        if running is None:
-            return
-        self._running = None
-        self._block = None
-        if self._block_cancelled:
-            task = asyncio.current_task()
-            assert task is not None
-            task.uncancel()
-            if isinstance(exc, asyncio.CancelledError):
-                exc = None  # our own cancellation, replaced by the error below
-        self.stop()
-        await running.wait()
-        if running.failure is not None and exc is None:
-            raise running.failure
+        in_block, self._in_block = self._in_block, None
+        if in_block is not None:
+            await in_block.exit(exc, self.stop)
 
 
 class _HandlerLag(enum.Enum):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer._runner import (
+    BlockRun,
     Running,
     TaskRunner,
     cancel_and_wait,
@@ -378,3 +379,41 @@ async def test_a_runner_that_is_not_running_refuses_children() -> None:
     runner = TaskRunner(name="svc")
     with pytest.raises(RuntimeError, match="not running"):
         runner.start_soon(_forever(), name="child")
+
+
+async def _fail_after_start(error: BaseException, *, task_status: Any) -> None:
+    task_status.started()
+    await asyncio.sleep(0)
+    raise error
+
+
+async def test_block_run_cancels_the_body_on_a_listed_failure_and_raises_it_on_exit() -> None:
+    stopped: list[str] = []
+    block = BlockRun(
+        functools.partial(_fail_after_start, KeyError("k")),
+        name="component",
+        cancels_body_on=(KeyError,),
+    )
+
+    async def body() -> None:
+        await block.enter()
+        try:
+            await asyncio.Event().wait()  # ended by the run's failure
+        except asyncio.CancelledError as exc:
+            await block.exit(exc, lambda: stopped.append("stop"))
+
+    with pytest.raises(KeyError):
+        await body()
+    assert stopped == ["stop"]
+
+
+async def test_block_run_leaves_the_body_alone_on_other_failures() -> None:
+    block = BlockRun(
+        functools.partial(_fail_after_start, ValueError("v")),
+        name="component",
+        cancels_body_on=(KeyError,),
+    )
+    await block.enter()
+    await settle()  # the run has failed by now; the body goes on
+    with pytest.raises(ValueError, match="v"):
+        await block.exit(None, lambda: None)

@@ -1,0 +1,639 @@
+"""One object that runs an operator: :class:`Manager` (controller-runtime's ``manager.Manager``).
+
+Role: owns an informer factory, the controllers and other runnables reading from it,
+optional leader election, and the health and metrics endpoints; starts them in the right
+order and stops them gracefully. Input: a :class:`~aioinformer.client.Client` (the
+manager never closes it), controllers (:meth:`Manager.add`) and async callables
+(:meth:`Manager.add_runnable`). Output: ``run()`` returning after :meth:`Manager.stop`, or
+raising the failure that ended it; :meth:`Manager.run_until_signal` turns that into a
+process exit code.
+
+Start order (controller-runtime's, with ``EnableWarmup``):
+
+1. the health endpoint (``/healthz`` and ``/livez`` answer 200, ``/readyz`` 503) and the
+   metrics endpoint listen;
+2. the factory starts every informer asked for so far, and the manager waits until all
+   have synced, at most ``cache_sync_timeout`` seconds; past it (or as soon as an informer
+   stops unsynced) ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming
+   each resource, namespace and last error, and nothing else has started: no lease was
+   written, no controller ran;
+3. runnables added with ``needs_leader_election=False`` start;
+4. with ``leader_election``, the manager campaigns for the Lease only now, with warm
+   caches, so a new leader reconciles at once; controllers and leader-only runnables start
+   once it leads (without election, at once).
+
+Stop (:meth:`Manager.stop`, cancelling ``run()``, SIGTERM/SIGINT under
+:meth:`Manager.run_until_signal`, or a runnable's failure): controllers are asked to stop
+and drain their in-flight reconciles, other runnables are cancelled, all within
+``graceful_shutdown_timeout`` seconds (then cancelled); the lease is released
+(``release_on_cancel``); the factory shuts down; the endpoints close. A runnable that
+raises stops the manager, and ``run()`` raises that error.
+
+Leadership lost (a renewal missed ``renew_deadline``): controllers and leader-only
+runnables stop as above, then ``run()`` raises :class:`~aioinformer.errors.LeadershipLost`.
+As in controller-runtime, the process is meant to exit (``run_until_signal`` returns 1)
+and restart clean, rather than to campaign again with state from its time as leader.
+
+Task model: ``run()`` works in the caller's task and owns every task it starts (the
+informers', the election's, one per runnable); all have ended when it returns or raises.
+``async with manager:`` runs it in a task for the duration of the block.
+
+Example::
+
+    async with Client.from_env() as client:
+        manager = Manager(
+            client,
+            leader_election=LeaderElection(lease_name="my-operator", lease_namespace="ops"),
+            health_address=":8081",
+        )
+        config_maps = manager.informer_for("configmaps")
+        manager.add(Controller("labeler", reconcile, informers=[config_maps]))
+        exit_code = await manager.run_until_signal()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import importlib
+import logging
+import signal
+import socket
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Self
+
+import orjson
+
+from aioinformer._clock import default_clock
+from aioinformer._endpoints import Answer, HttpEndpoint
+from aioinformer._runnables import Runnable, RunnableGroup
+from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer.controller import Controller, ControllerState
+from aioinformer.errors import CacheSyncError, LeadershipLost
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.leaderelection import LeaderElector, LeaseLock
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
+
+    from anyio.abc import TaskStatus
+
+    from aioinformer._clock import Clock
+    from aioinformer.client import GVR, Client, ResourceInfo
+    from aioinformer.health import FactoryHealth
+    from aioinformer.informer import SharedIndexInformer
+
+__all__ = ["LeaderElection", "Manager", "ManagerHealth", "ManagerState", "default_identity"]
+
+logger = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    """``"<hostname>_<random uuid>"``, controller-runtime's default leader identity: unique
+    per process even when two replicas share a host name."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElection:
+    """How a :class:`Manager` campaigns for leadership: a ``coordination.k8s.io/v1`` Lease
+    and client-go's timings (see :class:`~aioinformer.leaderelection.LeaderElector`, which
+    checks them: ``lease_duration > renew_deadline > 1.2 * retry_period > 0``)."""
+
+    lease_name: str
+    """The Lease's name; every replica of one operator uses the same."""
+    lease_namespace: str = "default"
+    """The Lease's namespace (controller-runtime: ``LeaderElectionNamespace``)."""
+    identity: str = field(default_factory=default_identity)
+    """This replica's identity in the Lease; unique per process."""
+    lease_duration: float = 15.0
+    """Seconds a standby waits, from the last renewal it saw, before taking over."""
+    renew_deadline: float = 10.0
+    """Seconds the leader keeps retrying a renewal before it gives up leading."""
+    retry_period: float = 2.0
+    """Seconds between attempts to acquire or renew."""
+    release_on_cancel: bool = True
+    """Release the Lease on a graceful stop, so a standby takes over at once
+    (controller-runtime: ``LeaderElectionReleaseOnCancel``)."""
+
+    def __post_init__(self) -> None:
+        if not self.lease_name:
+            raise ValueError("LeaderElection.lease_name is empty")
+        if not self.lease_namespace:
+            raise ValueError("LeaderElection.lease_namespace is empty")
+
+
+class ManagerState(enum.Enum):
+    """The phases of a manager's life; it goes through them once, in order (a manager that
+    fails or is stopped early skips ahead to STOPPING)."""
+
+    NEW = "new"
+    """Created; informers, controllers and runnables may be added."""
+    SYNCING = "syncing"
+    """Endpoints up, informers started; waiting for every cache to sync."""
+    CAMPAIGNING = "campaigning"
+    """Caches synced; not leading yet (only with leader election)."""
+    RUNNING = "running"
+    """Leading (or no election): controllers and every runnable run."""
+    STOPPING = "stopping"
+    """Draining controllers, cancelling runnables, releasing the lease, closing."""
+    STOPPED = "stopped"
+    """``run()`` has ended; a manager cannot be restarted."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManagerHealth:
+    """A manager's health, from :meth:`Manager.health`: what ``/readyz`` and ``/healthz``
+    answer.
+
+    * ``ready``: caches synced, the factory ready (every informer live, see
+      :mod:`aioinformer.health`), the manager not stopping, and no started controller has
+      stopped. A standby (not leading) is ready: its caches are warm.
+    * ``live``: the manager runs (``SYNCING`` to ``RUNNING``) and no informer has stopped.
+    """
+
+    state: ManagerState
+    ready: bool
+    live: bool
+    leader: bool
+    """Leading (always true once running without leader election)."""
+    controllers: dict[str, str]
+    """Each controller's state by name (``ControllerState`` values)."""
+    factory: FactoryHealth
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready values: the manager's fields and the factory's record."""
+        return {
+            "ready": self.ready,
+            "live": self.live,
+            "state": self.state.value,
+            "leader": self.leader,
+            "controllers": dict(self.controllers),
+            **{k: v for k, v in self.factory.as_dict().items() if k not in ("ready", "live")},
+        }
+
+
+_CONTROLLER_OK = frozenset(
+    {ControllerState.NEW, ControllerState.WAITING_FOR_SYNC, ControllerState.RUNNING}
+)
+"""Controller states that keep a manager ready: not started yet (a standby), or running."""
+
+_RUNNING_STATES = frozenset({ManagerState.SYNCING, ManagerState.CAMPAIGNING, ManagerState.RUNNING})
+
+
+class Manager:
+    """Runs an operator's informers, controllers and runnables (see the module docstring).
+
+    Arguments: ``client`` (not closed by the manager); ``namespace``, the factory's default
+    namespace (``None``: all); ``leader_election`` (``None``: every replica runs its
+    controllers); ``health_address`` and ``metrics_address`` (``"host:port"``, port 0 for
+    a free one; ``None``: not served); ``cache_sync_timeout`` (seconds of the event loop's
+    clock) and ``graceful_shutdown_timeout`` (one deadline for every runnable together,
+    from the start of stopping); ``clock`` for the election, the shutdown deadline and the
+    factory's informers (tests pass a ``FakeClock``); any other keyword goes to the
+    :class:`~aioinformer.factory.SharedInformerFactory` (``resync_period``,
+    ``use_watch_list``, ``cache``, ...).
+
+    ``metrics_address`` needs ``prometheus_client`` (``pip install 'aioinformer[prometheus]'``):
+    without it the constructor raises ``RuntimeError`` saying so. ``/metrics`` serves its
+    default registry; install :class:`aioinformer.contrib.prometheus.PrometheusMetrics` with
+    :func:`aioinformer.set_metrics_provider` before building informers to fill it.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespace: str | None = None,
+        leader_election: LeaderElection | None = None,
+        health_address: str | None = None,
+        metrics_address: str | None = None,
+        cache_sync_timeout: float = 120.0,
+        graceful_shutdown_timeout: float = 30.0,
+        clock: Clock | None = None,
+        **factory_options: Any,
+    ) -> None:
+        if not cache_sync_timeout > 0:
+            raise ValueError(f"cache_sync_timeout must be > 0, got {cache_sync_timeout}")
+        if graceful_shutdown_timeout < 0:
+            raise ValueError(
+                f"graceful_shutdown_timeout must be >= 0, got {graceful_shutdown_timeout}"
+            )
+        self._client = client
+        self._clock = clock if clock is not None else default_clock
+        self._factory = SharedInformerFactory(
+            client, namespace=namespace, clock=clock, **factory_options
+        )
+        self._cache_sync_timeout = cache_sync_timeout
+        self._graceful_shutdown_timeout = graceful_shutdown_timeout
+        self._election = leader_election
+        self._elector: LeaderElector | None = None
+        if leader_election is not None:
+            lock = LeaseLock(
+                client,
+                leader_election.lease_namespace,
+                leader_election.lease_name,
+                leader_election.identity,
+            )
+            self._elector = LeaderElector(
+                lock,
+                lease_duration=leader_election.lease_duration,
+                renew_deadline=leader_election.renew_deadline,
+                retry_period=leader_election.retry_period,
+                release_on_cancel=leader_election.release_on_cancel,
+                on_started_leading=self._lead,
+                clock=clock,
+            )
+        self._endpoints: list[HttpEndpoint] = []
+        self._health_endpoint: HttpEndpoint | None = None
+        self._metrics_endpoint: HttpEndpoint | None = None
+        if health_address is not None:
+            ready = self._probe(lambda h: h.ready)
+            live = self._probe(lambda h: h.live)
+            self._health_endpoint = HttpEndpoint(
+                "health", health_address, {"/readyz": ready, "/healthz": live, "/livez": live}
+            )
+            self._endpoints.append(self._health_endpoint)
+        if metrics_address is not None:
+            self._metrics_endpoint = HttpEndpoint(
+                "metrics", metrics_address, {"/metrics": _metrics_answer()}
+            )
+            self._endpoints.append(self._metrics_endpoint)
+        self._controllers: list[Controller] = []
+        # Runnables started once the caches synced, and those started once leading (the
+        # controllers among them).
+        self._unelected = RunnableGroup("manager", on_failure=self._failed, clock=self._clock)
+        self._elected_group = RunnableGroup(
+            "manager (leader)", on_failure=self._failed, clock=self._clock
+        )
+        self._state = ManagerState.NEW
+        self._stop_requested = asyncio.Event()
+        # The first failure of a runnable; run() raises it once everything has stopped.
+        self._failure: BaseException | None = None
+        self._synced = False
+        # When the graceful stop must be over (clock time), from the start of stopping.
+        self._shutdown_deadline: float | None = None
+        self.elected = asyncio.Event()
+        """Set while this manager leads (at once after sync without leader election);
+        ``await manager.elected.wait()``."""
+        # The run started by ``async with``; None outside the block.
+        self._in_block: BlockRun | None = None
+
+    # -- building --------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        """The client the manager was given."""
+        return self._client
+
+    @property
+    def factory(self) -> SharedInformerFactory:
+        """The informer factory the manager owns: started after the endpoints, shut down
+        after the controllers."""
+        return self._factory
+
+    def informer_for(
+        self, resource: str | GVR | ResourceInfo, **options: Any
+    ) -> SharedIndexInformer:
+        """``manager.factory.informer_for(...)``: the shared informer for ``resource``. One
+        asked for before ``run()`` is waited for before leadership is sought; one asked for
+        later starts at once and is not waited for."""
+        return self._factory.informer_for(resource, **options)
+
+    def add(self, controller: Controller) -> None:
+        """Run ``controller`` while this manager leads (at once without leader election).
+        Stopping drains it gracefully; its failure stops the manager."""
+        if not isinstance(controller, Controller):
+            raise TypeError(
+                f"Manager.add() takes a Controller, not {type(controller).__name__}; "
+                "use add_runnable() for an async callable"
+            )
+        if any(c is controller for c in self._controllers):
+            raise ValueError(f"controller {controller.name!r} was already added")
+        self._check_open()
+        self._controllers.append(controller)
+        self._elected_group.add(
+            Runnable(f"controller {controller.name}", controller.run, controller.stop)
+        )
+
+    def add_runnable(
+        self,
+        fn: Callable[[], Coroutine[Any, Any, Any]],
+        *,
+        needs_leader_election: bool = True,
+        name: str | None = None,
+    ) -> None:
+        """Run ``await fn()`` as a task: once leading (``needs_leader_election=True``, the
+        default), or once the caches synced on every replica. Stopping cancels it; if it
+        raises, the manager stops with that error; if it returns, it has simply finished."""
+        if not is_async_callable(fn):
+            raise TypeError(f"add_runnable() takes an async callable, got {fn!r}")
+        self._check_open()
+        label = name or getattr(fn, "__qualname__", None) or repr(fn)
+        group = self._elected_group if needs_leader_election else self._unelected
+        group.add(Runnable(label, fn))
+
+    def _check_open(self) -> None:
+        if self._state in (ManagerState.STOPPING, ManagerState.STOPPED):
+            raise RuntimeError("the manager is stopping or stopped: nothing can be added")
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ManagerState:
+        """The manager's phase."""
+        return self._state
+
+    @property
+    def is_leader(self) -> bool:
+        """True while leading (always, once running, without leader election)."""
+        return self.elected.is_set()
+
+    @property
+    def health_address(self) -> str | None:
+        """The health endpoint's bound ``"host:port"`` while it serves, else ``None``."""
+        return None if self._health_endpoint is None else self._health_endpoint.address
+
+    @property
+    def metrics_address(self) -> str | None:
+        """The metrics endpoint's bound ``"host:port"`` while it serves, else ``None``."""
+        return None if self._metrics_endpoint is None else self._metrics_endpoint.address
+
+    def health(self) -> ManagerHealth:
+        """The manager's health now (see :class:`ManagerHealth`)."""
+        factory = self._factory.health()
+        controllers = {c.name: c.state.value for c in self._controllers}
+        controllers_ok = all(
+            c.state
+            in (ControllerState.NEW, ControllerState.WAITING_FOR_SYNC, ControllerState.RUNNING)
+            for c in self._controllers
+        )
+        running = self._state in _RUNNING_STATES
+        return ManagerHealth(
+            state=self._state,
+            ready=running and self._synced and factory.ready and controllers_ok,
+            live=running and factory.live,
+            leader=self.is_leader,
+            controllers=controllers,
+            factory=factory,
+        )
+
+    def _probe(self, passed: Callable[[ManagerHealth], bool]) -> Callable[[], Awaitable[Answer]]:
+        async def answer() -> Answer:
+            health = self.health()
+            return Answer(200 if passed(health) else 503, orjson.dumps(health.as_dict()))
+
+        return answer
+
+    def __repr__(self) -> str:
+        return (
+            f"<Manager state={self._state.name} leader={self.is_leader}"
+            f" controllers={len(self._controllers)}"
+            f" runnables={len(self._unelected) + len(self._elected_group)}>"
+        )
+
+    # -- running ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask ``run()`` to stop gracefully and return. Idempotent; before ``run()``, makes
+        it return at once."""
+        self._stop_requested.set()
+
+    def _grace(self) -> float:
+        """Seconds left of ``graceful_shutdown_timeout``, counted from the first call: one
+        deadline for all runnables, however many groups they are stopped in."""
+        now = self._clock.monotonic()
+        if self._shutdown_deadline is None:
+            self._shutdown_deadline = now + self._graceful_shutdown_timeout
+        return max(0.0, self._shutdown_deadline - now)
+
+    def _failed(self, runnable: Runnable, error: BaseException) -> None:
+        logger.error("manager: %s failed; stopping", runnable.name, exc_info=error)
+        if self._failure is None:
+            self._failure = error
+        self._stop_requested.set()
+
+    async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
+        """Start everything in order, run until stopped, stop everything in order.
+
+        Returns after :meth:`stop`; re-raises a cancellation once stopped. Raises
+        :class:`~aioinformer.errors.CacheSyncError` when the caches did not sync,
+        :class:`~aioinformer.errors.LeadershipLost` when leadership was lost, a runnable's
+        error when one failed, ``OSError`` when an endpoint cannot listen.
+        ``task_status.started()`` is signalled once the endpoints listen and the informers
+        have started.
+        """
+        if self._state is not ManagerState.NEW:
+            raise RuntimeError("a manager runs only once")
+        self._state = ManagerState.SYNCING
+        try:
+            for endpoint in self._endpoints:
+                await endpoint.start()
+                logger.info("manager: serving %s on %s", endpoint.name, endpoint.address)
+            await self._factory.start()
+            if task_status is not None:
+                task_status.started()
+            await self._serve()
+        finally:
+            self._state = ManagerState.STOPPING
+            try:
+                await self._shutdown()
+            finally:
+                self.elected.clear()
+                self._state = ManagerState.STOPPED
+        if self._failure is not None:
+            raise self._failure
+
+    async def _serve(self) -> None:
+        """From sync to a stop request (or a lost election)."""
+        stop_requested = self._stop_requested
+        first, wait = await first_completed(
+            stop_requested.wait(),
+            self._factory.wait_for_cache_sync(timeout=self._cache_sync_timeout),
+        )
+        if first == 0:
+            return
+        try:
+            wait.result()
+        except CacheSyncError as error:
+            logger.error("manager: caches did not sync; nothing started: %s", error)
+            raise
+        self._synced = True
+        logger.info("manager: caches synced")
+        if stop_requested.is_set():
+            return
+        self._unelected.start_all()
+        if self._elector is None:
+            self._state = ManagerState.RUNNING
+            self.elected.set()
+            self._elected_group.start_all()
+            await stop_requested.wait()
+            return
+        self._state = ManagerState.CAMPAIGNING
+        election = asyncio.get_running_loop().create_task(
+            self._elector.run(), name=f"manager election {self._elector.name}"
+        )
+        try:
+            await first_completed(stop_requested.wait(), asyncio.wait([election]))
+            self._state = ManagerState.STOPPING
+            if not election.done():
+                # Drain while still leading, so no successor starts before we stopped.
+                await self._elected_group.stop(self._grace())
+        finally:
+            await cancel_and_wait(election)
+        if election.cancelled() or self._failure is not None:
+            return
+        outcome = election.exception()
+        if outcome is not None:
+            raise outcome
+        if not stop_requested.is_set():
+            raise LeadershipLost(f"manager {self._elector.name}: leadership lost")
+
+    async def _lead(self) -> None:
+        """The elector's leader work: run the leader-only runnables until cancelled
+        (leadership lost, or the manager stopping), then drain them."""
+        self._state = ManagerState.RUNNING
+        self.elected.set()
+        logger.info("manager: leading; starting %s runnables", len(self._elected_group))
+        try:
+            self._elected_group.start_all()
+            await asyncio.Future()
+        finally:
+            self.elected.clear()
+            # A lost lease ends the leader work here; stopping drained it already.
+            await self._elected_group.stop(self._grace())
+
+    async def _shutdown(self) -> None:
+        """Everything started, stopped in reverse order; runs to the end even if cancelled
+        meanwhile (the cancellation is re-raised then)."""
+        interrupted = False
+        steps: list[Callable[[], Awaitable[None]]] = [
+            lambda: self._elected_group.stop(self._grace()),
+            lambda: self._unelected.stop(self._grace()),
+            self._factory.shutdown,
+            *(endpoint.close for endpoint in reversed(self._endpoints)),
+        ]
+        for step in steps:
+            try:
+                await step()
+            except asyncio.CancelledError:
+                interrupted = True
+        if interrupted:
+            raise asyncio.CancelledError
+
+    async def __aenter__(self) -> Self:
+        """Run the manager in a task; returns once the endpoints listen and the informers
+        have started (not synced: ``await manager.elected.wait()`` for leading)."""
+        if self._state is not ManagerState.NEW:
+            raise RuntimeError("a manager runs only once")
+        # The body usually just waits: a failure of the manager (caches that do not sync,
+        # leadership lost, a runnable's error) must end it, so the run cancels the task
+        # in the block and __aexit__ raises the error instead.
+        self._in_block = BlockRun(self.run, name="manager", cancels_body_on=(Exception,))
+        await self._in_block.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the manager gracefully and wait for ``run()`` to end; raise its error, if
+        any (it cancelled the body of the block), unless the body raised."""
+        in_block, self._in_block = self._in_block, None
+        if in_block is not None:
+            await in_block.exit(exc, self.stop)
+
+    # -- processes -------------------------------------------------------------------------
+
+    async def run_until_signal(self) -> int:
+        """Run until SIGTERM or SIGINT, then stop gracefully; the process's exit code.
+
+        0 after a signal or :meth:`stop`; 1 when the caches did not sync, leadership was
+        lost, or anything failed, with the cause logged and written to stderr (for a
+        cache, the resource, namespace and last error of each unsynced informer). Signal
+        handlers are installed on the running loop for the duration and removed after.
+        """
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, self._on_signal, signum)
+                installed.append(signum)
+        try:
+            await self.run()
+        except (CacheSyncError, LeadershipLost) as error:
+            _report(f"{type(error).__name__}: {error}")
+            return 1
+        except Exception as error:
+            # Blind on purpose: any failure becomes the exit code, its cause on stderr.
+            logger.error("manager failed", exc_info=error)
+            _report(f"manager failed: {type(error).__name__}: {error}")
+            return 1
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+        return 0
+
+    def _on_signal(self, signum: signal.Signals) -> None:
+        logger.info("manager: %s received; stopping gracefully", signum.name)
+        self.stop()
+
+    @staticmethod
+    def main(
+        setup: Callable[[], Awaitable[Manager] | AbstractAsyncContextManager[Manager]],
+    ) -> int:
+        """Build a manager with ``setup()`` in a new event loop and run it until a signal:
+        ``sys.exit(Manager.main(setup))``. Returns :meth:`run_until_signal`'s code.
+
+        ``setup`` is an async function returning the manager, or returns an async context
+        manager yielding it (``@contextlib.asynccontextmanager``), which is left after the
+        manager stopped: the place to close a client it opened. A failure in ``setup`` is
+        reported like one in the manager (exit code 1).
+        """
+
+        async def go() -> int:
+            try:
+                made = setup()
+                if isinstance(made, contextlib.AbstractAsyncContextManager):
+                    async with made as manager:
+                        return await manager.run_until_signal()
+                manager = await made
+            except Exception as error:
+                # Blind on purpose: a setup failure becomes the exit code, cause on stderr.
+                logger.error("manager setup failed", exc_info=error)
+                _report(f"manager setup failed: {type(error).__name__}: {error}")
+                return 1
+            return await manager.run_until_signal()
+
+        return asyncio.run(go())
+
+
+def _report(message: str) -> None:
+    """The cause of a non-zero exit, on stderr for the operator reading the pod's logs."""
+    logger.error("%s", message)
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _metrics_answer() -> Callable[[], Awaitable[Answer]]:
+    """``/metrics`` from prometheus_client's default registry; ``RuntimeError`` now when
+    prometheus_client is not installed."""
+    try:
+        exposition = importlib.import_module("prometheus_client")
+    except ImportError as exc:
+        raise RuntimeError(
+            "metrics_address needs prometheus_client: pip install 'aioinformer[prometheus]'"
+        ) from exc
+
+    async def answer() -> Answer:
+        body: bytes = exposition.generate_latest(exposition.REGISTRY)
+        return Answer(200, body, exposition.CONTENT_TYPE_LATEST)
+
+    return answer

@@ -1,0 +1,179 @@
+"""Manager pieces that need no API server: argument checks, the runnable group's graceful
+stop on a fake clock, the address parser, and the metrics endpoint's dependency."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from aioinformer._endpoints import parse_address
+from aioinformer._runnables import Runnable, RunnableGroup
+from aioinformer.client import Client
+from aioinformer.config import Config
+from aioinformer.controller import Controller
+from aioinformer.manager import LeaderElection, Manager, ManagerState, default_identity
+from aioinformer.testing.clock import FakeClock
+from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
+from tests._support_tasks import settle
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    # Never sent a request: these tests stop before any informer lists.
+    async with Client(Config(host="http://127.0.0.1:1", token="t")) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("127.0.0.1:8081", ("127.0.0.1", 8081)),
+        (":8080", ("0.0.0.0", 8080)),
+        ("[::1]:0", ("::1", 0)),
+    ],
+    ids=["host-port", "all-interfaces", "ipv6"],
+)
+def test_parse_address_reads_host_and_port(address: str, expected: tuple[str, int]) -> None:
+    assert parse_address(address, option="health_address") == expected
+
+
+@pytest.mark.parametrize("address", ["8081", "host:", "host:http", "host:70000", ""])
+def test_parse_address_refuses_what_is_not_host_port(address: str) -> None:
+    with pytest.raises(ValueError, match="health_address must be 'host:port'"):
+        parse_address(address, option="health_address")
+
+
+def test_leader_election_defaults_to_client_go_timings_and_a_unique_identity() -> None:
+    first = LeaderElection(lease_name="ops")
+    second = LeaderElection(lease_name="ops")
+    assert (first.lease_duration, first.renew_deadline, first.retry_period) == (15, 10, 2)
+    assert first.release_on_cancel is True
+    assert first.identity != second.identity
+    assert default_identity().count("_") >= 1
+
+
+def test_leader_election_refuses_an_empty_lease_name() -> None:
+    with pytest.raises(ValueError, match="lease_name is empty"):
+        LeaderElection(lease_name="")
+
+
+def test_manager_checks_election_timings_at_construction(client: Client) -> None:
+    bad = LeaderElection(lease_name="ops", lease_duration=5, renew_deadline=10)
+    with pytest.raises(ValueError, match="lease_duration must be greater than renew_deadline"):
+        Manager(client, leader_election=bad)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("cache_sync_timeout", 0, "cache_sync_timeout must be > 0"),
+        ("graceful_shutdown_timeout", -1, "graceful_shutdown_timeout must be >= 0"),
+        ("health_address", "nope", "health address must be 'host:port'"),
+    ],
+)
+def test_manager_refuses_bad_options(client: Client, option: str, value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Manager(client, **{option: value})
+
+
+def test_add_takes_a_controller_and_add_runnable_an_async_callable(client: Client) -> None:
+    manager = Manager(client)
+
+    def sync_job() -> None:
+        pass
+
+    with pytest.raises(TypeError, match="takes a Controller"):
+        manager.add(sync_job)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="async callable"):
+        manager.add_runnable(sync_job)  # type: ignore[arg-type]
+    controller = Controller("c", lambda key: None)
+    manager.add(controller)
+    with pytest.raises(ValueError, match="already added"):
+        manager.add(controller)
+
+
+def test_metrics_address_without_prometheus_client_is_a_clear_error(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    with pytest.raises(RuntimeError, match=r"pip install 'aioinformer\[prometheus\]'"):
+        Manager(client, metrics_address="127.0.0.1:0")
+
+
+async def test_stop_before_run_makes_run_return_at_once_and_runs_only_once(
+    client: Client,
+) -> None:
+    started: list[str] = []
+
+    async def job() -> None:
+        started.append("job")
+
+    manager = Manager(client)
+    manager.add_runnable(job, needs_leader_election=False)
+    manager.stop()
+    await manager.run()
+    assert manager.state is ManagerState.STOPPED
+    assert started == []
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await manager.run()
+    with pytest.raises(RuntimeError, match="stopping or stopped"):
+        manager.add_runnable(job)
+
+
+async def test_group_asks_controllers_to_stop_and_cancels_the_rest_after_the_timeout() -> None:
+    clock = FakeClock()
+    failures: list[BaseException] = []
+    group = RunnableGroup("g", on_failure=lambda _, error: failures.append(error), clock=clock)
+    stop_asked = asyncio.Event()
+    finished: list[str] = []
+
+    async def graceful() -> None:
+        await stop_asked.wait()
+        finished.append("graceful")
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Future()
+        except asyncio.CancelledError:
+            await clock.sleep(100)  # ignores the first cancellation's hint for a long time
+            raise
+
+    group.add(Runnable("graceful", graceful, stop_asked.set))
+    group.add(Runnable("stubborn", stubborn))
+    group.start_all()
+    await settle()
+    stopping = asyncio.create_task(group.stop(5))
+    await settle()
+    assert finished == ["graceful"]
+    assert not stopping.done()
+    await clock.advance(5)
+    await stopping
+    assert failures == []
+
+
+async def test_group_reports_a_failure_and_not_a_return() -> None:
+    failures: list[tuple[str, BaseException]] = []
+    group = RunnableGroup(
+        "g", on_failure=lambda r, error: failures.append((r.name, error)), clock=FakeClock()
+    )
+
+    async def returns() -> None:
+        pass
+
+    async def fails() -> None:
+        raise KeyError("x")
+
+    group.add(Runnable("returns", returns))
+    group.start_all()
+    group.add(Runnable("fails", fails))  # added while running: starts at once
+    await settle()
+    assert [(name, type(error)) for name, error in failures] == [("fails", KeyError)]
+    await group.stop(1)
+    with pytest.raises(RuntimeError, match="already stopped"):
+        group.add(Runnable("late", returns))
