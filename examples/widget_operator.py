@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -46,16 +47,20 @@ from pydantic import BaseModel, Field
 from aioinformer.client import Client
 from aioinformer.controller import Controller, enqueue_owner
 from aioinformer.errors import AlreadyExists, NotFound, Requeue
-from aioinformer.factory import SharedInformerFactory
+from aioinformer.events import EventRecorder
 from aioinformer.finalizers import Finalizer, FinalizerAction
 from aioinformer.indexer import split_meta_namespace_key
+from aioinformer.manager import LeaderElection, Manager
 from aioinformer.models import KubeObject
 from aioinformer.ownership import set_controller_reference
 from aioinformer.predicates import generation_changed
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
-    from aioinformer.events import EventRecorder, EventType
+    from collections.abc import AsyncIterator
+
+    from aioinformer.events import EventType
+    from aioinformer.factory import SharedInformerFactory
     from aioinformer.informer import SharedIndexInformer
 
 logger = logging.getLogger("widget-operator")
@@ -313,6 +318,25 @@ class WidgetOperator:
         await self._read_back(self.widgets, written)
 
 
+def build_manager(
+    client: Client,
+    recorder: EventRecorder,
+    *,
+    leader_election: LeaderElection | None = None,
+    health_address: str | None = None,
+    **options: Any,
+) -> tuple[Manager, WidgetOperator]:
+    """The operator on a :class:`~aioinformer.manager.Manager`: the manager owns the
+    informers and runs the controller once the caches are warm (and, with
+    ``leader_election``, only while this replica leads). ``recorder`` is run by the
+    caller around the manager, so it flushes the last Events after the controller has
+    drained. ``options`` go to :class:`WidgetOperator`."""
+    manager = Manager(client, leader_election=leader_election, health_address=health_address)
+    operator = WidgetOperator(client, manager.factory, recorder=recorder, **options)
+    manager.add(operator.controller)
+    return manager, operator
+
+
 def widget(name: str, greeting: str, *, size: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
@@ -337,6 +361,25 @@ def managed_config_maps(server: FakeAPIServer) -> dict[str, dict[str, str]]:
     }
 
 
+def widget_names(server: FakeAPIServer) -> list[str]:
+    """The names of the Widgets on the server."""
+    return sorted(obj["metadata"]["name"] for obj in server.objects(WIDGETS, "default"))
+
+
+def recorded_events(server: FakeAPIServer) -> list[tuple[str, str, str, int]]:
+    """The Events the operator wrote: (regarding name, reason, note, count), sorted."""
+    return sorted(
+        (
+            event["regarding"]["name"],
+            event["reason"],
+            event.get("note", ""),
+            (event.get("series") or {}).get("count", 1),
+        )
+        for event in server.objects("events.k8s.io/v1/events", "default")
+        if event.get("reportingController") == REPORTING_CONTROLLER
+    )
+
+
 async def demo() -> None:
     """The operator against the fake API server, driven through a few changes."""
     async with FakeAPIServer() as server, server.client() as client:
@@ -344,15 +387,16 @@ async def demo() -> None:
         server.create(widget("hello", "Hello"))
         server.create(widget("bye", "Goodbye", size=2))
 
-        factory = SharedInformerFactory(client)
-        operator = WidgetOperator(client, factory)
-        async with factory, operator.controller:
+        recorder = EventRecorder(client, reporting_controller=REPORTING_CONTROLLER)
+        manager, operator = build_manager(client, recorder)
+        async with recorder, manager:
             await eventually(lambda: len(managed_config_maps(server)) == 2, timeout=10)
             print("created:", managed_config_maps(server))
             await eventually(
                 lambda: widget_status(server, "hello").get("configMap") is not None, timeout=10
             )
             print("status:", widget_status(server, "hello"))
+            print("finalizers:", server.get(WIDGETS, "default", "hello")["metadata"]["finalizers"])
 
             server.patch(WIDGETS, "default", "hello", {"spec": {"greeting": "Hello, world"}})
             await eventually(
@@ -371,34 +415,45 @@ async def demo() -> None:
             await eventually(lambda: "hello-config" in managed_config_maps(server), timeout=10)
             print("ConfigMap deleted by hand, recreated:", sorted(managed_config_maps(server)))
 
+            # The finalizer holds the Widget until the operator has cleaned up after it.
             server.delete(WIDGETS, "default", "bye")
-            await eventually(lambda: "bye-config" not in managed_config_maps(server), timeout=10)
-            print("widget deleted:", sorted(managed_config_maps(server)))
+            await eventually(lambda: "bye" not in widget_names(server), timeout=10)
+            print("widget deleted, after cleanup:", sorted(managed_config_maps(server)))
 
         stats = operator.controller.statistics()
         print(f"reconciles: {stats.reconciles}, failures: {stats.failures}")
+        for event in recorded_events(server):
+            print("event:", event)
 
 
-async def run_against_cluster() -> None:
-    """The operator against the cluster ``Client.from_env()`` finds, until cancelled."""
+@contextlib.asynccontextmanager
+async def on_cluster() -> AsyncIterator[Manager]:
+    """The operator against the cluster ``Client.from_env()`` finds, with leader election
+    on the Lease ``widget-operator`` in ``$POD_NAMESPACE`` and probes on
+    ``$HEALTH_ADDRESS`` (default ``:8081``)."""
     async with Client.from_env() as client:
-        factory = SharedInformerFactory(client)
-        operator = WidgetOperator(client, factory)
-        async with factory, operator.controller:
-            await asyncio.Event().wait()
+        recorder = EventRecorder(client, reporting_controller=REPORTING_CONTROLLER)
+        namespace = os.environ.get("POD_NAMESPACE", "default")
+        manager, _ = build_manager(
+            client,
+            recorder,
+            leader_election=LeaderElection(lease_name=OPERATOR, lease_namespace=namespace),
+            health_address=os.environ.get("HEALTH_ADDRESS", ":8081"),
+        )
+        async with recorder:
+            yield manager
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("  [%(name)s] %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     if "--cluster" in argv:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run_against_cluster())
-    else:
-        asyncio.run(demo())
+        return Manager.main(on_cluster)
+    asyncio.run(demo())
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

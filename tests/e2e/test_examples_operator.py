@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from aioinformer.controller import ControllerState
+from aioinformer.events import EventRecorder
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
@@ -77,8 +78,45 @@ async def test_the_operator_demo_runs_every_scenario(capsys: pytest.CaptureFixtu
     assert "widget edited: {'greeting': 'Hello, world', 'size': '1'}" in out
     assert "ConfigMap edited by hand, repaired: {'greeting': 'Goodbye', 'size': '2'}" in out
     assert "ConfigMap deleted by hand, recreated: ['bye-config', 'hello-config']" in out
-    assert "widget deleted: ['hello-config']" in out
+    assert "finalizers: ['example.com/cleanup']" in out
+    assert "widget deleted, after cleanup: ['hello-config']" in out
     assert "failures: 0" in out
+    assert "event: ('bye', 'Deleted', 'deleted ConfigMap bye-config', 1)" in out
+    assert "event: ('hello', 'Updated', 'updated ConfigMap hello-config', 1)" in out
+
+
+async def test_the_operator_on_a_manager_creates_reconciles_finalizes_and_records_events(
+    crd_server: FakeAPIServer, kube_client: Client
+) -> None:
+    crd_server.create(widget_operator.widget("w", "hello"))
+    recorder = EventRecorder(kube_client, reporting_controller=widget_operator.REPORTING_CONTROLLER)
+    manager, operator = widget_operator.build_manager(kube_client, recorder)
+    async with recorder, manager:
+        # create -> reconcile: finalizer added, ConfigMap created and owned, status recorded
+        await wait_until(
+            lambda: widget_operator.widget_status(crd_server, "w").get("configMap") == "w-config",
+            poll=SERVER_POLL,
+            timeout=10,
+        )
+        stored = crd_server.get("example.com/v1/widgets", "default", "w")
+        assert stored["metadata"]["finalizers"] == [widget_operator.FINALIZER]
+        owner = config_maps(crd_server)["w-config"]["metadata"]["ownerReferences"][0]
+        assert (owner["name"], owner["uid"]) == ("w", stored["metadata"]["uid"])
+
+        # delete -> the finalizer's cleanup deletes the ConfigMap, then the Widget goes
+        crd_server.delete("example.com/v1/widgets", "default", "w")
+        await wait_until(
+            lambda: widget_operator.widget_names(crd_server) == [], poll=SERVER_POLL, timeout=10
+        )
+        assert "w-config" not in config_maps(crd_server)
+        assert manager.is_leader  # no election configured: the manager runs its controllers
+    # The recorder flushed on close: every Event is on the server.
+    events = widget_operator.recorded_events(crd_server)
+    assert [(name, reason) for name, reason, _, _ in events] == [
+        ("w", "Created"),
+        ("w", "Deleted"),
+    ]
+    assert operator.controller.statistics().failures == 0
 
 
 async def test_the_operator_creates_an_owned_config_map_per_widget(
