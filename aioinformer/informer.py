@@ -220,6 +220,8 @@ class SharedIndexInformer:
         )
         self._lister_watcher = lister_watcher
         self.name: str = name or _describe(lister_watcher)
+        # The namespace the source watches (None: all), where a lister's get(name) looks.
+        self._namespace = source_scope(lister_watcher, self.name)[1]
         self._cache: CacheMode = cache
         # The shared decodes the pop task made last (compact cache only).
         self._window = DecodeWindow()
@@ -486,8 +488,9 @@ class SharedIndexInformer:
     def lister(self) -> Lister[Any]:
         """A :class:`Lister` over the cache (typed when the informer has a ``model``);
         its ``get(name)`` looks in the informer's namespace when it watches one."""
-        namespace = source_scope(self._lister_watcher, self.name)[1]
-        return Lister(self._indexer, model=self._model, guard=self._guard, namespace=namespace)
+        return Lister(
+            self._indexer, model=self._model, guard=self._guard, namespace=self._namespace
+        )
 
     @property
     def model(self) -> type[Any] | None:
