@@ -135,6 +135,21 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
     ResourceType(
         "apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), True, generation=True
     ),
+    ResourceType("batch", "v1", "jobs", "Job", True, "job", (), True, generation=True),
+    ResourceType(
+        "batch", "v1", "cronjobs", "CronJob", True, "cronjob", ("cj",), True, generation=True
+    ),
+    ResourceType(
+        "networking.k8s.io",
+        "v1",
+        "ingresses",
+        "Ingress",
+        True,
+        "ingress",
+        ("ing",),
+        True,
+        generation=True,
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
 )
 

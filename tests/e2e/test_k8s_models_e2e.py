@@ -145,20 +145,11 @@ CASES: dict[str, tuple[type[KubeObject], dict[str, Any], Any]] = {
 }
 
 
-# Kinds the fake does not serve built in: registered the way a CRD is.
-REGISTERED = {
-    "batch/v1/jobs": ("batch", "v1", "jobs", "Job"),
-    "networking.k8s.io/v1/ingresses": ("networking.k8s.io", "v1", "ingresses", "Ingress"),
-}
-
-
 @pytest.mark.parametrize("resource", sorted(CASES))
 async def test_a_built_in_object_round_trips_through_a_typed_informer(
     fake_apiserver: FakeAPIServer, kube_client: Client, resource: str
 ) -> None:
     model, sent, typed_fields_read = CASES[resource]
-    if resource in REGISTERED:
-        fake_apiserver.register_crd(*REGISTERED[resource])
     sent = {**sent, "futureField": {"added": "in 1.37"}}
     stored = fake_apiserver.create(sent)
     async with SharedInformerFactory(kube_client) as factory:
