@@ -224,7 +224,8 @@ async def test_transport_failures_are_retried_and_logged_once(
         rec.event(widget(), type="Warning", reason="Failed", action="Sync")
         for _ in range(3):
             await fake_clock.wait_for_sleepers(2)  # the series timer and the retry
-            await fake_clock.advance(12.5)
+            # Wake exactly the retry: a fixed step could cover two jittered delays at once.
+            assert await fake_clock.advance_to_next() <= 3 * 12.5
         await created(rec, sink)
     assert sink.verbs() == ["create"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
