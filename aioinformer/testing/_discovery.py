@@ -20,7 +20,11 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from aioinformer.testing._requests import JSON, method_not_allowed, not_served
+from aioinformer._apirequests import (
+    JSON,
+    method_not_allowed,
+    not_served,
+)
 from aioinformer.testing._resources import VERBS, ResourceRegistry
 
 __all__ = ["VERSION_INFO", "discovery_response", "is_discovery"]

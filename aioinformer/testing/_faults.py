@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from aioinformer.testing._objects import ResourceType, StatusError, status_body
+from aioinformer._apiobjects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine

@@ -1,12 +1,11 @@
-"""Request parsing and answer building shared by the fake API server's routes and watches.
+"""Request parsing for the fake API server's writes.
 
-Role: the small, pure pieces of HTTP handling that kube-apiserver applies to every
-request. Input is parts of an ``aiohttp`` request (the parsed resource path, the query,
-the ``Accept``, ``Authorization`` and body bytes); output is parsed values (selectors,
-integer and boolean parameters, the negotiated :class:`Conversion`, a validated new
-object) or the :class:`StatusError` kube-apiserver answers with (400 ``BadRequest``, 404,
-405, 406 ``NotAcceptable``, 415, 422 ``Invalid``), and the ``web.Response`` for a stored
-entry or a failure.
+Role: the small, pure pieces of HTTP handling that kube-apiserver applies to a write (the
+read side, shared with the caching proxy, is :mod:`aioinformer._apirequests`). Input is
+parts of an ``aiohttp`` request (the parsed resource path, the body bytes); output is
+parsed values (the :class:`Target`, a validated new object, the patch function of a
+Content-Type) or the :class:`~aioinformer._apiobjects.StatusError` kube-apiserver answers
+with (400 ``BadRequest``, 415, 422 ``Invalid``).
 
 Ordering: none; each function looks at its arguments only.
 
@@ -16,19 +15,11 @@ Task model: synchronous functions, called from the handlers on the server's even
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
-from aiohttp import web
 
-from aioinformer.errors import SelectorError
-from aioinformer.labels import (
-    FieldSelector,
-    LabelSelector,
-    parse_field_selector,
-    parse_label_selector,
-)
-from aioinformer.testing._objects import META_GROUP, Entry, ResourceType, StatusError, status_body
+from aioinformer._apiobjects import ResourceType, StatusError, status_body
 from aioinformer.testing._patch import (
     apply_json_patch,
     apply_merge_patch,
@@ -36,41 +27,15 @@ from aioinformer.testing._patch import (
 )
 from aioinformer.testing._validation import FieldError, invalid_error
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
 __all__ = [
-    "JSON",
     "PATCH_TYPES",
-    "Conversion",
     "Target",
-    "bearer",
-    "bool_param",
     "check_namespace",
     "decode_body",
-    "entry_response",
-    "int_param",
     "invalid",
-    "invalid_options",
-    "method_not_allowed",
-    "negotiate",
-    "not_acceptable",
-    "not_served",
     "prepare_new",
-    "selectors",
-    "status_response",
     "unsupported_patch_type",
-    "validate_rv_match",
 ]
-
-JSON: Final = "application/json"
-
-
-_META_KINDS: Final = frozenset({"PartialObjectMetadata", "PartialObjectMetadataList"})
-
-
-_META_VERSIONS: Final = frozenset({"v1", "v1beta1"})
-
 
 PATCH_TYPES: Final = {
     "application/merge-patch+json": apply_merge_patch,
@@ -89,77 +54,6 @@ class Target:
     subresource: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Conversion:
-    """What an ``Accept: application/json;as=<kind>;g=meta.k8s.io;v=<version>`` asks for:
-    ``kind`` is ``PartialObjectMetadata`` or ``PartialObjectMetadataList``,
-    ``api_version`` ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1``."""
-
-    kind: str
-    api_version: str
-
-
-def negotiate(accept: str) -> Conversion | None:
-    """The answer's form for an Accept header, as kube-apiserver negotiates it.
-
-    ``None`` means the resource's own JSON. Media ranges are tried by falling ``q`` (in
-    header order for equal ones); a range the fake cannot serve (protobuf, YAML, ``Table``
-    or an unknown conversion) is skipped. No servable range answers 406 ``NotAcceptable``.
-    """
-    if not accept.strip():
-        return None
-    ranges: list[tuple[float, int, str, dict[str, str]]] = []
-    for position, clause in enumerate(accept.split(",")):
-        media, *raw_params = (part.strip() for part in clause.split(";"))
-        params: dict[str, str] = {}
-        for raw in raw_params:
-            key, _, value = raw.partition("=")
-            params[key.strip()] = value.strip().strip('"')
-        try:
-            quality = float(params.pop("q", "1"))
-        except ValueError:
-            quality = 0.0
-        if quality > 0:
-            ranges.append((-quality, position, media.lower(), params))
-    for _, _, media, params in sorted(ranges, key=lambda r: (r[0], r[1])):
-        if media not in (JSON, "application/*", "*/*"):
-            continue
-        kind = params.get("as")
-        if kind is None:
-            return None
-        version = params.get("v", "")
-        if kind in _META_KINDS and params.get("g") == META_GROUP and version in _META_VERSIONS:
-            return Conversion(kind, f"{META_GROUP}/{version}")
-    raise not_acceptable(f"only the following media types are accepted: {JSON}")
-
-
-def status_response(exc: StatusError) -> web.Response:
-    """The HTTP answer carrying a failure's ``Status`` body, code and headers."""
-    return web.Response(
-        body=orjson.dumps(exc.status), status=exc.code, content_type=JSON, headers=exc.headers
-    )
-
-
-def entry_response(
-    rt: ResourceType, entry: Entry, convert: Conversion | None = None, *, status: int = 200
-) -> web.Response:
-    """The HTTP answer carrying a stored object, as itself or converted."""
-    if convert is None:
-        body = entry.full(rt)
-    elif convert.kind == "PartialObjectMetadata":
-        body = entry.partial(convert.api_version)
-    else:
-        raise not_acceptable(
-            f"you requested {convert.kind}, but the requested object is not a list ({rt.kind})"
-        )
-    return web.Response(body=body, status=status, content_type=JSON)
-
-
-def not_acceptable(message: str) -> StatusError:
-    """The 406 ``NotAcceptable`` for an answer that cannot take the asked form."""
-    return StatusError(status_body(406, "NotAcceptable", message))
-
-
 def unsupported_patch_type() -> StatusError:
     """The 415 for a PATCH whose Content-Type is not a known patch type."""
     return StatusError(
@@ -172,124 +66,12 @@ def unsupported_patch_type() -> StatusError:
     )
 
 
-def not_served() -> StatusError:
-    """The 404 for a path that names no served resource or subresource."""
-    return StatusError(
-        status_body(404, "NotFound", "the server could not find the requested resource", {})
-    )
-
-
-def method_not_allowed() -> StatusError:
-    """The 405 for a method the path does not serve."""
-    return StatusError(
-        status_body(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-            {},
-        )
-    )
-
-
 def invalid(
     rt: ResourceType, name: str | None, path: str, detail: str, value: Any = None
 ) -> StatusError:
     """The 422 ``Invalid`` with one ``FieldValueInvalid`` cause on ``path`` (``value``,
     when given, is shown as the bad value)."""
     return invalid_error(rt, name or "", [FieldError("FieldValueInvalid", path, detail, value)])
-
-
-def invalid_options(message: str) -> StatusError:
-    """The 422 ``Invalid`` for query options kube-apiserver refuses together."""
-    return StatusError(
-        status_body(
-            422,
-            "Invalid",
-            f'ListOptions.meta.k8s.io "" is invalid: {message}',
-            {"group": "meta.k8s.io", "kind": "ListOptions"},
-        )
-    )
-
-
-def validate_rv_match(
-    rv: str | None, match: str | None, *, watch: bool, send_initial_events: bool | None
-) -> None:
-    """Refuse the ``resourceVersion``/``resourceVersionMatch``/``sendInitialEvents``
-    combinations kube-apiserver refuses for a LIST or (``watch``) a WATCH."""
-    if match not in (None, "", "Exact", "NotOlderThan"):
-        raise invalid_options(
-            f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
-            '"Exact", "NotOlderThan", ""'
-        )
-    if watch:
-        if send_initial_events is not None and match != "NotOlderThan":
-            raise invalid_options(
-                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
-                "unless resourceVersionMatch is set to NotOlderThan"
-            )
-        if match and send_initial_events is None:
-            raise invalid_options(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
-                "unless sendInitialEvents is provided"
-            )
-        return
-    if match and not rv:
-        raise invalid_options(
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
-            "resourceVersion is provided"
-        )
-    if match == "Exact" and rv == "0":
-        raise invalid_options(
-            'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
-            'resourceVersion "0"'
-        )
-
-
-def selectors(
-    rt: ResourceType, query: Mapping[str, str]
-) -> tuple[LabelSelector | None, FieldSelector | None]:
-    """The request's label and field selectors, or the 400 for one that does not parse
-    or filters on a field the resource does not support."""
-    labels: LabelSelector | None = None
-    fields: FieldSelector | None = None
-    try:
-        if query.get("labelSelector"):
-            labels = parse_label_selector(query["labelSelector"]) or None
-        if query.get("fieldSelector"):
-            fields = parse_field_selector(query["fieldSelector"]) or None
-    except SelectorError as exc:
-        raise StatusError(
-            status_body(400, "BadRequest", f"unable to parse requirement: {exc}")
-        ) from exc
-    if fields is not None:
-        for name in sorted(fields.fields()):
-            if name not in rt.field_labels:
-                raise StatusError(
-                    status_body(400, "BadRequest", f"field label not supported: {name}")
-                )
-    return labels, fields
-
-
-def int_param(query: Mapping[str, str], name: str) -> int | None:
-    """A non-negative integer query parameter (``None`` when absent), or the 400."""
-    raw = query.get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise StatusError(status_body(400, "BadRequest", f'invalid value for {name}: "{raw}"'))
-    return value
-
-
-def bool_param(query: Mapping[str, str], name: str) -> bool | None:
-    """A boolean query parameter as kube-apiserver reads it (``None`` when absent)."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    return raw.lower() in ("1", "true", "t", "yes")
 
 
 def decode_body(body: bytes) -> Any:
@@ -335,12 +117,3 @@ def prepare_new(rt: ResourceType, obj: dict[str, Any], namespace: str | None) ->
         meta.pop("namespace", None)
     meta.pop("resourceVersion", None)
     return obj
-
-
-def bearer(request: web.Request) -> str | None:
-    """The bearer token of the ``Authorization`` header, if there is one."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from aioinformer._apiobjects import ResourceType
 from aioinformer.errors import UnknownResourceError
-from aioinformer.testing._objects import ResourceType
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping

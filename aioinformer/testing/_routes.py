@@ -30,38 +30,41 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
-from aioinformer.testing._discovery import discovery_response, is_discovery
-from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
-from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
-from aioinformer.testing._objects import (
+from aioinformer._apiobjects import (
     Entry,
     ResourceType,
     StatusError,
     object_key,
     status_body,
 )
-from aioinformer.testing._patch import PatchError
-from aioinformer.testing._requests import (
+from aioinformer._apirequests import (
     JSON,
-    PATCH_TYPES,
     Conversion,
-    Target,
     bearer,
     bool_param,
-    check_namespace,
-    decode_body,
     entry_response,
     int_param,
-    invalid,
+    list_response,
     method_not_allowed,
     negotiate,
     not_acceptable,
     not_served,
-    prepare_new,
     selectors,
     status_response,
-    unsupported_patch_type,
     validate_rv_match,
+)
+from aioinformer.testing._discovery import discovery_response, is_discovery
+from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
+from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
+from aioinformer.testing._patch import PatchError
+from aioinformer.testing._requests import (
+    PATCH_TYPES,
+    Target,
+    check_namespace,
+    decode_body,
+    invalid,
+    prepare_new,
+    unsupported_patch_type,
 )
 from aioinformer.testing._validation import decode_object
 
@@ -435,7 +438,7 @@ class Router:
         deleted = [
             self._store.delete(rt, listed.namespace, listed.name) for listed in result.entries
         ]
-        return _list_response(rt, deleted, self._store.rv, None, None, convert)
+        return list_response(rt, deleted, self._store.rv, None, None, convert)
 
     async def _list(
         self, target: Target, query: dict[str, str], convert: Conversion | None
@@ -458,7 +461,7 @@ class Router:
             limit=limit,
             continue_=query.get("continue") or None,
         )
-        return _list_response(
+        return list_response(
             rt, result.entries, result.rv, result.continue_, result.remaining, convert
         )
 
@@ -505,36 +508,6 @@ def patch_object(
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
     return store.update(rt, patched, subresource=subresource, manager=manager)
-
-
-def _list_response(
-    rt: ResourceType,
-    entries: list[Entry],
-    rv: int,
-    token: str | None,
-    remaining: int | None,
-    convert: Conversion | None,
-) -> web.Response:
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
-    if token:
-        meta["continue"] = token
-    if remaining is not None:
-        meta["remainingItemCount"] = remaining
-    if convert is None:
-        head = {"kind": rt.kind + "List", "apiVersion": rt.api_version, "metadata": meta}
-        items = [entry.item for entry in entries]
-    elif convert.kind == "PartialObjectMetadataList":
-        # Unlike a typed list's, the items of a PartialObjectMetadataList carry their
-        # own kind and apiVersion.
-        head = {"kind": convert.kind, "apiVersion": convert.api_version, "metadata": meta}
-        items = [entry.partial(convert.api_version) for entry in entries]
-    else:
-        raise not_acceptable(
-            f"you requested {convert.kind}, but the requested object is a list ({rt.kind}List)"
-        )
-    encoded = orjson.dumps(head)
-    body = b"".join((encoded[:-1], b',"items":[', b",".join(items), b"]}"))
-    return web.Response(body=body, content_type=JSON)
 
 
 def _manager(request: web.Request) -> str:

@@ -25,28 +25,32 @@ server's handlers and the test's direct calls on one event loop.
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import bisect
 import collections
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
-from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
-from aioinformer.testing._objects import (
-    META_GROUP,
+from aioinformer._apiobjects import (
     Entry,
     ResourceType,
     StatusError,
-    needs_object,
     object_key,
-    partial_object,
     status_body,
 )
+from aioinformer._apiwatch import (
+    Event,
+    ListResult,
+    Watcher,
+    continue_expired,
+    not_found,
+    page,
+    parse_rv,
+    queue_initial,
+    read_continue,
+    too_large,
+    too_old,
+)
+from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
 from aioinformer.testing._validation import admit_create, check_types, invalid_error
 from aioinformer.testing._validation import validate_metadata as _validate_metadata
 
@@ -55,139 +59,14 @@ if TYPE_CHECKING:
 
     from aioinformer.labels import FieldSelector, LabelSelector
 
-__all__ = [
-    "Entry",
-    "Event",
-    "META_GROUP",
-    "ResourceType",
-    "StatusError",
-    "Store",
-    "Watcher",
-    "partial_object",
-    "status_body",
-]
+__all__ = ["Store"]
 
 
-INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
 _SNAPSHOT_CACHE: Final = 4
-
-
-@dataclass(slots=True)
-class Event:
-    """One change in history: ``entry`` is the new state (for DELETED the last state at
-    the deletion's resourceVersion), ``prev`` the state before (``None`` for ADDED)."""
-
-    rv: int
-    rt: ResourceType
-    type: str
-    key: str
-    entry: Entry
-    prev: Entry | None
-    _lines: dict[str, bytes] | None = None
-
-    def line(self, event_type: str | None = None, as_meta: str | None = None) -> bytes:
-        """The encoded watch line of this event, as ``event_type`` (default: its own);
-        with ``as_meta`` (a ``meta.k8s.io`` apiVersion) the object is its
-        ``PartialObjectMetadata``. Each variant is encoded once, however many watchers."""
-        kind = event_type or self.type
-        if self._lines is None:
-            self._lines = {}
-        cache_key = kind if as_meta is None else f"{kind} {as_meta}"
-        line = self._lines.get(cache_key)
-        if line is None:
-            obj = self.entry.full(self.rt) if as_meta is None else self.entry.partial(as_meta)
-            line = b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
-            self._lines[cache_key] = line
-        return line
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-class Watcher:
-    """One open watch: the filter it applies and the encoded lines waiting to be sent.
-
-    Invariant: ``buffer`` holds lines in resourceVersion order, all newer than ``min_rv``;
-    ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed. With
-    ``as_meta`` set (a ``meta.k8s.io`` apiVersion) every object in ``buffer`` is a
-    ``PartialObjectMetadata`` of that version, bookmarks included.
-    """
-
-    __slots__ = (
-        "as_meta",
-        "buffer",
-        "closed",
-        "field_selector",
-        "fields_need_object",
-        "label_selector",
-        "min_rv",
-        "namespace",
-        "rt",
-        "wake",
-    )
-
-    def __init__(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None,
-        label_selector: LabelSelector | None,
-        field_selector: FieldSelector | None,
-        min_rv: int,
-        as_meta: str | None = None,
-    ) -> None:
-        self.rt = rt
-        self.as_meta = as_meta
-        self.namespace = namespace
-        self.label_selector = label_selector or None
-        self.field_selector = field_selector or None
-        self.fields_need_object = needs_object(self.field_selector)
-        self.min_rv = min_rv
-        self.buffer: list[bytes] = []
-        self.closed = False
-        self.wake = asyncio.Event()
-
-    def selects(self, entry: Entry) -> bool:
-        """Whether ``entry`` passes this watch's namespace and selectors."""
-        if self.namespace is not None and entry.namespace != self.namespace:
-            return False
-        return entry.selected_by(
-            self.label_selector, self.field_selector, fields_need_object=self.fields_need_object
-        )
-
-    def offer(self, event: Event) -> None:
-        """Queue ``event`` if it concerns this watch, translated as the watch cache does:
-        an update that moves an object into (out of) the selection is ADDED (DELETED)."""
-        if event.rv <= self.min_rv:
-            return
-        as_meta = self.as_meta
-        if self.namespace is None and self.label_selector is None and self.field_selector is None:
-            self.buffer.append(event.line(None, as_meta))
-            self.wake.set()
-            return
-        now = self.selects(event.entry)
-        if event.type == "MODIFIED":
-            before = event.prev is not None and self.selects(event.prev)
-            if now and before:
-                line = event.line(None, as_meta)
-            elif now:
-                line = event.line("ADDED", as_meta)
-            elif before:
-                line = event.line("DELETED", as_meta)
-            else:
-                return
-        elif now:
-            line = event.line(None, as_meta)
-        else:
-            return
-        self.buffer.append(line)
-        self.wake.set()
-
-    def close(self) -> None:
-        """Mark closed and wake the writer, which ends the stream."""
-        self.closed = True
-        self.wake.set()
 
 
 class _Table:
@@ -223,71 +102,6 @@ class _Table:
         self.last_rv = rv
         self._ordered = None
         return self.entries.pop(key)
-
-
-@dataclass(slots=True)
-class ListResult:
-    """One LIST page: the stored entries, the list's resourceVersion, the continue token."""
-
-    entries: list[Entry]
-    rv: int
-    continue_: str | None
-    remaining: int | None
-
-    @property
-    def items(self) -> list[bytes]:
-        """The page's items encoded as a LIST carries them (no apiVersion/kind)."""
-        return [entry.item for entry in self.entries]
-
-
-def _encode_continue(rv: int, start: str) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, str]:
-    try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        rv, start, version = data["rv"], data["start"], data["v"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StatusError(
-            status_body(400, "BadRequest", f"continue key is not valid: {exc}")
-        ) from exc
-    if version != "meta.k8s.io/v1" or not isinstance(rv, int) or not isinstance(start, str):
-        raise StatusError(
-            status_body(400, "BadRequest", "continue key is not valid: incorrect encoded start")
-        )
-    return rv, start
-
-
-def too_old(rv: int, compacted: int) -> StatusError:
-    """The 410 a read at a compacted resourceVersion gets."""
-    return StatusError(status_body(410, "Expired", f"too old resource version: {rv} ({compacted})"))
-
-
-def too_large(rv: int, current: int) -> StatusError:
-    """The 504 a read at a resourceVersion the server has not reached gets."""
-    body = status_body(
-        504,
-        "Timeout",
-        f"Timeout: Too large resource version: {rv}, current: {current}",
-        {
-            "causes": [
-                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-            ],
-            "retryAfterSeconds": 1,
-        },
-    )
-    return StatusError(body, {"Retry-After": "1"})
-
-
-_CONTINUE_EXPIRED: Final = (
-    "The provided continue parameter is too old to display a consistent list result. You can "
-    "start a new list without the continue parameter, or use the continue token in this "
-    "response to retrieve the remainder of the results. Continuing with the provided token "
-    "results in an inconsistent list - objects that were created, modified, or deleted "
-    "between the time the first chunk was returned and now may show up in the list."
-)
 
 
 class Store:
@@ -576,53 +390,22 @@ class Store:
         """One LIST page, following kube-apiserver's resourceVersion rules."""
         start = ""
         if continue_:
-            if resource_version not in (None, "", "0"):
-                raise StatusError(
-                    status_body(
-                        400,
-                        "BadRequest",
-                        "specifying resource version is not allowed when using continue",
-                    )
-                )
-            rv, start = _decode_continue(continue_)
+            rv, start = read_continue(continue_, resource_version)
             if rv < self.compacted_rv or rv > self.rv:
-                inconsistent = _encode_continue(self.rv, start)
-                raise StatusError(
-                    status_body(
-                        410, "Expired", _CONTINUE_EXPIRED, list_meta={"continue": inconsistent}
-                    )
-                )
+                raise continue_expired(self.rv, start)
         else:
             rv = self.read_rv(resource_version, resource_version_match, limit=limit)
         keys, entries = self.snapshot(rt, rv)
-        lo, hi = 0, len(entries)
-        if namespace is not None and rt.namespaced:
-            prefix = namespace + "/"
-            lo = bisect.bisect_left(keys, prefix)
-            hi = bisect.bisect_left(keys, prefix + "\U0010ffff")
-        if start:
-            lo = max(lo, bisect.bisect_left(keys, start))
-        filtering = bool(label_selector) or bool(field_selector)
-        items: list[Entry] = []
-        if not filtering and not limit:
-            return ListResult(entries[lo:hi], rv, None, None)
-        labels = label_selector or None
-        fields = field_selector or None
-        decode = needs_object(fields)
-        i = lo
-        while i < hi:
-            entry = entries[i]
-            i += 1
-            if filtering and not entry.selected_by(labels, fields, fields_need_object=decode):
-                continue
-            items.append(entry)
-            if limit and len(items) >= limit:
-                break
-        if i < hi and limit and len(items) >= limit:
-            token = _encode_continue(rv, keys[i - 1] + "\x00")
-            remaining = None if filtering else hi - i
-            return ListResult(items, rv, token, remaining)
-        return ListResult(items, rv, None, None)
+        return page(
+            keys,
+            entries,
+            rv,
+            namespace=namespace if rt.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            start=start,
+        )
 
     def read_rv(self, resource_version: str | None, match: str | None, *, limit: int | None) -> int:
         """The resourceVersion a LIST reads at, or the 410/504 kube-apiserver answers."""
@@ -681,17 +464,12 @@ class Store:
             as_meta=as_meta,
         )
         if initial_events:
-            added = b'{"type":"ADDED","object":'
-            for entry in self.snapshot(rt, start_rv)[1]:
-                if watcher.selects(entry):
-                    if as_meta is None:
-                        watcher.buffer.append(added + rt.prefix + entry.item[1:] + b"}\n")
-                    else:
-                        watcher.buffer.append(added + entry.partial(as_meta) + b"}\n")
-            if initial_events_end:
-                watcher.buffer.append(
-                    bookmark_line(rt, start_rv, initial_events_end=True, as_meta=as_meta)
-                )
+            queue_initial(
+                watcher,
+                self.snapshot(rt, start_rv)[1],
+                start_rv,
+                initial_events_end=initial_events_end,
+            )
         elif start_rv < self.rv:
             for event in self.history:
                 if event.rv > start_rv and event.rt.id == rt.id:
@@ -706,38 +484,6 @@ class Store:
         if watcher in watchers:
             watchers.remove(watcher)
         watcher.close()
-
-
-def bookmark_line(
-    rt: ResourceType, rv: int, *, initial_events_end: bool = False, as_meta: str | None = None
-) -> bytes:
-    """A BOOKMARK watch line: only kind, apiVersion and metadata.resourceVersion (the
-    kind and apiVersion of ``PartialObjectMetadata`` on a metadata-only watch)."""
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
-    if initial_events_end:
-        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-    if as_meta is None:
-        obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
-    else:
-        obj = {"kind": "PartialObjectMetadata", "apiVersion": as_meta, "metadata": meta}
-    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
-
-
-def parse_rv(text: str) -> int:
-    """A resourceVersion as an integer, or the 400 for one that is not."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise StatusError(status_body(400, "BadRequest", f'invalid resource version "{text}"'))
-    return value
-
-
-def not_found(rt: ResourceType, name: str) -> StatusError:
-    return StatusError(
-        status_body(404, "NotFound", f'{rt.qualified} "{name}" not found', rt.details(name))
-    )
 
 
 def conflict(rt: ResourceType, name: str) -> StatusError:

@@ -35,25 +35,28 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 import orjson
 from aiohttp import web
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer.labels import FieldSelector, parse_field_selector
-from aioinformer.testing._objects import ResourceType, StatusError
-from aioinformer.testing._requests import (
+from aioinformer._apiobjects import ResourceType, StatusError
+from aioinformer._apirequests import (
     JSON,
     Conversion,
-    Target,
     bool_param,
     int_param,
     invalid_options,
     selectors,
     validate_rv_match,
 )
-from aioinformer.testing._store import Store, Watcher, bookmark_line
+from aioinformer._apiwatch import Watcher, bookmark_line
+from aioinformer._clock import Clock, default_clock
+from aioinformer.labels import FieldSelector, parse_field_selector
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
+    from aioinformer.testing._requests import (
+        Target,
+    )
+    from aioinformer.testing._store import Store
 
 __all__ = [
     "ActiveWatch",

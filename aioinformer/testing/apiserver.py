@@ -76,11 +76,11 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import orjson
 
+from aioinformer._apiobjects import Entry, ResourceType, StatusError, status_body
 from aioinformer._clock import Clock, default_clock
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
-from aioinformer.testing._objects import Entry, ResourceType, StatusError, status_body
 from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object

@@ -60,6 +60,7 @@ import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
+from aioinformer._apiobjects import status_body
 from aioinformer._meta import meta_namespace_key
 from aioinformer.errors import (
     AioinformerError,
@@ -85,7 +86,6 @@ from aioinformer.listwatch import (
     ObjectList,
     WatchEvent,
 )
-from aioinformer.testing._store import status_body
 from aioinformer.watch import error_from_watch_status
 
 if TYPE_CHECKING:

@@ -1,0 +1,285 @@
+"""Request parsing and answers shared by servers of the list/watch API.
+
+Role: the small, pure pieces of HTTP handling that kube-apiserver applies to every read,
+used by the fake API server (``aioinformer.testing``) and the caching proxy
+(``aioinformer.proxy``). Input is parts of an ``aiohttp`` request (the query, the
+``Accept`` and ``Authorization`` headers); output is parsed values (selectors, integer and
+boolean parameters, the negotiated :class:`Conversion`, a bearer token) or the
+:class:`~aioinformer._apiobjects.StatusError` kube-apiserver answers with (400
+``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``), and the
+``web.Response`` for a stored entry or a failure.
+
+Ordering: none; each function looks at its arguments only.
+
+Task model: synchronous functions, called from request handlers on the event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+from aiohttp import web
+
+from aioinformer._apiobjects import META_GROUP, Entry, ResourceType, StatusError, status_body
+from aioinformer.errors import SelectorError
+from aioinformer.labels import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "JSON",
+    "Conversion",
+    "bearer",
+    "bool_param",
+    "entry_response",
+    "int_param",
+    "invalid_options",
+    "list_response",
+    "method_not_allowed",
+    "negotiate",
+    "not_acceptable",
+    "not_served",
+    "selectors",
+    "status_response",
+    "validate_rv_match",
+]
+
+JSON: Final = "application/json"
+
+
+_META_KINDS: Final = frozenset({"PartialObjectMetadata", "PartialObjectMetadataList"})
+
+
+_META_VERSIONS: Final = frozenset({"v1", "v1beta1"})
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """What an ``Accept: application/json;as=<kind>;g=meta.k8s.io;v=<version>`` asks for:
+    ``kind`` is ``PartialObjectMetadata`` or ``PartialObjectMetadataList``,
+    ``api_version`` ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1``."""
+
+    kind: str
+    api_version: str
+
+
+def negotiate(accept: str) -> Conversion | None:
+    """The answer's form for an Accept header, as kube-apiserver negotiates it.
+
+    ``None`` means the resource's own JSON. Media ranges are tried by falling ``q`` (in
+    header order for equal ones); a range the fake cannot serve (protobuf, YAML, ``Table``
+    or an unknown conversion) is skipped. No servable range answers 406 ``NotAcceptable``.
+    """
+    if not accept.strip():
+        return None
+    ranges: list[tuple[float, int, str, dict[str, str]]] = []
+    for position, clause in enumerate(accept.split(",")):
+        media, *raw_params = (part.strip() for part in clause.split(";"))
+        params: dict[str, str] = {}
+        for raw in raw_params:
+            key, _, value = raw.partition("=")
+            params[key.strip()] = value.strip().strip('"')
+        try:
+            quality = float(params.pop("q", "1"))
+        except ValueError:
+            quality = 0.0
+        if quality > 0:
+            ranges.append((-quality, position, media.lower(), params))
+    for _, _, media, params in sorted(ranges, key=lambda r: (r[0], r[1])):
+        if media not in (JSON, "application/*", "*/*"):
+            continue
+        kind = params.get("as")
+        if kind is None:
+            return None
+        version = params.get("v", "")
+        if kind in _META_KINDS and params.get("g") == META_GROUP and version in _META_VERSIONS:
+            return Conversion(kind, f"{META_GROUP}/{version}")
+    raise not_acceptable(f"only the following media types are accepted: {JSON}")
+
+
+def status_response(exc: StatusError) -> web.Response:
+    """The HTTP answer carrying a failure's ``Status`` body, code and headers."""
+    return web.Response(
+        body=orjson.dumps(exc.status), status=exc.code, content_type=JSON, headers=exc.headers
+    )
+
+
+def entry_response(
+    rt: ResourceType, entry: Entry, convert: Conversion | None = None, *, status: int = 200
+) -> web.Response:
+    """The HTTP answer carrying a stored object, as itself or converted."""
+    if convert is None:
+        body = entry.full(rt)
+    elif convert.kind == "PartialObjectMetadata":
+        body = entry.partial(convert.api_version)
+    else:
+        raise not_acceptable(
+            f"you requested {convert.kind}, but the requested object is not a list ({rt.kind})"
+        )
+    return web.Response(body=body, status=status, content_type=JSON)
+
+
+def not_acceptable(message: str) -> StatusError:
+    """The 406 ``NotAcceptable`` for an answer that cannot take the asked form."""
+    return StatusError(status_body(406, "NotAcceptable", message))
+
+
+def not_served() -> StatusError:
+    """The 404 for a path that names no served resource or subresource."""
+    return StatusError(
+        status_body(404, "NotFound", "the server could not find the requested resource", {})
+    )
+
+
+def method_not_allowed() -> StatusError:
+    """The 405 for a method the path does not serve."""
+    return StatusError(
+        status_body(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            {},
+        )
+    )
+
+
+def invalid_options(message: str) -> StatusError:
+    """The 422 ``Invalid`` for query options kube-apiserver refuses together."""
+    return StatusError(
+        status_body(
+            422,
+            "Invalid",
+            f'ListOptions.meta.k8s.io "" is invalid: {message}',
+            {"group": "meta.k8s.io", "kind": "ListOptions"},
+        )
+    )
+
+
+def validate_rv_match(
+    rv: str | None, match: str | None, *, watch: bool, send_initial_events: bool | None
+) -> None:
+    """Refuse the ``resourceVersion``/``resourceVersionMatch``/``sendInitialEvents``
+    combinations kube-apiserver refuses for a LIST or (``watch``) a WATCH."""
+    if match not in (None, "", "Exact", "NotOlderThan"):
+        raise invalid_options(
+            f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+            '"Exact", "NotOlderThan", ""'
+        )
+    if watch:
+        if send_initial_events is not None and match != "NotOlderThan":
+            raise invalid_options(
+                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
+                "unless resourceVersionMatch is set to NotOlderThan"
+            )
+        if match and send_initial_events is None:
+            raise invalid_options(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+                "unless sendInitialEvents is provided"
+            )
+        return
+    if match and not rv:
+        raise invalid_options(
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+            "resourceVersion is provided"
+        )
+    if match == "Exact" and rv == "0":
+        raise invalid_options(
+            'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
+            'resourceVersion "0"'
+        )
+
+
+def selectors(
+    rt: ResourceType, query: Mapping[str, str]
+) -> tuple[LabelSelector | None, FieldSelector | None]:
+    """The request's label and field selectors, or the 400 for one that does not parse
+    or filters on a field the resource does not support."""
+    labels: LabelSelector | None = None
+    fields: FieldSelector | None = None
+    try:
+        if query.get("labelSelector"):
+            labels = parse_label_selector(query["labelSelector"]) or None
+        if query.get("fieldSelector"):
+            fields = parse_field_selector(query["fieldSelector"]) or None
+    except SelectorError as exc:
+        raise StatusError(
+            status_body(400, "BadRequest", f"unable to parse requirement: {exc}")
+        ) from exc
+    if fields is not None:
+        for name in sorted(fields.fields()):
+            if name not in rt.field_labels:
+                raise StatusError(
+                    status_body(400, "BadRequest", f"field label not supported: {name}")
+                )
+    return labels, fields
+
+
+def int_param(query: Mapping[str, str], name: str) -> int | None:
+    """A non-negative integer query parameter (``None`` when absent), or the 400."""
+    raw = query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise StatusError(status_body(400, "BadRequest", f'invalid value for {name}: "{raw}"'))
+    return value
+
+
+def bool_param(query: Mapping[str, str], name: str) -> bool | None:
+    """A boolean query parameter as kube-apiserver reads it (``None`` when absent)."""
+    raw = query.get(name)
+    if raw is None:
+        return None
+    return raw.lower() in ("1", "true", "t", "yes")
+
+
+def bearer(request: web.Request) -> str | None:
+    """The bearer token of the ``Authorization`` header, if there is one."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def list_response(
+    rt: ResourceType,
+    entries: list[Entry],
+    rv: int,
+    token: str | None,
+    remaining: int | None,
+    convert: Conversion | None,
+) -> web.Response:
+    """The HTTP answer carrying a LIST page of ``entries`` read at ``rv``, as the
+    resource's own List or converted (``PartialObjectMetadataList``)."""
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if token:
+        meta["continue"] = token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    if convert is None:
+        head = {"kind": rt.kind + "List", "apiVersion": rt.api_version, "metadata": meta}
+        items = [entry.item for entry in entries]
+    elif convert.kind == "PartialObjectMetadataList":
+        # Unlike a typed list's, the items of a PartialObjectMetadataList carry their
+        # own kind and apiVersion.
+        head = {"kind": convert.kind, "apiVersion": convert.api_version, "metadata": meta}
+        items = [entry.partial(convert.api_version) for entry in entries]
+    else:
+        raise not_acceptable(
+            f"you requested {convert.kind}, but the requested object is a list ({rt.kind}List)"
+        )
+    encoded = orjson.dumps(head)
+    body = b"".join((encoded[:-1], b',"items":[', b",".join(items), b"]}"))
+    return web.Response(body=body, content_type=JSON)
