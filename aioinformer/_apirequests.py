@@ -244,7 +244,7 @@ def bool_param(query: Mapping[str, str], name: str) -> bool | None:
     return raw.lower() in ("1", "true", "t", "yes")
 
 
-def bearer(request: web.Request) -> str | None:
+def bearer(request: web.BaseRequest) -> str | None:
     """The bearer token of the ``Authorization`` header, if there is one."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")

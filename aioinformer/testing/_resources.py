@@ -22,11 +22,10 @@ from aioinformer.errors import UnknownResourceError
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["BUILTIN_RESOURCES", "VERBS", "ResourceRegistry"]
+__all__ = ["BUILTIN_RESOURCES", "ResourceRegistry"]
 
 _BASE: Final = frozenset({"metadata.name", "metadata.namespace"})
 
-VERBS: Final = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
     ResourceType(

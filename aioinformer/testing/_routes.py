@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
+from aioinformer._apidiscovery import discovery_response, is_discovery
 from aioinformer._apiobjects import (
     Entry,
     ResourceType,
@@ -53,7 +54,6 @@ from aioinformer._apirequests import (
     status_response,
     validate_rv_match,
 )
-from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._patch import PatchError

@@ -14,10 +14,10 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aioinformer._apidiscovery import discovery_response, is_discovery
 from aioinformer._apiobjects import ResourceType, StatusError
 from aioinformer._clock import Clock, default_clock
 from aioinformer.errors import UnknownResourceError
-from aioinformer.testing._discovery import discovery_response, is_discovery
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error
 from aioinformer.testing._listener import Listener
 from aioinformer.testing._resources import BUILTIN_RESOURCES, ResourceRegistry

@@ -1,8 +1,9 @@
-"""The fake API server's discovery documents: ``/api``, ``/apis``, group versions, ``/version``.
+"""Discovery documents: ``/api``, ``/apis``, group versions, ``/version``.
 
-Role: answers the requests a client makes to learn what the server serves, from the
-:class:`~aioinformer.testing._resources.ResourceRegistry` as it is at the time of the
-request, so a CRD registered at runtime shows up at once. Input is the request method
+Role: answers the requests a client makes to learn what a server serves, from the
+resources it serves as they are at the time of the request (the fake API server's
+:class:`~aioinformer.testing._resources.ResourceRegistry`, so a CRD registered at runtime
+shows up at once; the caching proxy's configured resources). Input is the request method
 and the path split into parts; output is the JSON document kube-apiserver publishes at
 that path (``APIVersions``, ``APIResourceList``, ``APIGroupList``, ``APIGroup``, the
 version info) or ``ok`` for the health endpoints, and 404/405 ``Status`` errors otherwise.
@@ -15,19 +16,22 @@ Task model: synchronous functions called from the server's request handler.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from aiohttp import web
 
-from aioinformer._apirequests import (
-    JSON,
-    method_not_allowed,
-    not_served,
-)
-from aioinformer.testing._resources import VERBS, ResourceRegistry
+from aioinformer._apirequests import JSON, method_not_allowed, not_served
 
-__all__ = ["VERSION_INFO", "discovery_response", "is_discovery"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from aioinformer._apiobjects import ResourceType
+
+__all__ = ["VERBS", "VERSION_INFO", "discovery_response", "is_discovery"]
+
+VERBS: Final = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+"""What a resource of the fake API server (and of a proxy that forwards writes) serves."""
 
 VERSION_INFO: Final = {
     "major": "1",
@@ -51,15 +55,22 @@ def is_discovery(parts: list[str]) -> bool:
 
 
 def discovery_response(
-    method: str, parts: list[str], registry: ResourceRegistry, *, port: int
+    method: str,
+    parts: list[str],
+    registry: Iterable[ResourceType],
+    *,
+    port: int,
+    verbs: tuple[str, ...] = VERBS,
+    version_info: dict[str, Any] | None = None,
 ) -> web.Response:
     """The answer to a ``method`` request for the discovery path split into ``parts``;
-    ``port`` is the server's, which ``/api`` publishes as its address."""
+    ``port`` is the server's, which ``/api`` publishes as its address; ``verbs`` what each
+    resource serves; ``version_info`` the ``/version`` document (default: the fake's)."""
     if method != "GET":
         raise method_not_allowed()
     body: dict[str, Any]
     if parts == ["version"]:
-        body = dict(VERSION_INFO)
+        body = dict(VERSION_INFO if version_info is None else version_info)
     elif parts in (["healthz"], ["livez"], ["readyz"]):
         return web.Response(text="ok", content_type="text/plain")
     elif parts == ["api"]:
@@ -71,7 +82,7 @@ def discovery_response(
             ],
         }
     elif parts == ["api", "v1"]:
-        body = _resource_list(registry, "", "v1")
+        body = _resource_list(registry, "", "v1", verbs)
     elif parts == ["apis"]:
         body = {
             "kind": "APIGroupList",
@@ -85,23 +96,25 @@ def discovery_response(
         and parts[0] == "apis"
         and any((rt.group, rt.version) == (parts[1], parts[2]) for rt in registry)
     ):
-        body = _resource_list(registry, parts[1], parts[2])
+        body = _resource_list(registry, parts[1], parts[2], verbs)
     else:
         raise not_served()
     return web.Response(body=orjson.dumps(body), content_type=JSON)
 
 
-def _groups(registry: ResourceRegistry) -> list[str]:
+def _groups(registry: Iterable[ResourceType]) -> list[str]:
     return sorted({rt.group for rt in registry if rt.group})
 
 
-def _group(registry: ResourceRegistry, group: str) -> dict[str, Any]:
+def _group(registry: Iterable[ResourceType], group: str) -> dict[str, Any]:
     versions = sorted({rt.version for rt in registry if rt.group == group}, reverse=True)
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-def _resource_list(registry: ResourceRegistry, group: str, version: str) -> dict[str, Any]:
+def _resource_list(
+    registry: Iterable[ResourceType], group: str, version: str, verbs: tuple[str, ...]
+) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for rt in registry:
         if (rt.group, rt.version) != (group, version):
@@ -111,7 +124,7 @@ def _resource_list(registry: ResourceRegistry, group: str, version: str) -> dict
             "singularName": rt.singular,
             "namespaced": rt.namespaced,
             "kind": rt.kind,
-            "verbs": list(VERBS),
+            "verbs": list(verbs),
         }
         if rt.short_names:
             entry["shortNames"] = list(rt.short_names)

@@ -1,0 +1,546 @@
+"""The proxy's watch cache: one resource's objects as the upstream has them, transformed,
+with a bounded history of changes that downstream watches are served from.
+
+Role: what kube-apiserver's ``watchCache`` is to its cacher. A
+:class:`~aioinformer.reflector.Reflector` writes to a :class:`WatchCache` (it is a
+``ReflectorStore``): ``replace`` with every list, ``add``/``update``/``delete`` with every
+watch event, ``bookmark`` with every upstream BOOKMARK. The cache runs the user's
+transform once per object change, encodes the result once
+(:class:`~aioinformer._apiobjects.Entry`), records the change in its history and offers it
+to every open downstream :class:`~aioinformer._apiwatch.Watcher`, which queues the same
+encoded line bytes as every other watcher. Output: LIST pages at a resourceVersion
+(:meth:`WatchCache.list`), single objects (:meth:`WatchCache.get`) and watchers
+(:meth:`WatchCache.open_watch`).
+
+Semantics:
+
+* **resourceVersions are the upstream's.** Objects keep their upstream
+  ``metadata.resourceVersion`` (a transform cannot change it) and the cache's own
+  resourceVersion is the newest one it has heard of: a list's, an event's, a bookmark's.
+  Upstream resourceVersions are integers (kube-apiserver's etcd revisions); the history
+  is ordered by them.
+* **A relist is diffed, not replayed.** The first list loads the cache. A later one (after
+  an upstream 410, a restart, a dropped connection that outlived the upstream's history)
+  is compared with what the cache holds: objects new or changed since become ``ADDED`` /
+  ``MODIFIED`` events at their own resourceVersions, objects gone become ``DELETED`` at
+  the list's resourceVersion. Downstream watches stay open and converge, with no relist
+  of their own. An object whose upstream resourceVersion did not change is not
+  transformed again.
+* **The transform** (``transform(obj) -> obj | None``) sees the decoded upstream object,
+  with ``kind`` and ``apiVersion``; it may change it in place or return another.
+  ``None`` hides the object: downstream never sees it, and one that was visible is
+  ``DELETED``. A transform that raises, or renames the object, hides it too (counted in
+  ``transform_errors``, logged once per object): an untransformed object never leaks.
+* **History** keeps the last ``history_size`` events. A read at an older resourceVersion
+  answers 410 ``Expired``: a watch on open (HTTP 410, as kube-apiserver v1.36 answers), an
+  ``Exact`` LIST, an expired ``continue``.
+* **Slow watchers.** A watcher with more than ``watcher_buffer`` lines queued is closed
+  (its ``abort`` callback ends the HTTP stream even if a write is blocked); its client
+  re-watches from its last resourceVersion, or relists after a 410.
+
+Task model: synchronous methods on one event loop, except :meth:`WatchCache.wait_fresh`,
+which suspends until the cache reaches a resourceVersion. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from aioinformer._apiobjects import Entry, ResourceType, StatusError, object_key, status_body
+from aioinformer._apiwatch import (
+    Event,
+    ListResult,
+    Watcher,
+    bookmark_line,
+    continue_expired,
+    not_found,
+    page,
+    parse_rv,
+    queue_initial,
+    read_continue,
+    too_large,
+    too_old,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from aioinformer.labels import FieldSelector, LabelSelector
+
+__all__ = ["CacheStatistics", "ProxyWatcher", "Transform", "WatchCache"]
+
+logger = logging.getLogger("aioinformer.proxy")
+
+Transform: TypeAlias = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""``transform(obj) -> obj | None``: what downstream sees of an upstream object."""
+
+_SNAPSHOTS: Final = 4
+"""How many reconstructed past states are kept: the pages of one paginated LIST all read
+the same resourceVersion."""
+
+
+class ProxyWatcher(Watcher):
+    """A downstream watch: a :class:`~aioinformer._apiwatch.Watcher` that also knows how to
+    end its HTTP stream at once (``abort``) and whether it asked for bookmarks."""
+
+    __slots__ = ("abort", "bookmarks")
+
+    def __init__(self, *args: Any, bookmarks: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bookmarks = bookmarks
+        self.abort: Callable[[], None] | None = None
+
+
+class CacheStatistics:
+    """Counters of one :class:`WatchCache` (read them, do not write them)."""
+
+    __slots__ = ("events", "relists", "slow_watchers_closed", "transform_errors")
+
+    def __init__(self) -> None:
+        self.events = 0
+        """Changes recorded in the history (each offered to every watcher once)."""
+        self.relists = 0
+        """Upstream lists after the first, each diffed into events."""
+        self.slow_watchers_closed = 0
+        """Watchers closed because their queue passed ``watcher_buffer`` lines."""
+        self.transform_errors = 0
+        """Object changes the transform failed on (the object is hidden)."""
+
+
+class WatchCache:
+    """One resource's transformed objects, history and watchers (see the module notes).
+
+    Invariants: ``rv`` is the newest upstream resourceVersion heard (0 before the first
+    list); every event with ``compacted_rv < event.rv`` is in ``history``, in
+    resourceVersion order; ``_entries`` is the state after the newest event, and
+    ``_last_write_rv`` that event's resourceVersion; ``_upstream`` maps every upstream key
+    (hidden objects too) to its upstream resourceVersion string.
+    """
+
+    def __init__(
+        self,
+        rt: ResourceType,
+        *,
+        transform: Transform | None = None,
+        history_size: int = 10_000,
+        watcher_buffer: int = 10_000,
+    ) -> None:
+        if history_size < 1:
+            raise ValueError(f"history_size must be at least 1, not {history_size}")
+        if watcher_buffer < 1:
+            raise ValueError(f"watcher_buffer must be at least 1, not {watcher_buffer}")
+        self.rt = rt
+        self.transform = transform
+        self.history_size = history_size
+        self.watcher_buffer = watcher_buffer
+        self.rv = 0
+        self.compacted_rv = 0
+        self.history: collections.deque[Event] = collections.deque()
+        self.watchers: list[ProxyWatcher] = []
+        self.stats = CacheStatistics()
+        self.synced = asyncio.Event()
+        self._entries: dict[str, Entry] = {}
+        self._ordered: tuple[list[str], list[Entry]] | None = None
+        self._last_write_rv = 0
+        self._upstream: dict[str, str] = {}
+        self._snapshots: collections.OrderedDict[int, tuple[list[str], list[Entry]]] = (
+            collections.OrderedDict()
+        )
+        self._fresh: list[tuple[int, asyncio.Future[None]]] = []
+        self._failed_keys: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return (
+            f"<WatchCache {self.rt.qualified} objects={len(self._entries)} rv={self.rv} "
+            f"history={len(self.history)} watchers={len(self.watchers)}>"
+        )
+
+    # -- the ReflectorStore the upstream reflector writes to -------------------------------
+
+    async def add(self, obj: Any) -> None:
+        self._apply(obj)
+
+    async def update(self, obj: Any) -> None:
+        self._apply(obj)
+
+    async def delete(self, obj: Any) -> None:
+        meta = obj["metadata"]
+        key = object_key(meta.get("namespace"), meta["name"])
+        rv = self._rv_of(meta)
+        self._upstream.pop(key, None)
+        self._failed_keys.discard(key)
+        prev = self._entries.get(key)
+        if prev is not None:
+            self._commit("DELETED", key, self._deleted_entry(obj, prev, rv), prev)
+        self._advance(rv)
+
+    async def replace(self, objs: list[Any], resource_version: str) -> None:
+        list_rv = _int_rv(resource_version, self.rv)
+        if not self.synced.is_set():
+            self._load(objs, list_rv)
+            return
+        self.stats.relists += 1
+        seen: set[str] = set()
+        changed: list[tuple[int, str, dict[str, Any]]] = []
+        upstream = self._upstream
+        for obj in objs:
+            meta = obj["metadata"]
+            key = object_key(meta.get("namespace"), meta["name"])
+            seen.add(key)
+            text = meta.get("resourceVersion")
+            if upstream.get(key) != text or key in self._failed_keys:
+                changed.append((_int_rv(text, list_rv), key, obj))
+        changed.sort(key=lambda change: change[0])
+        for _, _, obj in changed:
+            self._apply(obj)
+        for key in [key for key in upstream if key not in seen]:
+            del upstream[key]
+            self._failed_keys.discard(key)
+            prev = self._entries.get(key)
+            if prev is not None:
+                self._commit("DELETED", key, self._last_state(prev, max(list_rv, self.rv)), prev)
+        self._advance(list_rv)
+
+    async def resync(self) -> None:
+        """Nothing to do: downstream clients resync their own caches."""
+
+    async def bookmark(self, resource_version: str) -> None:
+        self._advance(_int_rv(resource_version, self.rv))
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def _load(self, objs: Iterable[dict[str, Any]], list_rv: int) -> None:
+        """The first list: the state, with no history before it."""
+        for obj in objs:
+            meta = obj["metadata"]
+            key = object_key(meta.get("namespace"), meta["name"])
+            self._upstream[key] = meta.get("resourceVersion", "")
+            entry = self._transformed(key, obj, self._rv_of(meta))
+            if entry is not None:
+                self._entries[key] = entry
+        self._ordered = None
+        self.rv = self.compacted_rv = self._last_write_rv = list_rv
+        self.synced.set()
+        self._wake_fresh()
+
+    def _apply(self, obj: dict[str, Any]) -> None:
+        """An upstream ADDED or MODIFIED object (or a changed one found by a relist)."""
+        meta = obj["metadata"]
+        key = object_key(meta.get("namespace"), meta["name"])
+        rv = self._rv_of(meta)
+        self._upstream[key] = meta.get("resourceVersion", "")
+        entry = self._transformed(key, obj, rv)
+        prev = self._entries.get(key)
+        if entry is not None:
+            self._commit("ADDED" if prev is None else "MODIFIED", key, entry, prev)
+        elif prev is not None:
+            self._commit("DELETED", key, self._last_state(prev, rv), prev)
+        self._advance(rv)
+
+    def _run_transform(self, obj: dict[str, Any], rv: int) -> Entry | None:
+        """The transform's entry for ``obj`` (``None``: hidden); raises what it raises,
+        and ``ValueError`` when it renamed the object."""
+        transform = self.transform
+        if transform is None:
+            return Entry(obj, rv)
+        meta = obj["metadata"]
+        name, namespace, text = meta["name"], meta.get("namespace"), meta.get("resourceVersion")
+        result = transform(obj)
+        if result is None:
+            return None
+        new_meta = result["metadata"]
+        if new_meta.get("name") != name or new_meta.get("namespace") != namespace:
+            raise ValueError("the transform renamed the object; it may not")
+        new_meta["resourceVersion"] = text
+        return Entry(result, rv)
+
+    def _transformed(self, key: str, obj: dict[str, Any], rv: int) -> Entry | None:
+        """The entry downstream sees for ``obj``, or ``None`` when it is hidden."""
+        try:
+            entry = self._run_transform(obj, rv)
+        except Exception as exc:  # noqa: BLE001 - a user callback: any failure hides the object
+            self.stats.transform_errors += 1
+            if key not in self._failed_keys:
+                self._failed_keys.add(key)
+                logger.error(
+                    "transform failed on %s %s; the object is hidden: %r",
+                    self.rt.qualified,
+                    key,
+                    exc,
+                )
+            return None
+        self._failed_keys.discard(key)
+        return entry
+
+    def _deleted_entry(self, obj: dict[str, Any], prev: Entry, rv: int) -> Entry:
+        """What a DELETED event carries: the transformed final state when the transform
+        still shows it, else the last state downstream saw, at the deletion's rv."""
+        try:
+            entry = self._run_transform(obj, rv)
+        except Exception:  # noqa: BLE001 - counted and logged at the object's last change
+            entry = None
+        if entry is not None:
+            return entry
+        return self._last_state(prev, rv)
+
+    def _last_state(self, prev: Entry, rv: int) -> Entry:
+        """``prev``'s object, whole (with kind and apiVersion), restamped at ``rv``."""
+        last = prev.decode()
+        last["apiVersion"] = self.rt.api_version
+        last["kind"] = self.rt.kind
+        last["metadata"]["resourceVersion"] = str(rv)
+        return Entry(last, rv)
+
+    def _rv_of(self, meta: dict[str, Any]) -> int:
+        return _int_rv(meta.get("resourceVersion"), self.rv)
+
+    def _commit(self, kind: str, key: str, entry: Entry, prev: Entry | None) -> None:
+        # History is in resourceVersion order: a change older than the newest recorded
+        # one (a relist's object that changed before a bookmark we heard) is recorded at
+        # the newest one; its object keeps its own resourceVersion.
+        rv = max(entry.rv, self._last_write_rv)
+        event = Event(rv, self.rt, kind, key, entry, prev)
+        if kind == "DELETED":
+            del self._entries[key]
+        else:
+            self._entries[key] = entry
+        self._ordered = None
+        self._last_write_rv = rv
+        history = self.history
+        history.append(event)
+        if len(history) > self.history_size:
+            self.compacted_rv = history.popleft().rv
+            self._snapshots.clear()
+        self.stats.events += 1
+        limit = self.watcher_buffer
+        overflowed: list[ProxyWatcher] | None = None
+        for watcher in self.watchers:
+            watcher.offer(event)
+            if len(watcher.buffer) > limit:
+                if overflowed is None:
+                    overflowed = []
+                overflowed.append(watcher)
+        if overflowed:
+            for watcher in overflowed:
+                self.stats.slow_watchers_closed += 1
+                logger.warning(
+                    "closing a watch of %s: its client is not reading (%d events queued)",
+                    self.rt.qualified,
+                    len(watcher.buffer),
+                )
+                self.close_watch(watcher)
+                if watcher.abort is not None:
+                    watcher.abort()
+
+    def _advance(self, rv: int) -> None:
+        if rv > self.rv:
+            self.rv = rv
+            self._wake_fresh()
+
+    def _wake_fresh(self) -> None:
+        if not self._fresh:
+            return
+        waiting = []
+        for target, future in self._fresh:
+            if target <= self.rv:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((target, future))
+        self._fresh = waiting
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def wait_fresh(self, rv: int, timeout: float) -> None:
+        """Return once the cache has reached ``rv``; after ``timeout`` seconds the 504
+        kube-apiserver answers for a resourceVersion it has not reached."""
+        if rv <= self.rv:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = (rv, future)
+        self._fresh.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                await future
+        except TimeoutError:
+            raise too_large(rv, self.rv) from None
+        finally:
+            if waiter in self._fresh:
+                self._fresh.remove(waiter)
+
+    def _snapshot(self, rv: int) -> tuple[list[str], list[Entry]]:
+        """(keys, entries) as they were at ``rv`` (``compacted_rv <= rv``), sorted."""
+        if rv >= self._last_write_rv:
+            if self._ordered is None:
+                keys = sorted(self._entries)
+                entries = self._entries
+                self._ordered = (keys, [entries[k] for k in keys])
+            return self._ordered
+        cached = self._snapshots.get(rv)
+        if cached is not None:
+            self._snapshots.move_to_end(rv)
+            return cached
+        state = dict(self._entries)
+        for event in reversed(self.history):
+            if event.rv <= rv:
+                break
+            if event.prev is None:
+                state.pop(event.key, None)
+            else:
+                state[event.key] = event.prev
+        keys = sorted(state)
+        result = (keys, [state[k] for k in keys])
+        self._snapshots[rv] = result
+        while len(self._snapshots) > _SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+        return result
+
+    def get(self, namespace: str | None, name: str) -> Entry:
+        """The current object, or the 404 ``NotFound``."""
+        entry = self._entries.get(object_key(namespace, name))
+        if entry is None:
+            raise not_found(self.rt, name)
+        return entry
+
+    def read_rv(self, resource_version: str | None, match: str | None, *, limit: int | None) -> int:
+        """The resourceVersion a LIST reads at (kube-apiserver's rules, over what the
+        cache holds), or the 410 for an ``Exact`` read older than the history. The caller
+        has waited for a newer one (:meth:`wait_fresh`)."""
+        if not resource_version:
+            return self.rv
+        requested = parse_rv(resource_version)
+        if requested == 0:
+            return self.rv
+        if requested > self.rv:
+            raise too_large(requested, self.rv)
+        exact = match == "Exact" or (not match and bool(limit))
+        if not exact:
+            return self.rv
+        if requested < self.compacted_rv:
+            raise StatusError(
+                status_body(410, "Expired", "The resourceVersion for the provided list is too old.")
+            )
+        return requested
+
+    def list(
+        self,
+        *,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        resource_version: str | None,
+        resource_version_match: str | None,
+        limit: int | None,
+        continue_: str | None,
+    ) -> ListResult:
+        """One LIST page: a consistent snapshot across the pages of one list."""
+        start = ""
+        if continue_:
+            rv, start = read_continue(continue_, resource_version)
+            if rv < self.compacted_rv or rv > self.rv:
+                raise continue_expired(self.rv, start)
+        else:
+            rv = self.read_rv(resource_version, resource_version_match, limit=limit)
+        keys, entries = self._snapshot(rv)
+        return page(
+            keys,
+            entries,
+            rv,
+            namespace=namespace if self.rt.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            start=start,
+        )
+
+    def open_watch(
+        self,
+        *,
+        namespace: str | None,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+        resource_version: str | None,
+        initial_events: bool,
+        initial_events_end: bool,
+        bookmarks: bool,
+        as_meta: str | None = None,
+    ) -> ProxyWatcher:
+        """Register a watcher with its first lines queued: the current state as ``ADDED``
+        (``initial_events``, then the ``k8s.io/initial-events-end`` BOOKMARK with
+        ``initial_events_end``), or the history after ``resource_version``; the 410 for
+        one older than the history."""
+        rt = self.rt
+        if initial_events:
+            start_rv = self.rv
+        else:
+            start_rv = parse_rv(resource_version) if resource_version else 0
+            if start_rv == 0:
+                start_rv = self.rv
+            elif start_rv < self.compacted_rv:
+                raise too_old(start_rv, self.compacted_rv)
+        watcher = ProxyWatcher(
+            rt,
+            namespace=namespace if rt.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            min_rv=start_rv,
+            as_meta=as_meta,
+            bookmarks=bookmarks,
+        )
+        if initial_events:
+            queue_initial(
+                watcher,
+                self._snapshot(start_rv)[1],
+                start_rv,
+                initial_events_end=initial_events_end,
+            )
+        elif start_rv < self._last_write_rv:
+            for event in self.history:
+                if event.rv > start_rv:
+                    watcher.offer(event)
+        if watcher.buffer:
+            watcher.wake.set()
+        self.watchers.append(watcher)
+        return watcher
+
+    def close_watch(self, watcher: Watcher) -> None:
+        """Stop offering events to ``watcher`` and wake its writer, which ends."""
+        with contextlib.suppress(ValueError):
+            self.watchers.remove(watcher)  # type: ignore[arg-type]
+        watcher.close()
+
+    def bookmark_all(self) -> None:
+        """Queue a BOOKMARK at the cache's resourceVersion for every watcher that asked
+        for bookmarks (one encoding per form, shared by all)."""
+        lines: dict[str | None, bytes] = {}
+        for watcher in self.watchers:
+            if not watcher.bookmarks:
+                continue
+            line = lines.get(watcher.as_meta)
+            if line is None:
+                line = lines[watcher.as_meta] = bookmark_line(
+                    self.rt, self.rv, as_meta=watcher.as_meta
+                )
+            watcher.buffer.append(line)
+            watcher.wake.set()
+
+    def close_all(self) -> None:
+        """Close every watcher (the proxy is shutting down)."""
+        for watcher in list(self.watchers):
+            self.close_watch(watcher)
+
+
+def _int_rv(text: Any, default: int) -> int:
+    """An upstream resourceVersion as an integer; ``default`` when it is not one."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,332 @@
+"""The proxy's HTTP side: the list/watch API answered from watch caches.
+
+Role: one aiohttp handler for every request. Input: a downstream request (kubectl,
+client-go, this library, anything that speaks the API); output: what kube-apiserver
+v1.36 answers, from the :class:`~aioinformer.proxy._cache.WatchCache` of the resource
+named by the path, or a ``Status`` error. Served: LIST (``limit``/``continue``,
+``resourceVersion``/``resourceVersionMatch``, label and field selectors), GET by name,
+WATCH (from a resourceVersion, initial events, ``sendInitialEvents`` with the
+``k8s.io/initial-events-end`` bookmark, ``allowWatchBookmarks``, ``timeoutSeconds``),
+discovery for the served resources, ``/version`` (the upstream's), the health paths.
+Writes are refused (405) or forwarded upstream with the proxy's credentials.
+
+Authentication: with tokens configured, every request but the health paths needs
+``Authorization: Bearer <one of them>`` (compared in constant time); anything else gets
+kube-apiserver's 401 ``Unauthorized``.
+
+Task model: aiohttp runs one task per request. A WATCH's task writes the lines its
+watcher queues and ends when the watcher is closed (by ``timeoutSeconds``, the proxy
+shutting down, or the cache closing a watcher that fell behind, which also aborts the
+connection so a write blocked on a client that does not read ends too).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import orjson
+from aiohttp import web
+
+from aioinformer._apidiscovery import VERBS, discovery_response, is_discovery
+from aioinformer._apiobjects import ResourceType, StatusError, status_body
+from aioinformer._apirequests import (
+    JSON,
+    bearer,
+    bool_param,
+    entry_response,
+    int_param,
+    invalid_options,
+    list_response,
+    method_not_allowed,
+    negotiate,
+    not_served,
+    selectors,
+    status_response,
+    validate_rv_match,
+)
+from aioinformer._apiwatch import parse_rv
+from aioinformer._clock import call_later
+from aioinformer.errors import ApiError, TransportError
+from aioinformer.labels import FieldSelector, parse_field_selector
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    from aioinformer._clock import Clock
+    from aioinformer.client import Client
+    from aioinformer.proxy._cache import ProxyWatcher, WatchCache
+
+__all__ = ["Handler", "WritePolicy"]
+
+logger = logging.getLogger("aioinformer.proxy")
+
+WritePolicy = Literal["deny", "forward"]
+
+_READ_VERBS: Final = ("get", "list", "watch")
+_HEALTH: Final = (["healthz"], ["livez"], ["readyz"])
+_TOO_LARGE_WAIT: Final = 3.0
+"""Seconds a read at a resourceVersion the cache has not reached waits for it, as
+kube-apiserver's watch cache does, before the 504."""
+
+
+def _unauthorized() -> StatusError:
+    return StatusError(status_body(401, "Unauthorized", "Unauthorized"))
+
+
+@dataclass(slots=True)
+class _Target:
+    cache: WatchCache
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+class Handler:
+    """Answers every request of the proxy's listener (see the module notes).
+
+    ``caches`` maps ``(group, version, plural)`` to the resource's watch cache;
+    ``namespace`` is the one namespace the caches hold (``None``: all of them).
+    """
+
+    def __init__(
+        self,
+        caches: Mapping[tuple[str, str, str], WatchCache],
+        *,
+        client: Client,
+        namespace: str | None,
+        tokens: Collection[str] | None,
+        writes: WritePolicy,
+        clock: Clock,
+        version_info: dict[str, Any] | None,
+    ) -> None:
+        self._caches = caches
+        self._client = client
+        self._namespace = namespace
+        self._tokens = tuple(token.encode() for token in tokens) if tokens is not None else None
+        self._writes = writes
+        self._clock = clock
+        self._version_info = version_info
+        self._verbs = _READ_VERBS if writes == "deny" else tuple(sorted({*_READ_VERBS, *VERBS}))
+        self.port = 0
+        self.requests = 0
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        self.requests += 1
+        parts = [part for part in request.path.split("/") if part]
+        try:
+            if parts in _HEALTH:
+                return web.Response(text="ok", content_type="text/plain")
+            self._authenticate(request)
+            if not parts or parts[0] not in ("api", "apis") or is_discovery(parts):
+                return discovery_response(
+                    request.method,
+                    parts,
+                    [cache.rt for cache in self._caches.values()],
+                    port=self.port,
+                    verbs=self._verbs,
+                    version_info=self._version_info,
+                )
+            if request.method not in ("GET", "HEAD"):
+                if self._writes == "forward":
+                    return await self._forward(request)
+                raise method_not_allowed()
+            target = self._target(parts)
+            return await self._read(request, target)
+        except StatusError as exc:
+            return status_response(exc)
+
+    def _authenticate(self, request: web.BaseRequest) -> None:
+        tokens = self._tokens
+        if tokens is None:
+            return
+        token = bearer(request)
+        if token is None:
+            raise _unauthorized()
+        given = token.encode()
+        if not any(hmac.compare_digest(given, accepted) for accepted in tokens):
+            raise _unauthorized()
+
+    def _target(self, parts: list[str]) -> _Target:
+        if parts[0] == "api":
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        cache = self._caches.get((group, version, rest[0]))
+        if cache is None or len(rest) > 3:
+            raise not_served()
+        rt = cache.rt
+        if namespace is not None and not rt.namespaced:
+            raise not_served()
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if subresource is not None:
+            raise not_served()
+        if rt.namespaced and self._namespace is not None and namespace != self._namespace:
+            raise _forbidden(rt, name, namespace, self._namespace)
+        return _Target(cache, namespace, name, subresource)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def _read(self, request: web.BaseRequest, target: _Target) -> web.StreamResponse:
+        query = request.query
+        convert = negotiate(request.headers.get("Accept", ""))
+        cache = target.cache
+        if bool_param(query, "watch"):
+            return await self._watch(request, target)
+        if target.name is not None:
+            return entry_response(cache.rt, cache.get(target.namespace, target.name), convert)
+        rv = query.get("resourceVersion")
+        match = query.get("resourceVersionMatch")
+        validate_rv_match(rv, match, watch=False, send_initial_events=None)
+        limit = int_param(query, "limit")
+        labels, fields = selectors(cache.rt, query)
+        continue_ = query.get("continue")
+        if rv and not continue_:
+            await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
+        result = cache.list(
+            namespace=target.namespace,
+            label_selector=labels,
+            field_selector=fields,
+            resource_version=rv,
+            resource_version_match=match,
+            limit=limit,
+            continue_=continue_,
+        )
+        return list_response(
+            cache.rt, result.entries, result.rv, result.continue_, result.remaining, convert
+        )
+
+    async def _watch(self, request: web.BaseRequest, target: _Target) -> web.StreamResponse:
+        query = request.query
+        cache = target.cache
+        rt = cache.rt
+        convert = negotiate(request.headers.get("Accept", ""))
+        labels, fields = selectors(rt, query)
+        rv = query.get("resourceVersion")
+        match = query.get("resourceVersionMatch")
+        send_initial = bool_param(query, "sendInitialEvents")
+        bookmarks = bool_param(query, "allowWatchBookmarks") is True
+        validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
+        if send_initial and not bookmarks:
+            raise invalid_options(
+                "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
+                "allowWatchBookmarks=true"
+            )
+        timeout = int_param(query, "timeoutSeconds")
+        if target.name is not None:
+            fields = _with_name(fields, target.name)
+        if send_initial:
+            initial = True
+        elif send_initial is None:
+            initial = not rv or rv == "0"
+        else:
+            initial = False
+        if rv and rv != "0":
+            await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
+        watcher = cache.open_watch(
+            namespace=target.namespace,
+            label_selector=labels,
+            field_selector=fields,
+            resource_version=rv,
+            initial_events=initial,
+            initial_events_end=bool(send_initial),
+            bookmarks=bookmarks,
+            as_meta=(
+                convert.api_version
+                if convert is not None and convert.kind == "PartialObjectMetadata"
+                else None
+            ),
+        )
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        transport = request.transport
+        if transport is not None:
+            watcher.abort = transport.abort
+        timer = call_later(self._clock, timeout, watcher.close) if timeout else None
+        try:
+            await response.prepare(request)
+            await _stream(response, watcher)
+        except ConnectionError:
+            logger.debug("watch client on %s went away", request.path)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            watcher.abort = None
+            cache.close_watch(watcher)
+        return response
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def _forward(self, request: web.BaseRequest) -> web.Response:
+        """Send a write upstream with the proxy's credentials; answer what it answers.
+        The cache learns of the change from its upstream watch, like everyone else."""
+        body = await request.read()
+        try:
+            decoded = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            raise StatusError(
+                status_body(400, "BadRequest", "the request body is not valid JSON")
+            ) from None
+        try:
+            answer = await self._client.request(
+                request.method,
+                request.rel_url.raw_path,
+                query=dict(request.query),
+                json=decoded,
+                content_type=request.headers.get("Content-Type"),
+            )
+        except ApiError as exc:
+            status = exc.status or status_body(exc.code, exc.reason, exc.message)
+            return web.Response(
+                body=orjson.dumps(status), status=exc.code or 500, content_type=JSON
+            )
+        except TransportError as exc:
+            raise StatusError(
+                status_body(503, "ServiceUnavailable", f"the upstream API server: {exc}")
+            ) from exc
+        code = 201 if request.method == "POST" else 200
+        return web.Response(body=orjson.dumps(answer), status=code, content_type=JSON)
+
+
+async def _stream(response: web.StreamResponse, watcher: ProxyWatcher) -> None:
+    """Write ``watcher``'s lines as they are queued, until it is closed."""
+    wake = watcher.wake
+    while True:
+        batch = watcher.buffer
+        if batch:
+            watcher.buffer = []
+            await response.write(batch[0] if len(batch) == 1 else b"".join(batch))
+            continue
+        if watcher.closed:
+            break
+        wake.clear()
+        await wake.wait()
+    await response.write_eof()
+
+
+def _with_name(fields: FieldSelector | None, name: str) -> FieldSelector:
+    """``fields`` plus ``metadata.name=name`` (a WATCH of one object by its path)."""
+    by_name = parse_field_selector(f"metadata.name={name}")
+    if fields is None:
+        return by_name
+    combined = sorted(fields.requirements + by_name.requirements, key=lambda r: r.field)
+    return FieldSelector(tuple(combined))
+
+
+def _forbidden(rt: ResourceType, name: str | None, asked: str | None, served: str) -> StatusError:
+    scope = f'in the namespace "{asked}"' if asked else "at the cluster scope"
+    return StatusError(
+        status_body(
+            403,
+            "Forbidden",
+            f"{rt.qualified} is forbidden: this proxy serves {rt.plural} of the namespace "
+            f'"{served}" only, not {scope}',
+            rt.details(name),
+        )
+    )
