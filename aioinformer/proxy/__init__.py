@@ -323,12 +323,12 @@ class CachingProxy:
             clock=self._clock,
             version_info=await self._upstream_version(),
         )
-        runner = web.ServerRunner(web.Server(handler, access_log=None), handle_signals=False)
+        runner = web.ServerRunner(
+            web.Server(handler, access_log=None), handle_signals=False, shutdown_timeout=0
+        )
         await runner.setup()
         self._runner = runner
-        site = web.TCPSite(
-            runner, self._host, self._port, ssl_context=self._ssl, shutdown_timeout=0
-        )
+        site = web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl)
         await site.start()
         # aiohttp names no public accessor for the port picked for port 0.
         server: Any = site._server
