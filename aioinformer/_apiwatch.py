@@ -137,15 +137,20 @@ class Watcher:
         )
 
     def offer(self, event: Event) -> None:
-        """Queue ``event`` if it concerns this watch, translated as the watch cache does:
-        an update that moves an object into (out of) the selection is ADDED (DELETED)."""
+        """:meth:`queue` ``event`` and, when a line was queued, wake the writer."""
+        if self.queue(event):
+            self.wake.set()
+
+    def queue(self, event: Event) -> bool:
+        """Queue ``event`` if it concerns this watch, translated as the watch cache does
+        (an update that moves an object into (out of) the selection is ADDED (DELETED));
+        whether a line was queued. The writer is not woken: the caller does that."""
         if event.rv <= self.min_rv:
-            return
+            return False
         as_meta = self.as_meta
         if self.namespace is None and self.label_selector is None and self.field_selector is None:
             self.buffer.append(event.line(None, as_meta))
-            self.wake.set()
-            return
+            return True
         now = self.selects(event.entry)
         if event.type == "MODIFIED":
             before = event.prev is not None and self.selects(event.prev)
@@ -156,13 +161,13 @@ class Watcher:
             elif before:
                 line = event.line("DELETED", as_meta)
             else:
-                return
+                return False
         elif now:
             line = event.line(None, as_meta)
         else:
-            return
+            return False
         self.buffer.append(line)
-        self.wake.set()
+        return True
 
     def close(self) -> None:
         """Mark closed and wake the writer, which ends the stream."""

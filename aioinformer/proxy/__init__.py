@@ -152,7 +152,9 @@ class CachingProxy:
     an address other than loopback. ``writes``: ``"deny"`` (405) or ``"forward"``.
     ``history_size``: events kept per resource. ``bookmark_interval``: seconds between
     BOOKMARKs to watchers that asked. ``watcher_buffer``: lines queued per watcher before
-    it is closed. ``reflector_options``: the upstream reflectors' settings.
+    it is closed. ``flush_interval``: seconds a change may wait so that the changes of
+    that span reach each watcher in one write (0: at the next turn of the event loop).
+    ``reflector_options``: the upstream reflectors' settings.
     """
 
     def __init__(
@@ -170,6 +172,7 @@ class CachingProxy:
         history_size: int = 10_000,
         bookmark_interval: float = 60.0,
         watcher_buffer: int = 10_000,
+        flush_interval: float = 0.005,
         cache_sync_timeout: float = 120.0,
         clock: Clock | None = None,
         reflector_options: ReflectorOptions | None = None,
@@ -182,6 +185,8 @@ class CachingProxy:
             raise ValueError(f"bookmark_interval must be positive, not {bookmark_interval}")
         if cache_sync_timeout <= 0:
             raise ValueError(f"cache_sync_timeout must be positive, not {cache_sync_timeout}")
+        if flush_interval < 0:
+            raise ValueError(f"flush_interval must not be negative, not {flush_interval}")
         if history_size < 1 or watcher_buffer < 1:
             raise ValueError("history_size and watcher_buffer must be at least 1")
         if ssl_context is None and not _is_loopback(host):
@@ -203,6 +208,7 @@ class CachingProxy:
         self._history_size = history_size
         self._bookmark_interval = bookmark_interval
         self._watcher_buffer = watcher_buffer
+        self._flush_interval = flush_interval
         self._sync_timeout = cache_sync_timeout
         self._clock: Clock = clock if clock is not None else default_clock
         self._options = reflector_options
@@ -269,6 +275,7 @@ class CachingProxy:
                 transform=self._transform,
                 history_size=self._history_size,
                 watcher_buffer=self._watcher_buffer,
+                flush_interval=self._flush_interval,
             )
             self._caches[key] = cache
             namespace = self._namespace if info.namespaced else None

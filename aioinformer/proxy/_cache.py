@@ -129,6 +129,7 @@ class WatchCache:
         transform: Transform | None = None,
         history_size: int = 10_000,
         watcher_buffer: int = 10_000,
+        flush_interval: float = 0.0,
     ) -> None:
         if history_size < 1:
             raise ValueError(f"history_size must be at least 1, not {history_size}")
@@ -138,6 +139,7 @@ class WatchCache:
         self.transform = transform
         self.history_size = history_size
         self.watcher_buffer = watcher_buffer
+        self.flush_interval = flush_interval
         self.rv = 0
         self.compacted_rv = 0
         self.history: collections.deque[Event] = collections.deque()
@@ -153,6 +155,8 @@ class WatchCache:
         )
         self._fresh: list[tuple[int, asyncio.Future[None]]] = []
         self._failed_keys: set[str] = set()
+        self._pending: set[ProxyWatcher] = set()
+        self._flush_handle: asyncio.Handle | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -321,13 +325,22 @@ class WatchCache:
             self._snapshots.clear()
         self.stats.events += 1
         limit = self.watcher_buffer
+        pending = self._pending
         overflowed: list[ProxyWatcher] | None = None
         for watcher in self.watchers:
-            watcher.offer(event)
-            if len(watcher.buffer) > limit:
-                if overflowed is None:
-                    overflowed = []
-                overflowed.append(watcher)
+            if watcher.queue(event):
+                if len(watcher.buffer) > limit:
+                    if overflowed is None:
+                        overflowed = []
+                    overflowed.append(watcher)
+                else:
+                    pending.add(watcher)
+        if pending and self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            delay = self.flush_interval
+            self._flush_handle = (
+                loop.call_later(delay, self._flush) if delay > 0 else loop.call_soon(self._flush)
+            )
         if overflowed:
             for watcher in overflowed:
                 self.stats.slow_watchers_closed += 1
@@ -336,9 +349,18 @@ class WatchCache:
                     self.rt.qualified,
                     len(watcher.buffer),
                 )
+                pending.discard(watcher)
+                watcher.buffer.clear()
                 self.close_watch(watcher)
                 if watcher.abort is not None:
                     watcher.abort()
+
+    def _flush(self) -> None:
+        """Wake the writers of every watcher that queued lines since the last flush."""
+        self._flush_handle = None
+        pending, self._pending = self._pending, set()
+        for watcher in pending:
+            watcher.wake.set()
 
     def _advance(self, rv: int) -> None:
         if rv > self.rv:
@@ -536,6 +558,10 @@ class WatchCache:
         """Close every watcher (the proxy is shutting down)."""
         for watcher in list(self.watchers):
             self.close_watch(watcher)
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._pending.clear()
 
 
 def _int_rv(text: Any, default: int) -> int:

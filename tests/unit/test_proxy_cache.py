@@ -267,7 +267,8 @@ async def test_a_watcher_that_falls_behind_is_closed_and_aborted_alone() -> None
     for rv in range(11, 15):
         await cache.add(pod(f"p{rv}", rv))
         fast.buffer.clear()
-    assert slow.closed and not fast.closed
+    assert slow.closed
+    assert not fast.closed
     assert aborted == ["slow"]
     assert cache.watchers == [fast]
     assert cache.stats.slow_watchers_closed == 1
@@ -306,3 +307,14 @@ def test_sizes_must_be_positive() -> None:
         WatchCache(PODS, history_size=0)
     with pytest.raises(ValueError, match="watcher_buffer"):
         WatchCache(PODS, watcher_buffer=0)
+
+
+async def test_writers_are_woken_once_per_flush_for_all_the_changes_since() -> None:
+    cache = await loaded(rv=10, flush_interval=0)
+    watcher = watch(cache, "10")
+    await cache.add(pod("a", 11))
+    await cache.add(pod("b", 12))
+    assert not watcher.wake.is_set()
+    await asyncio.sleep(0)
+    assert watcher.wake.is_set()
+    assert lines(watcher) == [("ADDED", "a", "11"), ("ADDED", "b", "12")]
