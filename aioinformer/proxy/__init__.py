@@ -70,10 +70,16 @@ from aiohttp import web
 
 from aioinformer._apiobjects import ResourceType
 from aioinformer._clock import Clock, default_clock
-from aioinformer.errors import ApiError, CacheSyncError, TransportError, UnsyncedInformer
+from aioinformer.errors import (
+    ApiError,
+    CacheSyncError,
+    TransportError,
+    UnsyncedInformer,
+    describe_error,
+)
 from aioinformer.proxy._cache import CacheStatistics, Transform, WatchCache
 from aioinformer.proxy._server import Handler, WritePolicy
-from aioinformer.reflector import Reflector, ReflectorOptions
+from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 
 if TYPE_CHECKING:
     import ssl
@@ -329,6 +335,7 @@ class CachingProxy:
             writes=self._writes,
             clock=self._clock,
             version_info=await self._upstream_version(),
+            unready=self.unready,
         )
         runner = web.ServerRunner(
             web.Server(handler, access_log=None), handle_signals=False, shutdown_timeout=0
@@ -384,6 +391,18 @@ class CachingProxy:
         scheme = "https" if self._ssl is not None else "http"
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"{scheme}://{host}:{self._bound_port}"
+
+    def unready(self) -> list[str]:
+        """Why the proxy is not ready, one line per resource whose upstream reflector is
+        backing off or stopped (with its last error); empty when every watch is up.
+        ``/readyz`` answers 503 with these lines while there are any."""
+        reasons = []
+        for spec, reflector in self._reflectors:
+            stats = reflector.statistics()
+            if stats.state in (ReflectorState.BACKING_OFF, ReflectorState.STOPPED):
+                why = describe_error(stats.last_error) if stats.last_error else "no error"
+                reasons.append(f"{spec}: {stats.state.value.lower()}: {why}")
+        return reasons
 
     def statistics(self) -> ProxyStatistics:
         """A snapshot of every served resource's counters."""

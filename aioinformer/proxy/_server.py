@@ -53,7 +53,7 @@ from aioinformer.errors import ApiError, TransportError
 from aioinformer.labels import FieldSelector, parse_field_selector
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Callable, Collection, Mapping
 
     from aioinformer._clock import Clock
     from aioinformer.client import Client
@@ -101,8 +101,10 @@ class Handler:
         writes: WritePolicy,
         clock: Clock,
         version_info: dict[str, Any] | None,
+        unready: Callable[[], list[str]],
     ) -> None:
         self._caches = caches
+        self._unready = unready
         self._client = client
         self._namespace = namespace
         self._tokens = tuple(token.encode() for token in tokens) if tokens is not None else None
@@ -118,7 +120,7 @@ class Handler:
         parts = [part for part in request.path.split("/") if part]
         try:
             if parts in _HEALTH:
-                return web.Response(text="ok", content_type="text/plain")
+                return self._health(parts[0])
             self._authenticate(request)
             if not parts or parts[0] not in ("api", "apis") or is_discovery(parts):
                 return discovery_response(
@@ -137,6 +139,17 @@ class Handler:
             return await self._read(request, target)
         except StatusError as exc:
             return status_response(exc)
+
+    def _health(self, path: str) -> web.Response:
+        """``/livez`` and ``/healthz``: the proxy answers. ``/readyz``: and every upstream
+        watch is up (503 naming each resource whose reflector is backing off)."""
+        if path == "readyz":
+            reasons = self._unready()
+            if reasons:
+                return web.Response(
+                    status=503, text="\n".join(reasons) + "\n", content_type="text/plain"
+                )
+        return web.Response(text="ok", content_type="text/plain")
 
     def _authenticate(self, request: web.BaseRequest) -> None:
         tokens = self._tokens

@@ -292,3 +292,26 @@ def test_plain_http_off_loopback_is_refused() -> None:
         )
     with pytest.raises(ValueError, match="at least one resource"):
         CachingProxy(Client(Config(host="http://127.0.0.1:1")), resources=[])
+
+
+async def test_readyz_is_503_naming_the_resource_while_its_upstream_watch_is_down(
+    server: FakeAPIServer,
+) -> None:
+    async with proxied(server) as proxy, aiohttp.ClientSession(proxy.url) as h:
+        assert (await h.get("/readyz")).status == 200
+        await server.faults.refuse_connections()
+
+        async def unready() -> bool:
+            answer = await h.get("/readyz")
+            return answer.status == 503 and "v1/configmaps: backing_off" in await answer.text()
+
+        await eventually(unready)
+        assert proxy.unready()
+        listed = await h.get("/api/v1/namespaces/default/configmaps")
+        assert listed.status == 200
+        await server.faults.accept_connections()
+
+        async def ready() -> bool:
+            return (await h.get("/readyz")).status == 200
+
+        await eventually(ready, timeout=10)
