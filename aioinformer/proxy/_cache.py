@@ -99,7 +99,7 @@ class ProxyWatcher(Watcher):
 class CacheStatistics:
     """Counters of one :class:`WatchCache` (read them, do not write them)."""
 
-    __slots__ = ("events", "relists", "slow_watchers_closed", "transform_errors")
+    __slots__ = ("events", "malformed", "relists", "slow_watchers_closed", "transform_errors")
 
     def __init__(self) -> None:
         self.events = 0
@@ -110,6 +110,8 @@ class CacheStatistics:
         """Watchers closed because their queue passed ``watcher_buffer`` lines."""
         self.transform_errors = 0
         """Object changes the transform failed on (the object is hidden)."""
+        self.malformed = 0
+        """Upstream objects skipped for having no ``metadata.name``."""
 
 
 class WatchCache:
@@ -176,8 +178,10 @@ class WatchCache:
         self._apply(obj)
 
     async def delete(self, obj: Any) -> None:
+        key = self._key_of(obj)
+        if key is None:
+            return
         meta = obj["metadata"]
-        key = object_key(meta.get("namespace"), meta["name"])
         rv = self._rv_of(meta)
         self._upstream.pop(key, None)
         self._failed_keys.discard(key)
@@ -196,8 +200,10 @@ class WatchCache:
         changed: list[tuple[int, str, dict[str, Any]]] = []
         upstream = self._upstream
         for obj in objs:
+            key = self._key_of(obj)
+            if key is None:
+                continue
             meta = obj["metadata"]
-            key = object_key(meta.get("namespace"), meta["name"])
             seen.add(key)
             text = meta.get("resourceVersion")
             if upstream.get(key) != text or key in self._failed_keys:
@@ -224,8 +230,10 @@ class WatchCache:
     def _load(self, objs: Iterable[dict[str, Any]], list_rv: int) -> None:
         """The first list: the state, with no history before it."""
         for obj in objs:
+            key = self._key_of(obj)
+            if key is None:
+                continue
             meta = obj["metadata"]
-            key = object_key(meta.get("namespace"), meta["name"])
             self._upstream[key] = meta.get("resourceVersion", "")
             entry = self._transformed(key, obj, self._rv_of(meta))
             if entry is not None:
@@ -237,8 +245,10 @@ class WatchCache:
 
     def _apply(self, obj: dict[str, Any]) -> None:
         """An upstream ADDED or MODIFIED object (or a changed one found by a relist)."""
+        key = self._key_of(obj)
+        if key is None:
+            return
         meta = obj["metadata"]
-        key = object_key(meta.get("namespace"), meta["name"])
         rv = self._rv_of(meta)
         self._upstream[key] = meta.get("resourceVersion", "")
         entry = self._transformed(key, obj, rv)
@@ -248,6 +258,18 @@ class WatchCache:
         elif prev is not None:
             self._commit("DELETED", key, self._last_state(prev, rv), prev)
         self._advance(rv)
+
+    def _key_of(self, obj: Any) -> str | None:
+        """``namespace/name`` of an upstream object; ``None`` (logged, counted) for one
+        without a name, which no API server sends but a broken one might."""
+        meta = obj.get("metadata") if type(obj) is dict else None
+        if type(meta) is dict:
+            name = meta.get("name")
+            if type(name) is str and name:
+                return object_key(meta.get("namespace"), name)
+        self.stats.malformed += 1
+        logger.error("skipping a %s object without metadata.name", self.rt.qualified)
+        return None
 
     def _run_transform(self, obj: dict[str, Any], rv: int) -> Entry | None:
         """The transform's entry for ``obj`` (``None``: hidden); raises what it raises,

@@ -318,3 +318,11 @@ async def test_writers_are_woken_once_per_flush_for_all_the_changes_since() -> N
     await asyncio.sleep(0)
     assert watcher.wake.is_set()
     assert lines(watcher) == [("ADDED", "a", "11"), ("ADDED", "b", "12")]
+
+
+async def test_an_upstream_object_without_a_name_is_skipped_and_counted() -> None:
+    cache = await loaded({"kind": "Pod", "metadata": {}}, pod("a", 3), rv=10)
+    await cache.add({"kind": "Pod", "metadata": {"name": ""}})
+    await cache.delete({"kind": "Pod"})
+    assert names(cache) == ["a"]
+    assert cache.stats.malformed == 3
