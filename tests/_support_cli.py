@@ -1,15 +1,20 @@
-"""What the command-line tests share: the subprocess environment, a pod, and the setups
-that make ``get`` and ``watch`` fail with a one-line error."""
+"""What the command-line tests share: the subprocess environment, a running command read
+line by line, a pod, and the setups that make ``get`` and ``watch`` fail with a one-line
+error."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+import sys
 from typing import TYPE_CHECKING, Any
 
 from aioinformer.testing.apiserver import FakeAPIServer, Rule
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
 
@@ -19,6 +24,77 @@ def cli_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "COLUMNS", "LINES")}
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+LINE_TIMEOUT = 30.0
+"""Seconds a test waits for an expected line before failing (generous: CI is shared)."""
+
+
+class RunningCli:
+    """A CLI subprocess on the test's loop, read line by line."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+
+    async def read_until(self, predicate: Callable[[str], bool]) -> str:
+        """Read stdout lines until one satisfies ``predicate``; return it."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        async with asyncio.timeout(LINE_TIMEOUT):
+            while True:
+                raw = await stdout.readline()
+                if not raw:
+                    stderr = await self.process.stderr.read() if self.process.stderr else b""
+                    raise AssertionError(
+                        f"output ended; got {self.lines!r}; stderr {stderr.decode()!r}"
+                    )
+                line = raw.decode().rstrip("\n")
+                self.lines.append(line)
+                if predicate(line):
+                    return line
+
+    async def failure_line(self, code: int = 1) -> str:
+        """Wait for the command to end with ``code``, having written nothing to stdout and
+        one ``aioinformer: error: ...`` line to stderr; return that line."""
+        async with asyncio.timeout(LINE_TIMEOUT):
+            out, err = await self.process.communicate()
+        assert self.process.returncode == code, (out, err)
+        assert out == b""
+        lines = err.decode().splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith("aioinformer: error: ")
+        return lines[0]
+
+    async def interrupt(self) -> tuple[int, str, str]:
+        """SIGINT, then the exit code and the rest of stdout and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(LINE_TIMEOUT):
+            out, err = await self.process.communicate()
+        return self.process.returncode or 0, out.decode(), err.decode()
+
+
+@contextlib.asynccontextmanager
+async def started_cli(*args: str, cwd: str | None = None) -> AsyncIterator[RunningCli]:
+    """``aioinformer ARGS`` (in ``cwd``) on the test's loop; killed on leaving if it is
+    still running."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+        cwd=cwd,
+    )
+    running = RunningCli(process)
+    try:
+        yield running
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.communicate()
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:

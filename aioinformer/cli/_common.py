@@ -1,5 +1,5 @@
 """What the ``aioinformer`` commands share: exit codes, failures, the options naming
-what to read (:class:`TargetOptions`), kubeconfig loading, the fake server's seed, and
+what to read (:class:`TargetOptions`), kubeconfig loading, the fake server's seed and churn, and
 the kubectl-like formatting of ages, labels and names.
 
 Role: one place for the conventions ``watch`` and ``get`` must agree on, so that the
@@ -21,6 +21,8 @@ import contextlib
 import datetime
 import logging
 import os
+import random
+import signal
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -29,12 +31,13 @@ from aioinformer.config import Config, load_config, load_kube_config
 from aioinformer.errors import AioinformerError, ApiError
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine, Iterator, Mapping
+    from collections.abc import Callable, Coroutine, Iterator, Mapping
 
     from aioinformer.client import ResourceInfo
     from aioinformer.testing.apiserver import FakeAPIServer
 
 __all__ = [
+    "DEFAULT_LISTEN",
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -56,12 +59,19 @@ __all__ = [
     "run_command",
     "seed_fake_server",
     "silence_stdout",
+    "start_fake_server",
+    "stop_signals_call",
 ]
+
+_FAKE_CHURN_INTERVAL: Final = 1.0
 
 EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
+
+DEFAULT_LISTEN: Final = "127.0.0.1:8001"
+"""Where ``aioinformer proxy`` listens by default: ``kubectl proxy``'s address."""
 
 GAP: Final = "   "
 """Between table columns, as kubectl's tab writer pads them."""
@@ -195,6 +205,21 @@ def run_command(main: Coroutine[Any, Any, int], err: TextIO, log_level: int) -> 
         return EXIT_INTERRUPTED
 
 
+@contextlib.contextmanager
+def stop_signals_call(callback: Callable[[], None]) -> Iterator[None]:
+    """While inside (on a running loop), SIGINT and SIGTERM call ``callback`` instead of
+    interrupting; the loop's previous handling is restored on leaving."""
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for signum in signals:
+        loop.add_signal_handler(signum, callback)
+    try:
+        yield
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+
+
 def load_cli_config(kubeconfig: str | None, context: str | None) -> Config:
     """The configuration for ``--kubeconfig`` and ``--context`` (kubeconfig or in-cluster
     as the library finds it when neither is given). Raises :class:`CommandFailure`."""
@@ -219,9 +244,21 @@ def fake_pod(name: str, namespace: str, app: str) -> dict[str, Any]:
     }
 
 
+def _fake_endpoints(name: str, sequence: int) -> dict[str, Any]:
+    """The ``default/<name>`` Endpoints object: two addresses that move on with
+    ``sequence``, port 8080."""
+    addresses = [{"ip": f"10.1.{(sequence + i) % 250}.{i + 10}"} for i in range(2)]
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "subsets": [{"addresses": addresses, "ports": [{"name": "http", "port": 8080}]}],
+    }
+
+
 def seed_fake_server(server: FakeAPIServer) -> None:
-    """What ``--fake`` starts with: three pods and two config maps in ``default``, two
-    pods in ``kube-system``."""
+    """What ``--fake`` starts with: three pods, two config maps and two Endpoints in
+    ``default``, two pods in ``kube-system``."""
     for name, namespace, app in (
         ("web-0", "default", "web"),
         ("web-1", "default", "web"),
@@ -239,6 +276,49 @@ def seed_fake_server(server: FakeAPIServer) -> None:
                 "data": {"revision": "1"},
             }
         )
+    for name in ("web", "api"):
+        server.create(_fake_endpoints(name, 0))
+
+
+async def _fake_churn(server: FakeAPIServer, started: asyncio.Event) -> None:
+    """Once ``started`` is set, every second or so: a pod created, a pod relabelled or a
+    pod deleted (in ``default``, keeping three to eight), the ``web`` Endpoints' addresses
+    moved and a config map touched."""
+    rng = random.Random()
+    sequence = 0
+    await started.wait()
+    while True:
+        await asyncio.sleep(_FAKE_CHURN_INTERVAL)
+        sequence += 1
+        pods = server.objects("pods", "default")
+        roll = rng.random()
+        if len(pods) < 3 or (roll < 0.35 and len(pods) < 8):
+            server.create(fake_pod(f"worker-{sequence}", "default", "worker"))
+        elif roll < 0.7:
+            name = rng.choice(pods)["metadata"]["name"]
+            server.patch("pods", "default", name, {"metadata": {"labels": {"rev": str(sequence)}}})
+        else:
+            server.delete("pods", "default", rng.choice(pods)["metadata"]["name"])
+        server.update(_fake_endpoints("web", sequence))
+        server.patch("configmaps", "default", "settings", {"data": {"revision": str(sequence)}})
+
+
+async def start_fake_server(stack: contextlib.AsyncExitStack, started: asyncio.Event) -> str:
+    """Start a fake API server seeded by :func:`seed_fake_server` on ``stack``, changing
+    things once ``started`` is set (see :func:`_fake_churn`); return its kubeconfig path."""
+    from aioinformer.testing.apiserver import FakeAPIServer
+
+    server = await stack.enter_async_context(FakeAPIServer())
+    seed_fake_server(server)
+    churn = asyncio.create_task(_fake_churn(server, started), name="fake churn")
+
+    async def stop_churn() -> None:
+        churn.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await churn
+
+    stack.push_async_callback(stop_churn)
+    return server.kubeconfig_path()
 
 
 def silence_stdout(out: TextIO) -> None:

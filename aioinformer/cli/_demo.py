@@ -39,13 +39,18 @@ import collections
 import contextlib
 import logging
 import random
-import signal
 import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer.cli._common import EXIT_INTERRUPTED, EXIT_OK, library_logging, log_line_handler
+from aioinformer.cli._common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    library_logging,
+    log_line_handler,
+    stop_signals_call,
+)
 from aioinformer.cli._demo_display import (
     Display,
     Phase,
@@ -292,7 +297,6 @@ def _summary_lines(
 
 
 async def _run(settings: DemoSettings, display: Display) -> int:
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     main_task = asyncio.current_task()
     assert main_task is not None
@@ -311,10 +315,7 @@ async def _run(settings: DemoSettings, display: Display) -> int:
         else:
             main_task.cancel()
 
-    signals = [signal.SIGINT, signal.SIGTERM]
-    for signum in signals:
-        loop.add_signal_handler(signum, on_signal)
-    try:
+    with stop_signals_call(on_signal):
         rng = random.Random(settings.seed)
         async with FakeAPIServer(bookmark_interval=1.0) as server:
             display.url = server.url
@@ -350,9 +351,6 @@ async def _run(settings: DemoSettings, display: Display) -> int:
             style = "" if good is None else ("green" if good else "bold red")
             display.print(f"{label}: {value}", style=style)
         return EXIT_OK if outcome.converged else EXIT_NOT_CONVERGED
-    finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
 
 
 async def _drive(

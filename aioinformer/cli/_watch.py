@@ -27,8 +27,6 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import random
-import signal
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
@@ -44,15 +42,15 @@ from aioinformer.cli._common import (
     TargetOptions,
     age_of,
     failure_text,
-    fake_pod,
     format_age,
     kind_prefix,
     labels_text,
     load_cli_config,
     reported_as,
     run_command,
-    seed_fake_server,
     silence_stdout,
+    start_fake_server,
+    stop_signals_call,
 )
 from aioinformer.client import Client, ResourceInfo
 from aioinformer.errors import (
@@ -68,13 +66,11 @@ from aioinformer.models import DeletedFinalStateUnknown
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer.testing.apiserver import FakeAPIServer
 
 __all__ = ["OutputFormat", "WatchFailure", "WatchOptions", "format_age", "run_watch"]
 
 OutputFormat = Literal["wide", "json", "name"]
 
-_FAKE_CHURN_INTERVAL: Final = 1.0
 _EVENT_WIDTH: Final = len("MODIFIED")
 
 
@@ -225,45 +221,6 @@ def _rv(obj: Any) -> str:
     return resource_version_of(obj) or ""
 
 
-async def _fake_churn(server: FakeAPIServer, listed: asyncio.Event) -> None:
-    """Once the list is printed, every second or so: a pod created, a pod relabelled or a
-    pod deleted (in ``default``, keeping three to eight), and a config map touched."""
-    rng = random.Random()
-    sequence = 0
-    await listed.wait()
-    while True:
-        await asyncio.sleep(_FAKE_CHURN_INTERVAL)
-        sequence += 1
-        pods = server.objects("pods", "default")
-        roll = rng.random()
-        if len(pods) < 3 or (roll < 0.35 and len(pods) < 8):
-            server.create(fake_pod(f"worker-{sequence}", "default", "worker"))
-        elif roll < 0.7:
-            name = rng.choice(pods)["metadata"]["name"]
-            server.patch("pods", "default", name, {"metadata": {"labels": {"rev": str(sequence)}}})
-        else:
-            server.delete("pods", "default", rng.choice(pods)["metadata"]["name"])
-        server.patch("configmaps", "default", "settings", {"data": {"revision": str(sequence)}})
-
-
-async def _start_fake_server(stack: contextlib.AsyncExitStack, listed: asyncio.Event) -> str:
-    """Start a seeded fake API server on ``stack``, changing things once ``listed`` is
-    set; return its kubeconfig."""
-    from aioinformer.testing.apiserver import FakeAPIServer
-
-    server = await stack.enter_async_context(FakeAPIServer())
-    seed_fake_server(server)
-    churn = asyncio.create_task(_fake_churn(server, listed), name="fake churn")
-
-    async def stop_churn() -> None:
-        churn.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await churn
-
-    stack.push_async_callback(stop_churn)
-    return server.kubeconfig_path()
-
-
 async def _preflight(client: Client, options: WatchOptions, namespace: str | None) -> ResourceInfo:
     """Resolve the resource and list one object, so that what retrying cannot fix is
     reported now: an unknown resource, a forbidden namespace, bad credentials, a bad
@@ -282,17 +239,13 @@ async def _preflight(client: Client, options: WatchOptions, namespace: str | Non
 
 
 async def _watch(options: WatchOptions, out: TextIO) -> int:
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     listed = asyncio.Event()
     fatal: list[BaseException] = []
-    signals = [signal.SIGINT, signal.SIGTERM]
-    for signum in signals:
-        loop.add_signal_handler(signum, stop.set)
-    try:
+    with stop_signals_call(stop.set):
         async with contextlib.AsyncExitStack() as stack:
             if options.fake:
-                kubeconfig = await _start_fake_server(stack, listed)
+                kubeconfig = await start_fake_server(stack, listed)
                 config = load_cli_config(kubeconfig, None)
             else:
                 config = load_cli_config(options.kubeconfig, options.context)
@@ -334,9 +287,6 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
         if fatal:
             raise WatchFailure(failure_text(fatal[0]))
         return EXIT_OK
-    finally:
-        for signum in signals:
-            loop.remove_signal_handler(signum)
 
 
 def run_watch(

@@ -9,10 +9,8 @@ knows about must be one line on stderr with exit code 1.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,15 +19,19 @@ from typing import TYPE_CHECKING
 import orjson
 import pytest
 
-from tests._support_cli import cli_env, failing_args, pod
+from tests._support_cli import (
+    LINE_TIMEOUT,
+    RunningCli,
+    cli_env,
+    failing_args,
+    pod,
+    started_cli,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    import contextlib
 
     from aioinformer.testing.apiserver import FakeAPIServer
-
-LINE_TIMEOUT = 30.0
-"""Seconds a test waits for an expected line before failing (generous: CI is shared)."""
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -45,61 +47,8 @@ def _cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
     )
 
 
-class _Running:
-    """A CLI subprocess on the test's loop, read line by line."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.lines: list[str] = []
-
-    async def read_until(self, predicate: Callable[[str], bool]) -> str:
-        """Read stdout lines until one satisfies ``predicate``; return it."""
-        stdout = self.process.stdout
-        assert stdout is not None
-        async with asyncio.timeout(LINE_TIMEOUT):
-            while True:
-                raw = await stdout.readline()
-                if not raw:
-                    stderr = await self.process.stderr.read() if self.process.stderr else b""
-                    raise AssertionError(
-                        f"output ended; got {self.lines!r}; stderr {stderr.decode()!r}"
-                    )
-                line = raw.decode().rstrip("\n")
-                self.lines.append(line)
-                if predicate(line):
-                    return line
-
-    async def interrupt(self) -> tuple[int, str, str]:
-        """SIGINT, then the exit code and the rest of stdout and stderr."""
-        self.process.send_signal(signal.SIGINT)
-        async with asyncio.timeout(LINE_TIMEOUT):
-            out, err = await self.process.communicate()
-        return self.process.returncode or 0, out.decode(), err.decode()
-
-
-@contextlib.asynccontextmanager
-async def _started(*args: str) -> AsyncIterator[_Running]:
-    """``aioinformer ARGS`` on the test's loop; killed on leaving if it is still running."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioinformer",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=cli_env(),
-    )
-    running = _Running(process)
-    try:
-        yield running
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.communicate()
-
-
-def _watch(*args: str) -> contextlib.AbstractAsyncContextManager[_Running]:
-    return _started("watch", *args)
+def _watch(*args: str) -> contextlib.AbstractAsyncContextManager[RunningCli]:
+    return started_cli("watch", *args)
 
 
 def _row(line: str) -> list[str]:
@@ -188,7 +137,9 @@ def test_demo_with_no_churn_and_no_pods_still_converges() -> None:
 
 
 async def test_demo_stops_on_sigint_and_still_prints_the_summary() -> None:
-    async with _started("demo", "--pods", "200", "--churn", "100", "--duration", "600") as running:
+    async with started_cli(
+        "demo", "--pods", "200", "--churn", "100", "--duration", "600"
+    ) as running:
         await running.read_until(lambda line: "churning:" in line)
         loop = asyncio.get_running_loop()
         interrupted_at = loop.time()
@@ -438,13 +389,7 @@ async def test_watch_failures_are_one_clear_line_and_exit_1(
         "unreachable-server": address,
     }[case]
     async with _watch(*args) as cli:
-        async with asyncio.timeout(LINE_TIMEOUT):
-            out, err = await cli.process.communicate()
-    assert cli.process.returncode == 1, (out, err)
-    assert out == b""
-    lines = err.decode().splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("aioinformer: error: ")
-    assert expected in lines[0]
+        line = await cli.failure_line()
+    assert expected in line
     if case == "forbidden-namespace":
-        assert '"secret"' in lines[0]
+        assert '"secret"' in line
