@@ -1,4 +1,4 @@
-"""The ``aioinformer`` command: ``demo``, ``watch`` and ``get``.
+"""The ``aioinformer`` command: ``demo``, ``watch``, ``get`` and ``proxy``.
 
 Role: the command-line front door. Input: ``argv``. Output: text on stdout (the demo's
 live display and summary, ``watch``'s rows), one-line errors on stderr, and an exit code.
@@ -12,6 +12,9 @@ live display and summary, ``watch``'s rows), one-line errors on stderr, and an e
   list, then one row per event (see :mod:`aioinformer.cli._watch`).
 * ``aioinformer get RESOURCE [NAME ...]`` is ``kubectl get``: one paginated LIST (or a
   GET per name) printed as a table, JSON, YAML or names (see :mod:`aioinformer.cli._get`).
+* ``aioinformer proxy --resource R ...`` serves the list/watch API of the resources from
+  one upstream watch each, to any number of clients, objects rewritten by an optional
+  transform (see :mod:`aioinformer.cli._proxy`).
 
 Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
 resource, forbidden namespace, a named object not found, unreachable server, a demo that
@@ -37,7 +40,12 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "log_level", "main", "parse_args"]
 
-_QUIET: Final = {"demo": logging.ERROR, "watch": logging.WARNING, "get": logging.WARNING}
+_QUIET: Final = {
+    "demo": logging.ERROR,
+    "watch": logging.WARNING,
+    "get": logging.WARNING,
+    "proxy": logging.WARNING,
+}
 
 _Target = TypeVar("_Target", bound="TargetOptions")
 
@@ -49,6 +57,13 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
+def _positive_count(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
     return value
 
 
@@ -112,11 +127,13 @@ def _target_options(kind: type[_Target], args: argparse.Namespace, **own: Any) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``aioinformer`` argument parser (subcommands ``demo``, ``watch`` and ``get``)."""
+    """The ``aioinformer`` argument parser (subcommands ``demo``, ``watch``, ``get`` and
+    ``proxy``)."""
     parser = argparse.ArgumentParser(
         prog="aioinformer",
         description=(
-            "asyncio-native Kubernetes informers: a live demo, kubectl-like watch and get"
+            "asyncio-native Kubernetes informers: a live demo, kubectl-like watch and get, "
+            "a caching list/watch proxy"
         ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -209,7 +226,112 @@ def build_parser() -> argparse.ArgumentParser:
         help="objects per LIST page; 0 fetches everything in one answer (500)",
     )
     _add_verbose(get)
+    _add_proxy(commands)
     return parser
+
+
+def _add_proxy(commands: Any) -> None:
+    from aioinformer.cli._common import DEFAULT_LISTEN
+
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve the list/watch API of resources from one upstream watch each",
+        description=(
+            "Serve LIST, GET and WATCH of each --resource (and discovery) from an informer's "
+            "cache fed by one upstream watch, to any number of clients (kubectl, client-go "
+            "programs, informers), objects optionally rewritten by --transform. Writes are "
+            "refused (405) or forwarded upstream. Prints one line once the caches are "
+            "synced; Ctrl-C or SIGTERM stops."
+        ),
+    )
+    proxy.add_argument(
+        "--resource",
+        dest="resources",
+        action="append",
+        required=True,
+        metavar="R",
+        help="a resource to serve (repeatable): v1/pods, v1/endpoints, apps/v1/deployments, "
+        "a CRD's plural",
+    )
+    scope = proxy.add_mutually_exclusive_group()
+    scope.add_argument(
+        "-n", "--namespace", help="serve only this namespace (others get 403 Forbidden)"
+    )
+    scope.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="serve every namespace (the default)",
+    )
+    proxy.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help=f"where to listen; port 0 picks a free one ({DEFAULT_LISTEN}); plain HTTP only "
+        "on loopback",
+    )
+    proxy.add_argument("--context", help="the upstream's kubeconfig context")
+    proxy.add_argument("--kubeconfig", metavar="PATH", help="the upstream's kubeconfig file")
+    proxy.add_argument(
+        "--fake",
+        action="store_true",
+        help="serve from an embedded fake API server seeded with pods, config maps and "
+        "endpoints, changing every second",
+    )
+    proxy.add_argument(
+        "--transform",
+        metavar="MODULE:FUNCTION",
+        help="rewrite each object with FUNCTION(obj) -> obj or None (None hides it); MODULE "
+        "is imported with the working directory on the path",
+    )
+    proxy.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="accept only these bearer tokens (one per line; # comments); anything else gets 401",
+    )
+    proxy.add_argument("--tls-cert", metavar="PATH", help="serve HTTPS with this certificate")
+    proxy.add_argument("--tls-key", metavar="PATH", help="the certificate's private key")
+    proxy.add_argument(
+        "--tls-ca",
+        metavar="PATH",
+        help="the CA written into --write-kubeconfig's file (default: the certificate)",
+    )
+    proxy.add_argument(
+        "--writes",
+        choices=("deny", "forward"),
+        default="deny",
+        help="deny: writes get 405 MethodNotAllowed; forward: sent upstream with the "
+        "proxy's credentials (deny)",
+    )
+    proxy.add_argument(
+        "--write-kubeconfig",
+        metavar="PATH",
+        help="write a kubeconfig for the proxy's clients; over HTTPS without --token-file "
+        "it carries a fresh random token the proxy then requires (kubectl sends no token "
+        "over plain HTTP)",
+    )
+    proxy.add_argument(
+        "--history-size",
+        type=_positive_count,
+        default=10_000,
+        metavar="N",
+        help="watch events kept per resource; older resourceVersions get 410 (10000)",
+    )
+    proxy.add_argument(
+        "--watcher-buffer",
+        type=_positive_count,
+        default=10_000,
+        metavar="N",
+        help="events queued for a slow watcher before it is closed (10000)",
+    )
+    proxy.add_argument(
+        "--sync-timeout",
+        type=_positive_number,
+        default=60.0,
+        metavar="S",
+        help="seconds the caches may take to sync before the proxy gives up (60)",
+    )
+    _add_verbose(proxy)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -266,6 +388,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             chunk_size=args.chunk_size,
         )
         return run_get(options, log_level=level)
+    if args.command == "proxy":
+        from aioinformer.cli._proxy import ProxyOptions, run_proxy
+
+        return run_proxy(
+            ProxyOptions(
+                resources=tuple(args.resources),
+                namespace=args.namespace,
+                listen=args.listen,
+                context=args.context,
+                kubeconfig=args.kubeconfig,
+                fake=args.fake,
+                transform=args.transform,
+                token_file=args.token_file,
+                tls_cert=args.tls_cert,
+                tls_key=args.tls_key,
+                tls_ca=args.tls_ca,
+                writes=args.writes,
+                write_kubeconfig=args.write_kubeconfig,
+                history_size=args.history_size,
+                watcher_buffer=args.watcher_buffer,
+                sync_timeout=args.sync_timeout,
+            ),
+            log_level=level,
+        )
     from aioinformer.cli._watch import WatchOptions, run_watch
 
     return run_watch(_target_options(WatchOptions, args, output=args.output), log_level=level)
