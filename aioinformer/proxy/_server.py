@@ -277,23 +277,25 @@ class Handler:
     # -- writes ----------------------------------------------------------------------------
 
     async def _forward(self, request: web.BaseRequest) -> web.Response:
-        """Send a write upstream with the proxy's credentials; answer what it answers.
-        The cache learns of the change from its upstream watch, like everyone else."""
+        """Send a write upstream with the proxy's credentials and answer what it answered:
+        the body, its media type (JSON, protobuf, ...) and the status code pass through
+        untouched. The cache learns of the change from its upstream watch, like everyone
+        else."""
         body = await request.read()
         try:
-            decoded = orjson.loads(body) if body else None
-        except orjson.JSONDecodeError:
-            raise StatusError(
-                status_body(400, "BadRequest", "the request body is not valid JSON")
-            ) from None
-        try:
-            answer = await self._client.request(
+            async with self._client.stream(
                 request.method,
                 request.rel_url.raw_path,
                 query=dict(request.query),
-                json=decoded,
+                body=body or None,
                 content_type=request.headers.get("Content-Type"),
-            )
+                accept=request.headers.get("Accept", JSON),
+            ) as answer:
+                payload = await answer.read()
+                media_type = answer.headers.get("Content-Type", JSON)
+                return web.Response(
+                    body=payload, status=answer.status, headers={"Content-Type": media_type}
+                )
         except ApiError as exc:
             status = exc.status or status_body(exc.code, exc.reason, exc.message)
             return web.Response(
@@ -303,8 +305,6 @@ class Handler:
             raise StatusError(
                 status_body(503, "ServiceUnavailable", f"the upstream API server: {exc}")
             ) from exc
-        code = 201 if request.method == "POST" else 200
-        return web.Response(body=orjson.dumps(answer), status=code, content_type=JSON)
 
 
 async def _stream(response: web.StreamResponse, watcher: ProxyWatcher) -> None:

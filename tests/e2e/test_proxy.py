@@ -255,6 +255,26 @@ async def test_writes_are_refused_or_forwarded_upstream(server: FakeAPIServer) -
 
         await eventually(listed)
 
+        # Bodies, media types and status codes pass through as the upstream answers them.
+        patched = await h.patch(
+            "/api/v1/namespaces/default/configmaps/w",
+            data=b'{"data":{"mode":"blue"}}',
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert patched.status == 200
+        assert server.get("configmaps", "default", "w")["data"] == {"mode": "blue"}
+        unknown_patch = await h.patch(
+            "/api/v1/namespaces/default/configmaps/w",
+            data=b"mode: red",
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert unknown_patch.status == 415
+        assert (await unknown_patch.json())["reason"] == "UnsupportedMediaType"
+        deleted = await h.delete("/api/v1/namespaces/default/configmaps/w")
+        assert deleted.status == 200
+        assert (await deleted.json())["details"]["name"] == "w"
+        assert "w" not in {obj["metadata"]["name"] for obj in server.objects("configmaps")}
+
 
 async def test_a_namespaced_proxy_forbids_other_namespaces(server: FakeAPIServer) -> None:
     async with proxied(server, namespace="other") as proxy, aiohttp.ClientSession(proxy.url) as h:
