@@ -12,21 +12,22 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
 from aioinformer.client import Client
-from aioinformer.config import load_kube_config
+from aioinformer.config import Config, load_kube_config
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.testing import eventually
 from tests._support_cli import LINE_TIMEOUT, failing_args, pod, started_cli
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from aioinformer.testing.apiserver import FakeAPIServer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 SERVING = re.compile(r"^serving (?P<what>.+) at (?P<url>\S+) \(one upstream watch per resource\)")
 
@@ -195,3 +196,33 @@ async def test_plain_http_off_loopback_and_a_taken_port_are_refused() -> None:
         ) as cli:
             line = await cli.failure_line()
     assert line.startswith(f"aioinformer: error: cannot listen on 127.0.0.1:{port}")
+
+
+async def test_the_ingress_example_transform_serves_from_the_command_line() -> None:
+    async with started_cli(
+        "proxy",
+        "--fake",
+        "--resource",
+        "v1/endpoints",
+        "--listen",
+        "127.0.0.1:0",
+        "--transform",
+        "rewrite_endpoints:to_router",
+        cwd=str(EXAMPLES),
+    ) as cli:
+        match = SERVING.match(await cli.read_until(lambda text: text.startswith("serving")))
+        assert match is not None
+        async with Client(Config(host=match["url"])) as client:
+            listed = await client.resource("v1/endpoints", "default").list()
+        served = {obj["metadata"]["name"]: obj for obj in listed.items}
+        assert set(served) == {"web", "api"}
+        for obj in served.values():
+            assert obj["subsets"] == [
+                {
+                    "addresses": [{"ip": "10.0.0.100"}],
+                    "ports": [{"name": "http", "port": 8443, "protocol": "TCP"}],
+                }
+            ]
+            assert obj["metadata"]["annotations"]["router.example.com/backends"]
+        code, _, err = await cli.interrupt()
+    assert code == 0, err

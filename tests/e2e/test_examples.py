@@ -40,6 +40,19 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "updated web-1 labels {'app': 'web', 'tier': 'front'}",
         "type: Pod | apiVersion: v1",
     ],
+    "rewrite_endpoints.py": [
+        "upstream shop/web: 10.1.0.10:8080 10.1.0.11:8080",
+        "served   default/kubernetes: 172.18.0.2:6443",
+        "served   shop/web: 10.0.0.100:8443 (backends 10.1.0.10:8080,10.1.0.11:8080)",
+        "served   shop/api: 10.0.0.100:8443 (backends 10.1.1.20:8080)",
+        "watch   modified shop/web: 10.0.0.100:8443 "
+        "(backends 10.1.0.10:8080,10.1.0.11:8080,10.1.0.12:8080)",
+        "watch   added shop/batch: 10.0.0.100:8443 (backends 10.1.2.30:8080)",
+        "watch   deleted shop/api",
+        "ingress cache: ['default/kubernetes', 'shop/batch', 'shop/web']",
+        "upstream watches: 1, changes served: 3",
+        "upstream unchanged: shop/web: 10.1.0.10:8080 10.1.0.11:8080 10.1.0.12:8080",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
