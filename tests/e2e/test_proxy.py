@@ -335,3 +335,29 @@ async def test_readyz_is_503_naming_the_resource_while_its_upstream_watch_is_dow
             return (await h.get("/readyz")).status == 200
 
         await eventually(ready, timeout=10)
+
+
+async def test_metadata_only_informers_read_through_the_proxy(server: FakeAPIServer) -> None:
+    def label(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("labels", {})["via"] = "proxy"
+        return obj
+
+    async with (
+        proxied(server, transform=label) as proxy,
+        Client(Config(host=proxy.url)) as client,
+    ):
+        listed = await client.resource("v1/configmaps", "default", metadata_only=True).list()
+        assert {item["kind"] for item in listed.items} == {"PartialObjectMetadata"}
+        assert all("data" not in item for item in listed.items)
+        assert all(item["metadata"]["labels"] == {"via": "proxy"} for item in listed.items)
+
+        factory = SharedInformerFactory(client, namespace="default")
+        informer = factory.informer_for("v1/configmaps", metadata_only=True)
+        async with factory:
+            await factory.wait_for_cache_sync(timeout=5)
+            server.create(configmap("late", mode="blue"))
+            late = await eventually(lambda: informer.indexer.get_by_key("default/late"))
+        assert late is not None
+        assert late["kind"] == "PartialObjectMetadata"
+        assert "data" not in late
+        assert late["metadata"]["labels"] == {"via": "proxy"}
