@@ -5,7 +5,8 @@ Role: the command-line face of :class:`~aioinformer.proxy.CachingProxy`. Input:
 :class:`ProxyOptions`. Output: one line on stdout once every cache has synced
 (``serving v1/pods at https://127.0.0.1:8001 (one upstream watch per resource)``), the
 library's warnings on stderr, an optional kubeconfig file for the proxy's clients, and
-an exit code: 0 after SIGINT/SIGTERM, 1 for a failure reported on one line (kubeconfig,
+an exit code: 0 after SIGINT/SIGTERM, 130 when one comes before it serves (while it
+resolves resources or waits for its caches), 1 for a failure reported on one line (kubeconfig,
 an unknown resource, a forbidden namespace, no upstream, caches that do not sync), 2 for
 options that cannot work (a transform that does not import, an unreadable token file or
 certificate, plain HTTP off loopback).
@@ -41,6 +42,7 @@ from typing import Literal, TextIO
 from aioinformer._endpoints import parse_address
 from aioinformer.cli._common import (
     DEFAULT_LISTEN,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CommandFailure,
@@ -213,56 +215,88 @@ async def _preflight(client: Client, options: ProxyOptions) -> None:
 
 async def _serve(options: ProxyOptions, serving: _Serving, out: TextIO) -> int:
     stop = asyncio.Event()
-    with stop_signals_call(stop.set):
-        async with contextlib.AsyncExitStack() as stack:
-            started = asyncio.Event()
-            if options.fake:
-                kubeconfig = await start_fake_server(stack, started)
-                config = load_cli_config(kubeconfig, None)
-            else:
-                config = load_cli_config(options.kubeconfig, options.context)
-            client = await stack.enter_async_context(Client(config))
-            await _preflight(client, options)
-            try:
-                proxy = CachingProxy(
-                    client,
-                    resources=options.resources,
-                    namespace=options.namespace,
-                    transform=serving.transform,
-                    host=serving.host,
-                    port=serving.port,
-                    tokens=serving.tokens,
-                    ssl_context=serving.ssl_context,
-                    writes=options.writes,
-                    history_size=options.history_size,
-                    watcher_buffer=options.watcher_buffer,
-                    cache_sync_timeout=options.sync_timeout,
+    main = asyncio.current_task()
+    assert main is not None
+    serving_now = False
+
+    def on_signal() -> None:
+        # Before the proxy serves (resolving, syncing: possibly long), a signal abandons
+        # the start; once it serves, it ends the run cleanly.
+        if serving_now:
+            stop.set()
+        else:
+            main.cancel()
+
+    try:
+        with stop_signals_call(on_signal):
+            async with contextlib.AsyncExitStack() as stack:
+                started = asyncio.Event()
+                if options.fake:
+                    kubeconfig = await start_fake_server(stack, started)
+                    config = load_cli_config(kubeconfig, None)
+                else:
+                    config = load_cli_config(options.kubeconfig, options.context)
+                client = await stack.enter_async_context(Client(config))
+                proxy = _proxy(options, serving, client)
+                await _preflight(client, options)
+                with reported_as(ProxyFailure):
+                    try:
+                        await stack.enter_async_context(proxy)
+                    except OSError as exc:
+                        raise ProxyFailure(f"cannot listen on {options.listen}: {exc}") from exc
+                where = ""
+                if options.write_kubeconfig:
+                    _write_kubeconfig(proxy, options, serving)
+                    where = f"; clients' kubeconfig: {options.write_kubeconfig}"
+                served = ", ".join(options.resources)
+                out.write(
+                    f"serving {served} at {proxy.url} (one upstream watch per resource){where}\n"
                 )
-            except ValueError as exc:
-                raise ProxyUsageError(str(exc)) from exc
-            with reported_as(ProxyFailure):
-                try:
-                    await stack.enter_async_context(proxy)
-                except OSError as exc:
-                    raise ProxyFailure(f"cannot listen on {options.listen}: {exc}") from exc
-            where = ""
-            if options.write_kubeconfig:
-                try:
-                    proxy.write_kubeconfig(
-                        options.write_kubeconfig,
-                        serving.kubeconfig_token,
-                        ca_pem=serving.ca_pem,
-                        namespace=options.namespace,
-                    )
-                except OSError as exc:
-                    raise ProxyFailure(f"cannot write --write-kubeconfig: {exc}") from exc
-                where = f"; clients' kubeconfig: {options.write_kubeconfig}"
-            served = ", ".join(options.resources)
-            out.write(f"serving {served} at {proxy.url} (one upstream watch per resource){where}\n")
-            out.flush()
-            started.set()
-            await stop.wait()
-        return EXIT_OK
+                out.flush()
+                serving_now = True
+                started.set()
+                await stop.wait()
+            return EXIT_OK
+    except asyncio.CancelledError:
+        if serving_now or main.cancelling() != 1:
+            raise
+        main.uncancel()
+        return EXIT_INTERRUPTED
+
+
+def _proxy(options: ProxyOptions, serving: _Serving, client: Client) -> CachingProxy:
+    """The proxy the options describe (not started); raises :class:`ProxyUsageError`
+    for what it refuses (plain HTTP off loopback)."""
+    try:
+        return CachingProxy(
+            client,
+            resources=options.resources,
+            namespace=options.namespace,
+            transform=serving.transform,
+            host=serving.host,
+            port=serving.port,
+            tokens=serving.tokens,
+            ssl_context=serving.ssl_context,
+            writes=options.writes,
+            history_size=options.history_size,
+            watcher_buffer=options.watcher_buffer,
+            cache_sync_timeout=options.sync_timeout,
+        )
+    except ValueError as exc:
+        raise ProxyUsageError(str(exc)) from exc
+
+
+def _write_kubeconfig(proxy: CachingProxy, options: ProxyOptions, serving: _Serving) -> None:
+    assert options.write_kubeconfig is not None
+    try:
+        proxy.write_kubeconfig(
+            options.write_kubeconfig,
+            serving.kubeconfig_token,
+            ca_pem=serving.ca_pem,
+            namespace=options.namespace,
+        )
+    except OSError as exc:
+        raise ProxyFailure(f"cannot write --write-kubeconfig: {exc}") from exc
 
 
 def run_proxy(

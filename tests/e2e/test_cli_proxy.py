@@ -226,3 +226,22 @@ async def test_the_ingress_example_transform_serves_from_the_command_line() -> N
             assert obj["metadata"]["annotations"]["router.example.com/backends"]
         code, _, err = await cli.interrupt()
     assert code == 0, err
+
+
+async def test_a_signal_before_it_serves_abandons_the_start(fake_apiserver: FakeAPIServer) -> None:
+    # Every upstream request hangs: the proxy is still resolving its resource.
+    fake_apiserver.faults.latency(600)
+    async with started_cli(
+        "proxy",
+        "--kubeconfig",
+        fake_apiserver.kubeconfig_path(),
+        "--resource",
+        "pods",
+        "--listen",
+        "127.0.0.1:0",
+    ) as cli:
+        await fake_apiserver.faults.wait_for("latency", timeout=LINE_TIMEOUT)
+        code, out, err = await cli.interrupt()
+    assert code == 130, err
+    assert out == ""
+    assert err == ""
