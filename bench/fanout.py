@@ -28,6 +28,9 @@ Then the writes stop and every watcher must receive every event written (within
 ``drain_timeout``): ``delivered_ratio`` is delivered / (events written in the window x N)
 and ``watchers_complete`` the fraction of watchers that got them all.
 
+``BENCH_FANOUT_PROFILE=PATH`` (:data:`PROFILE_ENV`) runs the proxy process under cProfile
+and writes its statistics to PATH when it ends (each variant overwrites it).
+
 Each child answers one JSON line per JSON command line on stdin (``_serve``); its first
 line says it is ready. Closing its stdin ends it.
 
@@ -57,7 +60,7 @@ from bench.replay import REPO_ROOT, child_env
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
-__all__ = ["FIGURES", "VARIANTS", "fanout_case", "main", "watchers_of"]
+__all__ = ["FIGURES", "PROFILE_ENV", "VARIANTS", "fanout_case", "main", "watchers_of"]
 
 VARIANTS: Final = tuple(
     f"{via}-n{count}" for count in (1, 100, 1000) for via in ("direct", "proxy")
@@ -68,6 +71,11 @@ FIGURES: Final = (
     "p50_ms",
     "p99_ms",
     "max_ms",
+    "first_p50_ms",
+    "first_p99_ms",
+    "spread_p50_ms",
+    "spread_p99_ms",
+    "events_per_chunk",
     "proxy_cpu_us_per_event",
     "upstream_cpu_us_per_event",
     "proxy_rss_mib",
@@ -83,6 +91,9 @@ FIGURES: Final = (
 )
 """Every figure a case reports (``proxy_*`` ones only through the proxy)."""
 
+PROFILE_ENV: Final = "BENCH_FANOUT_PROFILE"
+"""When set, the proxy process runs under cProfile and writes its statistics to this path
+(``python -m pstats PATH``): where the proxy's time goes, measured in the run itself."""
 _MARKER: Final = b'"' + EMITTED_ANNOTATION.encode() + b'":"'
 _TOKEN: Final = "bench-fanout"
 """The bearer token the upstream accepts (with full rights) and every client sends."""
@@ -218,6 +229,8 @@ class _Watchers:
         """Per event received (any watcher): its write time and its arrival time (ns)."""
         self.ended = 0
         """Streams the server ended (a watcher closed as too slow, or a server fault)."""
+        self.chunks = 0
+        """Chunks that completed at least one line (about one per server write)."""
         self._pending = [b""] * count
         """Per watcher, the start of a line whose end has not arrived yet."""
         self.progress = asyncio.Event()
@@ -232,6 +245,7 @@ class _Watchers:
             return
         data = pending + chunk[: cut + 1] if pending else chunk[: cut + 1]
         self._pending[slot] = chunk[cut + 1 :]
+        self.chunks += 1
         start = data.find(_MARKER)
         while start >= 0:
             value = start + len(_MARKER)
@@ -258,15 +272,23 @@ class _Watchers:
                     await self.progress.wait()
 
     def report(self, events: int, first: int, last: int) -> dict[str, Any]:
-        latencies = [
-            (arrived - emitted) // 1_000
-            for emitted, arrived in zip(self.emitted, self.arrived, strict=True)
-            if first <= emitted < last
-        ]
+        """What was received of the events written in ``[first, last)``: every latency
+        (µs), and per event its earliest and latest arrival here (ns)."""
+        latencies = []
+        spans: dict[int, list[int]] = {}
+        for emitted, arrived in zip(self.emitted, self.arrived, strict=True):
+            if first <= emitted < last:
+                latencies.append((arrived - emitted) // 1_000)
+                span = spans.setdefault(emitted, [arrived, arrived])
+                span[0] = min(span[0], arrived)
+                span[1] = max(span[1], arrived)
         return {
             "latencies_us": latencies,
+            "spans": [[emitted, *span] for emitted, span in spans.items()],
             "complete": sum(1 for got in self.received if got >= events),
             "ended": self.ended,
+            "chunks": self.chunks,
+            "events": len(self.emitted),
         }
 
 
@@ -318,7 +340,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     role, config = args[0], orjson.loads(args[1])
     _raise_fd_limit()
-    asyncio.run(_ROLES[role](config))
+    profile = os.environ.get(PROFILE_ENV)
+    if role != "proxy" or not profile:
+        asyncio.run(_ROLES[role](config))
+        return 0
+    import cProfile
+
+    with cProfile.Profile() as profiler:
+        asyncio.run(_ROLES[role](config))
+    profiler.dump_stats(profile)
     return 0
 
 
@@ -478,12 +508,26 @@ def _figures(
     """The case's figures from what its processes measured; ``cpu`` is the window's CPU
     seconds of the upstream, each client process, then the proxy when there is one."""
     latencies = sorted(us for report in reports for us in report["latencies_us"])
+    spans: dict[int, list[int]] = {}
+    for report in reports:
+        for emitted, earliest, latest in report["spans"]:
+            span = spans.setdefault(emitted, [earliest, latest])
+            span[0] = min(span[0], earliest)
+            span[1] = max(span[1], latest)
+    firsts = sorted(earliest - emitted for emitted, (earliest, _) in spans.items())
+    spreads = sorted(latest - earliest for earliest, latest in spans.values())
     expected = in_window * count
     client_cpu = cpu[1 : 1 + len(reports)]
     figures = {
         "p50_ms": percentile(latencies, 0.50) / 1e3,
         "p99_ms": percentile(latencies, 0.99) / 1e3,
         "max_ms": (latencies[-1] / 1e3) if latencies else math.nan,
+        "first_p50_ms": percentile(firsts, 0.50) / 1e6,
+        "first_p99_ms": percentile(firsts, 0.99) / 1e6,
+        "spread_p50_ms": percentile(spreads, 0.50) / 1e6,
+        "spread_p99_ms": percentile(spreads, 0.99) / 1e6,
+        "events_per_chunk": sum(r["events"] for r in reports)
+        / max(1, sum(r["chunks"] for r in reports)),
         "upstream_cpu_us_per_event": cpu[0] / max(1, expected) * 1e6,
         "upstream_watches": float(watches),
         "delivered_ratio": len(latencies) / expected if expected else math.nan,

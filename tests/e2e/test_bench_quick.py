@@ -95,6 +95,10 @@ def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(tmp_path: P
         assert figures["delivered_ratio"] == figures["watchers_complete"] == 1.0, variant
         assert figures["streams_ended"] == 0, variant
         assert figures["max_ms"] >= figures["p99_ms"] >= figures["p50_ms"] > 0, variant
+        # The first watcher to get an event gets it no later than the median one.
+        assert 0 < figures["first_p50_ms"] <= figures["p50_ms"], variant
+        assert figures["spread_p99_ms"] >= figures["spread_p50_ms"] >= 0, variant
+        assert figures["events_per_chunk"] >= 1, variant
         assert figures["upstream_cpu_us_per_event"] > 0, variant
         assert figures["achieved_rate"] > 0, variant
     assert medians["direct-n100"]["upstream_watches"] == 100

@@ -64,14 +64,35 @@ def test_the_report_judges_only_events_written_in_the_window() -> None:
     watchers.feed(0, _line("MODIFIED", 3_000_000), 6_000_000)
     report = watchers.report(3, 1_500_000, 4_000_000)
     assert sorted(report["latencies_us"]) == [3_000, 3_000, 3_000]
+    assert sorted(report["spans"]) == [
+        [2_000_000, 5_000_000, 5_000_000],
+        [3_000_000, 6_000_000, 6_000_000],
+    ]
     assert report["complete"] == 1
     assert report["ended"] == 0
+    assert (report["events"], report["chunks"]) == (5, 3)
 
 
 def test_figures_divide_cpu_by_every_delivered_event_and_count_what_was_lost() -> None:
+    # Event 10 (ns) reached the first process's watchers at 1,010 and 2,010 ns and the
+    # second's at 3,010; event 20 the first process only, at 3,020.
     reports: list[dict[str, Any]] = [
-        {"latencies_us": [1_000, 2_000, 3_000], "complete": 1, "ended": 0},
-        {"latencies_us": [4_000], "complete": 0, "ended": 1},
+        {
+            "latencies_us": [1_000, 2_000, 3_000],
+            "spans": [[10, 1_000_010, 2_000_010], [20, 3_000_020, 3_000_020]],
+            "complete": 1,
+            "ended": 0,
+            "chunks": 2,
+            "events": 3,
+        },
+        {
+            "latencies_us": [4_000],
+            "spans": [[10, 4_000_010, 4_000_010]],
+            "complete": 0,
+            "ended": 1,
+            "chunks": 1,
+            "events": 1,
+        },
     ]
     # Two events written in a 2 s window, two watchers: four deliveries expected.
     figures = _figures(
@@ -95,6 +116,10 @@ def test_figures_divide_cpu_by_every_delivered_event_and_count_what_was_lost() -
     assert (figures["proxy_rss_mib"], figures["proxy_peak_rss_mib"]) == (50.0, 60.0)
     assert figures["streams_ended"] == figures["slow_watchers_closed"] == 1.0
     assert figures["achieved_rate"] == 1.0
+    # Upstream→first watcher: 1 ms for event 10, 3 ms for event 20; first→last: 3 and 0.
+    assert (figures["first_p50_ms"], figures["first_p99_ms"]) == (1.0, 3.0)
+    assert (figures["spread_p50_ms"], figures["spread_p99_ms"]) == (0.0, 3.0)
+    assert figures["events_per_chunk"] == pytest.approx(4 / 3)
     direct = _figures(
         count=2,
         seconds=2.0,
