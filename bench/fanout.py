@@ -102,6 +102,8 @@ _MIB: Final = 1024 * 1024
 _REPLY_LIMIT: Final = 256 * _MIB
 """Longest reply line read from a child (a clients' report carries every latency)."""
 _CLOSE_TIMEOUT: Final = 10.0
+_OPEN_FILES: Final = 65_536
+"""The open-file limit each child asks for (at most the hard limit)."""
 
 
 def watchers_of(variant: str) -> tuple[str, int]:
@@ -118,8 +120,9 @@ def watchers_of(variant: str) -> tuple[str, int]:
 def _raise_fd_limit() -> None:
     """A thousand watches are a thousand sockets on each side: lift the soft limit."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    wanted = _OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, _OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _reply(payload: dict[str, Any]) -> None:
