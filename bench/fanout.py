@@ -517,7 +517,8 @@ def _figures(
             span = spans.setdefault(emitted, [earliest, latest])
             span[0] = min(span[0], earliest)
             span[1] = max(span[1], latest)
-    firsts = sorted(earliest - emitted for emitted, (earliest, _) in spans.items())
+    # In whole µs, as the latencies are, so that the two compare exactly.
+    firsts = sorted((earliest - emitted) // 1_000 for emitted, (earliest, _) in spans.items())
     spreads = sorted(latest - earliest for earliest, latest in spans.values())
     expected = in_window * count
     client_cpu = cpu[1 : 1 + len(reports)]
@@ -525,8 +526,8 @@ def _figures(
         "p50_ms": percentile(latencies, 0.50) / 1e3,
         "p99_ms": percentile(latencies, 0.99) / 1e3,
         "max_ms": (latencies[-1] / 1e3) if latencies else math.nan,
-        "first_p50_ms": percentile(firsts, 0.50) / 1e6,
-        "first_p99_ms": percentile(firsts, 0.99) / 1e6,
+        "first_p50_ms": percentile(firsts, 0.50) / 1e3,
+        "first_p99_ms": percentile(firsts, 0.99) / 1e3,
         "spread_p50_ms": percentile(spreads, 0.50) / 1e6,
         "spread_p99_ms": percentile(spreads, 0.99) / 1e6,
         "events_per_chunk": sum(r["events"] for r in reports)
