@@ -32,11 +32,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
 import orjson
 
+from bench import fanout
 from bench.harness import CACHE_MODES, COMPACT_SUFFIX, with_cache_modes
 from bench.measure import summarize
 from bench.replay import REPO_ROOT, ReplayConfig, ReplayServerProcess, child_env
@@ -53,6 +54,7 @@ __all__ = [
     "default_cache_mode",
     "main",
     "reference_of",
+    "render_fanout",
     "render_summary",
     "render_table",
     "run",
@@ -188,6 +190,36 @@ _LATENCY_METRICS = (
     Metric("achieved_rate", "achieved events/s", "{:,.0f}", summary=False),
     Metric("initial_delivery_s", "seconds from start to initial list delivered", "{:,.2f}"),
     Metric("judged_events", "events judged (after the initial list)", "{:,.0f}", summary=False),
+)
+_FANOUT = {
+    "objects": 100,
+    "rates": {"1": 1_000.0, "100": 1_000.0, "1000": 100.0},
+    "drain_timeout": 30.0,
+}
+"""Fan-out rates by N (events/s): the issue's 1,000/s for N = 1 and 100, 100/s for 1,000."""
+_FANOUT_METRICS = (
+    Metric("p50_ms", "p50 upstream→downstream (ms)", "{:,.2f}"),
+    Metric("p99_ms", "p99 upstream→downstream (ms)", "{:,.2f}"),
+    Metric("max_ms", "max upstream→downstream (ms)", "{:,.2f}"),
+    Metric("first_p50_ms", "p50 upstream→first watcher (ms)", "{:,.2f}", summary=False),
+    Metric("first_p99_ms", "p99 upstream→first watcher (ms)", "{:,.2f}", summary=False),
+    Metric("spread_p50_ms", "p50 first→last watcher (ms)", "{:,.2f}", summary=False),
+    Metric("spread_p99_ms", "p99 first→last watcher (ms)", "{:,.2f}", summary=False),
+    Metric("events_per_chunk", "events per chunk received", "{:,.2f}", summary=False),
+    Metric("proxy_cpu_us_per_event", "proxy CPU µs per delivered event", "{:,.2f}"),
+    Metric("upstream_cpu_us_per_event", "upstream CPU µs per delivered event", "{:,.2f}"),
+    Metric("upstream_watches", "upstream watch connections", "{:,.0f}"),
+    Metric("proxy_rss_mib", "proxy RSS (MiB)", "{:,.1f}"),
+    Metric("proxy_peak_rss_mib", "proxy peak RSS (MiB)", "{:,.1f}", summary=False),
+    Metric("delivered_ratio", "delivered / expected events", "{:,.4f}"),
+    Metric("watchers_complete", "watchers that got every event", "{:,.4f}", summary=False),
+    Metric("slow_watchers_closed", "slow watchers closed", "{:,.0f}"),
+    Metric("streams_ended", "watch streams ended by the server", "{:,.0f}", summary=False),
+    Metric("client_cpu_percent", "busiest client process CPU (%)", "{:,.0f}"),
+    Metric(
+        "client_cpu_us_per_event", "client CPU µs per delivered event", "{:,.2f}", summary=False
+    ),
+    Metric("achieved_rate", "achieved events/s", "{:,.0f}", summary=False),
 )
 _COMPACT_MEMORY = Target("ours-compact", "bytes_per_object", "<=", 0.3, ratio=True)
 _LOOP_LAG = Target("ours", "loop_lag_max_ms", "<=", 20.0, ratio=False, default_cache=True)
@@ -435,6 +467,37 @@ SCENARIOS: tuple[Scenario, ...] = (
             Target("ours", "fast_p99_ms", "<=", 5.0, ratio=False, default_cache=True),
         ),
     ),
+    Scenario(
+        name="proxy-fanout",
+        kind="fanout",
+        title="N raw watchers through one CachingProxy vs watching the upstream directly",
+        params={**_FANOUT, "warmup": 2.0, "seconds": 10.0, "watchers_per_process": 500},
+        quick_params={
+            **_FANOUT,
+            "rates": {"1": 1_000.0, "100": 500.0, "1000": 100.0},
+            "warmup": 0.3,
+            "seconds": 1.0,
+            # Two client processes even in the quick run, so that path is exercised.
+            "watchers_per_process": 50,
+        },
+        variants=fanout.VARIANTS,
+        quick_variants=("direct-n100", "proxy-n100"),
+        metrics=_FANOUT_METRICS,
+        reference=None,
+        server=False,
+        targets=(
+            Target("proxy-n100", "p99_ms", "<=", 50.0, ratio=False),
+            Target("proxy-n1000", "p99_ms", "<=", 100.0, ratio=False),
+            *(
+                Target(f"proxy-n{n}", "proxy_cpu_us_per_event", "<=", 10.0, ratio=False)
+                for n in (1, 100, 1000)
+            ),
+            *(
+                Target(f"proxy-n{n}", "upstream_watches", "<=", 1.0, ratio=False)
+                for n in (1, 100, 1000)
+            ),
+        ),
+    ),
 )
 
 
@@ -483,15 +546,21 @@ def _run_worker(
     return outcomes
 
 
+_TWINS: Final = (("ours-", "baseline-"), ("proxy-", "direct-"))
+"""A measured variant's prefix and the prefix of its reference under the same condition."""
+
+
 def reference_of(variant: str, reference: str | None, variants: Sequence[str]) -> str | None:
     """What ``variant`` is divided by: for ``ours-X`` (either cache mode) the scenario's
-    ``baseline-X`` when it has one (the same condition on the raw side), else the
+    ``baseline-X`` when it has one (the same condition on the raw side), for ``proxy-X``
+    the scenario's ``direct-X`` (the same watchers without the proxy), else the
     scenario's ``reference``."""
     family = variant.removesuffix(COMPACT_SUFFIX)
-    if family.startswith("ours-"):
-        twin = "baseline-" + family.removeprefix("ours-")
-        if twin in variants:
-            return twin
+    for measured, raw in _TWINS:
+        if family.startswith(measured):
+            twin = raw + family.removeprefix(measured)
+            if twin in variants:
+                return twin
     return reference
 
 
@@ -714,8 +783,12 @@ def render_summary(results: dict[str, Any]) -> str:
         '| scenario | variant | figure | baseline | cache="objects" | cache="compact" | target |',
         "|---|---|---|---:|---:|---:|---|",
     ]
+    fanouts = []
     for entry in results["scenarios"]:
         scenario = scenarios_by_name[entry["name"]]
+        if scenario.kind == "fanout":
+            fanouts.append(render_fanout(entry, scenario))
+            continue
         reference = entry["reference"]
         families = _families(entry["variants"])
         has_ours = any(family.startswith("ours") for family in families)
@@ -747,6 +820,37 @@ def render_summary(results: dict[str, Any]) -> str:
                 lines.append(
                     f"| {entry['name']} | {family} | {label} | {' | '.join(cells)} | {goal} |"
                 )
+    # A run of fan-out scenarios alone has no row for the cache-mode table.
+    tables = ["\n".join(lines)] if len(lines) > 2 or not fanouts else []
+    return "\n\n".join([*tables, *fanouts])
+
+
+def render_fanout(entry: dict[str, Any], scenario: Scenario) -> str:
+    """A fan-out scenario's table: per N and figure, the direct run beside the proxied one
+    (ratio to the direct run in brackets), and the targets with met or missed."""
+    lines = [
+        "| scenario | watchers @ events/s | figure | direct | through the proxy | target |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    rates = entry["params"]["rates"]
+    for variant in entry["variants"]:
+        via, count = fanout.watchers_of(variant)
+        if via != "proxy":
+            continue
+        direct = f"direct-n{count}"
+        for metric in (m for m in scenario.metrics if m.summary):
+            cells = [_cell(entry, direct, metric, ratio=False), _cell(entry, variant, metric)]
+            if not any(cell not in ("", "error") for cell in cells):
+                continue
+            goals = "; ".join(
+                f"{goal['goal']}: {({True: 'met', False: 'missed', None: 'n/a'})[goal['met']]}"
+                for goal in entry["targets"]
+                if goal["variant"] == variant and goal["metric"] == metric.name
+            )
+            lines.append(
+                f"| {entry['name']} | {count:,} @ {float(rates[str(count)]):,.0f} | "
+                f"{metric.label} | {' | '.join(cells)} | {goals} |"
+            )
     return "\n".join(lines)
 
 

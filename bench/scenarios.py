@@ -56,6 +56,8 @@ Kinds and what they report:
   chunks, framed into lines across chunk borders, then decoded).
 * ``placement`` — the raw watch baseline with the replay server in a separate process
   (``server-separate``) or on the measured loop itself (``server-same-loop``).
+* ``fanout`` — N raw watchers through a ``CachingProxy`` (``proxy-nN``) or on the upstream
+  directly (``direct-nN``), each side in its own processes: see :mod:`bench.fanout`.
 
 Task model: each case is one coroutine on the worker's loop; everything it starts (sessions,
 informers, samplers) is closed before it returns.
@@ -75,7 +77,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
-from bench import harness
+from bench import fanout, harness
 from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
 from bench.measure import (
     BusyApplication,
@@ -770,6 +772,10 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     ("decode", "split-and-loads"): decode_split_and_loads,
     ("placement", "server-separate"): placement_separate,
     ("placement", "server-same-loop"): placement_same_loop,
+    **{
+        ("fanout", variant): functools.partial(fanout.fanout_case, variant=variant)
+        for variant in fanout.VARIANTS
+    },
 }
 _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] = {
     ("sync", "ours"): functools.partial(_sync_ours, variant="default"),

@@ -31,20 +31,28 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
+def _run_quick(
+    tmp_path: Path, *options: str, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``python -m bench --quick OPTIONS``: the finished process and the JSON it wrote."""
     output = tmp_path / "results.json"
     completed = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
+        [sys.executable, "-m", "bench", "--quick", *options, "--output", str(output)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=540,
+        timeout=timeout,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
-    results = orjson.loads(output.read_bytes())
+    results: dict[str, Any] = orjson.loads(output.read_bytes())
+    return completed, results
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
+    completed, results = _run_quick(tmp_path, timeout=540)
     assert results["meta"]["mode"] == "quick"
     by_name = {entry["name"]: entry for entry in results["scenarios"]}
     assert set(by_name) == {scenario.name for scenario in SCENARIOS}
@@ -57,12 +65,56 @@ def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
             assert medians, f"{scenario.name}/{variant} reported nothing"
             reported = [m.name for m in scenario.metrics if medians.get(m.name) is not None]
             assert reported, f"{scenario.name}/{variant} reported none of its table figures"
-        assert set(entry["ratios"]) == set(scenario.quick_variants) - {scenario.reference}
+        divided = {
+            variant
+            for variant in scenario.quick_variants
+            if reference_of(variant, scenario.reference, scenario.quick_variants)
+            not in (None, variant)
+        }
+        assert set(entry["ratios"]) == divided
     table = completed.stdout
     assert table.startswith("| scenario | variant |")
     for scenario in SCENARIOS:
         assert f"| {scenario.name} | " in table
     _check_new_figures(results)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(tmp_path: Path) -> None:
+    completed, results = _run_quick(tmp_path, "--only", "proxy-fanout", timeout=150)
+    (entry,) = results["scenarios"]
+    assert list(entry["variants"]) == ["direct-n100", "proxy-n100"]
+    medians = {
+        variant: {name: stats["median"] for name, stats in data["metrics"].items()}
+        for variant, data in entry["variants"].items()
+    }
+    for variant, figures in medians.items():
+        assert entry["variants"][variant]["errors"] == []
+        # Nothing lost: every watcher got every event written, none was closed.
+        assert figures["delivered_ratio"] == figures["watchers_complete"] == 1.0, variant
+        assert figures["streams_ended"] == 0, variant
+        assert figures["max_ms"] >= figures["p99_ms"] >= figures["p50_ms"] > 0, variant
+        # The first watcher to get an event gets it no later than the median one.
+        assert 0 < figures["first_p50_ms"] <= figures["p50_ms"], variant
+        assert figures["spread_p99_ms"] >= figures["spread_p50_ms"] >= 0, variant
+        assert figures["events_per_chunk"] >= 1, variant
+        assert figures["upstream_cpu_us_per_event"] > 0, variant
+        assert figures["achieved_rate"] > 0, variant
+    assert medians["direct-n100"]["upstream_watches"] == 100
+    assert "proxy_cpu_us_per_event" not in medians["direct-n100"]
+    proxied = medians["proxy-n100"]
+    assert proxied["upstream_watches"] == 1
+    assert proxied["slow_watchers_closed"] == 0
+    assert proxied["proxy_cpu_us_per_event"] > 0
+    assert proxied["proxy_peak_rss_mib"] >= proxied["proxy_rss_mib"] > 0
+    assert entry["ratios"]["proxy-n100"]["upstream_watches"] == 0.01
+    assert {goal["variant"] for goal in entry["targets"] if goal["met"] is not None} == {
+        "proxy-n100"
+    }
+    assert "| proxy-fanout | 100 @ 500 | upstream watch connections | 100 | 1 (0.01x) |" in (
+        completed.stdout
+    )
 
 
 _LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}
