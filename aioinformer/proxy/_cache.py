@@ -86,14 +86,19 @@ the same resourceVersion."""
 
 class ProxyWatcher(Watcher):
     """A downstream watch: a :class:`~aioinformer._apiwatch.Watcher` that also knows how to
-    end its HTTP stream at once (``abort``) and whether it asked for bookmarks."""
+    end its HTTP stream at once (``abort``), how to hand bytes to its connection without
+    its writer (``send``), and whether it asked for bookmarks."""
 
-    __slots__ = ("abort", "bookmarks")
+    __slots__ = ("abort", "bookmarks", "send")
 
     def __init__(self, *args: Any, bookmarks: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.bookmarks = bookmarks
         self.abort: Callable[[], None] | None = None
+        self.send: Callable[[bytes], bool] | None = None
+        """Set by the HTTP side while its writer is idle: ``send(data)`` writes ``data``
+        to the connection at once and returns ``True``, or returns ``False`` (the
+        connection is backed up or closing) and the writer must be woken instead."""
 
 
 class CacheStatistics:
@@ -378,10 +383,22 @@ class WatchCache:
                     watcher.abort()
 
     def _flush(self) -> None:
-        """Wake the writers of every watcher that queued lines since the last flush."""
+        """Send what every watcher queued since the last flush: straight to its connection
+        when that takes it at once (no task switch per watcher), else by waking its
+        writer, which waits for the connection to drain."""
         self._flush_handle = None
         pending, self._pending = self._pending, set()
         for watcher in pending:
+            send = watcher.send
+            batch = watcher.buffer
+            if (
+                send is not None
+                and batch
+                and not watcher.closed
+                and send(batch[0] if len(batch) == 1 else b"".join(batch))
+            ):
+                watcher.buffer = []
+                continue
             watcher.wake.set()
 
     def _advance(self, rv: int) -> None:

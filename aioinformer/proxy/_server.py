@@ -22,6 +22,7 @@ connection so a write blocked on a client that does not read ends too).
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from aioinformer.errors import ApiError, TransportError
 from aioinformer.labels import FieldSelector, parse_field_selector
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable, Collection, Mapping
 
     from aioinformer._clock import Clock
@@ -68,6 +70,9 @@ WritePolicy = Literal["deny", "forward"]
 _READ_VERBS: Final = ("get", "list", "watch")
 _HEALTH: Final = (["healthz"], ["livez"], ["readyz"])
 _TOO_LARGE_WAIT: Final = 3.0
+_DIRECT_LIMIT: Final = 0x10000
+"""Bytes a watch connection may have buffered for the flush to still write to it directly
+(aiohttp's own threshold for waiting on a drain)."""
 """Seconds a read at a resourceVersion the cache has not reached waits for it, as
 kube-apiserver's watch cache does, before the 504."""
 
@@ -264,7 +269,7 @@ class Handler:
         timer = call_later(self._clock, timeout, watcher.close) if timeout else None
         try:
             await response.prepare(request)
-            await _stream(response, watcher)
+            await _stream(response, watcher, transport)
         except ConnectionError:
             logger.debug("watch client on %s went away", request.path)
         finally:
@@ -307,20 +312,44 @@ class Handler:
             ) from exc
 
 
-async def _stream(response: web.StreamResponse, watcher: ProxyWatcher) -> None:
-    """Write ``watcher``'s lines as they are queued, until it is closed."""
+async def _stream(
+    response: web.StreamResponse, watcher: ProxyWatcher, transport: asyncio.Transport | None
+) -> None:
+    """Write ``watcher``'s lines as they are queued, until it is closed.
+
+    While this writer is idle, the cache's flush hands lines to the connection itself
+    (``watcher.send``): one ``transport.write`` per watcher and flush instead of a task
+    switch and a coroutine per watcher. It does so only while the connection's buffer is
+    under :data:`_DIRECT_LIMIT`; past it the flush wakes this writer, whose writes wait for
+    the connection to drain, and a client that stops reading soon fills its queue and is
+    closed (see :mod:`aioinformer.proxy._cache`)."""
+    # The first write sends the headers aiohttp holds back; chunks written to the
+    # transport directly must come after them.
+    await response.write(b"")
+    send = functools.partial(_send_chunk, transport) if transport is not None else None
     wake = watcher.wake
     while True:
         batch = watcher.buffer
         if batch:
             watcher.buffer = []
+            watcher.send = None
             await response.write(batch[0] if len(batch) == 1 else b"".join(batch))
             continue
         if watcher.closed:
             break
+        watcher.send = send
         wake.clear()
         await wake.wait()
+    watcher.send = None
     await response.write_eof()
+
+
+def _send_chunk(transport: asyncio.Transport, data: bytes) -> bool:
+    """Write ``data`` as one HTTP/1.1 chunk if the connection takes it at once."""
+    if transport.is_closing() or transport.get_write_buffer_size() > _DIRECT_LIMIT:
+        return False
+    transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+    return True
 
 
 def _with_name(fields: FieldSelector | None, name: str) -> FieldSelector:

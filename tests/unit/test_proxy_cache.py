@@ -320,6 +320,33 @@ async def test_writers_are_woken_once_per_flush_for_all_the_changes_since() -> N
     assert lines(watcher) == [("ADDED", "a", "11"), ("ADDED", "b", "12")]
 
 
+async def test_a_flush_hands_an_idle_writers_lines_to_its_connection_at_once() -> None:
+    cache = await loaded(rv=10, flush_interval=0)
+    taking, backed_up = watch(cache, "10"), watch(cache, "10")
+    sent: list[bytes] = []
+
+    def take(data: bytes) -> bool:
+        sent.append(data)
+        return True
+
+    taking.send = take
+    backed_up.send = lambda data: False
+    await cache.add(pod("a", 11))
+    await cache.add(pod("b", 12))
+    await asyncio.sleep(0)
+    # One write with both lines, no writer woken, nothing left queued.
+    assert [orjson.loads(line)["object"]["metadata"]["name"] for line in sent[0].splitlines()] == [
+        "a",
+        "b",
+    ]
+    assert len(sent) == 1
+    assert taking.buffer == []
+    assert not taking.wake.is_set()
+    # A connection that does not take it at once: the lines stay for the writer, woken.
+    assert backed_up.wake.is_set()
+    assert lines(backed_up) == [("ADDED", "a", "11"), ("ADDED", "b", "12")]
+
+
 async def test_an_upstream_object_without_a_name_is_skipped_and_counted() -> None:
     cache = await loaded({"kind": "Pod", "metadata": {}}, pod("a", 3), rv=10)
     await cache.add({"kind": "Pod", "metadata": {"name": ""}})
