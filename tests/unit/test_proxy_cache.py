@@ -40,6 +40,11 @@ def lines(watcher: Any) -> list[tuple[str, str, str]]:
 
 
 def names(cache: WatchCache, **kwargs: Any) -> list[str]:
+    return [entry.name for entry in listed(cache, **kwargs).entries]
+
+
+def listed(cache: WatchCache, **kwargs: Any) -> Any:
+    """A LIST page: every option at its default unless given."""
     options: dict[str, Any] = {
         "namespace": None,
         "label_selector": None,
@@ -50,7 +55,7 @@ def names(cache: WatchCache, **kwargs: Any) -> list[str]:
         "continue_": None,
     }
     options.update(kwargs)
-    return [entry.name for entry in cache.list(**options).entries]
+    return cache.list(**options)
 
 
 def watch(cache: WatchCache, rv: str | None, **kwargs: Any) -> Any:
@@ -136,15 +141,7 @@ async def test_a_resource_version_the_cache_has_not_reached_is_504_too_large() -
 
 async def test_pages_of_one_list_are_one_snapshot_while_objects_change() -> None:
     cache = await loaded(*(pod(f"p{i}", i) for i in range(5)), rv=10)
-    first = cache.list(
-        namespace=None,
-        label_selector=None,
-        field_selector=None,
-        resource_version=None,
-        resource_version_match=None,
-        limit=2,
-        continue_=None,
-    )
+    first = listed(cache, limit=2)
     assert [e.name for e in first.entries] == ["p0", "p1"]
     assert first.remaining == 3
     await cache.delete(pod("p3", 11))
@@ -156,15 +153,7 @@ async def test_pages_of_one_list_are_one_snapshot_while_objects_change() -> None
 
 async def test_a_continue_token_past_the_history_is_410_with_a_fresh_token() -> None:
     cache = await loaded(*(pod(f"p{i}", i) for i in range(3)), rv=10, history_size=1)
-    first = cache.list(
-        namespace=None,
-        label_selector=None,
-        field_selector=None,
-        resource_version=None,
-        resource_version_match=None,
-        limit=1,
-        continue_=None,
-    )
+    first = listed(cache, limit=1)
     await cache.add(pod("q", 11))
     await cache.add(pod("r", 12))
     with pytest.raises(StatusError) as caught:
