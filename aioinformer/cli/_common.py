@@ -1,6 +1,6 @@
 """What the ``aioinformer`` commands share: exit codes, failures, the options naming
-what to read (:class:`TargetOptions`), kubeconfig loading, the fake server's seed and churn, and
-the kubectl-like formatting of ages, labels and names.
+what to read (:class:`TargetOptions`), kubeconfig loading, signal handling, the fake
+server's seed and churn, and the kubectl-like formatting of ages, labels and names.
 
 Role: one place for the conventions ``watch`` and ``get`` must agree on, so that the
 same options mean the same and the same object reads the same in both. Input: parsed
@@ -11,7 +11,8 @@ one-line error) and the log handler that :func:`log_line_handler` makes.
 
 Task model: plain synchronous functions; :func:`run_command` runs a command's coroutine
 in its own ``asyncio.run()``; :func:`seed_fake_server` writes to the fake server's store
-directly and needs no running request.
+directly and needs no running request; :func:`start_fake_server` (on a running loop)
+starts the server and one churn task, both ended by the exit stack it is given.
 """
 
 from __future__ import annotations

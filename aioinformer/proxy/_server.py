@@ -70,11 +70,11 @@ WritePolicy = Literal["deny", "forward"]
 _READ_VERBS: Final = ("get", "list", "watch")
 _HEALTH: Final = (["healthz"], ["livez"], ["readyz"])
 _TOO_LARGE_WAIT: Final = 3.0
+"""Seconds a read at a resourceVersion the cache has not reached waits for it, as
+kube-apiserver's watch cache does, before the 504."""
 _DIRECT_LIMIT: Final = 0x10000
 """Bytes a watch connection may have buffered for the flush to still write to it directly
 (aiohttp's own threshold for waiting on a drain)."""
-"""Seconds a read at a resourceVersion the cache has not reached waits for it, as
-kube-apiserver's watch cache does, before the 504."""
 
 
 def _unauthorized() -> StatusError:
