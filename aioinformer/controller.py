@@ -109,6 +109,7 @@ if TYPE_CHECKING:
 
     from aioinformer.health import InformerStatistics
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
+    from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
     "Controller",
@@ -697,7 +698,7 @@ class _HandlerSync:
         return self._informer.state
 
     @property
-    def lister_watcher(self) -> object:
+    def lister_watcher(self) -> ListerWatcher:
         return self._informer.lister_watcher
 
     def has_synced(self) -> bool:

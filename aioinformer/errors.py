@@ -4,7 +4,8 @@ Every error the library raises on purpose derives from :class:`AioinformerError`
 Third-party errors (aiohttp, ssl, orjson) never escape: they are translated at one
 private boundary, ``aioinformer._transport``, and chained with ``raise ... from exc`` so
 the original cause stays visible. This module holds the tree and the pure ``Status`` →
-error mapping (:func:`api_error_from_status`) only, and imports nothing third-party::
+error mappings (:func:`api_error_from_status`, :func:`error_from_watch_status`) only, and
+imports nothing third-party::
 
     AioinformerError
     ├── ConfigError                      kubeconfig / in-cluster config unusable      (not retried)
@@ -86,6 +87,7 @@ __all__ = [
     "WatchTimeout",
     "api_error_from_status",
     "describe_error",
+    "error_from_watch_status",
 ]
 
 
@@ -429,3 +431,24 @@ def api_error_from_status(
     if value >= 500:
         return ServerError(data)
     return ApiError(data)
+
+
+def error_from_watch_status(obj: Any, *, url: str = "") -> AioinformerError:
+    """The exception for the object of an ``ERROR`` watch event.
+
+    A ``Status`` (``kind: Status`` or an integer ``code``) gives the matching
+    :class:`ApiError` (a 410 is :class:`Gone`, a 429 :class:`TooManyRequests`); anything
+    else gives a :class:`WatchError`, since there is no status to act on. ``url`` names the
+    watch in that message.
+    """
+    if isinstance(obj, Mapping) and (
+        obj.get("kind") == "Status" or isinstance(obj.get("code"), int)
+    ):
+        return api_error_from_status(obj)
+    where = f"watch on {url}" if url else "watch"
+    return WatchError(f"{where} sent an ERROR event without a Status: {_brief(obj)}")
+
+
+def _brief(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:77] + "..."

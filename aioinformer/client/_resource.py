@@ -29,7 +29,7 @@ from aioinformer._transport import map_transport_errors
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.errors import TransportError
-from aioinformer.listwatch import ListOptions, ObjectList
+from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
 from aioinformer.watch import WatchStream
 
 if TYPE_CHECKING:
@@ -64,13 +64,15 @@ def watch_read_timeout(explicit: float | None, configured: float | None) -> floa
     return explicit if explicit is not None else configured
 
 
-class ResourceClient:
+class ResourceClient(DescribedListerWatcher):
     """Requests on one resource type, optionally bound to a namespace.
 
-    Implements the ``ListerWatcher`` protocol (``list`` one page, ``watch`` a stream) plus
-    ``get``, ``create``, ``update``, ``patch`` and ``delete``, all returning the decoded
-    answer. ``namespace`` (the bound one) ``None`` means all namespaces for list and watch;
-    single-object requests then use the object's namespace or the config's default.
+    A ``ListerWatcher`` (``list`` one page, ``watch`` a stream) that declares streaming
+    lists (:meth:`describe`: kube-apiserver serves them, and a reflector falls back to
+    LIST+WATCH from one that refuses), plus ``get``, ``create``, ``update``, ``patch`` and
+    ``delete``, all returning the decoded answer. ``namespace`` (the bound one) ``None``
+    means all namespaces for list and watch; single-object requests then use the object's
+    namespace or the config's default.
     For a cluster-scoped resource namespaces are ignored.
 
     ``get``, ``update`` and ``patch`` take ``subresource=``: ``"status"`` writes only the
@@ -107,6 +109,18 @@ class ResourceClient:
     def namespace(self) -> str | None:
         """The bound namespace; ``None`` for all namespaces."""
         return self._namespace
+
+    def describe(self) -> SourceInfo:
+        """The resource as it was named (``"pods"``, ``"apps/v1/deployments"``), the bound
+        namespace, ``metadata_only``, and streaming lists supported."""
+        spec = self._spec
+        resource = str(spec.gvr) if isinstance(spec, ResourceInfo) else str(spec)
+        return SourceInfo(
+            resource=resource,
+            namespace=self._namespace,
+            metadata_only=self._metadata_only,
+            watch_list=True,
+        )
 
     async def info(self) -> ResourceInfo:
         """The resolved resource (discovery on first call)."""
