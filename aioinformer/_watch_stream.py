@@ -85,8 +85,9 @@ default)."""
 INITIAL_EVENTS_GRACE: Final = 10.0
 """Seconds a streaming list still waits for its initial-events-end bookmark after a plain
 bookmark, or after its last event when it has brought events and no bookmark at all,
-before it gives up on the source (checked at the inactivity check's ticks, so it gives up
-between 10 s and 10 s plus one tick later: 16 s with the default deadline).
+before it gives up on the source. It is measured at the inactivity check's ticks (no
+clock is read per event), so it gives up between 10 s and 10 s plus two ticks after the
+last event (22 s with the default deadline), one tick after a plain bookmark.
 kube-apiserver sends the initial-events-end bookmark right after the last initial event,
 and no plain bookmark before it: a source that does either ignores ``sendInitialEvents``
 and serves a plain watch."""
