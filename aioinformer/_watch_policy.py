@@ -147,9 +147,10 @@ def _after_watch(end: WatchEnd, may_retry_internal: bool) -> Decision:
         if is_internal_error(error) and may_retry_internal:
             return Decision(Step.REWATCH, (error,))
         return Decision(Step.RELIST, (error,), logging.WARNING)
-    if error is not None and not isinstance(error, TransportError):
+    if error is not None and not isinstance(error, TransportError | ConnectionError):
         return Decision(Step.RAISE, (error,))
-    # A stream that broke after it opened is a closed stream.
+    # A stream that broke after it opened is a closed stream (from a source of the
+    # user's own, a builtin ConnectionError such as ConnectionResetError says the same).
     errors = () if error is None else (error,)
     if _short(end):
         return Decision(Step.RELIST, (*errors, _short_watch_error("watch")), logging.WARNING)

@@ -53,6 +53,13 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "upstream watches: 1, changes served: 3",
         "upstream unchanged: shop/web: 10.1.0.10:8080 10.1.0.11:8080 10.1.0.12:8080",
     ],
+    "own_lister_watcher.py": [
+        "informer: PodsOverHTTP",
+        "synced: ['default/web-0', 'default/web-1', 'default/web-2']",
+        "deleted while away: default/web-2",
+        "cache: ['default/web-0', 'default/web-1', 'default/web-3']",
+        "relists: 1 | last error: Gone",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",

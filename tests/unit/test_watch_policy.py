@@ -49,6 +49,7 @@ TOO_LARGE = ServerError(
 REFUSED = ConnectionFailed("refused", refused=True)
 NO_ROUTE = ConnectionFailed("no route to host")
 BROKEN = WatchError("connection reset mid-stream")
+RESET = ConnectionResetError(104, "Connection reset by peer")
 IDLE = WatchTimeout("watch sent nothing for 90s")
 RESYNC = RuntimeError("resync failed")
 BUG = RuntimeError("a bug in the lister-watcher")
@@ -156,6 +157,11 @@ WATCH_CASES = [
             level=logging.WARNING,
         ),
         id="broken-at-once-relist",
+    ),
+    # A source of the user's own may let a builtin connection error out: the same.
+    pytest.param(
+        Case(WatchEnd(RESET, events=2, elapsed=LONG), Step.REWATCH, (RESET,)),
+        id="builtin-connection-reset-rewatch",
     ),
     # Answered 200, then broken before the first event: an open watch ending.
     pytest.param(
