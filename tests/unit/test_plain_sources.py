@@ -369,13 +369,25 @@ async def test_a_yielded_error_without_a_status_ends_the_watch_as_a_broken_strea
     await stop(task)
 
 
-@pytest.mark.parametrize("code", [410, 500])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        pytest.param(410, "Expired", id="410"),
+        pytest.param(429, "TooManyRequests", id="429"),
+        pytest.param(500, "InternalError", id="500"),
+        pytest.param(0, "", id="no-status"),
+    ],
+)
 async def test_an_informer_repairs_what_a_yielded_error_made_it_miss(
-    cache: CacheMode, code: int
+    cache: CacheMode, code: int, reason: str
 ) -> None:
+    # Whatever the ERROR says, the informer acts at once (a 429 and a Status-less one by
+    # watching again, which the compacted history answers with a 410) and converges,
+    # where skipping it would have waited out the watch's 120 s silence deadline.
     server = FakeListerWatcher(objects=[pod("a"), pod("b")])
     clock = FakeClock()
-    informer = SharedIndexInformer(PlainSource(server, yield_errors=True), clock=clock, cache=cache)
+    source = PlainSource(server, yield_errors=True)
+    informer = SharedIndexInformer(source, clock=clock, cache=cache)
     deleted: list[Any] = []
     informer.add_event_handler(on_delete=deleted.append)
     async with informer:
@@ -384,7 +396,9 @@ async def test_an_informer_repairs_what_a_yielded_error_made_it_miss(
         server.delete("default/b", notify=False)  # the stream missed this delete
         server.modify(pod("a", "Running"), notify=False)
         server.compact()  # only a relist can bring what was missed
-        server.send_error(status(code, "Expired" if code == 410 else "InternalError"))
+        if not code:
+            source.error_object = "connection to the upstream lost"
+        server.send_error(status(code or 500, reason or "InternalError", retryAfterSeconds=1))
         # run() backs off (0.8 s with jitter) before it relists: move the clock along, by
         # far less than the watch's 120 s silence deadline.
         for _ in range(10):
