@@ -9,7 +9,8 @@ fault that took effect.
 
 Ordering: watch faults are taken in arming order (the first that matches the watch's
 resource); a watch fault handed back by a watch that ended too early goes first in line
-again. Request failures match in arming order and each counts down its own budget.
+again. Request failures match in arming order and each counts down its own budget, as
+lost watch events (``drop_watch_events``) do.
 :attr:`Faults.log` is in the order the faults took effect.
 
 Task model: no tasks of its own except the timer that listens again after
@@ -23,13 +24,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from aioinformer._apiobjects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Iterable
 
+    from aioinformer._apiwatch import Event
     from aioinformer._clock import Clock
 
 __all__ = [
@@ -38,10 +40,14 @@ __all__ = [
     "FaultPlan",
     "FaultRecord",
     "Faults",
+    "LostEvents",
     "WatchFault",
     "WatchFreezer",
     "failure_error",
 ]
+
+WATCH_EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
+"""The event types a watch cache can lose (``drop_watch_events``)."""
 
 logger = logging.getLogger(__name__)
 
@@ -78,22 +84,48 @@ class Failure:
     reason: str | None = None
 
 
+@dataclass(slots=True)
+class LostEvents:
+    """The next ``remaining`` watch events of ``types`` (on ``resource`` when given) are
+    lost by the watch cache."""
+
+    remaining: int
+    resource: str | None
+    types: frozenset[str]
+
+
 def _matches(resource: str | None, rt: ResourceType | None) -> bool:
     return resource is None or (rt is not None and resource in (rt.plural, rt.qualified))
+
+
+_Budgeted = TypeVar("_Budgeted", Failure, LostEvents)
+
+
+def _spend(armed: list[_Budgeted], applies: Callable[[_Budgeted], bool]) -> _Budgeted | None:
+    """The first of ``armed`` that ``applies``, one of its ``remaining`` spent (disarmed
+    at zero); ``None`` when none applies."""
+    for entry in armed:
+        if applies(entry):
+            entry.remaining -= 1
+            if entry.remaining <= 0:
+                armed.remove(entry)
+            return entry
+    return None
 
 
 class FaultPlan:
     """The faults armed and not yet spent; the server's side of :class:`Faults`.
 
-    Invariants: a :class:`Failure` in ``failures`` has ``remaining > 0``; ``latency`` and
-    ``event_delay`` are never negative.
+    Invariants: a :class:`Failure` in ``failures``, and a :class:`LostEvents` in
+    ``lost``, has ``remaining > 0``; ``latency`` and ``event_delay`` are never negative.
     """
 
-    __slots__ = ("event_delay", "event_delay_resource", "failures", "latency", "watch")
+    __slots__ = ("event_delay", "event_delay_resource", "failures", "latency", "lost", "watch")
 
     def __init__(self) -> None:
         self.watch: list[WatchFault] = []
         self.failures: list[Failure] = []
+        self.lost: list[LostEvents] = []
         self.latency = 0.0
         self.event_delay = 0.0
         self.event_delay_resource: str | None = None
@@ -117,21 +149,21 @@ class FaultPlan:
 
     def take_failure(self, rt: ResourceType | None, verb: str) -> Failure | None:
         """The failure that answers a ``verb`` request on ``rt`` (``None``: discovery)."""
-        for failure in self.failures:
-            if not _matches(failure.resource, rt):
-                continue
-            if failure.verb is not None and failure.verb != verb:
-                continue
-            failure.remaining -= 1
-            if failure.remaining <= 0:
-                self.failures.remove(failure)
-            return failure
-        return None
+        return _spend(
+            self.failures,
+            lambda f: _matches(f.resource, rt) and (f.verb is None or f.verb == verb),
+        )
+
+    def take_lost_event(self, rt: ResourceType, event_type: str) -> bool:
+        """Whether a ``event_type`` event on ``rt`` is to be lost (counting it down)."""
+        spent = _spend(self.lost, lambda e: event_type in e.types and _matches(e.resource, rt))
+        return spent is not None
 
     def clear(self) -> None:
         """Disarm everything and remove latency."""
         self.watch.clear()
         self.failures.clear()
+        self.lost.clear()
         self.latency = 0.0
         self.event_delay = 0.0
 
@@ -214,7 +246,9 @@ class Faults:
     ``stall_watch``) arm the next watch opened (on ``resource`` when given); each arms one
     watch, and a watch that ends before the fault's turn came hands it on to the next
     one, so an armed fault always takes effect once. ``freeze_watches`` acts at once on the
-    watches open at that moment instead. Request faults (``fail_next``,
+    watches open at that moment instead. ``drop_watch_events`` loses the next writes'
+    events from every watch while the objects change in storage, as a faulty watch
+    cache does. Request faults (``fail_next``,
     ``latency``) apply to every request they match. Connection faults
     (``refuse_connections``, ``accept_connections``) are async since they stop and
     restart the listening socket.
@@ -266,6 +300,46 @@ class Faults:
         for path in paths:
             self.record("freeze_watch", path, "no bytes until the client closes it")
         return len(paths)
+
+    def drop_watch_events(
+        self,
+        count: int = 1,
+        *,
+        resource: str | None = None,
+        types: Iterable[str] = ("DELETED",),
+    ) -> None:
+        """Lose the events of the next ``count`` writes whose event is of one of ``types``
+        (``"ADDED"``, ``"MODIFIED"``, ``"DELETED"``; on ``resource`` when given), as the
+        watch cache of kube-apiserver has been seen to lose deletes
+        (kubernetes/kubernetes#123072): the write succeeds and LISTs and GETs show it,
+        but no watch ever hears of it, neither the open ones nor one opened later from
+        an older resourceVersion, while bookmarks move past it. A watcher's cache keeps
+        the object until it relists. A streaming list (``sendInitialEvents``) reads the
+        stored state, as a LIST does. Matched on the write's own event type (an update
+        that moves an object out of a watch's selector is a ``MODIFIED``). Each lost event
+        logs a ``"drop_watch_event"`` record naming the type, key and resourceVersion.
+        ``ValueError`` for a ``count`` below 1 or another type."""
+        if count < 1:
+            raise ValueError(f"drop_watch_events: count must be at least 1, got {count!r}")
+        kinds = frozenset(types)
+        if not kinds or not kinds <= WATCH_EVENT_TYPES:
+            raise ValueError(
+                f"drop_watch_events: types must be among ADDED, MODIFIED and DELETED, "
+                f"got {sorted(kinds)!r}"
+            )
+        self._plan.lost.append(LostEvents(count, resource, kinds))
+
+    def loses(self, event: Event) -> bool:
+        """The store's question for each write: is ``event`` lost by the watch cache?
+        (see :meth:`drop_watch_events`); records it when it is."""
+        if not self._plan.lost or not self._plan.take_lost_event(event.rt, event.type):
+            return False
+        self.record(
+            "drop_watch_event",
+            "",
+            f"{event.type} {event.key} at resourceVersion {event.rv}",
+        )
+        return True
 
     def fail_next(
         self,

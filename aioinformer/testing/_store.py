@@ -122,6 +122,11 @@ class Store:
             tuple[tuple[str, str], int], tuple[list[str], list[Entry]]
         ] = collections.OrderedDict()
         self.on_write: Callable[[], None] | None = None
+        # Asked for every write: true when the watch cache loses its event (a fault).
+        self.loses_event: Callable[[Event], bool] | None = None
+        # The resourceVersions of the events lost so: never sent to a watch, replays
+        # included; lists still show their changes.
+        self.lost: set[int] = set()
         # Creates in a namespace that is not stored (or is being deleted) are refused.
         self.require_namespaces = True
 
@@ -149,8 +154,11 @@ class Store:
         history.append(event)
         if len(history) > self.history_size:
             self.compacted_rv = history.popleft().rv
-        for watcher in self.table(rt).watchers:
-            watcher.offer(event)
+        if self.loses_event is not None and self.loses_event(event):
+            self.lost.add(event.rv)
+        else:
+            for watcher in self.table(rt).watchers:
+                watcher.offer(event)
         if self.on_write is not None:
             self.on_write()
 
@@ -471,8 +479,9 @@ class Store:
                 initial_events_end=initial_events_end,
             )
         elif start_rv < self.rv:
+            lost = self.lost
             for event in self.history:
-                if event.rv > start_rv and event.rt.id == rt.id:
+                if event.rv > start_rv and event.rt.id == rt.id and event.rv not in lost:
                     watcher.offer(event)
         if watcher.buffer:
             watcher.wake.set()

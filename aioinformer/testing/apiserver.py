@@ -155,8 +155,10 @@ class FakeAPIServer:
     contents.
 
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
-    ``server.faults.fail_next(2, status=429)``, or ``server.faults.freeze_watches()`` to
-    silence every open watch as a dead TCP path would; each fault that took effect is in
+    ``server.faults.fail_next(2, status=429)``, ``server.faults.freeze_watches()`` to
+    silence every open watch as a dead TCP path would, or
+    ``server.faults.drop_watch_events(1, resource="pods")`` to lose the next deletion's
+    watch event as a faulty watch cache does; each fault that took effect is in
     ``server.faults.log``. Every request is in :attr:`request_log`.
 
     Authentication: every request needs ``Authorization: Bearer <token>``; ``ADMIN_TOKEN``
@@ -218,6 +220,7 @@ class FakeAPIServer:
         self._store.require_namespaces = require_namespaces
         written = asyncio.Event()
         self._store.on_write = written.set
+        self._store.loses_event = self.faults.loses
         self._registry = ResourceRegistry()
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
