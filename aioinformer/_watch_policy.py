@@ -98,7 +98,8 @@ class WatchEnd:
     :class:`~aioinformer.errors.WatchTimeout`)."""
     resync_failed: bool = False
     """The reflector ended the stream because ``store.resync()`` failed (``error`` is
-    what it raised)."""
+    what it raised), or to relist on request (``Reflector.request_relist``, ``error``
+    is the reason given): either way the next step is a relist."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,8 @@ imports nothing third-party::
     ├── OwnerReferenceError (ValueError) an owner reference cannot be set: owner or scope unfit
     │   └── AlreadyOwnedError            another controller already controls the object
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
+    ├── CacheDivergence                  a cache audit found the cache differing from the server
+    │                                    (reported, never raised: the informer relists)
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
     ├── ShutDown                         WorkQueue.get() on a shut-down, empty queue  (terminal)
@@ -56,6 +58,7 @@ __all__ = [
     "AlreadyOwnedError",
     "ApiError",
     "BadRequest",
+    "CacheDivergence",
     "CacheSyncError",
     "ConfigError",
     "Conflict",
@@ -229,6 +232,51 @@ class CacheSyncError(AioinformerError, TimeoutError):
         super().__init__(message)
         self.unsynced = unsynced
         self.timeout = timeout
+
+
+class CacheDivergence(AioinformerError):
+    """A cache audit found the informer's cache differing from the server.
+
+    Not raised to callers: it is the reason the informer gives its reflector for the
+    relist that repairs the cache, so it reaches the watch error handler and shows as
+    the informer's ``last_error``. ``missing`` (keys the server has and the cache lacks),
+    ``extra`` (keys the cache has and the server lacks) and ``stale`` (keys whose
+    resourceVersion differs) are sorted; the message names up to a few of each.
+    """
+
+    def __init__(
+        self,
+        resource_version: str,
+        *,
+        missing: tuple[str, ...] = (),
+        extra: tuple[str, ...] = (),
+        stale: tuple[str, ...] = (),
+        shown: int = 5,
+    ) -> None:
+        parts = [
+            f"{label} {_some(keys, shown)}"
+            for label, keys in (("missing", missing), ("extra", extra), ("stale", stale))
+            if keys
+        ]
+        count = len(missing) + len(extra) + len(stale)
+        super().__init__(
+            f"cache audit at resourceVersion {resource_version}: {count} "
+            f"{'key differs' if count == 1 else 'keys differ'} from the server"
+            + (f" ({'; '.join(parts)})" if parts else "")
+        )
+        self.resource_version = resource_version
+        self.missing = missing
+        self.extra = extra
+        self.stale = stale
+
+
+def _some(keys: tuple[str, ...], shown: int) -> str:
+    """Up to ``shown`` of ``keys``, and how many more."""
+    text = ", ".join(keys[:shown])
+    more = len(keys) - shown
+    if more > 0:
+        text = f"{text} and {more} more" if text else f"{more} {'key' if more == 1 else 'keys'}"
+    return text
 
 
 class Requeue(AioinformerError):

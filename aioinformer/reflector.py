@@ -399,6 +399,23 @@ class Reflector:
         self._handler = handler
         self._handler_is_async = handler is not None and is_async_callable(handler)
 
+    def request_relist(self, reason: BaseException) -> None:
+        """Ask for a full relist of the latest state (``resourceVersion=""``, a consistent
+        read), as a cache audit that found the store differing from the server does.
+
+        While watching, the watch ends as after a failed resync: ``reason`` goes to the
+        error handler and this round returns, so :meth:`run` relists after its backoff.
+        While listing, or between rounds, the list under way or coming is that relist
+        (it reads at or past every resourceVersion the store had applied)."""
+        self._policy.rv_unavailable = True
+        if not self._in_round or isinstance(self._state, _Listing):
+            return
+        # The resync task's path: the read in progress, or the next one, ends at once.
+        self._resync_error = reason
+        read = self._read
+        if read is not None:
+            read.interrupt(reason, resync_failed=True)
+
     def seconds_since_heard(self) -> float | None:
         """Seconds since the server was last heard from (``None`` before the first list);
         see :class:`ReflectorStatistics`."""
