@@ -13,6 +13,7 @@ from __future__ import annotations
 from aioinformer._backoff import Backoff as Backoff
 from aioinformer._clock import Clock as Clock
 from aioinformer._gcpolicy import GCPolicy as GCPolicy
+from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
 from aioinformer.client import PatchType as PatchType
@@ -105,6 +106,7 @@ __all__ = [
     "ApiError",
     "Backoff",
     "BadRequest",
+    "CacheAudit",
     "CacheMode",
     "CacheSyncError",
     "Client",

@@ -5,7 +5,9 @@ recorded by this module), the optional :class:`ReflectorMetricsProvider` and
 :class:`LeaderMetricsProvider`, whose recorders are in
 :mod:`aioinformer._metric_recorders`, and the optional :class:`HandlerMetricsProvider`
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
-informer), recorded by the processor and the informer themselves. One provider object
+informer), recorded by the processor and the informer themselves, and the optional
+:class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by
+:mod:`aioinformer._audit`). One provider object
 usually implements them all; :func:`set_metrics_provider` installs it for every
 component created afterwards, and a component whose protocol the installed provider lacks
 records nothing.
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AddCounterMetric",
     "AnyMetricsProvider",
+    "CacheAuditMetricsProvider",
     "CounterMetric",
     "GaugeMetric",
     "HandlerMetrics",
@@ -255,8 +258,37 @@ class HandlerMetricsProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class CacheAuditMetricsProvider(Protocol):
+    """Makes the metric objects of one informer's cache audits, labelled by the informer's
+    name (see :mod:`aioinformer.audit`).
+
+    Optional, as :class:`ReflectorMetricsProvider`. Each method is called once per label
+    set, when the informer starts.
+    """
+
+    def new_cache_audits_metric(self, informer: str, result: str) -> CounterMetric:
+        """Audits that ended with ``result``: ``consistent``, ``different``, ``lagging``
+        or ``failed`` (``aioinformer_cache_audits_total``)."""
+        ...
+
+    def new_cache_audit_differences_metric(self, informer: str, kind: str) -> AddCounterMetric:
+        """Keys found different, by ``kind``: ``missing``, ``extra`` or ``stale``
+        (``aioinformer_cache_audit_differences_total``)."""
+        ...
+
+    def new_cache_audit_duration_metric(self, informer: str) -> HistogramMetric:
+        """Seconds from an audit's first LIST request to the end of its comparison
+        (``aioinformer_cache_audit_duration_seconds``)."""
+        ...
+
+
 AnyMetricsProvider: TypeAlias = (
-    MetricsProvider | ReflectorMetricsProvider | LeaderMetricsProvider | HandlerMetricsProvider
+    MetricsProvider
+    | ReflectorMetricsProvider
+    | LeaderMetricsProvider
+    | HandlerMetricsProvider
+    | CacheAuditMetricsProvider
 )
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
 (usually all of them); each component uses the protocols the provider implements."""

@@ -23,7 +23,10 @@ The rules:
   gives up on it and re-watches; the new watch counts as heard, so ``live`` comes back
   with it and stays while the stream talks. ``live`` is false before the first sync,
   while the reflector lists or backs off (the cache is going stale), and after the
-  informer stopped.
+  informer stopped. With cache audits (``audit=``, see :mod:`aioinformer.audit`), an
+  informer whose last audit found differences is not live either, until every key found
+  different has been applied again (by the relist the audit asked for): its cache was
+  wrong, and may still be.
 * **ready** (a factory): it has started, is not shutting down, and every informer it
   runs is live. This is what ``/readyz`` reports: take the process out of rotation
   while a cache may be missing changes.
@@ -53,6 +56,7 @@ from aioinformer.reflector import ReflectorState
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from aioinformer.audit import CacheAuditStatistics
     from aioinformer.listwatch import SourceInfo
     from aioinformer.processor import HandlerStatistics
     from aioinformer.reflector import ReflectorStatistics
@@ -107,6 +111,8 @@ class InformerHealth:
     """Watches re-opened without a relist."""
     cache_size: int
     """Objects in the cache."""
+    audit: CacheAuditStatistics | None = None
+    """The cache audits' figures when the informer audits (``audit=``), else ``None``."""
 
     @classmethod
     def of(
@@ -119,6 +125,7 @@ class InformerHealth:
         synced: bool,
         cache_size: int,
         reflector: ReflectorStatistics | None,
+        audit: CacheAuditStatistics | None = None,
     ) -> InformerHealth:
         """Apply the rules to one informer's snapshot; ``source`` is what its
         lister-watcher declares (:func:`~aioinformer.listwatch.source_info`)."""
@@ -134,6 +141,7 @@ class InformerHealth:
             and since is not None
             and window is not None
             and since <= window
+            and (audit is None or not audit.repairing)
         )
         return cls(
             name=name,
@@ -150,13 +158,14 @@ class InformerHealth:
             relists=0 if reflector is None else reflector.relists,
             watch_restarts=0 if reflector is None else reflector.watch_restarts,
             cache_size=cache_size,
+            audit=audit,
         )
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready values (the state by name, seconds to the
-        millisecond)."""
+        millisecond); ``cache_audit`` only when the informer audits."""
         since = self.seconds_since_heard
-        return {
+        record: dict[str, Any] = {
             "name": self.name,
             "resource": self.resource,
             "namespace": self.namespace,
@@ -172,6 +181,9 @@ class InformerHealth:
             "watch_restarts": self.watch_restarts,
             "cache_size": self.cache_size,
         }
+        if self.audit is not None:
+            record["cache_audit"] = self.audit.as_dict()
+        return record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,3 +264,6 @@ class InformerStatistics:
     invalid_objects: int = 0
     """With ``model=``: distinct object versions (key and resourceVersion) that did not
     validate into the model, each logged once and skipped by reads; 0 without a model."""
+    audit: CacheAuditStatistics | None = None
+    """The cache audits' figures when the informer audits (``audit=``) or was audited on
+    demand, else ``None``."""

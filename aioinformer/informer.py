@@ -35,10 +35,14 @@ Guarantees:
 * Late handlers: a handler added to a running informer first receives a synthetic
   ``on_add(obj, True)`` for every object in the cache at that moment; its registration's
   ``has_synced()`` stays false until those were handed over.
+* Audits (``audit=``, see :mod:`aioinformer.audit`): the cache is compared with a list of
+  the server's objects every period; a cache that lost an event is relisted, and is not
+  live until the keys found different have been applied again.
 
 Task model: :meth:`SharedIndexInformer.run` owns a task group
-(:class:`~aioinformer._runner.TaskRunner`) with the reflector, the pop task and the
-processor (one task per handler); :meth:`~SharedIndexInformer.stop` ends it.
+(:class:`~aioinformer._runner.TaskRunner`) with the reflector, the pop task, the
+processor (one task per handler) and, with ``audit=``, the auditor;
+:meth:`~SharedIndexInformer.stop` ends it.
 ``async with informer:`` starts ``run()`` in a task, returns once it has started (not
 synced), and leaving the block cancels it; either way every task is stopped and every
 connection closed before control returns. A handler blocked forever does not hold up
@@ -62,6 +66,7 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from aioinformer._audit import CacheAuditor, KeyRecorder
 from aioinformer._clock import Clock, default_clock
 from aioinformer._compact import (
     CacheMode,
@@ -80,6 +85,7 @@ from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._store_rv import wait_applied
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
+from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerState, InformerStatistics
@@ -88,7 +94,7 @@ from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
-from aioinformer.listwatch import source_info
+from aioinformer.listwatch import DescribedListerWatcher, source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
     ADD,
@@ -112,6 +118,7 @@ if TYPE_CHECKING:
 
     from aioinformer._backoff import Backoff
     from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.audit import AuditLister
     from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
@@ -180,6 +187,13 @@ class SharedIndexInformer:
     over; ``"freeze"`` also freezes what is alive afterwards, fastest but process-wide;
     ``"off"``), see :mod:`aioinformer._gcpolicy`.
 
+    ``audit`` (a :class:`~aioinformer.audit.CacheAudit`) makes the informer compare its
+    cache with the server every ``audit.period`` seconds and relist when they differ (see
+    :mod:`aioinformer.audit`). Off by default, as in client-go: an audit is a LIST of the
+    whole resource every period, a load on the server that the building block leaves to
+    the application to choose; a :class:`~aioinformer.manager.Manager` turns it on.
+    :meth:`audit_cache` runs one audit on demand either way.
+
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
 
@@ -205,6 +219,7 @@ class SharedIndexInformer:
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
+        audit: CacheAudit | None = None,
     ) -> None:
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
@@ -245,6 +260,16 @@ class SharedIndexInformer:
         self._backoff = backoff
         self._slow_handler_thresholds = slow_handler_thresholds or SlowHandlerThresholds()
         self._in_order = in_order
+        # Audits every period when given; on demand (audit_cache) with the defaults either way.
+        self._audit = audit
+        # What an audit lists: the configured lister, else the source (as metadata when it
+        # can list so); chosen once, here.
+        self._audit_lister: AuditLister = _audit_lister(audit, lister_watcher)
+        # Built by run() once the FIFO and the reflector exist.
+        self._auditor: CacheAuditor | None = None
+        # The auditor's hook while an audit or a repair watches what the pop task applies;
+        # None otherwise (the per-key cost between audits is the test of this field).
+        self._audit_keys: KeyRecorder | None = None
 
         # The period of the reflector's resync check; only lowered, and only before start
         # (a handler asking for a shorter period than this while running gets this one).
@@ -568,9 +593,37 @@ class SharedIndexInformer:
         except TimeoutError:
             return False
 
+    @property
+    def audit(self) -> CacheAudit | None:
+        """The periodic audit's settings (``audit=``); ``None`` when it does not audit."""
+        return self._audit
+
+    async def audit_cache(self) -> AuditReport:
+        """Compare the cache with the server now (after an audit in progress, if any), and
+        relist when they differ, as a periodic audit does (see :mod:`aioinformer.audit`);
+        the :class:`~aioinformer.audit.AuditReport`. Raises what made the audit fail (the
+        list's error, say), ``RuntimeError`` before the informer has synced and
+        :class:`InformerStoppedError` once it stopped."""
+        if self._state is InformerState.STOPPED:
+            raise InformerStoppedError(f"informer {self.name} has stopped: nothing to audit")
+        auditor = self._auditor
+        if auditor is None or not self.has_synced():
+            raise RuntimeError(f"informer {self.name} has not synced: nothing to audit yet")
+        return await auditor.audit()
+
+    def _audit_statistics(self) -> CacheAuditStatistics | None:
+        auditor = self._auditor
+        if auditor is None:
+            return None
+        statistics = auditor.statistics()
+        # An informer that never audited, and is not set to, has nothing to report.
+        if self._audit is None and statistics.last is None:
+            return None
+        return statistics
+
     def statistics(self) -> InformerStatistics:
-        """A frozen snapshot: state, cache size, FIFO depth, per-handler counters and the
-        reflector's statistics."""
+        """A frozen snapshot: state, cache size, FIFO depth, per-handler counters, the
+        reflector's statistics and the cache audits'."""
         reflector = self._reflector
         return InformerStatistics(
             name=self.name,
@@ -582,6 +635,7 @@ class SharedIndexInformer:
             handlers=self._processor.statistics(),
             reflector=reflector.statistics() if reflector is not None else None,
             invalid_objects=self._guard.invalid_objects if self._guard is not None else 0,
+            audit=self._audit_statistics(),
         )
 
     def health(self) -> InformerHealth:
@@ -594,6 +648,7 @@ class SharedIndexInformer:
             synced=self.has_synced(),
             cache_size=len(self._indexer),
             reflector=self._reflector.statistics() if self._reflector is not None else None,
+            audit=self._audit_statistics(),
         )
 
     # -- running -----------------------------------------------------------------------
@@ -625,6 +680,9 @@ class SharedIndexInformer:
                 stages.start_soon(self._stage("handlers", self._processor.run()), name="handlers")
                 stages.start_soon(self._stage("pop", self._pop_loop(fifo)), name="pop")
                 stages.start_soon(self._stage("reflector", reflector.run()), name="reflector")
+                if self._audit is not None:
+                    assert self._auditor is not None
+                    stages.start_soon(self._stage("audit", self._auditor.run()), name="audit")
                 try:
                     if task_status is not None and ready_when_synced:
                         first, wait = await first_completed(
@@ -675,6 +733,19 @@ class SharedIndexInformer:
             backoff=self._backoff,
             options=self._reflector_options,
         )
+        self._auditor = CacheAuditor(
+            name=self.name,
+            config=self._audit if self._audit is not None else CacheAudit(),
+            periodic=self._audit is not None,
+            lister=self._audit_lister,
+            clock=self._clock,
+            cache=self._indexer,
+            synced=self.has_synced,
+            applied_resource_version=lambda: fifo.last_store_resource_version,
+            wait_applied=fifo.wait_for_resource_version,
+            relist=reflector.request_relist,
+            install=self._install_audit_keys,
+        )
         self._started.set()
         return fifo, reflector
 
@@ -691,6 +762,9 @@ class SharedIndexInformer:
                 listener.metrics = new_handler_metrics(name, listener.name)
         if self._guard is not None:
             self._guard.source = name
+
+    def _install_audit_keys(self, recorder: KeyRecorder | None) -> None:
+        self._audit_keys = recorder
 
     async def _stage(self, name: str, work: Coroutine[Any, Any, None]) -> None:
         """Run one stage, which never ends on its own: one that does (a stray
@@ -731,14 +805,20 @@ class SharedIndexInformer:
         """Apply a batch of keys' deltas; their notifications reach the handlers' queues
         together when the batch ends."""
         handle = self._handle_deltas
+        # Only while a cache audit looks; read once per batch.
+        recorder = self._audit_keys
         with self._processor.batch():
             for key, deltas in batch:
+                if recorder is not None:
+                    recorder.applied(key, deltas)
                 try:
                     handle(deltas)
                 except Exception:
                     # Applying one key's deltas failed (an index function raised, an
                     # object without metadata): log it and carry on with the other keys.
                     logger.exception("informer %s failed to apply the deltas of %s", self.name, key)
+        if recorder is not None:
+            recorder.batch_applied()
 
     def _handle_deltas(self, deltas: Deltas) -> None:
         """Apply one key's deltas to the cache and distribute the notifications.
@@ -829,3 +909,16 @@ class _Names:
 
 
 _NAMES: Final = _Names()
+
+
+def _audit_lister(audit: CacheAudit | None, source: ListerWatcher) -> AuditLister:
+    """What the informer's audits list: the configured lister, else the source's metadata
+    lister when it declares one, else the source itself (full objects, of which only keys
+    and resourceVersions are read)."""
+    if audit is not None and audit.lister is not None:
+        return audit.lister
+    if isinstance(source, DescribedListerWatcher):
+        metadata = source.metadata_lister()
+        if metadata is not None:
+            return metadata
+    return source

@@ -29,7 +29,9 @@ an informer's name and messages come from there) and whether it supports streami
 ``watch``, declares nothing: it is named after its class and is never asked for a
 streaming list, since nothing says its ``watch`` honours ``send_initial_events``
 (client-go 1.35's ``DoesClientNotSupportWatchListSemantics``, the other way round: here a
-source opts in). :func:`source_info` reads the declaration.
+source opts in). :func:`source_info` reads the declaration. A described source may also
+offer a lister of its objects' metadata (:meth:`~DescribedListerWatcher.metadata_lister`),
+which a cache audit uses instead of listing whole objects.
 """
 
 from __future__ import annotations
@@ -251,6 +253,13 @@ class DescribedListerWatcher(abc.ABC):
     @abc.abstractmethod
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         """Open a watch: see :meth:`ListerWatcher.watch`."""
+
+    def metadata_lister(self) -> ListerWatcher | None:
+        """The same objects (resource, namespace, selectors) served as
+        ``PartialObjectMetadata``, or ``None`` (this default) when the source cannot serve
+        them so. An informer's cache audit lists through it (see :mod:`aioinformer.audit`):
+        metadata is a fraction of the bytes of whole objects."""
+        return None
 
 
 def source_info(source: ListerWatcher) -> SourceInfo:

@@ -122,6 +122,18 @@ class ResourceClient(DescribedListerWatcher):
             watch_list=True,
         )
 
+    def metadata_lister(self) -> ResourceClient:
+        """This resource and namespace answered as ``PartialObjectMetadata``, what a cache
+        audit lists; itself when it is metadata-only already."""
+        if self._metadata_only:
+            return self
+        return ResourceClient(
+            self._client,
+            self._info if self._info is not None else self._spec,
+            self._namespace,
+            metadata_only=True,
+        )
+
     async def info(self) -> ResourceInfo:
         """The resolved resource (discovery on first call)."""
         if self._info is None:

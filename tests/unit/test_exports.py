@@ -24,6 +24,7 @@ TOP_LEVEL = [
     "ApiError",
     "Backoff",
     "BadRequest",
+    "CacheAudit",
     "CacheMode",
     "CacheSyncError",
     "Client",
