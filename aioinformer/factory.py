@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from aioinformer._backoff import Backoff
     from aioinformer._clock import Clock
     from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.audit import CacheAudit
     from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
@@ -161,7 +162,11 @@ class SharedInformerFactory:
     (:class:`~aioinformer.processor.SlowHandlerThresholds`) every informer's bounds past
     which a handler call is reported as slow; ``in_order=True`` makes every informer
     deliver each watch event in arrival order, uncoalesced (see
-    :class:`SharedIndexInformer`).
+    :class:`SharedIndexInformer`). ``cache_audit`` (a
+    :class:`~aioinformer.audit.CacheAudit`; ``None``, the default: no audits) makes every
+    informer audit its cache, each listing its own objects (resource, namespace,
+    selectors) as ``PartialObjectMetadata``; so it must not name a ``lister``
+    (``ValueError``).
     """
 
     def __init__(
@@ -183,8 +188,15 @@ class SharedInformerFactory:
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
+        cache_audit: CacheAudit | None = None,
     ) -> None:
         _check_selectors(label_selector, field_selector)
+        if cache_audit is not None and cache_audit.lister is not None:
+            raise ValueError(
+                "a factory's cache_audit must not name a lister: each informer audits "
+                "through its own resource's metadata lister"
+            )
+        self._cache_audit = cache_audit
         if cache not in ("compact", "objects"):
             raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
         self._cache: CacheMode = cache
@@ -296,6 +308,7 @@ class SharedInformerFactory:
             cache=self._cache,
             slow_handler_thresholds=self._slow_handler_thresholds,
             in_order=self._in_order,
+            audit=self._cache_audit,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
@@ -449,6 +462,11 @@ class _SelectedResource(DescribedListerWatcher):
 
     def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self._resource.watch_compact(self._options(options))
+
+    def metadata_lister(self) -> _SelectedResource:
+        """The same objects (namespace, selectors) as ``PartialObjectMetadata``, for a
+        cache audit."""
+        return _SelectedResource(self._resource.metadata_lister(), self._key)
 
     def __repr__(self) -> str:
         return (

@@ -63,7 +63,7 @@ import socket
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import orjson
 
@@ -71,6 +71,7 @@ from aioinformer._clock import default_clock
 from aioinformer._endpoints import Answer, HttpEndpoint
 from aioinformer._runnables import Runnable, RunnableGroup
 from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer.audit import CacheAudit
 from aioinformer.controller import Controller, ControllerState
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory
@@ -88,9 +89,20 @@ if TYPE_CHECKING:
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
 
-__all__ = ["LeaderElection", "Manager", "ManagerHealth", "ManagerState", "default_identity"]
+__all__ = [
+    "DEFAULT_CACHE_AUDIT",
+    "LeaderElection",
+    "Manager",
+    "ManagerHealth",
+    "ManagerState",
+    "default_identity",
+]
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_CACHE_AUDIT: Final = CacheAudit()
+"""How a :class:`Manager`'s informers audit their caches unless told otherwise: every
+ten minutes, with up to 20 % jitter (see :mod:`aioinformer.audit`)."""
 
 
 def default_identity() -> str:
@@ -195,9 +207,17 @@ class Manager:
     a free one; ``None``: not served); ``cache_sync_timeout`` (seconds of the event loop's
     clock) and ``graceful_shutdown_timeout`` (one deadline for every runnable together,
     from the start of stopping); ``clock`` for the election, the shutdown deadline and the
-    factory's informers (tests pass a ``FakeClock``); any other keyword goes to the
-    :class:`~aioinformer.factory.SharedInformerFactory` (``resync_period``,
-    ``use_watch_list``, ``cache``, ...).
+    factory's informers (tests pass a ``FakeClock``); ``cache_audit``, how every informer
+    audits its cache (:class:`~aioinformer.audit.CacheAudit`: by default every ten minutes
+    with 20 % jitter, each a paged metadata-only LIST; ``None`` turns audits off); any
+    other keyword goes to the :class:`~aioinformer.factory.SharedInformerFactory`
+    (``resync_period``, ``use_watch_list``, ``cache``, ...).
+
+    Audits are on here, while a bare informer or factory leaves them off: an operator
+    acts on what its cache says, and a cache that silently lost a deletion (a faulty
+    watch cache, kubernetes/kubernetes#123072) would keep it acting on an object that is
+    gone until the process restarts; the audit finds and repairs that within a period,
+    and ``/readyz`` answers 503 meanwhile.
 
     ``metrics_address`` needs ``prometheus_client`` (``pip install 'aioinformer[prometheus]'``):
     without it the constructor raises ``RuntimeError`` saying so. ``/metrics`` serves its
@@ -216,6 +236,7 @@ class Manager:
         cache_sync_timeout: float = 120.0,
         graceful_shutdown_timeout: float = 30.0,
         clock: Clock | None = None,
+        cache_audit: CacheAudit | None = DEFAULT_CACHE_AUDIT,
         **factory_options: Any,
     ) -> None:
         if not cache_sync_timeout > 0:
@@ -227,7 +248,7 @@ class Manager:
         self._client = client
         self._clock = clock if clock is not None else default_clock
         self._factory = SharedInformerFactory(
-            client, namespace=namespace, clock=clock, **factory_options
+            client, namespace=namespace, clock=clock, cache_audit=cache_audit, **factory_options
         )
         self._cache_sync_timeout = cache_sync_timeout
         self._graceful_shutdown_timeout = graceful_shutdown_timeout

@@ -15,7 +15,9 @@ from aioinformer.client import Client
 from aioinformer.config import Config
 from aioinformer.delta_fifo import Delta, Deltas, DeltaType
 from aioinformer.errors import CacheDivergence
+from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.listwatch import DescribedListerWatcher
 from aioinformer.workqueue import set_metrics_provider
 from tests._support_health import clock as clock
 from tests._support_health import lw as lw
@@ -182,3 +184,23 @@ def test_a_resource_client_lists_its_objects_as_metadata_for_an_audit() -> None:
     assert (metadata.describe().metadata_only, metadata.namespace) == (True, "ns")
     assert not full.describe().metadata_only
     assert metadata.metadata_lister() is metadata
+
+
+def test_a_factory_informers_audit_lists_metadata_with_its_namespace_and_selectors() -> None:
+    client = Client(Config(host="http://127.0.0.1:1"))
+    factory = SharedInformerFactory(client, cache_audit=CacheAudit(period=60.0))
+    informer = factory.informer_for("pods", namespace="ns", label_selector="app=web")
+    source = informer.lister_watcher
+    assert isinstance(source, DescribedListerWatcher)
+    lister = source.metadata_lister()
+    assert repr(lister) == (
+        "<<ResourceClient v1/pods ns='ns' metadata-only> label_selector='app=web'"
+        " field_selector=None>"
+    )
+    assert informer.audit == CacheAudit(period=60.0)
+
+
+def test_a_factory_refuses_one_lister_for_every_informers_audit(lw: FakeListerWatcher) -> None:
+    client = Client(Config(host="http://127.0.0.1:1"))
+    with pytest.raises(ValueError, match="must not name a lister"):
+        SharedInformerFactory(client, cache_audit=CacheAudit(lister=lw))
