@@ -2,7 +2,7 @@
 
 Role: one provider implementing every metric protocol of :mod:`aioinformer._metrics`
 (the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's, the
-leader elector's, and the informers' and handlers'), backed by labelled
+leader elector's, the informers' and handlers', and the cache audits'), backed by labelled
 ``prometheus_client`` metric families registered once per provider, one child per label
 set. Input: the ``new_*_metric`` calls components
 make when they are created. Output: the children, which the components update directly.
@@ -65,6 +65,24 @@ metric                                     type      meaning
 ``aioinformer_informer_queued_deltas``     Gauge     keys waiting in the DeltaFIFO
 ========================================== ========= ======================================
 
+Cache audit metrics (see :mod:`aioinformer.audit`), label ``informer``, plus ``result`` on
+the audits counter and ``kind`` on the differences counter:
+
+=============================================== ========= =================================
+metric                                          type      meaning
+=============================================== ========= =================================
+``aioinformer_cache_audits_total``              Counter   audits by ``result``:
+                                                          ``consistent``, ``different``,
+                                                          ``lagging``, ``failed``
+``aioinformer_cache_audit_differences_total``   Counter   keys found different, by
+                                                          ``kind``: ``missing``,
+                                                          ``extra``, ``stale``
+``aioinformer_cache_audit_duration_seconds``    Histogram first LIST request → compared
+=============================================== ========= =================================
+
+An alert on ``increase(aioinformer_cache_audit_differences_total[1h]) > 0`` says that a
+watch lost events (and that the informer repaired its cache).
+
 The event counters and the last resourceVersion move every 15 s while a watch stream is
 read and when it ends; the per-watch histograms when it ends.
 ``aioinformer_reflector_seconds_since_heard`` is computed whenever it is scraped (NaN
@@ -103,6 +121,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AUDIT_DURATION_BUCKETS",
     "DURATION_BUCKETS",
     "HANDLER_LATENCY_BUCKETS",
     "ITEM_BUCKETS",
@@ -123,6 +142,11 @@ WATCH_DURATION_BUCKETS: Final = (1.0, 10.0, 60.0, 120.0, 300.0, 450.0, 600.0, 90
 HANDLER_LATENCY_BUCKETS: Final = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0)
 """Buckets of ``aioinformer_handler_latency_seconds``: from a fast handler's
 sub-millisecond delivery to a backlog of minutes."""
+
+AUDIT_DURATION_BUCKETS: Final = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+"""Buckets of ``aioinformer_cache_audit_duration_seconds``: a paged LIST of a small
+resource to a large one, plus the wait for the cache to catch up (up to a bookmark,
+about a minute, on a quiet resource)."""
 
 _LABELS: Final = ("name",)
 _HANDLER_LABELS: Final = ("informer", "handler")
@@ -185,6 +209,7 @@ class PrometheusMetricsProvider:
         self._register_reflector_metrics(registry)
         self._register_leader_metrics(registry)
         self._register_handler_metrics(registry)
+        self._register_audit_metrics(registry)
 
     def _register_reflector_metrics(self, registry: CollectorRegistry | None) -> None:
         self._lists = Counter(
@@ -312,6 +337,29 @@ class PrometheusMetricsProvider:
             registry=registry,
         )
 
+    def _register_audit_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._audits = Counter(
+            "aioinformer_cache_audits_total",
+            "Cache audits of an informer, by result: consistent, different (the informer "
+            "relisted), lagging (the cache did not catch up in time) or failed.",
+            ("informer", "result"),
+            registry=registry,
+        )
+        self._audit_differences = Counter(
+            "aioinformer_cache_audit_differences_total",
+            "Keys a cache audit found differing from the server, by kind: missing from "
+            "the cache, extra in it, or stale (another resourceVersion).",
+            ("informer", "kind"),
+            registry=registry,
+        )
+        self._audit_duration = Histogram(
+            "aioinformer_cache_audit_duration_seconds",
+            "Seconds from a cache audit's first LIST request to the end of its comparison.",
+            ("informer",),
+            registry=registry,
+            buckets=AUDIT_DURATION_BUCKETS,
+        )
+
     def new_depth_metric(self, name: str) -> GaugeMetric:
         return self._depth.labels(name=name)
 
@@ -397,6 +445,17 @@ class PrometheusMetricsProvider:
 
     def new_informer_queued_deltas_metric(self, informer: str) -> SettableGaugeMetric:
         return self._queued_deltas.labels(informer=informer)
+
+    # -- cache audits ------------------------------------------------------------------
+
+    def new_cache_audits_metric(self, informer: str, result: str) -> CounterMetric:
+        return self._audits.labels(informer=informer, result=result)
+
+    def new_cache_audit_differences_metric(self, informer: str, kind: str) -> AddCounterMetric:
+        return self._audit_differences.labels(informer=informer, kind=kind)
+
+    def new_cache_audit_duration_metric(self, informer: str) -> HistogramMetric:
+        return self._audit_duration.labels(informer=informer)
 
     def __repr__(self) -> str:
         return "<PrometheusMetricsProvider>"
