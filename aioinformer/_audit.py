@@ -39,6 +39,7 @@ import random
 from typing import TYPE_CHECKING, Final
 
 from aioinformer._clock import CancelAfter
+from aioinformer._gcpolicy import collector_paused
 from aioinformer._meta import meta_namespace_key, resource_version_of
 from aioinformer._metrics import CacheAuditMetricsProvider, get_metrics_provider
 from aioinformer.audit import AuditOutcome, AuditReport, CacheAudit, CacheAuditStatistics
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from aioinformer._clock import Clock
+    from aioinformer._gcpolicy import GCPolicy
     from aioinformer.audit import AuditLister
     from aioinformer.delta_fifo import Deltas
     from aioinformer.indexer import Indexer
@@ -154,8 +156,9 @@ class CacheAuditor:
     whether :meth:`run` audits every period (an informer without ``audit=`` still audits
     on demand). The informer's pieces: ``lister`` (what to list), ``cache`` (its indexer),
     ``synced`` (has it synced), ``applied_resource_version`` and ``wait_applied`` (its
-    FIFO's), ``relist`` (its reflector's ``request_relist``) and ``install`` (sets or
-    clears its hook, a :class:`KeyRecorder`).
+    FIFO's), ``relist`` (its reflector's ``request_relist``), ``install`` (sets or
+    clears its hook, a :class:`KeyRecorder`) and ``gc_policy`` (its lists': the
+    collector is paused while the audit lists, unless ``"off"``).
     """
 
     def __init__(
@@ -172,6 +175,7 @@ class CacheAuditor:
         wait_applied: Callable[[str], Awaitable[bool]],
         relist: Callable[[BaseException], None],
         install: Callable[[KeyRecorder | None], None],
+        gc_policy: GCPolicy = "pause",
     ) -> None:
         self._name = name
         self._config = config
@@ -184,6 +188,9 @@ class CacheAuditor:
         self._wait_applied = wait_applied
         self._relist = relist
         self._install = install
+        # A list decodes every object, as the reflector's does; but it keeps none of them,
+        # so there is nothing to freeze afterwards.
+        self._gc_policy: GCPolicy = "off" if gc_policy == "off" else "pause"
         self._rng = random.Random()
         self._lock = asyncio.Lock()
         self._recorder = KeyRecorder(self._repaired)
@@ -259,7 +266,8 @@ class CacheAuditor:
         listed: dict[str, str] = {}
         resource_version = ""
         try:
-            resource_version = await self._list(listed)
+            with collector_paused(self._gc_policy):
+                resource_version = await self._list(listed)
             caught_up = await self._catch_up(resource_version)
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()

@@ -745,6 +745,7 @@ class SharedIndexInformer:
             wait_applied=fifo.wait_for_resource_version,
             relist=reflector.request_relist,
             install=self._install_audit_keys,
+            gc_policy=self._reflector_options.gc_policy,
         )
         self._started.set()
         return fifo, reflector
@@ -914,11 +915,14 @@ _NAMES: Final = _Names()
 def _audit_lister(audit: CacheAudit | None, source: ListerWatcher) -> AuditLister:
     """What the informer's audits list: the configured lister, else the source's metadata
     lister when it declares one, else the source itself (full objects, of which only keys
-    and resourceVersions are read)."""
+    and resourceVersions are read). An audit reads each item's head only, so it lists
+    the source (or its metadata lister) for compact entries wherever the reflector of a
+    compact cache would (a third of the CPU of decoded dicts, whatever the informer's
+    cache mode); a configured lister is called as it is."""
     if audit is not None and audit.lister is not None:
         return audit.lister
     if isinstance(source, DescribedListerWatcher):
         metadata = source.metadata_lister()
         if metadata is not None:
-            return metadata
-    return source
+            return compact_source(metadata)
+    return compact_source(source)
