@@ -10,7 +10,10 @@ Output: a loopback HTTP server that answers, for its one resource (``pods`` or
 
 * ``GET /api/v1/<resource>`` — a LIST page. ``limit``/``continue`` are honoured; items carry
   no ``apiVersion``/``kind`` (as the real server sends them); object ``i`` has
-  resourceVersion ``i + 1`` and the list's resourceVersion is the object count.
+  resourceVersion ``i + 1`` and the list's resourceVersion is the object count. Asked for
+  ``as=PartialObjectMetadataList`` in ``Accept`` (a metadata-only client, a cache audit),
+  the page is a ``PartialObjectMetadataList`` whose items are each object's
+  ``PartialObjectMetadata`` (encoded on the first such request).
 * ``GET /api/v1/<resource>?watch=1&resourceVersion=R`` — the configured MODIFIED events with
   a resourceVersion above ``R``, in order. Event ``e`` (1-based) modifies object
   ``(e - 1) % objects`` and has resourceVersion ``objects + e``. With ``rate == 0`` they go
@@ -120,7 +123,7 @@ class ReplayData:
     no watch events, else it holds one template per object.
     """
 
-    __slots__ = ("added_lines", "config", "items", "templates")
+    __slots__ = ("_metadata_items", "added_lines", "config", "items", "templates")
 
     def __init__(self, config: ReplayConfig) -> None:
         if config.resource not in KINDS:
@@ -145,6 +148,19 @@ class ReplayData:
         self.added_lines: list[bytes] = (
             [b"%b%b}\n" % (head, item[1:]) for item in self.items] if config.initial_events else []
         )
+        self._metadata_items: list[bytes] | None = None
+
+    @property
+    def metadata_items(self) -> list[bytes]:
+        """Each item as a ``PartialObjectMetadata``, as kube-apiserver lists them."""
+        if self._metadata_items is None:
+            self._metadata_items = [
+                b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
+                + orjson.dumps(orjson.loads(item)["metadata"])
+                + b"}"
+                for item in self.items
+            ]
+        return self._metadata_items
 
     @property
     def list_resource_version(self) -> int:
@@ -154,21 +170,25 @@ class ReplayData:
     def last_resource_version(self) -> int:
         return self.config.objects + self.config.watch_events
 
-    def list_page(self, start: int, limit: int | None) -> bytes:
-        """The LIST answer holding items ``start`` onwards, at most ``limit`` of them."""
-        stop = len(self.items) if not limit else min(len(self.items), start + limit)
-        metadata: dict[str, Any] = {"resourceVersion": str(self.list_resource_version)}
-        if stop < len(self.items):
-            metadata["continue"] = f"c{stop}"
-            metadata["remainingItemCount"] = len(self.items) - stop
+    def list_page(self, start: int, limit: int | None, *, metadata: bool = False) -> bytes:
+        """The LIST answer holding items ``start`` onwards, at most ``limit`` of them (as a
+        ``PartialObjectMetadataList`` with ``metadata``)."""
+        items = self.metadata_items if metadata else self.items
+        stop = len(items) if not limit else min(len(items), start + limit)
+        list_meta: dict[str, Any] = {"resourceVersion": str(self.list_resource_version)}
+        if stop < len(items):
+            list_meta["continue"] = f"c{stop}"
+            list_meta["remainingItemCount"] = len(items) - stop
         head = orjson.dumps(
             {
-                "kind": KINDS[self.config.resource] + "List",
-                "apiVersion": "v1",
-                "metadata": metadata,
+                "kind": "PartialObjectMetadataList"
+                if metadata
+                else KINDS[self.config.resource] + "List",
+                "apiVersion": "meta.k8s.io/v1" if metadata else "v1",
+                "metadata": list_meta,
             }
         )
-        return b"".join((head[:-1], b',"items":[', b",".join(self.items[start:stop]), b"]}"))
+        return b"".join((head[:-1], b',"items":[', b",".join(items[start:stop]), b"]}"))
 
     def initial_events_end_line(self) -> bytes:
         """The bookmark that ends a streaming list's initial events."""
@@ -256,7 +276,8 @@ def build_app(data: ReplayData) -> web.Application:
             limit = int(query.get("limit", "0")) or None
         except ValueError:
             return _status(400, "BadRequest", "malformed limit or continue")
-        body = data.list_page(start, limit)
+        metadata = "as=PartialObjectMetadataList" in request.headers.get("Accept", "")
+        body = data.list_page(start, limit, metadata=metadata)
         return web.Response(body=body, content_type="application/json")
 
     async def _watch(request: web.Request) -> web.StreamResponse:

@@ -7,7 +7,8 @@ aioinformer's public API (``Client`` → ``SharedIndexInformer``), and returns f
 case and repeat (:mod:`bench.worker`), so peak RSS is the case's own. :data:`CASES`
 registers them all, every aioinformer case (``ours*``) once per cache mode: under its name
 with ``cache="objects"`` and with ``-compact`` appended with ``cache="compact"`` (see
-:mod:`bench.harness`); the ``lister`` and ``service`` kinds live in :mod:`bench.service`.
+:mod:`bench.harness`); the ``lister`` and ``service`` kinds live in :mod:`bench.service`,
+the ``audit`` kind (a cache audit beside the metadata LIST alone) in :mod:`bench.audit`.
 
 Every case that streams events also reports, over the streaming part, the event loop's
 longest and 99th-percentile lag and the longest run of the cyclic collector
@@ -78,6 +79,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
 from bench import fanout, harness
+from bench.audit import audit_baseline, audit_ours
 from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
 from bench.measure import (
     BusyApplication,
@@ -768,6 +770,8 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     ("slow-handler", "baseline"): slow_handler_baseline,
     ("lister", "baseline"): lister_baseline,
     ("service", "baseline"): service_baseline,
+    ("audit", "baseline"): audit_baseline,
+    ("audit", "baseline-gc-paused"): functools.partial(audit_baseline, pause_gc=True),
     ("decode", "orjson-loads"): decode_loads,
     ("decode", "split-and-loads"): decode_split_and_loads,
     ("placement", "server-separate"): placement_separate,
@@ -797,6 +801,8 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ("slow-handler", "ours-unbounded"): slow_handler_ours_unbounded,
     ("lister", "ours"): lister_ours,
     ("service", "ours"): service_ours,
+    ("audit", "ours"): audit_ours,
+    ("audit", "ours-plain-source"): functools.partial(audit_ours, plain_source=True),
 }
 """The aioinformer cases, each taking ``cache=``: registered once per cache mode."""
 

@@ -313,6 +313,24 @@ async def test_replay_list_pages_follow_limit_and_continue() -> None:
     assert names == [make_pod(i)["metadata"]["name"] for i in range(25)]
 
 
+async def test_replay_lists_partial_object_metadata_when_asked_for_it() -> None:
+    data = ReplayData(ReplayConfig(objects=3))
+    accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    async with (
+        start_replay_server(data) as url,
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/api/v1/pods", params={"limit": "2"}, headers={"Accept": accept}) as got,
+    ):
+        page = orjson.loads(await got.read())
+    assert (page["kind"], page["apiVersion"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1")
+    assert page["metadata"]["continue"] == "c2"
+    first, second = page["items"]
+    assert set(first) == {"kind", "apiVersion", "metadata"}
+    assert first["kind"] == "PartialObjectMetadata"
+    assert first["metadata"] == make_pod(0)["metadata"]
+    assert second["metadata"]["resourceVersion"] == "2"
+
+
 async def _read_lines(response: aiohttp.ClientResponse, count: int) -> list[dict[str, object]]:
     events: list[dict[str, object]] = []
     while len(events) < count:
