@@ -4,12 +4,14 @@ sources that can list metadata only."""
 
 from __future__ import annotations
 
+import gc
 import random
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer._audit import KeyRecorder
+from aioinformer._raw import RawObject
 from aioinformer.audit import AuditOutcome, CacheAudit
 from aioinformer.client import Client
 from aioinformer.config import Config
@@ -17,7 +19,8 @@ from aioinformer.delta_fifo import Delta, Deltas, DeltaType
 from aioinformer.errors import CacheDivergence
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import DescribedListerWatcher
+from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList
+from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import set_metrics_provider
 from tests._support_health import clock as clock
 from tests._support_health import lw as lw
@@ -25,8 +28,11 @@ from tests._support_metrics import RecordedMetric
 from tests._support_metrics import restore_installed_provider as restore_installed_provider
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer.listwatch import WatchEvent
     from aioinformer.testing.clock import FakeClock
-    from aioinformer.testing.lister_watcher import FakeListerWatcher
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -204,3 +210,53 @@ def test_a_factory_refuses_one_lister_for_every_informers_audit(lw: FakeListerWa
     client = Client(Config(host="http://127.0.0.1:1"))
     with pytest.raises(ValueError, match="must not name a lister"):
         SharedInformerFactory(client, cache_audit=CacheAudit(lister=lw))
+
+
+# -- how an audit lists ----------------------------------------------------------------
+
+
+class _Recording(FakeListerWatcher):
+    """A metadata lister that can also answer compact entries, recording which it was
+    asked for and whether the collector ran meanwhile."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.calls: list[tuple[str, bool]] = []
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        self.calls.append(("list", gc.isenabled()))
+        return await super().list(options)
+
+    async def list_compact(self, options: ListOptions) -> ObjectList:
+        self.calls.append(("list_compact", gc.isenabled()))
+        page = await super().list(options)
+        page.items = [RawObject.from_dict(item) for item in page.items]
+        return page
+
+    def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        return super().watch(options)
+
+
+class _WithMetadata(FakeListerWatcher):
+    def __init__(self, metadata: FakeListerWatcher, **options: Any) -> None:
+        super().__init__(**options)
+        self.metadata = metadata
+
+    def metadata_lister(self) -> FakeListerWatcher:
+        return self.metadata
+
+
+@pytest.mark.parametrize(("policy", "collecting"), [("pause", False), ("off", True)])
+async def test_an_audit_lists_compact_entries_with_the_collector_paused_unless_told_not_to(
+    clock: FakeClock, policy: GCPolicy, collecting: bool
+) -> None:
+    metadata = _Recording(namespace="ns", objects=[pod("a"), pod("b")])
+    source = _WithMetadata(metadata, namespace="ns", objects=[pod("a"), pod("b")])
+    informer = SharedIndexInformer(source, clock=clock, cache="objects", gc_policy=policy)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.wait_for_watchers(1)
+        report = await informer.audit_cache()
+    assert (report.outcome, report.listed) == (AuditOutcome.CONSISTENT, 2)
+    assert metadata.calls == [("list_compact", collecting)]
+    assert gc.isenabled()
