@@ -233,12 +233,23 @@ class CacheAuditor:
     async def run(self) -> None:
         """Audit every jittered period until cancelled, skipping periods before the
         informer has synced. Never ends by itself: a failed audit waits for the next
-        period (it was logged and counted)."""
+        period (it was logged and counted).
+
+        An audit due while the last one's differences still wait for the relist (a
+        reflector backing off from a failing list, say) would find them again and ask for
+        another relist: it waits one more period, then audits anyway, so that a relist
+        that did not repair the cache is found and asked for again."""
+        postponed = False
         while True:
             await self._clock.sleep(self._config.next_delay(self._rng))
             if not self._synced():
                 logger.debug("%s: not synced yet; cache audit skipped", self._name)
                 continue
+            if self.repairing and not postponed:
+                postponed = True
+                logger.debug("%s: the last audit's relist is not applied yet; waiting", self._name)
+                continue
+            postponed = False
             try:
                 await self.audit()
             except Exception:  # noqa: BLE001

@@ -647,3 +647,28 @@ async def test_the_informer_is_not_live_while_the_relist_waits_to_be_applied(
         gate.set()
         await wait_until(lambda: informer.health().live)
         assert "b" not in cached_versions(informer)
+
+
+async def test_an_audit_due_while_the_last_relist_is_pending_waits_one_period(
+    lw: FakeListerWatcher, clock: FakeClock
+) -> None:
+    informer = SharedIndexInformer(
+        lw, clock=clock, use_watch_list=False, audit=CacheAudit(period=PERIOD, jitter=0.0)
+    )
+    async with informer:
+        await synced(informer, lw)
+        lw.delete("ns/b", notify=False)
+        lw.send_bookmark()
+        lw.fail_next_list(None)  # the audit's list goes through,
+        lw.stall_next_list()  # the relist it asks for never answers
+        await next_audit(informer, clock)
+        await clock.advance(BACKOFF)
+        await wait_until(lambda: len(lw.list_calls) == 3)  # first list, audit, relist
+        await clock.advance(PERIOD)
+        await clock.settle()
+        assert len(lw.list_calls) == 3
+        assert audit_figures(informer).audits == 1
+        report = await next_audit(informer, clock)
+        assert report.extra == ("ns/b",)
+        assert (audit_figures(informer).audits, audit_figures(informer).relists) == (2, 2)
+        assert not informer.health().live
