@@ -60,6 +60,16 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "cache: ['default/web-0', 'default/web-1', 'default/web-3']",
         "relists: 1 | last error: Gone",
     ],
+    "cache_audit.py": [
+        "server has: ['default/web-0', 'default/web-2']",
+        "cache still has: True",
+        "audit found: extra ['default/web-1']; relisting",
+        "live while the cache is wrong: False",
+        "on_delete default/web-1 (a tombstone: the delete itself was never seen)",
+        "cache: ['default/web-0', 'default/web-2']",
+        "live again: True",
+        "on demand: consistent, 2 listed",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
