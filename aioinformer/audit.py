@@ -23,10 +23,13 @@ inside the informer (see :mod:`aioinformer._audit`).
 
 What is compared is what the cache keeps: its keys and each entry's
 ``metadata.resourceVersion``, after the informer's ``transform`` (which must keep both,
-as :mod:`aioinformer.transforms` says). An informer's own source lists the same set of
-objects as its watch (same namespace, same selectors); a source that declares a lister of
-its objects' metadata (:meth:`DescribedListerWatcher.metadata_lister
-<aioinformer.listwatch.DescribedListerWatcher.metadata_lister>`, as
+as :mod:`aioinformer.transforms` says; one that rewrites resourceVersions makes every key
+stale). A typed informer's ``model`` leaves the cache raw, and the objects a reflector
+refuses for their kind (``expected_kind``) are never in a LIST of the resource either.
+
+An informer's own source lists the same set of objects as its watch (same namespace, same
+selectors); a source that declares a lister of its objects' metadata
+(``DescribedListerWatcher.metadata_lister()`` in :mod:`aioinformer.listwatch`, as
 :class:`~aioinformer.client.ResourceClient` and a factory's informers' sources do) is
 listed through it, so an audit moves a fraction of the bytes of a full list. Any other
 ``ListerWatcher`` is listed as it is, full objects, of which only the keys and

@@ -672,3 +672,23 @@ async def test_an_audit_due_while_the_last_relist_is_pending_waits_one_period(
         assert report.extra == ("ns/b",)
         assert (audit_figures(informer).audits, audit_figures(informer).relists) == (2, 2)
         assert not informer.health().live
+
+
+async def test_an_in_order_informer_is_audited_and_repaired_the_same_way(
+    lw: FakeListerWatcher, clock: FakeClock
+) -> None:
+    informer = SharedIndexInformer(
+        lw, clock=clock, in_order=True, audit=CacheAudit(period=PERIOD, jitter=0.0)
+    )
+    deleted: list[Any] = []
+    informer.add_event_handler(on_delete=deleted.append)
+    async with informer:
+        await synced(informer, lw)
+        lw.delete("ns/c", notify=False)
+        lw.send_bookmark()
+        report = await next_audit(informer, clock)
+        assert report.extra == ("ns/c",)
+        await repaired(informer, clock)
+        assert [t.key for t in deleted] == ["ns/c"]
+        assert cached_versions(informer) == server_versions(lw)
+        assert informer.health().live
