@@ -113,6 +113,8 @@ TOP_LEVEL = [
 DESIGN_PATHS = {
     "aioinformer.errors": [
         "ApiError",
+        "CacheReadTimeout",
+        "CacheScopeError",
         "Conflict",
         "Forbidden",
         "Gone",
@@ -156,6 +158,9 @@ DESIGN_PATHS = {
     "aioinformer.controller": ["Controller"],
     "aioinformer.leaderelection": ["LeaderElector"],
     "aioinformer.testing": ["FakeAPIServer", "FakeListerWatcher"],
+    # The cache-backed client, controller-runtime's mgr.GetClient() (read your own writes).
+    "aioinformer.cached_client": ["CachedClient", "CachedClientStatistics", "CachedResource"],
+    "aioinformer.manager": ["Manager"],
 }
 
 
