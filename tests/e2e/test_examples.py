@@ -53,6 +53,17 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "upstream watches: 1, changes served: 3",
         "upstream unchanged: shop/web: 10.1.0.10:8080 10.1.0.11:8080 10.1.0.12:8080",
     ],
+    "read_your_writes.py": [
+        "reconcile: created",
+        "the informer's cache alone holds: []",
+        "reconcile again at once: up to date",
+        "reconcile: patched",
+        "remove: deleted",
+        "the informer's cache alone holds: ['settings']",
+        "remove again at once: already gone",
+        "list: []",
+        "reads that waited: 3, timed out: 0",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
