@@ -23,6 +23,7 @@ from aioinformer.factory import SharedInformerFactory
 from aioinformer.manager import Manager
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_wait import wait_until
+from tests.e2e.test_handler_isolation import pod
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable
@@ -48,15 +49,6 @@ def configmap(name: str, *, finalizers: list[str] | None = None, **data: str) ->
     if finalizers:
         meta["finalizers"] = finalizers
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
-    }
 
 
 def names(objects: list[Any]) -> list[str]:

@@ -71,6 +71,18 @@ class Harness:
         self.clock = FakeClock()
         self.writes = OwnWrites(informer, resource="configmaps", scope=Scope())
 
+    def delete_unseen(self, name: str) -> None:
+        """This client deletes ``name``: the server answers with a Status naming its uid,
+        the open watch misses the deletion."""
+        key = f"default/{name}"
+        seen = self.writes.delete_sent(key)
+        self.source.delete(key, notify=False)
+        self.writes.delete_done(key, seen, status(name, f"uid-{name}"))
+
+    def scoped(self, scope: Scope) -> OwnWrites:
+        """The writes of another client, whose informer's cache has ``scope``."""
+        return OwnWrites(self.informer, resource="configmaps", scope=scope)
+
     def cached(self, key: str) -> Any:
         return self.informer.lister().get(*reversed(key.split("/")))
 
@@ -196,14 +208,12 @@ async def test_an_update_raises_the_minimum_and_an_older_answer_never_lowers_it(
 async def test_answers_outside_the_informers_scope_or_without_a_version_are_not_awaited(
     harness: Harness,
 ) -> None:
-    scoped = OwnWrites(
-        harness.informer,
-        resource="configmaps",
-        scope=Scope(
+    scoped = harness.scoped(
+        Scope(
             namespace="default",
             label_selector=parse_label_selector("app=web"),
             field_selector=parse_field_selector("metadata.name!=hidden"),
-        ),
+        )
     )
     scoped.wrote(harness.source.add(cm("elsewhere", "other", app="web"), notify=False))
     scoped.wrote(harness.source.add(cm("unlabelled"), notify=False))
@@ -238,9 +248,7 @@ async def test_written_versions_are_dropped_once_applied_so_the_table_stays_smal
 async def test_a_delete_answered_with_a_status_is_awaited_until_the_cache_drops_the_uid(
     harness: Harness,
 ) -> None:
-    seen = harness.writes.delete_sent("default/old")
-    harness.source.delete("default/old", notify=False)
-    harness.writes.delete_done("default/old", seen, status("old", "uid-old"))
+    harness.delete_unseen("old")
     assert harness.writes.tracked_deletions == 1
 
     get, listing = harness.read("default/old"), harness.list("default")
@@ -302,9 +310,7 @@ async def test_a_status_without_a_uid_is_satisfied_by_the_next_deletion_of_the_k
 async def test_a_relist_dropping_the_object_ends_the_wait_through_its_tombstone(
     harness: Harness,
 ) -> None:
-    seen = harness.writes.delete_sent("default/old")
-    harness.source.delete("default/old", notify=False)
-    harness.writes.delete_done("default/old", seen, status("old", "uid-old"))
+    harness.delete_unseen("old")
     read = harness.read("default/old")
     assert await pending(read)
     await harness.relist()  # the watch lost its history: the deletion is never streamed
@@ -352,11 +358,7 @@ async def test_a_failed_delete_leaves_nothing_to_wait_for(harness: Harness) -> N
 async def test_a_status_delete_on_a_selective_informer_is_awaited_only_for_a_known_key(
     harness: Harness,
 ) -> None:
-    scoped = OwnWrites(
-        harness.informer,
-        resource="configmaps",
-        scope=Scope(label_selector=parse_label_selector("app")),
-    )
+    scoped = harness.scoped(Scope(label_selector=parse_label_selector("app")))
     # Not in the cache and never written: maybe outside the selector, never seen dropped.
     scoped.delete_done("default/stranger", scoped.delete_sent("default/stranger"), status("s", "u"))
     # In the cache: the cache will see it go.
@@ -394,9 +396,7 @@ async def test_a_write_the_cache_never_shows_times_out_naming_the_version(
 
 
 async def test_a_deletion_that_timed_out_is_no_longer_awaited(harness: Harness) -> None:
-    seen = harness.writes.delete_sent("default/old")
-    harness.source.delete("default/old", notify=False)
-    harness.writes.delete_done("default/old", seen, status("old", "uid-old"))
+    harness.delete_unseen("old")
     listing = harness.list("default")
     await harness.expire()
     with pytest.raises(CacheReadTimeout) as raised:
@@ -433,9 +433,7 @@ async def test_a_read_whose_informer_stops_raises_informer_stopped(
 
 
 async def test_a_cancelled_read_leaves_no_waiter_behind(harness: Harness) -> None:
-    seen = harness.writes.delete_sent("default/old")
-    harness.source.delete("default/old", notify=False)
-    harness.writes.delete_done("default/old", seen, status("old", "uid-old"))
+    harness.delete_unseen("old")
     read = harness.read("default/old")
     assert await pending(read)
     read.cancel()
