@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aioinformer._clock import CancelAfter
 from aioinformer._meta import labels_of, meta_namespace_key, namespace_of, uid_of
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
+from aioinformer.health import InformerState
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.resource_version import parse_resource_version
 
@@ -349,6 +350,11 @@ class OwnWrites:
                     raise InformerStoppedError(
                         f"informer {informer.name} stopped before its cache reached "
                         f"resourceVersion {rv} of this client's write"
+                    )
+                if deletions and informer.state is InformerState.STOPPED:
+                    raise InformerStoppedError(
+                        f"informer {informer.name} has stopped: its cache will not drop "
+                        "what this client deleted"
                     )
                 while self._awaited(deletions):
                     waiter = asyncio.get_running_loop().create_future()

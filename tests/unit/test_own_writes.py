@@ -19,6 +19,7 @@ import pytest
 
 from aioinformer._own_writes import OwnWrites, Scope
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
+from aioinformer.health import InformerState
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.reflector import ReflectorState
@@ -430,6 +431,16 @@ async def test_a_read_whose_informer_stops_raises_informer_stopped(
         await read
     # Nothing more can be observed once it stopped: deletes are sent untracked.
     assert writes.delete_sent("default/late") is None
+
+
+async def test_a_read_awaiting_a_deletion_of_a_stopped_informer_raises_at_once(
+    harness: Harness,
+) -> None:
+    harness.delete_unseen("old")
+    harness.informer.stop()
+    await wait_until(lambda: harness.informer.state is InformerState.STOPPED)
+    with pytest.raises(InformerStoppedError, match="will not drop what this client deleted"):
+        await harness.writes.wait_for_key("default/old", timeout=TIMEOUT, clock=harness.clock)
 
 
 async def test_a_cancelled_read_leaves_no_waiter_behind(harness: Harness) -> None:
