@@ -297,14 +297,6 @@ async def test_a_read_before_the_factory_starts_says_so() -> None:
         await factory.shutdown()
 
 
-def test_timeouts_must_be_positive() -> None:
-    factory: Any = object()
-    with pytest.raises(ValueError, match="timeout must be > 0"):
-        CachedClient(factory, factory, timeout=0)
-    with pytest.raises(ValueError, match="sync_timeout must be > 0"):
-        CachedClient(factory, factory, sync_timeout=-1)
-
-
 # -- the manager ------------------------------------------------------------------------
 
 
