@@ -3,8 +3,8 @@
 Role: :class:`CachedClient` is the client an operator's reconcile uses for everything,
 as controller-runtime's ``mgr.GetClient()`` is with ``ReadYourOwnWriteConsistencyEnabled``
 on. Input: a :class:`~aioinformer.client.Client` and a
-:class:`~aioinformer.factory.SharedInformerFactory`. Output: ``client.resource(...)``, a
-:class:`CachedResource` whose reads (``get``, ``list``) come from the cache, as the
+:class:`~aioinformer.factory.SharedInformerFactory`. Output: ``cached.resource(...)``,
+a :class:`CachedResource` whose reads (``get``, ``list``) come from the cache, as the
 lister returns them (plain dicts; the informer's ``model`` when it has one), and whose
 writes (``create``, ``update``, ``patch``, ``delete``) go to the API server and return its
 answer, as :class:`~aioinformer.client.ResourceClient`'s do.
@@ -24,8 +24,9 @@ Reads:
 
 * come from ``factory.informer_for(resource)``, with the factory's namespace and
   selectors: one informer per resource, shared with every other part of the program that
-  asks the factory for it. ``client.resource(...)`` builds it (a started factory starts
-  it at once), so a resource asked for before the factory starts is synced with the rest;
+  asks the factory for it. :meth:`CachedClient.resource` builds it (a started factory
+  starts it at once), so a resource asked for before the factory starts syncs with the
+  rest;
 * wait for that informer's initial sync, at most ``sync_timeout`` seconds, then raise
   :class:`~aioinformer.errors.CacheSyncError` saying why (controller-runtime blocks
   likewise); ``RuntimeError`` if the factory has not been started;
