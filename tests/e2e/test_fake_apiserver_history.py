@@ -34,18 +34,17 @@ if TYPE_CHECKING:
 
     from aioinformer.client import ResourceClient
 
-PODS = "/api/v1/namespaces/default/pods"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 SEEDED = ["a", "b", "c"]
 READ_TIMEOUT = 5.0
 TOO_OLD_LIST = status_body(410, "Expired", "The resourceVersion for the provided list is too old.")
 
 
-def pod(name: str) -> dict[str, Any]:
+def config_map(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
-        "kind": "Pod",
+        "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
     }
 
 
@@ -60,11 +59,11 @@ def names(body: dict[str, Any]) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def seeded_server(**options: Any) -> AsyncIterator[tuple[FakeAPIServer, Api]]:
-    """A server holding pods a, b and c, written through the Python API before it started
-    (as a test seeds its state), and plain-HTTP access to it."""
+    """A server holding ConfigMaps a, b and c, written through the Python API before it
+    started (as a test seeds its state), and plain-HTTP access to it."""
     server = FakeAPIServer(**options)
     for name in SEEDED:
-        server.create(pod(name))
+        server.create(config_map(name))
     async with server, aiohttp.ClientSession() as session:
         yield server, Api(session, server.url)
 
@@ -72,17 +71,20 @@ async def seeded_server(**options: Any) -> AsyncIterator[tuple[FakeAPIServer, Ap
 async def watch_params(api: Api, **params: str) -> tuple[int, Any]:
     """Open a watch that is refused or ends by itself; its status and decoded body."""
     async with asyncio.timeout(READ_TIMEOUT):
-        code, body, _ = await api.call("GET", PODS, params={"watch": "true", **params})
+        code, body, _ = await api.call("GET", CONFIGMAPS, params={"watch": "true", **params})
     return code, body
 
 
 async def first_events(
-    pods: ResourceClient, options: ListOptions, count: int
+    configmaps: ResourceClient, options: ListOptions, count: int
 ) -> list[tuple[str, str]]:
     """The first ``count`` events of a watch, as (type, name) pairs (bookmarks: their
     resourceVersion)."""
     events: list[tuple[str, str]] = []
-    async with asyncio.timeout(READ_TIMEOUT), contextlib.aclosing(pods.watch(options)) as stream:
+    async with (
+        asyncio.timeout(READ_TIMEOUT),
+        contextlib.aclosing(configmaps.watch(options)) as stream,
+    ):
         async for event in stream:
             meta = event.object["metadata"]
             events.append((event.type, meta.get("name") or meta["resourceVersion"]))
@@ -99,7 +101,7 @@ async def test_a_watch_from_before_the_start_answers_410_on_open_with_kube_apise
 ):
     async with seeded_server() as (server, api):
         started_at = server.resource_version
-        seeded_rv = server.get("pods", "default", "a")["metadata"]["resourceVersion"]
+        seeded_rv = server.get("configmaps", "default", "a")["metadata"]["resourceVersion"]
         for rv in ("1", seeded_rv, str(int(started_at) - 1)):
             code, body = await watch_params(api, resourceVersion=rv)
             assert code == 410, rv
@@ -113,9 +115,9 @@ async def test_a_watch_from_before_the_start_answers_410_on_open_with_kube_apise
 
 async def test_the_client_raises_gone_for_a_watch_from_before_the_start() -> None:
     async with seeded_server() as (server, _), server.client() as client:
-        pods = client.resource("pods", namespace="default")
+        configmaps = client.resource("configmaps", namespace="default")
         with pytest.raises(Gone) as caught:
-            await first_events(pods, ListOptions(resource_version="1"), 1)
+            await first_events(configmaps, ListOptions(resource_version="1"), 1)
         assert caught.value.status == too_old_watch("1", server.resource_version)
 
 
@@ -129,7 +131,7 @@ async def test_a_watch_from_before_the_start_may_get_its_410_as_an_error_event()
 
 async def test_an_exact_list_from_before_the_start_answers_410_expired() -> None:
     async with seeded_server() as (server, api):
-        seeded_rv = server.get("pods", "default", "a")["metadata"]["resourceVersion"]
+        seeded_rv = server.get("configmaps", "default", "a")["metadata"]["resourceVersion"]
         before_start = str(int(server.resource_version) - 1)
         for params in (
             {"resourceVersion": seeded_rv, "resourceVersionMatch": "Exact"},
@@ -137,7 +139,7 @@ async def test_an_exact_list_from_before_the_start_answers_410_expired() -> None
             # A limit without a match makes a non-zero version exact too.
             {"resourceVersion": seeded_rv, "limit": "2"},
         ):
-            code, body, _ = await api.call("GET", PODS, params=params)
+            code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
             assert (code, body) == (410, TOO_OLD_LIST), params
 
 
@@ -158,7 +160,7 @@ async def test_an_exact_list_from_before_the_start_answers_410_expired() -> None
 )
 async def test_a_list_of_the_current_state_is_never_too_old(params: dict[str, str]) -> None:
     async with seeded_server() as (server, api):
-        code, body, _ = await api.call("GET", PODS, params=params)
+        code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
         assert code == 200
         assert names(body) == SEEDED
         assert body["metadata"]["resourceVersion"] == server.resource_version
@@ -182,8 +184,8 @@ async def test_a_watch_that_starts_with_the_current_state_is_never_too_old(
     options: ListOptions,
 ) -> None:
     async with seeded_server() as (server, _), server.client() as client:
-        pods = client.resource("pods", namespace="default")
-        events = await first_events(pods, options, len(SEEDED))
+        configmaps = client.resource("configmaps", namespace="default")
+        events = await first_events(configmaps, options, len(SEEDED))
         assert events == [("ADDED", name) for name in SEEDED]
 
 
@@ -193,26 +195,26 @@ async def test_a_watch_that_starts_with_the_current_state_is_never_too_old(
 async def test_a_watch_from_the_start_on_replays_what_happened_since() -> None:
     async with seeded_server() as (server, _), server.client() as client:
         started_at = server.resource_version
-        server.create(pod("d"))
+        server.create(config_map("d"))
         after_d = server.resource_version
-        server.patch("pods", "default", "a", {"metadata": {"labels": {"x": "1"}}})
-        server.delete("pods", "default", "b")
-        pods = client.resource("pods", namespace="default")
-        since_start = await first_events(pods, ListOptions(resource_version=started_at), 3)
+        server.patch("configmaps", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+        server.delete("configmaps", "default", "b")
+        configmaps = client.resource("configmaps", namespace="default")
+        since_start = await first_events(configmaps, ListOptions(resource_version=started_at), 3)
         assert since_start == [("ADDED", "d"), ("MODIFIED", "a"), ("DELETED", "b")]
-        since_d = await first_events(pods, ListOptions(resource_version=after_d), 2)
+        since_d = await first_events(configmaps, ListOptions(resource_version=after_d), 2)
         assert since_d == [("MODIFIED", "a"), ("DELETED", "b")]
 
 
 async def test_an_exact_list_from_the_start_on_serves_the_state_at_that_version() -> None:
     async with seeded_server() as (server, api):
         started_at = server.resource_version
-        server.create(pod("d"))
+        server.create(config_map("d"))
         after_d = server.resource_version
-        server.delete("pods", "default", "a")
+        server.delete("configmaps", "default", "a")
         for rv, expected in ((started_at, SEEDED), (after_d, [*SEEDED, "d"])):
             params = {"resourceVersion": rv, "resourceVersionMatch": "Exact"}
-            code, body, _ = await api.call("GET", PODS, params=params)
+            code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
             assert code == 200
             assert names(body) == expected
             assert body["metadata"]["resourceVersion"] == rv
@@ -226,41 +228,36 @@ async def test_keep_history_before_start_replays_the_seeded_objects() -> None:
         seeded_server(keep_history_before_start=True) as (server, api),
         server.client() as client,
     ):
-        pods = client.resource("pods", namespace="default")
-        events = await first_events(pods, ListOptions(resource_version="1"), len(SEEDED))
+        configmaps = client.resource("configmaps", namespace="default")
+        events = await first_events(configmaps, ListOptions(resource_version="1"), len(SEEDED))
         assert events == [("ADDED", name) for name in SEEDED]
-        seeded_rv = server.get("pods", "default", "a")["metadata"]["resourceVersion"]
+        seeded_rv = server.get("configmaps", "default", "a")["metadata"]["resourceVersion"]
         params = {"resourceVersion": seeded_rv, "resourceVersionMatch": "Exact"}
-        code, body, _ = await api.call("GET", PODS, params=params)
+        code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
         assert code == 200
         assert names(body) == ["a"]
 
 
-@pytest.mark.fake_apiserver(keep_history_before_start=True)
-async def test_the_fixture_takes_the_knob_from_its_marker(fake_apiserver: FakeAPIServer) -> None:
+@pytest.mark.parametrize(
+    "expected",
+    [
+        pytest.param((410, TOO_OLD_LIST), id="default"),
+        pytest.param(
+            (200, ["default"]),
+            id="kept",
+            marks=pytest.mark.fake_apiserver(keep_history_before_start=True),
+        ),
+    ],
+)
+async def test_the_fixtures_server_keeps_the_history_from_before_its_start_only_if_marked_to(
+    fake_apiserver: FakeAPIServer, expected: tuple[int, Any]
+) -> None:
     # The default namespaces were created before the fixture started the server.
     async with aiohttp.ClientSession() as session:
         api = Api(session, fake_apiserver.url)
-        code, body, _ = await api.call(
-            "GET",
-            "/api/v1/namespaces",
-            params={"resourceVersion": "1", "resourceVersionMatch": "Exact"},
-        )
-    assert code == 200
-    assert names(body) == ["default"]
-
-
-async def test_the_fixtures_server_keeps_no_history_from_before_it_started(
-    fake_apiserver: FakeAPIServer,
-) -> None:
-    async with aiohttp.ClientSession() as session:
-        api = Api(session, fake_apiserver.url)
-        code, body, _ = await api.call(
-            "GET",
-            "/api/v1/namespaces",
-            params={"resourceVersion": "1", "resourceVersionMatch": "Exact"},
-        )
-    assert (code, body) == (410, TOO_OLD_LIST)
+        params = {"resourceVersion": "1", "resourceVersionMatch": "Exact"}
+        code, body, _ = await api.call("GET", "/api/v1/namespaces", params=params)
+    assert (code, names(body) if code == 200 else body) == expected
 
 
 # -- restarts ---------------------------------------------------------------------------------
@@ -274,19 +271,19 @@ async def test_a_restart_with_a_reset_history_starts_the_window_again_at_the_res
         server,
         api,
     ):
-        server.create(pod("d"))
+        server.create(config_map("d"))
         served_rv = server.resource_version  # a version from before the restart
-        server.create(pod("e"))
+        server.create(config_map("e"))
         await server.restart(reset_history=True)
         restarted_at = server.resource_version
         code, body = await watch_params(api, resourceVersion=served_rv)
         assert (code, body) == (410, too_old_watch(served_rv, restarted_at))
         params = {"resourceVersion": served_rv, "resourceVersionMatch": "Exact"}
-        code, body, _ = await api.call("GET", PODS, params=params)
+        code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
         assert (code, body) == (410, TOO_OLD_LIST)
         # The objects survived, and the restart's version is the oldest one served.
         params = {"resourceVersion": restarted_at, "resourceVersionMatch": "Exact"}
-        code, body, _ = await api.call("GET", PODS, params=params)
+        code, body, _ = await api.call("GET", CONFIGMAPS, params=params)
         assert code == 200
         assert names(body) == [*SEEDED, "d", "e"]
 
@@ -294,15 +291,15 @@ async def test_a_restart_with_a_reset_history_starts_the_window_again_at_the_res
 async def test_a_restart_keeping_its_history_still_serves_versions_from_before_it() -> None:
     async with seeded_server() as (server, _), server.client() as client:
         started_at = server.resource_version
-        server.create(pod("d"))
+        server.create(config_map("d"))
         await server.restart(reset_history=False)
-        pods = client.resource("pods", namespace="default")
-        assert await first_events(pods, ListOptions(resource_version=started_at), 1) == [
+        configmaps = client.resource("configmaps", namespace="default")
+        assert await first_events(configmaps, ListOptions(resource_version=started_at), 1) == [
             ("ADDED", "d")
         ]
         # The window still starts where the server first started serving.
         with pytest.raises(Gone):
-            await first_events(pods, ListOptions(resource_version="1"), 1)
+            await first_events(configmaps, ListOptions(resource_version="1"), 1)
 
 
 # -- an informer -------------------------------------------------------------------------------
@@ -313,7 +310,7 @@ async def test_an_informer_syncs_the_seeded_objects_and_relists_through_a_restar
         heard: list[BaseException] = []
         deleted: list[Any] = []
         informer = SharedIndexInformer(
-            client.resource("pods", namespace="default"),
+            client.resource("configmaps", namespace="default"),
             backoff=Backoff(initial=0.01, cap=0.05),
             watch_error_handler=lambda _reflector, exc: heard.append(exc),
         )
@@ -325,13 +322,13 @@ async def test_an_informer_syncs_the_seeded_objects_and_relists_through_a_restar
         async with informer:
             assert await informer.wait_for_sync(timeout=READ_TIMEOUT)
             assert cached() == SEEDED
-            server.create(pod("d"))
+            server.create(config_map("d"))
             await wait_until(lambda: cached() == [*SEEDED, "d"], poll=0.005)
             # While nobody can connect: changes the informer's watch never carries, then a
             # restart that forgets them, so its re-watch is from a version too old.
             await server.faults.refuse_connections()
-            server.delete("pods", "default", "a")
-            server.create(pod("e"))
+            server.delete("configmaps", "default", "a")
+            server.create(config_map("e"))
             await server.restart(reset_history=True)
             await wait_until(lambda: cached() == ["b", "c", "d", "e"], poll=0.005)
             stats = informer.statistics().reflector
