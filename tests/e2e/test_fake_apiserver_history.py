@@ -96,9 +96,7 @@ async def first_events(
 # -- before the start: 410 -------------------------------------------------------------------
 
 
-async def test_a_watch_from_before_the_start_answers_410_on_open_with_kube_apiservers_status() -> (
-    None
-):
+async def test_a_watch_from_before_the_start_answers_410_on_open_as_kube_apiserver_does() -> None:
     async with seeded_server() as (server, api):
         started_at = server.resource_version
         seeded_rv = server.get("configmaps", "default", "a")["metadata"]["resourceVersion"]
