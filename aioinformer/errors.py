@@ -17,6 +17,8 @@ imports nothing third-party::
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
     ├── OwnerReferenceError (ValueError) an owner reference cannot be set: owner or scope unfit
     │   └── AlreadyOwnedError            another controller already controls the object
+    ├── NotAnObjectError (TypeError)     create/update given a list or a str, not one object
+    ├── PatchArgumentsError (TypeError)  patch() with the namespace where its body goes
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
@@ -68,8 +70,10 @@ __all__ = [
     "KeyFuncError",
     "LeadershipLost",
     "MethodNotAllowed",
+    "NotAnObjectError",
     "NotFound",
     "OwnerReferenceError",
+    "PatchArgumentsError",
     "QueueEmpty",
     "Requeue",
     "ResourceExpired",
@@ -258,6 +262,23 @@ class ShutDown(AioinformerError):
 
 class QueueEmpty(AioinformerError):
     """Raised by ``WorkQueue.get_nowait()`` when no item is ready."""
+
+
+class NotAnObjectError(AioinformerError, TypeError):
+    """Raised before any request by ``create`` and ``update`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when what they
+    were given is not one object: a list, a string, a number. The message names what was
+    passed and what to pass instead: one object as a mapping (or a pydantic model such as
+    a :class:`~aioinformer.models.KubeObject`), one call per object. Not retried."""
+
+
+class PatchArgumentsError(AioinformerError, TypeError):
+    """Raised before any request by ``patch`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when its
+    arguments are in the wrong places: a string where the patch body goes, a mapping
+    where the namespace or the name goes, as when the namespace is passed where
+    ``get(name, namespace)`` takes it. The message gives the call to write. Not
+    retried."""
 
 
 class TransportError(AioinformerError):

@@ -83,6 +83,7 @@ import orjson
 
 from aioinformer._apiobjects import Entry, ResourceType, StatusError, status_body
 from aioinformer._clock import Clock, default_clock
+from aioinformer._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
@@ -95,6 +96,8 @@ from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, Wat
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from types import TracebackType
+
+    from pydantic import BaseModel
 
     from aioinformer.client import Client
 
@@ -423,7 +426,7 @@ class FakeAPIServer:
 
     # -- direct state access ---------------------------------------------------------------
 
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
         """Store a new object as a POST would (status kept); return the stored copy.
 
         Admitted as a POST is: :class:`aioinformer.errors.NotFound` for a namespace that
@@ -431,8 +434,11 @@ class FakeAPIServer:
         ``Invalid``) for an invalid name or label, :class:`aioinformer.errors.BadRequest`
         for a field of the wrong type, :class:`aioinformer.errors.AlreadyExists` for a
         taken name; :class:`aioinformer.errors.UnknownResourceError` for a kind the
-        server does not serve.
+        server does not serve. ``obj`` is one object, a mapping or a pydantic model, as
+        ``ResourceClient.create`` takes it: anything else raises
+        :class:`aioinformer.errors.NotAnObjectError`.
         """
+        obj = object_body(obj, call="FakeAPIServer.create")
         rt = self._registry.for_object(obj)
         with _as_api_error():
             data = prepare_new(rt, orjson.loads(orjson.dumps(obj)), None)
@@ -460,9 +466,13 @@ class FakeAPIServer:
             }
         )
 
-    def update(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
+    def update(
+        self, obj: Mapping[str, Any] | BaseModel, *, subresource: str | None = None
+    ) -> dict[str, Any]:
         """Replace an object as a PUT would; a set ``metadata.resourceVersion`` is a
-        precondition (:class:`aioinformer.errors.Conflict`)."""
+        precondition (:class:`aioinformer.errors.Conflict`). ``obj`` is one object, as for
+        :meth:`create`."""
+        obj = object_body(obj, call="FakeAPIServer.update")
         rt = self._registry.for_object(obj)
         data = orjson.loads(orjson.dumps(obj))
         if not isinstance(data.get("metadata"), dict) or not data["metadata"].get("name"):
@@ -485,7 +495,13 @@ class FakeAPIServer:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        """Apply a ``merge``, ``strategic`` or ``json`` patch; return the new object."""
+        """Apply a ``merge``, ``strategic`` or ``json`` patch; return the new object.
+
+        The namespace comes before the name, as in :meth:`get` and :meth:`delete` (and
+        unlike ``ResourceClient.patch``): a string where the patch body goes, or a
+        mapping where the namespace or the name goes, raises
+        :class:`aioinformer.errors.PatchArgumentsError` giving the call to write."""
+        check_fake_patch_arguments(resource, namespace, name, patch)
         rt = self.resolve(resource)
         content_type = _PATCH_CONTENT_TYPES[patch_type]
         with _as_api_error():
