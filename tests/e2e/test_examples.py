@@ -60,6 +60,17 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "cache: ['default/web-0', 'default/web-1', 'default/web-3']",
         "relists: 1 | last error: Gone",
     ],
+    "controller_metrics.py": [
+        'controller_runtime_reconcile_total{controller="owners",result="error"} 1.0',
+        'controller_runtime_reconcile_total{controller="owners",result="requeue_after"} 1.0',
+        'controller_runtime_reconcile_total{controller="owners",result="requeue"} 1.0',
+        'controller_runtime_reconcile_total{controller="owners",result="success"} 4.0',
+        'controller_runtime_reconcile_errors_total{controller="owners"} 1.0',
+        'controller_runtime_active_workers{controller="owners"} 0.0',
+        'controller_runtime_max_concurrent_reconciles{controller="owners"} 2.0',
+        "requests answered 409 to PUT: 1",
+        "GET requests timed: True",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",
