@@ -33,6 +33,7 @@ recorder.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import weakref
 from typing import TYPE_CHECKING, Final
@@ -474,6 +475,8 @@ _NO_ANSWER_CODE: Final = "<error>"
 label unbounded."""
 _UNNAMED_SUBRESOURCES: Final = frozenset(("finalize", "status"))
 """The subresources client-go's template recognises after a name."""
+_NAME: Final = "%7Bname%7D"
+_NAMESPACE: Final = "%7Bnamespace%7D"
 
 
 def url_template(base: str, path: str, query: Mapping[str, str] | None = None) -> str:
@@ -490,8 +493,11 @@ def url_template(base: str, path: str, query: Mapping[str, str] | None = None) -
     ``/apis`` becomes ``/{prefix}``, without its query or the base's path.
     """
     parts = urlsplit(base)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    base_path = parts.path.rstrip("/")
+    return _template(f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/"), path, query)
+
+
+def _template(origin: str, base_path: str, path: str, query: Mapping[str, str] | None) -> str:
+    """:func:`url_template` with the base already split into its origin and its path."""
     if not path.startswith("/"):
         path = "/" + path
     segments = path.split("/")
@@ -503,28 +509,35 @@ def url_template(base: str, path: str, query: Mapping[str, str] | None = None) -
         index = 4
     else:
         return origin + "/%7Bprefix%7D"
+    # The placeholders are written escaped: the path is already quoted, so it holds no
+    # brace of its own to escape.
     after = len(segments) - index
     if after == 2:
-        segments[index + 1] = "{name}"
+        segments[index + 1] = _NAME
     elif after == 3:
         if segments[index + 2] in _UNNAMED_SUBRESOURCES:
-            segments[index + 1] = "{name}"
+            segments[index + 1] = _NAME
         else:
-            segments[index + 1] = "{namespace}"
+            segments[index + 1] = _NAMESPACE
     elif after >= 4:
-        segments[index + 1] = "{namespace}"
+        segments[index + 1] = _NAMESPACE
         if segments[index + 3] not in _UNNAMED_SUBRESOURCES:
-            segments[index + 3] = "{name}"
+            segments[index + 3] = _NAME
     # Empty segments drop out and a trailing slash goes, as Go's path.Join cleans them.
-    joined = "/".join(part for part in (*base_path.split("/"), *segments) if part)
-    escaped = joined.replace("{", "%7B").replace("}", "%7D")
-    return f"{origin}/{escaped}{_query_template(query)}"
+    joined = "/".join([part for part in segments if part])
+    return f"{origin}{base_path}/{joined}{_query_template(query)}"
 
 
 def _query_template(query: Mapping[str, str] | None) -> str:
     if not query:
         return ""
-    return "?" + "&".join(f"{quote_plus(key)}=%7Bvalue%7D" for key in sorted(query))
+    return _query_keys_template(tuple(sorted(query)))
+
+
+@functools.lru_cache(maxsize=256)
+def _query_keys_template(keys: tuple[str, ...]) -> str:
+    # A client sends a handful of parameter names: the template of each set is kept.
+    return "?" + "&".join(f"{quote_plus(key)}=%7Bvalue%7D" for key in keys)
 
 
 class RestClientMetrics:
@@ -558,13 +571,24 @@ class RestClientMetrics:
 class _ProviderRestClientMetrics(RestClientMetrics):
     """Records a client's requests through a :class:`RestClientMetricsProvider`."""
 
-    __slots__ = ("_base", "_clock", "_durations", "_host", "_provider", "_results")
+    __slots__ = (
+        "_base_path",
+        "_clock",
+        "_durations",
+        "_host",
+        "_origin",
+        "_provider",
+        "_results",
+    )
 
     def __init__(self, provider: RestClientMetricsProvider, base: str, clock: Clock) -> None:
         self._provider = provider
-        self._base = base
+        parts = urlsplit(base)
+        # Split once: the URL template of each request only adds its path and query.
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._base_path = parts.path.rstrip("/")
         # client-go's host label: the server's host[:port] as configured.
-        self._host = urlsplit(base).netloc.rpartition("@")[2]
+        self._host = parts.netloc.rpartition("@")[2]
         self._clock = clock
         # (status, method) -> counter; status _NO_ANSWER for a request without an answer.
         self._results: dict[tuple[int, str], CounterMetric] = {}
@@ -594,7 +618,7 @@ class _ProviderRestClientMetrics(RestClientMetrics):
     def finished(
         self, method: str, path: str, query: Mapping[str, str] | None, started: float
     ) -> None:
-        key = (method, url_template(self._base, path, query))
+        key = (method, _template(self._origin, self._base_path, path, query))
         histogram = self._durations.get(key)
         if histogram is None:
             histogram = self._provider.new_rest_client_request_duration_metric(
