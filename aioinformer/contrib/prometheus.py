@@ -188,8 +188,8 @@ _HANDLER_LABELS: Final = ("informer", "handler")
 
 class PrometheusMetricsProvider:
     """Registers the metric families in ``registry`` (the default registry unless
-    given) and hands each named queue, reflector, leader elector, informer and handler
-    its labelled children.
+    given) and hands each named queue, reflector, leader elector, informer, handler,
+    controller and client its labelled children.
 
     Create one per registry: registering the families twice in one registry fails.
     """
