@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from aioinformer._meta import meta_namespace_key, same_resource_version
 from aioinformer._raw import READS_RAW, RawObject, SharedDecode
 from aioinformer.delta_fifo import DeltaType
+from aioinformer.listwatch import DescribedListerWatcher, SourceInfo, source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import ADD, DELETE, UPDATE, Notification
 
@@ -61,14 +62,18 @@ decoded on read; the collector never walks it) or ``"objects"`` (the decoded dic
 _DELETED: Final = DeltaType.DELETED
 
 
-class _CompactSource:
+class _CompactSource(DescribedListerWatcher):
     """A source that has ``list_compact``/``watch_compact`` (the real client's resources),
-    presented as a plain ``ListerWatcher`` whose items and events are RawObjects."""
+    presented as a ``ListerWatcher`` whose items and events are RawObjects, declaring
+    what the source declares."""
 
     __slots__ = ("_source",)
 
     def __init__(self, source: Any) -> None:
         self._source = source
+
+    def describe(self) -> SourceInfo:
+        return source_info(self._source)
 
     async def list(self, options: ListOptions) -> ObjectList:
         page: ObjectList = await self._source.list_compact(options)

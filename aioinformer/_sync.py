@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aioinformer._clock import Clock, default_clock
 from aioinformer._runner import cancel_and_wait
 from aioinformer.errors import CacheSyncError, UnsyncedInformer
-from aioinformer.listwatch import source_scope
+from aioinformer.listwatch import ListerWatcher, source_info
 
 if TYPE_CHECKING:
     import enum
@@ -63,8 +63,8 @@ class SyncTarget(Protocol):
         ...
 
     @property
-    def lister_watcher(self) -> object:
-        """Its source; ``resource`` and ``namespace`` attributes are read when present."""
+    def lister_watcher(self) -> ListerWatcher:
+        """Its source; what it declares names the resource and namespace waited for."""
         ...
 
     def has_synced(self) -> bool: ...
@@ -86,9 +86,9 @@ class Watched:
 
     @classmethod
     def of(cls, informer: SyncTarget) -> Watched:
-        """Read the resource and namespace off the informer's source (its name if the
-        source does not say)."""
-        return cls(informer, *source_scope(informer.lister_watcher, informer.name))
+        """Read the resource and namespace off what the informer's source declares."""
+        info = source_info(informer.lister_watcher)
+        return cls(informer, info.resource, info.namespace)
 
     def record(self) -> UnsyncedInformer:
         """The informer as it stands now, for a :class:`CacheSyncError`."""

@@ -3,12 +3,11 @@
 Role. The reflector reads a watch until it ends, sums up how it ended in a
 :class:`WatchEnd` and asks :func:`next_step` what follows. The answer is a
 :class:`Decision`: a :class:`Step` (watch again at once, back off and watch again,
-relist, list again from the latest state, or give up by raising) and the errors the
+relist, or give up by raising) and the errors the
 reflector reports to its error handler (or raises, for :attr:`Step.RAISE`).
 
 Input: a :class:`WatchEnd` (the error the stream ended with, if any, whether it had
-opened, how long it lasted, how many events it applied) and which loop asks: the watch
-that follows a list, or the streaming list that fetches the initial state. Output: a
+opened, how long it lasted, how many events it applied). Output: a
 :class:`Decision`. :func:`next_step` is pure: no I/O, no clock, no logging; the
 time-dependent part of the internal-error rule is decided beforehand by
 :class:`InternalErrorRetry` and passed in as ``may_retry_internal``.
@@ -76,8 +75,6 @@ class Step(enum.Enum):
     """Sleep a backoff delay (a 429's ``Retry-After`` wins), then open the next watch."""
     RELIST = "relist"
     """End this list-and-watch normally; ``run()`` relists after its backoff."""
-    RELIST_LATEST = "relist-latest"
-    """The resourceVersion asked for is gone or not there yet: ask again at ``""``."""
     RAISE = "raise"
     """Give up: raise the first of :attr:`Decision.errors`."""
 
@@ -116,13 +113,10 @@ class Decision:
     """How loud a log line the decision deserves."""
 
 
-def next_step(
-    end: WatchEnd, *, streaming_list: bool = False, may_retry_internal: bool = False
-) -> Decision:
-    """Decide what follows the end of a watch (``streaming_list=False``) or of a
-    streaming list still waiting for its initial-events-end bookmark (``True``)."""
-    if streaming_list:
-        return _after_streaming_list(end)
+def next_step(end: WatchEnd, *, may_retry_internal: bool = False) -> Decision:
+    """Decide what follows the end of a watch. (A streaming list that ends before its
+    initial-events-end bookmark needs no decision: whatever ended it, the reflector falls
+    back to LIST+WATCH.)"""
     return _after_watch(end, may_retry_internal)
 
 
@@ -153,28 +147,14 @@ def _after_watch(end: WatchEnd, may_retry_internal: bool) -> Decision:
         if is_internal_error(error) and may_retry_internal:
             return Decision(Step.REWATCH, (error,))
         return Decision(Step.RELIST, (error,), logging.WARNING)
-    if error is not None and not isinstance(error, TransportError):
+    if error is not None and not isinstance(error, TransportError | ConnectionError):
         return Decision(Step.RAISE, (error,))
-    # A stream that broke after it opened is a closed stream.
+    # A stream that broke after it opened is a closed stream (from a source of the
+    # user's own, a builtin ConnectionError such as ConnectionResetError says the same).
     errors = () if error is None else (error,)
     if _short(end):
         return Decision(Step.RELIST, (*errors, _short_watch_error("watch")), logging.WARNING)
     return Decision(Step.REWATCH, errors)
-
-
-def _after_streaming_list(end: WatchEnd) -> Decision:
-    error = end.error
-    if end.timed_out and error is not None:
-        return Decision(Step.REWATCH, (error,))
-    if error is None:
-        if not _short(end):
-            return Decision(Step.REWATCH)  # closed before the initial state was complete
-        error = _short_watch_error("streaming list")
-    if is_retriable_watch_error(error):
-        return Decision(Step.BACK_OFF, (error,))
-    if is_expired(error) or is_too_large(error):
-        return Decision(Step.RELIST_LATEST, (error,))
-    return Decision(Step.RAISE, (error,))
 
 
 def is_expired(error: BaseException | None) -> bool:

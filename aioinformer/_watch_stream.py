@@ -36,11 +36,12 @@ from aioinformer._meta import annotations_of, meta_namespace_key
 from aioinformer._raw import RawObject
 from aioinformer._reflector_status import LastHeard
 from aioinformer._watch_policy import WatchEnd
-from aioinformer.errors import WatchError, WatchTimeout
+from aioinformer.errors import AioinformerError, WatchError, WatchTimeout, error_from_watch_status
 from aioinformer.listwatch import (
     ADDED,
     BOOKMARK,
     DELETED,
+    ERROR,
     INITIAL_EVENTS_END_ANNOTATION,
     MODIFIED,
     WatchEvent,
@@ -83,7 +84,13 @@ is closed between 1 and 1.05 times the deadline after its last event (126 s at m
 default)."""
 INITIAL_EVENTS_GRACE: Final = 10.0
 """Seconds a streaming list still waits for its initial-events-end bookmark after a plain
-bookmark, before it gives up on the server (checked at the inactivity check's ticks)."""
+bookmark, or after its last event when it has brought events and no bookmark at all,
+before it gives up on the source. It is measured at the inactivity check's ticks (no
+clock is read per event), so it gives up between 10 s and 10 s plus two ticks after the
+last event (22 s with the default deadline), one tick after a plain bookmark.
+kube-apiserver sends the initial-events-end bookmark right after the last initial event,
+and no plain bookmark before it: a source that does either ignores ``sendInitialEvents``
+and serves a plain watch."""
 
 
 def inactivity_deadline(configured: float | None, timeout_seconds: int) -> float:
@@ -180,10 +187,26 @@ class TemporaryStore:
 
 
 class InitialEventsIgnored(WatchError):
-    """A streaming list's server sent a bookmark without the initial-events-end
-    annotation and no initial-events-end bookmark within :data:`INITIAL_EVENTS_GRACE`
-    seconds after it: it serves the request as a plain watch (a proxy or a server that
-    drops ``sendInitialEvents``)."""
+    """A streaming list's source sent no initial-events-end bookmark within
+    :data:`INITIAL_EVENTS_GRACE` seconds after a plain bookmark, or after its last event
+    when it sent events and no bookmark: it serves the request as a plain watch (a proxy
+    or a server that drops ``sendInitialEvents``, a source that replays the current
+    objects to any watch from ``""``)."""
+
+
+class _ErrorEvent(Exception):
+    """Carries the error of an ``ERROR`` event past the store call's error logging."""
+
+    def __init__(self, error: AioinformerError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _raise_error_event(event_type: str, obj: Any, name: str) -> None:
+    """Raise the error an ``ERROR`` event stands for (a source yielded it instead of
+    raising it); nothing for any other event."""
+    if event_type == ERROR:
+        raise error_from_watch_status(obj, url=name)
 
 
 def _ends_initial_events(bookmark: Any) -> bool:
@@ -231,6 +254,7 @@ class WatchRead:
         "_name",
         "_opened",
         "_plain_bookmark_at",
+        "_progress_at",
         "_quiet_ticks",
         "_reading",
         "_scope",
@@ -282,6 +306,9 @@ class WatchRead:
         # events: kube-apiserver sends none before that end, a server ignoring
         # sendInitialEvents sends them as for any watch.
         self._plain_bookmark_at: float | None = None
+        # When the inactivity check last saw the stream make progress (a streaming list
+        # that got events and then nothing is waited for INITIAL_EVENTS_GRACE from here).
+        self._progress_at = 0.0
         self._seen = 0
         self._quiet_ticks = 0
         self.received = 0
@@ -316,7 +343,7 @@ class WatchRead:
         self._seen = self.received
         self._quiet_ticks = 0
         self._timer = call_later(self._clock, self._deadline / DEADLINE_TICKS, self._check)
-        started = self._heard.at = self._clock.monotonic()
+        started = self._heard.at = self._progress_at = self._clock.monotonic()
         done = interrupted = False
         error: BaseException | None = None
         try:
@@ -390,26 +417,28 @@ class WatchRead:
                                 and obj.api_version != expected_api_version
                             )
                         ):
-                            self._wrong_type(obj.api_version, obj.kind)
+                            self._wrong_type(kind, obj, obj.api_version, obj.kind)
                             continue
                         resource_version = obj.resource_version
                         if not resource_version:
-                            self._no_resource_version(kind)
+                            self._no_resource_version(kind, obj)
                             continue
                     else:
-                        if check_type and (
-                            (expected_kind is not None and obj.get("kind") != expected_kind)
-                            or (
-                                expected_api_version is not None
-                                and obj.get("apiVersion") != expected_api_version
-                            )
-                        ):
-                            self._wrong_type(obj.get("apiVersion"), obj.get("kind"))
-                            continue
                         try:
                             resource_version = obj["metadata"]["resourceVersion"]
-                        except (KeyError, TypeError):
-                            self._no_resource_version(kind)
+                            wrong_type = check_type and (
+                                (expected_kind is not None and obj.get("kind") != expected_kind)
+                                or (
+                                    expected_api_version is not None
+                                    and obj.get("apiVersion") != expected_api_version
+                                )
+                            )
+                        except (KeyError, TypeError, AttributeError):
+                            # A Status (an ERROR event's object) has no resourceVersion.
+                            self._no_resource_version(kind, obj)
+                            continue
+                        if wrong_type:
+                            self._wrong_type(kind, obj, obj.get("apiVersion"), obj.get("kind"))
                             continue
                     try:
                         if kind == MODIFIED:
@@ -433,9 +462,9 @@ class WatchRead:
                             if bookmark is not None:
                                 await bookmark(resource_version)
                         else:
-                            logger.error(
-                                "%s: skipped a watch event of unknown type %.40r", self._name, kind
-                            )
+                            self._unknown_type(kind, obj)
+                    except _ErrorEvent as event:
+                        raise event.error from None
                     except Exception:
                         logger.exception("%s: store rejected a %s event", self._name, kind)
                     cursor.resource_version = resource_version
@@ -453,7 +482,13 @@ class WatchRead:
             self._scope = None
         return False
 
-    def _wrong_type(self, api_version: object, kind: object) -> None:
+    # The ways an event is not applied. Each first checks for an ERROR event that a
+    # source yielded rather than raised (off the per-event path: an ERROR's Status has
+    # no resourceVersion and is not of the watched kind), and ends the read with the
+    # error it stands for, as if the source had raised it.
+
+    def _wrong_type(self, event_type: str, obj: Any, api_version: object, kind: object) -> None:
+        _raise_error_event(event_type, obj, self._name)
         logger.error(
             "%s: expected %s %s, but the watch event object is %s %s",
             self._name,
@@ -463,12 +498,36 @@ class WatchRead:
             kind,
         )
 
-    def _no_resource_version(self, kind: str) -> None:
+    def _no_resource_version(self, event_type: str, obj: Any) -> None:
+        _raise_error_event(event_type, obj, self._name)
         logger.error(
-            "%s: skipped a watch event (%s) whose object has no resourceVersion",
+            "%s: skipped a watch event (%.40s) whose object has no resourceVersion",
             self._name,
-            kind,
+            event_type,
         )
+
+    def _unknown_type(self, event_type: str, obj: Any) -> None:
+        if event_type == ERROR:
+            raise _ErrorEvent(error_from_watch_status(obj, url=self._name))
+        logger.error("%s: skipped a watch event of unknown type %.40r", self._name, event_type)
+
+    def _initial_events_ignored(self, now: float) -> InitialEventsIgnored | None:
+        """For a streaming list, the error that gives up on it when its source has shown
+        that it ignores ``sendInitialEvents`` (see :data:`INITIAL_EVENTS_GRACE`)."""
+        since = self._plain_bookmark_at
+        if since is not None:
+            if now - since < INITIAL_EVENTS_GRACE:
+                return None
+            return InitialEventsIgnored(
+                f"no initial-events-end bookmark {INITIAL_EVENTS_GRACE:g}s after a plain "
+                "bookmark: the source ignored sendInitialEvents"
+            )
+        if self.received and now - self._progress_at >= INITIAL_EVENTS_GRACE:
+            return InitialEventsIgnored(
+                f"{self.received} events and no bookmark in {INITIAL_EVENTS_GRACE:g}s since "
+                "the last: the source ignored sendInitialEvents"
+            )
+        return None
 
     def _check(self) -> None:
         """The inactivity check, run by the clock every twentieth of the deadline until the
@@ -480,20 +539,17 @@ class WatchRead:
         if self._timer is None:
             return  # the read ended as this check came due
         tick = self._deadline / DEADLINE_TICKS
-        since = self._plain_bookmark_at
-        if since is not None and self._clock.monotonic() - since >= INITIAL_EVENTS_GRACE:
-            self._timer = None
-            self.interrupt(
-                InitialEventsIgnored(
-                    f"no initial-events-end bookmark {INITIAL_EVENTS_GRACE:g}s after a plain "
-                    "bookmark: the server ignored sendInitialEvents"
-                )
-            )
-            return
+        now = self._clock.monotonic()
         if self.received != self._seen:
             # Stamped here rather than per event: the event path stays free of clock
             # reads, at the price of "heard" lagging by up to one tick.
-            self._heard.at = self._clock.monotonic()
+            self._heard.at = self._progress_at = now
+        if self._until_initial_events_end:
+            ignored = self._initial_events_ignored(now)
+            if ignored is not None:
+                self._timer = None
+                self.interrupt(ignored)
+                return
         if self.received != self._seen or not self._reading:
             self._seen = self.received
             self._quiet_ticks = 0

@@ -4,7 +4,8 @@ Every error the library raises on purpose derives from :class:`AioinformerError`
 Third-party errors (aiohttp, ssl, orjson) never escape: they are translated at one
 private boundary, ``aioinformer._transport``, and chained with ``raise ... from exc`` so
 the original cause stays visible. This module holds the tree and the pure ``Status`` →
-error mapping (:func:`api_error_from_status`) only, and imports nothing third-party::
+error mappings (:func:`api_error_from_status`, :func:`error_from_watch_status`) only, and
+imports nothing third-party::
 
     AioinformerError
     ├── ConfigError                      kubeconfig / in-cluster config unusable      (not retried)
@@ -16,6 +17,8 @@ error mapping (:func:`api_error_from_status`) only, and imports nothing third-pa
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
     ├── OwnerReferenceError (ValueError) an owner reference cannot be set: owner or scope unfit
     │   └── AlreadyOwnedError            another controller already controls the object
+    ├── NotAnObjectError (TypeError)     create/update given a list or a str, not one object
+    ├── PatchArgumentsError (TypeError)  patch() with the namespace where its body goes
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── CacheReadTimeout (TimeoutError)  a cache-backed read: the cache did not show the
     │                                    client's own writes in time                 (not retried)
@@ -72,8 +75,10 @@ __all__ = [
     "KeyFuncError",
     "LeadershipLost",
     "MethodNotAllowed",
+    "NotAnObjectError",
     "NotFound",
     "OwnerReferenceError",
+    "PatchArgumentsError",
     "QueueEmpty",
     "Requeue",
     "ResourceExpired",
@@ -91,6 +96,7 @@ __all__ = [
     "WatchTimeout",
     "api_error_from_status",
     "describe_error",
+    "error_from_watch_status",
 ]
 
 
@@ -312,6 +318,23 @@ class QueueEmpty(AioinformerError):
     """Raised by ``WorkQueue.get_nowait()`` when no item is ready."""
 
 
+class NotAnObjectError(AioinformerError, TypeError):
+    """Raised before any request by ``create`` and ``update`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when what they
+    were given is not one object: a list, a string, a number. The message names what was
+    passed and what to pass instead: one object as a mapping (or a pydantic model such as
+    a :class:`~aioinformer.models.KubeObject`), one call per object. Not retried."""
+
+
+class PatchArgumentsError(AioinformerError, TypeError):
+    """Raised before any request by ``patch`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when its
+    arguments are in the wrong places: a string where the patch body goes, a mapping
+    where the namespace or the name goes, as when the namespace is passed where
+    ``get(name, namespace)`` takes it. The message gives the call to write. Not
+    retried."""
+
+
 class TransportError(AioinformerError):
     """The request did not produce an HTTP answer (network, TLS, broken stream)."""
 
@@ -483,3 +506,24 @@ def api_error_from_status(
     if value >= 500:
         return ServerError(data)
     return ApiError(data)
+
+
+def error_from_watch_status(obj: Any, *, url: str = "") -> AioinformerError:
+    """The exception for the object of an ``ERROR`` watch event.
+
+    A ``Status`` (``kind: Status`` or an integer ``code``) gives the matching
+    :class:`ApiError` (a 410 is :class:`Gone`, a 429 :class:`TooManyRequests`); anything
+    else gives a :class:`WatchError`, since there is no status to act on. ``url`` names the
+    watch in that message.
+    """
+    if isinstance(obj, Mapping) and (
+        obj.get("kind") == "Status" or isinstance(obj.get("code"), int)
+    ):
+        return api_error_from_status(obj)
+    where = f"watch on {url}" if url else "watch"
+    return WatchError(f"{where} sent an ERROR event without a Status: {_brief(obj)}")
+
+
+def _brief(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -52,6 +52,7 @@ from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
+from aioinformer.listwatch import DescribedListerWatcher, SourceInfo
 from aioinformer.reflector import ReflectorOptions
 
 if TYPE_CHECKING:
@@ -90,17 +91,14 @@ class InformerKey:
 
     def describe(self) -> str:
         """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``
-        (the resource as first named)."""
-        parts = [self.spelling or self.resource]
-        if self.namespace is not None:
-            parts.append(f"ns={self.namespace}")
-        if self.label_selector:
-            parts.append(f"l={self.label_selector}")
-        if self.field_selector:
-            parts.append(f"f={self.field_selector}")
-        if self.metadata_only:
-            parts.append("metadata-only")
-        return " ".join(parts)
+        (the resource as first named), as its informer's source describes it."""
+        return SourceInfo(
+            resource=self.spelling or self.resource,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            metadata_only=self.metadata_only,
+        ).describe()
 
 
 def _canonical(resource: str | GVR | ResourceInfo) -> GVR | ResourceInfo | str:
@@ -291,7 +289,6 @@ class SharedInformerFactory:
             resync_period=self._resync_period if resync_period is None else resync_period,
             indexers={NAMESPACE_INDEX: namespace_index_func},
             transform=self._transform,
-            name=key.describe(),
             model=model,
             clock=self._clock,
             backoff=None if self._backoff is None else self._backoff(),
@@ -320,11 +317,11 @@ class SharedInformerFactory:
             for key, informer in self._informers.items():
                 if key not in self._launched:
                     self._launched.append(key)
-                    informers.start_soon(self._run(key, informer), name=key.describe())
+                    informers.start_soon(self._run(key, informer), name=informer.name)
             task_status.started()
             while True:
                 key, informer = await self._to_start.get()
-                informers.start_soon(self._run(key, informer), name=key.describe())
+                informers.start_soon(self._run(key, informer), name=informer.name)
 
     async def _run(self, key: InformerKey, informer: SharedIndexInformer) -> None:
         try:
@@ -409,19 +406,28 @@ class SharedInformerFactory:
         return f"<SharedInformerFactory informers={len(self._informers)} {state}>"
 
 
-class _SelectedResource:
+class _SelectedResource(DescribedListerWatcher):
     """A ListerWatcher adding the informer's fixed label and field selectors to every
-    request of a resource client; ``resource`` and ``namespace`` name what it serves."""
+    request of a resource client; it describes itself by the informer's key."""
 
-    __slots__ = ("_field_selector", "_label_selector", "_resource", "name", "namespace", "resource")
+    __slots__ = ("_field_selector", "_key", "_label_selector", "_resource")
 
     def __init__(self, resource: ResourceClient, key: InformerKey) -> None:
         self._resource = resource
+        self._key = key
         self._label_selector = key.label_selector
         self._field_selector = key.field_selector
-        self.name = repr(resource)
-        self.resource = key.spelling or key.resource
-        self.namespace = key.namespace
+
+    def describe(self) -> SourceInfo:
+        key = self._key
+        return SourceInfo(
+            resource=key.spelling or key.resource,
+            namespace=key.namespace,
+            label_selector=key.label_selector,
+            field_selector=key.field_selector,
+            metadata_only=key.metadata_only,
+            watch_list=self._resource.describe().watch_list,
+        )
 
     def _options(self, options: ListOptions) -> ListOptions:
         if self._label_selector is None and self._field_selector is None:

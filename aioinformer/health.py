@@ -48,12 +48,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.errors import describe_error
-from aioinformer.listwatch import source_scope
 from aioinformer.reflector import ReflectorState
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from aioinformer.listwatch import SourceInfo
     from aioinformer.processor import HandlerStatistics
     from aioinformer.reflector import ReflectorStatistics
 
@@ -113,16 +113,16 @@ class InformerHealth:
         cls,
         *,
         name: str,
-        source: object,
+        source: SourceInfo,
         started: bool,
         stopped: bool,
         synced: bool,
         cache_size: int,
         reflector: ReflectorStatistics | None,
     ) -> InformerHealth:
-        """Apply the rules to one informer's snapshot; ``source`` is its lister-watcher
-        (its ``resource`` and ``namespace`` attributes are used when they are there)."""
-        resource, namespace = source_scope(source, name)
+        """Apply the rules to one informer's snapshot; ``source`` is what its
+        lister-watcher declares (:func:`~aioinformer.listwatch.source_info`)."""
+        resource, namespace = source.resource, source.namespace
         state = ReflectorState.STOPPED if reflector is None else reflector.state
         since = None if reflector is None else reflector.seconds_since_heard
         deadline = None if reflector is None else reflector.inactivity_deadline

@@ -59,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from aioinformer._clock import Clock, default_clock
@@ -87,7 +88,7 @@ from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
-from aioinformer.listwatch import source_scope
+from aioinformer.listwatch import source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
     ADD,
@@ -219,9 +220,13 @@ class SharedIndexInformer:
             gc_policy=gc_policy,
         )
         self._lister_watcher = lister_watcher
-        self.name: str = name or _describe(lister_watcher)
+        self._source = source_info(lister_watcher)
+        # What the informer is called: the name given, else what its source describes.
+        # Made unique among running informers when it starts (see _Names).
+        self._wanted_name = name or self._source.describe()
+        self.name: str = self._wanted_name
         # The namespace the source watches (None: all), where a lister's get(name) looks.
-        self._namespace = source_scope(lister_watcher, self.name)[1]
+        self._namespace = self._source.namespace
         self._cache: CacheMode = cache
         # The shared decodes the pop task made last (compact cache only).
         self._window = DecodeWindow()
@@ -498,7 +503,8 @@ class SharedIndexInformer:
 
     @property
     def lister_watcher(self) -> ListerWatcher:
-        """The source it lists and watches (its ``resource``/``namespace`` name it)."""
+        """The source it lists and watches (what it declares names the informer, see
+        :func:`~aioinformer.listwatch.source_info`)."""
         return self._lister_watcher
 
     @property
@@ -582,7 +588,7 @@ class SharedIndexInformer:
         """Whether the cache is synced and live, and why not: see :mod:`aioinformer.health`."""
         return InformerHealth.of(
             name=self.name,
-            source=self._lister_watcher,
+            source=self._source,
             started=self._state is not InformerState.NEW,
             stopped=self._state is InformerState.STOPPED,
             synced=self.has_synced(),
@@ -639,12 +645,14 @@ class SharedIndexInformer:
         finally:
             self._processor.stop()
             fifo.close()
+            _NAMES.release(self.name, self)
 
     def _begin(self) -> tuple[DeltaFIFO | RealFIFO, Reflector]:
         """Leave NEW: schedule the handlers' resyncs, build the FIFO and the reflector."""
         if self._state is not InformerState.NEW:
             raise RuntimeError(f"informer {self.name} runs only once")
         self._state = InformerState.RUNNING
+        self._take_name()
         self._processor.start(self._clock.monotonic())
         compact = self._cache == "compact"
         transform = self._transform
@@ -669,6 +677,20 @@ class SharedIndexInformer:
         )
         self._started.set()
         return fifo, reflector
+
+    def _take_name(self) -> None:
+        """Hold the wanted name while running, or a numbered variant of it when another
+        running informer holds it, so that no two share a metrics series; the handlers'
+        metrics and the model guard follow a change."""
+        name = _NAMES.claim(self._wanted_name, self)
+        if name == self.name:
+            return
+        self.name = name
+        for listener in self._processor:
+            if listener.metrics is not None:
+                listener.metrics = new_handler_metrics(name, listener.name)
+        if self._guard is not None:
+            self._guard.source = name
 
     async def _stage(self, name: str, work: Coroutine[Any, Any, None]) -> None:
         """Run one stage, which never ends on its own: one that does (a stray
@@ -778,12 +800,32 @@ class _StageEnded(RuntimeError):
     """One of the informer's stages ended by itself; the informer stopped."""
 
 
-def _describe(lister_watcher: object) -> str:
-    value = getattr(lister_watcher, "name", None)
-    if isinstance(value, str) and value:
-        return value
-    resource = getattr(lister_watcher, "resource", None)
-    if isinstance(resource, str) and resource:
-        namespace = getattr(lister_watcher, "namespace", None)
-        return f"{resource} ns={namespace}" if isinstance(namespace, str) else resource
-    return type(lister_watcher).__name__
+class _Names:
+    """The names of the running informers. An informer starting under a name another
+    running informer holds takes it with a ``#2`` (``#3``, ...) suffix, so that no two
+    informers running at once share a log name or a metrics series; a name is free again
+    once its informer stops."""
+
+    def __init__(self) -> None:
+        # Weak: an informer whose loop was abandoned mid-run must not live on here.
+        self._held: weakref.WeakValueDictionary[str, SharedIndexInformer] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def claim(self, wanted: str, informer: SharedIndexInformer) -> str:
+        name = wanted
+        number = 1
+        while self._held.get(name) not in (None, informer):
+            number += 1
+            name = f"{wanted} #{number}"
+        if name != wanted:
+            logger.info("informer name %r is taken by a running informer: using %r", wanted, name)
+        self._held[name] = informer
+        return name
+
+    def release(self, name: str, informer: SharedIndexInformer) -> None:
+        if self._held.get(name) is informer:
+            del self._held[name]
+
+
+_NAMES: Final = _Names()

@@ -17,13 +17,24 @@ Values crossing the seam:
 
 ``watch()`` returns an async generator: iterating it reads the stream, closing it
 (``aclose()``, or leaving ``async with contextlib.aclosing(...)``) closes the connection.
-An ``ERROR`` event is never yielded: the iterator raises the
-:class:`~aioinformer.errors.ApiError` subclass for its ``Status`` (see
-:meth:`ListerWatcher.watch`).
+Our sources raise the :class:`~aioinformer.errors.ApiError` subclass for an ``ERROR``
+event's ``Status`` instead of yielding it (see :meth:`ListerWatcher.watch`); a reflector
+treats an ``ERROR`` event a source does yield exactly as that raise.
+
+What a source *is* and what it *can do* is declared, never guessed: a source that
+subclasses :class:`DescribedListerWatcher` says, through
+:meth:`~DescribedListerWatcher.describe`, what it serves (resource, namespace, selectors:
+an informer's name and messages come from there) and whether it supports streaming lists
+(:attr:`SourceInfo.watch_list`). A plain ``ListerWatcher``, one that only has ``list`` and
+``watch``, declares nothing: it is named after its class and is never asked for a
+streaming list, since nothing says its ``watch`` honours ``send_initial_events``
+(client-go 1.35's ``DoesClientNotSupportWatchListSemantics``, the other way round: here a
+source opts in). :func:`source_info` reads the declaration.
 """
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -34,14 +45,16 @@ __all__ = [
     "ADDED",
     "BOOKMARK",
     "DELETED",
+    "DescribedListerWatcher",
     "ERROR",
     "INITIAL_EVENTS_END_ANNOTATION",
     "ListOptions",
     "ListerWatcher",
     "MODIFIED",
     "ObjectList",
+    "SourceInfo",
     "WatchEvent",
-    "source_scope",
+    "source_info",
 ]
 
 ADDED: Final = "ADDED"
@@ -137,12 +150,14 @@ class ListerWatcher(Protocol):
         """Open a watch; the returned async generator yields events until the stream
         ends, and closing it closes the connection.
 
-        Errors are raised from the iteration, never yielded: a failed request (say a
-        403, or a refused connection) from the first read, and an ``ERROR`` event from
-        the read that reaches it, as the :class:`~aioinformer.errors.ApiError` subclass
-        for the event's ``Status`` (built by
-        :func:`aioinformer.watch.error_from_watch_status`; a ``WatchError`` when the
-        event carries no ``Status``). Either way the stream then ends.
+        Errors are raised from the iteration: a failed request (say a 403, or a refused
+        connection) from the first read, and an ``ERROR`` event from the read that
+        reaches it, as the :class:`~aioinformer.errors.ApiError` subclass for the event's
+        ``Status`` (:func:`aioinformer.errors.error_from_watch_status`; a ``WatchError``
+        when the event carries no ``Status``). Either way the stream then ends. A source
+        adapted from elsewhere may yield the ``ERROR`` event instead (client-go's
+        ``watch.Interface`` and most Python clients hand them out): a reflector handles
+        that event exactly as the error it stands for, then closes the stream.
 
         A reflector treats an error on a watch that never opened as a failed request,
         and one on an established watch as the end of that watch. A stream that yielded
@@ -150,17 +165,98 @@ class ListerWatcher(Protocol):
         attribute that turns true once the server accepted the request (the fake
         lister-watcher has one). Without it, an error before the first event counts as
         a failed request.
+
+        The options a reflector sends a plain source are ``resource_version``,
+        ``timeout_seconds`` and ``allow_watch_bookmarks``; a source may ignore the last
+        two (bookmarks only advance the resourceVersion). ``send_initial_events`` is sent
+        only to a source declaring :attr:`SourceInfo.watch_list`.
         """
         ...
 
 
-def source_scope(source: object, default_resource: str) -> tuple[str, str | None]:
-    """What ``source`` (a lister-watcher) serves, for messages and health records: its
-    ``resource`` attribute (``default_resource`` when it has none) and its ``namespace``
-    (``None``, all namespaces, when it has none). Only non-empty strings count."""
-    resource = getattr(source, "resource", None)
-    namespace = getattr(source, "namespace", None)
-    return (
-        resource if isinstance(resource, str) and resource else default_resource,
-        namespace if isinstance(namespace, str) and namespace else None,
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceInfo:
+    """What a source serves and what it supports, as it declares them.
+
+    Returned by :meth:`DescribedListerWatcher.describe`; :func:`source_info` gives the
+    one of any source. The informer built on a source takes its name from
+    :meth:`describe` (unless given ``name=``), and its lister looks up a bare name in
+    :attr:`namespace`.
+    """
+
+    resource: str
+    """What it lists and watches, as a user names it: ``"pods"``,
+    ``"apps/v1/deployments"``; a plain source: its class name."""
+    namespace: str | None = None
+    """The one namespace it serves; ``None``: all namespaces, or a cluster-scoped
+    resource."""
+    label_selector: str | None = None
+    """The label selector it applies to every request, if any."""
+    field_selector: str | None = None
+    """The field selector it applies to every request, if any."""
+    metadata_only: bool = False
+    """It serves ``PartialObjectMetadata`` (no spec, no status)."""
+    watch_list: bool = False
+    """It supports streaming lists: a ``watch`` with ``send_initial_events=True`` either
+    sends the current objects as ``ADDED`` events and then a ``BOOKMARK`` annotated
+    :data:`INITIAL_EVENTS_END_ANNOTATION`, as kube-apiserver 1.27+ does, or raises (an
+    older server's 422, say). A reflector streams only from a source declaring it, and
+    falls back to LIST+WATCH whenever a streaming list fails."""
+
+    def describe(self) -> str:
+        """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``;
+        sources of different resources, namespaces or selectors never share one."""
+        parts = [self.resource]
+        if self.namespace is not None:
+            parts.append(f"ns={self.namespace}")
+        if self.label_selector:
+            parts.append(f"l={self.label_selector}")
+        if self.field_selector:
+            parts.append(f"f={self.field_selector}")
+        if self.metadata_only:
+            parts.append("metadata-only")
+        return " ".join(parts)
+
+
+class DescribedListerWatcher(abc.ABC):
+    """A :class:`ListerWatcher` that declares what it serves and what it supports.
+
+    Subclass it (our :class:`~aioinformer.client.ResourceClient` and
+    :class:`~aioinformer.testing.FakeListerWatcher` do) and implement :meth:`describe`
+    besides ``list`` and ``watch``. A source that does not subclass it is a plain
+    ``ListerWatcher``: named after its class, never streamed from.
+
+    Example::
+
+        class Widgets(DescribedListerWatcher):
+            def describe(self) -> SourceInfo:
+                return SourceInfo(resource="widgets", namespace="default")
+
+            async def list(self, options: ListOptions) -> ObjectList: ...
+
+            def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]: ...
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def describe(self) -> SourceInfo:
+        """What this source serves and supports; called when an informer or reflector
+        is built on it."""
+
+    @abc.abstractmethod
+    async def list(self, options: ListOptions) -> ObjectList:
+        """Return one page of the list described by ``options``."""
+
+    @abc.abstractmethod
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        """Open a watch: see :meth:`ListerWatcher.watch`."""
+
+
+def source_info(source: ListerWatcher) -> SourceInfo:
+    """What ``source`` declares (:meth:`DescribedListerWatcher.describe`); for a plain
+    ``ListerWatcher``, its class name and nothing more: all namespaces, no streaming
+    lists."""
+    if isinstance(source, DescribedListerWatcher):
+        return source.describe()
+    return SourceInfo(resource=type(source).__name__)

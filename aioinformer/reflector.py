@@ -39,15 +39,22 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
 * **Last heard.** ``statistics().seconds_since_heard`` counts from the last list
   answered, watch started, or progress the inactivity check saw on the stream (no clock
   read per event); see :mod:`aioinformer._reflector_status`.
-* **Streaming list** (``use_watch_list=True``): the initial state comes from a watch with
-  ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``; its events
-  are collected apart and committed with one ``replace()`` at the bookmark annotated
-  ``k8s.io/initial-events-end``, and the same stream then carries on as the watch. It is
-  on by default, as in client-go 1.35+. Any other answer (an old server's 422, a 403,
-  ...) falls back to LIST+WATCH in the same call, as does a server that ignores the
-  parameter: one whose stream brings a plain bookmark and no initial-events-end one
-  within ``INITIAL_EVENTS_GRACE`` (10 s) after it. Every list tries streaming first again,
-  as client-go does, so an upgraded server is used at the next relist.
+* **Streaming list** (``use_watch_list=True``, the default, with a source that declares
+  :attr:`~aioinformer.listwatch.SourceInfo.watch_list`): the initial state comes from a
+  watch with ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``;
+  its events are collected apart and committed with one ``replace()`` at the bookmark
+  annotated ``k8s.io/initial-events-end``, and the same stream then carries on as the
+  watch, as in client-go 1.35+. A plain source (one that declares nothing) is never asked
+  for one: nothing says its ``watch`` honours ``send_initial_events``. Any failure of a
+  streaming list falls back to LIST+WATCH in the same round: an error (an old server's
+  422, a 403, a 410, a refused connection, ...), the stream closing or falling silent
+  before the initial-events-end bookmark, and a source that shows it serves a plain
+  watch: a plain bookmark, or events and then no bookmark at all, and no
+  initial-events-end bookmark within ``INITIAL_EVENTS_GRACE`` (10 s) after it. After a
+  fallback the next rounds list without trying to stream until a watch has opened, so a
+  source that fails every request (a forbidden or unknown resource) costs one request
+  per retry; once a watch opened, the next relist streams again, so a server upgraded
+  meanwhile is used.
 * **Backoff** between attempts is :class:`aioinformer._backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
@@ -62,6 +69,11 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   :attr:`ObjectList.api_version`, which the client derives from the List's kind:
   ``PodList`` → ``Pod``) and kept for the reflector's life. A source that names no kind
   (and a streaming list, which has no List) leaves the check off.
+* **ERROR events.** A source raises the error of an ``ERROR`` event's ``Status``; one
+  that yields the event instead (an adapted ``watch.Interface``) is handled exactly as if
+  it had raised that error: a 410 relists from the last resourceVersion, a 429 backs off
+  and re-watches, any other ``Status`` ends the watch and relists, and an object that is
+  no ``Status`` ends the watch as a broken stream would. It is never skipped.
 
 Errors. :meth:`Reflector.list_and_watch` raises when a list fails (after the retry at
 ``""``) or when opening a watch fails for a reason other than a refusal or a 429; it
@@ -126,18 +138,17 @@ from aioinformer._watch_stream import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Cursor,
     EventSink,
-    InitialEventsIgnored,
     TemporaryStore,
     WatchRead,
     close_stream,
     inactivity_deadline,
 )
 from aioinformer._watch_stream import ReflectorStore as ReflectorStore
-from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests
+from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests, WatchError
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
 # this module as their home for reflector users.
-from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchEvent
+from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchEvent, source_info
 
 __all__ = [
     "AddCounterMetric",
@@ -273,7 +284,8 @@ class Reflector:
     static configuration (:class:`ReflectorOptions`); the keywords ``resync_period``,
     ``page_size`` and ``use_watch_list``, when given, replace its fields. Also:
 
-    * ``name``: for logs and ``repr`` (default: the lister-watcher's ``resource``);
+    * ``name``: for logs, metrics and ``repr`` (default: what the lister-watcher
+      describes, see :func:`~aioinformer.listwatch.source_info`);
     * ``should_resync``: when given, a resync happens only if it returns true;
     * ``backoff``: a :class:`~aioinformer._backoff.Backoff` (default 0.8 s to 30 s);
     * ``watch_error_handler``: ``handler(reflector, error)``, sync or async;
@@ -307,10 +319,13 @@ class Reflector:
         )
         self._lw = lister_watcher
         self._store = store
-        resource = getattr(lister_watcher, "resource", None)
-        self._name = name or (str(resource) if resource else type(lister_watcher).__name__)
-        namespace = getattr(lister_watcher, "namespace", None)
-        self._namespace: str | None = namespace if isinstance(namespace, str) else None
+        info = source_info(lister_watcher)
+        self._name = name or info.describe()
+        # Streaming lists are asked of a source that declares them, and only then.
+        self._use_watch_list = options.use_watch_list and info.watch_list
+        # Whether the next list tries streaming: false from a failed streaming list
+        # until a watch opens, so a source failing every request costs one per retry.
+        self._stream_next = self._use_watch_list
         self._should_resync = should_resync
         self._page_size = options.page_size or None
         self._clock: Clock = clock if clock is not None else default_clock
@@ -414,9 +429,8 @@ class Reflector:
         return seconds
 
     def __repr__(self) -> str:
-        ns = f" ns={self._namespace!r}" if self._namespace else ""
         return (
-            f"<Reflector {self._name}{ns} state={self._state.label.name}"
+            f"<Reflector {self._name} state={self._state.label.name}"
             f" rv={self._cursor.resource_version!r}>"
         )
 
@@ -485,12 +499,13 @@ class Reflector:
                 self._metrics.relisted()
             stream: AsyncIterator[WatchEvent] | None = None
             timeout = 0
-            if self._options.use_watch_list:
+            if self._stream_next:
                 try:
                     stream, timeout = await self._watch_list()
                 except Exception as exc:  # noqa: BLE001
                     # Blind on purpose: any failure of a streaming list falls back to list+watch.
-                    logger.warning(
+                    self._stream_next = False
+                    logger.info(
                         "%s: streaming list failed, falling back to list and watch: %s",
                         self._name,
                         exc,
@@ -628,6 +643,9 @@ class Reflector:
                 stream, self._store, self._cursor, timeout, opened=carried_over
             )
             stream = None
+            if end.opened:
+                # The source answers: the next list may try streaming again.
+                self._stream_next = self._use_watch_list
             retry.after(end.error)
             # Asked only where the policy looks at it: should_retry() ends a stale streak.
             may_retry = end.opened and is_internal_error(end.error) and retry.should_retry()
@@ -648,8 +666,6 @@ class Reflector:
             await self._report(error)
         if step is Step.BACK_OFF:
             await self._back_off(decision.errors[-1] if decision.errors else None)
-        elif step is Step.RELIST_LATEST:
-            self._policy.rv_unavailable = True
         return step is not Step.RELIST
 
     async def _consume(
@@ -693,41 +709,43 @@ class Reflector:
     # -------------------------------------------------------- streaming list
 
     async def _watch_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
-        """Get the initial state from a streaming list and commit it with one
+        """Get the initial state from one streaming list and commit it with one
         ``replace()``; return the stream, still open, to carry on as the watch.
 
-        Raises what makes streaming unusable, and the caller falls back to a list.
+        Raises whatever kept it from reaching its initial-events-end bookmark, and the
+        caller falls back to a list.
         """
         # A streaming list decodes the whole state as a LIST does: the same policy.
         with collector_paused(self._options.gc_policy):
             return await self._stream_list()
 
     async def _stream_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
-        while True:
-            temporary = TemporaryStore()
-            cursor = Cursor()
-            timeout = self._watch_timeout()
-            self._watches += 1
-            self._metrics.watch_list_started()
-            rv = "" if self._policy.rv_unavailable else self._cursor.resource_version
-            self._state = _Listing(rv, streaming=True)
-            stream = self._lw.watch(
-                ListOptions(
-                    resource_version=rv,
-                    resource_version_match="NotOlderThan",
-                    timeout_seconds=timeout,
-                    allow_watch_bookmarks=True,
-                    send_initial_events=True,
-                )
+        temporary = TemporaryStore()
+        cursor = Cursor()
+        timeout = self._watch_timeout()
+        self._watches += 1
+        self._metrics.watch_list_started()
+        rv = "" if self._policy.rv_unavailable else self._cursor.resource_version
+        self._state = _Listing(rv, streaming=True)
+        stream = self._lw.watch(
+            ListOptions(
+                resource_version=rv,
+                resource_version_match="NotOlderThan",
+                timeout_seconds=timeout,
+                allow_watch_bookmarks=True,
+                send_initial_events=True,
             )
-            done, end = await self._consume(
-                stream, temporary, cursor, timeout, until_initial_events_end=True
+        )
+        done, end = await self._consume(
+            stream, temporary, cursor, timeout, until_initial_events_end=True
+        )
+        if not done:
+            if end.error is not None:
+                raise end.error
+            raise WatchError(
+                f"the stream ended after {end.events} events, before its initial-events-end "
+                "bookmark"
             )
-            if done:
-                break
-            if isinstance(end.error, InitialEventsIgnored):
-                raise end.error  # asking again would be ignored again: fall back
-            await self._follow(next_step(end, streaming_list=True), "streaming list")
         try:
             self._policy.rv_unavailable = False
             await self._store.replace(list(temporary.items.values()), cursor.resource_version)

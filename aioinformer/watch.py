@@ -37,13 +37,14 @@ connection instead of returning it to the pool. Nothing is logged per event.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
 from aioinformer._raw import decode_watch_line
 from aioinformer._transport import map_transport_errors
-from aioinformer.errors import AioinformerError, WatchError, api_error_from_status
+from aioinformer.errors import AioinformerError, WatchError
+from aioinformer.errors import error_from_watch_status as error_from_watch_status
 from aioinformer.listwatch import WatchEvent
 
 if TYPE_CHECKING:
@@ -68,17 +69,6 @@ DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 kube-apiserver refuses request bodies over 3 MiB and etcd objects over about 1.5 MiB."""
 
 _NEWLINE: Final = b"\n"
-
-
-def error_from_watch_status(obj: Any, *, url: str) -> AioinformerError:
-    """The exception for the object of an ``ERROR`` watch event.
-
-    A ``Status`` (``kind: Status`` or an integer ``code``) gives the matching ``ApiError``;
-    anything else gives a ``WatchError``, since there is no status to act on.
-    """
-    if isinstance(obj, dict) and (obj.get("kind") == "Status" or isinstance(obj.get("code"), int)):
-        return api_error_from_status(obj)
-    return WatchError(f"watch on {url} sent an ERROR event without a Status")
 
 
 class WatchStreamDecoder:

@@ -43,7 +43,7 @@ async def wait_until(
     timeout: float = 5.0,
     poll: float = 0.0,
     changed: asyncio.Event | None = None,
-    between: Callable[[], Awaitable[None]] | None = None,
+    between: Callable[[], Awaitable[object]] | None = None,
     what: str | None = None,
 ) -> None:
     """Return once ``condition()`` holds; raise ``TimeoutError`` naming ``what`` (default:

@@ -82,8 +82,10 @@ from aioinformer.listwatch import (
     DELETED,
     INITIAL_EVENTS_END_ANNOTATION,
     MODIFIED,
+    DescribedListerWatcher,
     ListOptions,
     ObjectList,
+    SourceInfo,
     WatchEvent,
 )
 from aioinformer.watch import error_from_watch_status
@@ -208,11 +210,14 @@ class _Watcher:
             self.queue.put_nowait(WatchEvent(change.type, copy.deepcopy(change.object)))
 
 
-class FakeListerWatcher:
+class FakeListerWatcher(DescribedListerWatcher):
     """An in-memory resource implementing the ``ListerWatcher`` protocol.
 
     ``resource`` and ``namespace`` name what it serves (``namespace=None``: all
-    namespaces); objects missing ``apiVersion``/``kind`` get ``api_version``/``kind``.
+    namespaces); it declares them, and streaming lists, as a
+    :class:`~aioinformer.client.ResourceClient` does (:meth:`describe`), whatever
+    ``supports_watch_list`` says: that is the server's side, as a client cannot know it
+    beforehand. Objects missing ``apiVersion``/``kind`` get ``api_version``/``kind``.
     ``objects`` are added first, in order, taking resourceVersions 1, 2, ...
     ``history_limit`` bounds the retained changes (``None``: keep all until ``compact()``);
     a watch from before the retained history gets 410 Expired.
@@ -265,6 +270,10 @@ class FakeListerWatcher:
             self.add(obj)
 
     # ------------------------------------------------------------------ state
+
+    def describe(self) -> SourceInfo:
+        """Its resource and namespace; streaming lists supported."""
+        return SourceInfo(resource=self.resource, namespace=self.namespace, watch_list=True)
 
     @property
     def resource_version(self) -> str:

@@ -206,3 +206,57 @@ def test_the_fake_server_names_its_streaming_list_modes() -> None:
     with pytest.raises(ValueError, match="'supported', 'forbidden' or 'ignored'"):
         FakeAPIServer(watch_list="refused")  # type: ignore[arg-type]
     assert FakeAPIServer().watch_list == "supported"
+
+
+async def retried(informer: SharedIndexInformer, clock: FakeClock, times: int) -> None:
+    """Move ``clock`` through ``times`` of the informer's backoffs."""
+    for _ in range(times):
+        await wait_until(
+            lambda: (
+                (stats := informer.statistics().reflector) is not None
+                and stats.state.name == "BACKING_OFF"
+            ),
+            poll=SOCKET_POLL,
+            timeout=10,
+        )
+        await clock.advance_to_next()
+
+
+async def test_a_forbidden_resource_costs_one_request_per_retry(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("a"))
+    fake_apiserver.faults.fail_next(4, status=403, resource="pods")
+    clock = FakeClock()
+    informer = SharedIndexInformer(
+        kube_client.resource("v1/pods", namespace="default"), clock=clock
+    )
+    async with informer:
+        await retried(informer, clock, 3)
+        assert await informer.wait_for_sync(timeout=10)
+        await fake_apiserver.wait_for_watchers(1)
+    # The streaming attempt and its fallback LIST once; then a LIST per retry, the last
+    # one answered; then the watch.
+    assert pod_requests(fake_apiserver) == ["STREAM", "LIST", "LIST", "LIST", "LIST", "WATCH"]
+
+
+async def test_an_unknown_resource_costs_one_discovery_per_retry(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    informer = SharedIndexInformer(kube_client.resource("widgets"), clock=clock)
+    async with informer:
+        await retried(informer, clock, 1)
+        first_round = len(fake_apiserver.request_log)
+        await retried(informer, clock, 1)
+        per_retry = len(fake_apiserver.request_log) - first_round
+        await retried(informer, clock, 1)
+        assert len(fake_apiserver.request_log) - first_round == 2 * per_retry
+        stats = informer.statistics().reflector
+        assert stats is not None
+        assert "no resource named 'widgets'" in str(stats.last_error)
+    # Each retry looks the name up once: /api, /apis and each group-version, nothing else.
+    discovery = [r.path for r in fake_apiserver.request_log[first_round:]][:per_retry]
+    assert discovery[:2] == ["/api", "/apis"]
+    assert all(path.startswith(("/api", "/apis")) and "widgets" not in path for path in discovery)
+    assert per_retry == 2 + len(set(discovery[2:]))

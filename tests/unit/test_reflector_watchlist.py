@@ -12,7 +12,14 @@ import pytest
 
 from aioinformer._backoff import Backoff
 from aioinformer._watch_stream import INITIAL_EVENTS_GRACE, InitialEventsIgnored
-from aioinformer.errors import BadRequest, Forbidden, Gone, TooManyRequests, WatchError
+from aioinformer.errors import (
+    BadRequest,
+    ConnectionFailed,
+    Forbidden,
+    Gone,
+    TooManyRequests,
+    WatchError,
+)
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing import FakeClock
@@ -238,31 +245,33 @@ async def test_updates_and_deletes_during_streaming_reach_the_committed_state(
     await stop(task)
 
 
-async def test_too_many_requests_is_retried_after_backoff(
-    clock: FakeClock, store: RecordingStore
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(TooManyRequests({"message": "busy"}, retry_after=1.0), id="429"),
+        pytest.param(ConnectionRefusedError("refused"), id="refused"),
+        pytest.param(ConnectionFailed("refused", refused=True), id="client-refused"),
+    ],
+)
+async def test_a_streaming_list_refused_once_lists_once_and_watches(
+    error: BaseException, clock: FakeClock, store: RecordingStore
 ) -> None:
-    # "checks if the reflector retries 429"
+    # client-go backs off and streams again after a 429 or a refusal; a source whose
+    # first watch keeps refusing would then never sync. Any failure falls back at once.
     lw = FakeListerWatcher(objects=[pod("p1")])
-    lw.fail_next_watch(
-        TooManyRequests({"message": "busy, check again later"}, retry_after=1.0),
-        TooManyRequests({"message": "busy, check again later"}, retry_after=1.0),
-    )
+    lw.fail_next_watch(error)
     reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
     task = spawn(reflector)
-    for _ in range(2):
-        await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
-        await clock.advance(1.0)
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    assert requests(lw) == [streaming(), streaming(), streaming()]
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
     assert store.contents() == {"p1": "1"}
     await stop(task)
 
 
-async def test_a_stream_lost_before_the_bookmark_is_asked_for_again(
+async def test_a_stream_lost_before_the_bookmark_falls_back_to_list_and_watch(
     clock: FakeClock, store: RecordingStore
 ) -> None:
-    # "check if stopping a watcher before sync results in creating a new watch-list request"
     lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
     reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
     task = spawn(reflector)
@@ -270,12 +279,9 @@ async def test_a_stream_lost_before_the_bookmark_is_asked_for_again(
     await clock.settle()
 
     lw.drop_watches()
-    await lw.wait_for_watch_calls(2)
-    await lw.wait_for_watchers(1)
-    lw.send_initial_events_end()
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    assert requests(lw) == [streaming(), streaming()]
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
     assert store.calls == [("replace", ["p1"], "1")]
     await stop(task)
 
@@ -381,7 +387,7 @@ async def test_a_bookmark_without_the_initial_events_end_annotation_does_not_syn
     await stop(task)
 
 
-async def test_an_expired_version_streams_the_latest_state_instead(
+async def test_an_expired_streaming_list_falls_back_to_a_list_from_the_last_version(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("p1")])
@@ -396,13 +402,13 @@ async def test_an_expired_version_streams_the_latest_state_instead(
     task = spawn(reflector)
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    assert requests(lw) == [streaming(), streaming("1"), streaming("")]
+    assert requests(lw) == [streaming(), streaming("1"), listing("1", None), watching("2")]
     assert store.calls[-1] == ("replace", ["p1", "p2"], "2")
     assert reflector.statistics().relists == 1
     await stop(task)
 
 
-async def test_a_stalled_streaming_list_is_asked_for_again(
+async def test_a_stalled_streaming_list_falls_back_at_its_deadline(
     clock: FakeClock, store: RecordingStore
 ) -> None:
     lw = FakeListerWatcher(objects=[pod("p1")])
@@ -420,7 +426,7 @@ async def test_a_stalled_streaming_list_is_asked_for_again(
     await clock.advance(67.0)
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    assert requests(lw) == [streaming(), streaming()]
+    assert requests(lw) == [streaming(), listing("0"), watching("1")]
     assert lw.open_watches == 1
     assert store.calls == [("replace", ["p1"], "1")]
     await stop(task)

@@ -23,7 +23,6 @@ from aioinformer._watch_policy import (
     next_step,
 )
 from aioinformer.errors import (
-    BadRequest,
     ConnectionFailed,
     Forbidden,
     Gone,
@@ -50,6 +49,7 @@ TOO_LARGE = ServerError(
 REFUSED = ConnectionFailed("refused", refused=True)
 NO_ROUTE = ConnectionFailed("no route to host")
 BROKEN = WatchError("connection reset mid-stream")
+RESET = ConnectionResetError(104, "Connection reset by peer")
 IDLE = WatchTimeout("watch sent nothing for 90s")
 RESYNC = RuntimeError("resync failed")
 BUG = RuntimeError("a bug in the lister-watcher")
@@ -158,6 +158,11 @@ WATCH_CASES = [
         ),
         id="broken-at-once-relist",
     ),
+    # A source of the user's own may let a builtin connection error out: the same.
+    pytest.param(
+        Case(WatchEnd(RESET, events=2, elapsed=LONG), Step.REWATCH, (RESET,)),
+        id="builtin-connection-reset-rewatch",
+    ),
     # Answered 200, then broken before the first event: an open watch ending.
     pytest.param(
         Case(WatchEnd(BROKEN, opened=True, events=0, elapsed=LONG), Step.REWATCH, (BROKEN,)),
@@ -184,47 +189,6 @@ def test_what_follows_the_end_of_a_watch(case: Case) -> None:
     assert decision.step is case.step
     check(decision.errors, case)
     assert decision.level == case.level
-
-
-STREAMING_CASES = [
-    # Closed before the initial-events-end bookmark: ask again.
-    pytest.param(Case(WatchEnd(events=2, elapsed=LONG), Step.REWATCH, ()), id="closed-ask-again"),
-    # ...but closing at once without an event makes streaming unusable.
-    pytest.param(
-        Case(WatchEnd(events=0, elapsed=SHORT), Step.RAISE, (WatchError,)), id="very-short-raise"
-    ),
-    pytest.param(
-        Case(WatchEnd(IDLE, timed_out=True, elapsed=LONG), Step.REWATCH, (IDLE,)),
-        id="deadline-ask-again",
-    ),
-    pytest.param(
-        Case(WatchEnd(REFUSED, opened=False), Step.BACK_OFF, (REFUSED,)), id="refused-back-off"
-    ),
-    pytest.param(Case(WatchEnd(THROTTLED), Step.BACK_OFF, (THROTTLED,)), id="429-back-off"),
-    pytest.param(Case(WatchEnd(GONE), Step.RELIST_LATEST, (GONE,)), id="410-stream-latest"),
-    pytest.param(
-        Case(WatchEnd(TOO_LARGE), Step.RELIST_LATEST, (TOO_LARGE,)), id="too-large-stream-latest"
-    ),
-    # Whether the request opened does not matter here: every other failure falls back.
-    pytest.param(
-        Case(WatchEnd(BadRequest({"message": "no"}), opened=False), Step.RAISE, (BadRequest,)),
-        id="400-fall-back",
-    ),
-    pytest.param(Case(WatchEnd(FORBIDDEN), Step.RAISE, (FORBIDDEN,)), id="403-fall-back"),
-    pytest.param(
-        Case(WatchEnd(INTERNAL), Step.RAISE, (INTERNAL,), may_retry_internal=True),
-        id="500-fall-back",
-    ),
-    pytest.param(Case(WatchEnd(BUG), Step.RAISE, (BUG,)), id="unexpected-fall-back"),
-]
-
-
-@pytest.mark.parametrize("case", STREAMING_CASES)
-def test_what_follows_the_end_of_a_streaming_list(case: Case) -> None:
-    decision = next_step(case.end, streaming_list=True, may_retry_internal=case.may_retry_internal)
-
-    assert decision.step is case.step
-    check(decision.errors, case)
 
 
 @pytest.mark.parametrize(
