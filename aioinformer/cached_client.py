@@ -64,6 +64,8 @@ from aioinformer.labels import parse_field_selector, parse_label_selector
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic import BaseModel
+
     from aioinformer._clock import Clock
     from aioinformer.client import GVR, Client, PatchType, ResourceClient, ResourceInfo
     from aioinformer.factory import SharedInformerFactory
@@ -285,7 +287,7 @@ class CachedResource:
 
     async def create(
         self,
-        obj: Mapping[str, Any],
+        obj: Mapping[str, Any] | BaseModel,
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
@@ -298,7 +300,7 @@ class CachedResource:
 
     async def update(
         self,
-        obj: Mapping[str, Any],
+        obj: Mapping[str, Any] | BaseModel,
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
