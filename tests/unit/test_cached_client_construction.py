@@ -9,19 +9,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aioinformer.cached_client import CachedClient, CachedClientStatistics
-from aioinformer.client import Client
-from aioinformer.config import Config
 from aioinformer.factory import SharedInformerFactory
+from tests.unit.test_manager import client as client  # a client never asked anything
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[Client]:
-    # Never asked anything: nothing here sends a request.
-    async with Client(Config(host="http://127.0.0.1:1", token="t")) as unused:
-        yield unused
+    from aioinformer.client import Client
 
 
 @pytest.mark.parametrize(
