@@ -98,6 +98,10 @@ class ResourceType:
     generation: bool = False
     """Objects carry ``metadata.generation`` (workloads, pods, custom resources), bumped
     by a change outside metadata and status; ConfigMaps, Secrets, Namespaces... do not."""
+    returns_deleted_object: bool = False
+    """A delete that removes an object answers with the object as deleted, stamped with
+    the deletion's resourceVersion (kube-apiserver's ``ReturnDeletedObject``: Pods,
+    Services, ServiceAccounts...); otherwise with a ``Success`` Status naming its uid."""
     prefix: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

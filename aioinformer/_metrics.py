@@ -1,9 +1,11 @@
 """Metrics: the seam between aioinformer's components and a metrics backend.
 
 The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven metrics,
-recorded by this module), the optional :class:`ReflectorMetricsProvider` and
-:class:`LeaderMetricsProvider`, whose recorders are in
-:mod:`aioinformer._metric_recorders`, and the optional :class:`HandlerMetricsProvider`
+recorded by this module), the optional :class:`ReflectorMetricsProvider`,
+:class:`LeaderMetricsProvider`, :class:`ControllerMetricsProvider` (controller-runtime's
+reconcile metrics) and :class:`RestClientMetricsProvider` (client-go's REST client
+metrics), whose recorders are in :mod:`aioinformer._metric_recorders`, and the optional
+:class:`HandlerMetricsProvider`
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
 informer), recorded by the processor and the informer themselves, and the optional
 :class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by
@@ -46,6 +48,7 @@ __all__ = [
     "AddCounterMetric",
     "AnyMetricsProvider",
     "CacheAuditMetricsProvider",
+    "ControllerMetricsProvider",
     "CounterMetric",
     "GaugeMetric",
     "HandlerMetrics",
@@ -55,6 +58,7 @@ __all__ = [
     "MetricsProvider",
     "QueueMetrics",
     "ReflectorMetricsProvider",
+    "RestClientMetricsProvider",
     "SettableGaugeMetric",
     "get_metrics_provider",
     "new_handler_metrics",
@@ -227,6 +231,82 @@ class LeaderMetricsProvider(Protocol):
 
 
 @runtime_checkable
+class ControllerMetricsProvider(Protocol):
+    """Makes the metric objects of one controller, keyed by the controller's name
+    (controller-runtime's reconcile metrics).
+
+    Optional, as :class:`ReflectorMetricsProvider`: a controller records through the
+    provider only when it implements this protocol. Each method is called when the
+    controller is created (``new_controller_reconciles_metric`` once per result); two
+    controllers with the same name share the objects the provider returns for it.
+    """
+
+    def new_controller_reconciles_metric(self, controller: str, result: str) -> CounterMetric:
+        """Reconciles that ended with ``result``: ``"success"``, ``"error"``,
+        ``"requeue"`` or ``"requeue_after"`` (``controller_runtime_reconcile_total``)."""
+        ...
+
+    def new_controller_reconcile_errors_metric(self, controller: str) -> CounterMetric:
+        """Reconciles that failed, timeouts included
+        (``controller_runtime_reconcile_errors_total``)."""
+        ...
+
+    def new_controller_reconcile_time_metric(self, controller: str) -> HistogramMetric:
+        """Seconds each reconcile took, whatever its result
+        (``controller_runtime_reconcile_time_seconds``)."""
+        ...
+
+    def new_controller_reconcile_timeouts_metric(self, controller: str) -> CounterMetric:
+        """Reconciles cancelled at ``reconcile_timeout``
+        (``controller_runtime_reconcile_timeouts_total``)."""
+        ...
+
+    def new_controller_active_workers_metric(self, controller: str) -> GaugeMetric:
+        """Workers reconciling a key now (``controller_runtime_active_workers``)."""
+        ...
+
+    def new_controller_max_concurrent_reconciles_metric(
+        self, controller: str
+    ) -> SettableGaugeMetric:
+        """The controller's number of workers
+        (``controller_runtime_max_concurrent_reconciles``)."""
+        ...
+
+
+@runtime_checkable
+class RestClientMetricsProvider(Protocol):
+    """Makes the metric objects of a :class:`~aioinformer.client.Client`'s requests
+    (client-go's REST client metrics), one per label set.
+
+    Optional, as :class:`ReflectorMetricsProvider`: a client records through the
+    provider only when it implements this protocol. A client calls each method once per
+    label set, the first time a request has it, and keeps the object; every label is
+    bounded (a status code, a method, a host, a URL template), so the set stays small.
+    """
+
+    def new_rest_client_requests_metric(self, code: str, method: str, host: str) -> CounterMetric:
+        """HTTP requests sent to ``host`` with ``method`` that got status ``code``
+        (``"200"``, ``"404"``, ...), or ``"<error>"`` when no answer came: a refused
+        connection, a timeout before the headers, a TLS failure. A watch counts when its
+        response headers arrive; a retried request counts once per attempt
+        (``rest_client_requests_total``)."""
+        ...
+
+    def new_rest_client_request_duration_metric(
+        self, verb: str, url: str, host: str
+    ) -> HistogramMetric:
+        """Seconds from sending a request to having its answer read, failures included;
+        watches and other streams are not observed (``rest_client_request_duration_seconds``).
+
+        ``url`` is client-go's URL template, bounded in cardinality: the request's URL
+        with the object's name replaced by ``{name}``, its namespace by ``{namespace}``
+        and every query value by ``{value}`` (escaped as client-go writes them), e.g.
+        ``https://10.0.0.1:6443/api/v1/namespaces/%7Bnamespace%7D/pods/%7Bname%7D``.
+        """
+        ...
+
+
+@runtime_checkable
 class HandlerMetricsProvider(Protocol):
     """Makes the metric objects of one informer and of each of its pushed handlers,
     labelled by the informer's name and the handler's name.
@@ -288,6 +368,8 @@ AnyMetricsProvider: TypeAlias = (
     | ReflectorMetricsProvider
     | LeaderMetricsProvider
     | HandlerMetricsProvider
+    | ControllerMetricsProvider
+    | RestClientMetricsProvider
     | CacheAuditMetricsProvider
 )
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
@@ -423,11 +505,13 @@ _installed_provider: AnyMetricsProvider | None = None
 
 def set_metrics_provider(provider: AnyMetricsProvider | None) -> None:
     """Install the provider used by named queues, reflectors and leader electors
-    created without ``metrics_provider=``.
+    created without ``metrics_provider=``, and by controllers, informers, handlers and
+    clients.
 
-    Each reads it when it is created, so install it before building informers and
-    controllers. A component whose protocol the provider does not implement records
-    nothing. ``None`` uninstalls it (later components record nothing).
+    Each reads it when it is created (a client: when it opens its connection pool, at
+    its first request), so install it before building informers and controllers. A
+    component whose protocol the provider does not implement records nothing. ``None``
+    uninstalls it (later components record nothing).
     """
     global _installed_provider
     _installed_provider = provider

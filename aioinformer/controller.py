@@ -40,6 +40,15 @@ runs past ``reconcile_timeout``                    cancelled, logged at ERROR; a
                                                    (and a timeout), retried rate-limited
 =================================================  ==========================================
 
+Metrics: with an installed provider that implements :class:`ControllerMetricsProvider`
+(:mod:`aioinformer.contrib.prometheus` does), every reconcile is recorded under
+controller-runtime's names, read when the controller is created: its duration, its
+result (``success``; ``error`` for the failures and timeouts above, also counted in the
+errors and, for a timeout, the timeouts; ``requeue`` for ``Requeue()`` and for a 409
+conflict, which is retried the same way and is not a failure; ``requeue_after`` for
+``Requeue(after=s)``), the workers busy, and the number of workers. A reconcile cut
+short by the controller's stop records no result.
+
 Guarantees:
 
 * One key is reconciled by at most one worker at a time (the work queue hands an item to
@@ -93,6 +102,8 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from aioinformer._clock import CancelAfter, Clock, default_clock
 from aioinformer._event_gate import EventGate
 from aioinformer._meta import namespace_of, owner_references_of
+from aioinformer._metric_recorders import new_controller_metrics
+from aioinformer._metrics import ControllerMetricsProvider as ControllerMetricsProvider
 from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
 from aioinformer._sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
@@ -113,6 +124,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Controller",
+    "ControllerMetricsProvider",
     "ControllerState",
     "ControllerStatistics",
     "EnqueueFunc",
@@ -288,6 +300,7 @@ class Controller:
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(
             rate_limiter, name=name, clock=self._clock
         )
+        self._metrics = new_controller_metrics(name, clock=self._clock, workers=workers)
         # Every informer watched, with its registration; all must sync before workers start.
         self._watches: list[tuple[SharedIndexInformer, HandlerRegistration]] = []
         self._state = ControllerState.NEW
@@ -557,6 +570,7 @@ class Controller:
     async def _work(self) -> None:
         """One worker: take a key, reconcile it, record the outcome; until stopping."""
         queue = self._queue
+        metrics = self._metrics
         task = asyncio.current_task()
         assert task is not None
         while self._state is ControllerState.RUNNING:
@@ -565,13 +579,17 @@ class Controller:
             except ShutDown:
                 return
             self._in_flight[task] = key
+            started = metrics.started()
             try:
-                await self._process(key)
+                await self._process(key, started)
             finally:
+                metrics.stopped()
                 del self._in_flight[task]
                 queue.done(key)
 
-    async def _process(self, key: str) -> None:
+    async def _process(self, key: str, started: float) -> None:
+        """Reconcile ``key`` and act on the outcome; ``started`` is what the metrics
+        recorder returned as the reconcile began."""
         queue = self._queue
         deadline: CancelAfter | None = None
         try:
@@ -591,6 +609,7 @@ class Controller:
             if deadline is not None and deadline.timed_out:
                 self._failures += 1
                 self._timeouts += 1
+                self._metrics.failed(started, timed_out=True)
                 logger.error(
                     "controller %s: reconcile of %s timed out after %gs and was cancelled"
                     " (retry %s)",
@@ -601,30 +620,35 @@ class Controller:
                 )
                 queue.add_rate_limited(key)
             else:
-                self._retry_failed(key, error)
+                self._retry_failed(key, error, started)
             return
         self._reconciles += 1
         if not isinstance(result, Requeue):
             self._successes += 1
+            self._metrics.succeeded(started)
             queue.forget(key)
             return
         if result.err is not None:
-            self._retry_failed(key, result.err)
+            self._retry_failed(key, result.err, started)
             return
         self._requeues += 1
         if result.after is not None and result.after > 0:
+            self._metrics.requeued_after(started)
             queue.forget(key)
             queue.add_after(key, result.after)
         else:
+            self._metrics.requeued(started)
             queue.add_rate_limited(key)
 
-    def _retry_failed(self, key: str, error: BaseException) -> None:
+    def _retry_failed(self, key: str, error: BaseException, started: float) -> None:
         """Count, log and rate-limit a reconcile that failed with ``error``: a 409 from a
-        stale cache in one INFO line, anything else at ERROR with its traceback."""
+        stale cache in one INFO line (and, in the metrics, as a ``requeue``: it is
+        retried as one and is no failure), anything else at ERROR with its traceback."""
         queue = self._queue
         retry = queue.num_requeues(key) + 1
         if is_conflict(error):
             self._conflicts += 1
+            self._metrics.requeued(started)
             logger.info(
                 "controller %s: reconcile of %s hit a conflict, retrying (retry %s): %s",
                 self.name,
@@ -634,6 +658,7 @@ class Controller:
             )
         else:
             self._failures += 1
+            self._metrics.failed(started)
             logger.error(
                 "controller %s: reconcile of %s failed (retry %s)",
                 self.name,

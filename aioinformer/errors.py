@@ -13,13 +13,18 @@ imports nothing third-party::
     ├── SelectorError (ValueError)       a label or field selector does not parse     (not retried)
     ├── UnknownResourceError             discovery does not know a resource           (not retried)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
-    ├── InformerStoppedError             handler added to a stopped informer          (terminal)
+    ├── InformerStoppedError             a stopped informer: no handler, no read waits (terminal)
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
     ├── OwnerReferenceError (ValueError) an owner reference cannot be set: owner or scope unfit
     │   └── AlreadyOwnedError            another controller already controls the object
+    ├── NotAnObjectError (TypeError)     create/update given a list or a str, not one object
+    ├── PatchArgumentsError (TypeError)  patch() with the namespace where its body goes
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
     ├── CacheDivergence                  a cache audit found the cache differing from the server
     │                                    (reported, never raised: the informer relists)
+    ├── CacheReadTimeout (TimeoutError)  a cache-backed read: the cache did not show the
+    │                                    client's own writes in time                 (not retried)
+    ├── CacheScopeError (ValueError)     a cache-backed read of what the cache cannot hold
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
     ├── ShutDown                         WorkQueue.get() on a shut-down, empty queue  (terminal)
@@ -59,6 +64,8 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "CacheDivergence",
+    "CacheReadTimeout",
+    "CacheScopeError",
     "CacheSyncError",
     "ConfigError",
     "Conflict",
@@ -71,8 +78,10 @@ __all__ = [
     "KeyFuncError",
     "LeadershipLost",
     "MethodNotAllowed",
+    "NotAnObjectError",
     "NotFound",
     "OwnerReferenceError",
+    "PatchArgumentsError",
     "QueueEmpty",
     "Requeue",
     "ResourceExpired",
@@ -122,7 +131,8 @@ class FIFOClosedError(AioinformerError):
 
 
 class InformerStoppedError(AioinformerError):
-    """Raised by ``add_event_handler()`` on an informer that has stopped."""
+    """Raised by ``add_event_handler()`` on an informer that has stopped, and by a
+    cache-backed read whose informer stopped while it waited for the cache."""
 
 
 class InvalidObjectError(AioinformerError, ValueError):
@@ -234,6 +244,54 @@ class CacheSyncError(AioinformerError, TimeoutError):
         self.timeout = timeout
 
 
+class CacheReadTimeout(AioinformerError, TimeoutError):
+    """Raised by a read of :class:`~aioinformer.cached_client.CachedClient` when the cache
+    did not show the client's own writes within the client's ``timeout``.
+
+    The message names what was awaited and what the cache had reached::
+
+        configmaps default/settings: the cache did not reach resourceVersion 57 of this
+        client's write within 10s (it has applied 53)
+        configmaps namespace default: the cache did not show this client's deletion of
+        default/settings (uid 6f1c...) within 10s; later reads will not wait for it
+
+    ``resource`` names the informer, ``key`` the object (``None`` for a list, which names
+    its ``namespace``, ``None`` for all), ``resource_version`` the version not reached
+    (``None`` when it was reached), ``uid`` the deleted object still awaited (``None``
+    when none was), ``applied`` the cache's ``last_store_resource_version`` and
+    ``timeout`` the seconds waited. A ``TimeoutError`` too. Not retried: the deletions
+    it waited for are no longer awaited by later reads (the cache may never see them:
+    see :mod:`aioinformer._own_writes`); the versions are, as a live cache reaches them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        resource: str,
+        key: str | None,
+        namespace: str | None,
+        resource_version: str | None,
+        uid: str | None,
+        applied: str,
+        timeout: float,
+    ) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.key = key
+        self.namespace = namespace
+        self.resource_version = resource_version
+        self.uid = uid
+        self.applied = applied
+        self.timeout = timeout
+
+
+class CacheScopeError(AioinformerError, ValueError):
+    """Raised by a read of :class:`~aioinformer.cached_client.CachedClient` that asks for
+    objects its cache cannot hold: a namespace other than the one its informer watches.
+    The message names the resource, the namespace asked for and the one watched."""
+
+
 class CacheDivergence(AioinformerError):
     """A cache audit found the informer's cache differing from the server.
 
@@ -306,6 +364,23 @@ class ShutDown(AioinformerError):
 
 class QueueEmpty(AioinformerError):
     """Raised by ``WorkQueue.get_nowait()`` when no item is ready."""
+
+
+class NotAnObjectError(AioinformerError, TypeError):
+    """Raised before any request by ``create`` and ``update`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when what they
+    were given is not one object: a list, a string, a number. The message names what was
+    passed and what to pass instead: one object as a mapping (or a pydantic model such as
+    a :class:`~aioinformer.models.KubeObject`), one call per object. Not retried."""
+
+
+class PatchArgumentsError(AioinformerError, TypeError):
+    """Raised before any request by ``patch`` (of a
+    :class:`~aioinformer.client.ResourceClient` or of the fake API server) when its
+    arguments are in the wrong places: a string where the patch body goes, a mapping
+    where the namespace or the name goes, as when the namespace is passed where
+    ``get(name, namespace)`` takes it. The message gives the call to write. Not
+    retried."""
 
 
 class TransportError(AioinformerError):

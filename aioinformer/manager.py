@@ -34,6 +34,10 @@ runnables stop as above, then ``run()`` raises :class:`~aioinformer.errors.Leade
 As in controller-runtime, the process is meant to exit (``run_until_signal`` returns 1)
 and restart clean, rather than to campaign again with state from its time as leader.
 
+Reconciles read and write through :attr:`Manager.cached_client`: reads from the
+manager's informers (one is built and started on first use), writes to the server, and
+reads its own writes, deletes included.
+
 Task model: ``run()`` works in the caller's task and owns every task it starts (the
 informers', the election's, one per runnable); all have ended when it returns or raises.
 ``async with manager:`` runs it in a task for the duration of the block.
@@ -72,6 +76,7 @@ from aioinformer._endpoints import Answer, HttpEndpoint
 from aioinformer._runnables import Runnable, RunnableGroup
 from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.audit import CacheAudit
+from aioinformer.cached_client import CachedClient
 from aioinformer.controller import Controller, ControllerState
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory
@@ -250,6 +255,7 @@ class Manager:
         self._factory = SharedInformerFactory(
             client, namespace=namespace, clock=clock, cache_audit=cache_audit, **factory_options
         )
+        self._cached_client = CachedClient(client, self._factory, clock=clock)
         self._cache_sync_timeout = cache_sync_timeout
         self._graceful_shutdown_timeout = graceful_shutdown_timeout
         self._election = leader_election
@@ -311,6 +317,14 @@ class Manager:
     def client(self) -> Client:
         """The client the manager was given."""
         return self._client
+
+    @property
+    def cached_client(self) -> CachedClient:
+        """The client reconciles read and write through (controller-runtime's
+        ``mgr.GetClient()``): reads from the manager's informers, writes to the server,
+        and a read after a write of its own waits until the cache shows that write,
+        deletes included (see :mod:`aioinformer.cached_client`)."""
+        return self._cached_client
 
     @property
     def factory(self) -> SharedInformerFactory:

@@ -308,7 +308,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         params={**_WATCH_BASE, "handlers": 1},
         quick_params={**_WATCH_QUICK, "handlers": 1},
         variants=with_cache_modes(
-            "baseline", "ours", "baseline-readline", "baseline-gc-frozen", "ours-gc-frozen"
+            "baseline",
+            "ours",
+            "baseline-readline",
+            "baseline-gc-frozen",
+            "ours-gc-frozen",
+            "ours-delete-observer",
         ),
         quick_variants=_BOTH,
         metrics=(_EPS, *_LOOP),

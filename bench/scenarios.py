@@ -34,7 +34,9 @@ Kinds and what they report:
   cache with a namespace index and two label indexes and ``handlers`` handlers.
   Variants: ``baseline``, ``baseline-readline`` (aiohttp's readline framing),
   ``baseline-gc-frozen`` (``gc.freeze()`` after the list), ``ours``, ``ours-gc-frozen``
-  (``gc.freeze()`` once synced: what the technique would give the informer).
+  (``gc.freeze()`` once synced: what the technique would give the informer),
+  ``ours-delete-observer`` (plus the delete-only handler a cache-backed client adds to
+  an informer it deletes through: what read-your-own-writes costs per event).
 * ``controller`` — events per second from the watch into a ``Controller``'s work queue
   (its informer handler enqueues keys, its reconcile does nothing, no index): the
   key-only path. Variants: ``baseline`` (the raw watch loop, every line decoded), ``ours``.
@@ -77,6 +79,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from aioinformer._own_writes import OwnWrites, Scope
 from aioinformer.models import KubeObject
 from bench import fanout, harness
 from bench.audit import audit_baseline, audit_ours
@@ -312,7 +315,12 @@ async def watch_baseline_readline(url: str, params: dict[str, Any]) -> dict[str,
 
 
 async def watch_ours(
-    url: str, params: dict[str, Any], *, cache: CacheMode, freeze_gc: bool = False
+    url: str,
+    params: dict[str, Any],
+    *,
+    cache: CacheMode,
+    freeze_gc: bool = False,
+    delete_observer: bool = False,
 ) -> dict[str, float]:
     resource = params.get("resource", "pods")
     handlers = params["handlers"]
@@ -341,6 +349,10 @@ async def watch_ours(
         )
         for slot in range(handlers):
             informer.add_event_handler(on_update=make_handler(slot))
+        if delete_observer:
+            # What a cache-backed client adds to an informer before its first delete
+            # answered with a Status: one more handler, on_delete only.
+            OwnWrites(informer, resource=resource, scope=Scope()).delete_sent("bench/none")
         async with informer:
             if not await informer.wait_for_sync():
                 raise RuntimeError("informer did not report synced")
@@ -793,6 +805,7 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ),
     ("watch", "ours"): watch_ours,
     ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
+    ("watch", "ours-delete-observer"): functools.partial(watch_ours, delete_observer=True),
     ("controller", "ours"): controller_ours,
     ("latency", "ours"): latency_ours,
     ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,

@@ -120,6 +120,19 @@ async def test_a_config_map_deleted_by_hand_comes_back(
     await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
 
 
+async def test_the_operator_catches_up_after_a_restart_that_lost_the_history(
+    server: FakeAPIServer, running_operator: WidgetOperator
+) -> None:
+    # Like kube-apiserver, the fake keeps no watch history from before it (re)started:
+    # the informers' watches from their old resourceVersions are answered 410 Expired,
+    # so they relist, and the Widget created while the server was down is reconciled.
+    await eventually(lambda: config_map_data(server, "hello-config") is not None, timeout=10)
+    await server.faults.refuse_connections()
+    server.create(widget("late", "Late"))
+    await server.restart(reset_history=True)
+    await eventually(lambda: config_map_data(server, "late-config") is not None, timeout=10)
+
+
 async def test_a_failed_create_is_retried(server: FakeAPIServer, kube_client: Client) -> None:
     # Fault injection: the first create of a ConfigMap answers 500 InternalError.
     server.faults.fail_next(1, status=500, resource="configmaps", verb="create")

@@ -1,11 +1,12 @@
 """Shared by the metrics tests: a provider whose metrics are plain recorders.
 
-``RecordingProvider`` implements the reflector and leader-election metric protocols
-(not the workqueue's), keeping each metric object by ``(metric, name[, type])`` so a test
-reads ``provider.value("reflector_lists_total", "pods")``; ``WorkqueueOnlyProvider``
-implements the workqueue protocol alone, as providers written before the other
-protocols existed do. The fixture ``restore_installed_provider`` puts back the provider
-installed before the test (import it into a test module to use it).
+``RecordingProvider`` implements the reflector, leader-election, controller and REST
+client metric protocols (not the workqueue's), keeping each metric object by ``(metric,
+*labels)`` so a test reads ``provider.value("reflector_lists_total", "pods")`` or
+``provider.value("rest_client_requests_total", "404", "GET", "127.0.0.1:8080")``;
+``WorkqueueOnlyProvider`` implements the workqueue protocol alone, as providers written
+before the other protocols existed do. The fixture ``restore_installed_provider`` puts
+back the provider installed before the test (import it into a test module to use it).
 """
 
 from __future__ import annotations
@@ -110,6 +111,36 @@ class RecordingProvider:
 
     def new_leader_renewal_failures_metric(self, name: str) -> RecordedMetric:
         return self.metric("aioinformer_leader_election_renewal_failures_total", name)
+
+    def new_controller_reconciles_metric(self, controller: str, result: str) -> RecordedMetric:
+        return self.metric("controller_runtime_reconcile_total", controller, result)
+
+    def new_controller_reconcile_errors_metric(self, controller: str) -> RecordedMetric:
+        return self.metric("controller_runtime_reconcile_errors_total", controller)
+
+    def new_controller_reconcile_time_metric(self, controller: str) -> RecordedMetric:
+        return self.metric("controller_runtime_reconcile_time_seconds", controller)
+
+    def new_controller_reconcile_timeouts_metric(self, controller: str) -> RecordedMetric:
+        return self.metric("controller_runtime_reconcile_timeouts_total", controller)
+
+    def new_controller_active_workers_metric(self, controller: str) -> RecordedMetric:
+        return self.metric("controller_runtime_active_workers", controller)
+
+    def new_controller_max_concurrent_reconciles_metric(self, controller: str) -> RecordedMetric:
+        return self.metric("controller_runtime_max_concurrent_reconciles", controller)
+
+    def new_rest_client_requests_metric(self, code: str, method: str, host: str) -> RecordedMetric:
+        return self.metric("rest_client_requests_total", code, method, host)
+
+    def new_rest_client_request_duration_metric(
+        self, verb: str, url: str, host: str
+    ) -> RecordedMetric:
+        return self.metric("rest_client_request_duration_seconds", verb, url, host)
+
+    def series(self, metric: str) -> dict[tuple[str, ...], RecordedMetric]:
+        """Every metric object made for ``metric``, by its labels."""
+        return {key[1:]: value for key, value in self.metrics.items() if key[0] == metric}
 
 
 class WorkqueueOnlyProvider:

@@ -19,6 +19,11 @@ Output: decoded JSON (plain dicts, exactly as orjson produced them),
 * Every non-2xx answer raises the matching :class:`~aioinformer.errors.ApiError`; every
   transport failure a :class:`~aioinformer.errors.TransportError`, both through the
   translation boundary ``aioinformer._transport``.
+* With an installed metrics provider that implements :class:`RestClientMetricsProvider`
+  (:mod:`aioinformer.contrib.prometheus` does), requests are counted and timed under
+  client-go's REST client metric names (``rest_client_requests_total``,
+  ``rest_client_request_duration_seconds``); a client reads the provider when it opens
+  its session.
 
 Names and namespaces are validated before they are put in a URL (``ValueError``).
 Task model: all methods run in the caller's task; discovery of many group-versions runs
@@ -42,6 +47,7 @@ Example::
 
 from __future__ import annotations
 
+from aioinformer._metrics import RestClientMetricsProvider as RestClientMetricsProvider
 from aioinformer.client._client import Client as Client
 from aioinformer.client._http import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from aioinformer.client._http import DEFAULT_MAX_OBJECT_BYTES as DEFAULT_MAX_OBJECT_BYTES
@@ -58,4 +64,5 @@ __all__ = [
     "PatchType",
     "ResourceClient",
     "ResourceInfo",
+    "RestClientMetricsProvider",
 ]

@@ -19,6 +19,13 @@ orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
 * Every connection has TCP keepalive on (:func:`keepalive_socket`): a peer that vanished
   without closing (a dead NAT entry, a node gone) is found within about 90 s even on a
   silent watch, inside the reflector's own 120 s inactivity deadline.
+* With an installed metrics provider that implements
+  :class:`~aioinformer._metrics.RestClientMetricsProvider` (read when the session opens),
+  every request sent is counted by status code and method once its response headers
+  arrive (``"<error>"`` when it failed first; a cancelled request is not counted), each
+  attempt of a retried one included, and a request whose answer is read whole
+  (:meth:`HttpSession.request`, not a stream such as a watch) has its duration observed
+  under client-go's URL template, as client-go's REST client does.
 
 This is the internal interface :class:`~aioinformer.client.Client` and
 :class:`~aioinformer.client.ResourceClient` share; its limits and timeouts are read here,
@@ -36,6 +43,8 @@ import aiohttp
 import orjson
 import yarl
 
+from aioinformer._clock import default_clock
+from aioinformer._metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
 from aioinformer._transport import BodyTooLarge, api_error_from_response, map_transport_errors
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._tls import ssl_context
@@ -47,6 +56,7 @@ if TYPE_CHECKING:
 
     from aiohappyeyeballs import AddrInfoType
 
+    from aioinformer._metric_recorders import RestClientMetrics
     from aioinformer.config import Config
 
 __all__ = [
@@ -173,6 +183,8 @@ class HttpSession:
         # The TLS context for a client certificate an exec plugin returned, and which
         # credentials it was built for (rebuilt when the plugin hands out a new one).
         self._exec_tls: tuple[Credentials, ssl.SSLContext] | None = None
+        # The request metrics' recorder, chosen when the session opens.
+        self._metrics: RestClientMetrics = NO_REST_CLIENT_METRICS
 
     def ensure_session(self) -> aiohttp.ClientSession:
         """The session, opened now if need be. ``RuntimeError`` once closed; a TLS config
@@ -191,6 +203,7 @@ class HttpSession:
             connector=connector,
             headers={"User-Agent": self._user_agent},
         )
+        self._metrics = new_rest_client_metrics(self.config.host, None, clock=default_clock)
         return self.session
 
     async def close(self) -> None:
@@ -250,17 +263,22 @@ class HttpSession:
             if self._https and self.config.tls_server_name:
                 extra["server_hostname"] = self.config.tls_server_name
             with map_transport_errors(label):
-                response = await session.request(
-                    method,
-                    url,
-                    params=query,
-                    data=body,
-                    headers=headers,
-                    timeout=timeout,
-                    proxy=self.config.proxy_url,
-                    allow_redirects=False,
-                    **extra,
-                )
+                try:
+                    response = await session.request(
+                        method,
+                        url,
+                        params=query,
+                        data=body,
+                        headers=headers,
+                        timeout=timeout,
+                        proxy=self.config.proxy_url,
+                        allow_redirects=False,
+                        **extra,
+                    )
+                except Exception:
+                    self._metrics.unanswered(method)
+                    raise
+            self._metrics.answered(method, response.status)
             try:
                 if response.status == 401 and not retried and self.auth.refreshable:
                     retried = True
@@ -327,15 +345,24 @@ class HttpSession:
         """As :meth:`request`, but return the URL asked (without its query) and the body
         undecoded, for callers that decode it their own way."""
         limit = self.max_object_bytes if max_bytes is None else max_bytes
-        async with self.stream(
-            method,
-            path,
-            read_timeout=self.request_timeout,
-            query=query,
-            body=body,
-            content_type=content_type,
-            accept=accept,
-        ) as response:
-            url = str(response.url.with_query(None))
-            with map_transport_errors(url):
-                return url, await read_body(response, limit, url)
+        self.ensure_session()
+        metrics = self._metrics
+        started = metrics.started()
+        try:
+            async with self.stream(
+                method,
+                path,
+                read_timeout=self.request_timeout,
+                query=query,
+                body=body,
+                content_type=content_type,
+                accept=accept,
+            ) as response:
+                url = str(response.url.with_query(None))
+                with map_transport_errors(url):
+                    payload = await read_body(response, limit, url)
+        except Exception:
+            metrics.finished(method, path, query, started)
+            raise
+        metrics.finished(method, path, query, started)
+        return url, payload

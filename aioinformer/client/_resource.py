@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from aioinformer._raw import decode_list
 from aioinformer._transport import map_transport_errors
+from aioinformer._write_args import check_patch_arguments, object_body
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.errors import TransportError
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
     import aiohttp
+    from pydantic import BaseModel
 
     from aioinformer.client._client import Client
 
@@ -271,13 +273,20 @@ class ResourceClient(DescribedListerWatcher):
 
     async def create(
         self,
-        obj: Mapping[str, Any],
+        obj: Mapping[str, Any] | BaseModel,
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
     ) -> dict[str, Any]:
         """Create ``obj``; its namespace is ``namespace``, else its own, else the bound
-        one, else the config's. Raises :class:`AlreadyExists` for a taken name."""
+        one, else the config's. Raises :class:`AlreadyExists` for a taken name.
+
+        ``obj`` is one object: a mapping, or a pydantic model such as a ``KubeObject``
+        (sent as ``model_dump(mode="json", by_alias=True, exclude_none=True)``). Anything
+        else (a list of objects, a manifest's text) raises
+        :class:`~aioinformer.errors.NotAnObjectError` saying what to pass, before any
+        request."""
+        obj = object_body(obj, call="ResourceClient.create")
         info = await self.info()
         meta = obj.get("metadata") or {}
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
@@ -289,14 +298,16 @@ class ResourceClient(DescribedListerWatcher):
 
     async def update(
         self,
-        obj: Mapping[str, Any],
+        obj: Mapping[str, Any] | BaseModel,
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
         subresource: str | None = None,
     ) -> dict[str, Any]:
         """Replace ``obj`` (PUT), or with ``subresource="status"`` only its status. With
-        ``metadata.resourceVersion`` set, a stale object raises :class:`Conflict`."""
+        ``metadata.resourceVersion`` set, a stale object raises :class:`Conflict`.
+        ``obj`` is one object, as for :meth:`create`."""
+        obj = object_body(obj, call="ResourceClient.update")
         info = await self.info()
         meta = obj.get("metadata") or {}
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
@@ -323,7 +334,13 @@ class ResourceClient(DescribedListerWatcher):
     ) -> dict[str, Any]:
         """Patch ``name``: JSON merge patch, strategic merge patch, JSON patch (a list of
         operations) or server-side apply (needs ``field_manager``; ``force`` takes over
-        conflicting fields). ``subresource="status"`` patches only the status."""
+        conflicting fields). ``subresource="status"`` patches only the status.
+
+        The namespace comes after the patch body, unlike :meth:`get`'s: a string where the
+        body goes, or a mapping where the namespace goes (``patch(name, namespace,
+        body)``), raises :class:`~aioinformer.errors.PatchArgumentsError` giving the call
+        to write, before any request."""
+        check_patch_arguments(name, patch, namespace)
         content_type = _PATCH_CONTENT_TYPES.get(patch_type)
         if content_type is None:
             raise ValueError(f"unknown patch_type {patch_type!r}")

@@ -2,7 +2,8 @@
 
 Role: one provider implementing every metric protocol of :mod:`aioinformer._metrics`
 (the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's, the
-leader elector's, the informers' and handlers', and the cache audits'), backed by labelled
+leader elector's, the controller's, the client's, the informers' and handlers',
+and the cache audits'), backed by labelled
 ``prometheus_client`` metric families registered once per provider, one child per label
 set. Input: the ``new_*_metric`` calls components
 make when they are created. Output: the children, which the components update directly.
@@ -53,6 +54,34 @@ metric                                              type    meaning
 ``total``
 =================================================== ======= ============================
 
+Controller metrics, controller-runtime's, label ``controller`` (the controller's name),
+plus ``result`` (``success``, ``error``, ``requeue``, ``requeue_after``) on the total:
+
+================================================= ========= ===============================
+metric                                            type      meaning
+================================================= ========= ===============================
+``controller_runtime_reconcile_total``            Counter   reconciles ended, by ``result``
+``controller_runtime_reconcile_errors_total``     Counter   reconciles that failed
+``controller_runtime_reconcile_timeouts_total``   Counter   reconciles cancelled at the
+                                                            ``reconcile_timeout``
+``controller_runtime_reconcile_time_seconds``     Histogram seconds per reconcile
+``controller_runtime_active_workers``             Gauge     workers reconciling now
+``controller_runtime_max_concurrent_reconciles``  Gauge     the controller's workers
+================================================= ========= ===============================
+
+REST client metrics, client-go's (as ``k8s.io/component-base`` registers them), label
+``host`` (the server's host and port), plus ``code`` and ``method`` on the total and
+``verb`` (the method) on the histogram:
+
+========================================== ========= ======================================
+metric                                     type      meaning
+========================================== ========= ======================================
+``rest_client_requests_total``             Counter   requests by status code (``<error>``:
+                                                     no answer) and method
+``rest_client_request_duration_seconds``   Histogram seconds per request, answer read
+                                                     (streams such as watches excluded)
+========================================== ========= ======================================
+
 Informer and handler metrics, client-go has none: label ``informer`` (the informer's
 name) and, per handler, ``handler`` (its name):
 
@@ -94,8 +123,9 @@ The workqueue duration histograms use client-go's buckets (10 ns to 10 s, one pe
 of ten); the list duration histogram ``prometheus_client``'s default buckets (5 ms to
 10 s, as client-go's); the watch duration and item histograms buckets of their own (see
 :data:`WATCH_DURATION_BUCKETS` and :data:`ITEM_BUCKETS`), handler latency
-:data:`HANDLER_LATENCY_BUCKETS`. Requires the ``prometheus``
-extra (``pip install aioinformer[prometheus]``). Example::
+:data:`HANDLER_LATENCY_BUCKETS`; the reconcile and request durations controller-runtime's
+and client-go's (:data:`RECONCILE_TIME_BUCKETS`, :data:`REQUEST_DURATION_BUCKETS`).
+Requires the ``prometheus`` extra (``pip install aioinformer[prometheus]``). Example::
 
     from aioinformer.contrib.prometheus import PrometheusMetricsProvider
     from aioinformer.workqueue import set_metrics_provider
@@ -126,6 +156,8 @@ __all__ = [
     "HANDLER_LATENCY_BUCKETS",
     "ITEM_BUCKETS",
     "PrometheusMetricsProvider",
+    "RECONCILE_TIME_BUCKETS",
+    "REQUEST_DURATION_BUCKETS",
     "WATCH_DURATION_BUCKETS",
 ]
 
@@ -143,19 +175,45 @@ HANDLER_LATENCY_BUCKETS: Final = (1e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5
 """Buckets of ``aioinformer_handler_latency_seconds``: from a fast handler's
 sub-millisecond delivery to a backlog of minutes."""
 
+RECONCILE_TIME_BUCKETS: Final = (
+    *(0.005, 0.01, 0.025, 0.05),
+    *(0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    *(1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0),
+    *(6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0),
+)
+"""Buckets of ``controller_runtime_reconcile_time_seconds``: controller-runtime's, 5 ms to
+60 s, finest below a second."""
+
+REQUEST_DURATION_BUCKETS: Final = (
+    0.005,
+    0.025,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.0,
+    4.0,
+    8.0,
+    15.0,
+    30.0,
+    60.0,
+)
+"""Buckets of ``rest_client_request_duration_seconds``: client-go's, 5 ms to 60 s."""
+
 AUDIT_DURATION_BUCKETS: Final = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Buckets of ``aioinformer_cache_audit_duration_seconds``: a paged LIST of a small
 resource to a large one, plus the wait for the cache to catch up (up to a bookmark,
 about a minute, on a quiet resource)."""
 
 _LABELS: Final = ("name",)
+_CONTROLLER_LABELS: Final = ("controller",)
 _HANDLER_LABELS: Final = ("informer", "handler")
 
 
 class PrometheusMetricsProvider:
     """Registers the metric families in ``registry`` (the default registry unless
-    given) and hands each named queue, reflector, leader elector, informer and handler
-    its labelled children.
+    given) and hands each named queue, reflector, leader elector, informer, handler,
+    controller and client its labelled children.
 
     Create one per registry: registering the families twice in one registry fails.
     """
@@ -209,6 +267,8 @@ class PrometheusMetricsProvider:
         self._register_reflector_metrics(registry)
         self._register_leader_metrics(registry)
         self._register_handler_metrics(registry)
+        self._register_controller_metrics(registry)
+        self._register_rest_client_metrics(registry)
         self._register_audit_metrics(registry)
 
     def _register_reflector_metrics(self, registry: CollectorRegistry | None) -> None:
@@ -360,6 +420,62 @@ class PrometheusMetricsProvider:
             buckets=AUDIT_DURATION_BUCKETS,
         )
 
+    def _register_controller_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._reconciles = Counter(
+            "controller_runtime_reconcile_total",
+            "Reconciles a controller finished, by result: success, error, requeue, requeue_after.",
+            ("controller", "result"),
+            registry=registry,
+        )
+        self._reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Reconciles a controller finished with an error, timeouts included.",
+            _CONTROLLER_LABELS,
+            registry=registry,
+        )
+        self._reconcile_timeouts = Counter(
+            "controller_runtime_reconcile_timeouts_total",
+            "Reconciles a controller cancelled because they ran past its reconcile timeout.",
+            _CONTROLLER_LABELS,
+            registry=registry,
+        )
+        self._reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Seconds each reconcile of a controller took, whatever its result.",
+            _CONTROLLER_LABELS,
+            registry=registry,
+            buckets=RECONCILE_TIME_BUCKETS,
+        )
+        self._active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Workers of a controller busy reconciling a key right now.",
+            _CONTROLLER_LABELS,
+            registry=registry,
+        )
+        self._max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "How many reconciles a controller runs at most at once: its workers.",
+            _CONTROLLER_LABELS,
+            registry=registry,
+        )
+
+    def _register_rest_client_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._requests = Counter(
+            "rest_client_requests_total",
+            "HTTP requests sent to the API server, by status code ('<error>' when none "
+            "came back), method and host.",
+            ("code", "method", "host"),
+            registry=registry,
+        )
+        self._request_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Seconds from sending a request to the API server to having its answer read, "
+            "by verb and host.",
+            ("verb", "host"),
+            registry=registry,
+            buckets=REQUEST_DURATION_BUCKETS,
+        )
+
     def new_depth_metric(self, name: str) -> GaugeMetric:
         return self._depth.labels(name=name)
 
@@ -445,6 +561,39 @@ class PrometheusMetricsProvider:
 
     def new_informer_queued_deltas_metric(self, informer: str) -> SettableGaugeMetric:
         return self._queued_deltas.labels(informer=informer)
+
+    # -- controllers ----------------------------------------------------------------------
+
+    def new_controller_reconciles_metric(self, controller: str, result: str) -> CounterMetric:
+        return self._reconciles.labels(controller=controller, result=result)
+
+    def new_controller_reconcile_errors_metric(self, controller: str) -> CounterMetric:
+        return self._reconcile_errors.labels(controller=controller)
+
+    def new_controller_reconcile_time_metric(self, controller: str) -> HistogramMetric:
+        return self._reconcile_time.labels(controller=controller)
+
+    def new_controller_reconcile_timeouts_metric(self, controller: str) -> CounterMetric:
+        return self._reconcile_timeouts.labels(controller=controller)
+
+    def new_controller_active_workers_metric(self, controller: str) -> GaugeMetric:
+        return self._active_workers.labels(controller=controller)
+
+    def new_controller_max_concurrent_reconciles_metric(
+        self, controller: str
+    ) -> SettableGaugeMetric:
+        return self._max_concurrent.labels(controller=controller)
+
+    # -- REST client -------------------------------------------------------------------------
+
+    def new_rest_client_requests_metric(self, code: str, method: str, host: str) -> CounterMetric:
+        return self._requests.labels(code=code, method=method, host=host)
+
+    def new_rest_client_request_duration_metric(
+        self, verb: str, url: str, host: str
+    ) -> HistogramMetric:
+        # component-base dropped the url label for its cardinality: verb and host only.
+        return self._request_duration.labels(verb=verb, host=host)
 
     # -- cache audits ------------------------------------------------------------------
 

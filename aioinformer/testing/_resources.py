@@ -3,7 +3,9 @@
 Each entry mirrors the discovery document kube-apiserver publishes for it (group,
 version, plural, kind, scope, short names, status subresource) and the field selectors it
 accepts beyond ``metadata.name`` and ``metadata.namespace``; the workload controllers
-(deployments, replica sets, stateful sets) also serve the ``scale`` subresource.
+(deployments, replica sets, stateful sets) also serve the ``scale`` subresource. Pods,
+Services and ServiceAccounts answer a delete with the deleted object, as their
+kube-apiserver registries do; the others (and custom resources) with a ``Status``.
 
 :class:`ResourceRegistry` is the set a running server serves: the built-ins plus the CRDs
 registered at runtime. Input is registrations and names (a URL's group, version and
@@ -63,12 +65,32 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
             "status.nominatedNodeName",
         },
         generation=True,
+        returns_deleted_object=True,
     ),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",)),
     ResourceType("", "v1", "secrets", "Secret", True, "secret", (), False, _BASE | {"type"}),
-    ResourceType("", "v1", "services", "Service", True, "service", ("svc",), True),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        "service",
+        ("svc",),
+        True,
+        returns_deleted_object=True,
+    ),
     ResourceType("", "v1", "endpoints", "Endpoints", True, "endpoints", ("ep",)),
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",)),
+    ResourceType(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        True,
+        "serviceaccount",
+        ("sa",),
+        returns_deleted_object=True,
+    ),
     ResourceType(
         "",
         "v1",

@@ -2,9 +2,9 @@
 
 Role: the one ``aiohttp`` handler every request goes through. Input is an HTTP request
 on 127.0.0.1; output is kube-apiserver's answer: a discovery document, a stored object,
-a LIST page, a ``Success`` Status for a delete, a watch stream (handed to
-:class:`~aioinformer.testing._watchstream.WatchStreams`), or a ``Status`` failure with
-the same code, reason and details. The ``scale`` subresource (an ``autoscaling/v1``
+a LIST page, a delete's answer (the object, or a ``Success`` Status), a watch stream
+(handed to :class:`~aioinformer.testing._watchstream.WatchStreams`), or a ``Status``
+failure with the same code, reason and details. The ``scale`` subresource (an ``autoscaling/v1``
 Scale over ``spec.replicas``) and the ``status`` subresource are served here too.
 
 Ordering, per request: the request is logged (:class:`RequestRecord`); injected latency
@@ -403,7 +403,10 @@ class Router:
             precondition_rv=precondition_rv,
             precondition_uid=precondition_uid,
         )
-        if entry.deleting and self._exists(rt, entry):
+        # Still stored (finalizers hold it): the object as marked. Removed: the object as
+        # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
+        # so; a Status naming the uid for the others.
+        if (entry.deleting and self._exists(rt, entry)) or rt.returns_deleted_object:
             return entry_response(rt, entry, convert)
         details = rt.details(target.name)
         details["uid"] = entry.uid

@@ -10,7 +10,9 @@ same step as a snapshot sees exactly the events after it.
 
 Ordering: resourceVersions are one global, strictly increasing integer counter. History is
 one bounded deque of events in resourceVersion order; everything after ``compacted_rv`` is
-in it, so a read at an older version answers 410 ``Expired``.
+in it, so a read at an older version answers 410 ``Expired``. The server compacts when
+it starts serving (unless told to keep that history), so the window begins where a
+freshly started kube-apiserver's watch cache begins: at the version it started at.
 
 Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
 exist, names and labels must be valid, typed fields must have their type) and record

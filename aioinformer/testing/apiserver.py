@@ -24,9 +24,14 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   version was compacted answers 410 ``Expired``), ``resourceVersion`` and
   ``resourceVersionMatch`` (unset = latest, ``0`` = any, ``NotOlderThan``, ``Exact``; a
   version the server has not reached answers 504 ``Timeout`` with cause
-  ``ResourceVersionTooLarge``), ``labelSelector`` and ``fieldSelector``;
+  ``ResourceVersionTooLarge``; an ``Exact`` version older than the history window
+  answers 410 ``Expired``), ``labelSelector`` and ``fieldSelector``;
+* a history window like kube-apiserver's watch cache: it starts at the resourceVersion
+  the server started serving at (the objects stored before are there, their history is
+  not) and holds the last ``history_size`` events after it; ``compact()`` and a
+  restart that resets the history move its start to the newest version;
 * WATCH from a resourceVersion: a 200 stream of JSON lines; a version older than the
-  bounded history answers HTTP 410 ``Expired`` on open, as v1.36 does (or, with
+  history window answers HTTP 410 ``Expired`` on open, as v1.36 does (or, with
   ``expired_watch="error_event"``, one ``ERROR`` event inside a 200 stream, as older
   servers did); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
   BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
@@ -78,6 +83,7 @@ import orjson
 
 from aioinformer._apiobjects import Entry, ResourceType, StatusError, status_body
 from aioinformer._clock import Clock, default_clock
+from aioinformer._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
@@ -90,6 +96,8 @@ from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, Wat
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
     from types import TracebackType
+
+    from pydantic import BaseModel
 
     from aioinformer.client import Client
 
@@ -154,6 +162,24 @@ class FakeAPIServer:
     from then on (403 while it has finalizers, 404 once gone) but does not delete its
     contents.
 
+    History: like a freshly started kube-apiserver, whose watch cache begins at the
+    resourceVersion it read its storage at, the server keeps no history from before it
+    started serving. Objects stored before :meth:`start` (seeded directly, and the
+    default namespaces) are there and LIST shows them, but a WATCH from a version older
+    than the one the server started at answers HTTP 410 ``Expired`` on open (``too old
+    resource version: 3 (7)``), and so does an ``Exact`` LIST (``The resourceVersion for
+    the provided list is too old.``: kube-apiserver passes that LIST on to etcd, which
+    answers so once compacted past it; the fake keeps one history for both); a watch
+    from the start version or later replays what happened since. LIST with
+    ``resourceVersion`` unset, ``"0"`` or ``NotOlderThan``, and watches without a
+    version, at ``"0"`` or with ``sendInitialEvents``, read the current state and are
+    never too old. After the start the window holds the last ``history_size`` events;
+    ``compact()`` forgets all of it and ``restart(reset_history=True)`` starts it again
+    at the restart, as a restarted kube-apiserver does. ``keep_history_before_start=True``
+    keeps every event since the server was created instead, for tests that replay
+    seeded objects through a watch from an early version (a convenience a real cluster
+    lacks).
+
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
     ``server.faults.fail_next(2, status=429)``, ``server.faults.freeze_watches()`` to
     silence every open watch as a dead TCP path would, or
@@ -165,9 +191,10 @@ class FakeAPIServer:
     may do anything, :meth:`add_token` adds users limited by :class:`Rule` lists.
 
     Options (keyword-only): ``history_size`` events kept for watches from an older
-    version (10 000); ``bookmark_interval`` seconds between BOOKMARKs on an idle watch
-    that allows them (60.0, kube-apiserver's cadence; tests that want them sooner pass
-    less); ``clock`` for bookmark, watch-timeout, latency and
+    version (10 000); ``keep_history_before_start`` (``False``: the history starts when
+    the server starts serving, see above); ``bookmark_interval`` seconds between
+    BOOKMARKs on an idle watch that allows them (60.0, kube-apiserver's cadence; tests
+    that want them sooner pass less); ``clock`` for bookmark, watch-timeout, latency and
     reconnect timers (the event loop's by default; pass a ``FakeClock`` to drive them);
     ``too_large_rv_wait`` seconds a read at a future resourceVersion waits for it before
     answering 504 (0; the real server waits up to 3); ``watch_list``, how a watch with
@@ -191,6 +218,7 @@ class FakeAPIServer:
         self,
         *,
         history_size: int = 10_000,
+        keep_history_before_start: bool = False,
         bookmark_interval: float = 60.0,
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
@@ -208,6 +236,8 @@ class FakeAPIServer:
                 f"expired_watch must be 'status' or 'error_event', got {expired_watch!r}"
             )
         self.clock: Clock = clock if clock is not None else default_clock
+        # Read by start(): whether the events before it stay in the history.
+        self.keep_history_before_start = keep_history_before_start
         self.expired_watch: ExpiredWatch = expired_watch
         self.bookmark_interval = bookmark_interval
         self.watch_list: WatchListSupport = watch_list
@@ -254,7 +284,11 @@ class FakeAPIServer:
         await self.close()
 
     async def start(self) -> None:
-        """Start serving (``async with`` calls it)."""
+        """Start serving (``async with`` calls it). The history starts here: watches
+        and ``Exact`` reads at an older version answer 410, as a freshly started
+        kube-apiserver's do (unless ``keep_history_before_start``)."""
+        if not self.keep_history_before_start:
+            self._store.compact()
         await self._listener.start(self._router.handle)
 
     async def close(self) -> None:
@@ -273,8 +307,13 @@ class FakeAPIServer:
 
     async def restart(self, *, reset_history: bool = True) -> None:
         """Simulate an API server restart: drop every connection and watch, then listen
-        again. Objects survive (they live in etcd); with ``reset_history`` the watch
-        history is lost, so watches and continue tokens from before answer 410."""
+        again. Objects survive (they live in etcd). With ``reset_history`` (the default)
+        the history starts again at the restart, as a restarted kube-apiserver's watch
+        cache does, so watches, ``Exact`` reads and continue tokens from before answer
+        410 (``keep_history_before_start`` is about :meth:`start` only).
+        ``reset_history=False`` keeps it, as when clients reconnect to another
+        kube-apiserver of the control plane whose watch cache still holds their
+        version."""
         await self._listener.stop_listening()
         if reset_history:
             self._store.compact()
@@ -390,7 +429,7 @@ class FakeAPIServer:
 
     # -- direct state access ---------------------------------------------------------------
 
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, obj: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
         """Store a new object as a POST would (status kept); return the stored copy.
 
         Admitted as a POST is: :class:`aioinformer.errors.NotFound` for a namespace that
@@ -398,8 +437,11 @@ class FakeAPIServer:
         ``Invalid``) for an invalid name or label, :class:`aioinformer.errors.BadRequest`
         for a field of the wrong type, :class:`aioinformer.errors.AlreadyExists` for a
         taken name; :class:`aioinformer.errors.UnknownResourceError` for a kind the
-        server does not serve.
+        server does not serve. ``obj`` is one object, a mapping or a pydantic model, as
+        ``ResourceClient.create`` takes it: anything else raises
+        :class:`aioinformer.errors.NotAnObjectError`.
         """
+        obj = object_body(obj, call="FakeAPIServer.create")
         rt = self._registry.for_object(obj)
         with _as_api_error():
             data = prepare_new(rt, orjson.loads(orjson.dumps(obj)), None)
@@ -427,9 +469,13 @@ class FakeAPIServer:
             }
         )
 
-    def update(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
+    def update(
+        self, obj: Mapping[str, Any] | BaseModel, *, subresource: str | None = None
+    ) -> dict[str, Any]:
         """Replace an object as a PUT would; a set ``metadata.resourceVersion`` is a
-        precondition (:class:`aioinformer.errors.Conflict`)."""
+        precondition (:class:`aioinformer.errors.Conflict`). ``obj`` is one object, as for
+        :meth:`create`."""
+        obj = object_body(obj, call="FakeAPIServer.update")
         rt = self._registry.for_object(obj)
         data = orjson.loads(orjson.dumps(obj))
         if not isinstance(data.get("metadata"), dict) or not data["metadata"].get("name"):
@@ -452,7 +498,13 @@ class FakeAPIServer:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        """Apply a ``merge``, ``strategic`` or ``json`` patch; return the new object."""
+        """Apply a ``merge``, ``strategic`` or ``json`` patch; return the new object.
+
+        The namespace comes before the name, as in :meth:`get` and :meth:`delete` (and
+        unlike ``ResourceClient.patch``): a string where the patch body goes, or a
+        mapping where the namespace or the name goes, raises
+        :class:`aioinformer.errors.PatchArgumentsError` giving the call to write."""
+        check_fake_patch_arguments(resource, namespace, name, patch)
         rt = self.resolve(resource)
         content_type = _PATCH_CONTENT_TYPES[patch_type]
         with _as_api_error():

@@ -68,8 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "fake_apiserver(**options): keyword options for the fake_apiserver fixture's "
-        "FakeAPIServer (history_size, bookmark_interval, clock, too_large_rv_wait, "
-        "require_namespaces, expired_watch, ...)",
+        "FakeAPIServer (history_size, keep_history_before_start, bookmark_interval, clock, "
+        "too_large_rv_wait, require_namespaces, expired_watch, ...)",
     )
 
 

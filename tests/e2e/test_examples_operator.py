@@ -454,7 +454,7 @@ def test_the_user_facing_example_tests_pass_in_their_own_pytest_run() -> None:
         cwd=EXAMPLES.parent,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 passed" in result.stdout
+    assert "7 passed" in result.stdout
 
 
 async def test_readyz_is_503_while_every_watch_is_frozen_and_200_once_rewatched(
@@ -511,3 +511,6 @@ async def test_metrics_serves_the_informers_reflector_and_handler_metrics(
     assert total("reflector_watchLists_total") + total("reflector_lists_total") >= 2
     assert len(samples("aioinformer_reflector_seconds_since_heard")) == 2
     assert samples("aioinformer_informer_queued_deltas")
+    # The client the lifespan opened reports its requests: discovery, lists, watches.
+    assert total("rest_client_requests_total") >= 2
+    assert all('code="200"' in line for line in samples("rest_client_requests_total"))

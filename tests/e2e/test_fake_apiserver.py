@@ -244,20 +244,49 @@ async def test_patch_with_an_unknown_content_type_answers_415(api: Api) -> None:
     assert body["reason"] == "UnsupportedMediaType"
 
 
-async def test_delete_answers_a_success_status_and_removes_the_object(api: Api) -> None:
-    _, created, _ = await api.call("POST", PODS, body=pod("a"))
-    code, body, _ = await api.call("DELETE", PODS + "/a")
+async def test_delete_answers_a_success_status_naming_the_uid_and_removes_the_object(
+    api: Api,
+) -> None:
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    _, created, _ = await api.call("POST", configmaps, body={"metadata": {"name": "a"}})
+    code, body, _ = await api.call("DELETE", configmaps + "/a")
     assert code == 200
     assert body == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {"name": "a", "kind": "pods", "uid": created["metadata"]["uid"]},
+        "details": {"name": "a", "kind": "configmaps", "uid": created["metadata"]["uid"]},
     }
-    code, _, _ = await api.call("GET", PODS + "/a")
+    code, _, _ = await api.call("GET", configmaps + "/a")
     assert code == 404
-    code, _, _ = await api.call("DELETE", PODS + "/a")
+    code, _, _ = await api.call("DELETE", configmaps + "/a")
+    assert code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        pytest.param(PODS, pod("a"), id="pods"),
+        pytest.param("/api/v1/namespaces/default/services", {"metadata": {"name": "a"}}, id="svc"),
+        pytest.param(
+            "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "a"}}, id="sa"
+        ),
+    ],
+)
+async def test_deleting_a_pod_service_or_service_account_answers_the_deleted_object(
+    api: Api, fake_apiserver: FakeAPIServer, path: str, body: dict[str, Any]
+) -> None:
+    # kube-apiserver's registries of these kinds return the deleted object, stamped with
+    # the deletion's resourceVersion: the one its watchers' DELETED event carries.
+    _, created, _ = await api.call("POST", path, body=body)
+    code, deleted, _ = await api.call("DELETE", path + "/a")
+    assert code == 200
+    assert deleted["kind"] == created["kind"]
+    assert deleted["metadata"]["uid"] == created["metadata"]["uid"]
+    assert deleted["metadata"]["resourceVersion"] == fake_apiserver.resource_version
+    assert int(deleted["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    code, _, _ = await api.call("GET", path + "/a")
     assert code == 404
 
 

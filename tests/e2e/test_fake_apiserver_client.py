@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from aioinformer.errors import Gone
+from aioinformer.errors import Gone, NotAnObjectError, PatchArgumentsError
+from aioinformer.k8s.core_v1 import ConfigMap
 from aioinformer.listwatch import ListOptions, WatchEvent
+from aioinformer.models import ObjectMeta
 
 if TYPE_CHECKING:
     from aioinformer.client import Client, ResourceClient
@@ -47,3 +49,25 @@ async def test_kube_client_fixture_watches_and_sees_410(
     fake_apiserver.compact()
     with pytest.raises(Gone):
         await first_event(pods, ListOptions(resource_version=old))
+
+
+async def test_a_typed_object_is_written_as_its_json_and_misplaced_arguments_never_leave(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    async with fake_apiserver.client() as client:
+        config_maps = client.resource("v1/configmaps")
+        created = await config_maps.create(
+            ConfigMap(metadata=ObjectMeta(name="typed", namespace="default"), data={"a": "1"})
+        )
+        assert (created["kind"], created["data"]) == ("ConfigMap", {"a": "1"})
+        read = ConfigMap.model_validate(created)
+        read.data = {"a": "2"}
+        assert (await config_maps.update(read))["data"] == {"a": "2"}
+
+        sent = len(fake_apiserver.request_log)
+        with pytest.raises(NotAnObjectError):
+            await config_maps.create([created])  # type: ignore[arg-type]
+        with pytest.raises(PatchArgumentsError):
+            await config_maps.patch("typed", "default", {"data": {}})  # type: ignore[arg-type]
+        assert len(fake_apiserver.request_log) == sent
+    assert fake_apiserver.get("configmaps", "default", "typed")["data"] == {"a": "2"}

@@ -134,6 +134,22 @@ async def test_watch_from_a_version_streams_later_changes_with_full_objects(
     assert await stream.events(1) == [("ADDED", "b")]
 
 
+async def test_a_deleted_pod_answers_with_the_version_its_deleted_event_carries(
+    fake_apiserver: FakeAPIServer, watch: WatchFactory, session: aiohttp.ClientSession
+) -> None:
+    fake_apiserver.create(pod("a"))
+    stream = await watch(resourceVersion=fake_apiserver.resource_version)
+    async with session.delete(fake_apiserver.url + PODS + "/a") as response:
+        assert response.status == 200
+        answer = await response.json()
+    event = await stream.event()
+    assert event is not None
+    assert event["type"] == "DELETED"
+    assert answer["kind"] == "Pod"
+    assert answer["metadata"]["resourceVersion"] == event["object"]["metadata"]["resourceVersion"]
+    assert answer["metadata"]["uid"] == event["object"]["metadata"]["uid"]
+
+
 async def test_watch_without_a_version_starts_with_the_current_state(
     fake_apiserver: FakeAPIServer, watch: WatchFactory
 ) -> None:

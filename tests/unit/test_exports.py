@@ -114,10 +114,14 @@ TOP_LEVEL = [
 DESIGN_PATHS = {
     "aioinformer.errors": [
         "ApiError",
+        "CacheReadTimeout",
+        "CacheScopeError",
         "Conflict",
         "Forbidden",
         "Gone",
+        "NotAnObjectError",
         "NotFound",
+        "PatchArgumentsError",
         "ResourceExpired",
         "ServerError",
         "TooManyRequests",
@@ -125,7 +129,7 @@ DESIGN_PATHS = {
     "aioinformer.models": ["KubeObject", "ListMeta", "ObjectMeta", "Status"],
     "aioinformer.listwatch": ["ListOptions", "ListerWatcher", "ObjectList", "WatchEvent"],
     "aioinformer.config": ["Config", "load_incluster_config", "load_kube_config"],
-    "aioinformer.client": ["GVR", "Client", "ResourceClient"],
+    "aioinformer.client": ["GVR", "Client", "ResourceClient", "RestClientMetricsProvider"],
     "aioinformer.indexer": [
         "NAMESPACE_INDEX",
         "Indexer",
@@ -154,9 +158,12 @@ DESIGN_PATHS = {
         "WorkQueue",
         "default_controller_rate_limiter",
     ],
-    "aioinformer.controller": ["Controller"],
+    "aioinformer.controller": ["Controller", "ControllerMetricsProvider"],
     "aioinformer.leaderelection": ["LeaderElector"],
     "aioinformer.testing": ["FakeAPIServer", "FakeListerWatcher"],
+    # The cache-backed client, controller-runtime's mgr.GetClient() (read your own writes).
+    "aioinformer.cached_client": ["CachedClient", "CachedClientStatistics", "CachedResource"],
+    "aioinformer.manager": ["Manager"],
 }
 
 
