@@ -58,9 +58,21 @@ def lw() -> FakeListerWatcher:
     return FakeListerWatcher(namespace="ns", objects=[pod("a"), pod("b"), pod("c")])
 
 
-def audited(lw: Any, clock: FakeClock, cache: CacheMode, **options: Any) -> SharedIndexInformer:
+def audited(
+    lw: Any, clock: FakeClock, cache: CacheMode, *, use_watch_list: bool = True, **options: Any
+) -> SharedIndexInformer:
+    """An informer auditing every ``PERIOD`` exactly; ``options`` are the audit's."""
     audit = CacheAudit(period=PERIOD, jitter=0.0, **options)
-    return SharedIndexInformer(lw, clock=clock, cache=cache, audit=audit)
+    return SharedIndexInformer(
+        lw, clock=clock, cache=cache, audit=audit, use_watch_list=use_watch_list
+    )
+
+
+def lose_delete(lw: FakeListerWatcher, key: str) -> None:
+    """Delete ``key`` without telling the watch, then let a bookmark carry the informer
+    past the deletion, as the server's next one would."""
+    lw.delete(key, notify=False)
+    lw.send_bookmark()
 
 
 async def synced(informer: SharedIndexInformer, lw: FakeListerWatcher) -> None:
@@ -150,8 +162,7 @@ async def test_a_lost_delete_is_found_extra_and_repaired_by_a_relist_that_sends_
     informer.set_watch_error_handler(lambda _reflector, error: errors.append(error))
     async with informer:
         await synced(informer, lw)
-        lw.delete("ns/b", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/b")
         await wait_until(lambda: informer.last_store_resource_version == lw.resource_version)
         assert "b" in cached_versions(informer)
 
@@ -228,8 +239,7 @@ async def test_an_informer_without_audit_keeps_a_lost_delete(
     informer = SharedIndexInformer(lw, clock=clock, cache=cache)
     async with informer:
         await synced(informer, lw)
-        lw.delete("ns/b", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/b")
         for _ in range(3):
             await clock.advance(PERIOD)
         await clock.settle()
@@ -562,8 +572,7 @@ async def test_health_and_statistics_carry_the_audit_figures(
             "seconds_since_audit": None,
             "last": None,
         }
-        lw.delete("ns/c", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/c")
         await next_audit(informer, clock)
         record = informer.health().as_dict()
         assert record["live"] is False
@@ -593,13 +602,10 @@ async def test_health_and_statistics_carry_the_audit_figures(
 async def test_the_informer_stays_not_live_while_the_relist_that_repairs_it_fails(
     lw: FakeListerWatcher, clock: FakeClock
 ) -> None:
-    informer = SharedIndexInformer(
-        lw, clock=clock, use_watch_list=False, audit=CacheAudit(period=PERIOD, jitter=0.0)
-    )
+    informer = audited(lw, clock, "compact", use_watch_list=False)
     async with informer:
         await synced(informer, lw)
-        lw.delete("ns/a", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/a")
         forbidden = Forbidden({"code": 403, "reason": "Forbidden", "message": "no"})
         # The audit's list goes through; the relists after it are refused twice.
         lw.fail_next_list(None, forbidden, forbidden)
@@ -631,8 +637,7 @@ async def test_the_informer_is_not_live_while_the_relist_waits_to_be_applied(
         lw.modify(pod("a", tier="web"))
         lw.modify(pod("c", tier="web"))
         await wait_until(lambda: informer.statistics().handlers[0].pending == 1)
-        lw.delete("ns/b", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/b")
         await next_audit(informer, clock)
         await clock.advance(BACKOFF)
         await wait_until(lambda: informer.statistics().fifo_pending > 0)
@@ -652,13 +657,10 @@ async def test_the_informer_is_not_live_while_the_relist_waits_to_be_applied(
 async def test_an_audit_due_while_the_last_relist_is_pending_waits_one_period(
     lw: FakeListerWatcher, clock: FakeClock
 ) -> None:
-    informer = SharedIndexInformer(
-        lw, clock=clock, use_watch_list=False, audit=CacheAudit(period=PERIOD, jitter=0.0)
-    )
+    informer = audited(lw, clock, "compact", use_watch_list=False)
     async with informer:
         await synced(informer, lw)
-        lw.delete("ns/b", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/b")
         lw.fail_next_list(None)  # the audit's list goes through,
         lw.stall_next_list()  # the relist it asks for never answers
         await next_audit(informer, clock)
@@ -684,8 +686,7 @@ async def test_an_in_order_informer_is_audited_and_repaired_the_same_way(
     informer.add_event_handler(on_delete=deleted.append)
     async with informer:
         await synced(informer, lw)
-        lw.delete("ns/c", notify=False)
-        lw.send_bookmark()
+        lose_delete(lw, "ns/c")
         report = await next_audit(informer, clock)
         assert report.extra == ("ns/c",)
         await repaired(informer, clock)
