@@ -193,6 +193,16 @@ def _restart(reset_history: bool) -> Step:
     return step
 
 
+async def _lose_a_delete_then_reset_history(server: FakeAPIServer) -> None:
+    # The watch never hears of this deletion and moves past it: only a relist, here the
+    # one a reset history forces, brings the cache back to the truth (a cache audit asks
+    # for one when it finds such a difference).
+    server.faults.drop_watch_events(1, resource="pods")
+    victim = next(iter(truth(server).values()))["metadata"]
+    server.delete("pods", victim["namespace"], victim["name"])
+    await server.restart(reset_history=True)
+
+
 async def _freeze(server: FakeAPIServer) -> None:
     await server.wait_for_watchers(1)  # the reflector says WATCHING before its request lands
     assert server.faults.freeze_watches() == 1
@@ -299,6 +309,14 @@ CASES = [
         "restart",
         None,
         relists=False,
+    ),
+    FaultCase(
+        "lost-delete-then-history-reset",
+        lambda s: None,
+        _lose_a_delete_then_reset_history,
+        "drop_watch_event",
+        Gone,
+        relists=True,
     ),
     FaultCase(
         "server-restart-with-history-reset",
@@ -411,10 +429,11 @@ FAULT_METHODS_COVERED = {
     "fail_next": {"429-burst-on-list-with-retry-after", "500-burst-on-list"},
     "latency": {"latency-on-every-request"},
     "delay_watch_events": {"lagging-watch"},
+    "drop_watch_events": {"lost-delete-then-history-reset"},
     "refuse_connections": {"refused-connection"},
     "accept_connections": {"refused-connection"},
 }
-NOT_FAULTS = {"attach_freezer", "clear", "count", "record", "wait_for", "log"}
+NOT_FAULTS = {"attach_freezer", "clear", "count", "record", "wait_for", "log", "loses"}
 
 
 def test_every_fault_the_server_can_inject_has_a_case_here() -> None:
