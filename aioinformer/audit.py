@@ -16,6 +16,12 @@ its DeltaFIFO's replace queues the missing objects and tombstones for the extra 
 (handlers get ``on_delete`` with a :class:`~aioinformer.models.DeletedFinalStateUnknown`),
 and ``health().live`` stays false until every key found different has been applied again.
 
+What it can see: a list at ``resourceVersion=""`` is as true as the server answering it.
+A kube-apiserver that serves consistent lists from its watch cache (1.31 on) answers from
+the cache its watches come from: an audit then finds what was lost between that cache and
+the informer (a proxy, a broken stream, another replica's correct cache), not an event the
+server's own cache lost.
+
 This module holds the values users write and read: :class:`CacheAudit` (the settings),
 :class:`AuditReport` (one audit's result), :class:`CacheAuditStatistics` (the running
 totals), and the seam an audit lists through, :class:`AuditLister`. The audit itself runs
