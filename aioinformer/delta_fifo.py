@@ -88,16 +88,26 @@ import enum
 import inspect
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
 from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._meta import resource_version_of
 from aioinformer._store_rv import AppliedReads, AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
 from aioinformer.errors import Requeue as Requeue
 from aioinformer.indexer import KeyFunc, meta_namespace_key
+from aioinformer.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    EventBatchSink,
+    EventFailures,
+    WatchEvent,
+)
 from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 
 __all__ = [
@@ -250,7 +260,7 @@ class DeltasBatch:
 
 
 # AppliedReads first: its ``_on_close`` overrides the base's no-op.
-class DeltaFIFO(AppliedReads, _FIFOWaits):
+class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
     """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
 
     ``key_func`` gives each object's key (tombstones always use their own ``key``).
@@ -277,6 +287,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
     __slots__ = (
         "_applied",
         "_atomic",
+        "_by_event_type",
         "_emit_replaced",
         "_first_seq",
         "_group",
@@ -349,6 +360,13 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
         self._first_seq = {}
         self._out_of_order = set()
         self._holds = []
+        # What apply_events does with each watch event type.
+        self._by_event_type: dict[str, Callable[[Any], None]] = {
+            ADDED: self._add_now,
+            MODIFIED: self._update_now,
+            DELETED: self._delete_now,
+            BOOKMARK: self._bookmark_event,
+        }
         super().__init__()
 
     def __repr__(self) -> str:
@@ -401,21 +419,11 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
 
     async def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
-        if not self._populated:
-            self._populate()
-        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        self._seq += 1
-        self._rv_log.append(obj)
-        self._enqueue(_ADDED, obj, key, True)
+        self._add_now(obj)
 
     async def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
-        if not self._populated:
-            self._populate()
-        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
-        self._seq += 1
-        self._rv_log.append(obj)
-        self._enqueue(_UPDATED, obj, key, True)
+        self._update_now(obj)
 
     async def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta, unless the key is neither queued nor known.
@@ -423,6 +431,43 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
         ``obj`` may be the object or a :class:`DeletedFinalStateUnknown`. Without
         ``known_objects``, only a queued key can be deleted.
         """
+        self._delete_now(obj)
+
+    async def apply_events(self, events: Sequence[WatchEvent]) -> EventFailures:
+        """A watch's events, in order, each as :meth:`add`, :meth:`update`,
+        :meth:`delete` or :meth:`bookmark` would take it, with one wake-up of a parked
+        popper for them all. An event whose key or transform fails is returned with its
+        error and the others are queued (see
+        :class:`~aioinformer.listwatch.EventBatchSink`)."""
+        failures: EventFailures = None
+        by_type = self._by_event_type
+        for event in events:
+            try:
+                by_type[event.type](event.object)
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: the reader reports it; the batch goes on without it.
+                if failures is None:
+                    failures = []
+                failures.append((event, exc))
+        return failures
+
+    def _add_now(self, obj: Any) -> None:
+        if not self._populated:
+            self._populate()
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
+        self._enqueue(_ADDED, obj, key, True)
+
+    def _update_now(self, obj: Any) -> None:
+        if not self._populated:
+            self._populate()
+        key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
+        self._seq += 1
+        self._rv_log.append(obj)
+        self._enqueue(_UPDATED, obj, key, True)
+
+    def _delete_now(self, obj: Any) -> None:
         key = self._key_func(obj) if type(obj) is dict else self.key_of(obj)
         if not self._populated:
             self._populate()
@@ -435,6 +480,9 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
                 self._advance()
                 return
         self._enqueue(_DELETED, obj, key, True)
+
+    def _bookmark_event(self, obj: Any) -> None:
+        self._bookmark_now(resource_version_of(obj) or "")
 
     async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue the result of a LIST, and tombstones for what it no longer contains.
@@ -521,6 +569,9 @@ class DeltaFIFO(AppliedReads, _FIFOWaits):
         ``resource_version``. It becomes :attr:`last_store_resource_version` once every
         event queued before it has been processed, so a quiet resource's cache catches up
         with the server without any object changing."""
+        self._bookmark_now(resource_version)
+
+    def _bookmark_now(self, resource_version: str) -> None:
         self._seq += 1
         self._rv_log.append(resource_version or None)
         self._advance()

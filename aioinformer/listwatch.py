@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable, Sequence
 
 __all__ = [
     "ADDED",
@@ -49,6 +49,8 @@ __all__ = [
     "DELETED",
     "DescribedListerWatcher",
     "ERROR",
+    "EventBatchSink",
+    "EventFailures",
     "INITIAL_EVENTS_END_ANNOTATION",
     "ListOptions",
     "ListerWatcher",
@@ -56,6 +58,7 @@ __all__ = [
     "ObjectList",
     "SourceInfo",
     "WatchEvent",
+    "WatchStreamBase",
     "source_info",
 ]
 
@@ -174,6 +177,64 @@ class ListerWatcher(Protocol):
         only to a source declaring :attr:`SourceInfo.watch_list`.
         """
         ...
+
+
+class WatchStreamBase(abc.ABC):
+    """A watch stream that declares what a reader may rely on: whether its request was
+    accepted (:attr:`opened`) and its events a read at a time (:meth:`batches`).
+
+    What our sources' ``watch()`` returns (:class:`aioinformer.watch.WatchStream`,
+    :class:`~aioinformer.testing.FakeListerWatcher`'s streams). A reflector reads such a
+    stream by the batch: one hand-over to its store per read of the connection, instead of
+    one per event. Any other async iterator of events (a plain source's generator) is read
+    one event at a time, and an error before its first event counts as a failed request.
+    Iterating the stream itself yields the events one by one.
+    """
+
+    __slots__ = ()
+
+    @property
+    @abc.abstractmethod
+    def opened(self) -> bool:
+        """Whether the server accepted the request: from then on an error ends an open
+        watch rather than failing the request."""
+
+    @abc.abstractmethod
+    def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        """The events in stream order, as lists of those one read brought (never
+        empty); errors are raised as :meth:`ListerWatcher.watch` says."""
+
+    @abc.abstractmethod
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        """The events one by one."""
+
+    def __anext__(self) -> Awaitable[WatchEvent]:
+        """The next event (what ``__aiter__`` hands out, one call more per event)."""
+        return self.__aiter__().__anext__()
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Stop reading and close the stream (idempotent)."""
+
+
+EventFailures: TypeAlias = "list[tuple[WatchEvent, Exception]] | None"
+"""What :meth:`EventBatchSink.apply_events` returns: the events it could not take, each
+with its error; ``None`` when it took them all."""
+
+
+class EventBatchSink(abc.ABC):
+    """A reflector's store that takes a watch's events a batch at a time: one call per read
+    of the connection instead of one per event. The informer's FIFOs are such stores; a
+    store that is not gets ``add``/``update``/``delete`` (and ``bookmark``) per event."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    async def apply_events(self, events: Sequence[WatchEvent]) -> EventFailures:
+        """Apply ``ADDED``, ``MODIFIED``, ``DELETED`` and ``BOOKMARK`` events, in order,
+        as their per-event methods would, without suspending. An event the store cannot
+        take (its transform raised, it has no name) is left out and returned with its
+        error, for the reader to report; the others are applied. ``None``: all were."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -63,10 +63,11 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
 from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._meta import resource_version_of
 from aioinformer._store_rv import AppliedReads, AppliedResourceVersion
 from aioinformer.delta_fifo import (
     DEFAULT_BATCH_KEYS,
@@ -77,6 +78,15 @@ from aioinformer.delta_fifo import (
     TransformFunc,
 )
 from aioinformer.indexer import KeyFunc, meta_namespace_key
+from aioinformer.listwatch import (
+    ADDED,
+    BOOKMARK,
+    DELETED,
+    MODIFIED,
+    EventBatchSink,
+    EventFailures,
+    WatchEvent,
+)
 from aioinformer.models import DeletedFinalStateUnknown
 
 __all__ = ["InOrderBatch", "InOrderProcessFunc", "RealFIFO"]
@@ -84,6 +94,8 @@ __all__ = ["InOrderBatch", "InOrderProcessFunc", "RealFIFO"]
 _ADDED: Final = DeltaType.ADDED
 _UPDATED: Final = DeltaType.UPDATED
 _DELETED: Final = DeltaType.DELETED
+_ACTIONS: Final = {ADDED: _ADDED, MODIFIED: _UPDATED, DELETED: _DELETED}
+"""The change a watch event's type queues (bookmarks aside)."""
 _REPLACED: Final = DeltaType.REPLACED
 _SYNC: Final = DeltaType.SYNC
 
@@ -148,7 +160,7 @@ def _one(action: DeltaType, obj: Any) -> Deltas:
 
 
 # AppliedReads first: its ``_on_close`` overrides the base's no-op.
-class RealFIFO(AppliedReads, _FIFOWaits):
+class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
     """A queue of single changes, in arrival order, with relists and resyncs as one item.
 
     ``key_func`` gives each object's key (tombstones use their own ``key``).
@@ -227,6 +239,27 @@ class RealFIFO(AppliedReads, _FIFOWaits):
         """Queue a ``Deleted`` change (``obj`` may be a :class:`DeletedFinalStateUnknown`)."""
         self._push(_DELETED, obj)
 
+    async def apply_events(self, events: Sequence[WatchEvent]) -> EventFailures:
+        """A watch's events, in order, each queued as :meth:`add`, :meth:`update`,
+        :meth:`delete` or :meth:`bookmark` would queue it; an event whose key or transform
+        fails is returned with its error (see
+        :class:`~aioinformer.listwatch.EventBatchSink`)."""
+        failures: EventFailures = None
+        push = self._push
+        for event in events:
+            kind = event.type
+            try:
+                if kind == BOOKMARK:
+                    self._bookmark_now(resource_version_of(event.object) or "")
+                else:
+                    push(_ACTIONS[kind], event.object)
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: the reader reports it; the batch goes on without it.
+                if failures is None:
+                    failures = []
+                failures.append((event, exc))
+        return failures
+
     def _push(self, action: DeltaType, obj: Any) -> None:
         if not self._populated:
             # A change before any list: the initial population is empty.
@@ -279,6 +312,9 @@ class RealFIFO(AppliedReads, _FIFOWaits):
         """A watch's ``BOOKMARK``: the server has sent every event up to
         ``resource_version``. It becomes :attr:`last_store_resource_version` once every
         item queued before it has been processed."""
+        self._bookmark_now(resource_version)
+
+    def _bookmark_now(self, resource_version: str) -> None:
         self._rv_log.append(resource_version or None)
         if self._queue or self._busy:
             # Behind the items queued or in process; never woken for, never handed out.

@@ -267,6 +267,19 @@ class _BackingOff:
 
 
 _State: TypeAlias = _Stopped | _Listing | _Watching | _BackingOff
+
+
+@dataclass(frozen=True, slots=True)
+class _CarriedStream:
+    """A streaming list's stream, open, carrying on as the watch: asked for ``timeout``
+    seconds, with the events ``pending`` that it read past its initial-events-end
+    bookmark (one read may bring both)."""
+
+    stream: AsyncIterator[WatchEvent]
+    timeout: int
+    pending: list[WatchEvent]
+
+
 _STOPPED: Final = _Stopped()
 
 
@@ -514,11 +527,10 @@ class Reflector:
             if self._synced_once:
                 self._relists += 1
                 self._metrics.relisted()
-            stream: AsyncIterator[WatchEvent] | None = None
-            timeout = 0
+            carried: _CarriedStream | None = None
             if self._stream_next:
                 try:
-                    stream, timeout = await self._watch_list()
+                    carried = await self._watch_list()
                 except Exception as exc:  # noqa: BLE001
                     # Blind on purpose: any failure of a streaming list falls back to list+watch.
                     self._stream_next = False
@@ -528,11 +540,11 @@ class Reflector:
                         exc,
                     )
                     await self._report(exc)
-            if stream is None:
+            if carried is None:
                 await self._list()
             if self._options.resync_period > 0:
                 helpers.add(asyncio.create_task(self._resync_loop(), name=f"{self._name} resync"))
-            await self._watch(stream, timeout)
+            await self._watch(carried)
         finally:
             try:
                 await cancel_and_wait(*helpers)
@@ -627,20 +639,21 @@ class Reflector:
     def _deadline(self, timeout_seconds: int) -> float:
         return inactivity_deadline(self._options.watch_inactivity_timeout, timeout_seconds)
 
-    async def _watch(
-        self,
-        stream: AsyncIterator[WatchEvent] | None,
-        timeout: int,
-    ) -> None:
+    async def _watch(self, carried: _CarriedStream | None) -> None:
         """Watch until a relist is called for.
 
-        ``stream``, when given, is an already open watch asked for ``timeout`` seconds
-        (a streaming list's); it is owned, and closed, from here on. Its request has
-        succeeded, so it breaking before any further event is an open watch ending, not a
-        failed watch request.
+        ``carried``, when given, is a streaming list's stream, still open, with what it
+        read past its initial-events-end bookmark; it is owned, and closed, from here on.
+        Its request has succeeded, so it breaking before any further event is an open
+        watch ending, not a failed watch request.
         """
         retry = InternalErrorRetry(self._options.max_internal_error_retry_duration, self._clock)
         streak = FailureStreak()
+        stream: AsyncIterator[WatchEvent] | None = None
+        pending: list[WatchEvent] | None = None
+        timeout = 0
+        if carried is not None:
+            stream, timeout, pending = carried.stream, carried.timeout, carried.pending
         while True:
             # A streaming list's stream was opened (and read) before we got it.
             carried_over = stream is not None
@@ -656,10 +669,10 @@ class Reflector:
                     )
                 )
             self._state = _Watching(timeout, self._deadline(timeout))
-            _, end = await self._consume(
-                stream, self._store, self._cursor, timeout, opened=carried_over
+            _, end, _ = await self._consume(
+                stream, self._store, self._cursor, timeout, opened=carried_over, pending=pending
             )
-            stream = None
+            stream = pending = None
             if end.opened:
                 # The source answers: the next list may try streaming again.
                 self._stream_next = self._use_watch_list
@@ -694,9 +707,11 @@ class Reflector:
         *,
         opened: bool = False,
         until_initial_events_end: bool = False,
-    ) -> tuple[bool, WatchEnd]:
+        pending: list[WatchEvent] | None = None,
+    ) -> tuple[bool, WatchEnd, list[WatchEvent]]:
         """Read ``stream`` into ``sink`` (see :class:`WatchRead`), in view of the resync
-        task and of ``statistics()`` while it runs."""
+        task and of ``statistics()`` while it runs; whether it stopped at the
+        initial-events-end bookmark, how it ended, and what it read past that bookmark."""
         read = WatchRead(
             stream,
             sink,
@@ -709,6 +724,7 @@ class Reflector:
             heard=self._heard,
             opened=opened,
             until_initial_events_end=until_initial_events_end,
+            pending=pending,
         )
         if self._resync_error is not None:
             read.interrupt(self._resync_error, resync_failed=True)
@@ -721,11 +737,11 @@ class Reflector:
             self._events += read.applied
             self._metrics.stop_reading()
         self._metrics.stream_ended(end, complete=not done)
-        return done, end
+        return done, end, read.leftover
 
     # -------------------------------------------------------- streaming list
 
-    async def _watch_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
+    async def _watch_list(self) -> _CarriedStream:
         """Get the initial state from one streaming list and commit it with one
         ``replace()``; return the stream, still open, to carry on as the watch.
 
@@ -736,7 +752,7 @@ class Reflector:
         with collector_paused(self._options.gc_policy):
             return await self._stream_list()
 
-    async def _stream_list(self) -> tuple[AsyncIterator[WatchEvent], int]:
+    async def _stream_list(self) -> _CarriedStream:
         temporary = TemporaryStore()
         cursor = Cursor()
         timeout = self._watch_timeout()
@@ -753,7 +769,7 @@ class Reflector:
                 send_initial_events=True,
             )
         )
-        done, end = await self._consume(
+        done, end, leftover = await self._consume(
             stream, temporary, cursor, timeout, until_initial_events_end=True
         )
         if not done:
@@ -777,7 +793,7 @@ class Reflector:
             len(temporary.items),
             cursor.resource_version,
         )
-        return stream, timeout
+        return _CarriedStream(stream, timeout, leftover)
 
     # ------------------------------------------------------------------ timers
 

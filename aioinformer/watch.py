@@ -45,10 +45,10 @@ from aioinformer._raw import decode_watch_line
 from aioinformer._transport import map_transport_errors
 from aioinformer.errors import AioinformerError, WatchError
 from aioinformer.errors import error_from_watch_status as error_from_watch_status
-from aioinformer.listwatch import WatchEvent
+from aioinformer.listwatch import WatchEvent, WatchStreamBase
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+    from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
     from contextlib import AbstractAsyncContextManager
 
     import aiohttp
@@ -69,6 +69,14 @@ DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 kube-apiserver refuses request bodies over 3 MiB and etcd objects over about 1.5 MiB."""
 
 _NEWLINE: Final = b"\n"
+
+DICT_BATCH: Final = 4
+"""Events decoded into dicts are handed on this many at a time (a compact stream hands on
+a whole read): each dict is a few hundred objects the cyclic collector tracks, and the
+fewer are alive at once, the younger they die. Handing a read of 50 Pods on at once
+instead makes every one outlive a young collection, and the collector then promotes the
+whole cache to the oldest generation (measured: 4k events/s that way, 17k this way, on
+10k cached Pods)."""
 
 
 class WatchStreamDecoder:
@@ -103,13 +111,46 @@ class WatchStreamDecoder:
         self.failure: AioinformerError | None = None
         """The first failure met; ``None`` while the stream is sound."""
 
-    def feed(self, chunk: bytes) -> Iterator[WatchEvent]:
-        """Consume one chunk; yield the events whose lines it completes, one at a time.
+    def feed(self, chunk: bytes) -> list[WatchEvent]:
+        """Consume one chunk; return the events whose lines it completes, in order.
 
-        Iterate the result to the end before the next ``feed()``: the events are decoded
-        lazily, so that only the one being handled is alive (holding a chunk's worth of
-        decoded objects at once costs the garbage collector dearly).
+        The reader hands them on as one batch: one call into the store for every event a
+        read of the connection brought. At the first failure the events before it are
+        returned and :attr:`failure` is set; the rest of the stream is ignored.
         """
+        decode = self._decode_line
+        events: list[WatchEvent] = []
+        append = events.append
+        for line in self._frame(chunk):
+            event = decode(line)
+            if event is not None:
+                append(event)
+            elif self.failure is not None:
+                break
+        return events
+
+    def feed_in_groups(self, chunk: bytes, size: int) -> Iterator[list[WatchEvent]]:
+        """As :meth:`feed`, in lists of at most ``size`` events, each decoded only when
+        the previous list has been taken: decoded dicts are tracked by the garbage
+        collector, so only a few of them should be alive at a time (iterate it to the
+        end before the next call)."""
+        decode = self._decode_line
+        events: list[WatchEvent] = []
+        for line in self._frame(chunk):
+            event = decode(line)
+            if event is not None:
+                events.append(event)
+                if len(events) == size:
+                    yield events
+                    events = []
+            elif self.failure is not None:
+                break
+        if events:
+            yield events
+
+    def _frame(self, chunk: bytes) -> Iterator[bytes]:
+        """The complete lines ``chunk`` ends (an unfinished one is kept for the next
+        chunk); stops, with :attr:`failure` set, at a line over the limit."""
         if self.broken:
             return
         find = chunk.find
@@ -125,45 +166,36 @@ class WatchStreamDecoder:
                 self._too_long(self._pending_size + end)
                 return
             self._pending.append(chunk[:end])
-            event = self._decode(self._take_pending())
-            if event is not None:
-                yield event
-            if self.failure is not None:
-                return
+            yield self._take_pending()
             start = end + 1
             end = find(_NEWLINE, start)
-        loads = orjson.loads
-        compact = self._compact
         while end >= 0:
             if end - start > max_line:
                 self._too_long(end - start)
                 return
             if end > start:
-                # The common case inline (one slice, one decode, two lookups); anything
-                # unusual goes through _careful, which classifies it.
-                line = chunk[start:end]
-                if compact:
-                    decoded = decode_watch_line(line)
-                    event = WatchEvent(*decoded) if decoded is not None else self._careful(line)
-                else:
-                    try:
-                        raw = loads(line)
-                        kind = raw["type"]
-                        obj = raw["object"]
-                    except (orjson.JSONDecodeError, TypeError, KeyError):
-                        kind = None
-                    if type(kind) is str and kind != "ERROR" and type(obj) is dict:
-                        event = WatchEvent(kind, obj)
-                    else:
-                        event = self._careful(line)
-                if event is not None:
-                    yield event
-                elif self.failure is not None:
-                    return
+                yield chunk[start:end]
             start = end + 1
             end = find(_NEWLINE, start)
         if start < len(chunk):
             self._hold(chunk[start:])
+
+    def _decode_line(self, line: bytes) -> WatchEvent | None:
+        """One line's event: the common case inline (one decode, two lookups), anything
+        unusual through :meth:`_careful`, which classifies it. ``None`` for a blank line
+        or a failure (then :attr:`failure` is set)."""
+        if self._compact:
+            decoded = decode_watch_line(line)
+            return WatchEvent(*decoded) if decoded is not None else self._careful(line)
+        try:
+            raw = orjson.loads(line)
+            kind = raw["type"]
+            obj = raw["object"]
+        except (orjson.JSONDecodeError, TypeError, KeyError):
+            return self._careful(line)
+        if type(kind) is str and kind != "ERROR" and type(obj) is dict:
+            return WatchEvent(kind, obj)
+        return self._careful(line)
 
     def _hold(self, part: bytes) -> None:
         """Keep ``part`` of the unfinished line, or fail once the line is too long."""
@@ -194,15 +226,6 @@ class WatchStreamDecoder:
     def broken(self) -> bool:
         """Whether a failure was met (the rest of the stream is ignored)."""
         return self.failure is not None
-
-    def _decode(self, line: bytes) -> WatchEvent | None:
-        """Decode one line: the event, or ``None`` for a blank line or a failure (then
-        ``failure`` is set)."""
-        if self._compact:
-            decoded = decode_watch_line(line)
-            if decoded is not None:
-                return WatchEvent(*decoded)
-        return self._careful(line)
 
     def _careful(self, line: bytes) -> WatchEvent | None:
         """Decode one line whole and classify it: the event, or ``None`` for a blank line
@@ -266,25 +289,24 @@ def read_watch_stream(
     A line longer than ``max_line_bytes`` raises :class:`WatchError`. With ``compact``
     the objects of ``ADDED``/``MODIFIED``/``DELETED`` events are
     :class:`~aioinformer._raw.RawObject`. :class:`WatchStream` is the same stream saying
-    whether the server accepted the request.
+    whether the server accepted the request, and handing its events out by the batch.
     """
-    return _events(open_response, _Acceptance(), max_line_bytes, compact)
+    return _one_by_one(_batches(open_response, _Acceptance(), max_line_bytes, compact))
 
 
-class WatchStream:
+class WatchStream(WatchStreamBase):
     """A watch's events (as :func:`read_watch_stream` yields them) and whether the server
     accepted the request: :attr:`opened` turns true once a 2xx answer's headers arrived,
     before the first event.
 
     A reflector needs the difference: a stream that breaks after it opened is re-watched
     from the same resourceVersion, while a request that failed is a failed list-and-watch.
-    ``async for`` reads it; :meth:`aclose` closes the connection. Iterating it (``aiter()``,
-    as ``async for`` and a reflector do) hands out the generator itself, so the wrapper
-    costs the per-event path nothing; ``__anext__`` on the wrapper works too, at the price
-    of one call per event.
+    A reflector reads :meth:`batches`: each read of the connection's body gives one list
+    of the events its complete lines hold. ``async for`` reads the events one by one;
+    :meth:`aclose` closes the connection. Read it one way only.
     """
 
-    __slots__ = ("_acceptance", "_events")
+    __slots__ = ("_acceptance", "_batches", "_events")
 
     def __init__(
         self,
@@ -294,38 +316,62 @@ class WatchStream:
         compact: bool = False,
     ) -> None:
         self._acceptance = _Acceptance()
-        self._events = _events(open_response, self._acceptance, max_line_bytes, compact)
+        self._batches = _batches(open_response, self._acceptance, max_line_bytes, compact)
+        self._events: AsyncGenerator[WatchEvent, None] | None = None
 
     @property
     def opened(self) -> bool:
         """Whether the server answered the watch request with a 2xx."""
         return self._acceptance.opened
 
+    def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        """The events, a read of the connection at a time (never an empty list)."""
+        return self._batches
+
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        return self._events
+        events = self._events
+        if events is None:
+            events = self._events = _one_by_one(self._batches)
+        return events
 
-    def __anext__(self) -> Awaitable[WatchEvent]:
-        return self._events.__anext__()
-
-    def aclose(self) -> Awaitable[None]:
+    async def aclose(self) -> None:
         """Stop reading and close the connection (idempotent)."""
-        return self._events.aclose()
+        if self._events is not None:
+            await self._events.aclose()
+        await self._batches.aclose()
 
 
-async def _events(
+async def _one_by_one(
+    batches: AsyncGenerator[list[WatchEvent], None],
+) -> AsyncGenerator[WatchEvent, None]:
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
+
+
+async def _batches(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
     acceptance: _Acceptance,
     max_line_bytes: int,
     compact: bool,
-) -> AsyncGenerator[WatchEvent, None]:
+) -> AsyncGenerator[list[WatchEvent], None]:
     async with open_response() as response:
         acceptance.opened = True
         url = str(response.url.with_query(None))
         decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes, compact=compact)
         with map_transport_errors(url, streaming=True):
             async for chunk in response.content.iter_chunked(CHUNK_SIZE):
-                for event in decoder.feed(chunk):
-                    yield event
+                if compact:
+                    # Compact objects are invisible to the collector: a whole read at once.
+                    events = decoder.feed(chunk)
+                    if events:
+                        yield events
+                else:
+                    for events in decoder.feed_in_groups(chunk, DICT_BATCH):
+                        yield events
                 if decoder.failure is not None:
                     raise decoder.failure
             decoder.finish()

@@ -87,10 +87,12 @@ from aioinformer.listwatch import (
     ObjectList,
     SourceInfo,
     WatchEvent,
+    WatchStreamBase,
 )
 from aioinformer.watch import error_from_watch_status
 
 if TYPE_CHECKING:
+    import builtins
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 
 __all__ = ["FakeListerWatcher"]
@@ -516,12 +518,12 @@ class FakeListerWatcher(DescribedListerWatcher):
         self._notify()
         script = self._watch_script.popleft() if self._watch_script else None
         stream = _WatchStream()
-        stream.events = self._stream(options, script, stream)
+        stream.source = self._stream(options, script, stream)
         return stream
 
     async def _stream(
         self, options: ListOptions, script: _WatchScript, stream: _WatchStream
-    ) -> AsyncGenerator[WatchEvent, None]:
+    ) -> AsyncGenerator[builtins.list[WatchEvent], None]:
         await asyncio.sleep(0)  # a real request always suspends
         if isinstance(script, BaseException):
             raise script
@@ -556,13 +558,22 @@ class FakeListerWatcher(DescribedListerWatcher):
                 await asyncio.get_running_loop().create_future()
             queue = watcher.queue
             while True:
+                # What is queued now arrives as one batch, as one read of a connection
+                # brings what the server wrote meanwhile; an end or an error comes after
+                # the events queued before it.
                 item = await queue.get()
+                batch: list[WatchEvent] = []
+                while isinstance(item, WatchEvent):
+                    batch.append(item)
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if batch:
+                    yield batch
                 if item is _END:
                     return
                 if isinstance(item, BaseException):
                     raise item
-                assert isinstance(item, WatchEvent)
-                yield item
         finally:
             self._watchers.remove(watcher)
             self._notify()
@@ -615,31 +626,56 @@ class FakeListerWatcher(DescribedListerWatcher):
         )
 
 
-class _WatchStream:
+class _WatchStream(WatchStreamBase):
     """What :meth:`FakeListerWatcher.watch` returns: the event stream, plus ``opened``.
 
     ``opened`` turns true once the fake has accepted the watch request, before any
     event; from then on an error the stream raises is an ``ERROR`` event on an
     established watch, not a failed request (see :meth:`ListerWatcher.watch`).
+    :meth:`batches` hands out what was queued for the watch by the time it is read.
     """
 
-    __slots__ = ("events", "opened")
+    __slots__ = ("_events", "_opened", "source")
 
     def __init__(self) -> None:
-        self.opened = False
-        self.events: AsyncGenerator[WatchEvent, None] | None = None
+        self._opened = False
+        self.source: AsyncGenerator[list[WatchEvent], None] | None = None
+        self._events: AsyncGenerator[WatchEvent, None] | None = None
 
-    def __aiter__(self) -> _WatchStream:
-        return self
+    @property
+    def opened(self) -> bool:
+        return self._opened
 
-    async def __anext__(self) -> WatchEvent:
-        assert self.events is not None
-        return await self.events.__anext__()
+    @opened.setter
+    def opened(self, value: bool) -> None:
+        self._opened = value
+
+    def batches(self) -> AsyncGenerator[list[WatchEvent], None]:
+        assert self.source is not None
+        return self.source
+
+    def __aiter__(self) -> AsyncGenerator[WatchEvent, None]:
+        if self._events is None:
+            self._events = _one_by_one(self.batches())
+        return self._events
 
     async def aclose(self) -> None:
         """Close the stream, as closing a real watch closes its connection."""
-        assert self.events is not None
-        await self.events.aclose()
+        if self._events is not None:
+            await self._events.aclose()
+        if self.source is not None:
+            await self.source.aclose()
+
+
+async def _one_by_one(
+    batches: AsyncGenerator[list[WatchEvent], None],
+) -> AsyncGenerator[WatchEvent, None]:
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
 
 
 def _parse_rv(value: str | None) -> int | None:

@@ -30,7 +30,7 @@ from aioinformer.errors import (
 )
 from aioinformer.indexer import Indexer
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import ListOptions, WatchEvent
+from aioinformer.listwatch import ListOptions, WatchEvent, WatchStreamBase
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
@@ -46,7 +46,7 @@ from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import AsyncIterator, Callable, Coroutine
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -1585,15 +1585,45 @@ async def test_into_a_delta_fifo_a_relist_tombstones_what_vanished_while_unwatch
     await stop(task)
 
 
-async def test_a_burst_of_buffered_events_is_handed_to_the_consumer_a_few_at_a_time(
+class ReadsOfFour(WatchStreamBase):
+    """A stream whose every read brings at most four events, as a connection's reads bring
+    what one chunk of the body held, however much the server has sent."""
+
+    def __init__(self, inner: WatchStreamBase) -> None:
+        self._inner = inner
+
+    @property
+    def opened(self) -> bool:
+        return self._inner.opened
+
+    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        async for batch in self._inner.batches():
+            for start in range(0, len(batch), 4):
+                yield batch[start : start + 4]
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return aiter(self._inner)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class ReadingFourAtATime(FakeListerWatcher):
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        inner = super().watch(options)
+        assert isinstance(inner, WatchStreamBase)
+        return ReadsOfFour(inner)
+
+
+async def test_a_burst_of_buffered_events_is_handed_to_the_consumer_a_read_at_a_time(
     clock: FakeClock,
 ) -> None:
-    # Reading buffered events never suspends; unless the reflector hands off now and then
-    # the whole burst sits in the FIFO before its consumer runs, and every object in
-    # flight is promoted by the garbage collector (see _HANDOFF_EVERY).
+    # Reading buffered events never suspends; unless the reflector hands off after each
+    # read the whole burst sits in the FIFO before its consumer runs, and every object in
+    # flight is promoted by the garbage collector (see _HANDOFF).
     indexer: Indexer[Any] = Indexer()
     fifo = DeltaFIFO(known_objects=indexer)
-    lw = FakeListerWatcher(objects=[pod(f"p{i}") for i in range(50)])
+    lw = ReadingFourAtATime(objects=[pod(f"p{i}") for i in range(50)])
     reflector = Reflector(lw, fifo, clock=clock)
     depths: list[int] = []
 

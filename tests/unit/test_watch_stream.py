@@ -10,7 +10,7 @@ import pytest
 
 from aioinformer._watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.errors import Gone, WatchTimeout
-from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, WatchEvent
+from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStreamBase
 from aioinformer.testing import FakeClock
 from tests._support_reflector import RecordingStore
 
@@ -43,14 +43,11 @@ class Scripted:
         *,
         error: BaseException | None = None,
         stall: bool = False,
-        opened: bool | None = None,
     ) -> None:
         self._events = list(events)
         self._error = error
         self._stall = stall
         self.closed = False
-        if opened is not None:
-            self.opened = opened
 
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self
@@ -69,7 +66,30 @@ class Scripted:
         self.closed = True
 
 
-def read(stream: Scripted, sink: Any, clock: FakeClock, **kwargs: Any) -> WatchRead:
+class Declared(WatchStreamBase):
+    """A :class:`Scripted` stream declaring whether its request was accepted, and handing
+    its events out a read (here: one event) at a time."""
+
+    def __init__(self, scripted: Scripted, *, opened: bool) -> None:
+        self.scripted = scripted
+        self._opened = opened
+
+    @property
+    def opened(self) -> bool:
+        return self._opened
+
+    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        async for event in self.scripted:
+            yield [event]
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self.scripted
+
+    async def aclose(self) -> None:
+        await self.scripted.aclose()
+
+
+def read(stream: Scripted | Declared, sink: Any, clock: FakeClock, **kwargs: Any) -> WatchRead:
     return WatchRead(stream, sink, Cursor("1"), name="pods", clock=clock, deadline=10.0, **kwargs)
 
 
@@ -111,21 +131,33 @@ async def test_a_streaming_list_stops_at_the_initial_events_end_and_leaves_the_s
     [
         pytest.param(None, [], False, id="nothing-yielded-failed-request"),
         pytest.param(None, [WatchEvent("ADDED", pod("a", "2"))], True, id="events-yielded"),
-        pytest.param(True, [], True, id="stream-says-it-opened"),
-        pytest.param(False, [], False, id="stream-says-it-did-not"),
+        pytest.param(True, [], True, id="stream-declares-it-opened"),
+        pytest.param(False, [], False, id="stream-declares-it-did-not"),
     ],
 )
 async def test_an_error_counts_as_a_failed_request_unless_the_watch_had_opened(
     opened_attribute: bool | None, events: list[WatchEvent], opened: bool
 ) -> None:
     gone = Gone({"message": "too old"})
-    stream = Scripted(events, error=gone, opened=opened_attribute)
+    scripted = Scripted(events, error=gone)
+    stream = scripted if opened_attribute is None else Declared(scripted, opened=opened_attribute)
 
     _, end = await read(stream, RecordingStore(), FakeClock()).run()
 
     assert end.error is gone
     assert end.opened is opened
-    assert stream.closed
+    assert scripted.closed
+
+
+async def test_an_attribute_a_plain_stream_happens_to_have_declares_nothing() -> None:
+    # Only a WatchStreamBase declares that its request was accepted; nothing is read off
+    # another stream.
+    scripted = Scripted([], error=Gone({"message": "too old"}))
+    scripted.opened = True  # type: ignore[attr-defined]
+
+    _, end = await read(scripted, RecordingStore(), FakeClock()).run()
+
+    assert end.opened is False
 
 
 async def test_a_silent_stream_times_out_after_its_deadline_without_a_pending_cancel() -> None:
