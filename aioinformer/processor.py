@@ -261,6 +261,12 @@ class ProcessorListener:
         self._timer: Callable[[], float] = time.perf_counter
         self.metrics = metrics
 
+        # Whether the dispatcher may call this handler itself (see deliver_now): every
+        # callback it has runs on the loop and is not awaited. Set once pushed (a pulled
+        # listener has no calls), by time_deliveries().
+        self._callable_directly = False
+        self._all_sync = all(call is None or not call[1] for call in self._calls)
+
         self.add: Callable[[Notification], None] = self._queue.put
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
         by the informer waiting in :meth:`SharedProcessor.wait_for_room`)."""
@@ -330,6 +336,7 @@ class ProcessorListener:
         :class:`SharedProcessor` when it is added."""
         self._timer = timer
         self._stamps = deque()
+        self._callable_directly = self._all_sync
         self.stamp(timer())
 
     def stamp(self, now: float) -> None:
@@ -374,6 +381,55 @@ class ProcessorListener:
     async def wait_for_room(self) -> None:
         """Wait until the queue is below ``max_pending`` (or the listener is closed)."""
         await self._queue.wait_for_room()
+
+    def takes_direct_calls(self) -> bool:
+        """Whether the dispatcher may deliver to this handler by calling it now: it is
+        pushed, its callbacks are sync and run on the loop, nothing of it is queued (the
+        order of its notifications stays), and it is not in a slow episode."""
+        return self._callable_directly and not self._queue.items and not self._slow_episode
+
+    def call_now(self, notification: Notification, now: float) -> bool:
+        """Call the handler for ``notification`` (handed over at ``now``, a reading of the
+        delivery timer) from the dispatcher's task, as its own task would: an exception
+        is logged and counted, the call timed, the delivery latency recorded; no task is
+        woken. False once the call was past the handler's bound: a slow episode starts,
+        and the dispatcher queues what follows for the handler's own task, so one slow
+        handler holds the dispatcher for one call, not a whole batch.
+
+        Only when :meth:`takes_direct_calls` says so."""
+        self.delivered += 1
+        kind, a, b = notification
+        call = self._calls[kind]
+        if call is None:
+            return True
+        fn, _, unary, limit = call
+        timer = self._timer
+        started = timer()
+        try:
+            if unary:
+                fn(a)
+            else:
+                fn(a, b)
+        except SkipDelivery:
+            pass
+        except (Exception, asyncio.CancelledError):
+            # A sync handler cannot be cancelled: a CancelledError out of it is its own,
+            # a failure like any other, never the dispatcher's end.
+            self.failed += 1
+            if self.metrics is not None:
+                self.metrics.errors.inc()
+            logger.exception("event handler %s failed on %s", self.name, _KIND_NAMES[kind])
+        ended = timer()
+        latency = ended - now
+        self._latencies.append(latency)
+        if self.metrics is not None:
+            self.metrics.latency.observe(latency)
+        if ended - started <= limit:
+            return True
+        self.slow_calls += 1
+        self._slow_episode = True
+        report_slow_call(self.name, kind, ended - started, limit, awaited=False, threaded=False)
+        return False
 
     # -- consumer side ------------------------------------------------------------------
 
@@ -523,6 +579,45 @@ class ProcessorListener:
         )
 
 
+def _call_in_turn(
+    listeners: list[ProcessorListener],
+    notifications: list[Notification],
+    now: float,
+    *,
+    release: bool,
+) -> None:
+    """Call ``listeners`` for each of ``notifications`` in turn (every handler for one
+    notification, then the next). With ``release`` (the list is the caller's to change),
+    each notification is dropped from the list once all have had it: a compact cache's
+    shared decode of it then dies with it, young, instead of a whole batch of decoded
+    objects living until the end of the batch. A listener whose call
+    was slow, or that was removed meanwhile, is left out of the rest; what it did not get
+    is queued for its own task."""
+    active = listeners
+    for index, notification in enumerate(notifications):
+        slowed: list[ProcessorListener] | None = None
+        for listener in active:
+            if listener.closed or not listener.call_now(notification, now):
+                if slowed is None:
+                    slowed = []
+                slowed.append(listener)
+        if slowed is not None:
+            rest = notifications[index + 1 :]
+            for listener in slowed:
+                if rest and not listener.closed:
+                    listener.add_many(rest, _initial_adds(rest))
+                    listener.stamp(now)
+            active = [listener for listener in active if listener not in slowed]
+            if not active:
+                return
+        if release:
+            notifications[index] = None  # type: ignore[call-overload]
+
+
+def _initial_adds(notifications: list[Notification]) -> int:
+    return sum(1 for n in notifications if n[2] is True and n[0] == ADD)
+
+
 class _Batch:
     """The context manager :meth:`SharedProcessor.batch` returns (one per processor)."""
 
@@ -670,19 +765,25 @@ class SharedProcessor:
         self._held = []
         self._held_unsynced = None
         # Counted once for every queue; resync updates are never initial-list adds.
-        initial_adds = 0
-        for notification in held:
-            if notification[2] is True and notification[0] == ADD:
-                initial_adds += 1
+        initial_adds = _initial_adds(held)
         now = self._timer()
-        if unsynced is None:
-            for listener in self._listeners:
-                listener.add_many(held, initial_adds)
+        # Queued first, for the handlers' own tasks; then the handlers that take direct
+        # calls are called here. A snapshot: a handler called from here may add or remove
+        # handlers (one added meanwhile took its snapshot from a cache that holds these
+        # changes already).
+        direct: list[ProcessorListener] = []
+        for listener, due in tuple(self._listeners.items()):
+            notifications = held if unsynced is None or due else unsynced
+            if listener.takes_direct_calls():
+                if notifications is held:
+                    direct.append(listener)
+                else:
+                    _call_in_turn([listener], notifications, now, release=False)
+            elif not listener.closed:
+                listener.add_many(notifications, initial_adds)
                 listener.stamp(now)
-        else:
-            for listener, due in self._listeners.items():
-                listener.add_many(held if due else unsynced, initial_adds)
-                listener.stamp(now)
+        if direct:
+            _call_in_turn(direct, held, now, release=True)
 
     def has_room(self) -> bool:
         """False while some ``"block"`` listener is at its bound: the informer then waits

@@ -25,6 +25,8 @@ from aioinformer.testing.clock import FakeClock
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer._pending import PendingQueue
 
 
@@ -109,6 +111,27 @@ async def test_a_pushed_listener_syncs_after_handling_a_batch_of_initial_adds() 
     listener = ProcessorListener(
         name="handler", on_add=lambda obj, initial: seen.append(obj["metadata"]["name"])
     )
+    processor.add_listener(listener)
+    task = asyncio.create_task(processor.run())
+    with processor.batch():
+        for name in "abc":
+            processor.distribute(add(name, initial=True), False)
+    # A sync handler with nothing queued is called as the batch is handed over.
+    assert seen == ["a", "b", "c"]
+    assert listener.has_synced()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_an_async_listener_syncs_once_its_task_handled_a_batch_of_initial_adds() -> None:
+    processor = SharedProcessor()
+    seen: list[str] = []
+
+    async def on_add(obj: dict[str, Any], initial: bool) -> None:
+        seen.append(obj["metadata"]["name"])
+
+    listener = ProcessorListener(name="handler", on_add=on_add)
     processor.add_listener(listener)
     task = asyncio.create_task(processor.run())
     with processor.batch():
@@ -288,18 +311,32 @@ class Replayer:
         del self.state[meta_namespace_key(obj)]
 
 
-def replayer(name: str, max_pending: int | None) -> tuple[Replayer, ProcessorListener]:
+def replayer(
+    name: str, max_pending: int | None, *, awaits: bool = False
+) -> tuple[Replayer, ProcessorListener]:
+    """A :class:`Replayer` and its listener; with ``awaits`` its callbacks are async and
+    yield once each, so its own task delivers to it and it falls behind the dispatcher (a
+    sync one is called by the dispatcher itself whenever nothing of it is queued)."""
     holder: list[ProcessorListener] = []
     handler = Replayer(holder)
-    listener = ProcessorListener(
-        name=name,
-        on_add=handler.on_add,
-        on_update=handler.on_update,
-        on_delete=handler.on_delete,
-        max_pending=max_pending,
-    )
+    callbacks: dict[str, Any] = {
+        "on_add": handler.on_add,
+        "on_update": handler.on_update,
+        "on_delete": handler.on_delete,
+    }
+    if awaits:
+        callbacks = {name: _awaiting(callback) for name, callback in callbacks.items()}
+    listener = ProcessorListener(name=name, max_pending=max_pending, **callbacks)
     holder.append(listener)
     return handler, listener
+
+
+def _awaiting(callback: Callable[..., None]) -> Callable[..., Any]:
+    async def call(*args: Any) -> None:
+        callback(*args)
+        await asyncio.sleep(0)
+
+    return call
 
 
 async def test_a_batched_pipeline_keeps_order_bounds_queues_and_lines_up_a_late_handler() -> None:
@@ -307,7 +344,7 @@ async def test_a_batched_pipeline_keeps_order_bounds_queues_and_lines_up_a_late_
     fifo = DeltaFIFO(known_objects=indexer)
     processor = SharedProcessor()
     max_pending, max_keys = 50, 1000
-    bounded, bounded_listener = replayer("bounded", max_pending)
+    bounded, bounded_listener = replayer("bounded", max_pending, awaits=True)
     free, free_listener = replayer("free", None)
     processor.add_listener(bounded_listener)
     processor.add_listener(free_listener)
