@@ -1,24 +1,37 @@
-"""The waiting both FIFOs share: the synced signal, and poppers parked on an empty queue.
+"""The waiting both FIFOs share: the synced signal, and poppers waiting on one condition.
 
 Role. :class:`~aioinformer.delta_fifo.DeltaFIFO` and :class:`~aioinformer.real_fifo.RealFIFO`
 queue different things but wait the same way; :class:`_FIFOWaits` is their base. Input: a
 subclass's ``__len__`` (its queued items), its ``_signal_synced()`` call when it syncs, and
-``_wake_popper()`` calls as it queues. Output: :meth:`_FIFOWaits.has_synced`,
-:meth:`_FIFOWaits.wait_synced`, and the turns its poppers wait for (``_wait_for_turn``).
+one ``_wake_poppers()`` call at the end of each producer call. Output:
+:meth:`_FIFOWaits.has_synced`, :meth:`_FIFOWaits.wait_synced`, and the turns its poppers
+wait for (``_wait_for_turn``).
 
-Ordering and task model. One event loop. Parked poppers are woken oldest first, one per
-queued item; a pop yields to the loop at least once per :data:`_CHECKPOINT_EVERY` items
-it hands out. ``close()`` is synchronous: it wakes every parked popper (they drain what is
-left, then get :class:`~aioinformer.errors.FIFOClosedError`), answers ``wait_synced``
-calls, then runs the subclass's ``_on_close`` hook.
+Waiting. Poppers wait on one ``asyncio.Condition`` per queue for the queue to hold
+something (or be closed); a producer notifies it once per call, however many items that
+call queued (a watch's batch is one call), and only when a popper waits, so the usual
+call pays one integer test. The condition's lock is only ever held across code that does
+not suspend, so a producer, which is synchronous inside, takes it without waiting (see
+:func:`_holding`). A popper woken and then cancelled before it took anything passes the
+wake-up on, so no queued item waits for a popper that left.
+
+Ordering and task model. One event loop. Waiting poppers are woken oldest first (the
+condition's order); a pop yields to the loop at least once per :data:`_CHECKPOINT_EVERY`
+items it hands out. ``close()`` is synchronous: it wakes every waiting popper (they drain
+what is left, then get :class:`~aioinformer.errors.FIFOClosedError`), answers
+``wait_synced`` calls, then runs the subclass's ``_on_close`` hook.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+import contextlib
+from typing import TYPE_CHECKING
 
 from aioinformer.errors import FIFOClosedError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["_CHECKPOINT_EVERY", "_FIFOWaits"]
 
@@ -27,18 +40,49 @@ _CHECKPOINT_EVERY = 128
 handed out (``pop_batch`` by whole batches, so once per batch when batches are larger)."""
 
 
+@contextlib.contextmanager
+def _holding(condition: asyncio.Condition) -> Iterator[None]:
+    """Hold ``condition``'s lock from synchronous code.
+
+    The lock is free whenever synchronous code runs (everyone holds it only across code
+    that does not suspend), so acquiring it completes without suspending: the acquire
+    coroutine is run to its end here. Were it ever held across a suspension, that is a bug,
+    and this raises rather than wait."""
+    acquire = condition.acquire()
+    try:
+        acquire.send(None)
+    except StopIteration:
+        pass
+    else:
+        acquire.close()
+        raise RuntimeError("a FIFO's condition was held across a suspension")
+    try:
+        yield
+    finally:
+        condition.release()
+
+
 class _FIFOWaits:
     """What the two queues (this module's and :mod:`aioinformer.real_fifo`'s) share: the
-    one-shot synced signal, and the poppers parked while the queue is empty. A subclass
-    gives ``__len__`` (queued items) and calls ``_signal_synced()`` when it syncs."""
+    one-shot synced signal, and the poppers waiting on the queue's condition. A subclass
+    gives ``__len__`` (queued items), calls ``_signal_synced()`` when it syncs and
+    ``_wake_poppers()`` after it queued something."""
 
-    __slots__ = ("_closed", "_poppers", "_since_checkpoint", "_sync_outcome", "_synced")
+    __slots__ = (
+        "_closed",
+        "_condition",
+        "_parked",
+        "_since_checkpoint",
+        "_sync_outcome",
+        "_synced",
+    )
 
     _closed: bool
     """Set by ``close()``; never cleared."""
-    _poppers: deque[asyncio.Future[None]]
-    """One future per popper parked while the queue is empty, oldest first. A future
-    leaves it when resolved (the popper is woken) or when its popper is cancelled."""
+    _condition: asyncio.Condition
+    """What poppers wait on for an item (or the close); notified by producers."""
+    _parked: int
+    """Poppers waiting on ``_condition`` now (woken ones count until they run)."""
     _since_checkpoint: int
     """Items handed out since ``pop`` last yielded to the event loop."""
     _synced: bool
@@ -50,7 +94,8 @@ class _FIFOWaits:
 
     def __init__(self) -> None:
         self._closed = False
-        self._poppers = deque()
+        self._condition = asyncio.Condition()
+        self._parked = 0
         self._since_checkpoint = 0
         self._synced = False
         self._sync_outcome = None
@@ -104,38 +149,40 @@ class _FIFOWaits:
             await self._wait_for_item()
 
     async def _wait_for_item(self) -> None:
-        poppers = self._poppers
-        while not len(self):
-            if self._closed:
-                raise FIFOClosedError(f"{type(self).__name__} is closed")
-            woken = asyncio.get_running_loop().create_future()
-            poppers.append(woken)
-            try:
-                await woken
-            except asyncio.CancelledError:
-                if woken.cancelled() and woken in poppers:
-                    poppers.remove(woken)
-                # We may have been woken for an item we will not take now; pass the
-                # wake-up on so that item is not left waiting.
-                if len(self) and poppers:
-                    self._wake_popper()
-                raise
+        condition = self._condition
+        try:
+            async with condition:
+                while not len(self):
+                    if self._closed:
+                        raise FIFOClosedError(f"{type(self).__name__} is closed")
+                    self._parked += 1
+                    try:
+                        await condition.wait()
+                    finally:
+                        self._parked -= 1
+        except asyncio.CancelledError:
+            # We may have been woken for an item we will not take now; pass the wake-up
+            # on so that item is not left waiting.
+            self._wake_poppers()
+            raise
 
-    def _wake_popper(self) -> None:
-        poppers = self._poppers
-        while poppers:
-            woken = poppers.popleft()
-            if not woken.done():  # skips a popper cancelled in this same loop turn
-                woken.set_result(None)
-                return
+    def _wake_poppers(self) -> None:
+        """After a producer call queued something: wake the waiting poppers, oldest
+        first, as many as there are items (one notify however many were queued)."""
+        if self._parked:
+            count = len(self)
+            if count:
+                condition = self._condition
+                with _holding(condition):
+                    condition.notify(count)
 
     def close(self) -> None:
         """Stop accepting waits: poppers drain what is queued, then get FIFOClosedError."""
         self._closed = True
-        poppers, self._poppers = self._poppers, deque()
-        for woken in poppers:
-            if not woken.done():
-                woken.set_result(None)
+        if self._parked:
+            condition = self._condition
+            with _holding(condition):
+                condition.notify_all()
         self._settle_sync_outcome()
         self._on_close()
 

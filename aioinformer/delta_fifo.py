@@ -373,7 +373,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         state = "closed" if self._closed else "open"
         return (
             f"<DeltaFIFO {state} queued={len(self._queue)} "
-            f"synced={self.has_synced()} waiting={len(self._poppers)}>"
+            f"synced={self.has_synced()} waiting={self._parked}>"
         )
 
     def __len__(self) -> int:
@@ -420,10 +420,12 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
     async def add(self, obj: Any) -> None:
         """Queue an ``Added`` delta."""
         self._add_now(obj)
+        self._wake_poppers()
 
     async def update(self, obj: Any) -> None:
         """Queue an ``Updated`` delta."""
         self._update_now(obj)
+        self._wake_poppers()
 
     async def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta, unless the key is neither queued nor known.
@@ -432,6 +434,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         ``known_objects``, only a queued key can be deleted.
         """
         self._delete_now(obj)
+        self._wake_poppers()
 
     async def apply_events(self, events: Sequence[WatchEvent]) -> EventFailures:
         """A watch's events, in order, each as :meth:`add`, :meth:`update`,
@@ -449,6 +452,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
                 if failures is None:
                     failures = []
                 failures.append((event, exc))
+        self._wake_poppers()
         return failures
 
     def _add_now(self, obj: Any) -> None:
@@ -538,6 +542,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
             if not self._initial_population_count:
                 self._signal_synced()
         self._advance()
+        self._wake_poppers()
 
     async def resync(self) -> None:
         """Queue a ``Sync`` delta for every known object whose key has nothing queued;
@@ -563,6 +568,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         if self._atomic and len(items) > before:
             self._group = len(self._queue)
         self._advance()
+        self._wake_poppers()
 
     async def bookmark(self, resource_version: str) -> None:
         """A watch's ``BOOKMARK``: the server has sent every event up to
@@ -595,8 +601,6 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
             self._items[key] = deltas
             self._first_seq[key] = self._seq
             self._queue.append(key)
-            if self._poppers:
-                self._wake_popper()
         elif action is _DELETED and deltas[-1].type is _DELETED:
             # Two deletions in a row say the same thing; keep the one with the real
             # object, so a tombstone only survives when it is all we have.
@@ -767,8 +771,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         if newer is None:
             self._items[key] = deltas
             self._queue.append(key)
-            if self._poppers:
-                self._wake_popper()
+            self._wake_poppers()
             return
         # Changes arrived while an async process ran: keep the popped ones first, so the
         # consumer still sees the key's history in order, and keep the queue position.

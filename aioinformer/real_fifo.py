@@ -230,14 +230,17 @@ class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
     async def add(self, obj: Any) -> None:
         """Queue an ``Added`` change."""
         self._push(_ADDED, obj)
+        self._wake_poppers()
 
     async def update(self, obj: Any) -> None:
         """Queue an ``Updated`` change."""
         self._push(_UPDATED, obj)
+        self._wake_poppers()
 
     async def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` change (``obj`` may be a :class:`DeletedFinalStateUnknown`)."""
         self._push(_DELETED, obj)
+        self._wake_poppers()
 
     async def apply_events(self, events: Sequence[WatchEvent]) -> EventFailures:
         """A watch's events, in order, each queued as :meth:`add`, :meth:`update`,
@@ -258,6 +261,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
                 if failures is None:
                     failures = []
                 failures.append((event, exc))
+        self._wake_poppers()
         return failures
 
     def _push(self, action: DeltaType, obj: Any) -> None:
@@ -274,8 +278,6 @@ class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         deltas.append(Delta(action, obj))
         self._queue.append((key, deltas))
         self._rv_log.append(obj)
-        if self._poppers:
-            self._wake_popper()
 
     async def replace(self, objs: Iterable[Any], resource_version: str = "") -> None:
         """Queue the result of a LIST as one item (see the module notes for what it
@@ -336,8 +338,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
 
     def _append(self, item: _Item) -> None:
         self._queue.append(item)
-        if self._poppers:
-            self._wake_popper()
+        self._wake_poppers()
 
     # -- consumer --------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from aioinformer.delta_fifo import (
     FIFOClosedError,
     Requeue,
 )
+from aioinformer.listwatch import WatchEvent
 
 Added, Updated, Replaced = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED
 
@@ -453,3 +454,46 @@ async def test_two_batch_poppers_each_take_different_keys() -> None:
     await asyncio.gather(*tasks)
     assert first.batches == [[("foo1", [(Added, o1)])]]
     assert second.batches == [[("foo2", [(Added, o2)])]]
+
+
+def added(name: str, rv: int) -> WatchEvent:
+    return WatchEvent("ADDED", {"metadata": {"name": name, "resourceVersion": str(rv)}})
+
+
+async def test_poppers_wait_on_the_fifos_condition_notified_once_per_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The FIFO is asyncio.Condition-driven: a popper waits on it, and a producer call
+    # notifies it once however many keys it queued (a watch's batch is one call).
+    fifo = DeltaFIFO()
+    condition = fifo._condition
+    assert isinstance(condition, asyncio.Condition)
+    notified: list[int] = []
+    notify = condition.notify
+
+    def counting(n: int = 1) -> None:
+        notified.append(n)
+        notify(n)
+
+    monkeypatch.setattr(condition, "notify", counting)
+    popped: list[list[str]] = []
+
+    def process(batch: DeltasBatch) -> None:
+        popped.append([key for key, _ in batch])
+
+    popper = asyncio.create_task(fifo.pop_batch(process))
+    await asyncio.sleep(0)
+    await fifo.apply_events(
+        [
+            WatchEvent("ADDED", {"metadata": {"name": f"p{i}", "resourceVersion": str(i)}})
+            for i in range(50)
+        ]
+    )
+    await asyncio.wait_for(popper, timeout=5)
+    assert len(notified) == 1
+    assert popped == [[f"p{i}" for i in range(50)]]
+    # Nobody waits: nothing is notified.
+    await fifo.apply_events(
+        [WatchEvent("ADDED", {"metadata": {"name": "q", "resourceVersion": "51"}})]
+    )
+    assert len(notified) == 1
