@@ -6,10 +6,14 @@ and one listener's consumer (its delivery task, or an ``events()`` stream). It a
 the notification itself: :class:`Notification`, a ``(kind, a, b)`` named tuple whose
 :class:`NotificationKind` says how to read ``a`` and ``b``.
 
-Input: :meth:`PendingQueue.put` never blocks and never suspends. A ``"block"`` bound is
-enforced upstream: the producer asks :meth:`PendingQueue.has_room` and waits in
-:meth:`PendingQueue.wait_for_room`. Output: :meth:`PendingQueue.take` returns the oldest
-notification, or ``None`` for an entry that was coalesced away.
+Both queues are ``asyncio.Queue`` subclasses, built as the standard library builds
+``PriorityQueue`` and ``LifoQueue``: they override ``_init``, ``_put`` and ``_get`` (the
+storage, and what taking an entry does) and keep ``asyncio.Queue``'s waiting. Unbounded at
+the ``asyncio.Queue`` level: ``put_nowait`` never blocks and never suspends, and a
+``"block"`` bound is enforced upstream (the producer asks :meth:`PendingQueue.has_room` and
+waits in :meth:`PendingQueue.wait_for_room`). Output: ``get()``/``get_nowait()`` return the
+oldest notification, ``None`` for an entry that was coalesced away, or :data:`CLOSED` once
+the queue is closed. ``task_done``/``join`` are not used.
 
 Ordering: first in, first out. :class:`CoalescingQueue` keeps the order of first arrival
 per key: once the queue holds ``max_pending`` notifications, a new notification for a key
@@ -18,8 +22,8 @@ add of the new object, update+update one update from the first old to the last n
 add+delete vanishes, update+delete is the delete; a pending delete is never merged).
 
 Task model: no task of its own; everything runs on the event loop's thread. The consumer
-waits on the future :meth:`PendingQueue.arm` returns when it finds the queue empty; the
-next :meth:`~PendingQueue.put` or :meth:`~PendingQueue.close` resolves it.
+waits in ``await queue.get()``; the next ``put_nowait`` or :meth:`~PendingQueue.close`
+wakes it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
-__all__ = ["CoalescingQueue", "Notification", "NotificationKind", "PendingQueue"]
+__all__ = ["CLOSED", "CoalescingQueue", "Notification", "NotificationKind", "PendingQueue"]
 
 
 class NotificationKind(IntEnum):
@@ -63,104 +67,82 @@ class Notification(NamedTuple):
     """``is_in_initial_list`` (``ADD``), the new object (``UPDATE``) or ``None``."""
 
 
+CLOSED: Final[Any] = object()
+"""What ``get()`` returns once the queue is closed (after dropping what was queued)."""
+
 _as_notification: Final = tuple.__new__
 # Builds a Notification from a coalescing entry without the keyword-handling constructor.
 
 
-class PendingQueue:
+class PendingQueue(asyncio.Queue[Any]):
     """Notifications in arrival order; unbounded, or bounded for ``overflow="block"``."""
 
-    __slots__ = (
-        "_closing",
-        "_room",
-        "_waiter",
-        "closed",
-        "initial_pending",
-        "initial_waiter",
-        "items",
-        "max_pending",
-        "take",
-    )
-
-    items: deque[Any]
-    """Undelivered entries, oldest first. Consumers may test it for emptiness; they remove
-    entries only through :attr:`take`."""
+    _queue: deque[Any]
     max_pending: int | None
     """The ``"block"`` bound :meth:`has_room` checks, or ``None`` for none."""
     initial_pending: int
-    """Initial-list adds put here and not yet handled: incremented by :meth:`put`,
+    """Initial-list adds put here and not yet handled: incremented by ``put_nowait``,
     decremented by the consumer once it has handled one, and by coalescing when one is
     merged away. A listener has synced only at 0."""
     initial_waiter: asyncio.Future[None] | None
     """What :meth:`initial_handled` handed out, while unresolved: whoever decrements
     :attr:`initial_pending` calls :meth:`release_initial` when this is set."""
     closed: bool
-    """Set once by :meth:`close`; ``items`` stays empty from then on."""
-    take: Callable[[], Notification | None]
-    """Remove and return the oldest entry (the queue must not be empty); ``None`` for an
-    entry coalesced away. For an unbounded plain queue this is the deque's own
-    ``popleft``: the per-event path pays no Python frame for it."""
+    """Set once by :meth:`close`; nothing is queued from then on but :data:`CLOSED`."""
 
     def __init__(self, *, max_pending: int | None = None) -> None:
-        self.items = deque()
+        super().__init__()
         self.max_pending = max_pending
         self.initial_pending = 0
         self.closed = False
-        # Resolved by the next put() or close(); None while the consumer is not waiting.
-        self._waiter: asyncio.Future[None] | None = None
         # Resolved once the queue is below max_pending again; None while nobody waits.
         self._room: asyncio.Future[None] | None = None
         self.initial_waiter = None
         # Resolved by close(); None until someone waits for it.
         self._closing: asyncio.Future[None] | None = None
-        self.take = self.items.popleft if max_pending is None else self._take_bounded
+
+    # -- what asyncio.Queue is built on ---------------------------------------------------
+
+    def _init(self, maxsize: int) -> None:
+        self._queue = deque()
+
+    def _put(self, item: Any) -> None:
+        # The identity test goes first: it settles updates and deletes without comparing
+        # an IntEnum, which the interpreter has no fast path for.
+        if item is not CLOSED and item[2] is True and item[0] == _ADD:
+            self.initial_pending += 1
+        self._queue.append(item)
+
+    def _get(self) -> Any:
+        item = self._queue.popleft()
+        # Tested here, not only inside: most takes find no producer waiting for room.
+        if self._room is not None:
+            self._release_room()
+        return item
+
+    # -- the listener's side ------------------------------------------------------------
+
+    @property
+    def items(self) -> deque[Any]:
+        """Undelivered entries, oldest first. Consumers may test it for emptiness; they
+        remove entries only through ``get``/``get_nowait``."""
+        return self._queue
 
     def __len__(self) -> int:
         """Notifications pending (entries coalesced away are not counted)."""
-        return len(self.items)
+        return 0 if self.closed else len(self._queue)
 
     @property
     def coalesced(self) -> int:
         """Notifications merged into a pending one; always 0 here."""
         return 0
 
-    def put(self, notification: Notification) -> None:
-        """Queue one notification and wake the consumer; never blocks."""
-        # The identity test goes first: it settles updates and deletes without comparing
-        # an IntEnum, which the interpreter has no fast path for.
-        if notification[2] is True and notification[0] == _ADD:
-            self.initial_pending += 1
-        self.items.append(notification)
-        # _wake_consumer() inlined: this runs once per notification per handler.
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
     def put_many(self, notifications: list[Notification], initial_adds: int) -> None:
-        """Queue several notifications in order and wake the consumer once; never blocks.
-
-        ``initial_adds`` is how many of them are initial-list adds: the producer counts
-        them once for all the queues it hands the same list to.
-        """
-        self.initial_pending += initial_adds
-        self.items.extend(notifications)
-        self._wake_consumer()
-
-    def _wake_consumer(self) -> None:
-        """Resolve the future a consumer waiting for a notification awaits, if any."""
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def arm(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
-        """A future the next :meth:`put` or :meth:`close` resolves: what a consumer that
-        found the queue empty awaits."""
-        waiter = self._waiter = loop.create_future()
-        return waiter
+        """Queue several notifications in order; never blocks. ``initial_adds`` is how
+        many of them are initial-list adds (counted as they are put, so only a check)."""
+        put = self.put_nowait
+        for notification in notifications:
+            put(notification)
 
     def initial_handled(self) -> asyncio.Future[None]:
         """A future resolved once no initial-list add is pending (:attr:`initial_pending`
@@ -193,7 +175,7 @@ class PendingQueue:
     def has_room(self) -> bool:
         """False while a bounded queue is at its bound (always True once closed)."""
         max_pending = self.max_pending
-        return max_pending is None or self.closed or len(self.items) < max_pending
+        return max_pending is None or self.closed or len(self._queue) < max_pending
 
     async def wait_for_room(self) -> None:
         """Wait until :meth:`has_room`."""
@@ -203,13 +185,6 @@ class PendingQueue:
                 room = self._room = asyncio.get_running_loop().create_future()
             await room
 
-    def _take_bounded(self) -> Notification | None:
-        notification: Notification = self.items.popleft()
-        # Tested here, not only inside: most takes find no producer waiting for room.
-        if self._room is not None:
-            self._release_room()
-        return notification
-
     def _release_room(self) -> None:
         room = self._room
         if room is not None and self.has_room():
@@ -218,14 +193,18 @@ class PendingQueue:
                 room.set_result(None)
 
     def close(self) -> None:
-        """Drop every undelivered notification and wake whoever waits. Idempotent."""
+        """Drop every undelivered notification and wake whoever waits: a consumer in
+        ``get()`` gets :data:`CLOSED`. Idempotent."""
+        if self.closed:
+            return
         self.closed = True
-        self.items.clear()
+        self._queue.clear()
         self.initial_pending = 0
-        for future in (self._waiter, self._room, self.initial_waiter, self._closing):
+        for future in (self._room, self.initial_waiter, self._closing):
             if future is not None and not future.done():
                 future.set_result(None)
-        self._waiter = self._room = self.initial_waiter = None
+        self._room = self.initial_waiter = None
+        self.put_nowait(CLOSED)
 
     def __repr__(self) -> str:
         bound = "" if self.max_pending is None else f"/{self.max_pending}"
@@ -238,11 +217,8 @@ class CoalescingQueue(PendingQueue):
     key (a pending delete and the one after it). Replaying what it hands out still yields
     the newest state of every object."""
 
-    __slots__ = ("_by_key", "_coalesced", "_key_func", "_noops")
-
     def __init__(self, *, max_pending: int, key_func: Callable[[Any], Hashable]) -> None:
         super().__init__(max_pending=max_pending)
-        self.take = self._take_coalescing
         self._key_func = key_func
         # Entries are mutable [kind, a, b] lists so that a merge rewrites them in place.
         # Invariant: a key is here iff the newest entry of that key in ``items`` was not
@@ -255,7 +231,7 @@ class CoalescingQueue(PendingQueue):
         self._coalesced = 0
 
     def __len__(self) -> int:
-        return len(self.items) - self._noops
+        return 0 if self.closed else len(self._queue) - self._noops
 
     @property
     def coalesced(self) -> int:
@@ -265,8 +241,11 @@ class CoalescingQueue(PendingQueue):
     def _key(self, kind: int, a: Any, b: Any) -> Hashable:
         return self._key_func(b if kind == _UPDATE else a)
 
-    def put(self, notification: Notification) -> None:
-        kind, a, b = notification
+    def _put(self, item: Any) -> None:
+        if item is CLOSED:
+            self._queue.append(item)
+            return
+        kind, a, b = item
         key = self._key(kind, a, b)
         pending = self._by_key.get(key)
         max_pending = self.max_pending
@@ -279,18 +258,11 @@ class CoalescingQueue(PendingQueue):
         entry = [kind, a, b]
         if kind == _ADD and b:
             self.initial_pending += 1
-        self.items.append(entry)
+        self._queue.append(entry)
         if kind == _DELETE:
             self._by_key.pop(key, None)
         else:
             self._by_key[key] = entry
-        self._wake_consumer()
-
-    def put_many(self, notifications: list[Notification], initial_adds: int) -> None:
-        # Each one may merge into a pending entry, so they go in one at a time.
-        put = self.put
-        for notification in notifications:
-            put(notification)
 
     def _merge(self, pending: list[Any], kind: int, a: Any, b: Any) -> bool:
         """Fold a new notification into the pending entry of the same key; False when the
@@ -316,10 +288,12 @@ class CoalescingQueue(PendingQueue):
             return True
         return False
 
-    def _take_coalescing(self) -> Notification | None:
-        entry = self.items.popleft()
+    def _get(self) -> Any:
+        entry = self._queue.popleft()
         if self._room is not None:
             self._release_room()
+        if entry is CLOSED:
+            return entry
         kind, a, b = entry
         if kind == _NOOP:
             self._noops -= 1
@@ -332,6 +306,6 @@ class CoalescingQueue(PendingQueue):
         return notification
 
     def close(self) -> None:
-        super().close()
         self._by_key.clear()
         self._noops = 0
+        super().close()

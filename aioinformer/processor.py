@@ -103,7 +103,13 @@ from aioinformer._handler_calls import (
     report_slow_call,
 )
 from aioinformer._metrics import HandlerMetricsProvider
-from aioinformer._pending import CoalescingQueue, Notification, NotificationKind, PendingQueue
+from aioinformer._pending import (
+    CLOSED,
+    CoalescingQueue,
+    Notification,
+    NotificationKind,
+    PendingQueue,
+)
 from aioinformer._registration import HandlerRegistration
 
 if TYPE_CHECKING:
@@ -267,7 +273,7 @@ class ProcessorListener:
         self._callable_directly = False
         self._all_sync = all(call is None or not call[1] for call in self._calls)
 
-        self.add: Callable[[Notification], None] = self._queue.put
+        self.add: Callable[[Notification], None] = self._queue.put_nowait
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
         by the informer waiting in :meth:`SharedProcessor.wait_for_room`)."""
         self.add_many: Callable[[list[Notification], int], None] = self._queue.put_many
@@ -441,24 +447,25 @@ class ProcessorListener:
         """
         pending = self._queue
         while True:
-            while pending.items:
-                notification = pending.take()
-                if notification is not None:
-                    self.delivered += 1
-                    if notification[2] is True and notification[0] == ADD:
-                        pending.initial_pending -= 1
-                        if pending.initial_waiter is not None:
-                            pending.release_initial()
-                    return notification
             if pending.closed:
                 return None
-            await pending.arm(asyncio.get_running_loop())
+            notification = await pending.get()
+            if notification is CLOSED:
+                return None
+            if notification is not None:
+                self.delivered += 1
+                if notification[2] is True and notification[0] == ADD:
+                    pending.initial_pending -= 1
+                    if pending.initial_waiter is not None:
+                        pending.release_initial()
+                return notification  # type: ignore[no-any-return]
 
     async def run(self) -> None:
         """Deliver queued notifications until closed or cancelled."""
         pending = self._queue
         items = pending.items
-        take = pending.take
+        get = pending.get
+        take = pending.get_nowait
         calls = self._calls
         timer = self._timer
         stamps = self._stamps if self._stamps is not None else deque()
@@ -469,22 +476,22 @@ class ProcessorListener:
         taken = self.delivered + self._skipped
         stamp_end = 0
         stamp_time = 0.0
-        loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
         while True:
-            if not items:
-                if pending.closed:
-                    return
-                await pending.arm(loop)
-                continue
+            # A round: the first entry (waited for in asyncio.Queue.get when there is
+            # none), then what is queued, up to _BATCH, before yielding to the loop.
+            notification = take() if items else await get()
             # One clock read per call: each call starts when the previous one of this
             # round ended (what lies between, taking the next entry, is part of it).
             ended = timer()
-            # Only close() empties the queue, and that ends the loop below: every item
-            # counted here is still there when its turn comes.
-            for _ in range(min(len(items), _BATCH)):
-                notification = take()
+            for count in range(_BATCH):
+                if count:
+                    if not items:
+                        break
+                    notification = take()
+                if notification is CLOSED:
+                    return
                 taken += 1
                 if notification is None:
                     self._skipped += 1

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from aioinformer._pending import (
     _NOOP,
+    CLOSED,
     CoalescingQueue,
     Notification,
     NotificationKind,
@@ -52,7 +53,7 @@ class PlainQueueMachine(RuleBasedStateMachine):
     def put(self, kind: NotificationKind, key: str, initial: bool) -> None:
         self.rv += 1
         notification = notification_for(kind, key, self.rv, initial)
-        self.queue.put(notification)
+        self.queue.put_nowait(notification)
         self.model.append(notification)
         if kind is ADD and initial:
             self.initial += 1
@@ -75,7 +76,7 @@ class PlainQueueMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule()
     def take(self) -> None:
-        assert self.queue.take() == self.model.pop(0)
+        assert self.queue.get_nowait() == self.model.pop(0)
 
     @invariant()
     def agrees_with_the_model(self) -> None:
@@ -111,7 +112,7 @@ class CoalescingQueueMachine(RuleBasedStateMachine):
     def put(self, kind: NotificationKind, key: str, initial: bool) -> None:
         self.rv += 1
         kind_, a, b = notification = notification_for(kind, key, self.rv, initial)
-        self.queue.put(notification)
+        self.queue.put_nowait(notification)
         target = self.target(key)
         if target is not None and self.pending() >= 2:
             self.coalesced += 1
@@ -134,7 +135,7 @@ class CoalescingQueueMachine(RuleBasedStateMachine):
     @rule()
     def take(self) -> None:
         kind, a, b, _ = self.model.pop(0)
-        taken = self.queue.take()
+        taken = self.queue.get_nowait()
         if kind == _NOOP:
             assert taken is None
             return
@@ -203,16 +204,16 @@ def test_replaying_a_coalesced_queue_gives_the_newest_state(
             state[meta_namespace_key(new)] = new
 
     for i, notification in enumerate(history, start=1):
-        queue.put(notification)
+        queue.put_nowait(notification)
         apply(truth, notification)
         # Past the bound a key adds entries only while none of its own can absorb them:
         # at most a pending delete and the entry after it.
         keys.add(meta_namespace_key(notification.a))
         assert len(queue) <= bound + 2 * len(keys)
         if take_every and i % take_every == 0 and queue.items:
-            apply(view, queue.take())
+            apply(view, queue.get_nowait())
     while queue.items:
-        apply(view, queue.take())
+        apply(view, queue.get_nowait())
     assert view == truth
 
 
@@ -224,7 +225,7 @@ def test_putting_many_into_a_coalescing_queue_is_putting_each(
     one_by_one = CoalescingQueue(max_pending=bound, key_func=meta_namespace_key)
     together = CoalescingQueue(max_pending=bound, key_func=meta_namespace_key)
     for notification in history:
-        one_by_one.put(notification)
+        one_by_one.put_nowait(notification)
     for start in range(0, len(history), split):
         chunk = history[start : start + split]
         # The count is for plain queues; a coalescing one counts as it merges.
@@ -246,44 +247,49 @@ def test_putting_many_into_a_coalescing_queue_is_putting_each(
 def test_has_room_reflects_the_bound(bound: int | None, puts: int, has_room: bool) -> None:
     queue = PendingQueue(max_pending=bound)
     for rv in range(puts):
-        queue.put(Notification(ADD, obj("a", rv), False))
+        queue.put_nowait(Notification(ADD, obj("a", rv), False))
     assert queue.has_room() is has_room
 
 
-async def test_a_put_resolves_the_armed_waiter() -> None:
+async def test_a_put_wakes_a_consumer_waiting_in_get() -> None:
     queue = PendingQueue()
-    waiter = queue.arm(asyncio.get_running_loop())
-    assert not waiter.done()
-    queue.put(Notification(ADD, obj("a", 1), False))
-    assert waiter.done()
+    getter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    assert not getter.done()
+    notification = Notification(ADD, obj("a", 1), False)
+    queue.put_nowait(notification)
+    assert await getter == notification
 
 
 @pytest.mark.parametrize("coalescing", [False, True])
-async def test_putting_many_resolves_the_armed_waiter(coalescing: bool) -> None:
+async def test_putting_many_wakes_a_consumer_waiting_in_get(coalescing: bool) -> None:
     queue = (
         CoalescingQueue(max_pending=5, key_func=meta_namespace_key)
         if coalescing
         else PendingQueue()
     )
-    waiter = queue.arm(asyncio.get_running_loop())
-    queue.put_many([Notification(ADD, obj("a", 1), False)], 0)
-    assert waiter.done()
+    getter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.put_many(
+        [Notification(ADD, obj("a", 1), False), Notification(ADD, obj("b", 1), False)], 0
+    )
+    assert await getter == Notification(ADD, obj("a", 1), False)
     assert len(queue) == 1
 
 
 async def test_taking_below_the_bound_releases_a_producer_waiting_for_room() -> None:
     queue = PendingQueue(max_pending=1)
-    queue.put(Notification(ADD, obj("a", 1), False))
+    queue.put_nowait(Notification(ADD, obj("a", 1), False))
     producer = asyncio.create_task(queue.wait_for_room())
     await asyncio.sleep(0)
     assert not producer.done()
-    queue.take()
+    queue.get_nowait()
     await producer
 
 
 async def test_close_drops_everything_and_wakes_both_sides() -> None:
     queue = PendingQueue(max_pending=1)
-    queue.put(Notification(ADD, obj("a", 1), True))
+    queue.put_nowait(Notification(ADD, obj("a", 1), True))
     producer = asyncio.create_task(queue.wait_for_room())
     await asyncio.sleep(0)
     queue.close()
@@ -291,9 +297,20 @@ async def test_close_drops_everything_and_wakes_both_sides() -> None:
     await producer
     assert (len(queue), queue.initial_pending, queue.closed) == (0, 0, True)
     assert queue.has_room()
+    assert await queue.get() is CLOSED
 
 
-def test_the_unbounded_plain_queue_takes_with_the_deques_own_popleft() -> None:
-    # The per-event path: no Python frame between the delivery loop and the deque.
-    queue = PendingQueue()
-    assert queue.take == queue.items.popleft
+async def test_close_wakes_a_consumer_waiting_in_get() -> None:
+    queue = CoalescingQueue(max_pending=1, key_func=meta_namespace_key)
+    getter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.close()
+    assert await getter is CLOSED
+
+
+def test_both_queues_are_asyncio_queues_built_on_their_own_storage() -> None:
+    # As the standard library builds PriorityQueue and LifoQueue: _init, _put and _get.
+    for queue in (PendingQueue(), CoalescingQueue(max_pending=1, key_func=meta_namespace_key)):
+        assert isinstance(queue, asyncio.Queue)
+        for method in ("_init", "_put", "_get"):
+            assert getattr(type(queue), method) is not getattr(asyncio.Queue, method)

@@ -431,7 +431,7 @@ def coalescing(max_pending: int) -> ProcessorListener:
 def drain(listener: ProcessorListener) -> list[tuple[str, str, str | None]]:
     out: list[tuple[str, str, str | None]] = []
     while listener._queue.items:
-        notification = listener._queue.take()
+        notification = listener._queue.get_nowait()
         if notification is None:
             continue
         kind, a, b = notification
@@ -515,7 +515,7 @@ def test_coalesce_bounds_queue_by_distinct_keys_and_replay_gives_newest_state() 
         assert listener.pending <= 5
     view: dict[str, dict[str, Any]] = {}
     while listener._queue.items:
-        notification = listener._queue.take()
+        notification = listener._queue.get_nowait()
         if notification is not None:
             kind, a, b = notification
             view[meta_namespace_key(a)] = b if kind == UPDATE else a

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aioinformer._pending import CLOSED
 from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, DeltasBatch, DeltaType
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.processor import (
@@ -41,7 +42,7 @@ def pulled(name: str = "pulled", **kwargs: Any) -> ProcessorListener:
 
 def queued(listener: ProcessorListener) -> list[Notification]:
     queue: PendingQueue = listener._queue
-    return list(queue.items)
+    return [entry for entry in queue.items if entry is not CLOSED]
 
 
 def add(name: str, rv: str = "1", initial: bool = False) -> Notification:
