@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer._clock import Clock, TimerHandle, call_later
 from aioinformer._meta import annotations_of, meta_namespace_key
-from aioinformer._raw import RawObject
 from aioinformer._reflector_status import LastHeard
 from aioinformer._watch_policy import WatchEnd
+from aioinformer.codec import Head, head_of
 from aioinformer.errors import AioinformerError, WatchError, WatchTimeout, error_from_watch_status
 from aioinformer.listwatch import (
     ADDED,
@@ -51,7 +51,7 @@ from aioinformer.listwatch import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 __all__ = [
     "DEADLINE_TICKS",
@@ -283,6 +283,7 @@ class WatchRead:
         "_deadline",
         "_expected_api_version",
         "_expected_kind",
+        "_head",
         "_heard",
         "_name",
         "_opened",
@@ -316,6 +317,7 @@ class WatchRead:
         name: str,
         clock: Clock,
         deadline: float,
+        head: Callable[[Any], Head | None] = head_of,
         expected_kind: str | None = None,
         expected_api_version: str | None = None,
         heard: LastHeard | None = None,
@@ -329,6 +331,7 @@ class WatchRead:
         self._name = name
         self._clock = clock
         self._deadline = deadline
+        self._head = head
         self._expected_kind = expected_kind
         self._expected_api_version = expected_api_version
         self._heard = heard if heard is not None else LastHeard()
@@ -473,6 +476,7 @@ class WatchRead:
         expected_api_version = self._expected_api_version
         check_type = expected_kind is not None or expected_api_version is not None
         until_initial_events_end = self._until_initial_events_end
+        read_head = self._head
         resource_version = ""
         error: BaseException | None = None
         done = False
@@ -480,46 +484,28 @@ class WatchRead:
             for index, event in enumerate(batch):
                 kind = event.type
                 obj = event.object
-                if type(obj) is RawObject:
-                    # A compact cache's object: its head is already decoded.
-                    if check_type and (
-                        (expected_kind is not None and obj.kind != expected_kind)
-                        or (
-                            expected_api_version is not None
-                            and obj.api_version != expected_api_version
-                        )
-                    ):
-                        self._wrong_type(kind, obj, obj.api_version, obj.kind)
-                        continue
-                    rv = obj.resource_version
-                    if not rv:
-                        self._no_resource_version(kind, obj)
-                        continue
-                else:
-                    try:
-                        rv = obj["metadata"]["resourceVersion"]
-                        wrong_type = check_type and (
-                            (expected_kind is not None and obj.get("kind") != expected_kind)
-                            or (
-                                expected_api_version is not None
-                                and obj.get("apiVersion") != expected_api_version
-                            )
-                        )
-                    except (KeyError, TypeError, AttributeError):
-                        # A Status (an ERROR event's object) has no resourceVersion.
-                        self._no_resource_version(kind, obj)
-                        continue
-                    if wrong_type:
-                        self._wrong_type(kind, obj, obj.get("apiVersion"), obj.get("kind"))
-                        continue
-                    if until_initial_events_end and kind == BOOKMARK:
-                        if _ends_initial_events(obj):
-                            resource_version = rv
-                            self.leftover = batch[index + 1 :]
-                            done = True
-                            break
-                        if self._plain_bookmark_at is None:
-                            self._plain_bookmark_at = self._clock.monotonic()
+                head = read_head(obj)
+                if head is None:
+                    # A Status (an ERROR event's object) has no resourceVersion.
+                    self._no_resource_version(kind, obj)
+                    continue
+                obj_kind, obj_api_version, rv = head
+                if check_type and (
+                    (expected_kind is not None and obj_kind != expected_kind)
+                    or (
+                        expected_api_version is not None and obj_api_version != expected_api_version
+                    )
+                ):
+                    self._wrong_type(kind, obj, obj_api_version, obj_kind)
+                    continue
+                if until_initial_events_end and kind == BOOKMARK:
+                    if _ends_initial_events(obj):
+                        resource_version = rv
+                        self.leftover = batch[index + 1 :]
+                        done = True
+                        break
+                    if self._plain_bookmark_at is None:
+                        self._plain_bookmark_at = self._clock.monotonic()
                 if kind not in _APPLIED_TYPES:
                     self._unknown_type(kind, obj)
                     continue

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from aioinformer._runner import Running, TaskRunner
 from aioinformer._sync import Watched, wait_synced
-from aioinformer.client import GVR, Client, ResourceClient, ResourceInfo
+from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from aioinformer._clock import Clock
     from aioinformer._gcpolicy import GCPolicy
     from aioinformer.audit import CacheAudit
+    from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
     from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
@@ -425,7 +426,7 @@ class _SelectedResource(DescribedListerWatcher):
 
     __slots__ = ("_field_selector", "_key", "_label_selector", "_resource")
 
-    def __init__(self, resource: ResourceClient, key: InformerKey) -> None:
+    def __init__(self, resource: DescribedListerWatcher, key: InformerKey) -> None:
         self._resource = resource
         self._key = key
         self._label_selector = key.label_selector
@@ -457,16 +458,14 @@ class _SelectedResource(DescribedListerWatcher):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self._resource.watch(self._options(options))
 
-    async def list_compact(self, options: ListOptions) -> ObjectList:
-        return await self._resource.list_compact(self._options(options))
+    def decoded_with(self, codec: Codec) -> _SelectedResource:
+        return _SelectedResource(self._resource.decoded_with(codec), self._key)
 
-    def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
-        return self._resource.watch_compact(self._options(options))
-
-    def metadata_lister(self) -> _SelectedResource:
+    def metadata_lister(self) -> _SelectedResource | None:
         """The same objects (namespace, selectors) as ``PartialObjectMetadata``, for a
         cache audit."""
-        return _SelectedResource(self._resource.metadata_lister(), self._key)
+        metadata = self._resource.metadata_lister()
+        return None if metadata is None else _SelectedResource(metadata, self._key)
 
     def __repr__(self) -> str:
         return (

@@ -212,6 +212,11 @@ class Indexer(Generic[T]):
         key = obj.key if type(obj) is DeletedFinalStateUnknown else self._key_func(obj)
         self.delete_by_key(key)
 
+    def put_entry(self, key: str, entry: Any, carried: Any = None) -> None:
+        """Store ``entry`` (what the cache keeps, see :meth:`entry_by_key`) under ``key``;
+        ``carried`` is what its notification carries, for a store that can reuse it."""
+        self.put_by_key(key, entry)
+
     def put_by_key(self, key: str, obj: T) -> None:
         """Store ``obj`` under ``key``, which must be the key ``key_func`` gives it: for a
         caller that already has the key, saving its recomputation (the informer's pop task).
@@ -513,11 +518,13 @@ class CompactIndexer(Indexer[Any]):
 
     # -- writes --------------------------------------------------------------------
 
-    def put_entry(self, key: str, entry: Any, shared: SharedDecode | None = None) -> None:
-        """Store ``entry`` under ``key``; ``shared`` is its decode, shared with the
-        handlers, for index functions that need the object (made here when not given)."""
+    def put_entry(self, key: str, entry: Any, carried: Any = None) -> None:
+        """Store ``entry`` under ``key``; ``carried`` is its decode
+        (:class:`~aioinformer._raw.SharedDecode`), shared with the handlers, for index
+        functions that need the object (made here when not given)."""
         if type(entry) is dict:
             entry = RawObject.from_dict(entry)
+        shared: SharedDecode | None = carried
         pairs = self._pairs
         if not pairs:
             self._items[key] = entry

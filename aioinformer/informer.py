@@ -10,7 +10,7 @@ Role: :class:`SharedIndexInformer` wires the pipeline together::
 Input: a :class:`~aioinformer.listwatch.ListerWatcher` (a ``client.resource(...)`` or a
 fake). Output: the :attr:`SharedIndexInformer.indexer` cache (read it through
 :meth:`SharedIndexInformer.lister`) and calls to the registered handlers. The cache is
-compact by default (each object's JSON bytes and head, see :mod:`aioinformer._compact`),
+compact by default (each object's JSON bytes and head, see :mod:`aioinformer.codec`),
 or the decoded objects with ``cache="objects"``.
 
 The pop task applies each object's deltas to the cache, then distributes one notification
@@ -66,30 +66,20 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from aioinformer._apply import apply_deltas
 from aioinformer._audit import CacheAuditor, KeyRecorder
 from aioinformer._clock import Clock, default_clock
-from aioinformer._compact import (
-    CacheMode,
-    DecodeWindow,
-    apply_deltas,
-    apply_object_deltas,
-    compact_source,
-    compact_transform,
-    handler_converter,
-    notified_key,
-)
 from aioinformer._handler_calls import SlowHandlerThresholds, handler_name
 from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._model_guard import ModelGuard
-from aioinformer._raw import SharedDecode
 from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer._store_rv import wait_applied
 from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
+from aioinformer.codec import CacheMode, CompactCodec, codec_for
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerState, InformerStatistics
-from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc, meta_namespace_key
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import EventType as EventType
@@ -119,6 +109,8 @@ if TYPE_CHECKING:
     from aioinformer._backoff import Backoff
     from aioinformer._gcpolicy import GCPolicy
     from aioinformer.audit import AuditLister
+    from aioinformer.codec import Codec
+    from aioinformer.indexer import Indexer, IndexFunc
     from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
@@ -221,8 +213,9 @@ class SharedIndexInformer:
         in_order: bool = False,
         audit: CacheAudit | None = None,
     ) -> None:
-        if cache not in ("compact", "objects"):
-            raise ValueError(f"cache must be 'compact' or 'objects', got {cache!r}")
+        # How objects are represented along the pipeline, chosen once (raises for an
+        # unknown cache mode).
+        self._codec = codec = codec_for(cache)
         base = reflector_options if reflector_options is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; the reflector gets this.
         self._reflector_options = base.replace(
@@ -243,13 +236,7 @@ class SharedIndexInformer:
         # The namespace the source watches (None: all), where a lister's get(name) looks.
         self._namespace = self._source.namespace
         self._cache: CacheMode = cache
-        # The shared decodes the pop task made last (compact cache only).
-        self._window = DecodeWindow()
-        self._indexer: Indexer[Any] = (
-            CompactIndexer(meta_namespace_key, indexers)
-            if cache == "compact"
-            else Indexer(meta_namespace_key, indexers)
-        )
+        self._indexer: Indexer[Any] = codec.new_indexer(indexers)
         self._clock = clock or default_clock
         self._processor = SharedProcessor(clock=self._clock)
         self._model = model
@@ -468,9 +455,8 @@ class SharedIndexInformer:
             upstream_has_synced=self.has_synced,
             max_pending=max_pending,
             overflow=overflow,
-            key_func=notified_key(self._cache) if overflow == "coalesce" else None,
-            convert=handler_converter(
-                self._cache,
+            key_func=self._codec.carried_key if overflow == "coalesce" else None,
+            convert=self._codec.handler_converter(
                 keys_only=keys_only,
                 to_model=self._to_model if self._model is not None else None,
             ),
@@ -482,12 +468,9 @@ class SharedIndexInformer:
             # Atomic with respect to the pop task (nothing here suspends): the snapshot
             # and the notifications that follow it line up exactly.
             add = listener.add
-            if self._cache == "compact":
-                for entry in self._indexer.entries():
-                    add(Notification(ADD, SharedDecode(entry), True))
-            else:
-                for obj in self._indexer.entries():
-                    add(Notification(ADD, obj, True))
+            carry = self._codec.carry
+            for entry in self._indexer.entries():
+                add(Notification(ADD, carry(entry), True))
         self._processor.add_listener(listener, start=start)
         return HandlerRegistration(self, listener)
 
@@ -712,18 +695,18 @@ class SharedIndexInformer:
         self._state = InformerState.RUNNING
         self._take_name()
         self._processor.start(self._clock.monotonic())
-        compact = self._cache == "compact"
+        codec = self._codec
         transform = self._transform
-        if compact and transform is not None:
-            transform = compact_transform(transform)
+        if transform is not None:
+            transform = codec.wrap_transform(transform)
         known = self._indexer.known_objects
         fifo = self._fifo = (
-            RealFIFO(known_objects=known, transform=transform)
+            RealFIFO(codec.key, known_objects=known, transform=transform)
             if self._in_order
-            else DeltaFIFO(known_objects=known, transform=transform, atomic=True)
+            else DeltaFIFO(codec.key, known_objects=known, transform=transform, atomic=True)
         )
         reflector = self._reflector = Reflector(
-            compact_source(self._lister_watcher) if compact else self._lister_watcher,
+            _decoded(self._lister_watcher, codec),
             fifo,
             name=self.name,
             resync_period=self._resync_check_period,
@@ -825,20 +808,17 @@ class SharedIndexInformer:
         """Apply one key's deltas to the cache and distribute the notifications.
 
         Runs without suspending, so the cache, the notifications and a late handler's
-        snapshot always line up. The two caches' ways of doing it sit side by side in
-        :mod:`aioinformer._compact`.
+        snapshot always line up (see :mod:`aioinformer._apply`).
         """
         fifo = self._fifo
         assert fifo is not None
-        is_in_initial_list = not fifo.has_synced()
-        indexer = self._indexer
-        distribute = self._processor.distribute
-        if type(indexer) is CompactIndexer:
-            apply_deltas(
-                deltas, indexer, distribute, self._window, is_in_initial_list=is_in_initial_list
-            )
-        else:
-            apply_object_deltas(deltas, indexer, distribute, is_in_initial_list=is_in_initial_list)
+        apply_deltas(
+            deltas,
+            self._indexer,
+            self._processor.distribute,
+            self._codec,
+            is_in_initial_list=not fifo.has_synced(),
+        )
 
     def stop(self) -> None:
         """Ask a running informer to stop: ``run()`` then returns. Idempotent; does
@@ -923,6 +903,12 @@ def _audit_lister(audit: CacheAudit | None, source: ListerWatcher) -> AuditListe
         return audit.lister
     if isinstance(source, DescribedListerWatcher):
         metadata = source.metadata_lister()
-        if metadata is not None:
-            return compact_source(metadata)
-    return compact_source(source)
+        return (metadata or source).decoded_with(CompactCodec())
+    return source
+
+
+def _decoded(source: ListerWatcher, codec: Codec) -> ListerWatcher:
+    """``source`` decoding with ``codec`` when it declares it can (see
+    :meth:`~aioinformer.listwatch.DescribedListerWatcher.decoded_with`); else itself,
+    whose dicts the codec takes as they come."""
+    return source.decoded_with(codec) if isinstance(source, DescribedListerWatcher) else source

@@ -121,8 +121,9 @@ class ObjectList:
     """One LIST page: raw items, the list's resourceVersion and the continue token."""
 
     items: list[Any] = field(default_factory=list)
-    """Decoded ``dict`` items, or, from a compact source (``list_compact``),
-    :class:`~aioinformer._raw.RawObject` ones."""
+    """Decoded ``dict`` items, or what the informer's codec decodes them into (a compact
+    cache's :class:`~aioinformer._raw.RawObject`, see
+    :meth:`DescribedListerWatcher.decoded_with`)."""
     resource_version: str = ""
     continue_: str | None = None
     remaining_item_count: int | None = None
@@ -140,8 +141,9 @@ class WatchEvent:
 
     type: str
     object: Any
-    """A decoded ``dict``; from a compact source (``watch_compact``) the object of an
-    ``ADDED``/``MODIFIED``/``DELETED`` event is a :class:`~aioinformer._raw.RawObject`."""
+    """A decoded ``dict``, or, for the objects of ``ADDED``/``MODIFIED``/``DELETED``
+    events, what the informer's codec decodes them into (see
+    :meth:`DescribedListerWatcher.decoded_with`)."""
 
 
 class ListerWatcher(Protocol):
@@ -315,7 +317,16 @@ class DescribedListerWatcher(abc.ABC):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         """Open a watch: see :meth:`ListerWatcher.watch`."""
 
-    def metadata_lister(self) -> ListerWatcher | None:
+    def decoded_with(self, codec: Any) -> DescribedListerWatcher:
+        """This source, its lists' items and its watch events' objects decoded by
+        ``codec`` (a :class:`aioinformer.codec.Codec`, a layer above this seam, hence
+        untyped here) from the bytes the server sent; an informer
+        reads its source through it. A source that only has decoded dicts to give
+        returns itself (this default): the informer's codec takes its dicts as they are,
+        or encodes them as it caches them."""
+        return self
+
+    def metadata_lister(self) -> DescribedListerWatcher | None:
         """The same objects (resource, namespace, selectors) served as
         ``PartialObjectMetadata``, or ``None`` (this default) when the source cannot serve
         them so. An informer's cache audit lists through it (see :mod:`aioinformer.audit`):

@@ -3,10 +3,11 @@
 Role: the hot path between the socket and a reflector. Input: the body of a ``?watch=1``
 response, one JSON object per line (``{"type": ..., "object": {...}}``), arriving in
 chunks whose boundaries fall anywhere. Output: one :class:`WatchEvent` per line, in stream
-order, each decoded with a single ``orjson.loads``; or, for a compact cache
-(``compact=True``), an event whose object is a :class:`~aioinformer._raw.RawObject`: the
-object's bytes and its head, read by msgspec without decoding the rest (bookmarks and
-anything unusual are still decoded whole).
+order, handed on a read at a time (:meth:`WatchStream.batches`). The usual line is decoded
+by the informer's :class:`~aioinformer.codec.Codec`: into a dict with one ``orjson.loads``
+(the default), or, for a compact cache, into a :class:`~aioinformer._raw.RawObject`: the
+object's bytes and its head, read by msgspec without decoding the rest. Bookmarks and
+anything unusual are decoded whole, the careful way.
 
 Framing is done here rather than with ``StreamReader.readline()``, which refuses lines
 over 128 KiB (a large Secret or ConfigMap is bigger): :class:`WatchStreamDecoder` keeps the
@@ -41,8 +42,8 @@ from typing import TYPE_CHECKING, Final
 
 import orjson
 
-from aioinformer._raw import decode_watch_line
 from aioinformer._transport import map_transport_errors
+from aioinformer.codec import OBJECTS, Codec
 from aioinformer.errors import AioinformerError, WatchError
 from aioinformer.errors import error_from_watch_status as error_from_watch_status
 from aioinformer.listwatch import WatchEvent, WatchStreamBase
@@ -70,14 +71,6 @@ kube-apiserver refuses request bodies over 3 MiB and etcd objects over about 1.5
 
 _NEWLINE: Final = b"\n"
 
-DICT_BATCH: Final = 4
-"""Events decoded into dicts are handed on this many at a time (a compact stream hands on
-a whole read): each dict is a few hundred objects the cyclic collector tracks, and the
-fewer are alive at once, the younger they die. Handing a read of 50 Pods on at once
-instead makes every one outlive a young collection, and the collector then promotes the
-whole cache to the oldest generation (measured: 4k events/s that way, 17k this way, on
-10k cached Pods)."""
-
 
 class WatchStreamDecoder:
     """Splits a watch body into lines and decodes each into a :class:`WatchEvent`.
@@ -89,20 +82,20 @@ class WatchStreamDecoder:
     is a failure too, detected while the line is still arriving.
     """
 
-    __slots__ = ("_compact", "_max_line", "_pending", "_pending_size", "_url", "failure")
+    __slots__ = ("_codec", "_max_line", "_pending", "_pending_size", "_url", "failure")
 
     def __init__(
         self,
         *,
         url: str = "",
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        compact: bool = False,
+        codec: Codec = OBJECTS,
     ) -> None:
         if max_line_bytes <= 0:
             raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes!r}")
         self._url = url
-        # Objects of ADDED/MODIFIED/DELETED events become RawObjects.
-        self._compact = compact
+        # Decodes the usual line (ADDED/MODIFIED/DELETED); anything else goes the careful way.
+        self._codec = codec
         self._max_line = max_line_bytes
         # Parts of the line being assembled, in order; none of them contains b"\n".
         self._pending: list[bytes] = []
@@ -118,15 +111,19 @@ class WatchStreamDecoder:
         read of the connection brought. At the first failure the events before it are
         returned and :attr:`failure` is set; the rest of the stream is ignored.
         """
-        decode = self._decode_line
+        decode = self._codec.decode_event
+        careful = self._careful
         events: list[WatchEvent] = []
         append = events.append
         for line in self._frame(chunk):
             event = decode(line)
-            if event is not None:
-                append(event)
-            elif self.failure is not None:
-                break
+            if event is None:
+                event = careful(line)
+                if event is None:
+                    if self.failure is not None:
+                        break
+                    continue
+            append(event)
         return events
 
     def feed_in_groups(self, chunk: bytes, size: int) -> Iterator[list[WatchEvent]]:
@@ -181,21 +178,11 @@ class WatchStreamDecoder:
             self._hold(chunk[start:])
 
     def _decode_line(self, line: bytes) -> WatchEvent | None:
-        """One line's event: the common case inline (one decode, two lookups), anything
-        unusual through :meth:`_careful`, which classifies it. ``None`` for a blank line
-        or a failure (then :attr:`failure` is set)."""
-        if self._compact:
-            decoded = decode_watch_line(line)
-            return WatchEvent(*decoded) if decoded is not None else self._careful(line)
-        try:
-            raw = orjson.loads(line)
-            kind = raw["type"]
-            obj = raw["object"]
-        except (orjson.JSONDecodeError, TypeError, KeyError):
-            return self._careful(line)
-        if type(kind) is str and kind != "ERROR" and type(obj) is dict:
-            return WatchEvent(kind, obj)
-        return self._careful(line)
+        """One line's event: the usual line decoded by the codec, anything unusual
+        through :meth:`_careful`, which classifies it. ``None`` for a blank line or a
+        failure (then :attr:`failure` is set)."""
+        event = self._codec.decode_event(line)
+        return event if event is not None else self._careful(line)
 
     def _hold(self, part: bytes) -> None:
         """Keep ``part`` of the unfinished line, or fail once the line is too long."""
@@ -279,19 +266,20 @@ def read_watch_stream(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    compact: bool = False,
+    codec: Codec = OBJECTS,
 ) -> AsyncGenerator[WatchEvent, None]:
     """Open a watch with ``open_response()`` and yield its events until the body ends.
 
     ``open_response`` returns an async context manager yielding a 2xx response (the
     client's request path, which maps HTTP errors and releases the connection on exit).
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
-    A line longer than ``max_line_bytes`` raises :class:`WatchError`. With ``compact``
-    the objects of ``ADDED``/``MODIFIED``/``DELETED`` events are
-    :class:`~aioinformer._raw.RawObject`. :class:`WatchStream` is the same stream saying
-    whether the server accepted the request, and handing its events out by the batch.
+    A line longer than ``max_line_bytes`` raises :class:`WatchError`. ``codec`` decodes
+    the usual lines (the objects of ``ADDED``/``MODIFIED``/``DELETED`` events): dicts by
+    default, :class:`~aioinformer._raw.RawObject` entries with a compact codec.
+    :class:`WatchStream` is the same stream saying whether the server accepted the
+    request, and handing its events out by the batch.
     """
-    return _one_by_one(_batches(open_response, _Acceptance(), max_line_bytes, compact))
+    return _one_by_one(_batches(open_response, _Acceptance(), max_line_bytes, codec))
 
 
 class WatchStream(WatchStreamBase):
@@ -313,10 +301,10 @@ class WatchStream(WatchStreamBase):
         open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        compact: bool = False,
+        codec: Codec = OBJECTS,
     ) -> None:
         self._acceptance = _Acceptance()
-        self._batches = _batches(open_response, self._acceptance, max_line_bytes, compact)
+        self._batches = _batches(open_response, self._acceptance, max_line_bytes, codec)
         self._events: AsyncGenerator[WatchEvent, None] | None = None
 
     @property
@@ -356,21 +344,21 @@ async def _batches(
     open_response: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
     acceptance: _Acceptance,
     max_line_bytes: int,
-    compact: bool,
+    codec: Codec,
 ) -> AsyncGenerator[list[WatchEvent], None]:
     async with open_response() as response:
         acceptance.opened = True
         url = str(response.url.with_query(None))
-        decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes, compact=compact)
+        decoder = WatchStreamDecoder(url=url, max_line_bytes=max_line_bytes, codec=codec)
+        group = codec.event_batch
         with map_transport_errors(url, streaming=True):
             async for chunk in response.content.iter_chunked(CHUNK_SIZE):
-                if compact:
-                    # Compact objects are invisible to the collector: a whole read at once.
+                if group is None:
                     events = decoder.feed(chunk)
                     if events:
                         yield events
                 else:
-                    for events in decoder.feed_in_groups(chunk, DICT_BATCH):
+                    for events in decoder.feed_in_groups(chunk, group):
                         yield events
                 if decoder.failure is not None:
                     raise decoder.failure

@@ -29,9 +29,10 @@ import pytest
 
 from aioinformer._backoff import Backoff
 from aioinformer._raw import RawObject
+from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import WatchEvent
+from aioinformer.listwatch import DescribedListerWatcher, WatchEvent, WatchStreamBase
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import reflector_statistics
@@ -41,8 +42,9 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
-    from aioinformer.listwatch import ListOptions, ObjectList
+    from aioinformer.listwatch import ListOptions, ObjectList, SourceInfo
     from aioinformer.testing.clock import FakeClock
 
 CACHE_MODES: tuple[CacheMode, ...] = ("objects", "compact")
@@ -98,24 +100,58 @@ def pod(name: str, step: int = 0, *, namespace: str | None = "default") -> dict[
 
 
 class CompactFakeListerWatcher(FakeListerWatcher):
-    """A :class:`FakeListerWatcher` that also lists and watches RawObjects
-    (``list_compact``/``watch_compact``), as the real client does for a compact informer:
-    each is encoded from the dict the fake would have sent."""
+    """A :class:`FakeListerWatcher` that, decoded with a compact codec, lists and watches
+    RawObjects, as the real client does for a compact informer: each is encoded from the
+    dict the fake would have sent."""
 
-    async def list_compact(self, options: ListOptions) -> ObjectList:
-        page = await self.list(options)
+    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+        return _AsRawObjects(self) if isinstance(codec, CompactCodec) else self
+
+
+class _AsRawObjects(DescribedListerWatcher):
+    """A fake's lists and watches with each object (bookmarks aside) a RawObject."""
+
+    def __init__(self, fake: FakeListerWatcher) -> None:
+        self.fake = fake
+
+    def describe(self) -> SourceInfo:
+        return self.fake.describe()
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        page = await self.fake.list(options)
         return dataclasses.replace(page, items=[RawObject.from_dict(o) for o in page.items])
 
-    async def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
-        stream = self.watch(options)
-        try:
-            async for event in stream:
-                if isinstance(event.object, dict) and event.type != "BOOKMARK":
-                    yield WatchEvent(event.type, RawObject.from_dict(event.object))
-                else:
-                    yield event
-        finally:
-            await stream.aclose()  # type: ignore[attr-defined]
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        stream = self.fake.watch(options)
+        assert isinstance(stream, WatchStreamBase)
+        return _RawObjectStream(stream)
+
+
+class _RawObjectStream(WatchStreamBase):
+    def __init__(self, inner: WatchStreamBase) -> None:
+        self._inner = inner
+
+    @property
+    def opened(self) -> bool:
+        return self._inner.opened
+
+    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        async for batch in self._inner.batches():
+            yield [_as_raw(event) for event in batch]
+
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _as_raw(event: WatchEvent) -> WatchEvent:
+    if isinstance(event.object, dict) and event.type != "BOOKMARK":
+        return WatchEvent(event.type, RawObject.from_dict(event.object))
+    return event
 
 
 class Decodes:

@@ -24,12 +24,11 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from aioinformer._raw import decode_list
 from aioinformer._transport import map_transport_errors
 from aioinformer._write_args import check_patch_arguments, object_body
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
-from aioinformer.errors import TransportError
+from aioinformer.codec import OBJECTS
 from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
 from aioinformer.watch import WatchStream
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from aioinformer.client._client import Client
+    from aioinformer.codec import Codec
 
 __all__ = ["PatchType", "ResourceClient", "watch_read_timeout"]
 
@@ -155,37 +155,9 @@ class ResourceClient(DescribedListerWatcher):
     async def list(self, options: ListOptions | None = None) -> ObjectList:
         """One page of the collection. Each item gets ``apiVersion`` and ``kind`` from the
         list (the server leaves them out), in place, without copying."""
-        info = await self.info()
-        data = await self._http.request(
-            "GET",
-            info.collection_path(self._namespace),
-            query=(options or ListOptions()).to_query(),
-            accept=self._list_accept(),
-            max_bytes=self._http.max_list_bytes,
-        )
-        if not isinstance(data, dict):
-            raise TransportError(f"LIST of {info.gvr} answered with a non-object")
-        items = data.get("items") or []
-        api_version = data.get("apiVersion") or info.gvr.api_version
-        list_kind = data.get("kind") or ""
-        kind = list_kind[:-4] if list_kind.endswith("List") else info.kind
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-        meta = data.get("metadata") or {}
-        return ObjectList(
-            items=items,
-            resource_version=meta.get("resourceVersion") or "",
-            continue_=meta.get("continue") or None,
-            remaining_item_count=meta.get("remainingItemCount"),
-            kind=kind or None,
-            api_version=api_version,
-        )
+        return await self._list(options, OBJECTS)
 
-    async def list_compact(self, options: ListOptions | None = None) -> ObjectList:
-        """As :meth:`list`, for a compact cache: the items are
-        :class:`~aioinformer._raw.RawObject` (each item's bytes as received, and its
-        head), decoded without building a ``dict`` per object."""
+    async def _list(self, options: ListOptions | None, codec: Codec) -> ObjectList:
         info = await self.info()
         url, body = await self._http.request_bytes(
             "GET",
@@ -195,32 +167,19 @@ class ResourceClient(DescribedListerWatcher):
             max_bytes=self._http.max_list_bytes,
         )
         with map_transport_errors(url):
-            page = decode_list(body, kind=info.kind, api_version=info.gvr.api_version)
-        return ObjectList(
-            items=page.items,
-            resource_version=page.resource_version,
-            continue_=page.continue_,
-            remaining_item_count=page.remaining_item_count,
-            kind=page.kind or None,
-            api_version=page.api_version,
-        )
+            return codec.decode_list(body, kind=info.kind, api_version=info.gvr.api_version)
 
     def _list_accept(self) -> str:
         return _META_LIST_ACCEPT + "," + JSON if self._metadata_only else JSON
 
-    def watch_compact(
-        self, options: ListOptions | None = None, *, inactivity_timeout: float | None = None
-    ) -> WatchStream:
-        """As :meth:`watch`, for a compact cache: the objects of ``ADDED``, ``MODIFIED``
-        and ``DELETED`` events are :class:`~aioinformer._raw.RawObject`."""
-        return self.watch(options, inactivity_timeout=inactivity_timeout, _compact=True)
+    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+        """This resource, listed and watched through ``codec``: its items and events'
+        objects are what ``codec`` decodes the bytes into (a compact cache's
+        :class:`~aioinformer._raw.RawObject`, read without building a ``dict``)."""
+        return _Decoded(self, codec)
 
     def watch(
-        self,
-        options: ListOptions | None = None,
-        *,
-        inactivity_timeout: float | None = None,
-        _compact: bool = False,
+        self, options: ListOptions | None = None, *, inactivity_timeout: float | None = None
     ) -> WatchStream:
         """Open a watch (``?watch=1`` plus ``options``): an async iterator of events whose
         ``opened`` turns true once the server answered 2xx.
@@ -231,6 +190,11 @@ class ResourceClient(DescribedListerWatcher):
         consumer's job (a reflector does). Closing the generator, or cancelling its
         consumer, closes the connection.
         """
+        return self._watch(options, OBJECTS, inactivity_timeout)
+
+    def _watch(
+        self, options: ListOptions | None, codec: Codec, inactivity_timeout: float | None = None
+    ) -> WatchStream:
         opts = options or ListOptions()
         deadline = watch_read_timeout(inactivity_timeout, self._http.watch_read_timeout)
 
@@ -252,9 +216,7 @@ class ResourceClient(DescribedListerWatcher):
             ) as response:
                 yield response
 
-        return WatchStream(
-            open_response, max_line_bytes=self._http.max_object_bytes, compact=_compact
-        )
+        return WatchStream(open_response, max_line_bytes=self._http.max_object_bytes, codec=codec)
 
     def _object_accept(self) -> str:
         return _META_OBJECT_ACCEPT + "," + JSON if self._metadata_only else JSON
@@ -398,3 +360,31 @@ class ResourceClient(DescribedListerWatcher):
         ns = "*" if self._namespace is None else self._namespace
         meta = " metadata-only" if self._metadata_only else ""
         return f"<ResourceClient {spec} ns={ns!r}{meta}>"
+
+
+class _Decoded(DescribedListerWatcher):
+    """A :class:`ResourceClient` whose lists and watches decode with one codec."""
+
+    __slots__ = ("_codec", "_resource")
+
+    def __init__(self, resource: ResourceClient, codec: Codec) -> None:
+        self._resource = resource
+        self._codec = codec
+
+    def describe(self) -> SourceInfo:
+        return self._resource.describe()
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        return await self._resource._list(options, self._codec)
+
+    def watch(self, options: ListOptions) -> WatchStream:
+        return self._resource._watch(options, self._codec)
+
+    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+        return self._resource.decoded_with(codec)
+
+    def metadata_lister(self) -> DescribedListerWatcher:
+        return self._resource.metadata_lister().decoded_with(self._codec)
+
+    def __repr__(self) -> str:
+        return f"<{self._resource!r} decoded by {type(self._codec).__name__}>"

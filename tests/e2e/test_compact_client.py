@@ -1,6 +1,7 @@
-"""The client's compact reads over real HTTP: ``list_compact`` and ``watch_compact`` give
-RawObjects that decode to exactly what ``list`` and ``watch`` give, for full objects and
-for PartialObjectMetadata, page by page, and a malformed answer raises a clear error."""
+"""The client's compact reads over real HTTP: decoded with a compact codec
+(``decoded_with(CompactCodec())``), its lists and watches give RawObjects that decode to
+exactly what ``list`` and ``watch`` give, for full objects and for PartialObjectMetadata,
+page by page, and a malformed answer raises a clear error."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._raw import RawObject
+from aioinformer.codec import CompactCodec
 from aioinformer.errors import Gone
 from aioinformer.listwatch import ListOptions, WatchEvent
 
@@ -53,7 +55,7 @@ async def test_compact_pages_decode_to_the_plain_pages(
         plain, compact = [], []
         while True:
             page = await resource.list(options)
-            compact_page = await resource.list_compact(options)
+            compact_page = await resource.decoded_with(CompactCodec()).list(options)
             assert (compact_page.continue_, compact_page.resource_version) == (
                 page.continue_,
                 page.resource_version,
@@ -82,7 +84,7 @@ async def test_compact_watch_events_decode_to_the_plain_events(
         resource = client.resource("configmaps", namespace="default", metadata_only=metadata_only)
         options = ListOptions(resource_version=start)
         plain = await events(resource.watch(options), 3)
-        compact = await events(resource.watch_compact(options), 3)
+        compact = await events(resource.decoded_with(CompactCodec()).watch(options), 3)
     assert [event.type for event in compact] == ["ADDED", "MODIFIED", "DELETED"]
     assert all(type(event.object) is RawObject for event in compact)
     assert [(e.type, e.object.decode()) for e in compact] == [(e.type, e.object) for e in plain]
@@ -97,4 +99,6 @@ async def test_a_compact_watch_from_a_compacted_version_raises_gone(
     async with fake_apiserver.client() as client:
         resource = client.resource("configmaps", namespace="default")
         with pytest.raises(Gone):
-            await events(resource.watch_compact(ListOptions(resource_version=old)), 1)
+            await events(
+                resource.decoded_with(CompactCodec()).watch(ListOptions(resource_version=old)), 1
+            )

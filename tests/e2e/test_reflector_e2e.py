@@ -13,8 +13,8 @@ driven: every pop wakes the convergence check, bounded by ``asyncio.timeout``.
 
 Every case runs in both cache modes (the ``cache`` fixture), assembled as the informer
 assembles them: ``"objects"`` lists and watches decoded dicts into an :class:`Indexer`;
-``"compact"`` lists and watches RawObjects (the client's ``list_compact`` and
-``watch_compact``, behind :func:`~aioinformer._compact.compact_source`) into a
+``"compact"`` lists and watches RawObjects (the client decoded with a compact codec,
+``decoded_with(CompactCodec())``) into a
 :class:`CompactIndexer`, and the check that the cache holds nothing but RawObjects proves
 the faults hit the compact decoding path.
 """
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer._compact import compact_source
 from aioinformer._raw import RawObject
 from aioinformer.client import Client
+from aioinformer.codec import CompactCodec
 from aioinformer.config import Config
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import ConnectionFailed, Gone, ServerError, TooManyRequests, WatchError
@@ -133,7 +133,7 @@ async def pipeline(
         }
         options.update(reflector_options)
         pods = client.resource("pods")
-        source = compact_source(pods) if cache == "compact" else pods
+        source = pods.decoded_with(CompactCodec()) if cache == "compact" else pods
         reflector = Reflector(source, fifo, **options)
         pipe = Pipeline(server, reflector, fifo, indexer, cache)
         reflector.set_watch_error_handler(lambda _r, exc: pipe.errors.append(exc))

@@ -14,12 +14,13 @@ from aioinformer._audit import KeyRecorder
 from aioinformer._raw import RawObject
 from aioinformer.audit import AuditOutcome, CacheAudit
 from aioinformer.client import Client
+from aioinformer.codec import Codec, CompactCodec
 from aioinformer.config import Config
 from aioinformer.delta_fifo import Delta, Deltas, DeltaType
 from aioinformer.errors import CacheDivergence
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList
+from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import set_metrics_provider
 from tests._support_health import clock as clock
@@ -227,14 +228,28 @@ class _Recording(FakeListerWatcher):
         self.calls.append(("list", gc.isenabled()))
         return await super().list(options)
 
+    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+        return _RecordingCompact(self) if isinstance(codec, CompactCodec) else self
+
     async def list_compact(self, options: ListOptions) -> ObjectList:
         self.calls.append(("list_compact", gc.isenabled()))
         page = await super().list(options)
         page.items = [RawObject.from_dict(item) for item in page.items]
         return page
 
-    def watch_compact(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
-        return super().watch(options)
+
+class _RecordingCompact(DescribedListerWatcher):
+    def __init__(self, recording: _Recording) -> None:
+        self.recording = recording
+
+    def describe(self) -> SourceInfo:
+        return self.recording.describe()
+
+    async def list(self, options: ListOptions) -> ObjectList:
+        return await self.recording.list_compact(options)
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        return self.recording.watch(options)
 
 
 class _WithMetadata(FakeListerWatcher):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import Field
 
-from aioinformer._compact import DECODE_WINDOW
+from aioinformer.codec import DECODE_WINDOW
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.testing.clock import FakeClock

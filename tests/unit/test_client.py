@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer.client import GVR, Client, ResourceInfo
+from aioinformer.codec import CompactCodec
 from aioinformer.config import Config, ExecConfig
 from aioinformer.errors import (
     AlreadyExists,
@@ -1338,7 +1339,7 @@ async def test_a_malformed_list_is_a_transport_error_in_both_decoders(
     async with Client(Config(host=url, token="t")) as client:
         pods = client.resource(PODS_INFO, namespace="default")
         with pytest.raises(TransportError, match=compact_error) as caught:
-            await pods.list_compact()
+            await pods.decoded_with(CompactCodec()).list(ListOptions())
         assert "/api/v1/namespaces/default/pods" in str(caught.value)
         if plain_error:
             with pytest.raises(TransportError, match=plain_error):
@@ -1354,5 +1355,6 @@ async def test_a_compact_list_is_held_to_max_list_bytes(recorder: tuple[Recorder
 
     rec.handler = answer
     async with Client(Config(host=url, token="t"), max_list_bytes=SIZE_LIMIT) as c:
+        resource = c.resource(PODS_INFO, namespace="default").decoded_with(CompactCodec())
         with pytest.raises(TransportError, match=f"limit of {SIZE_LIMIT} bytes"):
-            await c.resource(PODS_INFO, namespace="default").list_compact()
+            await resource.list(ListOptions())

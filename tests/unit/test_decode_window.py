@@ -8,8 +8,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from aioinformer._compact import DECODE_WINDOW, DecodeWindow
 from aioinformer._raw import RawObject, SharedDecode
+from aioinformer.codec import DECODE_WINDOW, DecodeWindow
 
 
 def entry(index: int) -> RawObject:

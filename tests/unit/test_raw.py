@@ -25,6 +25,7 @@ from aioinformer._raw import (
     decode_list,
     decode_watch_line,
 )
+from aioinformer.codec import CompactCodec
 from aioinformer.errors import ApiError, KeyFuncError, WatchError
 from aioinformer.watch import WatchStreamDecoder
 
@@ -190,7 +191,7 @@ def test_every_other_line_is_left_to_the_careful_path(text: bytes) -> None:
 def test_the_compact_stream_decoder_frames_lines_across_chunks() -> None:
     body = line("ADDED", pod("a")) + b"\n" + line("MODIFIED", pod("a", rv="8")) + b"\n"
     body += line("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "9"}}) + b"\n"
-    decoder = WatchStreamDecoder(compact=True)
+    decoder = WatchStreamDecoder(codec=CompactCodec())
     events: list[WatchEvent] = []
     for start in range(0, len(body), 37):
         events.extend(decoder.feed(body[start : start + 37]))
@@ -204,18 +205,18 @@ def test_the_compact_stream_decoder_frames_lines_across_chunks() -> None:
 
 def test_the_compact_stream_decoder_reports_errors_as_the_plain_one_does() -> None:
     status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
-    decoder = WatchStreamDecoder(compact=True)
+    decoder = WatchStreamDecoder(codec=CompactCodec())
     assert list(decoder.feed(line("ERROR", status) + b"\n")) == []
     assert isinstance(decoder.failure, ApiError)
     assert decoder.failure.code == 410
-    garbage = WatchStreamDecoder(compact=True)
+    garbage = WatchStreamDecoder(codec=CompactCodec())
     assert [e.type for e in garbage.feed(line("ADDED", pod()) + b"\n{oops\n")] == ["ADDED"]
     assert isinstance(garbage.failure, WatchError)
 
 
 def test_an_odd_object_arrives_decoded_and_whole() -> None:
     odd = {"metadata": {"name": "a", "labels": {"n": 1}}}
-    events = list(WatchStreamDecoder(compact=True).feed(line("ADDED", odd) + b"\n"))
+    events = list(WatchStreamDecoder(codec=CompactCodec()).feed(line("ADDED", odd) + b"\n"))
     assert [(e.type, e.object) for e in events] == [("ADDED", odd)]
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._compact import compact_transform
 from aioinformer._raw import RawObject, decode_list
+from aioinformer.codec import CompactCodec
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
 from aioinformer.transforms import chain, keep_metadata_only, strip_managed_fields
@@ -83,8 +83,8 @@ def test_an_entry_with_nothing_to_drop_is_returned_as_it_is() -> None:
 def test_a_compact_informer_hands_these_transforms_entries(
     transform: Callable[[Any], Any],
 ) -> None:
-    assert compact_transform(transform) is transform
-    own = compact_transform(lambda obj: obj)
+    assert CompactCodec().wrap_transform(transform) is transform
+    own = CompactCodec().wrap_transform(lambda obj: obj)
     assert own(RawObject.from_dict(pod())) == pod()
 
 
