@@ -9,6 +9,7 @@ import asyncio
 import gc
 import itertools
 import math
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -29,6 +30,7 @@ from bench.stages import (
     Codec,
     Span,
     Stopwatch,
+    _Stages,
     chunked,
     fifo,
     hand_over,
@@ -244,6 +246,30 @@ def test_the_figures_add_the_stages_up_and_set_each_choice_against_its_base() ->
     assert (figures["model_us"], figures["keys_only_us"]) == (5.0, -1.5)
     with pytest.raises(ValueError, match="choice 'model_us' has no figure"):
         stage_figures(stages, events=101, whole=whole, choices={"model_us": 9.0})
+
+
+def test_what_a_slice_holds_is_freed_untimed_two_slices_later(body: Body) -> None:
+    class Held:
+        pass
+
+    refs: list[weakref.ref[Held]] = []
+    freed: list[list[bool]] = []
+    watch = Stopwatch()
+
+    def prepare(_start: int, _stop: int) -> list[Any]:
+        # Called with the stopwatch stopped, after what it frees is freed.
+        assert watch._since is None
+        freed.append([ref() is None for ref in refs])
+        held = Held()
+        refs.append(weakref.ref(held))
+        return [held]
+
+    with watch:
+        for _prepared in _Stages("naive", body)._prepared(watch, prepare):
+            pass
+    # The stage's own variable still names the last slice: only the one before that goes.
+    assert freed == [[], [False], [True, False]]
+    assert watch.pauses == 3
 
 
 # --- the adapters drive the library's stages --------------------------------------------
