@@ -55,6 +55,7 @@ __all__ = [
     "main",
     "reference_of",
     "render_fanout",
+    "render_stages",
     "render_summary",
     "render_table",
     "run",
@@ -221,6 +222,25 @@ _FANOUT_METRICS = (
     ),
     Metric("achieved_rate", "achieved events/s", "{:,.0f}", summary=False),
 )
+_PER_EVENT_ADDED = "{:+,.2f}"
+_STAGE_METRICS = (
+    Metric("frame_us", "1. read and frame"),
+    Metric("decode_us", "2. decode"),
+    Metric("fifo_us", "3. FIFO: reflector hand-off and pop"),
+    Metric("store_us", "4. store and indexes"),
+    Metric("dispatch_us", "5. dispatch to one handler"),
+    Metric("handler_us", "6. handler call"),
+    Metric("stage_sum_us", "sum of the stages"),
+    Metric("whole_us", "whole pipeline"),
+    Metric("whole_collector_us", "of which the cyclic collector"),
+    Metric("whole_events_per_s", "whole pipeline, events/s", "{:,.0f}"),
+    Metric("own_index_us", "+ an index function of your own (node name)", _PER_EVENT_ADDED),
+    Metric("reads_old_us", "+ a handler reading old too", _PER_EVENT_ADDED),
+    Metric("model_us", "+ model=Pod, the handler reading the model", _PER_EVENT_ADDED),
+    Metric("keys_only_us", "a keys_only handler instead", _PER_EVENT_ADDED),
+)
+"""The stage table's rows: CPU µs per event (see :mod:`bench.stages`), and what a user's
+choices add to them."""
 _COMPACT_MEMORY = Target("ours-compact", "bytes_per_object", "<=", 0.3, ratio=True)
 _LOOP_LAG = Target("ours", "loop_lag_max_ms", "<=", 20.0, ratio=False, default_cache=True)
 
@@ -342,6 +362,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         quick_variants=_BOTH,
         metrics=(_EPS, *_LOOP),
         targets=(Target("ours", "events_per_s", ">=", 60_000.0, ratio=False, default_cache=True),),
+    ),
+    Scenario(
+        name="stages",
+        kind="stages",
+        title="CPU µs per event of each stage alone, their sum and the whole, 10k Pods",
+        params={"objects": 10_000, "events": 50_000},
+        quick_params={"objects": 1_000, "events": 2_000},
+        variants=_BOTH,
+        quick_variants=_BOTH,
+        metrics=_STAGE_METRICS,
     ),
     Scenario(
         name="server-placement",
@@ -802,11 +832,11 @@ def render_summary(results: dict[str, Any]) -> str:
         '| scenario | variant | figure | baseline | cache="objects" | cache="compact" | target |',
         "|---|---|---|---:|---:|---:|---|",
     ]
-    fanouts = []
+    own_tables = []
     for entry in results["scenarios"]:
         scenario = scenarios_by_name[entry["name"]]
-        if scenario.kind == "fanout":
-            fanouts.append(render_fanout(entry, scenario))
+        if scenario.kind in _OWN_TABLES:
+            own_tables.append(_OWN_TABLES[scenario.kind](entry, scenario))
             continue
         reference = entry["reference"]
         families = _families(entry["variants"])
@@ -839,9 +869,9 @@ def render_summary(results: dict[str, Any]) -> str:
                 lines.append(
                     f"| {entry['name']} | {family} | {label} | {' | '.join(cells)} | {goal} |"
                 )
-    # A run of fan-out scenarios alone has no row for the cache-mode table.
-    tables = ["\n".join(lines)] if len(lines) > 2 or not fanouts else []
-    return "\n\n".join([*tables, *fanouts])
+    # A run of scenarios with tables of their own has no row for the cache-mode table.
+    tables = ["\n".join(lines)] if len(lines) > 2 or not own_tables else []
+    return "\n\n".join([*tables, *own_tables])
 
 
 def render_fanout(entry: dict[str, Any], scenario: Scenario) -> str:
@@ -871,6 +901,35 @@ def render_fanout(entry: dict[str, Any], scenario: Scenario) -> str:
                 f"{metric.label} | {' | '.join(cells)} | {goals} |"
             )
     return "\n".join(lines)
+
+
+def render_stages(entry: dict[str, Any], scenario: Scenario) -> str:
+    """The stage scenario's table: one row per stage and figure, the naive loop beside the
+    library's two codecs (ratio to the naive loop in brackets where it has the figure);
+    "—" where a side has no such stage."""
+    columns = (scenario.reference or "baseline", "ours", "ours" + COMPACT_SUFFIX)
+    lines = [
+        '| scenario | stage (CPU µs per event) | naive loop | cache="objects" | cache="compact" |',
+        "|---|---|---:|---:|---:|",
+    ]
+    ran = entry["variants"]
+    for metric in (m for m in scenario.metrics if m.summary):
+        cells = [_cell(entry, variant, metric) for variant in columns]
+        if not any(cell not in ("", "error") for cell in cells):
+            continue
+        shown = [
+            cell or ("—" if variant in ran else "")
+            for variant, cell in zip(columns, cells, strict=True)
+        ]
+        lines.append(f"| {entry['name']} | {metric.label} | {' | '.join(shown)} |")
+    if len(lines) == 2 and any(data["errors"] for data in ran.values()):
+        failed = ["error" if ran.get(variant, {}).get("errors") else "" for variant in columns]
+        lines.append(f"| {entry['name']} | — | {' | '.join(failed)} |")
+    return "\n".join(lines)
+
+
+_OWN_TABLES: Final = {"fanout": render_fanout, "stages": render_stages}
+"""The scenario kinds that print a table of their own instead of rows of the summary."""
 
 
 def _selected(names: Sequence[str] | None) -> Iterator[Scenario]:

@@ -61,6 +61,9 @@ Kinds and what they report:
   (``server-separate``) or on the measured loop itself (``server-same-loop``).
 * ``fanout`` — N raw watchers through a ``CachingProxy`` (``proxy-nN``) or on the upstream
   directly (``direct-nN``), each side in its own processes: see :mod:`bench.fanout`.
+* ``stages`` — CPU µs per event of each stage of the pipeline measured alone, their sum
+  beside the whole pipeline, and what a user's choices add: see :mod:`bench.stages`.
+  Variants: ``baseline`` (the naive loop's stages), ``ours`` (the library's).
 
 Task model: each case is one coroutine on the worker's loop; everything it starts (sessions,
 informers, samplers) is closed before it returns.
@@ -81,7 +84,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer._own_writes import OwnWrites, Scope
 from aioinformer.models import KubeObject
-from bench import fanout, harness
+from bench import fanout, harness, stages
 from bench.audit import audit_baseline, audit_ours
 from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
 from bench.measure import (
@@ -788,6 +791,7 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     ("decode", "split-and-loads"): decode_split_and_loads,
     ("placement", "server-separate"): placement_separate,
     ("placement", "server-same-loop"): placement_same_loop,
+    ("stages", "baseline"): functools.partial(stages.stages_case, codec="naive"),
     **{
         ("fanout", variant): functools.partial(fanout.fanout_case, variant=variant)
         for variant in fanout.VARIANTS
@@ -816,6 +820,7 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ("service", "ours"): service_ours,
     ("audit", "ours"): audit_ours,
     ("audit", "ours-plain-source"): functools.partial(audit_ours, plain_source=True),
+    ("stages", "ours"): stages.stages_ours,
 }
 """The aioinformer cases, each taking ``cache=``: registered once per cache mode."""
 

@@ -117,6 +117,40 @@ def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(tmp_path: P
     )
 
 
+_STAGES = ("frame_us", "decode_us", "fifo_us", "store_us", "dispatch_us", "handler_us")
+_CHOICES = ("own_index_us", "reads_old_us", "model_us", "keys_only_us")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_quick_stages_run_prints_each_stage_beside_the_whole_pipeline(tmp_path: Path) -> None:
+    completed, results = _run_quick(tmp_path, "--only", "stages", timeout=150)
+    (entry,) = results["scenarios"]
+    assert list(entry["variants"]) == ["baseline", "ours", "ours-compact"]
+    medians = {
+        variant: {name: stats["median"] for name, stats in data["metrics"].items()}
+        for variant, data in entry["variants"].items()
+    }
+    for variant, figures in medians.items():
+        assert entry["variants"][variant]["errors"] == []
+        stages = [figures[name] for name in _STAGES if name in figures]
+        assert figures["stage_sum_us"] == pytest.approx(sum(stages)), variant
+        assert figures["whole_us"] > 0, variant
+        assert figures["whole_events_per_s"] > 0, variant
+        assert figures["whole_collector_us"] >= 0, variant
+    # The naive loop has no queue, no dispatch and no handler; the codecs have them all.
+    assert set(_STAGES) - set(medians["baseline"]) == {"fifo_us", "dispatch_us", "handler_us"}
+    assert not set(_CHOICES) & set(medians["baseline"])
+    for variant in ("ours", "ours-compact"):
+        assert set(_STAGES) | set(_CHOICES) <= set(medians[variant]), variant
+    table = completed.stdout
+    assert table.startswith("| scenario | stage (CPU µs per event) | naive loop |")
+    scenario = next(s for s in SCENARIOS if s.name == "stages")
+    for metric in scenario.metrics:
+        assert f"| stages | {metric.label} | " in table, metric.label
+    assert "| stages | 3. FIFO: reflector hand-off and pop | — | " in table
+
+
 _LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}
 
 
