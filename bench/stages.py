@@ -82,15 +82,17 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import orjson
 
-import aioinformer.watch
+from aioinformer._apply import apply_deltas
 from aioinformer._clock import default_clock
-from aioinformer._compact import DecodeWindow, apply_deltas, apply_object_deltas
-from aioinformer._raw import RawObject, decode_list, decode_watch_line
-from aioinformer._watch_stream import _HANDOFF_EVERY, Cursor, WatchRead
+from aioinformer._raw import RawObject, decode_list
+from aioinformer._watch_stream import Cursor, WatchRead
+from aioinformer.codec import DICT_BATCH, CompactCodec, ObjectsCodec
+from aioinformer.codec import Codec as PipelineCodec
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, Delta, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError
 from aioinformer.indexer import CompactIndexer, Indexer, meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.listwatch import WatchEvent, WatchStreamBase
 from aioinformer.processor import NotificationKind, ProcessorListener, SharedProcessor
 from aioinformer.testing import FakeListerWatcher
 from aioinformer.watch import WatchStreamDecoder
@@ -102,7 +104,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Mapping
 
     from aioinformer.indexer import IndexFunc
-    from aioinformer.listwatch import WatchEvent
     from aioinformer.processor import Notification
     from bench.harness import CacheMode
 
@@ -121,9 +122,8 @@ __all__ = [
     "decode_naive",
     "decode_objects",
     "fifo",
-    "frame_compact",
     "frame_naive",
-    "frame_objects",
+    "frame_ours",
     "hand_over",
     "handler_call",
     "in_batches",
@@ -133,6 +133,7 @@ __all__ = [
     "node_index",
     "one_handler",
     "pause_cost",
+    "pipeline_codec",
     "popped_as",
     "reader",
     "reads_key",
@@ -144,9 +145,8 @@ __all__ = [
     "stage_figures",
     "stages_case",
     "stages_ours",
-    "store_compact",
     "store_naive",
-    "store_objects",
+    "store_ours",
     "whole_naive",
     "whole_ours",
 ]
@@ -159,9 +159,10 @@ Codec = Literal["naive", "objects", "compact"]
 CHUNK_BYTES: Final = 64 * 1024
 """What one read of the watch body hands the framing (aiohttp's usual chunk)."""
 
-HANDOFF: Final = _HANDOFF_EVERY
-"""Events the reflector reads before it lets the pop task run: the size of one popped
-batch, and so of one hand-over to the handlers, in the pipeline as it runs today."""
+HANDOFF: Final = DICT_BATCH
+"""Events the reader hands on at a time when it decodes dicts (a compact read hands on a
+whole chunk's): the size of one popped batch, and so of one hand-over to the handlers, at
+its smallest."""
 
 SLICE: Final = HANDOFF
 """Events whose input is prepared at a time, untimed, for stages 2 to 6: as many as the
@@ -196,10 +197,15 @@ def new_cache(codec: Codec, list_body: bytes, indexers: Mapping[str, IndexFunc])
     return objects
 
 
+def pipeline_codec(codec: Codec) -> PipelineCodec:
+    """The library's codec an informer of this cache mode runs with."""
+    return CompactCodec() if codec == "compact" else ObjectsCodec()
+
+
 def reader(codec: Codec) -> WatchStreamDecoder:
     """The decoder a watch of this codec reads with: what prepares the later stages'
     input."""
-    return WatchStreamDecoder(compact=codec == "compact")
+    return WatchStreamDecoder(codec=pipeline_codec(codec))
 
 
 # 1. read and frame
@@ -217,36 +223,17 @@ def frame_naive(chunks: Iterable[bytes]) -> int:
     return framed
 
 
-_STAND_IN_EVENT: Final = {"type": "MODIFIED", "object": {}}
-_STAND_IN_LINE: Final = ("MODIFIED", None)
+_STAND_IN_EVENT: Final = WatchEvent("MODIFIED", {})
 
 
-class _NoDecode:
-    """Stands in for the decoders :mod:`aioinformer.watch` calls: each line "decodes" to
-    one prepared event, so that feeding the decoder costs its framing alone."""
+class _NoDecode(ObjectsCodec):
+    """A codec whose every line "decodes" to one prepared event, so that feeding the
+    decoder costs its framing alone (the framing is the same whatever the codec)."""
 
-    JSONDecodeError = orjson.JSONDecodeError
+    __slots__ = ()
 
-    @staticmethod
-    def loads(_line: bytes) -> Any:
-        """For orjson (the objects codec)."""
+    def decode_event(self, line: bytes) -> WatchEvent | None:
         return _STAND_IN_EVENT
-
-    @staticmethod
-    def decode_watch_line(_line: bytes) -> Any:
-        """For the compact codec's line decoder."""
-        return _STAND_IN_LINE
-
-
-@contextlib.contextmanager
-def _swapped(module: object, name: str, value: object) -> Iterator[None]:
-    """``module.name`` set to ``value`` inside the block, and back to what it was after."""
-    before = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, before)
 
 
 def _events_fed(decoder: WatchStreamDecoder, chunks: Iterable[bytes]) -> int:
@@ -259,18 +246,9 @@ def _events_fed(decoder: WatchStreamDecoder, chunks: Iterable[bytes]) -> int:
     return framed
 
 
-def frame_objects(chunks: Iterable[bytes]) -> int:
-    """The decoder's framing for ``cache="objects"``, the decode swapped out; the events
-    framed."""
-    with _swapped(aioinformer.watch, "orjson", _NoDecode):
-        return _events_fed(WatchStreamDecoder(), chunks)
-
-
-def frame_compact(chunks: Iterable[bytes]) -> int:
-    """The decoder's framing for ``cache="compact"``, the decode swapped out; the events
-    framed."""
-    with _swapped(aioinformer.watch, "decode_watch_line", _NoDecode.decode_watch_line):
-        return _events_fed(WatchStreamDecoder(compact=True), chunks)
+def frame_ours(chunks: Iterable[bytes]) -> int:
+    """The decoder's framing, the decode swapped out; the events framed."""
+    return _events_fed(WatchStreamDecoder(codec=_NoDecode()), chunks)
 
 
 # 2. decode
@@ -283,14 +261,15 @@ def decode_naive(lines: Iterable[bytes]) -> list[Any]:
 
 
 def decode_objects(lines: Iterable[bytes]) -> list[Any]:
-    """The objects codec's decode of each line (its checks of the result are framing's)."""
-    loads = orjson.loads
-    return [loads(line) for line in lines]
+    """The objects codec's decode of each line: the event, its object a dict."""
+    decode = ObjectsCodec().decode_event
+    return [decode(line) for line in lines]
 
 
 def decode_compact(lines: Iterable[bytes]) -> list[Any]:
-    """The compact codec's decode of each line: ``(type, RawObject)``."""
-    return [decode_watch_line(line) for line in lines]
+    """The compact codec's decode of each line: the event, its object a ``RawObject``."""
+    decode = CompactCodec().decode_event
+    return [decode(line) for line in lines]
 
 
 # 3. FIFO
@@ -302,7 +281,7 @@ async def fifo(cache: Any, events: AsyncIterator[WatchEvent]) -> int:
     (a key's deltas count one each: a key changed twice before a pop is taken once)."""
     queue = DeltaFIFO(known_objects=cache.known_objects, atomic=True)
     read = WatchRead(
-        events,
+        _InReads(events, HANDOFF),
         queue,
         Cursor(),
         name="stages",
@@ -334,6 +313,35 @@ async def fifo(cache: Any, events: AsyncIterator[WatchEvent]) -> int:
     return popped
 
 
+class _InReads(WatchStreamBase):
+    """``events`` as a watch stream that hands them out ``size`` at a time, as the
+    reader hands on what one read decoded."""
+
+    def __init__(self, events: AsyncIterator[WatchEvent], size: int) -> None:
+        self._events = events
+        self._size = size
+
+    @property
+    def opened(self) -> bool:
+        return True
+
+    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        batch: list[WatchEvent] = []
+        async for event in self._events:
+            batch.append(event)
+            if len(batch) == self._size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._events
+
+    async def aclose(self) -> None:
+        return None
+
+
 # 4. store and indexes
 
 
@@ -351,20 +359,15 @@ def store_naive(cache: dict[str, Any], objs: Iterable[Any]) -> None:
         cache[f"{meta['namespace']}/{meta['name']}"] = obj
 
 
-def store_objects(
-    cache: Any, window: DecodeWindow, batch: Iterable[tuple[str, Deltas]], distribute: Distribute
+def store_ours(
+    cache: Any,
+    codec: PipelineCodec,
+    batch: Iterable[tuple[str, Deltas]],
+    distribute: Distribute,
 ) -> None:
-    """The objects codec's apply step for one popped batch."""
+    """The informer's apply step for one popped batch, with its codec."""
     for _key, deltas in batch:
-        apply_object_deltas(deltas, cache, distribute, is_in_initial_list=False)
-
-
-def store_compact(
-    cache: Any, window: DecodeWindow, batch: Iterable[tuple[str, Deltas]], distribute: Distribute
-) -> None:
-    """The compact codec's apply step for one popped batch."""
-    for _key, deltas in batch:
-        apply_deltas(deltas, cache, distribute, window, is_in_initial_list=False)
+        apply_deltas(deltas, cache, distribute, codec, is_in_initial_list=False)
 
 
 def replaced_objects(notification: Notification) -> Any:
@@ -477,7 +480,7 @@ class Adapters:
     frame: Callable[[Iterable[bytes]], int]
     decode: Callable[[Iterable[bytes]], list[Any]]
     store: Callable[..., None]
-    """``(cache, objs)`` for the naive loop, else ``(cache, window, batch, distribute)``."""
+    """``(cache, objs)`` for the naive loop, else ``(cache, codec, batch, distribute)``."""
     replaced: Callable[[Notification], Any] | None = None
     fifo: Callable[[Any, AsyncIterator[WatchEvent]], Awaitable[int]] | None = None
 
@@ -485,16 +488,16 @@ class Adapters:
 ADAPTERS: Final[dict[Codec, Adapters]] = {
     "naive": Adapters(frame=frame_naive, decode=decode_naive, store=store_naive),
     "objects": Adapters(
-        frame=frame_objects,
+        frame=frame_ours,
         decode=decode_objects,
-        store=store_objects,
+        store=store_ours,
         replaced=replaced_objects,
         fifo=fifo,
     ),
     "compact": Adapters(
-        frame=frame_compact,
+        frame=frame_ours,
         decode=decode_compact,
-        store=store_compact,
+        store=store_ours,
         replaced=replaced_compact,
         fifo=fifo,
     ),
@@ -830,7 +833,7 @@ class _Stages:
                 for objs in self._prepared(watch, self._objects):
                     store(cache, objs)
         else:
-            window = DecodeWindow()
+            codec = pipeline_codec(self.codec)
             with self._stopwatch() as watch:
                 for batches in self._prepared(watch, self._popped):
                     # What a handler would read is kept for it, untimed.
@@ -838,7 +841,7 @@ class _Stages:
                     batches.append(kept)
                     distribute = _keeping_new(kept)
                     for batch in batches[:-1]:
-                        store(cache, window, batch, distribute)
+                        store(cache, codec, batch, distribute)
         self._check_stored(cache)
         return _per_event(watch.net, self.body.events)
 
@@ -847,7 +850,7 @@ class _Stages:
         this codec, ``(notifications, replaced)`` per popped batch, what the apply step
         distributed and the objects the cache replaced (whose freeing is the store's)."""
         cache = self.cache(own_index=own_index)
-        window = DecodeWindow()
+        codec = pipeline_codec(self.codec)
         store = self.adapters.store
         replaced_by = self.adapters.replaced
         if replaced_by is None:
@@ -857,7 +860,7 @@ class _Stages:
             prepared: list[Any] = []
             for batch in self._popped(start, stop):
                 made: list[Any] = []
-                store(cache, window, batch, _collecting(made))
+                store(cache, codec, batch, _collecting(made))
                 prepared.append((made, [replaced_by(notification) for notification in made]))
             return prepared
 
