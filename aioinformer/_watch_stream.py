@@ -6,9 +6,12 @@ reflector's store, or the :class:`TemporaryStore` of a streaming list) and sums 
 the stream ended in a :class:`~aioinformer._watch_policy.WatchEnd`, which the reflector
 hands to :func:`~aioinformer._watch_policy.next_step`.
 
-Input: the stream, the sink, a :class:`Cursor` to advance, the inactivity deadline.
-Output: calls on the sink, in stream order, one at a time; the cursor's resourceVersion
-after each applied event; the ``WatchEnd``.
+Input: the stream (read a batch at a time when it declares
+:class:`~aioinformer.listwatch.WatchStreamBase`, else an event at a time), the sink, a
+:class:`Cursor` to advance, the inactivity deadline. Output: the events of each read
+checked (kind, resourceVersion, ``ERROR``) and handed to the sink with one call
+(:class:`~aioinformer.listwatch.EventBatchSink`) or one call per event, in stream order;
+the cursor's resourceVersion after each batch; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
 :meth:`WatchRead.run`; a read creates no task of its own (only a clock that cannot call

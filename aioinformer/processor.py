@@ -10,7 +10,13 @@ notifications are held and handed to each listener's queue with one call when th
 ends, instead of one call per notification per listener. A listener is consumed one of
 two ways, fixed when it is added: *pushed*, by one task that drains its queue into the
 user's callbacks, or *pulled*, by an ``informer.events()`` stream awaiting
-:meth:`ProcessorListener.next_notification`.
+:meth:`ProcessorListener.next_notification`. A pushed listener whose callbacks are all
+sync and run on the loop is *called directly* while nothing of it is queued: when a batch
+ends, the processor calls it itself (:meth:`ProcessorListener.call_now`), every such
+handler for one notification before the next, and no task is woken. A direct call past
+the handler's bound starts a slow episode: the rest of the batch, and what follows until
+the handler is fast again, goes to its queue and task, so a slow handler holds the
+dispatcher for one call.
 
 Input: :class:`Notification` named tuples ``(kind, a, b)``, ``kind`` a
 :class:`NotificationKind`:
