@@ -275,13 +275,13 @@ def decode_compact(lines: Iterable[bytes]) -> list[Any]:
 # 3. FIFO
 
 
-async def fifo(cache: Any, events: AsyncIterator[WatchEvent]) -> int:
+async def fifo(cache: Any, reads: AsyncIterator[list[WatchEvent]]) -> int:
     """The reflector's watch loop reading ``events`` into a DeltaFIFO as the informer
     builds it, and the pop task taking every key without applying it; the events taken
     (a key's deltas count one each: a key changed twice before a pop is taken once)."""
     queue = DeltaFIFO(known_objects=cache.known_objects, atomic=True)
     read = WatchRead(
-        _InReads(events, HANDOFF),
+        _Reads(reads),
         queue,
         Cursor(),
         name="stages",
@@ -313,30 +313,24 @@ async def fifo(cache: Any, events: AsyncIterator[WatchEvent]) -> int:
     return popped
 
 
-class _InReads(WatchStreamBase):
-    """``events`` as a watch stream that hands them out ``size`` at a time, as the
-    reader hands on what one read decoded."""
+class _Reads(WatchStreamBase):
+    """Prepared reads as a watch stream hands them to the reflector: one list of events
+    per read."""
 
-    def __init__(self, events: AsyncIterator[WatchEvent], size: int) -> None:
-        self._events = events
-        self._size = size
+    def __init__(self, reads: AsyncIterator[list[WatchEvent]]) -> None:
+        self._reads = reads
 
     @property
     def opened(self) -> bool:
         return True
 
-    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
-        batch: list[WatchEvent] = []
-        async for event in self._events:
-            batch.append(event)
-            if len(batch) == self._size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+    def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        return self._reads
 
-    def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        return self._events
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+        async for read in self._reads:
+            for event in read:
+                yield event
 
     async def aclose(self) -> None:
         return None
@@ -482,7 +476,7 @@ class Adapters:
     store: Callable[..., None]
     """``(cache, objs)`` for the naive loop, else ``(cache, codec, batch, distribute)``."""
     replaced: Callable[[Notification], Any] | None = None
-    fifo: Callable[[Any, AsyncIterator[WatchEvent]], Awaitable[int]] | None = None
+    fifo: Callable[[Any, AsyncIterator[list[WatchEvent]]], Awaitable[int]] | None = None
 
 
 ADAPTERS: Final[dict[Codec, Adapters]] = {
@@ -813,14 +807,13 @@ class _Stages:
         cache = self.cache()
         watch = self._stopwatch()
 
-        async def events() -> AsyncIterator[WatchEvent]:
+        async def reads() -> AsyncIterator[list[WatchEvent]]:
             for prepared in self._prepared(watch, self._decoded):
-                for event in prepared:
-                    yield event
+                yield prepared
 
         _quiet()
         with watch:
-            popped = await run(cache, events())
+            popped = await run(cache, reads())
         self._check(popped)
         return _per_event(watch.net, self.body.events)
 

@@ -301,13 +301,14 @@ def test_each_codec_decodes_a_line_into_its_own_object(body: Body) -> None:
 async def test_the_fifo_stage_hands_every_event_to_the_pop_side(codec: Codec, body: Body) -> None:
     cache = new_cache(codec, body.list_body(), indexers())
 
-    async def events() -> AsyncIterator[WatchEvent]:
-        for event in _decoded(codec, body):
-            yield event
+    async def reads() -> AsyncIterator[list[WatchEvent]]:
+        events = _decoded(codec, body)
+        for start in range(0, len(events), 4):
+            yield events[start : start + 4]
 
     run = ADAPTERS[codec].fifo
     assert run is fifo
-    assert await run(cache, events()) == EVENTS
+    assert await run(cache, reads()) == EVENTS
 
 
 @pytest.mark.parametrize("codec", LIBRARY_CODECS)
