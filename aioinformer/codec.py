@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 import orjson
 
 from aioinformer._meta import meta_namespace_key, same_resource_version
-from aioinformer._raw import READS_RAW, RawObject, SharedDecode, decode_list, decode_watch_line
+from aioinformer._raw import (
+    READS_RAW,
+    CompactDecodeError,
+    RawObject,
+    SharedDecode,
+    decode_list,
+    decode_watch_line,
+)
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc
 from aioinformer.listwatch import ObjectList, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
@@ -124,8 +131,9 @@ class Codec(abc.ABC):
     @abc.abstractmethod
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
         """One LIST answer's page; ``kind``/``api_version`` are the resource's, given to
-        items that lack them. Raises ``ValueError`` (or orjson's error, one) for a body
-        that is not a list of objects."""
+        items that lack them. A body that is not a list of objects raises
+        :class:`~aioinformer._raw.CompactDecodeError` (orjson's error when it is not even
+        JSON); the client turns either into a ``TransportError``."""
 
     @abc.abstractmethod
     def decode_event(self, line: bytes) -> WatchEvent | None:
@@ -197,16 +205,16 @@ class ObjectsCodec(Codec):
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
         data = orjson.loads(body)
         if type(data) is not dict:
-            raise ValueError("the list is not a JSON object")
+            raise CompactDecodeError("the list is not a JSON object")
         items = data.get("items") or []
         if type(items) is not list:
-            raise ValueError("the list's items are not a JSON array")
+            raise CompactDecodeError("the list's items are not a JSON array")
         list_api_version = data.get("apiVersion") or api_version
         list_kind = data.get("kind") or ""
         item_kind = list_kind[:-4] if list_kind.endswith("List") else kind
         for item in items:
             if type(item) is not dict:
-                raise ValueError("a list item is not a JSON object")
+                raise CompactDecodeError("a list item is not a JSON object")
             item.setdefault("apiVersion", list_api_version)
             item.setdefault("kind", item_kind)
         meta = data.get("metadata") or {}

@@ -273,7 +273,7 @@ class ProcessorListener:
         self._timer: Callable[[], float] = time.perf_counter
         self.metrics = metrics
 
-        # Whether the dispatcher may call this handler itself (see deliver_now): every
+        # Whether the dispatcher may call this handler itself (see call_now): every
         # callback it has runs on the loop and is not awaited. Set once pushed (a pulled
         # listener has no calls), by time_deliveries().
         self._callable_directly = False

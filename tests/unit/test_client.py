@@ -1323,8 +1323,8 @@ async def test_a_list_page_names_the_kind_and_api_version_of_its_items(
     ("body", "plain_error", "compact_error"),
     [
         pytest.param(b"{not json", "not valid JSON", "not usable", id="garbage"),
-        pytest.param(b'{"items": 3}', "", "not usable", id="items-not-a-list"),
-        pytest.param(b'{"items": [1]}', "", "not usable", id="item-not-an-object"),
+        pytest.param(b'{"items": 3}', "not usable", "not usable", id="items-not-a-list"),
+        pytest.param(b'{"items": [1]}', "not usable", "not usable", id="item-not-an-object"),
     ],
 )
 async def test_a_malformed_list_is_a_transport_error_in_both_decoders(
