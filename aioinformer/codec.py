@@ -137,9 +137,10 @@ class Codec(abc.ABC):
 
     @abc.abstractmethod
     def decode_event(self, line: bytes) -> WatchEvent | None:
-        """The usual watch line (an ``ADDED``, ``MODIFIED`` or ``DELETED`` event whose
-        object is a JSON object); ``None`` for anything else, which the reader decodes
-        the careful way (bookmarks, errors, garbage)."""
+        """The usual watch line: an ``ADDED``, ``MODIFIED`` or ``DELETED`` event whose
+        object is a JSON object (the objects codec takes a bookmark here too, as it
+        decodes it whole anyway). ``None`` for anything else, which the reader decodes the
+        careful way (errors, garbage, and the compact codec's bookmarks)."""
 
     # -- the cache ----------------------------------------------------------------------
 
