@@ -47,21 +47,21 @@ from pydantic import BaseModel, Field
 from aioinformer.client import Client
 from aioinformer.controller import Controller, enqueue_owner
 from aioinformer.errors import AlreadyExists, NotFound, Requeue
-from aioinformer.events import EventRecorder
 from aioinformer.finalizers import Finalizer, FinalizerAction
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.manager import LeaderElection, Manager
 from aioinformer.models import KubeObject
 from aioinformer.ownership import set_controller_reference
 from aioinformer.predicates import generation_changed
+from aioinformer.recorder import EventRecorder
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer.events import EventType
     from aioinformer.factory import SharedInformerFactory
     from aioinformer.informer import SharedIndexInformer
+    from aioinformer.recorder import EventType
 
 logger = logging.getLogger("widget-operator")
 
