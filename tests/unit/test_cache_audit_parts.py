@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._audit import KeyRecorder
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.audit import AuditOutcome, CacheAudit
 from aioinformer.client import Client
 from aioinformer.codec import Codec, CompactCodec
@@ -234,7 +234,7 @@ class _Recording(FakeListerWatcher):
     async def list_compact(self, options: ListOptions) -> ObjectList:
         self.calls.append(("list_compact", gc.isenabled()))
         page = await super().list(options)
-        page.items = [RawObject.from_dict(item) for item in page.items]
+        page.items = [CompactEntry.from_dict(item) for item in page.items]
         return page
 
 

@@ -3,8 +3,8 @@ waits, inside a handler blocked forever, under backpressure, and mid-churn. Afte
 no task it started is left, no watch stays open, and the FIFO and the cache agree.
 
 Every case runs in both cache modes (the ``cache`` fixture), from a fake source of dicts
-and from one of RawObjects as the real client is (the ``source_type`` fixture): a compact
-cache holds RawObjects in the FIFO and the cache, and must stop as cleanly as one holding
+and from one of CompactEntry objects as the real client is (the ``source_type`` fixture): a compact
+cache holds CompactEntry objects in the FIFO and the cache, and must stop as cleanly as one holding
 dicts."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class BlockingLister(FakeListerWatcher):
 
 
 class CompactBlockingLister(BlockingLister, CompactFakeListerWatcher):
-    """A :class:`BlockingLister` that lists and watches RawObjects, as the client does."""
+    """A :class:`BlockingLister` that lists and watches CompactEntry objects, as the client does."""
 
 
 def blocking_lister(source_type: type[FakeListerWatcher]) -> BlockingLister:
