@@ -74,7 +74,6 @@ from aioinformer.informer import InformerStatistics as InformerStatistics
 from aioinformer.informer import SharedIndexInformer as SharedIndexInformer
 from aioinformer.leaderelection import LeaderElector as LeaderElector
 from aioinformer.leaderelection import LeaseLock as LeaseLock
-from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import Lister as Lister
 from aioinformer.listwatch import ListerWatcher as ListerWatcher
@@ -122,7 +121,6 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
-    "Event",
     "EventHandler",
     "EventStream",
     "FIFOClosedError",

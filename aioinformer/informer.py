@@ -82,8 +82,8 @@ from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerState, InformerStatistics
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
-from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
+from aioinformer.lister import NotificationType as NotificationType
 from aioinformer.listwatch import DescribedListerWatcher, source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
@@ -118,11 +118,11 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventStream",
-    "EventType",
     "HandlerRegistration",
     "InformerState",
     "InformerStatistics",
     "Lister",
+    "NotificationType",
     "SharedIndexInformer",
     "wait_for_cache_sync",
 ]

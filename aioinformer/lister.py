@@ -44,12 +44,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
 
-__all__ = ["Event", "EventStream", "EventType", "Lister"]
+__all__ = ["Event", "EventStream", "Lister", "NotificationType"]
 
 T = TypeVar("T")
 
-EventType = Literal["ADDED", "UPDATED", "DELETED"]
-"""The handlers' vocabulary (``on_add``/``on_update``/``on_delete``), not the wire's.
+NotificationType = Literal["ADDED", "UPDATED", "DELETED"]
+"""What an :class:`Event` reports: the handlers' vocabulary (``on_add``/``on_update``/
+``on_delete``), not the wire's. (Not :data:`aioinformer.recorder.EventType`, the
+``"Normal"``/``"Warning"`` of a Kubernetes Event.)
 
 This is the one mapping from a watch's event types (:mod:`aioinformer.listwatch`):
 ``ADDED`` and ``DELETED`` keep their names; ``MODIFIED`` becomes ``"UPDATED"``, as does a
@@ -61,9 +63,14 @@ arrives as ``"DELETED"`` with a :class:`~aioinformer.models.DeletedFinalStateUnk
 @dataclass(frozen=True, slots=True)
 class Event:
     """One notification, as yielded by :meth:`SharedIndexInformer.events
-    <aioinformer.informer.SharedIndexInformer.events>`."""
+    <aioinformer.informer.SharedIndexInformer.events>`.
 
-    type: EventType
+    Not a Kubernetes Event: those are the ``Event`` models of :mod:`aioinformer.k8s`,
+    which :mod:`aioinformer.recorder` writes. So that ``aioinformer.Event`` cannot be read
+    as one, the package root does not export this class; import it from here or from
+    :mod:`aioinformer.informer`."""
+
+    type: NotificationType
     """``"ADDED"``, ``"UPDATED"`` or ``"DELETED"``."""
     object: Any
     """The new object; for ``"DELETED"`` the last state seen, or a tombstone."""

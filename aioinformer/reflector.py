@@ -137,9 +137,9 @@ from aioinformer._watch_policy import (
 from aioinformer._watch_stream import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Cursor,
-    EventSink,
     TemporaryStore,
     WatchRead,
+    WatchSink,
     close_stream,
     inactivity_deadline,
 )
@@ -701,7 +701,7 @@ class Reflector:
     async def _consume(
         self,
         stream: AsyncIterator[WatchEvent],
-        sink: EventSink,
+        sink: WatchSink,
         cursor: Cursor,
         timeout_seconds: int,
         *,

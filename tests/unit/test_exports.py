@@ -10,6 +10,8 @@ import pkgutil
 import pytest
 
 import aioinformer
+import aioinformer.informer
+import aioinformer.lister
 
 PUBLIC_MODULES = sorted(
     name
@@ -40,7 +42,6 @@ TOP_LEVEL = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
-    "Event",
     "EventHandler",
     "EventStream",
     "FIFOClosedError",
@@ -149,7 +150,7 @@ DESIGN_PATHS = {
     "aioinformer.reflector": ["ListOptions", "ListerWatcher", "Reflector"],
     "aioinformer.processor": ["ProcessorListener", "SharedProcessor"],
     "aioinformer.informer": ["EventHandler", "HandlerRegistration", "SharedIndexInformer"],
-    "aioinformer.lister": ["EventStream", "Lister"],
+    "aioinformer.lister": ["Event", "EventStream", "Lister"],
     "aioinformer.factory": ["SharedInformerFactory"],
     "aioinformer.workqueue": [
         "DelayingQueue",
@@ -188,6 +189,12 @@ def test_the_design_paths_keep_their_names(module_name: str) -> None:
     module = importlib.import_module(module_name)
     for name in DESIGN_PATHS[module_name]:
         assert hasattr(module, name), f"{module_name}.{name} is gone"
+
+
+def test_the_root_names_no_kubernetes_kind_for_an_informer_notification() -> None:
+    # An informer's notification is lister.Event; a Kubernetes Event is a k8s model.
+    assert not hasattr(aioinformer, "Event")
+    assert aioinformer.informer.Event is aioinformer.lister.Event
 
 
 def test_the_processor_encoding_stays_out_of_the_root() -> None:
