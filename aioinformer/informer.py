@@ -87,9 +87,9 @@ from aioinformer.lister import NotificationType as NotificationType
 from aioinformer.listwatch import DescribedListerWatcher, source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
-    ADD,
     MINIMUM_RESYNC_PERIOD,
     Notification,
+    NotificationKind,
     OverflowPolicy,
     ProcessorListener,
     SharedProcessor,
@@ -470,7 +470,7 @@ class SharedIndexInformer:
             add = listener.add
             carry = self._codec.carry
             for entry in self._indexer.entries():
-                add(Notification(ADD, carry(entry), True))
+                add(Notification(NotificationKind.ADD, carry(entry), True))
         self._processor.add_listener(listener, start=start)
         return HandlerRegistration(self, listener)
 

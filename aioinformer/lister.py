@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 from aioinformer._handler_calls import converted_deleted, converted_old
 from aioinformer._meta import labels_of, namespace_of
@@ -37,7 +37,7 @@ from aioinformer._model_guard import ModelGuard
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
-from aioinformer.processor import ADD, UPDATE, HandlerRegistration, ProcessorListener
+from aioinformer.processor import HandlerRegistration, NotificationKind, ProcessorListener
 
 if TYPE_CHECKING:
     import builtins
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["Event", "EventStream", "Lister", "NotificationType"]
 
 T = TypeVar("T")
+
+_ADD: Final = NotificationKind.ADD
+_UPDATE: Final = NotificationKind.UPDATE
 
 NotificationType = Literal["ADDED", "UPDATED", "DELETED"]
 """What an :class:`Event` reports: the handlers' vocabulary (``on_add``/``on_update``/
@@ -235,18 +238,18 @@ class EventStream:
                 raise StopAsyncIteration
             kind, a, b = notification
             if convert is None:
-                if kind == UPDATE:
+                if kind == _UPDATE:
                     return Event("UPDATED", b, a)
-                if kind == ADD:
+                if kind == _ADD:
                     return Event("ADDED", a, None, b)
                 return Event("DELETED", a)
             # With a model, what does not validate is skipped (an add, an update's new
             # state), or delivered without it (an update's old, a deleted object's last
             # state), as handlers get it: the guard has reported it.
             try:
-                if kind == UPDATE:
+                if kind == _UPDATE:
                     return Event("UPDATED", convert(b), converted_old(convert, a))
-                if kind == ADD:
+                if kind == _ADD:
                     return Event("ADDED", convert(a), None, b)
             except InvalidObjectError:
                 continue

@@ -12,6 +12,7 @@ import pytest
 import aioinformer
 import aioinformer.informer
 import aioinformer.lister
+import aioinformer.processor
 
 PUBLIC_MODULES = sorted(
     name
@@ -200,3 +201,6 @@ def test_the_root_names_no_kubernetes_kind_for_an_informer_notification() -> Non
 def test_the_processor_encoding_stays_out_of_the_root() -> None:
     for name in ("ADD", "UPDATE", "DELETE", "Notification", "NotificationKind"):
         assert not hasattr(aioinformer, name)
+    # One name per kind: NotificationKind.ADD, not a module-level ADD beside it.
+    for name in ("ADD", "UPDATE", "DELETE"):
+        assert not hasattr(aioinformer.processor, name)
