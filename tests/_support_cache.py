@@ -33,7 +33,7 @@ from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import DescribedListerWatcher, WatchEvent, WatchStreamBase
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import reflector_statistics
 from tests._support_tasks import settle
@@ -196,8 +196,8 @@ def scripted_informer(
 ) -> SharedIndexInformer:
     """An informer whose timers fire at the same fake times on every run: resync checks
     every second, a backoff of exactly :data:`BACKOFF`; lists and relists are plain LISTs
-    (the scripts fail and count those) unless ``use_watch_list`` says otherwise."""
-    options.setdefault("use_watch_list", False)
+    (the scripts fail and count those) unless a ``reflector`` option says otherwise."""
+    options.setdefault("reflector", ReflectorOptions(use_watch_list=False))
     return SharedIndexInformer(
         source,
         clock=clock,
