@@ -12,6 +12,7 @@ import pytest
 import aioinformer
 import aioinformer.informer
 import aioinformer.lister
+import aioinformer.operator
 import aioinformer.processor
 
 PUBLIC_MODULES = sorted(
@@ -180,6 +181,82 @@ def test_the_design_paths_keep_their_names(module_name: str) -> None:
     module = importlib.import_module(module_name)
     for name in DESIGN_PATHS[module_name]:
         assert hasattr(module, name), f"{module_name}.{name} is gone"
+
+
+# The operator façade, by the module each name lives in.
+OPERATOR_HOMES = {
+    "aioinformer.controller": [
+        "Controller",
+        "ControllerState",
+        "ControllerStatistics",
+        "EnqueueFunc",
+        "Reconcile",
+        "enqueue_owner",
+    ],
+    "aioinformer.errors": ["Requeue"],
+    "aioinformer.finalizers": [
+        "Cleanup",
+        "Finalizer",
+        "FinalizerAction",
+        "FinalizerResult",
+        "add_finalizer",
+        "finalizers_of",
+        "has_finalizer",
+        "is_being_deleted",
+        "remove_finalizer",
+    ],
+    "aioinformer.leaderelection": ["ElectorState", "LeaderElector", "LeadershipLost", "LeaseLock"],
+    "aioinformer.manager": ["LeaderElection", "Manager", "ManagerHealth", "ManagerState"],
+    "aioinformer.ownership": [
+        "has_controller_reference",
+        "remove_owner_reference",
+        "set_controller_reference",
+        "set_owner_reference",
+    ],
+    "aioinformer.predicates": [
+        "Predicate",
+        "PredicateLike",
+        "UpdatePredicate",
+        "all_of",
+        "annotations_changed",
+        "any_of",
+        "generation_changed",
+        "labels_changed",
+        "not_",
+        "object_filter",
+        "resource_version_changed",
+    ],
+    "aioinformer.recorder": [
+        "EventRecorder",
+        "EventRecorderStatistics",
+        "EventSink",
+        "EventType",
+        "RecorderState",
+        "object_reference",
+    ],
+    "aioinformer.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],
+}
+
+
+def test_the_operator_facade_exports_exactly_the_toolkit() -> None:
+    expected = sorted(name for names in OPERATOR_HOMES.values() for name in names)
+    assert aioinformer.operator.__all__ == expected
+
+
+@pytest.mark.parametrize("module_name", sorted(OPERATOR_HOMES))
+def test_the_operator_facade_hands_out_the_very_objects_of_their_modules(
+    module_name: str,
+) -> None:
+    module = importlib.import_module(module_name)
+    for name in OPERATOR_HOMES[module_name]:
+        assert getattr(aioinformer.operator, name) is getattr(module, name), name
+
+
+def test_a_name_in_both_the_root_and_the_operator_facade_is_one_object() -> None:
+    shared = set(aioinformer.__all__) & set(aioinformer.operator.__all__)
+    assert shared  # Controller, Requeue, ...: the same names, not look-alikes
+    for name in shared:
+        assert getattr(aioinformer, name) is getattr(aioinformer.operator, name), name
 
 
 # The pipeline's parts: off the root, each exported by the module of its stage.
