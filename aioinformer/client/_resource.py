@@ -177,7 +177,7 @@ class ResourceClient(DescribedListerWatcher):
     def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
         """This resource, listed and watched through ``codec``: its items and events'
         objects are what ``codec`` decodes the bytes into (a compact cache's
-        :class:`~aioinformer._raw.RawObject`, read without building a ``dict``)."""
+        :class:`~aioinformer._raw.CompactEntry`, read without building a ``dict``)."""
         return _Decoded(self, codec)
 
     def watch(

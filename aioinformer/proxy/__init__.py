@@ -160,7 +160,8 @@ class CachingProxy:
     BOOKMARKs to watchers that asked. ``watcher_buffer``: lines queued per watcher before
     it is closed. ``flush_interval``: seconds a change may wait so that the changes of
     that span reach each watcher in one write (0: at the next turn of the event loop).
-    ``reflector_options``: the upstream reflectors' settings.
+    ``reflector``: the upstream reflectors' settings (a
+    :class:`~aioinformer.reflector.ReflectorOptions`).
     """
 
     def __init__(
@@ -181,7 +182,7 @@ class CachingProxy:
         flush_interval: float = 0.005,
         cache_sync_timeout: float = 120.0,
         clock: Clock | None = None,
-        reflector_options: ReflectorOptions | None = None,
+        reflector: ReflectorOptions | None = None,
     ) -> None:
         if not resources:
             raise ValueError("CachingProxy needs at least one resource to serve")
@@ -217,7 +218,7 @@ class CachingProxy:
         self._flush_interval = flush_interval
         self._sync_timeout = cache_sync_timeout
         self._clock: Clock = clock if clock is not None else default_clock
-        self._options = reflector_options
+        self._options = reflector
         self._caches: dict[tuple[str, str, str], WatchCache] = {}
         self._reflectors: list[tuple[str, Reflector]] = []
         self._tasks: list[asyncio.Task[None]] = []
