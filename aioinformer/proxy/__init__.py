@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import yaml
 from aiohttp import web
 
-from aioinformer._apiobjects import ResourceType
+from aioinformer._apiserver.objects import ResourceType
 from aioinformer._clock import Clock, default_clock
 from aioinformer.errors import (
     ApiError,

@@ -6,8 +6,8 @@ Role: what kube-apiserver's ``watchCache`` is to its cacher. A
 ``ReflectorStore``): ``replace`` with every list, ``add``/``update``/``delete`` with every
 watch event, ``bookmark`` with every upstream BOOKMARK. The cache runs the user's
 transform once per object change, encodes the result once
-(:class:`~aioinformer._apiobjects.Entry`), records the change in its history and offers it
-to every open downstream :class:`~aioinformer._apiwatch.Watcher`, which queues the same
+(:class:`~aioinformer._apiserver.objects.Entry`), records the change in its history and offers it
+to every open downstream :class:`~aioinformer._apiserver.watch.Watcher`, which queues the same
 encoded line bytes as every other watcher. Output: LIST pages at a resourceVersion
 (:meth:`WatchCache.list`), single objects (:meth:`WatchCache.get`) and watchers
 (:meth:`WatchCache.open_watch`).
@@ -51,8 +51,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, object_key, status_body
-from aioinformer._apiwatch import (
+from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, object_key, status_body
+from aioinformer._apiserver.watch import (
     Event,
     ListResult,
     Watcher,
@@ -85,7 +85,7 @@ the same resourceVersion."""
 
 
 class ProxyWatcher(Watcher):
-    """A downstream watch: a :class:`~aioinformer._apiwatch.Watcher` that also knows how to
+    """A downstream watch: a :class:`~aioinformer._apiserver.watch.Watcher` that also knows how to
     end its HTTP stream at once (``abort``), how to hand bytes to its connection without
     its writer (``send``), and whether it asked for bookmarks."""
 

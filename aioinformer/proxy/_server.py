@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 from aiohttp import web
 
-from aioinformer._apidiscovery import VERBS, discovery_response, is_discovery
-from aioinformer._apiobjects import ResourceType, StatusError, status_body
-from aioinformer._apirequests import (
+from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.requests import (
     JSON,
     bearer,
     bool_param,
@@ -48,7 +48,7 @@ from aioinformer._apirequests import (
     status_response,
     validate_rv_match,
 )
-from aioinformer._apiwatch import parse_rv
+from aioinformer._apiserver.watch import parse_rv
 from aioinformer._clock import call_later
 from aioinformer.errors import ApiError, TransportError
 from aioinformer.labels import FieldSelector, parse_field_selector

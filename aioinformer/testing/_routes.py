@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
-from aioinformer._apidiscovery import discovery_response, is_discovery
-from aioinformer._apiobjects import (
+from aioinformer._apiserver.discovery import discovery_response, is_discovery
+from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
     StatusError,
     object_key,
     status_body,
 )
-from aioinformer._apirequests import (
+from aioinformer._apiserver.requests import (
     JSON,
     Conversion,
     bearer,

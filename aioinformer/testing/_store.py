@@ -32,14 +32,14 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._apiobjects import (
+from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
     StatusError,
     object_key,
     status_body,
 )
-from aioinformer._apiwatch import (
+from aioinformer._apiserver.watch import (
     Event,
     ListResult,
     Watcher,

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 import orjson
 from aiohttp import web
 
-from aioinformer._apiobjects import ResourceType, StatusError
-from aioinformer._apirequests import (
+from aioinformer._apiserver.objects import ResourceType, StatusError
+from aioinformer._apiserver.requests import (
     JSON,
     Conversion,
     bool_param,
@@ -45,7 +45,7 @@ from aioinformer._apirequests import (
     selectors,
     validate_rv_match,
 )
-from aioinformer._apiwatch import Watcher, bookmark_line
+from aioinformer._apiserver.watch import Watcher, bookmark_line
 from aioinformer._clock import Clock, default_clock
 from aioinformer.labels import FieldSelector, parse_field_selector
 

@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import orjson
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, status_body
 from aioinformer._clock import Clock, default_clock
 from aioinformer._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._apiobjects import ResourceType, StatusError
+from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer.labels import parse_label_selector
 from aioinformer.proxy._cache import WatchCache
 

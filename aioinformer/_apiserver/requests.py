@@ -5,7 +5,7 @@ used by the fake API server (``aioinformer.testing``) and the caching proxy
 (``aioinformer.proxy``). Input is parts of an ``aiohttp`` request (the query, the
 ``Accept`` and ``Authorization`` headers); output is parsed values (selectors, integer and
 boolean parameters, the negotiated :class:`Conversion`, a bearer token) or the
-:class:`~aioinformer._apiobjects.StatusError` kube-apiserver answers with (400
+:class:`~aioinformer._apiserver.objects.StatusError` kube-apiserver answers with (400
 ``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``), and the
 ``web.Response`` for a stored entry or a failure.
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from aiohttp import web
 
-from aioinformer._apiobjects import META_GROUP, Entry, ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import META_GROUP, Entry, ResourceType, StatusError, status_body
 from aioinformer.errors import SelectorError
 from aioinformer.labels import (
     FieldSelector,

@@ -2,7 +2,7 @@
 
 Role: what a server of the list/watch API keeps between a write and the clients that read
 it, shared by the fake API server (``aioinformer.testing``) and the caching proxy
-(``aioinformer.proxy``). Input: stored :class:`~aioinformer._apiobjects.Entry` values in
+(``aioinformer.proxy``). Input: stored :class:`~aioinformer._apiserver.objects.Entry` values in
 resourceVersion order; output: encoded watch lines (each :class:`Event` encodes each of its
 forms once, however many watchers send it), LIST pages cut from a sorted snapshot with
 kube-apiserver's ``continue`` tokens, and the ``Status`` errors of reads at a
@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, needs_object, status_body
+from aioinformer._apiserver.objects import (
+    Entry,
+    ResourceType,
+    StatusError,
+    needs_object,
+    status_body,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

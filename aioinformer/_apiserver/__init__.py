@@ -1,0 +1,7 @@
+"""The server-side kit: what a server of the Kubernetes list/watch API is made of.
+
+Used by the fake API server (``aioinformer.testing``) and the caching proxy
+(``aioinformer.proxy``), nothing else: ``objects`` (resource types, stored entries,
+``Status`` errors), ``watch`` (history events, watchers, LIST pages, watch lines),
+``requests`` (request parsing and answers) and ``discovery`` (the discovery documents).
+"""
