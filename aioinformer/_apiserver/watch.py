@@ -97,11 +97,13 @@ class Watcher:
     Invariant: ``buffer`` holds lines in resourceVersion order, all newer than ``min_rv``;
     ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed. With
     ``as_meta`` set (a ``meta.k8s.io`` apiVersion) every object in ``buffer`` is a
-    ``PartialObjectMetadata`` of that version, bookmarks included.
+    ``PartialObjectMetadata`` of that version, bookmarks included. ``bookmarks``: the
+    client asked for BOOKMARK events (``allowWatchBookmarks``).
     """
 
     __slots__ = (
         "as_meta",
+        "bookmarks",
         "buffer",
         "closed",
         "field_selector",
@@ -122,9 +124,11 @@ class Watcher:
         field_selector: FieldSelector | None,
         min_rv: int,
         as_meta: str | None = None,
+        bookmarks: bool = False,
     ) -> None:
         self.rt = rt
         self.as_meta = as_meta
+        self.bookmarks = bookmarks
         self.namespace = namespace
         self.label_selector = label_selector or None
         self.field_selector = field_selector or None
