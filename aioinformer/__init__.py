@@ -14,7 +14,7 @@ predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.
 
 from __future__ import annotations
 
-from aioinformer._clock import Clock as Clock
+from aioinformer._kernel.clock import Clock as Clock
 from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
@@ -25,9 +25,6 @@ from aioinformer.config import Config as Config
 from aioinformer.config import load_config as load_config
 from aioinformer.config import load_incluster_config as load_incluster_config
 from aioinformer.config import load_kube_config as load_kube_config
-from aioinformer.controller import Controller as Controller
-from aioinformer.controller import Reconcile as Reconcile
-from aioinformer.controller import enqueue_owner as enqueue_owner
 from aioinformer.errors import AioinformerError as AioinformerError
 from aioinformer.errors import AlreadyExists as AlreadyExists
 from aioinformer.errors import ApiError as ApiError
@@ -70,8 +67,6 @@ from aioinformer.informer import CacheMode as CacheMode
 from aioinformer.informer import EventHandler as EventHandler
 from aioinformer.informer import InformerStatistics as InformerStatistics
 from aioinformer.informer import SharedIndexInformer as SharedIndexInformer
-from aioinformer.leaderelection import LeaderElector as LeaderElector
-from aioinformer.leaderelection import LeaseLock as LeaseLock
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import Lister as Lister
 from aioinformer.listwatch import ListerWatcher as ListerWatcher
@@ -82,6 +77,11 @@ from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnkn
 from aioinformer.models import KubeObject as KubeObject
 from aioinformer.models import ObjectMeta as ObjectMeta
 from aioinformer.models import Status as Status
+from aioinformer.operator.controller import Controller as Controller
+from aioinformer.operator.controller import Reconcile as Reconcile
+from aioinformer.operator.controller import enqueue_owner as enqueue_owner
+from aioinformer.operator.leaderelection import LeaderElector as LeaderElector
+from aioinformer.operator.leaderelection import LeaseLock as LeaseLock
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.processor import HandlerStatistics as HandlerStatistics
 from aioinformer.reflector import ReflectorOptions as ReflectorOptions

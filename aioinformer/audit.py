@@ -25,7 +25,7 @@ server's own cache lost.
 This module holds the values users write and read: :class:`CacheAudit` (the settings),
 :class:`AuditReport` (one audit's result), :class:`CacheAuditStatistics` (the running
 totals), and the seam an audit lists through, :class:`AuditLister`. The audit itself runs
-inside the informer (see :mod:`aioinformer._audit`).
+inside the informer (see :mod:`aioinformer._pipeline.audit`).
 
 What is compared is what the cache keeps: its keys and each entry's
 ``metadata.resourceVersion``, after the informer's ``transform`` (which must keep both,

@@ -4,8 +4,8 @@ Role: the one seam between the pipeline and the two ways an informer can keep it
 :class:`ObjectsCodec` (``cache="objects"``) keeps the decoded ``dict`` of each object, as
 client-go keeps its objects; :class:`CompactCodec` (``cache="compact"``, the default) keeps
 each object's JSON bytes beside the few fields the pipeline reads
-(:class:`~aioinformer._raw.CompactEntry`), which the cyclic collector never walks, and decodes
-on read. Everything that depends on the representation is a method here:
+(:class:`~aioinformer._pipeline.raw.CompactEntry`), which the cyclic collector never
+walks, and decodes on read. Everything that depends on the representation is a method here:
 
 * decoding: a LIST body (:meth:`Codec.decode_list`) and one watch line
   (:meth:`Codec.decode_event`), for a source that decodes with the codec (a
@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 import orjson
 
-from aioinformer._meta import meta_namespace_key, same_resource_version
-from aioinformer._raw import (
+from aioinformer._pipeline.meta import meta_namespace_key, same_resource_version
+from aioinformer._pipeline.raw import (
     READS_RAW,
     CompactDecodeError,
     CompactEntry,
@@ -97,7 +97,7 @@ hands over at once."""
 
 
 class DecodeWindow:
-    """The :class:`~aioinformer._raw.SharedDecode` wrappers that decoded last, oldest
+    """The :class:`~aioinformer._pipeline.raw.SharedDecode` wrappers that decoded last, oldest
     first, held weakly; one more past :data:`DECODE_WINDOW` makes the oldest forget its
     decode, if a handler still holds it."""
 
@@ -132,7 +132,7 @@ class Codec(abc.ABC):
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
         """One LIST answer's page; ``kind``/``api_version`` are the resource's, given to
         items that lack them. A body that is not a list of objects raises
-        :class:`~aioinformer._raw.CompactDecodeError` (orjson's error when it is not even
+        :class:`~aioinformer._pipeline.raw.CompactDecodeError` (orjson's error when it is not even
         JSON); the client turns either into a ``TransportError``."""
 
     @abc.abstractmethod
@@ -276,9 +276,9 @@ class ObjectsCodec(Codec):
 
 
 class CompactCodec(Codec):
-    """Each object's JSON bytes and head (:class:`~aioinformer._raw.CompactEntry`) in the
+    """Each object's JSON bytes and head (:class:`~aioinformer._pipeline.raw.CompactEntry`) in the
     cache, decoded on read; each event's objects carried to the handlers in one
-    :class:`~aioinformer._raw.SharedDecode`, decoded once for all of them, its life
+    :class:`~aioinformer._pipeline.raw.SharedDecode`, decoded once for all of them, its life
     bounded by this codec's :class:`DecodeWindow`. Objects from a source of dicts (or a
     transform) are encoded as they are stored, and handed to the handlers as they came."""
 

@@ -54,7 +54,7 @@ Applied resourceVersion. :attr:`~DeltaFIFO.last_store_resource_version` is that 
 newest event processed with every event before it (a key's deltas count as of its oldest,
 so popping a key does not apply a newer event past another key's older one); bookmarks
 count too. :meth:`~DeltaFIFO.wait_for_resource_version` waits for it; see
-:mod:`aioinformer._store_rv`. An atomic group is held as one: nothing it holds counts as
+:mod:`aioinformer._pipeline.store_rv`. An atomic group is held as one: nothing it holds counts as
 applied before its whole ``process`` call has returned.
 
 Task model. Everything runs on one event loop. No method suspends between reading and
@@ -92,9 +92,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, cast
 
-from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
-from aioinformer._meta import resource_version_of
-from aioinformer._store_rv import AppliedReads, AppliedResourceVersion, low_water
+from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
 from aioinformer.errors import Requeue as Requeue

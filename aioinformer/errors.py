@@ -2,7 +2,7 @@
 
 Every error the library raises on purpose derives from :class:`AioinformerError`.
 Third-party errors (aiohttp, ssl, orjson) never escape: they are translated at one
-private boundary, ``aioinformer._transport``, and chained with ``raise ... from exc`` so
+private boundary, ``aioinformer.client._transport``, and chained with ``raise ... from exc`` so
 the original cause stays visible. This module holds the tree and the pure ``Status`` →
 error mappings (:func:`api_error_from_status`, :func:`error_from_watch_status`) only, and
 imports nothing third-party::
@@ -155,10 +155,10 @@ class InvalidObjectError(AioinformerError, ValueError):
 
 
 class OwnerReferenceError(AioinformerError, ValueError):
-    """Raised by :mod:`aioinformer.ownership` when an owner reference cannot be written: the
-    owner lacks ``apiVersion``, ``kind``, ``name`` or ``uid``, a cluster-scoped object would
-    get a namespaced owner, or owner and object live in different namespaces (the garbage
-    collector would ignore such a reference). Never retried: the code is at fault."""
+    """Raised by :mod:`aioinformer.operator.ownership` when an owner reference cannot be
+    written: the owner lacks ``apiVersion``, ``kind``, ``name`` or ``uid``, a cluster-scoped
+    object would get a namespaced owner, or owner and object live in different namespaces
+    (the garbage collector would ignore such a reference). Never retried: the code is at fault."""
 
 
 class AlreadyOwnedError(OwnerReferenceError):
@@ -245,7 +245,7 @@ class CacheSyncError(AioinformerError, TimeoutError):
 
 
 class CacheReadTimeout(AioinformerError, TimeoutError):
-    """Raised by a read of :class:`~aioinformer.cached_client.CachedClient` when the cache
+    """Raised by a read of :class:`~aioinformer.operator.cached_client.CachedClient` when the cache
     did not show the client's own writes within the client's ``timeout``.
 
     The message names what was awaited and what the cache had reached::
@@ -261,7 +261,7 @@ class CacheReadTimeout(AioinformerError, TimeoutError):
     when none was), ``applied`` the cache's ``last_store_resource_version`` and
     ``timeout`` the seconds waited. A ``TimeoutError`` too. Not retried: the deletions
     it waited for are no longer awaited by later reads (the cache may never see them:
-    see :mod:`aioinformer._own_writes`); the versions are, as a live cache reaches them.
+    see :mod:`aioinformer.operator._own_writes`); the versions are, as a live cache reaches them.
     """
 
     def __init__(
@@ -287,7 +287,7 @@ class CacheReadTimeout(AioinformerError, TimeoutError):
 
 
 class CacheScopeError(AioinformerError, ValueError):
-    """Raised by a read of :class:`~aioinformer.cached_client.CachedClient` that asks for
+    """Raised by a read of :class:`~aioinformer.operator.cached_client.CachedClient` that asks for
     objects its cache cannot hold: a namespace other than the one its informer watches.
     The message names the resource, the namespace asked for and the one watched."""
 

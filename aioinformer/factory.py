@@ -20,7 +20,7 @@ Every informer the factory builds carries the namespace index (as client-go's ge
 informers do), so ``lister().list(namespace=...)`` is an index lookup.
 
 Task model: ``start()`` starts one supervisor task, which owns a task group
-(:class:`~aioinformer._runner.TaskRunner`) with one task per informer, each running
+(:class:`~aioinformer._kernel.runner.TaskRunner`) with one task per informer, each running
 ``informer.run()``; it starts every informer built so far, and once the factory has
 started, ``informer_for`` hands each new informer over to it (through a queue: only the
 supervisor starts tasks in its group) to start at once. An informer that fails is logged
@@ -44,8 +44,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from aioinformer._runner import Running, TaskRunner
-from aioinformer._sync import Watched, wait_synced
+from aioinformer._kernel.runner import Running, TaskRunner
+from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from aioinformer._backoff import Backoff
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.backoff import Backoff
+    from aioinformer._kernel.clock import Clock
     from aioinformer.audit import CacheAudit
     from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
@@ -145,7 +145,7 @@ class SharedInformerFactory:
     and in ``informer_for``, before any request.
 
     Reflector settings for every informer: ``backoff``, a callable returning a new
-    :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
+    :class:`~aioinformer._kernel.backoff.Backoff` for each informer (a backoff holds one
     component's failure history, so informers never share one), for instance
     ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``; and
     ``reflector``, one :class:`~aioinformer.reflector.ReflectorOptions` handed to every

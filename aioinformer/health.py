@@ -17,7 +17,7 @@ The rules:
   from within the *liveness window*: three quarters of the watch's inactivity deadline
   (90 s under a 120 s deadline). Heard means a list answered, a watch started, or
   anything read from the watch stream, ``BOOKMARK`` included (see
-  :mod:`aioinformer._reflector_status`). A kube-apiserver sends an idle watch a bookmark
+  :mod:`aioinformer._pipeline.reflector_status`). A kube-apiserver sends an idle watch a bookmark
   about every 60 s, so a healthy idle watch stays live with room to spare, while a
   frozen stream turns ``live`` false a quarter of a deadline *before* the reflector
   gives up on it and re-watches; the new watch counts as heard, so ``live`` comes back

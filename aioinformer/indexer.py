@@ -15,7 +15,7 @@ indexes, which are computed from the stored state.
 
 Keys. :func:`meta_namespace_key` gives ``"namespace/name"`` (``"name"`` for a
 cluster-scoped object; it lives with the other metadata accessors in
-:mod:`aioinformer._meta` and is re-exported here). It is the default key function of every
+:mod:`aioinformer._pipeline.meta` and is re-exported here). It is the default key function of every
 stage, and it understands a :class:`~aioinformer.models.DeletedFinalStateUnknown`
 tombstone, so deletes may be fed either an object or a tombstone.
 
@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, Type
 
 import msgspec
 
-from aioinformer._gcpolicy import collector_paused
-from aioinformer._meta import describe, labels_of, metadata_of, namespace_of
-from aioinformer._meta import meta_namespace_key as meta_namespace_key
-from aioinformer._raw import CompactEntry, SharedDecode
+from aioinformer._kernel.gcpolicy import collector_paused
+from aioinformer._pipeline.meta import describe, labels_of, metadata_of, namespace_of
+from aioinformer._pipeline.meta import meta_namespace_key as meta_namespace_key
+from aioinformer._pipeline.raw import CompactEntry, SharedDecode
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -115,7 +115,7 @@ def namespace_index_func(obj: Any) -> list[str]:
     """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
 
     Raises :class:`KeyFuncError` for an object without metadata. Reads only the head of a
-    compact cache's :class:`~aioinformer._raw.CompactEntry`, so it never decodes one.
+    compact cache's :class:`~aioinformer._pipeline.raw.CompactEntry`, so it never decodes one.
     """
     if type(obj) is CompactEntry:
         return [obj.namespace]
@@ -468,7 +468,7 @@ _PAUSE_FROM: Final = 64
 
 
 class CompactIndexer(Indexer[Any]):
-    """An :class:`Indexer` whose entries are :class:`~aioinformer._raw.CompactEntry`: each
+    """An :class:`Indexer` whose entries are :class:`~aioinformer._pipeline.raw.CompactEntry`: each
     object's JSON bytes and head, which the cyclic collector never walks.
 
     Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) decode a fresh
@@ -520,7 +520,7 @@ class CompactIndexer(Indexer[Any]):
 
     def put_entry(self, key: str, entry: Any, carried: Any = None) -> None:
         """Store ``entry`` under ``key``; ``carried`` is its decode
-        (:class:`~aioinformer._raw.SharedDecode`), shared with the handlers, for index
+        (:class:`~aioinformer._pipeline.raw.SharedDecode`), shared with the handlers, for index
         functions that need the object (made here when not given)."""
         if type(entry) is dict:
             entry = CompactEntry.from_dict(entry)

@@ -40,7 +40,7 @@ Guarantees:
   live until the keys found different have been applied again.
 
 Task model: :meth:`SharedIndexInformer.run` owns a task group
-(:class:`~aioinformer._runner.TaskRunner`) with the reflector, the pop task, the
+(:class:`~aioinformer._kernel.runner.TaskRunner`) with the reflector, the pop task, the
 processor (one task per handler) and, with ``audit=``, the auditor;
 :meth:`~SharedIndexInformer.stop` ends it.
 ``async with informer:`` starts ``run()`` in a task, returns once it has started (not
@@ -66,15 +66,15 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from aioinformer._apply import apply_deltas
-from aioinformer._audit import CacheAuditor, KeyRecorder
-from aioinformer._clock import Clock, default_clock
-from aioinformer._handler_calls import SlowHandlerThresholds, handler_name
-from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
-from aioinformer._model_guard import ModelGuard
-from aioinformer._runner import Running, TaskRunner, first_completed
-from aioinformer._store_rv import wait_applied
-from aioinformer._sync import wait_for_cache_sync as wait_for_cache_sync
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_metric
+from aioinformer._kernel.runner import Running, TaskRunner, first_completed
+from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
+from aioinformer._pipeline.apply import apply_deltas
+from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
+from aioinformer._pipeline.handler_calls import SlowHandlerThresholds, handler_name
+from aioinformer._pipeline.model_guard import ModelGuard
+from aioinformer._pipeline.store_rv import wait_applied
 from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
 from aioinformer.codec import CacheMode, CompactCodec, codec_for
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
@@ -106,7 +106,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from aioinformer._backoff import Backoff
+    from aioinformer._kernel.backoff import Backoff
     from aioinformer.audit import AuditLister
     from aioinformer.codec import Codec
     from aioinformer.indexer import Indexer, IndexFunc
@@ -158,15 +158,15 @@ class SharedIndexInformer:
 
     ``model`` makes listers, handlers and ``events()`` see that pydantic model instead of
     raw dicts (the cache stays raw; each read or delivery validates; an object that fails
-    is skipped, logged once and counted, see :mod:`aioinformer._model_guard`). ``clock`` drives
-    resync timers, the reflector's waits and handler timing (tests pass a ``FakeClock``).
-    ``slow_handler_thresholds`` is the default bound of ``add_event_handler``'s.
+    is skipped, logged once and counted, see :mod:`aioinformer._pipeline.model_guard`).
+    ``clock`` drives resync timers, the reflector's waits and handler timing (tests pass a
+    ``FakeClock``). ``slow_handler_thresholds`` is the default bound of ``add_event_handler``'s.
     ``in_order=True`` queues every watch event on its own, in arrival order (a
     :class:`~aioinformer.real_fifo.RealFIFO`): no per-key coalescing, so the cache and the
     handlers go through every intermediate state; a relist arrives as its differences.
 
     Passed to the :class:`~aioinformer.reflector.Reflector`: ``watch_error_handler``,
-    ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
+    ``backoff`` (a :class:`~aioinformer._kernel.backoff.Backoff` owned by this informer alone),
     and ``reflector``, a :class:`~aioinformer.reflector.ReflectorOptions` (checked once,
     when it is built) holding every other reflector setting: ``page_size``,
     ``use_watch_list`` (on by default: lists are streamed, with a fallback to
@@ -175,7 +175,7 @@ class SharedIndexInformer:
     events of another kind are never cached), and ``gc_policy``: what lists do with
     CPython's cyclic collector (``"pause"``, the default, defers collection while a list
     is decoded and handed over; ``"freeze"`` also freezes what is alive afterwards,
-    fastest but process-wide; ``"off"``), see :mod:`aioinformer._gcpolicy`. Its
+    fastest but process-wide; ``"off"``), see :mod:`aioinformer._kernel.gcpolicy`. Its
     ``resync_period`` is this informer's ``resync_period``, whatever the options say::
 
         SharedIndexInformer(lw, reflector=ReflectorOptions(page_size=100, gc_policy="off"))
@@ -184,7 +184,7 @@ class SharedIndexInformer:
     cache with the server every ``audit.period`` seconds and relist when they differ (see
     :mod:`aioinformer.audit`). Off by default, as in client-go: an audit is a LIST of the
     whole resource every period, a load on the server that the building block leaves to
-    the application to choose; a :class:`~aioinformer.manager.Manager` turns it on.
+    the application to choose; a :class:`~aioinformer.operator.manager.Manager` turns it on.
     :meth:`audit_cache` runs one audit on demand either way.
 
     It runs once: ``await informer.run()`` or ``async with informer:``.
@@ -328,7 +328,8 @@ class SharedIndexInformer:
         ``"coalesce"`` (newest state per key); see :mod:`aioinformer.processor`.
         ``run_in_thread=True`` runs each sync callback in a worker thread, one at a time
         (``TypeError`` for an async one). A call past ``slow_thresholds`` (default: the
-        informer's) is logged once per slow episode (see :mod:`aioinformer._handler_calls`).
+        informer's) is logged once per slow episode (see
+        :mod:`aioinformer._pipeline.handler_calls`).
 
         Added to a running informer, the handler first receives ``on_add(obj, True)`` for
         each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
@@ -795,7 +796,7 @@ class SharedIndexInformer:
         """Apply one key's deltas to the cache and distribute the notifications.
 
         Runs without suspending, so the cache, the notifications and a late handler's
-        snapshot always line up (see :mod:`aioinformer._apply`).
+        snapshot always line up (see :mod:`aioinformer._pipeline.apply`).
         """
         fifo = self._fifo
         assert fifo is not None

@@ -14,7 +14,7 @@ objects (decoded afresh from a compact cache, the cached ones themselves from an
 
 One bad object never breaks a read: with a ``model``, an object that does not validate
 is skipped by ``list()``/``by_index()`` and by streams (reported once per key and
-resourceVersion by the informer's :class:`~aioinformer._model_guard.ModelGuard`), and
+resourceVersion by the informer's :class:`~aioinformer._pipeline.model_guard.ModelGuard`), and
 ``get()`` of its key raises :class:`~aioinformer.errors.InvalidObjectError`.
 
 Ordering and staleness: a lister returns what the cache holds now, which may be behind the
@@ -31,9 +31,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
-from aioinformer._handler_calls import converted_deleted, converted_old
-from aioinformer._meta import labels_of, namespace_of
-from aioinformer._model_guard import ModelGuard
+from aioinformer._pipeline.handler_calls import converted_deleted, converted_old
+from aioinformer._pipeline.meta import labels_of, namespace_of
+from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
@@ -53,7 +53,7 @@ _UPDATE: Final = NotificationKind.UPDATE
 
 NotificationType = Literal["ADDED", "UPDATED", "DELETED"]
 """What an :class:`Event` reports: the handlers' vocabulary (``on_add``/``on_update``/
-``on_delete``), not the wire's. (Not :data:`aioinformer.recorder.EventType`, the
+``on_delete``), not the wire's. (Not :data:`aioinformer.operator.recorder.EventType`, the
 ``"Normal"``/``"Warning"`` of a Kubernetes Event.)
 
 This is the one mapping from a watch's event types (:mod:`aioinformer.listwatch`):
@@ -69,7 +69,7 @@ class Event:
     <aioinformer.informer.SharedIndexInformer.events>`.
 
     Not a Kubernetes Event: those are the ``Event`` models of :mod:`aioinformer.k8s`,
-    which :mod:`aioinformer.recorder` writes. So that ``aioinformer.Event`` cannot be read
+    which :mod:`aioinformer.operator.recorder` writes. So that ``aioinformer.Event`` cannot be read
     as one, the package root does not export this class; import it from here or from
     :mod:`aioinformer.informer`."""
 

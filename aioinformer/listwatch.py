@@ -122,7 +122,7 @@ class ObjectList:
 
     items: list[Any] = field(default_factory=list)
     """Decoded ``dict`` items, or what the informer's codec decodes them into (a compact
-    cache's :class:`~aioinformer._raw.CompactEntry`, see
+    cache's :class:`~aioinformer._pipeline.raw.CompactEntry`, see
     :meth:`DescribedListerWatcher.decoded_with`)."""
     resource_version: str = ""
     continue_: str | None = None

@@ -39,7 +39,7 @@ logged with its name and keeps receiving later notifications.
 
 Buffering: by default a listener's queue is unbounded (client-go's ring buffer grows until
 memory runs out). ``max_pending=N`` bounds it with one of two policies (the queues
-themselves live in :mod:`aioinformer._pending`):
+themselves live in :mod:`aioinformer._pipeline.pending`):
 
 * ``"block"``: backpressure. Once the queue holds ``N`` notifications, the informer stops
   popping its DeltaFIFO until the handler drains below ``N`` (see
@@ -78,7 +78,7 @@ its task waits for it to return).
 
 Watching the handlers: each pushed call is timed with one clock read, and a call past the
 handler's :class:`SlowHandlerThresholds` is logged once per slow episode (see
-:mod:`aioinformer._handler_calls`). The processor stamps each hand-over to a listener with
+:mod:`aioinformer._pipeline.handler_calls`). The processor stamps each hand-over to a listener with
 one clock read (per batch, not per notification), so a listener knows when each entry was
 queued; ``statistics()`` reports the delivery latency, queued to call returned, over the
 last calls. With a :class:`HandlerMetricsProvider` installed, the same figures, the
@@ -93,8 +93,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer._handler_calls import (
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.metrics import HandlerMetricsProvider
+from aioinformer._pipeline.handler_calls import (
     DEFAULT_SLOW_HANDLER_THRESHOLDS,
     LATENCY_WINDOW,
     EventHandler,
@@ -108,21 +109,20 @@ from aioinformer._handler_calls import (
     report_running_call,
     report_slow_call,
 )
-from aioinformer._metrics import HandlerMetricsProvider
-from aioinformer._pending import (
+from aioinformer._pipeline.pending import (
     CLOSED,
     CoalescingQueue,
     Notification,
     NotificationKind,
     PendingQueue,
 )
-from aioinformer._registration import HandlerRegistration
+from aioinformer._pipeline.registration import HandlerRegistration
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterator
     from contextlib import AbstractContextManager
 
-    from aioinformer._metrics import HandlerMetrics
+    from aioinformer._kernel.metrics import HandlerMetrics
 
 __all__ = [
     "EventHandler",

@@ -33,7 +33,7 @@ is simply that of the newest item processed: a watch event's object's, a relist'
 resourceVersion, or a bookmark's. A bookmark that arrives while items are queued or a
 batch is being processed waits in the queue behind them (an item of its own, never handed
 to ``process``); otherwise it is applied at once. :meth:`~RealFIFO.wait_for_resource_version`
-waits for a resourceVersion; see :mod:`aioinformer._store_rv`.
+waits for a resourceVersion; see :mod:`aioinformer._pipeline.store_rv`.
 
 Differences from the DeltaFIFO. A delete is queued even for a key the cache does not hold
 (as client-go's RealFIFO does); ``pop_batch`` takes its whole batch when it hands it out,
@@ -66,9 +66,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
-from aioinformer._fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
-from aioinformer._meta import resource_version_of
-from aioinformer._store_rv import AppliedReads, AppliedResourceVersion
+from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion
 from aioinformer.delta_fifo import (
     DEFAULT_BATCH_KEYS,
     Delta,

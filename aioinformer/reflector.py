@@ -38,7 +38,7 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   stalled watch is closed after between 1 and 1.05 times the deadline.
 * **Last heard.** ``statistics().seconds_since_heard`` counts from the last list
   answered, watch started, or progress the inactivity check saw on the stream (no clock
-  read per event); see :mod:`aioinformer._reflector_status`.
+  read per event); see :mod:`aioinformer._pipeline.reflector_status`.
 * **Streaming list** (``use_watch_list=True``, the default, with a source that declares
   :attr:`~aioinformer.listwatch.SourceInfo.watch_list`): the initial state comes from a
   watch with ``send_initial_events=True`` and ``resource_version_match="NotOlderThan"``;
@@ -55,13 +55,13 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   source that fails every request (a forbidden or unknown resource) costs one request
   per retry; once a watch opened, the next relist streams again, so a server upgraded
   meanwhile is used.
-* **Backoff** between attempts is :class:`aioinformer._backoff.Backoff`: 0.8 s doubling
+* **Backoff** between attempts is :class:`aioinformer._kernel.backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
   watching (when ``should_resync`` allows it).
 * **Garbage collector.** A list and its hand-over to the store run with CPython's cyclic
   collector paused (``gc_policy="pause"``), or paused and then frozen (``"freeze"``), or
-  untouched (``"off"``); see :mod:`aioinformer._gcpolicy` for why and for the price.
+  untouched (``"off"``); see :mod:`aioinformer._kernel.gcpolicy` for why and for the price.
 * **Expected kind.** Watch events whose object is not of the expected ``kind`` /
   ``apiVersion`` are logged and skipped: they never reach the store. The expectation is
   ``expected_kind``/``expected_api_version`` when given; each one not given is adopted
@@ -82,11 +82,11 @@ loops over it with backoff until cancelled. ``watch_error_handler(reflector, err
 (sync or async) hears about every failure exactly once: the errors ``list_and_watch``
 raises through ``run()``, the ones it absorbs where they happen. How a watch ends
 (re-watch, back off, relist, raise) is decided by the pure
-:func:`aioinformer._watch_policy.next_step`, shared by the watch and the streaming list.
+:func:`aioinformer._pipeline.watch_policy.next_step`, shared by the watch and the streaming list.
 
 Task model. Everything runs in the task that awaits ``run()``/``list_and_watch()``.
 The reads of a watch stream are bounded by an ``asyncio.timeout`` scope on that task,
-expired only while a read is awaited (see :mod:`aioinformer._watch_stream`): a
+expired only while a read is awaited (see :mod:`aioinformer._pipeline.watch_stream`): a
 callback on the injected clock, not a task, expires it when the stream has been silent
 too long. With a resync period, a resync task calls ``store.resync()`` and, when that
 fails, expires the current read's scope too; it lives in a set local to
@@ -112,18 +112,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, TypeAlias
 
-from aioinformer._backoff import Backoff as Backoff
-from aioinformer._clock import Clock, default_clock
-from aioinformer._gcpolicy import GCPolicy as GCPolicy
-from aioinformer._gcpolicy import collector_paused
-from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
-from aioinformer._list_policy import ListPolicy
-from aioinformer._metric_recorders import new_reflector_metrics
-from aioinformer._metrics import AddCounterMetric as AddCounterMetric
-from aioinformer._metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
-from aioinformer._reflector_status import LastHeard, ReflectorState, ReflectorStatistics
-from aioinformer._runner import cancel_and_wait, is_async_callable
-from aioinformer._watch_policy import (
+from aioinformer._kernel.backoff import Backoff as Backoff
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.gcpolicy import GCPolicy as GCPolicy
+from aioinformer._kernel.gcpolicy import collector_paused
+from aioinformer._kernel.metrics import AddCounterMetric as AddCounterMetric
+from aioinformer._kernel.metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
+from aioinformer._kernel.runner import cancel_and_wait, is_async_callable
+from aioinformer._pipeline.list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
+from aioinformer._pipeline.list_policy import ListPolicy
+from aioinformer._pipeline.metric_recorders import new_reflector_metrics
+from aioinformer._pipeline.reflector_status import LastHeard, ReflectorState, ReflectorStatistics
+from aioinformer._pipeline.watch_policy import (
     Decision,
     FailureStreak,
     InternalErrorRetry,
@@ -135,7 +135,7 @@ from aioinformer._watch_policy import (
     is_too_large,
     next_step,
 )
-from aioinformer._watch_stream import (
+from aioinformer._pipeline.watch_stream import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Cursor,
     TemporaryStore,
@@ -144,7 +144,7 @@ from aioinformer._watch_stream import (
     close_stream,
     inactivity_deadline,
 )
-from aioinformer._watch_stream import ReflectorStore as ReflectorStore
+from aioinformer._pipeline.watch_stream import ReflectorStore as ReflectorStore
 from aioinformer.errors import AioinformerError, ApiError, Gone, TooManyRequests, WatchError
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -213,7 +213,7 @@ class ReflectorOptions:
     """As ``expected_kind``, for ``apiVersion``."""
     gc_policy: GCPolicy = "pause"
     """What a list does with CPython's cyclic collector: ``"pause"``, ``"freeze"`` or
-    ``"off"`` (see :mod:`aioinformer._gcpolicy`)."""
+    ``"off"`` (see :mod:`aioinformer._kernel.gcpolicy`)."""
 
     def __post_init__(self) -> None:
         if self.resync_period < 0:
@@ -303,7 +303,7 @@ class Reflector:
     * ``name``: for logs, metrics and ``repr`` (default: what the lister-watcher
       describes, see :func:`~aioinformer.listwatch.source_info`);
     * ``should_resync``: when given, a resync happens only if it returns true;
-    * ``backoff``: a :class:`~aioinformer._backoff.Backoff` (default 0.8 s to 30 s);
+    * ``backoff``: a :class:`~aioinformer._kernel.backoff.Backoff` (default 0.8 s to 30 s);
     * ``watch_error_handler``: ``handler(reflector, error)``, sync or async;
     * ``clock``: time source for every wait (default: the event loop's);
     * ``metrics_provider``: records the reflector metrics under ``name`` (default: the

@@ -54,15 +54,15 @@ from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, Self, TypeVar
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer._metrics import CounterMetric as CounterMetric
-from aioinformer._metrics import GaugeMetric as GaugeMetric
-from aioinformer._metrics import HistogramMetric as HistogramMetric
-from aioinformer._metrics import MetricsProvider as MetricsProvider
-from aioinformer._metrics import SettableGaugeMetric as SettableGaugeMetric
-from aioinformer._metrics import get_metrics_provider as get_metrics_provider
-from aioinformer._metrics import new_queue_metrics
-from aioinformer._metrics import set_metrics_provider as set_metrics_provider
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.metrics import CounterMetric as CounterMetric
+from aioinformer._kernel.metrics import GaugeMetric as GaugeMetric
+from aioinformer._kernel.metrics import HistogramMetric as HistogramMetric
+from aioinformer._kernel.metrics import MetricsProvider as MetricsProvider
+from aioinformer._kernel.metrics import SettableGaugeMetric as SettableGaugeMetric
+from aioinformer._kernel.metrics import get_metrics_provider as get_metrics_provider
+from aioinformer._kernel.metrics import new_queue_metrics
+from aioinformer._kernel.metrics import set_metrics_provider as set_metrics_provider
 from aioinformer.errors import QueueEmpty, ShutDown
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Measures, with ``prometheus_client`` as the backend (a registry of the run's own):
 
-* a :class:`~aioinformer.controller.Controller` reconciling ``--n`` distinct keys with a
+* a :class:`~aioinformer.operator.controller.Controller` reconciling ``--n`` distinct keys with a
   reconcile that does nothing, one worker: with no provider, with the workqueue's metrics
   only, and with the workqueue's and the controller's (``controller_runtime_*``), so the
   difference between the last two is what the reconcile metrics add per reconcile;
@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from aioinformer._clock import default_clock
-from aioinformer._metric_recorders import new_rest_client_metrics
-from aioinformer._metrics import set_metrics_provider
+from aioinformer._kernel.clock import default_clock
+from aioinformer._kernel.metrics import set_metrics_provider
+from aioinformer._pipeline.metric_recorders import new_rest_client_metrics
 from aioinformer.contrib.prometheus import PrometheusMetricsProvider
-from aioinformer.controller import Controller
+from aioinformer.operator.controller import Controller
 from aioinformer.testing import FakeAPIServer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer._metrics import AnyMetricsProvider, HistogramMetric
+    from aioinformer._kernel.metrics import AnyMetricsProvider, HistogramMetric
     from aioinformer.workqueue import CounterMetric, GaugeMetric, SettableGaugeMetric
 
 

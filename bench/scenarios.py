@@ -82,8 +82,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from aioinformer._own_writes import OwnWrites, Scope
 from aioinformer.models import KubeObject
+from aioinformer.operator._own_writes import OwnWrites, Scope
 from bench import fanout, harness, stages
 from bench.audit import audit_baseline, audit_ours
 from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
@@ -396,7 +396,7 @@ async def controller_ours(
     The informer has no index and the controller maps objects with the default key
     function, so nothing on the way needs the whole object.
     """
-    from aioinformer.controller import Controller
+    from aioinformer.operator.controller import Controller
 
     resource = params.get("resource", "pods")
     first_watch_add = params["objects"] + 1

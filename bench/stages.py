@@ -82,10 +82,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import orjson
 
-from aioinformer._apply import apply_deltas
-from aioinformer._clock import default_clock
-from aioinformer._raw import CompactEntry, decode_list
-from aioinformer._watch_stream import Cursor, WatchRead
+from aioinformer._kernel.clock import default_clock
+from aioinformer._pipeline.apply import apply_deltas
+from aioinformer._pipeline.raw import CompactEntry, decode_list
+from aioinformer._pipeline.watch_stream import Cursor, WatchRead
 from aioinformer.codec import DICT_BATCH, CompactCodec, ObjectsCodec
 from aioinformer.codec import Codec as PipelineCodec
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, Delta, DeltaFIFO, Deltas, DeltaType

@@ -1,7 +1,7 @@
 """Reconcile and API request metrics under controller-runtime's and client-go's names.
 
 One call turns every metric on: ``set_metrics_provider(PrometheusMetricsProvider())``,
-before the client and the controllers exist; a :class:`~aioinformer.manager.Manager`
+before the client and the controllers exist; a :class:`~aioinformer.operator.manager.Manager`
 with ``metrics_address`` serves them on ``/metrics``. A controller then reports
 ``controller_runtime_reconcile_total`` (by ``result``), ``_errors_total``,
 ``_time_seconds``, ``controller_runtime_active_workers`` and

@@ -1,4 +1,4 @@
-"""An operator on :class:`~aioinformer.manager.Manager`: stamps every ConfigMap with a
+"""An operator on :class:`~aioinformer.operator.manager.Manager`: stamps every ConfigMap with a
 checksum of its data, with two replicas sharing one Lease and a health endpoint.
 
 Run it with ``python examples/manager_operator.py``: it starts the embedded fake API

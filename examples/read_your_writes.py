@@ -24,7 +24,7 @@ from aioinformer.operator import Manager
 from aioinformer.testing import FakeAPIServer
 
 if TYPE_CHECKING:
-    from aioinformer.cached_client import CachedResource
+    from aioinformer.operator.cached_client import CachedResource
 
 LAG = 0.5
 """Seconds the fake API server holds each watch event back."""

@@ -165,7 +165,7 @@ class WidgetOperator:
 
     Build it before the factory starts, then run the factory, the controller and the
     event recorder together: :func:`build_manager` does that with a
-    :class:`~aioinformer.manager.Manager`, and tests may also run them by hand
+    :class:`~aioinformer.operator.manager.Manager`, and tests may also run them by hand
     (``async with factory, operator.controller:``). ``recorder`` receives the Events the
     operator reports on its Widgets (``None`` reports none). ``recheck_after`` is how long
     to wait before looking again at a ConfigMap name taken by something else;
@@ -328,7 +328,7 @@ def build_manager(
     health_address: str | None = None,
     **options: Any,
 ) -> tuple[Manager, WidgetOperator]:
-    """The operator on a :class:`~aioinformer.manager.Manager`: the manager owns the
+    """The operator on a :class:`~aioinformer.operator.manager.Manager`: the manager owns the
     informers and runs the controller once the caches are warm (and, with
     ``leader_election``, only while this replica leads). ``recorder`` is run by the
     caller around the manager, so it flushes the last Events after the controller has

@@ -2,7 +2,7 @@
 
 ``"objects"`` caches the decoded dicts; ``"compact"`` caches each object's JSON bytes
 beside a few decoded fields and decodes a fresh dict on every read (see
-:mod:`aioinformer._raw`). The suites that prove the informer correct (convergence, the
+:mod:`aioinformer._pipeline.raw`). The suites that prove the informer correct (convergence, the
 faults over the fake API server, cancellation) run once per mode.
 
 Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._raw import CompactEntry
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer

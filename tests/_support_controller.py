@@ -10,7 +10,7 @@ from aioinformer.workqueue import ItemExponentialFailureRateLimiter
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.controller import Controller
+    from aioinformer.operator.controller import Controller
     from aioinformer.testing.clock import FakeClock
 
 

@@ -39,7 +39,6 @@ import sys
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
-from aioinformer._endpoints import parse_address
 from aioinformer.cli._common import (
     DEFAULT_LISTEN,
     EXIT_INTERRUPTED,
@@ -54,6 +53,7 @@ from aioinformer.cli._common import (
 )
 from aioinformer.client import Client
 from aioinformer.listwatch import ListOptions
+from aioinformer.operator._endpoints import parse_address
 from aioinformer.proxy import CachingProxy, Transform, generate_token
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
-from aioinformer._meta import resource_version_of
+from aioinformer._pipeline.meta import resource_version_of
 from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,

@@ -18,7 +18,7 @@ Output: decoded JSON (plain dicts, exactly as orjson produced them),
   once when a name is not found (a CRD installed since).
 * Every non-2xx answer raises the matching :class:`~aioinformer.errors.ApiError`; every
   transport failure a :class:`~aioinformer.errors.TransportError`, both through the
-  translation boundary ``aioinformer._transport``.
+  translation boundary ``aioinformer.client._transport``.
 * With an installed metrics provider that implements :class:`RestClientMetricsProvider`
   (:mod:`aioinformer.contrib.prometheus` does), requests are counted and timed under
   client-go's REST client metric names (``rest_client_requests_total``,
@@ -47,7 +47,7 @@ Example::
 
 from __future__ import annotations
 
-from aioinformer._metrics import RestClientMetricsProvider as RestClientMetricsProvider
+from aioinformer._kernel.metrics import RestClientMetricsProvider as RestClientMetricsProvider
 from aioinformer.client._client import Client as Client
 from aioinformer.client._http import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from aioinformer.client._http import DEFAULT_MAX_OBJECT_BYTES as DEFAULT_MAX_OBJECT_BYTES

@@ -5,7 +5,7 @@ a path (already quoted), query parameters, a body and the media types. Output: t
 response with its body unread (:meth:`HttpSession.stream`) or read and decoded with
 orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
 :class:`~aioinformer.errors.ApiError`, a transport failure a
-:class:`~aioinformer.errors.TransportError`, both through :mod:`aioinformer._transport`.
+:class:`~aioinformer.errors.TransportError`, both through :mod:`aioinformer.client._transport`.
 
 * The aiohttp session (pooled keep-alive connections, TLS, proxy) is created lazily on the
   first request, inside the running loop, so a client can be built outside one.
@@ -13,14 +13,14 @@ orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
   rotating credentials (token file, exec plugin) and retries the request once.
 * Size limits keep a broken or hostile server from filling memory: a body announcing more
   than its limit is refused before it is read, one without a length once what was read
-  passes it (:class:`~aioinformer._transport.BodyTooLarge`).
+  passes it (:class:`~aioinformer.client._transport.BodyTooLarge`).
 * Each request carries its own read deadline (silence between bytes): the request timeout
   for an ordinary answer, whatever the caller asks for a stream (``None``: none at all).
 * Every connection has TCP keepalive on (:func:`keepalive_socket`): a peer that vanished
   without closing (a dead NAT entry, a node gone) is found within about 90 s even on a
   silent watch, inside the reflector's own 120 s inactivity deadline.
 * With an installed metrics provider that implements
-  :class:`~aioinformer._metrics.RestClientMetricsProvider` (read when the session opens),
+  :class:`~aioinformer._kernel.metrics.RestClientMetricsProvider` (read when the session opens),
   every request sent is counted by status code and method once its response headers
   arrive (``"<error>"`` when it failed first; a cancelled request is not counted), each
   attempt of a retried one included, and a request whose answer is read whole
@@ -43,11 +43,15 @@ import aiohttp
 import orjson
 import yarl
 
-from aioinformer._clock import default_clock
-from aioinformer._metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
-from aioinformer._transport import BodyTooLarge, api_error_from_response, map_transport_errors
+from aioinformer._kernel.clock import default_clock
+from aioinformer._pipeline.metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._tls import ssl_context
+from aioinformer.client._transport import (
+    BodyTooLarge,
+    api_error_from_response,
+    map_transport_errors,
+)
 from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -56,7 +60,7 @@ if TYPE_CHECKING:
 
     from aiohappyeyeballs import AddrInfoType
 
-    from aioinformer._metric_recorders import RestClientMetrics
+    from aioinformer._pipeline.metric_recorders import RestClientMetrics
     from aioinformer.config import Config
 
 __all__ = [

@@ -24,10 +24,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from aioinformer._transport import map_transport_errors
-from aioinformer._write_args import check_patch_arguments, object_body
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
+from aioinformer.client._transport import map_transport_errors
+from aioinformer.client._write_args import check_patch_arguments, object_body
 from aioinformer.codec import OBJECTS
 from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
 from aioinformer.watch import WatchStream
@@ -177,7 +177,7 @@ class ResourceClient(DescribedListerWatcher):
     def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
         """This resource, listed and watched through ``codec``: its items and events'
         objects are what ``codec`` decodes the bytes into (a compact cache's
-        :class:`~aioinformer._raw.CompactEntry`, read without building a ``dict``)."""
+        :class:`~aioinformer._pipeline.raw.CompactEntry`, read without building a ``dict``)."""
         return _Decoded(self, codec)
 
     def watch(

@@ -4,7 +4,7 @@ Role: build the ``ssl.SSLContext`` a connection to the API server uses. Input: a
 :class:`~aioinformer.config.Config` (CA data or file, client certificate and key as data or
 files, ``insecure_skip_tls_verify``), or a client certificate an exec plugin returned.
 Output: the context, or :class:`~aioinformer.errors.ConfigError` naming the config and the
-material that is not usable (through :func:`aioinformer._transport.map_tls_config_errors`;
+material that is not usable (through :func:`aioinformer.client._transport.map_tls_config_errors`;
 ssl's message names the failing step, never the key material).
 
 Verification is turned off only when the config says so. ssl loads a certificate chain
@@ -19,7 +19,7 @@ import ssl
 import tempfile
 from typing import TYPE_CHECKING
 
-from aioinformer._transport import map_tls_config_errors
+from aioinformer.client._transport import map_tls_config_errors
 from aioinformer.errors import ConfigError
 
 if TYPE_CHECKING:

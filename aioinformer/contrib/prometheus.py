@@ -1,6 +1,6 @@
 """aioinformer's metrics in ``prometheus_client``, under client-go's metric names.
 
-Role: one provider implementing every metric protocol of :mod:`aioinformer._metrics`
+Role: one provider implementing every metric protocol of :mod:`aioinformer._kernel.metrics`
 (the workqueue's :class:`~aioinformer.workqueue.MetricsProvider`, the reflector's, the
 leader elector's, the controller's, the client's, the informers' and handlers',
 and the cache audits'), backed by labelled
@@ -142,7 +142,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer._metrics import AddCounterMetric
+    from aioinformer._kernel.metrics import AddCounterMetric
     from aioinformer.workqueue import (
         CounterMetric,
         GaugeMetric,

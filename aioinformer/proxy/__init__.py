@@ -69,8 +69,8 @@ from aiohttp import web
 
 from aioinformer._apiserver.lifecycle import Server
 from aioinformer._apiserver.objects import ResourceType
-from aioinformer._clock import Clock, default_clock
-from aioinformer._runner import cancel_and_wait, finish_regardless
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.runner import cancel_and_wait, finish_regardless
 from aioinformer.errors import (
     ApiError,
     CacheSyncError,

@@ -48,7 +48,7 @@ from aioinformer._apiserver.requests import (
     watch_response,
 )
 from aioinformer._apiserver.watch import parse_rv
-from aioinformer._clock import call_later
+from aioinformer._kernel.clock import call_later
 from aioinformer.errors import ApiError, TransportError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
 
     from aioinformer._apiserver.requests import Conversion
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
     from aioinformer.client import Client
     from aioinformer.proxy._cache import ProxyWatcher, WatchCache
 

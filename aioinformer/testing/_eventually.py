@@ -44,7 +44,7 @@ import anyio
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = ["describe", "eventually"]
 

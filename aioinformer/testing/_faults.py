@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
 
     from aioinformer._apiserver.watch import Event
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = [
     "ConnectionHost",

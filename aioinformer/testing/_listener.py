@@ -26,7 +26,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = ["Listener"]
 

@@ -71,7 +71,7 @@ from aioinformer.testing._validation import decode_object
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
     from aioinformer.testing._resources import ResourceRegistry
     from aioinformer.testing._store import Store
     from aioinformer.testing._watchstream import WatchStreams

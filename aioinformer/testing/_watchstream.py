@@ -43,7 +43,7 @@ from aioinformer._apiserver.requests import (
     watch_response,
 )
 from aioinformer._apiserver.watch import Watcher, bookmark_line
-from aioinformer._clock import Clock, default_clock
+from aioinformer._kernel.clock import Clock, default_clock
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -26,7 +26,7 @@ import heapq
 import itertools
 from typing import TYPE_CHECKING
 
-from aioinformer._clock import TimerHandle, run_callback
+from aioinformer._kernel.clock import TimerHandle, run_callback
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -20,8 +20,8 @@ import pytest
 from aioinformer.audit import AuditOutcome, AuditReport, CacheAudit
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.manager import Manager
 from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.operator.manager import Manager
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_wait import wait_until
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from aioinformer.cached_client import CachedClient
 from aioinformer.errors import CacheReadTimeout, CacheScopeError, SelectorError
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.manager import Manager
+from aioinformer.operator.cached_client import CachedClient
+from aioinformer.operator.manager import Manager
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_wait import wait_until
 from tests.e2e.test_handler_isolation import pod

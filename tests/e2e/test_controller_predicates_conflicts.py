@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.controller import Controller
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.predicates import generation_changed
-from aioinformer.retry import retry_on_conflict
+from aioinformer.operator.controller import Controller
+from aioinformer.operator.predicates import generation_changed
+from aioinformer.operator.retry import retry_on_conflict
 from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
@@ -100,7 +100,7 @@ async def test_a_stale_cache_409_is_retried_quietly_until_the_write_succeeds(
     controller = Controller(
         "stale", reconcile, informers=[widgets], predicates=[generation_changed]
     )
-    with caplog.at_level(logging.INFO, logger="aioinformer.controller"):
+    with caplog.at_level(logging.INFO, logger="aioinformer.operator.controller"):
         async with factory, controller:
             await wait_until(lambda: written[-1:] == ["ours"], poll=SERVER_POLL, timeout=10)
     stored = crd_server.get(WIDGETS, "default", "w")
@@ -109,7 +109,7 @@ async def test_a_stale_cache_409_is_retried_quietly_until_the_write_succeeds(
     stats = controller.statistics()
     assert stats.conflicts >= 1
     assert (stats.failures, stats.successes) == (0, 1)
-    records = [r for r in caplog.records if r.name == "aioinformer.controller"]
+    records = [r for r in caplog.records if r.name == "aioinformer.operator.controller"]
     conflicts = [r for r in records if "hit a conflict" in r.getMessage()]
     assert len(conflicts) == stats.conflicts
     assert all(r.levelno == logging.INFO and r.exc_info is None for r in conflicts)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from aioinformer.controller import ControllerState
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.recorder import EventRecorder
+from aioinformer.operator.controller import ControllerState
+from aioinformer.operator.recorder import EventRecorder
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock

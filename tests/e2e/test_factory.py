@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.client import GVR, Client
 from aioinformer.errors import CacheSyncError, SelectorError
 from aioinformer.factory import SharedInformerFactory

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from aioinformer._backoff import Backoff
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.delta_fifo import DeletedFinalStateUnknown
 from aioinformer.errors import Gone
 from aioinformer.informer import SharedIndexInformer

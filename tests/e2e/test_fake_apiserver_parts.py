@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from aioinformer._apiserver.discovery import discovery_response, is_discovery
 from aioinformer._apiserver.objects import ResourceType, StatusError
-from aioinformer._clock import Clock, default_clock
+from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer.errors import UnknownResourceError
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error
 from aioinformer.testing._listener import Listener

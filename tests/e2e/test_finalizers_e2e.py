@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer.errors import Conflict, NotFound
-from aioinformer.finalizers import Finalizer, FinalizerAction, finalizers_of
+from aioinformer.operator.finalizers import Finalizer, FinalizerAction, finalizers_of
 
 if TYPE_CHECKING:
     from aioinformer.client import Client, ResourceClient

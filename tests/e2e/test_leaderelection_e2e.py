@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer.errors import Conflict, ConnectionFailed
-from aioinformer.leaderelection import (
+from aioinformer.operator.leaderelection import (
     LeaderElectionRecord,
     LeaderElector,
     LeaseLock,

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from aioinformer.controller import Controller, ControllerState
 from aioinformer.errors import CacheSyncError, LeadershipLost, NotFound
-from aioinformer.manager import LeaderElection, Manager, ManagerState
+from aioinformer.operator.controller import Controller, ControllerState
+from aioinformer.operator.manager import LeaderElection, Manager, ManagerState
 from aioinformer.testing import FakeAPIServer, Rule
 from aioinformer.testing.clock import FakeClock
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
@@ -231,7 +231,7 @@ async def test_stop_drains_an_in_flight_reconcile_before_the_lease_is_released(
 
 SIGNAL_SCRIPT = """
 import asyncio, contextlib, logging, sys
-from aioinformer.manager import LeaderElection, Manager
+from aioinformer.operator.manager import LeaderElection, Manager
 from aioinformer.testing import FakeAPIServer, Rule
 
 MODE = sys.argv[1]

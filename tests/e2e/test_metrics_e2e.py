@@ -14,14 +14,14 @@ from urllib.parse import urlsplit
 import pytest
 from prometheus_client import CollectorRegistry
 
-from aioinformer._metrics import set_metrics_provider
+from aioinformer._kernel.metrics import set_metrics_provider
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.config import Config
 from aioinformer.contrib.prometheus import PrometheusMetricsProvider
-from aioinformer.controller import Controller
 from aioinformer.errors import ConnectionFailed, NotFound, Requeue, ServerError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import split_meta_namespace_key
+from aioinformer.operator.controller import Controller
 from tests._support_metrics import restore_installed_provider  # noqa: F401
 from tests._support_wait import wait_until
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer.controller import Controller, enqueue_owner
 from aioinformer.errors import AlreadyExists, NotFound
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.finalizers import Finalizer, finalizers_of
 from aioinformer.indexer import split_meta_namespace_key
-from aioinformer.ownership import set_controller_reference
-from aioinformer.recorder import EventRecorder
+from aioinformer.operator.controller import Controller, enqueue_owner
+from aioinformer.operator.finalizers import Finalizer, finalizers_of
+from aioinformer.operator.ownership import set_controller_reference
+from aioinformer.operator.recorder import EventRecorder
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:

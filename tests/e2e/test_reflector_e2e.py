@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._raw import CompactEntry
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.client import Client
 from aioinformer.codec import CompactCodec
 from aioinformer.config import Config

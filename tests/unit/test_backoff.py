@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from aioinformer._backoff import Backoff
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.testing import FakeClock
 
 

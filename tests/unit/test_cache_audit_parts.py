@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._audit import KeyRecorder
-from aioinformer._raw import CompactEntry
+from aioinformer._pipeline.audit import KeyRecorder
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.audit import AuditOutcome, CacheAudit
 from aioinformer.client import Client
 from aioinformer.codec import Codec, CompactCodec
@@ -32,7 +32,7 @@ from tests._support_metrics import restore_installed_provider as restore_install
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer._kernel.gcpolicy import GCPolicy
     from aioinformer.listwatch import WatchEvent
     from aioinformer.testing.clock import FakeClock
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from aioinformer.controller import DEFAULT_CACHE_SYNC_TIMEOUT, Controller, ControllerState
 from aioinformer.errors import (
     AioinformerError,
     CacheSyncError,
@@ -22,6 +21,7 @@ from aioinformer.errors import (
     UnsyncedInformer,
 )
 from aioinformer.informer import SharedIndexInformer, wait_for_cache_sync
+from aioinformer.operator.controller import DEFAULT_CACHE_SYNC_TIMEOUT, Controller, ControllerState
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher

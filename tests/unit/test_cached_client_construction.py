@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from aioinformer.cached_client import CachedClient, CachedClientStatistics
 from aioinformer.factory import SharedInformerFactory
+from aioinformer.operator.cached_client import CachedClient, CachedClientStatistics
 from tests.unit.test_manager import client as client  # a client never asked anything
 
 if TYPE_CHECKING:

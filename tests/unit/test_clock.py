@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer._clock import CancelAfter, Clock, LoopClock, call_later
+from aioinformer._kernel.clock import CancelAfter, Clock, LoopClock, call_later
 from aioinformer.testing import FakeClock
 
 # -- the fake clock ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._raw import CompactEntry, SharedDecode
+from aioinformer._pipeline.raw import CompactEntry, SharedDecode
 from aioinformer.codec import CompactCodec, ObjectsCodec, codec_for, head_of
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import CompactIndexer, Indexer

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._raw import CompactEntry
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
     CompactIndexer,

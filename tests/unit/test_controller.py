@@ -14,14 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
-from aioinformer.controller import (
+from aioinformer.errors import CacheSyncError, Requeue, ServerError
+from aioinformer.informer import SharedIndexInformer
+from aioinformer.models import DeletedFinalStateUnknown, KubeObject
+from aioinformer.operator.controller import (
     Controller,
     ControllerState,
     enqueue_owner,
 )
-from aioinformer.errors import CacheSyncError, Requeue, ServerError
-from aioinformer.informer import SharedIndexInformer
-from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -157,7 +157,7 @@ async def test_a_failing_enqueue_mapping_is_logged_and_other_objects_still_enque
         return ["default/good"]
 
     controller = Controller("mapper", keys.append, informers=[informer], enqueue=mapping)
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with informer, controller:
             await wait_until(lambda: keys == ["default/good"])
     assert any(
@@ -330,7 +330,7 @@ async def test_a_failing_reconcile_is_retried_with_growing_delay_then_forgotten(
 
     controller = Controller("retry", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("default/a")
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with controller:
             await wait_until(lambda: len(times) == 1)
             for _ in range(3):
@@ -393,7 +393,7 @@ async def test_a_bare_requeue_is_rate_limited_without_logging_an_error(
 
     controller = Controller("bare", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("k")
-    with caplog.at_level(logging.WARNING, logger="aioinformer.controller"):
+    with caplog.at_level(logging.WARNING, logger="aioinformer.operator.controller"):
         await retry_until_success(controller, clock, retries=2)
     assert times == [0.0, 1.0, 3.0]
     assert caplog.records == []
@@ -413,7 +413,7 @@ async def test_requeue_with_an_error_counts_as_a_failure(
 
     controller = Controller("err", reconcile, rate_limiter=limiter(2.0), clock=clock)
     controller.enqueue("k")
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with controller:
             await clock.wait_for_sleepers(1)
             await clock.advance(2)
@@ -558,7 +558,7 @@ async def test_a_reconcile_outliving_the_drain_timeout_is_cancelled(
     recorder.gate = asyncio.Event()  # never set
     controller = Controller("stuck", recorder, clock=clock, drain_timeout=10)
     controller.enqueue("ns/stuck")
-    with caplog.at_level(logging.WARNING, logger="aioinformer.controller"):
+    with caplog.at_level(logging.WARNING, logger="aioinformer.operator.controller"):
         async with controller:
             await recorder.entered.wait()
             controller.stop()

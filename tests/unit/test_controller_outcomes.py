@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from aioinformer._event_gate import EventGate
-from aioinformer.controller import Controller
 from aioinformer.errors import AlreadyExists, Conflict, Requeue
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.predicates import Predicate, generation_changed, resource_version_changed
+from aioinformer.operator._event_gate import EventGate
+from aioinformer.operator.controller import Controller
+from aioinformer.operator.predicates import Predicate, generation_changed, resource_version_changed
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import Decodes
@@ -140,7 +140,7 @@ async def test_a_failing_predicate_is_logged_and_lets_the_event_through(
 
     run = Keyed("fragile", predicates=[broken])
     lw, keys = run.lw, run.keys
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with run.informer, run.controller:
             await wait_until(lambda: keys == ["default/a"])
             lw.modify(pod("a", generation=2))
@@ -250,7 +250,7 @@ async def test_a_conflict_is_retried_rate_limited_with_one_info_line(
 
     controller = Controller("stale", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("default/a")
-    with caplog.at_level(logging.DEBUG, logger="aioinformer.controller"):
+    with caplog.at_level(logging.DEBUG, logger="aioinformer.operator.controller"):
         await retry_until_success(controller, clock, retries=2)
     assert times == [0.0, 1.0, 3.0]  # rate-limited: 1 s then 2 s
     conflicts = [r for r in caplog.records if "conflict" in r.getMessage()]
@@ -280,7 +280,7 @@ async def test_already_exists_is_a_failure_not_a_quiet_conflict(
 
     controller = Controller("taken", reconcile, rate_limiter=limiter(1.0), clock=clock)
     controller.enqueue("k")
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         await retry_until_success(controller, clock, retries=1)
     assert caplog.records[0].getMessage() == "controller taken: reconcile of k failed (retry 1)"
     assert isinstance(caplog.records[0].exc_info[1], AlreadyExists)  # type: ignore[index]
@@ -310,7 +310,7 @@ async def test_a_reconcile_past_its_timeout_is_cancelled_logged_and_retried(
         "slow", reconcile, rate_limiter=limiter(1.0), clock=clock, reconcile_timeout=30
     )
     controller.enqueue("default/a")
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with controller:
             await wait_until(lambda: starts == [0.0])
             await clock.advance(29.9)
@@ -339,7 +339,7 @@ async def test_a_reconcile_raising_its_own_timeout_error_is_an_ordinary_failure(
 
     controller = Controller("own", reconcile, clock=clock, reconcile_timeout=30)
     controller.enqueue("k")
-    with caplog.at_level(logging.ERROR, logger="aioinformer.controller"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.controller"):
         async with controller:
             await wait_until(lambda: controller.statistics().failures == 1)
     assert caplog.records[0].getMessage() == "controller own: reconcile of k failed (retry 1)"

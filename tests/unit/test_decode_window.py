@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from aioinformer._raw import CompactEntry, SharedDecode
+from aioinformer._pipeline.raw import CompactEntry, SharedDecode
 from aioinformer.codec import DECODE_WINDOW, DecodeWindow
 
 

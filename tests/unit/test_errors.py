@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 import aioinformer.errors as errors_module
-from aioinformer._transport import (
+from aioinformer.client._transport import (
     BodyTooLarge,
     api_error_from_response,
     map_tls_config_errors,

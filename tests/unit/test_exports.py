@@ -151,12 +151,16 @@ DESIGN_PATHS = {
         "WorkQueue",
         "default_controller_rate_limiter",
     ],
-    "aioinformer.controller": ["Controller", "ControllerMetricsProvider"],
-    "aioinformer.leaderelection": ["LeaderElector"],
+    "aioinformer.operator.controller": ["Controller", "ControllerMetricsProvider"],
+    "aioinformer.operator.leaderelection": ["LeaderElector"],
     "aioinformer.testing": ["FakeAPIServer", "FakeListerWatcher"],
     # The cache-backed client, controller-runtime's mgr.GetClient() (read your own writes).
-    "aioinformer.cached_client": ["CachedClient", "CachedClientStatistics", "CachedResource"],
-    "aioinformer.manager": ["Manager"],
+    "aioinformer.operator.cached_client": [
+        "CachedClient",
+        "CachedClientStatistics",
+        "CachedResource",
+    ],
+    "aioinformer.operator.manager": ["Manager"],
 }
 
 
@@ -185,7 +189,7 @@ def test_the_design_paths_keep_their_names(module_name: str) -> None:
 
 # The operator façade, by the module each name lives in.
 OPERATOR_HOMES = {
-    "aioinformer.controller": [
+    "aioinformer.operator.controller": [
         "Controller",
         "ControllerState",
         "ControllerStatistics",
@@ -194,7 +198,7 @@ OPERATOR_HOMES = {
         "enqueue_owner",
     ],
     "aioinformer.errors": ["Requeue"],
-    "aioinformer.finalizers": [
+    "aioinformer.operator.finalizers": [
         "Cleanup",
         "Finalizer",
         "FinalizerAction",
@@ -205,15 +209,20 @@ OPERATOR_HOMES = {
         "is_being_deleted",
         "remove_finalizer",
     ],
-    "aioinformer.leaderelection": ["ElectorState", "LeaderElector", "LeadershipLost", "LeaseLock"],
-    "aioinformer.manager": ["LeaderElection", "Manager", "ManagerHealth", "ManagerState"],
-    "aioinformer.ownership": [
+    "aioinformer.operator.leaderelection": [
+        "ElectorState",
+        "LeaderElector",
+        "LeadershipLost",
+        "LeaseLock",
+    ],
+    "aioinformer.operator.manager": ["LeaderElection", "Manager", "ManagerHealth", "ManagerState"],
+    "aioinformer.operator.ownership": [
         "has_controller_reference",
         "remove_owner_reference",
         "set_controller_reference",
         "set_owner_reference",
     ],
-    "aioinformer.predicates": [
+    "aioinformer.operator.predicates": [
         "Predicate",
         "PredicateLike",
         "UpdatePredicate",
@@ -226,7 +235,7 @@ OPERATOR_HOMES = {
         "object_filter",
         "resource_version_changed",
     ],
-    "aioinformer.recorder": [
+    "aioinformer.operator.recorder": [
         "EventRecorder",
         "EventRecorderStatistics",
         "EventSink",
@@ -234,7 +243,7 @@ OPERATOR_HOMES = {
         "RecorderState",
         "object_reference",
     ],
-    "aioinformer.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],
+    "aioinformer.operator.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],
 }
 
 

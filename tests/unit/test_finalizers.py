@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer.finalizers import (
+from aioinformer.models import KubeObject, ObjectMeta
+from aioinformer.operator.finalizers import (
     Finalizer,
     FinalizerAction,
     FinalizerResult,
@@ -21,7 +22,6 @@ from aioinformer.finalizers import (
     remove_finalizer,
     remove_finalizer_patch,
 )
-from aioinformer.models import KubeObject, ObjectMeta
 
 NAME = "example.com/cleanup"
 

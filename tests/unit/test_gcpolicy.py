@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._gcpolicy import collector_paused
+from aioinformer._kernel.gcpolicy import collector_paused
 from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -18,7 +18,7 @@ from aioinformer.testing.lister_watcher import FakeListerWatcher
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer._kernel.gcpolicy import GCPolicy
     from aioinformer.listwatch import ListOptions, ObjectList
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from aioinformer._metrics import new_handler_metrics, new_queued_deltas_metric
+from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer.contrib.prometheus import HANDLER_LATENCY_BUCKETS, PrometheusMetricsProvider
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.processor import HandlerMetricsProvider

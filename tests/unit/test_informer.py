@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import Field
 
-from aioinformer._backoff import Backoff
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.errors import ApiError, Forbidden, InformerStoppedError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer, meta_namespace_key, namespace_index_func
 from aioinformer.informer import (

@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from aioinformer.errors import AlreadyExists, Conflict, NotFound, ServerError
-from aioinformer.leaderelection import (
+from aioinformer.operator.leaderelection import (
     JITTER_FACTOR,
     ElectorState,
     LeaderElectionRecord,
@@ -568,7 +568,7 @@ async def test_a_failed_release_is_logged_not_raised(
     assert await elector._try_acquire_or_renew()
     lock.faults["update"] = [FAIL]
 
-    with caplog.at_level(logging.ERROR, logger="aioinformer.leaderelection"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.leaderelection"):
         await elector._release()
 
     assert "releasing lease default/lock failed" in caplog.text
@@ -945,7 +945,7 @@ async def test_a_failing_on_new_leader_is_logged_and_later_reports_still_arrive(
 
     store.record = held_by("bing", 5)
     elector = make_elector(lock, clock, on_new_leader=on_new_leader)
-    with caplog.at_level(logging.ERROR, logger="aioinformer.leaderelection"):
+    with caplog.at_level(logging.ERROR, logger="aioinformer.operator.leaderelection"):
         async with running(elector):
             await clock.advance(10.0)
             await wait_until(lambda: len(seen) == 2, between=clock.settle)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._endpoints import parse_address
-from aioinformer._runnables import Runnable, RunnableGroup
 from aioinformer.client import Client
 from aioinformer.config import Config
-from aioinformer.controller import Controller
-from aioinformer.manager import LeaderElection, Manager, ManagerState, default_identity
+from aioinformer.operator._endpoints import parse_address
+from aioinformer.operator._runnables import Runnable, RunnableGroup
+from aioinformer.operator.controller import Controller
+from aioinformer.operator.manager import LeaderElection, Manager, ManagerState, default_identity
 from aioinformer.testing.clock import FakeClock
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
 from tests._support_tasks import settle

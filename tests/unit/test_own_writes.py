@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._own_writes import OwnWrites, Scope
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
 from aioinformer.health import InformerState
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
+from aioinformer.operator._own_writes import OwnWrites, Scope
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeClock, FakeListerWatcher
 from tests._support_cache import BACKOFF, relist_after_lost_history, scripted_informer

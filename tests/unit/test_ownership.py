@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from aioinformer.controller import enqueue_owner
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
 from aioinformer.models import KubeObject, ObjectMeta, OwnerReference
-from aioinformer.ownership import (
+from aioinformer.operator.controller import enqueue_owner
+from aioinformer.operator.ownership import (
     has_controller_reference,
     remove_owner_reference,
     set_controller_reference,

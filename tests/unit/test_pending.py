@@ -1,4 +1,4 @@
-"""The per-handler queues of ``aioinformer._pending``, checked against plain-list models
+"""The per-handler queues of ``aioinformer._pipeline.pending``, checked against plain-list models
 with Hypothesis, plus the waiting and closing behaviour the delivery loop relies on."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from aioinformer._pending import (
+from aioinformer._pipeline.pending import (
     _NOOP,
     CLOSED,
     CoalescingQueue,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._watch_stream import DEADLINE_TICKS, INITIAL_EVENTS_GRACE
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._pipeline.watch_stream import DEADLINE_TICKS, INITIAL_EVENTS_GRACE
 from aioinformer.errors import ApiError, Forbidden, Gone, ServerError, TooManyRequests, WatchError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import (

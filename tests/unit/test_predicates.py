@@ -1,4 +1,4 @@
-"""The event predicates of ``aioinformer.predicates``, with controller-runtime's
+"""The event predicates of ``aioinformer.operator.predicates``, with controller-runtime's
 ``pkg/predicate`` cases ported: each built-in filter passes adds and deletes, refuses an
 update missing its old or new object, and compares one metadata field; the combinators
 decide event kind by event kind."""
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from aioinformer._meta import namespace_of
-from aioinformer._raw import CompactEntry
+from aioinformer._pipeline.meta import namespace_of
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.models import KubeObject
-from aioinformer.predicates import (
+from aioinformer.operator.predicates import (
     Predicate,
     all_of,
     annotations_changed,

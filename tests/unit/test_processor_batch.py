@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pending import CLOSED
+from aioinformer._pipeline.pending import CLOSED
 from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, DeltasBatch, DeltaType
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.processor import (
@@ -26,7 +26,7 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer._pending import PendingQueue
+    from aioinformer._pipeline.pending import PendingQueue
 
 
 # The processor's notification kinds, short.

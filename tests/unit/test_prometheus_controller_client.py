@@ -8,19 +8,19 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from aioinformer._metric_recorders import new_rest_client_metrics
-from aioinformer._metrics import (
+from aioinformer._kernel.metrics import (
     ControllerMetricsProvider,
     RestClientMetricsProvider,
     set_metrics_provider,
 )
+from aioinformer._pipeline.metric_recorders import new_rest_client_metrics
 from aioinformer.contrib.prometheus import (
     RECONCILE_TIME_BUCKETS,
     REQUEST_DURATION_BUCKETS,
     PrometheusMetricsProvider,
 )
-from aioinformer.controller import Controller
 from aioinformer.errors import Conflict, Requeue
+from aioinformer.operator.controller import Controller
 from aioinformer.testing.clock import FakeClock
 from tests._support_controller import limiter
 from tests._support_metrics import restore_installed_provider  # noqa: F401

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from aioinformer._meta import (
+from aioinformer._pipeline.meta import (
     annotations_of,
     labels_of,
     meta_namespace_key,
@@ -18,7 +18,7 @@ from aioinformer._meta import (
     resource_version_of,
     same_resource_version,
 )
-from aioinformer._raw import (
+from aioinformer._pipeline.raw import (
     CompactDecodeError,
     CompactEntry,
     SharedDecode,

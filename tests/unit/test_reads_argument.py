@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._runner import reads_argument
+from aioinformer._kernel.runner import reads_argument
 
 
 def reads_old(old: Any, new: Any) -> Any:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._watch_stream import DEADLINE_TICKS
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import (
     BadRequest,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._watch_stream import DEADLINE_TICKS
+from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock

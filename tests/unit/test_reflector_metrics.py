@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._metric_recorders import FLUSH_PERIOD, ReflectorMetrics, new_reflector_metrics
-from aioinformer._metrics import set_metrics_provider
-from aioinformer._watch_stream import DEADLINE_TICKS
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._kernel.metrics import set_metrics_provider
+from aioinformer._pipeline.metric_recorders import (
+    FLUSH_PERIOD,
+    ReflectorMetrics,
+    new_reflector_metrics,
+)
+from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock

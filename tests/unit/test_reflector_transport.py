@@ -13,7 +13,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._backoff import Backoff
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.config import Config
 from aioinformer.errors import ConnectionFailed, Forbidden, Gone

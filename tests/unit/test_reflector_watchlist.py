@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._backoff import Backoff
-from aioinformer._watch_stream import INITIAL_EVENTS_GRACE, InitialEventsIgnored
+from aioinformer._kernel.backoff import Backoff
+from aioinformer._pipeline.watch_stream import INITIAL_EVENTS_GRACE, InitialEventsIgnored
 from aioinformer.errors import (
     BadRequest,
     ConnectionFailed,

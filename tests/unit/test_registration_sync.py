@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from aioinformer._sync import Watched, wait_synced
-from aioinformer.controller import Controller, _HandlerSync
+from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.operator.controller import Controller, _HandlerSync
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from aioinformer._metric_recorders import (
+from aioinformer._kernel.metrics import RestClientMetricsProvider, set_metrics_provider
+from aioinformer._pipeline.metric_recorders import (
     NO_REST_CLIENT_METRICS,
     new_rest_client_metrics,
     url_template,
 )
-from aioinformer._metrics import RestClientMetricsProvider, set_metrics_provider
 from aioinformer.testing.clock import FakeClock
 from tests._support_metrics import (  # noqa: F401
     RecordedMetric,

@@ -1,4 +1,4 @@
-"""``aioinformer.retry``: client-go's ``util/retry`` tests ported (a function that always
+"""``aioinformer.operator.retry``: client-go's ``util/retry`` tests ported (a function that always
 conflicts, one that succeeds at once, one that fails otherwise, one that conflicts twice),
 plus the backoff's waits, read off a clock that records them."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aioinformer.errors import AlreadyExists, Conflict, NotFound, ServerError
-from aioinformer.retry import (
+from aioinformer.operator.retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,
     Backoff,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._runner import (
+from aioinformer._kernel.runner import (
     BlockRun,
     Running,
     TaskRunner,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._watch_stream import Cursor, TemporaryStore, WatchRead
+from aioinformer._pipeline.watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltasBatch, Requeue
 from aioinformer.indexer import Indexer
 from aioinformer.informer import SharedIndexInformer

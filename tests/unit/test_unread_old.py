@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._raw import CompactEntry
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.informer import CacheMode, SharedIndexInformer
 from aioinformer.models import KubeObject
 from aioinformer.testing.clock import FakeClock

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from aioinformer._watch_policy import (
+from aioinformer._pipeline.watch_policy import (
     REPEATED_FAILURES,
     SHORT_WATCH,
     FailureStreak,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._watch_stream import Cursor, TemporaryStore, WatchRead
+from aioinformer._pipeline.watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.errors import Gone, WatchTimeout
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStreamBase
 from aioinformer.testing import FakeClock

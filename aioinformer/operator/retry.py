@@ -49,7 +49,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar, TypeVarTuple
 
-from aioinformer._clock import Clock, default_clock
+from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer.errors import AlreadyExists, Conflict
 
 if TYPE_CHECKING:

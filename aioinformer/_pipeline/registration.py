@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aioinformer._runner import first_completed
+from aioinformer._kernel.runner import first_completed
 
 if TYPE_CHECKING:
-    from aioinformer._handler_calls import HandlerStatistics
+    from aioinformer._pipeline.handler_calls import HandlerStatistics
 
 __all__ = ["HandlerRegistration"]
 

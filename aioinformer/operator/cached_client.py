@@ -14,7 +14,7 @@ cache holds that write, so a reconcile never reads the state from before its own
 update, patch or delete. After a create, ``get`` finds the object and ``list`` has it;
 after an update or patch they have at least the version written; after a delete, ``get``
 returns ``None`` and ``list`` leaves the object out, or, when finalizers keep the object,
-shows it marked for deletion. :mod:`aioinformer._own_writes` holds the rules (what a
+shows it marked for deletion. :mod:`aioinformer.operator._own_writes` holds the rules (what a
 delete's answer says and how it is awaited). A get waits only for the client's writes of
 its key, a list for those in its namespace (all for all namespaces); writes whose answer
 came after the read began, and other clients' writes, are not waited for. Writes never
@@ -55,18 +55,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from aioinformer._clock import default_clock
-from aioinformer._own_writes import OwnWrites, Scope
+from aioinformer._kernel.clock import default_clock
 from aioinformer.errors import CacheScopeError
 from aioinformer.informer import wait_for_cache_sync
 from aioinformer.labels import parse_field_selector, parse_label_selector
+from aioinformer.operator._own_writes import OwnWrites, Scope
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pydantic import BaseModel
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
     from aioinformer.client import GVR, Client, PatchType, ResourceClient, ResourceInfo
     from aioinformer.factory import SharedInformerFactory
     from aioinformer.informer import SharedIndexInformer

@@ -9,7 +9,7 @@ Role: :class:`Controller` ties informers to a reconcile function through a
     add/update/delete           enqueue(key)                                      Requeue)
 
 Input: the events of one or more :class:`~aioinformer.informer.SharedIndexInformer`\\ s,
-filtered by the watch's :mod:`~aioinformer.predicates` (if any), each mapped to keys
+filtered by the watch's :mod:`~aioinformer.operator.predicates` (if any), each mapped to keys
 (``"namespace/name"`` by default; any ``enqueue`` mapping, such as :func:`enqueue_owner`,
 for secondary resources), plus keys passed to :meth:`Controller.enqueue`. Output: calls
 of ``reconcile(key)``, which reads the current state from listers and drives the world
@@ -99,18 +99,18 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Self
 
-from aioinformer._clock import CancelAfter, Clock, default_clock
-from aioinformer._event_gate import EventGate
-from aioinformer._meta import namespace_of, owner_references_of
-from aioinformer._metric_recorders import new_controller_metrics
-from aioinformer._metrics import ControllerMetricsProvider as ControllerMetricsProvider
-from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
-from aioinformer._sync import Watched, wait_synced
+from aioinformer._kernel.clock import CancelAfter, Clock, default_clock
+from aioinformer._kernel.metrics import ControllerMetricsProvider as ControllerMetricsProvider
+from aioinformer._kernel.runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._kernel.sync import Watched, wait_synced
+from aioinformer._pipeline.meta import namespace_of, owner_references_of
+from aioinformer._pipeline.metric_recorders import new_controller_metrics
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.predicates import PredicateLike, as_predicates
-from aioinformer.retry import is_conflict
+from aioinformer.operator._event_gate import EventGate
+from aioinformer.operator.predicates import PredicateLike, as_predicates
+from aioinformer.operator.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ class Controller:
         controller's ``key_func(obj)``. Only before :meth:`run` starts (``RuntimeError``
         after); the informer must sync before workers start.
 
-        ``predicates`` (see :mod:`aioinformer.predicates`) filter the events first: one
+        ``predicates`` (see :mod:`aioinformer.operator.predicates`) filter the events first: one
         enqueues keys only when every predicate lets it through. A delete the watch missed
         is judged by its tombstone's last state, and let through when there is none. A
         predicate that raises is logged and the event let through: a reconcile too many

@@ -8,7 +8,7 @@ asks the reflector for a relist. Input: the informer's pieces, handed over as ca
 when the informer starts (its cache, its FIFO's wait, its reflector's relist, the hook
 below). Output: :class:`~aioinformer.audit.AuditReport` values, the running
 :class:`~aioinformer.audit.CacheAuditStatistics`, log lines, metrics (through a
-:class:`~aioinformer._metrics.CacheAuditMetricsProvider` when one is installed) and the
+:class:`~aioinformer._kernel.metrics.CacheAuditMetricsProvider` when one is installed) and the
 relist requests.
 
 The hook. "Keys the cache changed meanwhile" are what the informer's pop task applied
@@ -38,10 +38,10 @@ import logging
 import random
 from typing import TYPE_CHECKING, Final
 
-from aioinformer._clock import CancelAfter
-from aioinformer._gcpolicy import collector_paused
-from aioinformer._meta import meta_namespace_key, resource_version_of
-from aioinformer._metrics import CacheAuditMetricsProvider, get_metrics_provider
+from aioinformer._kernel.clock import CancelAfter
+from aioinformer._kernel.gcpolicy import collector_paused
+from aioinformer._kernel.metrics import CacheAuditMetricsProvider, get_metrics_provider
+from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
 from aioinformer.audit import AuditOutcome, AuditReport, CacheAudit, CacheAuditStatistics
 from aioinformer.delta_fifo import DeltaType
 from aioinformer.errors import CacheDivergence, InformerStoppedError, describe_error
@@ -51,8 +51,8 @@ from aioinformer.resource_version import parse_resource_version
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from aioinformer._clock import Clock
-    from aioinformer._gcpolicy import GCPolicy
+    from aioinformer._kernel.clock import Clock
+    from aioinformer._kernel.gcpolicy import GCPolicy
     from aioinformer.audit import AuditLister
     from aioinformer.delta_fifo import Deltas
     from aioinformer.indexer import Indexer

@@ -1,5 +1,5 @@
 """Owner references: make an object a dependent of another, for garbage collection and for
-:func:`~aioinformer.controller.enqueue_owner`.
+:func:`~aioinformer.operator.controller.enqueue_owner`.
 
 Role: controller-runtime's ``controllerutil.SetControllerReference`` /
 ``SetOwnerReference`` / ``RemoveOwnerReference`` / ``HasControllerReference``. Input: an
@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from aioinformer._meta import (
+from aioinformer._pipeline.meta import (
     api_version_and_kind_of,
     describe,
     metadata_of,
@@ -46,7 +46,7 @@ from aioinformer._meta import (
     namespace_of,
     uid_of,
 )
-from aioinformer._meta import owner_references_of as _owner_references_of
+from aioinformer._pipeline.meta import owner_references_of as _owner_references_of
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
 from aioinformer.models import OwnerReference
 

@@ -71,16 +71,16 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import orjson
 
-from aioinformer._clock import default_clock
-from aioinformer._endpoints import Answer, HttpEndpoint
-from aioinformer._runnables import Runnable, RunnableGroup
-from aioinformer._runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._kernel.clock import default_clock
+from aioinformer._kernel.runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
 from aioinformer.audit import CacheAudit
-from aioinformer.cached_client import CachedClient
-from aioinformer.controller import Controller, ControllerState
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.leaderelection import LeaderElector, LeaseLock
+from aioinformer.operator._endpoints import Answer, HttpEndpoint
+from aioinformer.operator._runnables import Runnable, RunnableGroup
+from aioinformer.operator.cached_client import CachedClient
+from aioinformer.operator.controller import Controller, ControllerState
+from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskStatus
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
     from aioinformer.client import GVR, Client, ResourceInfo
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
@@ -119,7 +119,7 @@ def default_identity() -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaderElection:
     """How a :class:`Manager` campaigns for leadership: a ``coordination.k8s.io/v1`` Lease
-    and client-go's timings (see :class:`~aioinformer.leaderelection.LeaderElector`, which
+    and client-go's timings (see :class:`~aioinformer.operator.leaderelection.LeaderElector`, which
     checks them: ``lease_duration > renew_deadline > 1.2 * retry_period > 0``)."""
 
     lease_name: str
@@ -323,7 +323,7 @@ class Manager:
         """The client reconciles read and write through (controller-runtime's
         ``mgr.GetClient()``): reads from the manager's informers, writes to the server,
         and a read after a write of its own waits until the cache shows that write,
-        deletes included (see :mod:`aioinformer.cached_client`)."""
+        deletes included (see :mod:`aioinformer.operator.cached_client`)."""
         return self._cached_client
 
     @property

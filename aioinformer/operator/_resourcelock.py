@@ -2,7 +2,7 @@
 
 Role: store and fetch a :class:`LeaderElectionRecord` with optimistic concurrency, so that
 of several electors writing at once exactly one wins. The elector
-(:mod:`aioinformer.leaderelection`) depends only on the :class:`ResourceLock` protocol;
+(:mod:`aioinformer.operator.leaderelection`) depends only on the :class:`ResourceLock` protocol;
 :class:`LeaseLock` implements it over a ``coordination.k8s.io/v1`` Lease, tests implement it
 in memory.
 

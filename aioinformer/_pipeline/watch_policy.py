@@ -40,7 +40,7 @@ from aioinformer.errors import (
 )
 
 if TYPE_CHECKING:
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = [
     "Decision",

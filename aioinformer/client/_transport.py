@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
-from aioinformer._raw import CompactDecodeError
+from aioinformer._pipeline.raw import CompactDecodeError
 from aioinformer.errors import (
     AioinformerError,
     ApiError,

@@ -3,8 +3,8 @@
 Role. The reflector's per-event path. :class:`WatchRead` takes one open watch stream
 (the async iterator a ``ListerWatcher`` returned), applies its events to a sink (the
 reflector's store, or the :class:`TemporaryStore` of a streaming list) and sums up how
-the stream ended in a :class:`~aioinformer._watch_policy.WatchEnd`, which the reflector
-hands to :func:`~aioinformer._watch_policy.next_step`.
+the stream ended in a :class:`~aioinformer._pipeline.watch_policy.WatchEnd`, which the reflector
+hands to :func:`~aioinformer._pipeline.watch_policy.next_step`.
 
 Input: the stream (read a batch at a time when it declares
 :class:`~aioinformer.listwatch.WatchStreamBase`, else an event at a time), the sink, a
@@ -15,7 +15,7 @@ the cursor's resourceVersion after each batch; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
 :meth:`WatchRead.run`; a read creates no task of its own (only a clock that cannot call
-back needs one, see :func:`aioinformer._clock.call_later`). Its reads are bounded by one
+back needs one, see :func:`aioinformer._kernel.clock.call_later`). Its reads are bounded by one
 ``asyncio.timeout`` scope on that task, expired only while a read is awaited. The
 deadline is measured on the injected clock by a callback the clock runs every twentieth
 of the deadline (``TimerClock.call_later``): once the stream has been silent for twenty of
@@ -34,10 +34,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from aioinformer._clock import Clock, TimerHandle, call_later
-from aioinformer._meta import annotations_of, meta_namespace_key
-from aioinformer._reflector_status import LastHeard
-from aioinformer._watch_policy import WatchEnd
+from aioinformer._kernel.clock import Clock, TimerHandle, call_later
+from aioinformer._pipeline.meta import annotations_of, meta_namespace_key
+from aioinformer._pipeline.reflector_status import LastHeard
+from aioinformer._pipeline.watch_policy import WatchEnd
 from aioinformer.codec import Head, head_of
 from aioinformer.errors import AioinformerError, WatchError, WatchTimeout, error_from_watch_status
 from aioinformer.listwatch import (
@@ -263,7 +263,7 @@ class WatchRead:
     ``name`` is for logs; ``deadline`` the seconds of silence after which the stream is
     ended; ``expected_kind``/``expected_api_version`` (``None``: not checked) filter the
     events' objects; ``heard`` is stamped as the read starts and, by the inactivity check,
-    when the stream made progress (see :mod:`aioinformer._reflector_status`); ``opened``
+    when the stream made progress (see :mod:`aioinformer._pipeline.reflector_status`); ``opened``
     says the watch request is known to have succeeded (a stream handed over by a
     streaming list). With ``until_initial_events_end`` the read
     stops, leaving the stream open, at the bookmark ending a streaming list's initial

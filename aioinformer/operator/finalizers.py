@@ -45,9 +45,9 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._meta import _field, describe, metadata_of, name_of, namespace_of
-from aioinformer._meta import resource_version_of as _resource_version_of
-from aioinformer._runner import is_async_callable
+from aioinformer._kernel.runner import is_async_callable
+from aioinformer._pipeline.meta import _field, describe, metadata_of, name_of, namespace_of
+from aioinformer._pipeline.meta import resource_version_of as _resource_version_of
 from aioinformer.errors import NotFound
 from aioinformer.labels import _DNS1123_SUBDOMAIN_RE, _NAME_RE
 

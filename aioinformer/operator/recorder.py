@@ -61,8 +61,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer._meta import (
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.runner import Running, TaskRunner, first_completed
+from aioinformer._pipeline.meta import (
     api_version_and_kind_of,
     describe,
     name_of,
@@ -70,7 +71,6 @@ from aioinformer._meta import (
     resource_version_of,
     uid_of,
 )
-from aioinformer._runner import Running, TaskRunner, first_completed
 from aioinformer.client import Client
 from aioinformer.errors import ApiError, Conflict, NotFound, TransportError
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Generic, TypeVar
 
-from aioinformer._meta import meta_namespace_key, resource_version_of
+from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
 from aioinformer.errors import InvalidObjectError, KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 

@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from aioinformer._runner import is_async_callable, reads_argument
+from aioinformer._kernel.runner import is_async_callable, reads_argument
 from aioinformer.errors import InvalidObjectError
 from aioinformer.models import DeletedFinalStateUnknown
 

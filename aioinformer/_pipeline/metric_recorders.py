@@ -4,14 +4,14 @@ reports, turned into metrics.
 Role: a reflector (or a leader elector, a controller, a client's HTTP layer) reports the
 milestones of its cycle to a *recorder*, which writes them to the metric objects a
 provider made for the component
-(:class:`~aioinformer._metrics.ReflectorMetricsProvider`,
-:class:`~aioinformer._metrics.LeaderMetricsProvider`,
-:class:`~aioinformer._metrics.ControllerMetricsProvider`,
-:class:`~aioinformer._metrics.RestClientMetricsProvider`).
+(:class:`~aioinformer._kernel.metrics.ReflectorMetricsProvider`,
+:class:`~aioinformer._kernel.metrics.LeaderMetricsProvider`,
+:class:`~aioinformer._kernel.metrics.ControllerMetricsProvider`,
+:class:`~aioinformer._kernel.metrics.RestClientMetricsProvider`).
 
 Input: the component's calls, sync, on its event loop: a reflector's list started or
-done, watch opened, stream being read (its :class:`~aioinformer._watch_stream.WatchRead`)
-and ended (its :class:`~aioinformer._watch_policy.WatchEnd`), relist; an elector's run
+done, watch opened, stream being read (its :class:`~aioinformer._pipeline.watch_stream.WatchRead`)
+and ended (its :class:`~aioinformer._pipeline.watch_policy.WatchEnd`), relist; an elector's run
 started, lease acquired, renewal failed, leadership left; a controller's reconcile
 started, ended with its result, and its worker freed; an HTTP request answered (or not)
 and finished.
@@ -39,25 +39,25 @@ import weakref
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote_plus, urlsplit
 
-from aioinformer._clock import call_later
-from aioinformer._metrics import (
+from aioinformer._kernel.clock import call_later
+from aioinformer._kernel.metrics import (
     ControllerMetricsProvider,
     LeaderMetricsProvider,
     ReflectorMetricsProvider,
     RestClientMetricsProvider,
     get_metrics_provider,
 )
-from aioinformer._watch_policy import SHORT_WATCH
+from aioinformer._pipeline.watch_policy import SHORT_WATCH
 from aioinformer.errors import ApiError
 from aioinformer.listwatch import ADDED, BOOKMARK, DELETED, MODIFIED
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from aioinformer._clock import Clock, TimerHandle
-    from aioinformer._metrics import CounterMetric, HistogramMetric
-    from aioinformer._watch_policy import WatchEnd
-    from aioinformer._watch_stream import Cursor, WatchRead
+    from aioinformer._kernel.clock import Clock, TimerHandle
+    from aioinformer._kernel.metrics import CounterMetric, HistogramMetric
+    from aioinformer._pipeline.watch_policy import WatchEnd
+    from aioinformer._pipeline.watch_stream import Cursor, WatchRead
 
 __all__ = [
     "FLUSH_PERIOD",

@@ -4,12 +4,12 @@ The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven me
 recorded by this module), the optional :class:`ReflectorMetricsProvider`,
 :class:`LeaderMetricsProvider`, :class:`ControllerMetricsProvider` (controller-runtime's
 reconcile metrics) and :class:`RestClientMetricsProvider` (client-go's REST client
-metrics), whose recorders are in :mod:`aioinformer._metric_recorders`, and the optional
+metrics), whose recorders are in :mod:`aioinformer._pipeline.metric_recorders`, and the optional
 :class:`HandlerMetricsProvider`
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
 informer), recorded by the processor and the informer themselves, and the optional
 :class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by
-:mod:`aioinformer._audit`). One provider object
+:mod:`aioinformer._pipeline.audit`). One provider object
 usually implements them all; :func:`set_metrics_provider` installs it for every
 component created afterwards, and a component whose protocol the installed provider lacks
 records nothing.
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, runtime_checkable
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = [
     "AddCounterMetric",
@@ -144,7 +144,7 @@ class ReflectorMetricsProvider(Protocol):
     """Makes the metric objects of one reflector, keyed by the reflector's name.
 
     Optional: a reflector records through the provider only when it implements this
-    protocol (see :mod:`aioinformer._metric_recorders`). Each method is called once per
+    protocol (see :mod:`aioinformer._pipeline.metric_recorders`). Each method is called once per
     reflector, when it is created; two reflectors with the same name get (and share)
     the same objects when the provider returns them, as ``contrib.prometheus`` does.
     """

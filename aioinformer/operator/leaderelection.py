@@ -61,25 +61,25 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer._metric_recorders import new_leader_metrics
-from aioinformer._metrics import LeaderMetricsProvider as LeaderMetricsProvider
-from aioinformer._resourcelock import (
-    LeaderElectionRecord,
-    LeaseLock,
-    ResourceLock,
-    lease_spec_to_record,
-    record_to_lease_spec,
-)
-from aioinformer._runner import (
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.metrics import LeaderMetricsProvider as LeaderMetricsProvider
+from aioinformer._kernel.runner import (
     Running,
     cancel_and_wait,
     finish_regardless,
     first_completed,
     is_async_callable,
 )
+from aioinformer._pipeline.metric_recorders import new_leader_metrics
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.errors import LeadershipLost as LeadershipLost
+from aioinformer.operator._resourcelock import (
+    LeaderElectionRecord,
+    LeaseLock,
+    ResourceLock,
+    lease_spec_to_record,
+    record_to_lease_spec,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType

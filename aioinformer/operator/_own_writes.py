@@ -1,6 +1,6 @@
 """One client's own writes to one resource, until the informer's cache shows them.
 
-Role: the bookkeeping behind :class:`~aioinformer.cached_client.CachedClient`'s
+Role: the bookkeeping behind :class:`~aioinformer.operator.cached_client.CachedClient`'s
 read-your-own-writes (controller-runtime's ``readerconsistency`` handler, kept per
 client). One :class:`OwnWrites` per client and informer. Input: the answers of the
 client's writes (:meth:`OwnWrites.wrote`, :meth:`OwnWrites.delete_sent` and
@@ -59,8 +59,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._clock import CancelAfter
-from aioinformer._meta import labels_of, meta_namespace_key, namespace_of, uid_of
+from aioinformer._kernel.clock import CancelAfter
+from aioinformer._pipeline.meta import labels_of, meta_namespace_key, namespace_of, uid_of
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
 from aioinformer.health import InformerState
 from aioinformer.models import DeletedFinalStateUnknown
@@ -69,7 +69,7 @@ from aioinformer.resource_version import parse_resource_version
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
     from aioinformer.labels import FieldSelector, LabelSelector
 

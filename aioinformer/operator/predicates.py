@@ -1,7 +1,7 @@
 """Event predicates: which informer events may enqueue a key (controller-runtime's
 ``pkg/predicate``).
 
-Role: a :class:`~aioinformer.controller.Controller` watch consults its predicates on every
+Role: a :class:`~aioinformer.operator.controller.Controller` watch consults its predicates on every
 event before it maps the object to keys; an event any predicate refuses enqueues nothing.
 The usual use is to ignore updates that do not matter to the reconcile, such as status
 writes (:data:`generation_changed`) or periodic resyncs (:data:`resource_version_changed`).
@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
-from aioinformer._meta import annotations_of, generation_of, labels_of, resource_version_of
+from aioinformer._pipeline.meta import annotations_of, generation_of, labels_of, resource_version_of
 
 __all__ = [
     "Predicate",

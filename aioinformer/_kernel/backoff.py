@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 
-from aioinformer._clock import Clock, default_clock
+from aioinformer._kernel.clock import Clock, default_clock
 
 __all__ = ["Backoff"]
 

@@ -1,7 +1,7 @@
 """A watch's predicates as a controller's event handlers consult them.
 
 Role: sits between an informer's handler and the controller's key mapping and decides,
-with the watch's :mod:`aioinformer.predicates`, whether an event may enqueue keys.
+with the watch's :mod:`aioinformer.operator.predicates`, whether an event may enqueue keys.
 
 Input: one add, update or delete, with the objects the handler got (a delete may carry a
 :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone). Output: whether every
@@ -29,12 +29,12 @@ from aioinformer.models import DeletedFinalStateUnknown
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aioinformer.predicates import Predicate
+    from aioinformer.operator.predicates import Predicate
 
 __all__ = ["EventGate"]
 
 # The controller's own logger: these lines are about its watches.
-logger = logging.getLogger("aioinformer.controller")
+logger = logging.getLogger("aioinformer.operator.controller")
 
 
 class EventGate:

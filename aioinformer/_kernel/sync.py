@@ -1,7 +1,7 @@
 """Waiting for informers' caches to sync, and failing loudly when they do not.
 
 Role: the one wait behind :meth:`SharedInformerFactory.wait_for_cache_sync`, the
-:class:`~aioinformer.controller.Controller`'s sync gate and the module-level
+:class:`~aioinformer.operator.controller.Controller`'s sync gate and the module-level
 :func:`wait_for_cache_sync` (re-exported by :mod:`aioinformer.informer`). It turns "not
 synced yet" into a :class:`~aioinformer.errors.CacheSyncError` that names every unsynced
 informer's resource, namespace and last error, so an RBAC 403 or an unknown resource is
@@ -29,8 +29,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aioinformer._clock import Clock, default_clock
-from aioinformer._runner import cancel_and_wait
+from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.runner import cancel_and_wait
 from aioinformer.errors import CacheSyncError, UnsyncedInformer
 from aioinformer.listwatch import ListerWatcher, source_info
 

@@ -24,12 +24,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._runner import cancel_and_wait, first_completed
+from aioinformer._kernel.runner import cancel_and_wait, first_completed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from aioinformer._clock import Clock
+    from aioinformer._kernel.clock import Clock
 
 __all__ = ["Runnable", "RunnableGroup"]
 

@@ -1,0 +1,9 @@
+"""The kernel every long-running part stands on: starting and reaping tasks
+(:mod:`~aioinformer._kernel.runner`), time (:mod:`~aioinformer._kernel.clock`), backoff
+(:mod:`~aioinformer._kernel.backoff`), the cyclic collector's policy during a list
+(:mod:`~aioinformer._kernel.gcpolicy`), waiting for caches to sync
+(:mod:`~aioinformer._kernel.sync`) and the metrics seam (:mod:`~aioinformer._kernel.metrics`).
+
+Nothing here knows an informer, a queue or the API: the pipeline and the operator toolkit
+import the kernel, never the other way round.
+"""

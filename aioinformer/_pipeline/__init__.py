@@ -1,0 +1,20 @@
+"""The private helpers of the pipeline's stages, beside the stage modules at the package's
+top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
+:mod:`~aioinformer.indexer`, :mod:`~aioinformer.processor`).
+
+- the reflector's: :mod:`~aioinformer._pipeline.watch_stream` (the reader of a watch's
+  batches), :mod:`~aioinformer._pipeline.watch_policy` (what follows the end of a watch),
+  :mod:`~aioinformer._pipeline.list_policy` (what the next list asks for),
+  :mod:`~aioinformer._pipeline.reflector_status` and
+  :mod:`~aioinformer._pipeline.metric_recorders` (the reflector, leader-election,
+  controller and REST client metrics);
+- the objects' representation the codecs share: :mod:`~aioinformer._pipeline.raw` (a compact
+  cache's entries) and :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);
+- the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on) and
+  :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
+- the store's: :mod:`~aioinformer._pipeline.apply` (one key's deltas into the cache and the
+  notifications) and :mod:`~aioinformer._pipeline.audit` (the cache audit at work);
+- the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),
+  :mod:`~aioinformer._pipeline.handler_calls` (how each call is made, timed and reported),
+  :mod:`~aioinformer._pipeline.registration` and :mod:`~aioinformer._pipeline.model_guard`.
+"""

@@ -1,0 +1,54 @@
+"""The layout map in the README, the import contract in pyproject.toml and the package's
+rooms (its top-level modules and folders) say the same thing: every room sits in exactly
+one layer, and the README's table lists the contract's layers, top first."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import aioinformer
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(aioinformer.__file__).parent
+
+
+def contract_layers() -> list[set[str]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    return [{name.strip() for name in re.split(r"[|:]", layer)} for layer in contract["layers"]]
+
+
+def readme_layers() -> list[set[str]]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Layout\n", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    return [
+        {re.sub(r"(/|\.py)$", "", room) for room in re.findall(r"`([^`]+)`", row.split(" | ")[1])}
+        for row in rows
+    ]
+
+
+def package_rooms() -> set[str]:
+    return {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py")
+        or (path.is_dir() and (path / "__init__.py").exists())
+    }
+
+
+def test_every_room_of_the_package_sits_in_exactly_one_layer() -> None:
+    layers = contract_layers()
+    placed = [room for layer in layers for room in layer]
+    assert sorted(placed) == sorted(set(placed)), "a room is in two layers"
+    assert set(placed) == package_rooms()
+
+
+def test_the_readme_map_lists_the_contracts_layers_top_first() -> None:
+    assert readme_layers() == contract_layers()
+
+
+def test_the_contract_is_short_enough_to_read_aloud() -> None:
+    assert len(contract_layers()) <= 10
