@@ -1,8 +1,9 @@
 """Example budgets for the Hypothesis tests: one switch, ``AIOINFORMER_PROPERTY_PROFILE``.
 
-Each property test states its CI budget (``examples(100)``, ``machine_settings(100)``; a
-plain ``@given`` test without settings gets Hypothesis's 100, through the profile
-``tests/conftest.py`` loads), and the profile scales it:
+Each property test states its CI budget (``example_settings(300)``,
+``machine_settings(100)``; a plain ``@given`` test without settings gets Hypothesis's 100,
+through the profile ``tests/conftest.py`` loads), and the profile scales it (a fixed
+``@settings`` of a test's own stays as it is):
 
 - ``quick`` (the default), a tenth of it, at least one example: the inner loop, every
   unit test well under a second on two cores;
