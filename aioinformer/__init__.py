@@ -2,17 +2,19 @@
 
 Reflectors list and watch the API server into a DeltaFIFO; one task pops it into an
 indexed cache and dispatches to per-handler queues. This module only re-exports the
-names users write (tested against an explicit list in ``tests/unit/test_exports.py``);
-each lives in the module named for its concept, and the stage modules
-(``aioinformer.reflector``, ``.delta_fifo``, ``.indexer``, ``.processor``, ``.workqueue``,
-``.labels``, ``.listwatch``, ``.watch``, ...) export their advanced names themselves.
+names applications write (tested against an explicit list in
+``tests/unit/test_exports.py``): the client, informers and their caches, controllers and
+work queues, errors. Each lives in the module named for its concept. The pipeline's parts
+(``aioinformer.reflector``'s ``Reflector``, ``Backoff``, ``ReflectorState``;
+``aioinformer.delta_fifo``'s ``DeltaFIFO``, ``Delta``, ``DeltaType``; ``.processor``,
+``.workqueue``'s ``MetricsProvider``, ``.labels``, ``.listwatch``, ``.watch``, ...) are
+exported by their modules, not here; the operator toolkit (``Manager``, finalizers,
+predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.operator`.
 """
 
 from __future__ import annotations
 
-from aioinformer._backoff import Backoff as Backoff
 from aioinformer._clock import Clock as Clock
-from aioinformer._gcpolicy import GCPolicy as GCPolicy
 from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
@@ -26,10 +28,6 @@ from aioinformer.config import load_kube_config as load_kube_config
 from aioinformer.controller import Controller as Controller
 from aioinformer.controller import Reconcile as Reconcile
 from aioinformer.controller import enqueue_owner as enqueue_owner
-from aioinformer.delta_fifo import Delta as Delta
-from aioinformer.delta_fifo import DeltaFIFO as DeltaFIFO
-from aioinformer.delta_fifo import Deltas as Deltas
-from aioinformer.delta_fifo import DeltaType as DeltaType
 from aioinformer.errors import AioinformerError as AioinformerError
 from aioinformer.errors import AlreadyExists as AlreadyExists
 from aioinformer.errors import ApiError as ApiError
@@ -74,7 +72,6 @@ from aioinformer.informer import InformerStatistics as InformerStatistics
 from aioinformer.informer import SharedIndexInformer as SharedIndexInformer
 from aioinformer.leaderelection import LeaderElector as LeaderElector
 from aioinformer.leaderelection import LeaseLock as LeaseLock
-from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import Lister as Lister
 from aioinformer.listwatch import ListerWatcher as ListerWatcher
@@ -87,13 +84,9 @@ from aioinformer.models import ObjectMeta as ObjectMeta
 from aioinformer.models import Status as Status
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.processor import HandlerStatistics as HandlerStatistics
-from aioinformer.reflector import Reflector as Reflector
 from aioinformer.reflector import ReflectorOptions as ReflectorOptions
-from aioinformer.reflector import ReflectorState as ReflectorState
-from aioinformer.reflector import ReflectorStatistics as ReflectorStatistics
 from aioinformer.transforms import strip_managed_fields as strip_managed_fields
 from aioinformer.workqueue import DelayingQueue as DelayingQueue
-from aioinformer.workqueue import MetricsProvider as MetricsProvider
 from aioinformer.workqueue import RateLimiter as RateLimiter
 from aioinformer.workqueue import RateLimitingQueue as RateLimitingQueue
 from aioinformer.workqueue import WorkQueue as WorkQueue
@@ -104,7 +97,6 @@ __all__ = [
     "AioinformerError",
     "AlreadyExists",
     "ApiError",
-    "Backoff",
     "BadRequest",
     "CacheAudit",
     "CacheMode",
@@ -118,16 +110,10 @@ __all__ = [
     "Controller",
     "DelayingQueue",
     "DeletedFinalStateUnknown",
-    "Delta",
-    "DeltaFIFO",
-    "DeltaType",
-    "Deltas",
-    "Event",
     "EventHandler",
     "EventStream",
     "FIFOClosedError",
     "Forbidden",
-    "GCPolicy",
     "GVR",
     "Gone",
     "HandlerRegistration",
@@ -147,7 +133,6 @@ __all__ = [
     "ListOptions",
     "Lister",
     "ListerWatcher",
-    "MetricsProvider",
     "NAMESPACE_INDEX",
     "NotFound",
     "ObjectList",
@@ -157,10 +142,7 @@ __all__ = [
     "RateLimiter",
     "RateLimitingQueue",
     "Reconcile",
-    "Reflector",
     "ReflectorOptions",
-    "ReflectorState",
-    "ReflectorStatistics",
     "Requeue",
     "ResourceClient",
     "ResourceInfo",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.delta_fifo import DeltaType
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.processor import ADD, DELETE, UPDATE, Notification
+from aioinformer.processor import Notification, NotificationKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["apply_deltas"]
 
 _DELETED: Final = DeltaType.DELETED
+_ADD: Final = NotificationKind.ADD
+_UPDATE: Final = NotificationKind.UPDATE
+_DELETE: Final = NotificationKind.DELETE
 
 
 def apply_deltas(
@@ -60,17 +63,17 @@ def apply_deltas(
         obj = delta.object
         if delta.type is _DELETED:
             indexer.delete_by_key(key)
-            distribute(Notification(DELETE, codec.carry_deleted(obj), None), False)
+            distribute(Notification(_DELETE, codec.carry_deleted(obj), None), False)
             old = None
             continue
         entry = entry_of(obj)
         carried = carry(entry, obj)
         put(key, entry, carried)
         if old is None:
-            distribute(Notification(ADD, carried, is_in_initial_list), False)
+            distribute(Notification(_ADD, carried, is_in_initial_list), False)
         elif old is entry:
             # A resync re-delivers the cached entry: one carried object serves old and new.
-            distribute(Notification(UPDATE, carried, carried), True)
+            distribute(Notification(_UPDATE, carried, carried), True)
         else:
-            distribute(Notification(UPDATE, carry(old), carried), codec.same_version(old, entry))
+            distribute(Notification(_UPDATE, carry(old), carried), codec.same_version(old, entry))
         old = entry

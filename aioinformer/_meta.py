@@ -5,7 +5,7 @@ references, and an object may be a raw ``dict`` (what the JSON decoder made, the
 case), any other mapping, or a model with a ``.metadata`` attribute (a
 :class:`~aioinformer.models.KubeObject` or a user's pydantic model), whose metadata may
 itself be a mapping or a model with snake_case attributes, or a compact cache's
-:class:`~aioinformer._raw.RawObject`, which carries the fields read here beside its bytes
+:class:`~aioinformer._raw.CompactEntry`, which carries the fields read here beside its bytes
 (annotations and owner references are decoded from those bytes). These functions accept
 all of them, so no caller repeats the "dict or model" dance.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -47,10 +47,10 @@ __all__ = [
 
 def metadata_of(obj: Any) -> Any:
     """The object's metadata (a mapping or a model), or ``None`` when it has none. For a
-    :class:`~aioinformer._raw.RawObject` it is decoded from the object's bytes."""
+    :class:`~aioinformer._raw.CompactEntry` it is decoded from the object's bytes."""
     if isinstance(obj, Mapping):
         return obj.get("metadata")
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return obj.decode().get("metadata")
     return getattr(obj, "metadata", None)
 
@@ -65,7 +65,7 @@ def _field(meta: Any, key: str, attribute: str) -> Any:
 def describe(obj: Any) -> str:
     """Name ``obj`` in an error message by its type, kind and whatever identifying
     metadata it has, never by its content (it may be a Secret)."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return repr(obj)
     parts = [type(obj).__name__]
     kind = obj.get("kind") if isinstance(obj, Mapping) else getattr(obj, "kind", None)
@@ -95,7 +95,7 @@ def meta_namespace_key(obj: Any) -> str:
                 namespace = meta.get("namespace")
                 return f"{namespace}/{name}" if namespace else name
         raise KeyFuncError(f"object has no metadata.name: {describe(obj)}")
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         if obj.key:
             return obj.key
         raise KeyFuncError(f"object has no metadata.name: {describe(obj)}")
@@ -114,14 +114,14 @@ def meta_namespace_key(obj: Any) -> str:
 def namespace_of(obj: Any) -> str:
     """The object's namespace; ``""`` for a cluster-scoped object or one without
     metadata."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return obj.namespace
     return _field(metadata_of(obj), "namespace", "namespace") or ""
 
 
 def name_of(obj: Any) -> str | None:
     """The object's name, or ``None`` when it has none."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return obj.name or None
     value = _field(metadata_of(obj), "name", "name")
     return value if isinstance(value, str) else None
@@ -129,7 +129,7 @@ def name_of(obj: Any) -> str | None:
 
 def resource_version_of(obj: Any) -> str | None:
     """The object's resourceVersion, or ``None`` when it has none."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return obj.resource_version or None
     value = _field(metadata_of(obj), "resourceVersion", "resource_version")
     return value if isinstance(value, str) else None
@@ -154,7 +154,7 @@ def same_resource_version(old: Any, new: Any) -> bool:
 
 def labels_of(obj: Any) -> Mapping[str, str] | None:
     """The object's labels, or ``None`` when it has none."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return obj.labels
     labels: Mapping[str, str] | None = _field(metadata_of(obj), "labels", "labels")
     return labels

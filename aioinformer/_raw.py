@@ -2,7 +2,7 @@
 pipeline reads.
 
 Role: what a compact cache (``cache="compact"``, see :mod:`aioinformer.informer`) stores
-instead of a decoded ``dict``. A :class:`RawObject` holds the object's JSON exactly as it
+instead of a decoded ``dict``. A :class:`CompactEntry` holds the object's JSON exactly as it
 came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
 fields every stage needs without decoding it: the store key, namespace, name,
 resourceVersion, kind, apiVersion and labels. ``decode()`` turns it into a fresh ``dict``
@@ -11,17 +11,17 @@ each time it is called.
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
 hundreds of them. A cache of decoded objects is walked by every full collection, and
 because each update replaces an old object with a young one, full collections keep coming.
-A ``RawObject`` is an untracked msgspec struct holding bytes, strings and (at most) a dict
+A ``CompactEntry`` is an untracked msgspec struct holding bytes, strings and (at most) a dict
 of strings, none of which the collector tracks, so a cache of them costs the collector
 nothing however large it grows, and its bytes are a fraction of the decoded dict's size.
 
 Input: a LIST body (:func:`decode_list`), one watch line (:func:`decode_watch_line`), or
-an already decoded ``dict`` (:meth:`RawObject.from_dict`, for sources that produce dicts).
-Output: ``RawObject`` items and events, decoded with msgspec reading only the head of each
+an already decoded ``dict`` (:meth:`CompactEntry.from_dict`, for sources that produce dicts).
+Output: ``CompactEntry`` items and events, decoded with msgspec reading only the head of each
 object; :class:`SharedDecode`, the one decode of an event that all its consumers share.
 
 Ordering and task model: pure, synchronous functions; nothing here suspends or keeps
-state. A ``RawObject`` is immutable, so it may be shared between the cache, the DeltaFIFO
+state. A ``CompactEntry`` is immutable, so it may be shared between the cache, the DeltaFIFO
 and handler queues.
 """
 
@@ -39,7 +39,7 @@ __all__ = [
     "READS_RAW",
     "CompactDecodeError",
     "ListBody",
-    "RawObject",
+    "CompactEntry",
     "SharedDecode",
     "decode_list",
     "decode_watch_line",
@@ -52,7 +52,7 @@ class CompactDecodeError(ValueError):
     never the content (it may hold a Secret)."""
 
 
-class RawObject(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One cached object: its JSON bytes and the fields the pipeline reads.
 
     Immutable and invisible to the cyclic collector (every field is bytes, a string or a
@@ -84,7 +84,7 @@ class RawObject(msgspec.Struct, frozen=True, gc=False, kw_only=True):
         return obj
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> RawObject:
+    def from_dict(cls, obj: dict[str, Any]) -> CompactEntry:
         """Encode a decoded object (from a source that yields dicts, or a transform).
 
         Raises :class:`~aioinformer.errors.KeyFuncError` for an object without a usable
@@ -112,7 +112,7 @@ class RawObject(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     def __repr__(self) -> str:
         # Never the bytes: the object may be a Secret.
         return (
-            f"RawObject(kind={self.kind!r}, key={self.key!r}, "
+            f"CompactEntry(kind={self.kind!r}, key={self.key!r}, "
             f"resource_version={self.resource_version!r}, {len(self.raw)} bytes)"
         )
 
@@ -140,11 +140,11 @@ class SharedDecode:
 
     def __init__(self, entry: Any, value: Any = _UNSET, *, window: Any = None) -> None:
         self.entry = entry
-        """A :class:`RawObject`, or any other cached object (delivered as it is)."""
+        """A :class:`CompactEntry`, or any other cached object (delivered as it is)."""
         # Told of every decode this wrapper holds (``window.add(self)``), so that it can
         # make the wrapper forget it later; None: kept for the wrapper's life.
         self._window = window
-        if value is _UNSET and type(entry) is not RawObject:
+        if value is _UNSET and type(entry) is not CompactEntry:
             value = entry
         elif value is not _UNSET and window is not None:
             window.add(self)
@@ -168,7 +168,7 @@ class SharedDecode:
     def forget(self) -> None:
         """Drop the decoded object (a later :meth:`get` decodes again): what a handler
         far behind the others holds must not keep a decode alive for them all."""
-        if type(self.entry) is RawObject:
+        if type(self.entry) is CompactEntry:
             self._value = _UNSET
 
     def __repr__(self) -> str:
@@ -230,7 +230,7 @@ _DecodeError: Final = msgspec.DecodeError
 
 def _entry(
     raw: bytes, head: _Head, *, default_kind: str = "", default_api_version: str = ""
-) -> RawObject:
+) -> CompactEntry:
     """The entry for ``raw`` whose head is ``head``; kind/apiVersion absent from it are
     taken from the defaults (a LIST's items)."""
     meta = head.metadata
@@ -251,7 +251,7 @@ def _entry(
         api_version = api_version if api_version is not None else default_api_version
     # Namespaces, kinds and apiVersions repeat across a cache: one string each.
     namespace = intern(namespace)
-    return RawObject(
+    return CompactEntry(
         raw=raw,
         key=(f"{namespace}/{name}" if namespace else name) if name else "",
         name=name,
@@ -268,7 +268,7 @@ class ListBody(msgspec.Struct, frozen=True, gc=False):
     """One decoded LIST page: compact items and the list's metadata."""
 
     items: list[Any]
-    """:class:`RawObject` items (a ``dict`` for an item whose head is unusual)."""
+    """:class:`CompactEntry` items (a ``dict`` for an item whose head is unusual)."""
     resource_version: str
     continue_: str | None
     remaining_item_count: int | None
@@ -292,7 +292,7 @@ def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBo
     item_kind = list_kind[:-4] if list_kind.endswith("List") else kind
     item_api_version = page.api_version or api_version
     decode_head = _head_decoder.decode
-    items: list[RawObject] = []
+    items: list[CompactEntry] = []
     append = items.append
     for raw in page.items or ():
         try:
@@ -332,7 +332,7 @@ _OBJECT_KEY: Final = b'","object":'
 
 def decode_watch_line(line: bytes | memoryview) -> tuple[str, Any] | None:
     """Decode one watch line whose type is ``ADDED``, ``MODIFIED`` or ``DELETED`` into
-    ``(type, RawObject)``; ``None`` for any other line (a bookmark, an error, garbage),
+    ``(type, CompactEntry)``; ``None`` for any other line (a bookmark, an error, garbage),
     which the caller decodes the careful way.
 
     The usual line, ``{"type":"…","object":{…}}`` as kube-apiserver writes it, is read in
@@ -376,7 +376,7 @@ def _decode_watch_line_slowly(line: bytes | memoryview) -> tuple[str, Any] | Non
 # -- editing an entry without decoding it -----------------------------------------------
 
 READS_RAW: Final = "_aioinformer_reads_raw"
-"""The attribute marking a transform that accepts a :class:`RawObject` as it is (and
+"""The attribute marking a transform that accepts a :class:`CompactEntry` as it is (and
 returns one), so a compact informer hands it entries without decoding them."""
 
 _fields_decoder: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -384,8 +384,8 @@ _encode: Final = msgspec.json.encode
 
 
 def without_fields(
-    entry: RawObject, *, metadata: tuple[str, ...] = (), keep: tuple[str, ...] | None = None
-) -> RawObject:
+    entry: CompactEntry, *, metadata: tuple[str, ...] = (), keep: tuple[str, ...] | None = None
+) -> CompactEntry:
     """``entry`` without the ``metadata`` fields named, and, with ``keep``, without every
     top-level field not named there; its head is unchanged.
 

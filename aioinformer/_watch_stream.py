@@ -10,7 +10,7 @@ Input: the stream (read a batch at a time when it declares
 :class:`~aioinformer.listwatch.WatchStreamBase`, else an event at a time), the sink, a
 :class:`Cursor` to advance, the inactivity deadline. Output: the events of each read
 checked (kind, resourceVersion, ``ERROR``) and handed to the sink with one call
-(:class:`~aioinformer.listwatch.EventBatchSink`) or one call per event, in stream order;
+(:class:`~aioinformer.listwatch.WatchBatchSink`) or one call per event, in stream order;
 the cursor's resourceVersion after each batch; the ``WatchEnd``.
 
 Task model. The events are read and applied in the task that awaits
@@ -47,8 +47,8 @@ from aioinformer.listwatch import (
     ERROR,
     INITIAL_EVENTS_END_ANNOTATION,
     MODIFIED,
-    EventBatchSink,
     EventFailures,
+    WatchBatchSink,
     WatchEvent,
     WatchStreamBase,
 )
@@ -62,11 +62,11 @@ __all__ = [
     "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
     "INACTIVITY_GRACE",
     "Cursor",
-    "EventSink",
     "InitialEventsIgnored",
     "ReflectorStore",
     "TemporaryStore",
     "WatchRead",
+    "WatchSink",
     "close_stream",
     "inactivity_deadline",
 ]
@@ -112,7 +112,7 @@ _APPLIED_TYPES: Final = frozenset({ADDED, MODIFIED, DELETED, BOOKMARK})
 """The event types a store is handed; anything else is logged and skipped."""
 
 _PER_EVENT_HANDOFF: Final = 4
-"""A store that takes events one at a time (not an :class:`EventBatchSink`) is handed a
+"""A store that takes events one at a time (not an :class:`WatchBatchSink`) is handed a
 batch with a yield to the event loop before every fourth event."""
 
 # _HANDOFF: the reader yields to the event loop after each batch it applied. Reading a
@@ -124,7 +124,7 @@ batch with a yield to the event loop before every fourth event."""
 # read keeps the pipeline shallow (one read holds what one chunk of the body held).
 
 
-class EventSink(Protocol):
+class WatchSink(Protocol):
     """Where a watch's events go: a reflector's store or a :class:`TemporaryStore`."""
 
     async def add(self, obj: Any) -> None: ...
@@ -134,10 +134,10 @@ class EventSink(Protocol):
     async def delete(self, obj: Any) -> None: ...
 
 
-class ReflectorStore(EventSink, Protocol):
+class ReflectorStore(WatchSink, Protocol):
     """What a reflector writes to; ``DeltaFIFO`` is one. All methods are coroutines.
 
-    Defined here, next to :class:`EventSink`, and re-exported by
+    Defined here, next to :class:`WatchSink`, and re-exported by
     :mod:`aioinformer.reflector`, its public home."""
 
     async def add(self, obj: Any) -> None:
@@ -174,7 +174,7 @@ class Cursor:
         self.resource_version = resource_version
 
 
-class TemporaryStore(EventBatchSink):
+class TemporaryStore(WatchBatchSink):
     """Collects a streaming list's initial events, keyed ``namespace/name``.
 
     Nothing reaches the real store until the whole initial state is in: then it is
@@ -314,7 +314,7 @@ class WatchRead:
     def __init__(
         self,
         stream: AsyncIterator[WatchEvent],
-        sink: EventSink,
+        sink: WatchSink,
         cursor: Cursor,
         *,
         name: str,
@@ -426,7 +426,7 @@ class WatchRead:
         reading raised (a ``ListerWatcher`` raises the ``ApiError`` of an ``ERROR``
         event). A stream that declares batches (:class:`WatchStreamBase`) is read a batch
         at a time, any other one event at a time; either way each read is applied with one
-        call into a store that takes batches (:class:`EventBatchSink`), and the reader
+        call into a store that takes batches (:class:`WatchBatchSink`), and the reader
         yields to the event loop once per batch, so the FIFO's consumer and the handlers
         keep up. This is the per-event path: no formatting, no allocation of its own.
         """
@@ -532,7 +532,7 @@ class WatchRead:
         """Apply checked events to the sink: one call for a batch sink, one per event
         otherwise; what the sink could not take is logged, the rest stays applied."""
         sink = self._sink
-        if isinstance(sink, EventBatchSink):
+        if isinstance(sink, WatchBatchSink):
             failures = await sink.apply_events(events)
             if failures:
                 for event, exc in failures:

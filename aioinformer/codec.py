@@ -4,7 +4,7 @@ Role: the one seam between the pipeline and the two ways an informer can keep it
 :class:`ObjectsCodec` (``cache="objects"``) keeps the decoded ``dict`` of each object, as
 client-go keeps its objects; :class:`CompactCodec` (``cache="compact"``, the default) keeps
 each object's JSON bytes beside the few fields the pipeline reads
-(:class:`~aioinformer._raw.RawObject`), which the cyclic collector never walks, and decodes
+(:class:`~aioinformer._raw.CompactEntry`), which the cyclic collector never walks, and decodes
 on read. Everything that depends on the representation is a method here:
 
 * decoding: a LIST body (:meth:`Codec.decode_list`) and one watch line
@@ -43,7 +43,7 @@ from aioinformer._meta import meta_namespace_key, same_resource_version
 from aioinformer._raw import (
     READS_RAW,
     CompactDecodeError,
-    RawObject,
+    CompactEntry,
     SharedDecode,
     decode_list,
     decode_watch_line,
@@ -276,7 +276,7 @@ class ObjectsCodec(Codec):
 
 
 class CompactCodec(Codec):
-    """Each object's JSON bytes and head (:class:`~aioinformer._raw.RawObject`) in the
+    """Each object's JSON bytes and head (:class:`~aioinformer._raw.CompactEntry`) in the
     cache, decoded on read; each event's objects carried to the handlers in one
     :class:`~aioinformer._raw.SharedDecode`, decoded once for all of them, its life
     bounded by this codec's :class:`DecodeWindow`. Objects from a source of dicts (or a
@@ -308,10 +308,10 @@ class CompactCodec(Codec):
     def entry(self, obj: Any) -> Any:
         # From a source of dicts or a transform: encoded here; anything but a dict (a
         # transform's model) is kept as it is.
-        return RawObject.from_dict(obj) if type(obj) is dict else obj
+        return CompactEntry.from_dict(obj) if type(obj) is dict else obj
 
     def key(self, obj: Any) -> str:
-        if type(obj) is RawObject and obj.key:
+        if type(obj) is CompactEntry and obj.key:
             return obj.key
         return meta_namespace_key(obj)
 
@@ -322,12 +322,12 @@ class CompactCodec(Codec):
         return CompactIndexer(meta_namespace_key, indexers)
 
     def same_version(self, old: Any, new: Any) -> bool:
-        if type(old) is RawObject and type(new) is RawObject:
+        if type(old) is CompactEntry and type(new) is CompactEntry:
             return old.resource_version == new.resource_version
         return same_resource_version(old, new)
 
     def carry(self, entry: Any, obj: Any = None) -> Any:
-        if type(entry) is not RawObject:
+        if type(entry) is not CompactEntry:
             return SharedDecode(entry)
         if obj is not None and type(obj) is dict:
             # The handlers get this very dict: nothing to decode.
@@ -337,7 +337,7 @@ class CompactCodec(Codec):
     def carry_deleted(self, obj: Any) -> Any:
         if type(obj) is DeletedFinalStateUnknown:
             inner = obj.obj
-            if type(inner) is RawObject:
+            if type(inner) is CompactEntry:
                 return DeletedFinalStateUnknown(obj.key, SharedDecode(inner, window=self.window))
             return obj
         return SharedDecode(obj, window=self.window)
@@ -358,14 +358,14 @@ class CompactCodec(Codec):
         return meta_namespace_key(carried)
 
     def wrap_transform(self, transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        # A transform marked as taking RawObjects (those of aioinformer.transforms) edits
+        # A transform marked as taking CompactEntry objects (those of aioinformer.transforms) edits
         # the bytes; any other gets decoded objects, and what it returns is stored as it
         # is returned (a dict is encoded as it is stored).
         if getattr(transform, READS_RAW, False):
             return transform
 
         def on_decoded(obj: Any) -> Any:
-            return transform(obj.decode() if type(obj) is RawObject else obj)
+            return transform(obj.decode() if type(obj) is CompactEntry else obj)
 
         return on_decoded
 
@@ -384,10 +384,10 @@ def _materialize(obj: Any) -> Any:
         inner = obj.obj
         if type(inner) is SharedDecode:
             return DeletedFinalStateUnknown(obj.key, inner.get())
-        if type(inner) is RawObject:
+        if type(inner) is CompactEntry:
             return DeletedFinalStateUnknown(obj.key, inner.decode())
         return obj
-    if kind is RawObject:
+    if kind is CompactEntry:
         return obj.decode()
     return obj
 
@@ -395,7 +395,7 @@ def _materialize(obj: Any) -> Any:
 def head_of(obj: Any) -> Head | None:
     """:meth:`Codec.head` for an object of either representation: what a reader that does
     not know its source's codec checks."""
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         rv = obj.resource_version
         return (obj.kind, obj.api_version, rv) if rv else None
     return OBJECTS.head(obj)

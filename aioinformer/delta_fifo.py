@@ -104,8 +104,8 @@ from aioinformer.listwatch import (
     BOOKMARK,
     DELETED,
     MODIFIED,
-    EventBatchSink,
     EventFailures,
+    WatchBatchSink,
     WatchEvent,
 )
 from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnknown
@@ -260,7 +260,7 @@ class DeltasBatch:
 
 
 # AppliedReads first: its ``_on_close`` overrides the base's no-op.
-class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
+class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     """A queue of per-key :class:`Deltas` with client-go v0.32 semantics.
 
     ``key_func`` gives each object's key (tombstones always use their own ``key``).
@@ -441,7 +441,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         :meth:`delete` or :meth:`bookmark` would take it, with one wake-up of a parked
         popper for them all. An event whose key or transform fails is returned with its
         error and the others are queued (see
-        :class:`~aioinformer.listwatch.EventBatchSink`)."""
+        :class:`~aioinformer.listwatch.WatchBatchSink`)."""
         failures: EventFailures = None
         by_type = self._by_event_type
         for event in events:

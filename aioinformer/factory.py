@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
     from aioinformer._backoff import Backoff
     from aioinformer._clock import Clock
-    from aioinformer._gcpolicy import GCPolicy
     from aioinformer.audit import CacheAudit
     from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
@@ -145,19 +144,19 @@ class SharedInformerFactory:
     A selector that does not parse raises :class:`~aioinformer.errors.SelectorError` here
     and in ``informer_for``, before any request.
 
-    Reflector settings for every informer: ``watch_inactivity_timeout`` (seconds of
-    silence after which a watch is re-opened; 120 by default) and ``backoff``, a
-    callable returning a new :class:`~aioinformer._backoff.Backoff` for each informer
-    (a backoff holds one component's failure history, so informers never share one),
-    for instance ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``;
-    ``gc_policy``
-    (``"pause"``, ``"freeze"`` or ``"off"``, see :class:`SharedIndexInformer`);
-    ``use_watch_list`` (true by default: the initial state and every relist come from a
-    streaming list, falling back to LIST+WATCH where the server refuses one) and
-    ``page_size`` (LIST page size; ``None``: pages of 500 for a first list). These
-    and any other reflector setting can also come as one ``reflector_options``
-    (:class:`~aioinformer.reflector.ReflectorOptions`, whose fields the keywords
-    replace); the factory checks them once and hands that object to every informer.
+    Reflector settings for every informer: ``backoff``, a callable returning a new
+    :class:`~aioinformer._backoff.Backoff` for each informer (a backoff holds one
+    component's failure history, so informers never share one), for instance
+    ``functools.partial(Backoff, initial=1.0, cap=60.0, clock=clock)``; and
+    ``reflector``, one :class:`~aioinformer.reflector.ReflectorOptions` handed to every
+    informer, for instance ``ReflectorOptions(watch_inactivity_timeout=60.0,
+    gc_policy="freeze")``: ``watch_inactivity_timeout`` (seconds of silence after which
+    a watch is re-opened; 120 by default), ``gc_policy`` (``"pause"``, ``"freeze"`` or
+    ``"off"``, see :class:`SharedIndexInformer`), ``use_watch_list`` (true by default:
+    the initial state and every relist come from a streaming list, falling back to
+    LIST+WATCH where the server refuses one), ``page_size`` (LIST page size; ``None``:
+    pages of 500 for a first list) and the rest. Its ``resync_period`` is replaced by
+    each informer's.
     ``cache`` (``"compact"``, the default, or ``"objects"``) is every informer's cache
     representation, see :class:`SharedIndexInformer`; ``slow_handler_thresholds``
     (:class:`~aioinformer.processor.SlowHandlerThresholds`) every informer's bounds past
@@ -181,11 +180,7 @@ class SharedInformerFactory:
         transform: Callable[[Any], Any] | None = None,
         clock: Clock | None = None,
         backoff: Callable[[], Backoff] | None = None,
-        watch_inactivity_timeout: float | None = None,
-        gc_policy: GCPolicy | None = None,
-        use_watch_list: bool | None = None,
-        page_size: int | None = None,
-        reflector_options: ReflectorOptions | None = None,
+        reflector: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
@@ -203,14 +198,8 @@ class SharedInformerFactory:
         self._cache: CacheMode = cache
         self._slow_handler_thresholds = slow_handler_thresholds
         self._in_order = in_order
-        base = reflector_options if reflector_options is not None else ReflectorOptions()
-        # The one check of these settings is ReflectorOptions'; every informer gets this.
-        self._reflector_options = base.replace(
-            watch_inactivity_timeout=watch_inactivity_timeout,
-            gc_policy=gc_policy,
-            use_watch_list=use_watch_list,
-            page_size=page_size,
-        )
+        # Checked when it was built; every informer gets this one object.
+        self._reflector_options = reflector if reflector is not None else ReflectorOptions()
         self._client = client
         self._namespace = namespace
         self._resync_period = resync_period
@@ -305,7 +294,7 @@ class SharedInformerFactory:
             model=model,
             clock=self._clock,
             backoff=None if self._backoff is None else self._backoff(),
-            reflector_options=self._reflector_options,
+            reflector=self._reflector_options,
             cache=self._cache,
             slow_handler_thresholds=self._slow_handler_thresholds,
             in_order=self._in_order,

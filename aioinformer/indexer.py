@@ -47,7 +47,7 @@ import msgspec
 from aioinformer._gcpolicy import collector_paused
 from aioinformer._meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._meta import meta_namespace_key as meta_namespace_key
-from aioinformer._raw import RawObject, SharedDecode
+from aioinformer._raw import CompactEntry, SharedDecode
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -115,9 +115,9 @@ def namespace_index_func(obj: Any) -> list[str]:
     """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
 
     Raises :class:`KeyFuncError` for an object without metadata. Reads only the head of a
-    compact cache's :class:`~aioinformer._raw.RawObject`, so it never decodes one.
+    compact cache's :class:`~aioinformer._raw.CompactEntry`, so it never decodes one.
     """
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return [obj.namespace]
     if type(obj) is dict:
         meta = obj.get("metadata")
@@ -354,7 +354,7 @@ class Indexer(Generic[T]):
         return index_name in self._indexers
 
     # -- entries: what is stored, before decoding -------------------------------------
-    # Here the stored objects are what reads return; a CompactIndexer stores RawObjects
+    # Here the stored objects are what reads return; a CompactIndexer stores CompactEntry objects
     # and decodes on read. Listers and the informer go through these to filter or hand
     # over entries before paying for a decode.
 
@@ -418,7 +418,7 @@ def _discard(index: Index, value: str, key: str) -> None:
 
 
 def _reads_head_only(func: IndexFunc) -> bool:
-    """Whether ``func`` reads only an object's head (namespace, labels), so a RawObject
+    """Whether ``func`` reads only an object's head (namespace, labels), so a CompactEntry
     is passed to it as it is; every other index function gets the decoded object."""
     return func is namespace_index_func or getattr(func, "_aioinformer_head_only", False)
 
@@ -468,12 +468,12 @@ _PAUSE_FROM: Final = 64
 
 
 class CompactIndexer(Indexer[Any]):
-    """An :class:`Indexer` whose entries are :class:`~aioinformer._raw.RawObject`: each
+    """An :class:`Indexer` whose entries are :class:`~aioinformer._raw.CompactEntry`: each
     object's JSON bytes and head, which the cyclic collector never walks.
 
     Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) decode a fresh
     ``dict`` each time, which the caller may keep or change without touching the cache.
-    Writes accept RawObjects, decoded dicts (encoded here) or any other object (kept as it
+    Writes accept CompactEntry objects, decoded dicts (encoded here) or any other object (kept as it
     is, decoded to itself). Each entry's index values are kept beside it, so an update or
     a delete never decodes the old object. :func:`namespace_index_func` and the functions
     :func:`label_index_func` makes read the stored head; any other index function gets
@@ -505,7 +505,7 @@ class CompactIndexer(Indexer[Any]):
         return self._entries_view
 
     def decode(self, entry: Any) -> Any:
-        return entry.decode() if type(entry) is RawObject else entry
+        return entry.decode() if type(entry) is CompactEntry else entry
 
     def decode_all(self, entries: builtins.list[Any]) -> builtins.list[Any]:
         decode = self.decode
@@ -523,7 +523,7 @@ class CompactIndexer(Indexer[Any]):
         (:class:`~aioinformer._raw.SharedDecode`), shared with the handlers, for index
         functions that need the object (made here when not given)."""
         if type(entry) is dict:
-            entry = RawObject.from_dict(entry)
+            entry = CompactEntry.from_dict(entry)
         shared: SharedDecode | None = carried
         pairs = self._pairs
         if not pairs:

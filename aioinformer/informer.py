@@ -82,14 +82,14 @@ from aioinformer.errors import FIFOClosedError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerState, InformerStatistics
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
-from aioinformer.lister import EventType as EventType
 from aioinformer.lister import Lister as Lister
+from aioinformer.lister import NotificationType as NotificationType
 from aioinformer.listwatch import DescribedListerWatcher, source_info
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.processor import (
-    ADD,
     MINIMUM_RESYNC_PERIOD,
     Notification,
+    NotificationKind,
     OverflowPolicy,
     ProcessorListener,
     SharedProcessor,
@@ -107,7 +107,6 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from aioinformer._backoff import Backoff
-    from aioinformer._gcpolicy import GCPolicy
     from aioinformer.audit import AuditLister
     from aioinformer.codec import Codec
     from aioinformer.indexer import Indexer, IndexFunc
@@ -118,11 +117,11 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventStream",
-    "EventType",
     "HandlerRegistration",
     "InformerState",
     "InformerStatistics",
     "Lister",
+    "NotificationType",
     "SharedIndexInformer",
     "wait_for_cache_sync",
 ]
@@ -168,16 +167,18 @@ class SharedIndexInformer:
 
     Passed to the :class:`~aioinformer.reflector.Reflector`: ``watch_error_handler``,
     ``backoff`` (a :class:`~aioinformer._backoff.Backoff` owned by this informer alone),
-    and one :class:`~aioinformer.reflector.ReflectorOptions` (checked once, when it is
-    built): ``reflector_options`` with the fields given as keywords replaced. Those
-    keywords are ``page_size``, ``use_watch_list`` (on by default: lists are streamed,
-    with a fallback to LIST+WATCH), ``watch_inactivity_timeout``,
-    ``expected_kind``/``expected_api_version`` (when not given, the reflector adopts
-    the kind of the first list's items, so watch events of another kind are never
-    cached), and ``gc_policy``: what lists do with CPython's cyclic collector
-    (``"pause"``, the default, defers collection while a list is decoded and handed
-    over; ``"freeze"`` also freezes what is alive afterwards, fastest but process-wide;
-    ``"off"``), see :mod:`aioinformer._gcpolicy`.
+    and ``reflector``, a :class:`~aioinformer.reflector.ReflectorOptions` (checked once,
+    when it is built) holding every other reflector setting: ``page_size``,
+    ``use_watch_list`` (on by default: lists are streamed, with a fallback to
+    LIST+WATCH), ``watch_inactivity_timeout``, ``expected_kind``/``expected_api_version``
+    (when not given, the reflector adopts the kind of the first list's items, so watch
+    events of another kind are never cached), and ``gc_policy``: what lists do with
+    CPython's cyclic collector (``"pause"``, the default, defers collection while a list
+    is decoded and handed over; ``"freeze"`` also freezes what is alive afterwards,
+    fastest but process-wide; ``"off"``), see :mod:`aioinformer._gcpolicy`. Its
+    ``resync_period`` is this informer's ``resync_period``, whatever the options say::
+
+        SharedIndexInformer(lw, reflector=ReflectorOptions(page_size=100, gc_policy="off"))
 
     ``audit`` (a :class:`~aioinformer.audit.CacheAudit`) makes the informer compare its
     cache with the server every ``audit.period`` seconds and relist when they differ (see
@@ -199,15 +200,9 @@ class SharedIndexInformer:
         name: str | None = None,
         model: type[Any] | None = None,
         clock: Clock | None = None,
-        page_size: int | None = None,
-        use_watch_list: bool | None = None,
         watch_error_handler: Callable[..., Any] | None = None,
         backoff: Backoff | None = None,
-        watch_inactivity_timeout: float | None = None,
-        expected_kind: str | None = None,
-        expected_api_version: str | None = None,
-        gc_policy: GCPolicy | None = None,
-        reflector_options: ReflectorOptions | None = None,
+        reflector: ReflectorOptions | None = None,
         cache: CacheMode = "compact",
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
@@ -216,17 +211,9 @@ class SharedIndexInformer:
         # How objects are represented along the pipeline, chosen once (raises for an
         # unknown cache mode).
         self._codec = codec = codec_for(cache)
-        base = reflector_options if reflector_options is not None else ReflectorOptions()
+        base = reflector if reflector is not None else ReflectorOptions()
         # The one check of these settings is ReflectorOptions'; the reflector gets this.
-        self._reflector_options = base.replace(
-            resync_period=resync_period,
-            page_size=page_size,
-            use_watch_list=use_watch_list,
-            watch_inactivity_timeout=watch_inactivity_timeout,
-            expected_kind=expected_kind,
-            expected_api_version=expected_api_version,
-            gc_policy=gc_policy,
-        )
+        self._reflector_options = base.replace(resync_period=resync_period)
         self._lister_watcher = lister_watcher
         self._source = source_info(lister_watcher)
         # What the informer is called: the name given, else what its source describes.
@@ -470,7 +457,7 @@ class SharedIndexInformer:
             add = listener.add
             carry = self._codec.carry
             for entry in self._indexer.entries():
-                add(Notification(ADD, carry(entry), True))
+                add(Notification(NotificationKind.ADD, carry(entry), True))
         self._processor.add_listener(listener, start=start)
         return HandlerRegistration(self, listener)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 from aioinformer._handler_calls import converted_deleted, converted_old
 from aioinformer._meta import labels_of, namespace_of
@@ -37,19 +37,24 @@ from aioinformer._model_guard import ModelGuard
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
-from aioinformer.processor import ADD, UPDATE, HandlerRegistration, ProcessorListener
+from aioinformer.processor import HandlerRegistration, NotificationKind, ProcessorListener
 
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Callable
     from types import TracebackType
 
-__all__ = ["Event", "EventStream", "EventType", "Lister"]
+__all__ = ["Event", "EventStream", "Lister", "NotificationType"]
 
 T = TypeVar("T")
 
-EventType = Literal["ADDED", "UPDATED", "DELETED"]
-"""The handlers' vocabulary (``on_add``/``on_update``/``on_delete``), not the wire's.
+_ADD: Final = NotificationKind.ADD
+_UPDATE: Final = NotificationKind.UPDATE
+
+NotificationType = Literal["ADDED", "UPDATED", "DELETED"]
+"""What an :class:`Event` reports: the handlers' vocabulary (``on_add``/``on_update``/
+``on_delete``), not the wire's. (Not :data:`aioinformer.recorder.EventType`, the
+``"Normal"``/``"Warning"`` of a Kubernetes Event.)
 
 This is the one mapping from a watch's event types (:mod:`aioinformer.listwatch`):
 ``ADDED`` and ``DELETED`` keep their names; ``MODIFIED`` becomes ``"UPDATED"``, as does a
@@ -61,9 +66,14 @@ arrives as ``"DELETED"`` with a :class:`~aioinformer.models.DeletedFinalStateUnk
 @dataclass(frozen=True, slots=True)
 class Event:
     """One notification, as yielded by :meth:`SharedIndexInformer.events
-    <aioinformer.informer.SharedIndexInformer.events>`."""
+    <aioinformer.informer.SharedIndexInformer.events>`.
 
-    type: EventType
+    Not a Kubernetes Event: those are the ``Event`` models of :mod:`aioinformer.k8s`,
+    which :mod:`aioinformer.recorder` writes. So that ``aioinformer.Event`` cannot be read
+    as one, the package root does not export this class; import it from here or from
+    :mod:`aioinformer.informer`."""
+
+    type: NotificationType
     """``"ADDED"``, ``"UPDATED"`` or ``"DELETED"``."""
     object: Any
     """The new object; for ``"DELETED"`` the last state seen, or a tombstone."""
@@ -228,18 +238,18 @@ class EventStream:
                 raise StopAsyncIteration
             kind, a, b = notification
             if convert is None:
-                if kind == UPDATE:
+                if kind == _UPDATE:
                     return Event("UPDATED", b, a)
-                if kind == ADD:
+                if kind == _ADD:
                     return Event("ADDED", a, None, b)
                 return Event("DELETED", a)
             # With a model, what does not validate is skipped (an add, an update's new
             # state), or delivered without it (an update's old, a deleted object's last
             # state), as handlers get it: the guard has reported it.
             try:
-                if kind == UPDATE:
+                if kind == _UPDATE:
                     return Event("UPDATED", convert(b), converted_old(convert, a))
-                if kind == ADD:
+                if kind == _ADD:
                     return Event("ADDED", convert(a), None, b)
             except InvalidObjectError:
                 continue

@@ -49,7 +49,6 @@ __all__ = [
     "DELETED",
     "DescribedListerWatcher",
     "ERROR",
-    "EventBatchSink",
     "EventFailures",
     "INITIAL_EVENTS_END_ANNOTATION",
     "ListOptions",
@@ -57,6 +56,7 @@ __all__ = [
     "MODIFIED",
     "ObjectList",
     "SourceInfo",
+    "WatchBatchSink",
     "WatchEvent",
     "WatchStreamBase",
     "source_info",
@@ -122,7 +122,7 @@ class ObjectList:
 
     items: list[Any] = field(default_factory=list)
     """Decoded ``dict`` items, or what the informer's codec decodes them into (a compact
-    cache's :class:`~aioinformer._raw.RawObject`, see
+    cache's :class:`~aioinformer._raw.CompactEntry`, see
     :meth:`DescribedListerWatcher.decoded_with`)."""
     resource_version: str = ""
     continue_: str | None = None
@@ -220,11 +220,11 @@ class WatchStreamBase(abc.ABC):
 
 
 EventFailures: TypeAlias = "list[tuple[WatchEvent, Exception]] | None"
-"""What :meth:`EventBatchSink.apply_events` returns: the events it could not take, each
+"""What :meth:`WatchBatchSink.apply_events` returns: the events it could not take, each
 with its error; ``None`` when it took them all."""
 
 
-class EventBatchSink(abc.ABC):
+class WatchBatchSink(abc.ABC):
     """A reflector's store that takes a watch's events a batch at a time: one call per read
     of the connection instead of one per event. The informer's FIFOs are such stores; a
     store that is not gets ``add``/``update``/``delete`` (and ``bookmark``) per event."""

@@ -216,7 +216,7 @@ class Manager:
     audits its cache (:class:`~aioinformer.audit.CacheAudit`: by default every ten minutes
     with 20 % jitter, each a paged metadata-only LIST; ``None`` turns audits off); any
     other keyword goes to the :class:`~aioinformer.factory.SharedInformerFactory`
-    (``resync_period``, ``use_watch_list``, ``cache``, ...).
+    (``resync_period``, ``reflector``, ``cache``, ...).
 
     Audits are on here, while a bare informer or factory leaves them off: an operator
     acts on what its cache says, and a cache that silently lost a deletion (a faulty

@@ -125,8 +125,6 @@ if TYPE_CHECKING:
     from aioinformer._metrics import HandlerMetrics
 
 __all__ = [
-    "ADD",
-    "DELETE",
     "EventHandler",
     "HandlerMetricsProvider",
     "HandlerRegistration",
@@ -138,16 +136,12 @@ __all__ = [
     "ProcessorListener",
     "SharedProcessor",
     "SlowHandlerThresholds",
-    "UPDATE",
     "determine_resync_period",
 ]
 
 logger = logging.getLogger(__name__)
 
-# The kinds under their older module-level names, kept importable from here.
-ADD: Final = NotificationKind.ADD
-UPDATE: Final = NotificationKind.UPDATE
-DELETE: Final = NotificationKind.DELETE
+_ADD: Final = NotificationKind.ADD
 
 _KIND_NAMES: Final = ("add", "update", "delete")
 
@@ -460,7 +454,7 @@ class ProcessorListener:
                 return None
             if notification is not None:
                 self.delivered += 1
-                if notification[2] is True and notification[0] == ADD:
+                if notification[2] is True and notification[0] == _ADD:
                     pending.initial_pending -= 1
                     if pending.initial_waiter is not None:
                         pending.release_initial()
@@ -570,7 +564,7 @@ class ProcessorListener:
                         if metrics is not None:
                             metrics.latency.observe(latency)
                             metrics.pending.set(len(pending))
-                if b is True and kind == ADD:
+                if b is True and kind == _ADD:
                     # An initial-list add counts as handled once its call has returned
                     # (or raised), as client-go's sync tracker does.
                     pending.initial_pending -= 1
@@ -628,7 +622,7 @@ def _call_in_turn(
 
 
 def _initial_adds(notifications: list[Notification]) -> int:
-    return sum(1 for n in notifications if n[2] is True and n[0] == ADD)
+    return sum(1 for n in notifications if n[2] is True and n[0] == _ADD)
 
 
 class _Batch:

@@ -83,8 +83,8 @@ from aioinformer.listwatch import (
     BOOKMARK,
     DELETED,
     MODIFIED,
-    EventBatchSink,
     EventFailures,
+    WatchBatchSink,
     WatchEvent,
 )
 from aioinformer.models import DeletedFinalStateUnknown
@@ -160,7 +160,7 @@ def _one(action: DeltaType, obj: Any) -> Deltas:
 
 
 # AppliedReads first: its ``_on_close`` overrides the base's no-op.
-class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
+class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     """A queue of single changes, in arrival order, with relists and resyncs as one item.
 
     ``key_func`` gives each object's key (tombstones use their own ``key``).
@@ -246,7 +246,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, EventBatchSink):
         """A watch's events, in order, each queued as :meth:`add`, :meth:`update`,
         :meth:`delete` or :meth:`bookmark` would queue it; an event whose key or transform
         fails is returned with its error (see
-        :class:`~aioinformer.listwatch.EventBatchSink`)."""
+        :class:`~aioinformer.listwatch.WatchBatchSink`)."""
         failures: EventFailures = None
         push = self._push
         for event in events:

@@ -112,9 +112,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, TypeAlias
 
-from aioinformer._backoff import Backoff
+from aioinformer._backoff import Backoff as Backoff
 from aioinformer._clock import Clock, default_clock
-from aioinformer._gcpolicy import GCPolicy, collector_paused
+from aioinformer._gcpolicy import GCPolicy as GCPolicy
+from aioinformer._gcpolicy import collector_paused
 from aioinformer._list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from aioinformer._list_policy import ListPolicy
 from aioinformer._metric_recorders import new_reflector_metrics
@@ -137,9 +138,9 @@ from aioinformer._watch_policy import (
 from aioinformer._watch_stream import (
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Cursor,
-    EventSink,
     TemporaryStore,
     WatchRead,
+    WatchSink,
     close_stream,
     inactivity_deadline,
 )
@@ -152,7 +153,9 @@ from aioinformer.listwatch import ListerWatcher, ListOptions, ObjectList, WatchE
 
 __all__ = [
     "AddCounterMetric",
+    "Backoff",
     "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
+    "GCPolicy",
     "ListOptions",
     "ListerWatcher",
     "ObjectList",
@@ -701,7 +704,7 @@ class Reflector:
     async def _consume(
         self,
         stream: AsyncIterator[WatchEvent],
-        sink: EventSink,
+        sink: WatchSink,
         cursor: Cursor,
         timeout_seconds: int,
         *,

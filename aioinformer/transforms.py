@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._raw import READS_RAW, RawObject, without_fields
+from aioinformer._raw import READS_RAW, CompactEntry, without_fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,7 +43,7 @@ def strip_managed_fields(obj: Any) -> Any:
         meta = obj.get("metadata")
         if type(meta) is dict:
             meta.pop("managedFields", None)
-    elif type(obj) is RawObject:
+    elif type(obj) is CompactEntry:
         return without_fields(obj, metadata=_MANAGED_FIELDS)
     return obj
 
@@ -63,7 +63,7 @@ def keep_metadata_only(obj: Any) -> Any:
     """
     if type(obj) is dict and len(obj) > 3:
         return {name: obj[name] for name in _TYPE_AND_METADATA if name in obj}
-    if type(obj) is RawObject:
+    if type(obj) is CompactEntry:
         return without_fields(obj, keep=_TYPE_AND_METADATA)
     return obj
 

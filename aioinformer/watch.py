@@ -5,7 +5,7 @@ response, one JSON object per line (``{"type": ..., "object": {...}}``), arrivin
 chunks whose boundaries fall anywhere. Output: one :class:`WatchEvent` per line, in stream
 order, handed on a read at a time (:meth:`WatchStream.batches`). The usual line is decoded
 by the informer's :class:`~aioinformer.codec.Codec`: into a dict with one ``orjson.loads``
-(the default), or, for a compact cache, into a :class:`~aioinformer._raw.RawObject`: the
+(the default), or, for a compact cache, into a :class:`~aioinformer._raw.CompactEntry`: the
 object's bytes and its head, read by msgspec without decoding the rest. Bookmarks and
 anything unusual are decoded whole, the careful way.
 
@@ -275,7 +275,7 @@ def read_watch_stream(
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
     A line longer than ``max_line_bytes`` raises :class:`WatchError`. ``codec`` decodes
     the usual lines (the objects of ``ADDED``/``MODIFIED``/``DELETED`` events): dicts by
-    default, :class:`~aioinformer._raw.RawObject` entries with a compact codec.
+    default, :class:`~aioinformer._raw.CompactEntry` entries with a compact codec.
     :class:`WatchStream` is the same stream saying whether the server accepted the
     request, and handing its events out by the batch.
     """

@@ -121,6 +121,7 @@ async def audit_ours(
 ) -> dict[str, float]:
     from aioinformer.audit import AuditOutcome, AuditReport, CacheAudit
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+    from aioinformer.reflector import ReflectorOptions
 
     async with harness.client(url) as client:
         lister = _PlainLister(client.resource("v1/pods")) if plain_source else None
@@ -129,7 +130,7 @@ async def audit_ours(
             "pods",
             cache=cache,
             indexers={NAMESPACE_INDEX: namespace_index_func},
-            page_size=params["page_size"],
+            reflector=ReflectorOptions(use_watch_list=False, page_size=params["page_size"]),
             audit=CacheAudit(period=3600.0, page_size=params["page_size"], lister=lister),
         )
         async with informer:

@@ -98,10 +98,17 @@ async def client(url: str) -> AsyncIterator[Any]:
         yield opened
 
 
-def informer(client: Any, resource: str, *, cache: CacheMode, **options: Any) -> Any:
+def informer(
+    client: Any, resource: str, *, cache: CacheMode, reflector: Any = None, **options: Any
+) -> Any:
     """A ``SharedIndexInformer`` over ``v1/<resource>`` with that cache mode; it LISTs
-    (``use_watch_list=False``) unless ``options`` say otherwise, as the baselines do."""
+    (``use_watch_list=False``) unless ``reflector`` (its ``ReflectorOptions``) says
+    otherwise, as the baselines do."""
     from aioinformer.informer import SharedIndexInformer
+    from aioinformer.reflector import ReflectorOptions
 
-    options.setdefault("use_watch_list", False)
-    return SharedIndexInformer(client.resource(f"v1/{resource}"), cache=cache, **options)
+    if reflector is None:
+        reflector = ReflectorOptions(use_watch_list=False)
+    return SharedIndexInformer(
+        client.resource(f"v1/{resource}"), cache=cache, reflector=reflector, **options
+    )

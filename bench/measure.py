@@ -324,12 +324,22 @@ class CollectorWatch:
 
 @contextlib.asynccontextmanager
 async def observed(figures: dict[str, float]) -> AsyncIterator[None]:
-    """Watch the loop's lag and the collector's runs over the block; their figures are
-    added to ``figures`` when it ends."""
+    """Watch the loop's lag, the collector's runs and the process's CPU over the block;
+    their figures are added to ``figures`` when it ends.
+
+    ``cpu_cores`` is the process's CPU time (user and system, every thread) over the
+    block's wall time: the share of one core the measured side used while events flowed.
+    The replay server runs in its own process, so it is not counted; the lag probe's own
+    wake-ups are, on both sides alike.
+    """
     probe = LoopLagProbe()
     collector = CollectorWatch()
+    cpu_started = time.process_time()
+    wall_started = time.perf_counter()
     with collector:
         async with probe:
             yield
+    wall = time.perf_counter() - wall_started
     figures.update(probe.summary())
     figures.update(collector.summary())
+    figures["cpu_cores"] = (time.process_time() - cpu_started) / wall if wall > 0 else 0.0

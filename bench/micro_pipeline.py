@@ -44,10 +44,8 @@ from typing import TYPE_CHECKING, Any
 from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, Deltas, DeltaType
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.processor import (
-    ADD,
-    DELETE,
-    UPDATE,
     Notification,
+    NotificationKind,
     ProcessorListener,
     SharedProcessor,
 )
@@ -57,6 +55,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 _DELETED = DeltaType.DELETED
+ADD = NotificationKind.ADD
+UPDATE = NotificationKind.UPDATE
+DELETE = NotificationKind.DELETE
 
 
 def make_apply(

@@ -202,13 +202,14 @@ async def _sync_ours(
     use_watch_list: bool = False,
 ) -> dict[str, float]:
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+    from aioinformer.reflector import ReflectorOptions
 
     resource = params["resource"]
     if variant in ("model", "model-transform") and resource != "pods":
         raise ValueError("the typed variants are defined for pods only")
     options: dict[str, Any] = {
         "indexers": {NAMESPACE_INDEX: namespace_index_func},
-        "use_watch_list": use_watch_list,
+        "reflector": ReflectorOptions(use_watch_list=use_watch_list),
     }
     if variant == "strip":
         from aioinformer.transforms import strip_managed_fields

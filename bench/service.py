@@ -105,6 +105,7 @@ async def lister_baseline(url: str, params: dict[str, Any]) -> dict[str, float]:
 
 async def lister_ours(url: str, params: dict[str, Any], *, cache: CacheMode) -> dict[str, float]:
     from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
+    from aioinformer.reflector import ReflectorOptions
 
     async with harness.client(url) as client:
         informer = harness.informer(
@@ -112,7 +113,7 @@ async def lister_ours(url: str, params: dict[str, Any], *, cache: CacheMode) -> 
             "pods",
             cache=cache,
             indexers={NAMESPACE_INDEX: namespace_index_func},
-            page_size=params["page_size"],
+            reflector=ReflectorOptions(use_watch_list=False, page_size=params["page_size"]),
         )
         before = settled_rss()
         async with informer:

@@ -23,7 +23,7 @@ The rows (metric names in brackets):
    framing and the per-event checks); naive: ``split(b"\\n")``. aiohttp's own reading is
    not in it; the whole pipeline has it.
 2. decode (``decode_us``): each line to the event's object: ``orjson.loads`` (naive,
-   objects) or ``decode_watch_line`` (compact: a ``RawObject``, only its head decoded).
+   objects) or ``decode_watch_line`` (compact: a ``CompactEntry``, only its head decoded).
 3. FIFO (``fifo_us``): the reflector's watch loop (``WatchRead``) reading decoded events from
    an async iterator into a ``DeltaFIFO`` as the informer builds it, handing off every few
    events as it does, and the pop task taking them with ``pop_batch`` without applying
@@ -84,7 +84,7 @@ import orjson
 
 from aioinformer._apply import apply_deltas
 from aioinformer._clock import default_clock
-from aioinformer._raw import RawObject, decode_list
+from aioinformer._raw import CompactEntry, decode_list
 from aioinformer._watch_stream import Cursor, WatchRead
 from aioinformer.codec import DICT_BATCH, CompactCodec, ObjectsCodec
 from aioinformer.codec import Codec as PipelineCodec
@@ -267,7 +267,7 @@ def decode_objects(lines: Iterable[bytes]) -> list[Any]:
 
 
 def decode_compact(lines: Iterable[bytes]) -> list[Any]:
-    """The compact codec's decode of each line: the event, its object a ``RawObject``."""
+    """The compact codec's decode of each line: the event, its object a ``CompactEntry``."""
     decode = CompactCodec().decode_event
     return [decode(line) for line in lines]
 
@@ -343,7 +343,7 @@ def popped_as(obj: Any) -> tuple[str, Deltas]:
     """One watch event's object as the pop task is handed it: its key and its Deltas."""
     deltas = Deltas()
     deltas.append(Delta(DeltaType.UPDATED, obj))
-    return (obj.key if type(obj) is RawObject else meta_namespace_key(obj)), deltas
+    return (obj.key if type(obj) is CompactEntry else meta_namespace_key(obj)), deltas
 
 
 def store_naive(cache: dict[str, Any], objs: Iterable[Any]) -> None:
@@ -935,7 +935,7 @@ class _Stages:
         """Raise unless the cache holds the last event's object."""
         (event,) = self._decoded(self.body.events - 1, self.body.events)
         obj = event.object
-        if type(obj) is RawObject:
+        if type(obj) is CompactEntry:
             key, wanted = obj.key, obj.resource_version
             version = cache.entry_by_key(key).resource_version
         else:

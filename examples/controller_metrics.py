@@ -28,12 +28,9 @@ from typing import Any
 
 import aiohttp
 
-from aioinformer import set_metrics_provider
+from aioinformer import set_metrics_provider, split_meta_namespace_key
 from aioinformer.contrib.prometheus import PrometheusMetricsProvider
-from aioinformer.controller import Controller
-from aioinformer.errors import Requeue
-from aioinformer.indexer import split_meta_namespace_key
-from aioinformer.manager import Manager
+from aioinformer.operator import Controller, Manager, Requeue
 from aioinformer.testing import FakeAPIServer, eventually
 
 NAMES = ("app", "db", "flaky", "stale", "later")

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from aioinformer.leaderelection import LeaderElector, LeaseLock
+from aioinformer.operator import LeaderElector, LeaseLock
 from aioinformer.testing import FakeAPIServer
 
 if TYPE_CHECKING:

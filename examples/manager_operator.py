@@ -31,16 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from aioinformer.client import Client
-from aioinformer.controller import Controller
-from aioinformer.indexer import split_meta_namespace_key
-from aioinformer.manager import LeaderElection, Manager
+from aioinformer import Client, split_meta_namespace_key
+from aioinformer.operator import Controller, LeaderElection, Manager
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer.informer import SharedIndexInformer
+    from aioinformer import SharedIndexInformer
 
 logger = logging.getLogger("manager_operator")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from aioinformer.manager import Manager
+from aioinformer.operator import Manager
 from aioinformer.testing import FakeAPIServer
 
 if TYPE_CHECKING:

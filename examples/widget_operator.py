@@ -44,24 +44,26 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from aioinformer.client import Client
-from aioinformer.controller import Controller, enqueue_owner
-from aioinformer.errors import AlreadyExists, NotFound, Requeue
-from aioinformer.events import EventRecorder
-from aioinformer.finalizers import Finalizer, FinalizerAction
-from aioinformer.indexer import split_meta_namespace_key
-from aioinformer.manager import LeaderElection, Manager
-from aioinformer.models import KubeObject
-from aioinformer.ownership import set_controller_reference
-from aioinformer.predicates import generation_changed
+from aioinformer import AlreadyExists, Client, KubeObject, NotFound, split_meta_namespace_key
+from aioinformer.operator import (
+    Controller,
+    EventRecorder,
+    Finalizer,
+    FinalizerAction,
+    LeaderElection,
+    Manager,
+    Requeue,
+    enqueue_owner,
+    generation_changed,
+    set_controller_reference,
+)
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer.events import EventType
-    from aioinformer.factory import SharedInformerFactory
-    from aioinformer.informer import SharedIndexInformer
+    from aioinformer import SharedIndexInformer, SharedInformerFactory
+    from aioinformer.operator import EventType
 
 logger = logging.getLogger("widget-operator")
 

@@ -7,13 +7,13 @@ faults over the fake API server, cancellation) run once per mode.
 
 Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
 with the ids ``objects-cache`` and ``compact-cache``; the ``source_type`` fixture, a fake
-source of dicts or of RawObjects (ids ``dicts-source``, ``rawobjects-source``); and
+source of dicts or of CompactEntry objects (ids ``dicts-source``, ``rawobjects-source``); and
 :func:`resource_version_of`, which reads an object's resourceVersion whatever form the
-pipeline holds it in (a dict, or a RawObject on its way through the DeltaFIFO).
+pipeline holds it in (a dict, or a CompactEntry on its way through the DeltaFIFO).
 ``tests/conftest.py`` registers the fixtures for every test under ``tests``.
 
 The tests that compare the modes also share a :func:`pod` whose every level changes with
-its step, a :class:`CompactFakeListerWatcher` (a fake source of RawObjects, as the real
+its step, a :class:`CompactFakeListerWatcher` (a fake source of CompactEntry objects, as the real
 client is), :class:`Decodes` (a count of whole-object decodes), a :class:`Recorder`
 handler, and a :func:`scripted_informer` whose timers fire at the same fake times on every
 run, with :func:`until_idle` and :func:`relist_after_lost_history` to drive it. Nothing
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import DescribedListerWatcher, WatchEvent, WatchStreamBase
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import reflector_statistics
 from tests._support_tasks import settle
@@ -63,7 +63,7 @@ def cache(request: pytest.FixtureRequest) -> CacheMode:
 @pytest.fixture(params=["dicts", "rawobjects"], ids=lambda kind: f"{kind}-source")
 def source_type(request: pytest.FixtureRequest) -> type[FakeListerWatcher]:
     """The fake source under test: one of dicts (which a compact informer encodes as it
-    stores them), or one of RawObjects, as the real client is for a compact informer
+    stores them), or one of CompactEntry objects, as the real client is for a compact informer
     (an ``"objects"`` informer reads dicts from either)."""
     if request.param == "rawobjects":
         return CompactFakeListerWatcher
@@ -101,15 +101,15 @@ def pod(name: str, step: int = 0, *, namespace: str | None = "default") -> dict[
 
 class CompactFakeListerWatcher(FakeListerWatcher):
     """A :class:`FakeListerWatcher` that, decoded with a compact codec, lists and watches
-    RawObjects, as the real client does for a compact informer: each is encoded from the
+    CompactEntry objects, as the real client does for a compact informer: each is encoded from the
     dict the fake would have sent."""
 
     def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
-        return _AsRawObjects(self) if isinstance(codec, CompactCodec) else self
+        return _AsCompactEntries(self) if isinstance(codec, CompactCodec) else self
 
 
-class _AsRawObjects(DescribedListerWatcher):
-    """A fake's lists and watches with each object (bookmarks aside) a RawObject."""
+class _AsCompactEntries(DescribedListerWatcher):
+    """A fake's lists and watches with each object (bookmarks aside) a CompactEntry."""
 
     def __init__(self, fake: FakeListerWatcher) -> None:
         self.fake = fake
@@ -119,15 +119,15 @@ class _AsRawObjects(DescribedListerWatcher):
 
     async def list(self, options: ListOptions) -> ObjectList:
         page = await self.fake.list(options)
-        return dataclasses.replace(page, items=[RawObject.from_dict(o) for o in page.items])
+        return dataclasses.replace(page, items=[CompactEntry.from_dict(o) for o in page.items])
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         stream = self.fake.watch(options)
         assert isinstance(stream, WatchStreamBase)
-        return _RawObjectStream(stream)
+        return _CompactEntryStream(stream)
 
 
-class _RawObjectStream(WatchStreamBase):
+class _CompactEntryStream(WatchStreamBase):
     def __init__(self, inner: WatchStreamBase) -> None:
         self._inner = inner
 
@@ -150,23 +150,23 @@ class _RawObjectStream(WatchStreamBase):
 
 def _as_raw(event: WatchEvent) -> WatchEvent:
     if isinstance(event.object, dict) and event.type != "BOOKMARK":
-        return WatchEvent(event.type, RawObject.from_dict(event.object))
+        return WatchEvent(event.type, CompactEntry.from_dict(event.object))
     return event
 
 
 class Decodes:
-    """Counts the whole-object decodes (:meth:`RawObject.decode`) while installed."""
+    """Counts the whole-object decodes (:meth:`CompactEntry.decode`) while installed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Counts from now until the test ends (``monkeypatch`` undoes it)."""
         self.count = 0
-        decode = RawObject.decode
+        decode = CompactEntry.decode
 
-        def counting(entry: RawObject) -> dict[str, Any]:
+        def counting(entry: CompactEntry) -> dict[str, Any]:
             self.count += 1
             return decode(entry)
 
-        monkeypatch.setattr(RawObject, "decode", counting)
+        monkeypatch.setattr(CompactEntry, "decode", counting)
 
 
 class Recorder:
@@ -196,8 +196,8 @@ def scripted_informer(
 ) -> SharedIndexInformer:
     """An informer whose timers fire at the same fake times on every run: resync checks
     every second, a backoff of exactly :data:`BACKOFF`; lists and relists are plain LISTs
-    (the scripts fail and count those) unless ``use_watch_list`` says otherwise."""
-    options.setdefault("use_watch_list", False)
+    (the scripts fail and count those) unless a ``reflector`` option says otherwise."""
+    options.setdefault("reflector", ReflectorOptions(use_watch_list=False))
     return SharedIndexInformer(
         source,
         clock=clock,

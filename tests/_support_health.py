@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 
@@ -39,7 +40,9 @@ def lw() -> FakeListerWatcher:
 @pytest.fixture
 def informer(lw: FakeListerWatcher, clock: FakeClock) -> SharedIndexInformer:
     """Not started."""
-    return SharedIndexInformer(lw, clock=clock, watch_inactivity_timeout=DEADLINE)
+    return SharedIndexInformer(
+        lw, clock=clock, reflector=ReflectorOptions(watch_inactivity_timeout=DEADLINE)
+    )
 
 
 @pytest.fixture
@@ -47,5 +50,7 @@ def list_informer(lw: FakeListerWatcher, clock: FakeClock) -> SharedIndexInforme
     """Not started; it LISTs, then watches (``use_watch_list=False``), for the cases
     about a list's failure or a watch opened after a list."""
     return SharedIndexInformer(
-        lw, clock=clock, watch_inactivity_timeout=DEADLINE, use_watch_list=False
+        lw,
+        clock=clock,
+        reflector=ReflectorOptions(watch_inactivity_timeout=DEADLINE, use_watch_list=False),
     )

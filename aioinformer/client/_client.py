@@ -194,7 +194,9 @@ class Client:
         ``namespace=None`` lists and watches all namespaces. ``metadata_only`` asks for
         ``PartialObjectMetadata`` (only ``metadata`` of each object).
         """
-        return ResourceClient(self, resource, namespace, metadata_only=metadata_only)
+        return ResourceClient(
+            self._http, self._discovery, resource, namespace, metadata_only=metadata_only
+        )
 
     def __repr__(self) -> str:
         http = self._http

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import aiohttp
     from pydantic import BaseModel
 
-    from aioinformer.client._client import Client
+    from aioinformer.client._discovery import Discovery
     from aioinformer.codec import Codec
 
 __all__ = ["PatchType", "ResourceClient", "watch_read_timeout"]
@@ -90,16 +90,17 @@ class ResourceClient(DescribedListerWatcher):
 
     def __init__(
         self,
-        client: Client,
+        http: HttpSession,
+        discovery: Discovery,
         resource: str | GVR | ResourceInfo,
         namespace: str | None = None,
         *,
         metadata_only: bool = False,
     ) -> None:
-        self._client = client
-        # The HTTP layer is the interface the two classes share: requests, limits and
-        # read deadlines come from it, never from the client's own fields.
-        self._http: HttpSession = client._http
+        # What it shares with the Client that made it: the HTTP layer (requests, limits and
+        # read deadlines) and discovery's cache, never the client itself.
+        self._http = http
+        self._discovery = discovery
         self._spec = resource
         self._info: ResourceInfo | None = resource if isinstance(resource, ResourceInfo) else None
         if isinstance(resource, str) and "/" in resource:
@@ -130,7 +131,8 @@ class ResourceClient(DescribedListerWatcher):
         if self._metadata_only:
             return self
         return ResourceClient(
-            self._client,
+            self._http,
+            self._discovery,
             self._info if self._info is not None else self._spec,
             self._namespace,
             metadata_only=True,
@@ -141,7 +143,7 @@ class ResourceClient(DescribedListerWatcher):
         if self._info is None:
             spec = self._spec
             assert not isinstance(spec, ResourceInfo)
-            self._info = await self._client.resolve(spec)
+            self._info = await self._discovery.resolve(spec)
         return self._info
 
     def _object_namespace(self, info: ResourceInfo, *candidates: str | None) -> str | None:
@@ -175,7 +177,7 @@ class ResourceClient(DescribedListerWatcher):
     def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
         """This resource, listed and watched through ``codec``: its items and events'
         objects are what ``codec`` decodes the bytes into (a compact cache's
-        :class:`~aioinformer._raw.RawObject`, read without building a ``dict``)."""
+        :class:`~aioinformer._raw.CompactEntry`, read without building a ``dict``)."""
         return _Decoded(self, codec)
 
     def watch(

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import ipaddress
 import logging
 import os
@@ -70,6 +69,7 @@ from aiohttp import web
 
 from aioinformer._apiobjects import ResourceType
 from aioinformer._clock import Clock, default_clock
+from aioinformer._runner import cancel_and_wait, finish_regardless
 from aioinformer.errors import (
     ApiError,
     CacheSyncError,
@@ -160,7 +160,8 @@ class CachingProxy:
     BOOKMARKs to watchers that asked. ``watcher_buffer``: lines queued per watcher before
     it is closed. ``flush_interval``: seconds a change may wait so that the changes of
     that span reach each watcher in one write (0: at the next turn of the event loop).
-    ``reflector_options``: the upstream reflectors' settings.
+    ``reflector``: the upstream reflectors' settings (a
+    :class:`~aioinformer.reflector.ReflectorOptions`).
     """
 
     def __init__(
@@ -181,7 +182,7 @@ class CachingProxy:
         flush_interval: float = 0.005,
         cache_sync_timeout: float = 120.0,
         clock: Clock | None = None,
-        reflector_options: ReflectorOptions | None = None,
+        reflector: ReflectorOptions | None = None,
     ) -> None:
         if not resources:
             raise ValueError("CachingProxy needs at least one resource to serve")
@@ -217,7 +218,7 @@ class CachingProxy:
         self._flush_interval = flush_interval
         self._sync_timeout = cache_sync_timeout
         self._clock: Clock = clock if clock is not None else default_clock
-        self._options = reflector_options
+        self._options = reflector
         self._caches: dict[tuple[str, str, str], WatchCache] = {}
         self._reflectors: list[tuple[str, Reflector]] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -365,18 +366,27 @@ class CachingProxy:
                 cache.bookmark_all()
 
     async def close(self) -> None:
-        """End every downstream watch, stop listening, stop the upstream reflectors."""
+        """End every downstream watch, stop listening, stop the upstream reflectors.
+
+        A caller cancelled while it waits still gets all of it done, and the cancellation
+        is raised once it is: nothing is left listening or running, and nothing swallows
+        the caller's cancellation."""
+        await finish_regardless(self._shut_down())
+
+    async def _shut_down(self) -> None:
         for cache in self._caches.values():
             cache.close_all()
         runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        try:
+            if runner is not None:
+                await runner.cleanup()
+        finally:
+            await cancel_and_wait(*tasks)
+        # Every failure is read, so none is reported unretrieved; the first is raised.
+        failures = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
+        if failures:
+            raise failures[0]
 
     # -- surface ---------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The client's compact reads over real HTTP: decoded with a compact codec
-(``decoded_with(CompactCodec())``), its lists and watches give RawObjects that decode to
+(``decoded_with(CompactCodec())``), its lists and watches give CompactEntry objects that decode to
 exactly what ``list`` and ``watch`` give, for full objects and for PartialObjectMetadata,
 page by page, and a malformed answer raises a clear error."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.errors import Gone
 from aioinformer.listwatch import ListOptions, WatchEvent
@@ -66,7 +66,7 @@ async def test_compact_pages_decode_to_the_plain_pages(
             if page.continue_ is None:
                 break
             options = ListOptions(limit=2, continue_=page.continue_)
-    assert all(type(item) is RawObject for item in compact)
+    assert all(type(item) is CompactEntry for item in compact)
     assert [item.decode() for item in compact] == plain
     assert [item.key for item in compact] == [f"default/c{index}" for index in range(5)]
     assert all(item.labels == {"app": "web"} for item in compact)
@@ -86,7 +86,7 @@ async def test_compact_watch_events_decode_to_the_plain_events(
         plain = await events(resource.watch(options), 3)
         compact = await events(resource.decoded_with(CompactCodec()).watch(options), 3)
     assert [event.type for event in compact] == ["ADDED", "MODIFIED", "DELETED"]
-    assert all(type(event.object) is RawObject for event in compact)
+    assert all(type(event.object) is CompactEntry for event in compact)
     assert [(e.type, e.object.decode()) for e in compact] == [(e.type, e.object) for e in plain]
 
 

@@ -69,7 +69,7 @@ from aioinformer.errors import AlreadyExists, NotFound
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from tests._support_properties import PROFILE, examples
 from tests._support_wait import wait_until
@@ -216,7 +216,7 @@ class World:
             clock=ScaledClock(),
             cache=self.cache,
             in_order=self.in_order,
-            use_watch_list=False,
+            reflector=ReflectorOptions(use_watch_list=False),
         )
         self.watched = [
             Watched("all", factory.informer_for("pods"), lambda o: True, reenters=False),

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from aioinformer.controller import ControllerState
-from aioinformer.events import EventRecorder
 from aioinformer.factory import SharedInformerFactory
+from aioinformer.recorder import EventRecorder
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock

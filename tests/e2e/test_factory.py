@@ -17,7 +17,7 @@ from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.processor import SlowHandlerThresholds
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_reflector import reflector_statistics
 from tests._support_wait import wait_until
@@ -450,8 +450,7 @@ async def test_the_factory_gives_each_informer_its_own_backoff(
         clock=clock,
         backoff=backoff,
         cache=cache,
-        watch_inactivity_timeout=300.0,
-        use_watch_list=False,
+        reflector=ReflectorOptions(watch_inactivity_timeout=300.0, use_watch_list=False),
     )
     pods = factory.informer_for("pods")
     configmaps = factory.informer_for("configmaps")
@@ -476,7 +475,9 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
     fake_apiserver: FakeAPIServer, kube_client: Client
 ) -> None:
     clock = FakeClock()
-    factory = SharedInformerFactory(kube_client, clock=clock, watch_inactivity_timeout=40.0)
+    factory = SharedInformerFactory(
+        kube_client, clock=clock, reflector=ReflectorOptions(watch_inactivity_timeout=40.0)
+    )
     informer = factory.informer_for("pods")
     async with factory:
         assert all((await factory.wait_for_cache_sync(timeout=10)).values())
@@ -494,7 +495,7 @@ async def test_the_factory_passes_its_watch_inactivity_timeout_to_every_informer
 
 def test_the_factory_refuses_a_non_positive_inactivity_timeout(kube_client: Client) -> None:
     with pytest.raises(ValueError, match="watch_inactivity_timeout"):
-        SharedInformerFactory(kube_client, watch_inactivity_timeout=-1)
+        SharedInformerFactory(kube_client, reflector=ReflectorOptions(watch_inactivity_timeout=-1))
 
 
 def _stray_cancellation(obj: dict[str, Any]) -> list[str]:

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from aioinformer.controller import Controller, enqueue_owner
 from aioinformer.errors import AlreadyExists, NotFound
-from aioinformer.events import EventRecorder
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.finalizers import Finalizer, finalizers_of
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.ownership import set_controller_reference
+from aioinformer.recorder import EventRecorder
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:

@@ -361,3 +361,21 @@ async def test_metadata_only_informers_read_through_the_proxy(server: FakeAPISer
         assert late["kind"] == "PartialObjectMetadata"
         assert "data" not in late
         assert late["metadata"]["labels"] == {"via": "proxy"}
+
+
+async def test_a_close_whose_caller_is_cancelled_still_stops_everything_then_raises_it(
+    server: FakeAPIServer,
+) -> None:
+    async with server.client() as upstream:
+        proxy = CachingProxy(upstream, resources=["v1/configmaps"])
+        await proxy.start()
+        url = proxy.url
+        closing = asyncio.create_task(proxy.close())
+        await asyncio.sleep(0)  # close() is under way
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        # Nothing listens any more, and no reflector task is left (the autouse fixture).
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await http.get(f"{url}/readyz")

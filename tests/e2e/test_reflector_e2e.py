@@ -13,9 +13,9 @@ driven: every pop wakes the convergence check, bounded by ``asyncio.timeout``.
 
 Every case runs in both cache modes (the ``cache`` fixture), assembled as the informer
 assembles them: ``"objects"`` lists and watches decoded dicts into an :class:`Indexer`;
-``"compact"`` lists and watches RawObjects (the client decoded with a compact codec,
+``"compact"`` lists and watches CompactEntry objects (the client decoded with a compact codec,
 ``decoded_with(CompactCodec())``) into a
-:class:`CompactIndexer`, and the check that the cache holds nothing but RawObjects proves
+:class:`CompactIndexer`, and the check that the cache holds nothing but CompactEntry objects proves
 the faults hit the compact decoding path.
 """
 
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._backoff import Backoff
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.client import Client
 from aioinformer.codec import CompactCodec
 from aioinformer.config import Config
@@ -88,9 +88,9 @@ class Pipeline:
         return {meta_namespace_key(obj): obj for obj in self.indexer.list()}
 
     def assert_kept_as_its_mode_keeps(self) -> None:
-        """The cache holds RawObjects in compact mode, decoded dicts in objects mode."""
+        """The cache holds CompactEntry objects in compact mode, decoded dicts in objects mode."""
         kept = {type(entry) for entry in self.indexer.entries()}
-        assert kept <= ({RawObject} if self.mode == "compact" else {dict}), kept
+        assert kept <= ({CompactEntry} if self.mode == "compact" else {dict}), kept
 
     def converged(self) -> bool:
         return (

@@ -39,7 +39,7 @@ from aioinformer.errors import (
     Unauthorized,
 )
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import FakeAPIServer, Rule
 from aioinformer.testing.clock import FakeClock
 from tests._support_http import DiscoveryServer, json_response, serve
@@ -235,7 +235,7 @@ async def test_tokens_never_appear_in_logs_reprs_or_errors(
                 pods,
                 clock=clock,
                 watch_error_handler=lambda _r, exc: errors.append(exc),
-                use_watch_list=False,
+                reflector=ReflectorOptions(use_watch_list=False),
             )
             async with informer:
                 await clock.wait_for_sleepers(1)
@@ -374,7 +374,7 @@ async def test_an_informer_with_a_revoked_token_backs_off_instead_of_retrying_ho
             clock=clock,
             cache=cache,
             watch_error_handler=log,
-            use_watch_list=False,
+            reflector=ReflectorOptions(use_watch_list=False),
         )
         async with informer:
             await clock.wait_for_sleepers(1)
@@ -416,7 +416,7 @@ async def test_a_403_on_a_namespace_reaches_the_error_handler_and_statistics_wit
             clock=clock,
             cache=cache,
             watch_error_handler=handler,
-            use_watch_list=False,
+            reflector=ReflectorOptions(use_watch_list=False),
         )
         async with informer:
             for attempt in range(1, 4):

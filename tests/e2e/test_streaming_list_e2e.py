@@ -11,6 +11,7 @@ import pytest
 from aioinformer.errors import ApiError, Forbidden
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing import FakeAPIServer, FakeClock
 from tests._support_wait import wait_until
 
@@ -92,7 +93,9 @@ async def test_the_factory_streams_by_default_and_lists_when_told(
 
     fake_apiserver.request_log.clear()
     async with SharedInformerFactory(
-        kube_client, namespace="default", use_watch_list=False, page_size=2
+        kube_client,
+        namespace="default",
+        reflector=ReflectorOptions(use_watch_list=False, page_size=2),
     ) as factory:
         informer = factory.informer_for("v1/pods")
         assert await factory.wait_for_cache_sync(timeout=10) == {"v1/pods ns=default": True}
@@ -105,7 +108,7 @@ async def test_the_factory_streams_by_default_and_lists_when_told(
 
 def test_the_factory_checks_its_reflector_keywords_once(kube_client: Client) -> None:
     with pytest.raises(ValueError, match="page_size"):
-        SharedInformerFactory(kube_client, page_size=-1)
+        SharedInformerFactory(kube_client, reflector=ReflectorOptions(page_size=-1))
 
 
 async def sync_then_see_b(

@@ -162,7 +162,7 @@ async def running_informer(script: ScriptedServer) -> AsyncIterator[Running]:
             client.resource("v1/pods", namespace="default"),
             clock=clock,
             # The script answers LISTs and plays WATCHes: no streaming list.
-            use_watch_list=False,
+            reflector=ReflectorOptions(use_watch_list=False),
             watch_error_handler=lambda _r, exc: errors.append(exc),
         )
         async with informer:

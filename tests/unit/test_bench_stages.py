@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from aioinformer._raw import RawObject, SharedDecode
+from aioinformer._raw import CompactEntry, SharedDecode
 from aioinformer.indexer import NAMESPACE_INDEX
 from aioinformer.k8s.core_v1 import Pod
 from aioinformer.processor import NotificationKind
@@ -292,7 +292,7 @@ def test_each_codec_decodes_a_line_into_its_own_object(body: Body) -> None:
     assert objects.object == naive
     (compact,) = ADAPTERS["compact"].decode([line])
     assert compact.type == "MODIFIED"
-    assert type(compact.object) is RawObject
+    assert type(compact.object) is CompactEntry
     assert compact.object.resource_version == version
     assert compact.object.decode() == naive
 

@@ -21,7 +21,7 @@ from aioinformer.errors import CacheDivergence, Forbidden, InformerStoppedError,
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, ObjectList
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
@@ -64,7 +64,11 @@ def audited(
     """An informer auditing every ``PERIOD`` exactly; ``options`` are the audit's."""
     audit = CacheAudit(period=PERIOD, jitter=0.0, **options)
     return SharedIndexInformer(
-        lw, clock=clock, cache=cache, audit=audit, use_watch_list=use_watch_list
+        lw,
+        clock=clock,
+        cache=cache,
+        audit=audit,
+        reflector=ReflectorOptions(use_watch_list=use_watch_list),
     )
 
 

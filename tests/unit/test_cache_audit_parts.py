@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._audit import KeyRecorder
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.audit import AuditOutcome, CacheAudit
 from aioinformer.client import Client
 from aioinformer.codec import Codec, CompactCodec
@@ -21,6 +21,7 @@ from aioinformer.errors import CacheDivergence
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import set_metrics_provider
 from tests._support_health import clock as clock
@@ -234,7 +235,7 @@ class _Recording(FakeListerWatcher):
     async def list_compact(self, options: ListOptions) -> ObjectList:
         self.calls.append(("list_compact", gc.isenabled()))
         page = await super().list(options)
-        page.items = [RawObject.from_dict(item) for item in page.items]
+        page.items = [CompactEntry.from_dict(item) for item in page.items]
         return page
 
 
@@ -267,7 +268,9 @@ async def test_an_audit_lists_compact_entries_with_the_collector_paused_unless_t
 ) -> None:
     metadata = _Recording(namespace="ns", objects=[pod("a"), pod("b")])
     source = _WithMetadata(metadata, namespace="ns", objects=[pod("a"), pod("b")])
-    informer = SharedIndexInformer(source, clock=clock, cache="objects", gc_policy=policy)
+    informer = SharedIndexInformer(
+        source, clock=clock, cache="objects", reflector=ReflectorOptions(gc_policy=policy)
+    )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watchers(1)

@@ -3,7 +3,7 @@
 One script of changes plays against an informer built with ``cache="objects"``, then
 against one built with ``cache="compact"``, on a fresh fake source and
 :class:`FakeClock` each time (so resourceVersions and timers repeat exactly). The compact
-informer reads either dicts or, as from the real client, RawObjects (the
+informer reads either dicts or, as from the real client, CompactEntry objects (the
 ``source_type`` fixture; the objects informer always reads dicts). Every
 handler, every ``events()`` stream and every late registration records what it is handed;
 the two transcripts must be equal, call for call, and every object in them must be a plain

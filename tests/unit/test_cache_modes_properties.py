@@ -5,7 +5,7 @@ the watch or made silently (as a watch that missed them would); resync checks; r
 after a lost history (which find the silent changes, as tombstones, adds and updates);
 and handlers added while running. The same sequence plays against an informer with
 ``cache="objects"`` reading dicts and one with ``cache="compact"`` reading dicts or
-RawObjects (as from the real client); the transcripts of the handlers (one of them
+CompactEntry objects (as from the real client); the transcripts of the handlers (one of them
 ``keys_only``) must be equal, call for call.
 
 Each step is followed by a wait until the cache holds what the informer has been told

@@ -22,6 +22,7 @@ from aioinformer.errors import (
     UnsyncedInformer,
 )
 from aioinformer.informer import SharedIndexInformer, wait_for_cache_sync
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_tasks import settle
@@ -122,10 +123,12 @@ async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_
     denied = SharedIndexInformer(
         failing(FORBIDDEN, resource="configmaps", namespace="kube-system"),
         clock=clock,
-        use_watch_list=False,
+        reflector=ReflectorOptions(use_watch_list=False),
     )
     fine = SharedIndexInformer(
-        FakeListerWatcher(objects=[pod("a")]), name="fine", use_watch_list=False
+        FakeListerWatcher(objects=[pod("a")]),
+        name="fine",
+        reflector=ReflectorOptions(use_watch_list=False),
     )
     async with denied, fine:
         wait = asyncio.create_task(wait_for_cache_sync(denied, fine, timeout=120, clock=clock))
@@ -154,7 +157,9 @@ async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_
 async def test_an_informer_that_stops_unsynced_raises_at_once_without_a_timeout() -> None:
     source = FakeListerWatcher()
     source.stall_next_list()
-    informer = SharedIndexInformer(source, name="stalled", use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, name="stalled", reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         wait = asyncio.create_task(wait_for_cache_sync(informer))
         await source.wait_for_list_calls(1)
@@ -228,7 +233,9 @@ def test_the_controller_waits_two_minutes_by_default_and_checks_the_timeout() ->
 async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_workers() -> None:
     clock = FakeClock()
     source = failing(NotFound({"code": 404, "reason": "NotFound", "message": "no widgets"}))
-    informer = SharedIndexInformer(source, name="widgets", clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, name="widgets", clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     controller = Controller("widgets", reconcile_nothing, informers=[informer], clock=clock)
     controller.enqueue("default/early")
     async with informer:
@@ -248,7 +255,10 @@ async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_worker
 async def test_a_sync_failure_ends_the_async_with_block_of_the_controller() -> None:
     clock = FakeClock()
     informer = SharedIndexInformer(
-        failing(ServerError({"code": 500})), name="p", clock=clock, use_watch_list=False
+        failing(ServerError({"code": 500})),
+        name="p",
+        clock=clock,
+        reflector=ReflectorOptions(use_watch_list=False),
     )
     controller = Controller(
         "blocked", reconcile_nothing, informers=[informer], clock=clock, cache_sync_timeout=30
@@ -273,7 +283,9 @@ async def test_a_sync_failure_ends_the_async_with_block_of_the_controller() -> N
 async def test_a_controller_without_a_sync_timeout_waits_as_long_as_it_takes() -> None:
     clock = FakeClock()
     source = failing(ServerError({"code": 500}))
-    informer = SharedIndexInformer(source, name="slow", clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, name="slow", clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     controller = Controller(
         "patient", reconcile_nothing, informers=[informer], clock=clock, cache_sync_timeout=None
     )

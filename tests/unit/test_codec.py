@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._raw import RawObject, SharedDecode
+from aioinformer._raw import CompactEntry, SharedDecode
 from aioinformer.codec import CompactCodec, ObjectsCodec, codec_for, head_of
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import CompactIndexer, Indexer
@@ -35,7 +35,7 @@ def list_body(*items: dict[str, Any], rv: str = "42", continue_: str | None = No
 
 
 def as_dict(obj: Any) -> Any:
-    return obj.decode() if type(obj) is RawObject else obj
+    return obj.decode() if type(obj) is CompactEntry else obj
 
 
 @pytest.mark.parametrize("make", CODECS)
@@ -105,7 +105,7 @@ def test_what_a_handler_gets_is_the_object_whatever_the_cache_keeps(
 def test_the_compact_codec_keeps_bytes_and_shares_one_decode_per_event() -> None:
     codec = CompactCodec()
     entry = codec.entry(pod("a"))
-    assert type(entry) is RawObject
+    assert type(entry) is CompactEntry
     assert isinstance(codec.new_indexer(None), CompactIndexer)
     carried = codec.carry(entry)
     assert type(carried) is SharedDecode
@@ -125,7 +125,7 @@ def test_two_entries_are_the_same_version_when_their_resource_versions_are(
 
 def test_a_reader_reads_the_head_of_either_representation() -> None:
     obj = {**pod("a"), "kind": "Pod", "apiVersion": "v1"}
-    assert head_of(obj) == head_of(RawObject.from_dict(obj)) == ("Pod", "v1", "7")
+    assert head_of(obj) == head_of(CompactEntry.from_dict(obj)) == ("Pod", "v1", "7")
     # A Status, an ERROR event's object, has no resourceVersion.
     assert head_of({"kind": "Status", "code": 410}) is None
     assert head_of("garbage") is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
     CompactIndexer,
@@ -60,9 +60,9 @@ def test_no_part_of_a_compact_store_is_tracked() -> None:
                 "tags": tags,
             }
         )
-        indexer.replace([RawObject.from_dict(pod(index, "web")) for index in range(30)])
+        indexer.replace([CompactEntry.from_dict(pod(index, "web")) for index in range(30)])
         for index in range(0, 30, 2):
-            indexer.put_entry(f"ns{index % 3}/p{index}", RawObject.from_dict(pod(index, "db")))
+            indexer.put_entry(f"ns{index % 3}/p{index}", CompactEntry.from_dict(pod(index, "db")))
         for index in range(0, 30, 5):
             indexer.delete_by_key(f"ns{index % 3}/p{index}")
         indexer.add_indexers({"tier": label_index_func("tier")})
@@ -80,13 +80,13 @@ def test_a_bulk_read_decodes_with_the_collector_paused_and_resumes_it(
     for index in range(100):
         indexer.add(pod(index, "web"))
     states: list[bool] = []
-    decode = RawObject.decode
+    decode = CompactEntry.decode
 
-    def recording(entry: RawObject) -> dict[str, Any]:
+    def recording(entry: CompactEntry) -> dict[str, Any]:
         states.append(gc.isenabled())
         return decode(entry)
 
-    monkeypatch.setattr(RawObject, "decode", recording)
+    monkeypatch.setattr(CompactEntry, "decode", recording)
     assert gc.isenabled()
     assert len(indexer.list()) == 100
     assert states == [False] * 100

@@ -3,8 +3,8 @@
 Every read of a compact cache decodes a fresh dict, so its cost is one decode per object
 returned, and nothing more: a namespace or a label selector is matched on each entry's
 stored head, the namespace index is kept from heads, and counting or listing keys decodes
-nothing. The tests count the calls of :meth:`aioinformer._raw.RawObject.decode` around
-each read of a synced informer fed RawObjects, as the real client feeds it.
+nothing. The tests count the calls of :meth:`aioinformer._raw.CompactEntry.decode` around
+each read of a synced informer fed CompactEntry objects, as the real client feeds it.
 
 Input: a :class:`~tests._support_cache.CompactFakeListerWatcher`. Output: assertions only.
 Task model: each test runs one informer in ``async with``.

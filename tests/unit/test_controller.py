@@ -22,6 +22,7 @@ from aioinformer.controller import (
 from aioinformer.errors import CacheSyncError, Requeue, ServerError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_controller import limiter, retry_until_success
@@ -454,9 +455,13 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
     slow_lw = FakeListerWatcher(objects=[pod("slow")])
     slow_lw.fail_next_list(ServerError({"code": 500, "message": "not yet"}))
     fast = SharedIndexInformer(
-        FakeListerWatcher(objects=[pod("fast")]), name="fast", use_watch_list=False
+        FakeListerWatcher(objects=[pod("fast")]),
+        name="fast",
+        reflector=ReflectorOptions(use_watch_list=False),
     )
-    slow = SharedIndexInformer(slow_lw, name="slow", clock=clock, use_watch_list=False)
+    slow = SharedIndexInformer(
+        slow_lw, name="slow", clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     recorder = Recorder()
     controller = Controller("gated", recorder, informers=[fast, slow])
     async with fast, slow, controller:
@@ -479,7 +484,9 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
 async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
     lw = FakeListerWatcher()
     lw.stall_next_list()
-    informer = SharedIndexInformer(lw, name="never", use_watch_list=False)
+    informer = SharedIndexInformer(
+        lw, name="never", reflector=ReflectorOptions(use_watch_list=False)
+    )
     recorder = Recorder()
     controller = Controller("unsynced", recorder, informers=[informer])
     async with informer:
@@ -494,7 +501,7 @@ async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
 async def test_stop_while_waiting_for_sync_returns_without_reconciling() -> None:
     lw = FakeListerWatcher(objects=[pod("a")])
     lw.stall_next_list()
-    informer = SharedIndexInformer(lw, use_watch_list=False)
+    informer = SharedIndexInformer(lw, reflector=ReflectorOptions(use_watch_list=False))
     recorder = Recorder()
     controller = Controller("early", recorder, informers=[informer])
     async with informer:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from aioinformer._raw import RawObject, SharedDecode
+from aioinformer._raw import CompactEntry, SharedDecode
 from aioinformer.codec import DECODE_WINDOW, DecodeWindow
 
 
-def entry(index: int) -> RawObject:
-    return RawObject.from_dict(
+def entry(index: int) -> CompactEntry:
+    return CompactEntry.from_dict(
         {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": f"p{index}", "namespace": "ns"}}
     )
 
@@ -47,7 +47,7 @@ def test_wrappers_never_decoded_do_not_push_a_decode_out() -> None:
 def test_a_decoded_source_object_counts_as_a_decode_and_is_dropped_equal() -> None:
     obj: dict[str, Any] = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "a"}}
     window = DecodeWindow()
-    shared = SharedDecode(RawObject.from_dict(obj), obj, window=window)
+    shared = SharedDecode(CompactEntry.from_dict(obj), obj, window=window)
     for index in range(DECODE_WINDOW):
         SharedDecode(entry(index), window=window).get()
     assert shared.get() == obj

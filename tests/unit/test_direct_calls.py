@@ -243,7 +243,7 @@ async def test_a_handler_stopping_the_informer_mid_batch_ends_it_cleanly(
 async def test_two_handlers_reading_objects_share_one_decode_per_event(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A source of RawObjects, as the real client is for a compact cache.
+    # A source of CompactEntry objects, as the real client is for a compact cache.
     source = CompactFakeListerWatcher(objects=[pod("a")])
     informer = SharedIndexInformer(source, cache="compact")
     got: list[str] = []

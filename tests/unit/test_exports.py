@@ -1,5 +1,5 @@
 """The public surface is explicit and small: the package root re-exports exactly the names
-users write (about 85, listed here), every public module lists a sorted ``__all__`` whose
+applications write (about 75, listed here), every public module lists a sorted ``__all__`` whose
 names exist, and the module paths DESIGN.md names keep their names."""
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ import pkgutil
 import pytest
 
 import aioinformer
+import aioinformer.informer
+import aioinformer.lister
+import aioinformer.operator
+import aioinformer.processor
 
 PUBLIC_MODULES = sorted(
     name
@@ -22,7 +26,6 @@ TOP_LEVEL = [
     "AioinformerError",
     "AlreadyExists",
     "ApiError",
-    "Backoff",
     "BadRequest",
     "CacheAudit",
     "CacheMode",
@@ -36,16 +39,10 @@ TOP_LEVEL = [
     "Controller",
     "DelayingQueue",
     "DeletedFinalStateUnknown",
-    "Delta",
-    "DeltaFIFO",
-    "DeltaType",
-    "Deltas",
-    "Event",
     "EventHandler",
     "EventStream",
     "FIFOClosedError",
     "Forbidden",
-    "GCPolicy",
     "GVR",
     "Gone",
     "HandlerRegistration",
@@ -65,7 +62,6 @@ TOP_LEVEL = [
     "ListOptions",
     "Lister",
     "ListerWatcher",
-    "MetricsProvider",
     "NAMESPACE_INDEX",
     "NotFound",
     "ObjectList",
@@ -75,10 +71,7 @@ TOP_LEVEL = [
     "RateLimiter",
     "RateLimitingQueue",
     "Reconcile",
-    "Reflector",
     "ReflectorOptions",
-    "ReflectorState",
-    "ReflectorStatistics",
     "Requeue",
     "ResourceClient",
     "ResourceInfo",
@@ -149,7 +142,7 @@ DESIGN_PATHS = {
     "aioinformer.reflector": ["ListOptions", "ListerWatcher", "Reflector"],
     "aioinformer.processor": ["ProcessorListener", "SharedProcessor"],
     "aioinformer.informer": ["EventHandler", "HandlerRegistration", "SharedIndexInformer"],
-    "aioinformer.lister": ["EventStream", "Lister"],
+    "aioinformer.lister": ["Event", "EventStream", "Lister"],
     "aioinformer.factory": ["SharedInformerFactory"],
     "aioinformer.workqueue": [
         "DelayingQueue",
@@ -190,6 +183,113 @@ def test_the_design_paths_keep_their_names(module_name: str) -> None:
         assert hasattr(module, name), f"{module_name}.{name} is gone"
 
 
+# The operator façade, by the module each name lives in.
+OPERATOR_HOMES = {
+    "aioinformer.controller": [
+        "Controller",
+        "ControllerState",
+        "ControllerStatistics",
+        "EnqueueFunc",
+        "Reconcile",
+        "enqueue_owner",
+    ],
+    "aioinformer.errors": ["Requeue"],
+    "aioinformer.finalizers": [
+        "Cleanup",
+        "Finalizer",
+        "FinalizerAction",
+        "FinalizerResult",
+        "add_finalizer",
+        "finalizers_of",
+        "has_finalizer",
+        "is_being_deleted",
+        "remove_finalizer",
+    ],
+    "aioinformer.leaderelection": ["ElectorState", "LeaderElector", "LeadershipLost", "LeaseLock"],
+    "aioinformer.manager": ["LeaderElection", "Manager", "ManagerHealth", "ManagerState"],
+    "aioinformer.ownership": [
+        "has_controller_reference",
+        "remove_owner_reference",
+        "set_controller_reference",
+        "set_owner_reference",
+    ],
+    "aioinformer.predicates": [
+        "Predicate",
+        "PredicateLike",
+        "UpdatePredicate",
+        "all_of",
+        "annotations_changed",
+        "any_of",
+        "generation_changed",
+        "labels_changed",
+        "not_",
+        "object_filter",
+        "resource_version_changed",
+    ],
+    "aioinformer.recorder": [
+        "EventRecorder",
+        "EventRecorderStatistics",
+        "EventSink",
+        "EventType",
+        "RecorderState",
+        "object_reference",
+    ],
+    "aioinformer.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],
+}
+
+
+def test_the_operator_facade_exports_exactly_the_toolkit() -> None:
+    expected = sorted(name for names in OPERATOR_HOMES.values() for name in names)
+    assert aioinformer.operator.__all__ == expected
+
+
+@pytest.mark.parametrize("module_name", sorted(OPERATOR_HOMES))
+def test_the_operator_facade_hands_out_the_very_objects_of_their_modules(
+    module_name: str,
+) -> None:
+    module = importlib.import_module(module_name)
+    for name in OPERATOR_HOMES[module_name]:
+        assert getattr(aioinformer.operator, name) is getattr(module, name), name
+
+
+def test_a_name_in_both_the_root_and_the_operator_facade_is_one_object() -> None:
+    shared = set(aioinformer.__all__) & set(aioinformer.operator.__all__)
+    assert shared  # Controller, Requeue, ...: the same names, not look-alikes
+    for name in shared:
+        assert getattr(aioinformer, name) is getattr(aioinformer.operator, name), name
+
+
+# The pipeline's parts: off the root, each exported by the module of its stage.
+PIPELINE_PATHS = {
+    "aioinformer.delta_fifo": ["Delta", "DeltaFIFO", "DeltaType", "Deltas"],
+    "aioinformer.reflector": [
+        "Backoff",
+        "GCPolicy",
+        "Reflector",
+        "ReflectorState",
+        "ReflectorStatistics",
+    ],
+    "aioinformer.workqueue": ["MetricsProvider"],
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(PIPELINE_PATHS))
+def test_the_pipeline_parts_are_exported_by_their_stage_not_the_root(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    for name in PIPELINE_PATHS[module_name]:
+        assert name in module.__all__, f"{module_name}.{name} is not exported"
+        assert not hasattr(aioinformer, name), f"aioinformer.{name} is still at the root"
+
+
+def test_the_root_names_no_kubernetes_kind_for_an_informer_notification() -> None:
+    # An informer's notification is lister.Event; a Kubernetes Event is a k8s model.
+    assert not hasattr(aioinformer, "Event")
+    assert aioinformer.informer.Event is aioinformer.lister.Event
+
+
 def test_the_processor_encoding_stays_out_of_the_root() -> None:
     for name in ("ADD", "UPDATE", "DELETE", "Notification", "NotificationKind"):
         assert not hasattr(aioinformer, name)
+    # One name per kind: NotificationKind.ADD, not a module-level ADD beside it.
+    for name in ("ADD", "UPDATE", "DELETE"):
+        assert not hasattr(aioinformer.processor, name)

@@ -162,7 +162,7 @@ async def test_the_informer_passes_its_policy_to_its_reflector(
     lw = RecordingLW(objects=[pod("a")])
     kwargs: dict[str, Any] = {} if policy is None else {"gc_policy": policy}
     async with SharedIndexInformer(
-        lw, clock=FakeClock(), **kwargs, use_watch_list=False
+        lw, clock=FakeClock(), reflector=ReflectorOptions(use_watch_list=False, **kwargs)
     ) as informer:
         assert await informer.wait_for_sync(timeout=5)
     assert lw.enabled_during_list == [enabled]

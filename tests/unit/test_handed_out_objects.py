@@ -15,7 +15,7 @@ updates to the same objects. Each cache mode gets there its own way:
 * ``model=``, in either mode: every read and every handler gets a model of its own.
 
 Input: a fake source whose objects change under a running informer, sending dicts or,
-as the real client does for a compact informer, RawObjects.
+as the real client does for a compact informer, CompactEntry objects.
 Output: assertions only. Task model: each test runs one informer in ``async with``.
 """
 

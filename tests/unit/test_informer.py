@@ -23,7 +23,7 @@ from aioinformer.informer import (
     SharedIndexInformer,
 )
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
-from aioinformer.reflector import ReflectorState
+from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.transforms import strip_managed_fields
@@ -280,7 +280,9 @@ async def test_list_error_reaches_the_watch_error_handler(
 ) -> None:
     source.add(pod("pod1"))
     source.fail_next_list(Forbidden({"message": "Access Denied", "code": 403}))
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     errors: list[BaseException] = []
     informer.set_watch_error_handler(lambda reflector, exc: errors.append(exc))
     async with informer:
@@ -296,7 +298,9 @@ async def test_a_stray_cancellation_from_the_source_is_retried_and_the_informer_
     # The source lets out a CancelledError nobody asked for: a list failure, not a stop.
     source.add(pod("pod1"))
     source.fail_next_list(asyncio.CancelledError())
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         await relist_after_backoff(informer, clock)
         assert await informer.wait_for_sync(timeout=5)
@@ -308,7 +312,9 @@ async def test_wait_for_sync_times_out_while_list_keeps_failing(
     source: FakeListerWatcher, clock: FakeClock
 ) -> None:
     source.fail_next_list(*[Forbidden({"message": "no", "code": 403})] * 5)
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         assert not await informer.wait_for_sync(timeout=0.05)
 
@@ -383,7 +389,7 @@ async def test_a_transform_failing_on_a_listed_object_fails_the_list_until_it_is
         clock=clock,
         transform=refuse_poisoned,
         watch_error_handler=lambda reflector, exc: errors.append(exc),
-        use_watch_list=False,
+        reflector=ReflectorOptions(use_watch_list=False),
     )
     async with informer:
         await wait_until(lambda: len(errors) == 1)
@@ -613,7 +619,9 @@ async def test_async_with_returns_before_sync(source: FakeListerWatcher, clock: 
         return await original_list(options)
 
     source.list = slow_list  # type: ignore[method-assign]
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         assert not informer.has_synced()
         gate.set()
@@ -871,7 +879,9 @@ async def test_an_informer_skips_watch_objects_of_another_kind_than_its_list(
     source: FakeListerWatcher, clock: FakeClock
 ) -> None:
     source.add(pod("a", namespace="default"))
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watchers(1)
@@ -886,7 +896,9 @@ async def test_a_configured_expected_kind_wins_over_the_kind_of_the_list(
 ) -> None:
     source.add(pod("a", namespace="default"))
     informer = SharedIndexInformer(
-        source, clock=clock, expected_kind="Widget", use_watch_list=False
+        source,
+        clock=clock,
+        reflector=ReflectorOptions(expected_kind="Widget", use_watch_list=False),
     )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
@@ -903,7 +915,9 @@ async def test_an_informer_backs_off_with_the_backoff_it_was_given(
 ) -> None:
     source.fail_next_list(Forbidden({"message": "no", "code": 403}))
     backoff = Backoff(initial=7.0, cap=7.0, jitter=0.0, clock=clock)
-    informer = SharedIndexInformer(source, clock=clock, backoff=backoff, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, backoff=backoff, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         await wait_until(lambda: reflector_statistics(informer).state is ReflectorState.BACKING_OFF)
         await clock.advance(6.9)  # the default backoff (0.8 s to 1.6 s) would be over
@@ -916,7 +930,9 @@ async def test_an_informer_backs_off_with_the_backoff_it_was_given(
 async def test_an_informer_reopens_a_silent_watch_after_its_inactivity_timeout(
     source: FakeListerWatcher, clock: FakeClock
 ) -> None:
-    informer = SharedIndexInformer(source, clock=clock, watch_inactivity_timeout=40.0)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(watch_inactivity_timeout=40.0)
+    )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watch_calls(1)
@@ -928,7 +944,7 @@ async def test_an_informer_reopens_a_silent_watch_after_its_inactivity_timeout(
 
 def test_an_informer_refuses_a_non_positive_inactivity_timeout(source: FakeListerWatcher) -> None:
     with pytest.raises(ValueError, match="watch_inactivity_timeout"):
-        SharedIndexInformer(source, watch_inactivity_timeout=0)
+        SharedIndexInformer(source, reflector=ReflectorOptions(watch_inactivity_timeout=0))
 
 
 # -- lister namespaces ------------------------------------------------------------------

@@ -3,8 +3,8 @@ waits, inside a handler blocked forever, under backpressure, and mid-churn. Afte
 no task it started is left, no watch stays open, and the FIFO and the cache agree.
 
 Every case runs in both cache modes (the ``cache`` fixture), from a fake source of dicts
-and from one of RawObjects as the real client is (the ``source_type`` fixture): a compact
-cache holds RawObjects in the FIFO and the cache, and must stop as cleanly as one holding
+and from one of CompactEntry objects as the real client is (the ``source_type`` fixture): a compact
+cache holds CompactEntry objects in the FIFO and the cache, and must stop as cleanly as one holding
 dicts."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import InformerState, SharedIndexInformer
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_cache import CompactFakeListerWatcher, resource_version_of
@@ -114,7 +115,7 @@ class BlockingLister(FakeListerWatcher):
 
 
 class CompactBlockingLister(BlockingLister, CompactFakeListerWatcher):
-    """A :class:`BlockingLister` that lists and watches RawObjects, as the client does."""
+    """A :class:`BlockingLister` that lists and watches CompactEntry objects, as the client does."""
 
 
 def blocking_lister(source_type: type[FakeListerWatcher]) -> BlockingLister:
@@ -129,7 +130,9 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached(
     source = blocking_lister(source_type)
     source.add(pod("a"))
     baseline = other_tasks()
-    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=FakeClock(), cache=cache, reflector=ReflectorOptions(use_watch_list=False)
+    )
     task = asyncio.create_task(informer.run())
     await source.listing.wait()
     await stop(task)
@@ -420,7 +423,9 @@ async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced(
 ) -> None:
     source = source_type()
     source.stall_next_list()
-    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=FakeClock(), cache=cache, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         waiter = asyncio.create_task(informer.wait_for_sync())
         await source.wait_for_list_calls(1)

@@ -3,7 +3,7 @@
 called with it, and it is logged once per key and resourceVersion and counted.
 
 Every test runs in both cache modes (the ``cache`` fixture) over a FakeListerWatcher
-whose objects the test edits (of dicts, or of RawObjects as from the real client: the
+whose objects the test edits (of dicts, or of CompactEntry objects as from the real client: the
 ``source_type`` fixture); waits are on the informer's own state, never on time.
 """
 

@@ -7,11 +7,11 @@ too). That holds in both cache modes. In ``cache="compact"`` it is also what let
 event skip the whole-object decode: when every consumer of the informer wants keys only
 (and there is no transform and no index function of the user's), nothing but the few
 fields the store decodes up front is ever decoded, which the tests check by counting
-the calls of :meth:`aioinformer._raw.RawObject.decode`. A full handler beside them costs
+the calls of :meth:`aioinformer._raw.CompactEntry.decode`. A full handler beside them costs
 one decode per event, whose dict all full handlers share; an index function of the
 user's costs one per stored object, while the namespace index and label indexes read
 heads and cost none. A :class:`Controller` with the default key function registers
-keys-only and so decodes nothing either. The decode counts need a source of RawObjects,
+keys-only and so decodes nothing either. The decode counts need a source of CompactEntry objects,
 as the real client is for a compact informer: a
 :class:`~tests._support_cache.CompactFakeListerWatcher` (a source of dicts hands the
 handlers its own dicts, with nothing to decode).

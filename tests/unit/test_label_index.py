@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.indexer import CompactIndexer, Indexer, label_index_func
 from aioinformer.models import KubeObject
 
@@ -25,8 +25,8 @@ def pod(name: str, **labels: str) -> dict[str, Any]:
     [
         pytest.param(pod("a", app="web"), ["web"], id="dict"),
         pytest.param(pod("a", tier="db"), [], id="dict-without-the-label"),
-        pytest.param(RawObject.from_dict(pod("a", app="web")), ["web"], id="raw-object"),
-        pytest.param(RawObject.from_dict(pod("a")), [], id="raw-object-without-labels"),
+        pytest.param(CompactEntry.from_dict(pod("a", app="web")), ["web"], id="raw-object"),
+        pytest.param(CompactEntry.from_dict(pod("a")), [], id="raw-object-without-labels"),
         pytest.param(KubeObject.model_validate(pod("a", app="web")), ["web"], id="model"),
     ],
 )
@@ -50,19 +50,19 @@ def test_an_indexer_answers_by_label(indexer_type: type[Indexer[Any]]) -> None:
 
 def test_a_compact_indexer_never_decodes_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[str] = []
-    original = RawObject.decode
+    original = CompactEntry.decode
 
-    def counting(self: RawObject) -> dict[str, Any]:
+    def counting(self: CompactEntry) -> dict[str, Any]:
         decoded.append(self.key)
         return original(self)
 
-    monkeypatch.setattr(RawObject, "decode", counting)
+    monkeypatch.setattr(CompactEntry, "decode", counting)
     indexer = CompactIndexer(indexers={"app": label_index_func("app")})
-    indexer.put_entry("default/a", RawObject.from_dict(pod("a", app="web")))
-    indexer.put_entry("default/a", RawObject.from_dict(pod("a", app="db")))
+    indexer.put_entry("default/a", CompactEntry.from_dict(pod("a", app="web")))
+    indexer.put_entry("default/a", CompactEntry.from_dict(pod("a", app="db")))
     indexer.add_indexers({"tier": label_index_func("tier")})
     indexer.delete_by_key("default/a")
     assert decoded == []
     user = CompactIndexer(indexers={"app": lambda obj: [obj["metadata"]["labels"]["app"]]})
-    user.put_entry("default/a", RawObject.from_dict(pod("a", app="web")))
+    user.put_entry("default/a", CompactEntry.from_dict(pod("a", app="web")))
     assert decoded == ["default/a"]

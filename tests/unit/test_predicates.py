@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aioinformer._meta import namespace_of
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.models import KubeObject
 from aioinformer.predicates import (
     Predicate,
@@ -97,7 +97,7 @@ OBJECT_SHAPES = [
     pytest.param(lambda meta: {"metadata": meta}, id="raw-dict"),
     pytest.param(lambda meta: KubeObject.model_validate({"metadata": meta}), id="kube-object"),
     pytest.param(
-        lambda meta: RawObject.from_dict({"kind": "Pod", "metadata": meta}), id="compact-cache"
+        lambda meta: CompactEntry.from_dict({"kind": "Pod", "metadata": meta}), id="compact-cache"
     ),
     pytest.param(
         lambda meta: SimpleNamespace(metadata=SimpleNamespace(**_snake(meta))),

@@ -11,10 +11,8 @@ import pytest
 
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.processor import (
-    ADD,
-    DELETE,
-    UPDATE,
     Notification,
+    NotificationKind,
     ProcessorListener,
     SharedProcessor,
     determine_resync_period,
@@ -24,6 +22,12 @@ from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+
+# The processor's notification kinds, short.
+ADD = NotificationKind.ADD
+UPDATE = NotificationKind.UPDATE
+DELETE = NotificationKind.DELETE
 
 
 def pod(name: str, rv: str = "1", namespace: str = "default") -> dict[str, Any]:

@@ -15,10 +15,8 @@ from aioinformer._pending import CLOSED
 from aioinformer.delta_fifo import DeletedFinalStateUnknown, DeltaFIFO, DeltasBatch, DeltaType
 from aioinformer.indexer import Indexer, meta_namespace_key
 from aioinformer.processor import (
-    ADD,
-    DELETE,
-    UPDATE,
     Notification,
+    NotificationKind,
     ProcessorListener,
     SharedProcessor,
 )
@@ -29,6 +27,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aioinformer._pending import PendingQueue
+
+
+# The processor's notification kinds, short.
+ADD = NotificationKind.ADD
+UPDATE = NotificationKind.UPDATE
+DELETE = NotificationKind.DELETE
 
 
 def pod(name: str, rv: str = "1") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The compact representation: RawObject, head-only decoding of LIST bodies and watch
+"""The compact representation: CompactEntry, head-only decoding of LIST bodies and watch
 lines, and the shared decode handed to handlers."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aioinformer._meta import (
 )
 from aioinformer._raw import (
     CompactDecodeError,
-    RawObject,
+    CompactEntry,
     SharedDecode,
     decode_list,
     decode_watch_line,
@@ -53,11 +53,11 @@ def line(kind: str, obj: Any) -> bytes:
     return orjson.dumps({"type": kind, "object": obj})
 
 
-# -- RawObject ---------------------------------------------------------------------------
+# -- CompactEntry ---------------------------------------------------------------------------
 
 
 def test_a_raw_object_is_invisible_to_the_cyclic_collector() -> None:
-    entry = RawObject.from_dict(pod())
+    entry = CompactEntry.from_dict(pod())
     assert not gc.is_tracked(entry)
     assert entry.labels is not None
     assert not gc.is_tracked(entry.labels)
@@ -68,7 +68,7 @@ def test_a_raw_object_is_invisible_to_the_cyclic_collector() -> None:
 
 def test_from_dict_keeps_the_head_and_decodes_back_to_an_equal_fresh_dict() -> None:
     obj = pod()
-    entry = RawObject.from_dict(obj)
+    entry = CompactEntry.from_dict(obj)
     assert (entry.key, entry.name, entry.namespace, entry.resource_version) == (
         "default/web-0",
         "web-0",
@@ -86,7 +86,7 @@ def test_from_dict_keeps_the_head_and_decodes_back_to_an_equal_fresh_dict() -> N
 
 def test_a_cluster_scoped_object_is_keyed_by_name() -> None:
     obj = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n1"}}
-    assert RawObject.from_dict(obj).key == "n1"
+    assert CompactEntry.from_dict(obj).key == "n1"
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_a_cluster_scoped_object_is_keyed_by_name() -> None:
 )
 def test_from_dict_refuses_an_object_without_a_name(obj: dict[str, Any]) -> None:
     with pytest.raises(KeyFuncError):
-        RawObject.from_dict(obj)
+        CompactEntry.from_dict(obj)
 
 
 def test_the_repr_never_shows_the_bytes() -> None:
@@ -109,22 +109,22 @@ def test_the_repr_never_shows_the_bytes() -> None:
         "metadata": {"name": "s"},
         "data": {"k": "c2VjcmV0"},
     }
-    text = repr(RawObject.from_dict(secret))
+    text = repr(CompactEntry.from_dict(secret))
     assert "c2VjcmV0" not in text
     assert "Secret" in text
     assert "'s'" in text
 
 
 def test_the_metadata_accessors_read_the_head_without_decoding() -> None:
-    entry = RawObject.from_dict(pod())
+    entry = CompactEntry.from_dict(pod())
     assert meta_namespace_key(entry) == "default/web-0"
     assert namespace_of(entry) == "default"
     assert name_of(entry) == "web-0"
     assert resource_version_of(entry) == "7"
     assert labels_of(entry) == {"app": "web"}
     assert annotations_of(entry) == {"note": "x"}
-    assert same_resource_version(entry, RawObject.from_dict(pod(rv="7")))
-    assert not same_resource_version(entry, RawObject.from_dict(pod(rv="8")))
+    assert same_resource_version(entry, CompactEntry.from_dict(pod(rv="7")))
+    assert not same_resource_version(entry, CompactEntry.from_dict(pod(rv="8")))
 
 
 def test_an_entry_without_a_name_has_no_key() -> None:
@@ -197,7 +197,7 @@ def test_the_compact_stream_decoder_frames_lines_across_chunks() -> None:
         events.extend(decoder.feed(body[start : start + 37]))
     decoder.finish()
     assert [event.type for event in events] == ["ADDED", "MODIFIED", "BOOKMARK"]
-    assert type(events[0].object) is RawObject
+    assert type(events[0].object) is CompactEntry
     assert events[1].object.resource_version == "8"
     # A bookmark is small and read by the reflector: it stays a dict.
     assert events[2].object == {"kind": "Pod", "metadata": {"resourceVersion": "9"}}
@@ -282,7 +282,7 @@ def test_a_malformed_list_raises_a_clear_error(body: bytes) -> None:
 
 
 def test_a_shared_decode_decodes_once_for_every_consumer() -> None:
-    entry = RawObject.from_dict(pod())
+    entry = CompactEntry.from_dict(pod())
     shared = SharedDecode(entry)
     before = shared.decoded
     first = shared.get()
@@ -293,6 +293,6 @@ def test_a_shared_decode_decodes_once_for_every_consumer() -> None:
 
 def test_a_shared_decode_of_a_decoded_object_is_that_object() -> None:
     obj = pod()
-    assert SharedDecode(RawObject.from_dict(obj), obj).get() is obj
+    assert SharedDecode(CompactEntry.from_dict(obj), obj).get() is obj
     model_like = object()
     assert SharedDecode(model_like).get() is model_like

@@ -1354,27 +1354,17 @@ def test_reflector_keywords_replace_the_fields_of_its_options() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("informer_kwargs", "limit"),
-    [
-        pytest.param({"reflector_options": ReflectorOptions(page_size=3)}, 3, id="options"),
-        pytest.param({"page_size": 2}, 2, id="keyword"),
-        pytest.param(
-            {"reflector_options": ReflectorOptions(page_size=3), "page_size": 2},
-            2,
-            id="keyword-over-options",
-        ),
-    ],
-)
-async def test_an_informer_hands_its_one_options_object_to_its_reflector(
-    informer_kwargs: dict[str, Any], limit: int, clock: FakeClock
+async def test_an_informer_hands_its_reflector_options_to_its_reflector(
+    clock: FakeClock,
 ) -> None:
     lw = FakeListerWatcher(objects=pods(5))
-    informer = SharedIndexInformer(lw, clock=clock, **informer_kwargs, use_watch_list=False)
+    informer = SharedIndexInformer(
+        lw, clock=clock, reflector=ReflectorOptions(page_size=3, use_watch_list=False)
+    )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
 
-    assert lw.list_calls[0].limit == limit
+    assert lw.list_calls[0].limit == 3
 
 
 # -------------------------------------------------------------------- cancellation

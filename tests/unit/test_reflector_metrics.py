@@ -298,7 +298,9 @@ async def test_an_informer_records_under_its_name_through_the_installed_provider
 ) -> None:
     set_metrics_provider(provider)
     source = FakeListerWatcher(namespace="ns", objects=[pod("a")])
-    informer = SharedIndexInformer(source, clock=clock, use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         await source.wait_for_watchers(1)

@@ -16,6 +16,7 @@ from aioinformer._sync import Watched, wait_synced
 from aioinformer.controller import Controller, _HandlerSync
 from aioinformer.errors import CacheSyncError
 from aioinformer.informer import SharedIndexInformer
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
@@ -117,7 +118,9 @@ async def test_the_wait_returns_false_when_the_informer_stops_first() -> None:
     source = FakeListerWatcher(objects=[pod("a")])
     source.fail_next_list(*[RuntimeError("no list")] * 100)
     # Plain LISTs, so that the failures scripted above are what it meets.
-    informer = SharedIndexInformer(source, clock=FakeClock(), use_watch_list=False)
+    informer = SharedIndexInformer(
+        source, clock=FakeClock(), reflector=ReflectorOptions(use_watch_list=False)
+    )
     registration = informer.add_event_handler(on_add=lambda obj, initial: None)
     async with informer:
         waiting = asyncio.create_task(registration.wait_for_sync())

@@ -13,10 +13,8 @@ import pytest
 
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.processor import (
-    ADD,
-    DELETE,
-    UPDATE,
     Notification,
+    NotificationKind,
     ProcessorListener,
     SharedProcessor,
     SlowHandlerThresholds,
@@ -29,6 +27,12 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from aioinformer.testing import FakeClock
+
+
+# The processor's notification kinds, short.
+ADD = NotificationKind.ADD
+UPDATE = NotificationKind.UPDATE
+DELETE = NotificationKind.DELETE
 
 
 def pod(name: str, rv: str = "1") -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._raw import RawObject, decode_list
+from aioinformer._raw import CompactEntry, decode_list
 from aioinformer.codec import CompactCodec
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock
@@ -49,8 +49,8 @@ def test_an_entry_is_edited_to_what_the_decoded_object_becomes(
     transform: Callable[[Any], Any],
 ) -> None:
     obj = pod()
-    edited = transform(RawObject.from_dict(obj))
-    assert type(edited) is RawObject
+    edited = transform(CompactEntry.from_dict(obj))
+    assert type(edited) is CompactEntry
     assert edited.decode() == transform(copy.deepcopy(obj))
     assert (edited.key, edited.resource_version, edited.labels) == (
         "default/a",
@@ -63,7 +63,7 @@ def test_a_list_item_keeps_the_kind_it_is_given_on_decode() -> None:
     item = pod()
     del item["kind"], item["apiVersion"]
     body = b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[%s]}' % (
-        RawObject.from_dict(item).raw
+        CompactEntry.from_dict(item).raw
     )
     entry = decode_list(body).items[0]
     stripped = strip_managed_fields(entry)
@@ -73,9 +73,11 @@ def test_a_list_item_keeps_the_kind_it_is_given_on_decode() -> None:
 def test_an_entry_with_nothing_to_drop_is_returned_as_it_is() -> None:
     obj = pod()
     del obj["metadata"]["managedFields"]
-    entry = RawObject.from_dict(obj)
+    entry = CompactEntry.from_dict(obj)
     assert strip_managed_fields(entry) is entry
-    meta_only = RawObject.from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}})
+    meta_only = CompactEntry.from_dict(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}
+    )
     assert keep_metadata_only(meta_only) is meta_only
 
 
@@ -85,7 +87,7 @@ def test_a_compact_informer_hands_these_transforms_entries(
 ) -> None:
     assert CompactCodec().wrap_transform(transform) is transform
     own = CompactCodec().wrap_transform(lambda obj: obj)
-    assert own(RawObject.from_dict(pod())) == pod()
+    assert own(CompactEntry.from_dict(pod())) == pod()
 
 
 async def test_a_stripped_compact_cache_decodes_nothing_for_a_keys_only_handler(
@@ -106,7 +108,7 @@ async def test_a_stripped_compact_cache_decodes_nothing_for_a_keys_only_handler(
         await wait_until(lambda: len(keys) == 3)
         assert decodes.count == 0
         entry = informer.indexer.entry_by_key("default/a")
-        assert type(entry) is RawObject
+        assert type(entry) is CompactEntry
         assert b"managedFields" not in entry.raw
         cached = informer.lister().get("a", namespace="default")
     assert cached == strip_managed_fields(pod("a", phase="Failed"))

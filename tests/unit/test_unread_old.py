@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._raw import RawObject
+from aioinformer._raw import CompactEntry
 from aioinformer.informer import CacheMode, SharedIndexInformer
 from aioinformer.models import KubeObject
 from aioinformer.testing.clock import FakeClock
@@ -28,15 +28,15 @@ def pod(name: str, phase: str) -> dict[str, Any]:
 
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The keys of every RawObject decoded during the test."""
+    """The keys of every CompactEntry decoded during the test."""
     seen: list[str] = []
-    original = RawObject.decode
+    original = CompactEntry.decode
 
-    def counting(self: RawObject) -> dict[str, Any]:
+    def counting(self: CompactEntry) -> dict[str, Any]:
         seen.append(self.key)
         return original(self)
 
-    monkeypatch.setattr(RawObject, "decode", counting)
+    monkeypatch.setattr(CompactEntry, "decode", counting)
     return seen
 
 

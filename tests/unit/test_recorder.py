@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer.errors import Conflict, Forbidden, NotFound, TransportError
-from aioinformer.events import (
+from aioinformer.models import KubeObject, ObjectMeta
+from aioinformer.recorder import (
     NOTE_MAX_BYTES,
     EventRecorder,
     RecorderState,
     object_reference,
 )
-from aioinformer.models import KubeObject, ObjectMeta
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ async def test_a_series_patch_answered_404_or_409_creates_the_event_again(
 async def test_transport_failures_are_retried_and_logged_once(
     fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="aioinformer.events")
+    caplog.set_level(logging.DEBUG, logger="aioinformer.recorder")
     sink = FakeSink()
     sink.failures = [TransportError("reset"), TransportError("reset"), TransportError("reset")]
     async with recorder(sink, fake_clock) as rec:

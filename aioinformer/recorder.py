@@ -91,7 +91,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 EventType = Literal["Normal", "Warning"]
-"""The two event types kube-apiserver accepts."""
+"""The two types kube-apiserver accepts for an Event (client-go's ``corev1.EventTypeNormal``
+and ``EventTypeWarning``); an informer's notifications are typed by
+:data:`aioinformer.informer.NotificationType` instead."""
 
 EVENTS_RESOURCE: Final = "events.k8s.io/v1/events"
 MAX_QUEUED: Final = 1000

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer.events import EventRecorder
+from aioinformer.recorder import EventRecorder
 from aioinformer.testing import FakeClock
 from tests._support_wait import wait_until
 

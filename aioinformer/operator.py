@@ -1,0 +1,132 @@
+"""The operator toolkit in one namespace: what an operator imports, re-exported.
+
+Role: the entry point for writing an operator, as controller-runtime's ``ctrl`` package
+(its ``alias.go``) is for Go. An operator needs the :class:`Manager` that runs it, the
+:class:`Controller` and its reconcile outcome (:class:`Requeue`), the finalizer and
+owner-reference helpers, the watch predicates, the Event recorder, leader election and
+``retry_on_conflict``; each lives in the module named for its concept
+(:mod:`~aioinformer.manager`, :mod:`~aioinformer.controller`,
+:mod:`~aioinformer.finalizers`, :mod:`~aioinformer.ownership`,
+:mod:`~aioinformer.predicates`, :mod:`~aioinformer.recorder`,
+:mod:`~aioinformer.leaderelection`, :mod:`~aioinformer.retry`), which keep exporting
+them. Nothing is defined here: every name is the very object of its module.
+
+The informer side (``Client``, ``SharedInformerFactory``, ``SharedIndexInformer``,
+``KubeObject``, the errors, ``split_meta_namespace_key``) comes from the package root, and
+the test doubles from :mod:`aioinformer.testing`, so an operator imports from three
+places::
+
+    from aioinformer import Client, KubeObject, NotFound, split_meta_namespace_key
+    from aioinformer.operator import Controller, Finalizer, Manager, generation_changed
+    from aioinformer.testing import FakeAPIServer
+
+A reconcile gets a key (``"namespace/name"``), not a controller-runtime ``Request``, and
+tells what to do next by returning or raising :class:`Requeue`, not by a ``Result``; see
+:mod:`aioinformer.controller`. ``retry_on_conflict`` takes the retry policy of
+:mod:`aioinformer.retry` (``DEFAULT_RETRY``), which is not the reflector's ``Backoff``,
+so no ``Backoff`` is exported here.
+"""
+
+from __future__ import annotations
+
+from aioinformer.controller import Controller as Controller
+from aioinformer.controller import ControllerState as ControllerState
+from aioinformer.controller import ControllerStatistics as ControllerStatistics
+from aioinformer.controller import EnqueueFunc as EnqueueFunc
+from aioinformer.controller import Reconcile as Reconcile
+from aioinformer.controller import enqueue_owner as enqueue_owner
+from aioinformer.errors import Requeue as Requeue
+from aioinformer.finalizers import Cleanup as Cleanup
+from aioinformer.finalizers import Finalizer as Finalizer
+from aioinformer.finalizers import FinalizerAction as FinalizerAction
+from aioinformer.finalizers import FinalizerResult as FinalizerResult
+from aioinformer.finalizers import add_finalizer as add_finalizer
+from aioinformer.finalizers import finalizers_of as finalizers_of
+from aioinformer.finalizers import has_finalizer as has_finalizer
+from aioinformer.finalizers import is_being_deleted as is_being_deleted
+from aioinformer.finalizers import remove_finalizer as remove_finalizer
+from aioinformer.leaderelection import ElectorState as ElectorState
+from aioinformer.leaderelection import LeaderElector as LeaderElector
+from aioinformer.leaderelection import LeadershipLost as LeadershipLost
+from aioinformer.leaderelection import LeaseLock as LeaseLock
+from aioinformer.manager import LeaderElection as LeaderElection
+from aioinformer.manager import Manager as Manager
+from aioinformer.manager import ManagerHealth as ManagerHealth
+from aioinformer.manager import ManagerState as ManagerState
+from aioinformer.ownership import has_controller_reference as has_controller_reference
+from aioinformer.ownership import remove_owner_reference as remove_owner_reference
+from aioinformer.ownership import set_controller_reference as set_controller_reference
+from aioinformer.ownership import set_owner_reference as set_owner_reference
+from aioinformer.predicates import Predicate as Predicate
+from aioinformer.predicates import PredicateLike as PredicateLike
+from aioinformer.predicates import UpdatePredicate as UpdatePredicate
+from aioinformer.predicates import all_of as all_of
+from aioinformer.predicates import annotations_changed as annotations_changed
+from aioinformer.predicates import any_of as any_of
+from aioinformer.predicates import generation_changed as generation_changed
+from aioinformer.predicates import labels_changed as labels_changed
+from aioinformer.predicates import not_ as not_
+from aioinformer.predicates import object_filter as object_filter
+from aioinformer.predicates import resource_version_changed as resource_version_changed
+from aioinformer.recorder import EventRecorder as EventRecorder
+from aioinformer.recorder import EventRecorderStatistics as EventRecorderStatistics
+from aioinformer.recorder import EventSink as EventSink
+from aioinformer.recorder import EventType as EventType
+from aioinformer.recorder import RecorderState as RecorderState
+from aioinformer.recorder import object_reference as object_reference
+from aioinformer.retry import DEFAULT_RETRY as DEFAULT_RETRY
+from aioinformer.retry import is_conflict as is_conflict
+from aioinformer.retry import on_error as on_error
+from aioinformer.retry import retry_on_conflict as retry_on_conflict
+
+__all__ = [
+    "Cleanup",
+    "Controller",
+    "ControllerState",
+    "ControllerStatistics",
+    "DEFAULT_RETRY",
+    "ElectorState",
+    "EnqueueFunc",
+    "EventRecorder",
+    "EventRecorderStatistics",
+    "EventSink",
+    "EventType",
+    "Finalizer",
+    "FinalizerAction",
+    "FinalizerResult",
+    "LeaderElection",
+    "LeaderElector",
+    "LeadershipLost",
+    "LeaseLock",
+    "Manager",
+    "ManagerHealth",
+    "ManagerState",
+    "Predicate",
+    "PredicateLike",
+    "Reconcile",
+    "RecorderState",
+    "Requeue",
+    "UpdatePredicate",
+    "add_finalizer",
+    "all_of",
+    "annotations_changed",
+    "any_of",
+    "enqueue_owner",
+    "finalizers_of",
+    "generation_changed",
+    "has_controller_reference",
+    "has_finalizer",
+    "is_being_deleted",
+    "is_conflict",
+    "labels_changed",
+    "not_",
+    "object_filter",
+    "object_reference",
+    "on_error",
+    "remove_finalizer",
+    "remove_owner_reference",
+    "resource_version_changed",
+    "retry_on_conflict",
+    "set_controller_reference",
+    "set_owner_reference",
+]
