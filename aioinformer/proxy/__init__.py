@@ -62,12 +62,13 @@ import logging
 import os
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 from aiohttp import web
 
-from aioinformer._apiobjects import ResourceType
+from aioinformer._apiserver.lifecycle import Server
+from aioinformer._apiserver.objects import ResourceType
 from aioinformer._clock import Clock, default_clock
 from aioinformer._runner import cancel_and_wait, finish_regardless
 from aioinformer.errors import (
@@ -84,7 +85,6 @@ from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Collection, Sequence
-    from types import TracebackType
 
     from aioinformer.client import GVR, Client
 
@@ -147,7 +147,7 @@ class ProxyStatistics:
         raise KeyError(resource)
 
 
-class CachingProxy:
+class CachingProxy(Server):
     """Serves the list/watch API of ``resources`` from watch caches (see the module notes).
 
     ``resources``: ``"v1/pods"``, ``"apps/v1/deployments"``, a plural (``"pods"``, a CRD's)
@@ -231,18 +231,6 @@ class CachingProxy:
         return f"<CachingProxy {', '.join(map(str, self._specs))} {where}>"
 
     # -- lifecycle -------------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         """Resolve the resources, sync their caches, then listen (see the module notes).

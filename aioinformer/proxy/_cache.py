@@ -1,14 +1,17 @@
 """The proxy's watch cache: one resource's objects as the upstream has them, transformed,
 with a bounded history of changes that downstream watches are served from.
 
-Role: what kube-apiserver's ``watchCache`` is to its cacher. A
+Role: kube-apiserver's watch cache (:class:`aioinformer._apiserver.watchcache.WatchCache`,
+shared with the fake API server, holds its history, snapshots, paged lists,
+resourceVersion rules, watchers and bookmarks) fed by a reflector. A
 :class:`~aioinformer.reflector.Reflector` writes to a :class:`WatchCache` (it is a
 ``ReflectorStore``): ``replace`` with every list, ``add``/``update``/``delete`` with every
 watch event, ``bookmark`` with every upstream BOOKMARK. The cache runs the user's
 transform once per object change, encodes the result once
-(:class:`~aioinformer._apiobjects.Entry`), records the change in its history and offers it
-to every open downstream :class:`~aioinformer._apiwatch.Watcher`, which queues the same
-encoded line bytes as every other watcher. Output: LIST pages at a resourceVersion
+(:class:`~aioinformer._apiserver.objects.Entry`), records the change in its history and
+offers it to every open downstream :class:`ProxyWatcher`, which queues the same encoded
+line bytes as every other watcher; the lines go out in one flush per loop iteration (or
+per ``flush_interval``). Output: LIST pages at a resourceVersion
 (:meth:`WatchCache.list`), single objects (:meth:`WatchCache.get`) and watchers
 (:meth:`WatchCache.open_watch`).
 
@@ -31,9 +34,9 @@ Semantics:
   ``None`` hides the object: downstream never sees it, and one that was visible is
   ``DELETED``. A transform that raises, or renames the object, hides it too (counted in
   ``transform_errors``, logged once per object): an untransformed object never leaks.
-* **History** keeps the last ``history_size`` events. A read at an older resourceVersion
-  answers 410 ``Expired``: a watch on open (HTTP 410, as kube-apiserver v1.36 answers), an
-  ``Exact`` LIST, an expired ``continue``.
+* **History** keeps the last ``history_size`` events of the resource. A read at an older
+  resourceVersion answers 410 ``Expired``: a watch on open (HTTP 410, as kube-apiserver
+  v1.36 answers), an ``Exact`` LIST, an expired ``continue``.
 * **Slow watchers.** A watcher with more than ``watcher_buffer`` lines queued is closed
   (its ``abort`` callback ends the HTTP stream even if a write is blocked); its client
   re-watches from its last resourceVersion, or relists after a 410.
@@ -45,32 +48,16 @@ which suspends until the cache reaches a resourceVersion. Nothing here reads a c
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, object_key, status_body
-from aioinformer._apiwatch import (
-    Event,
-    ListResult,
-    Watcher,
-    bookmark_line,
-    continue_expired,
-    not_found,
-    page,
-    parse_rv,
-    queue_initial,
-    read_continue,
-    too_large,
-    too_old,
-)
+from aioinformer._apiserver import watchcache
+from aioinformer._apiserver.objects import Entry, ResourceType, object_key
+from aioinformer._apiserver.watch import Watcher, too_large
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from aioinformer.labels import FieldSelector, LabelSelector
 
 __all__ = ["CacheStatistics", "ProxyWatcher", "Transform", "WatchCache"]
 
@@ -79,21 +66,16 @@ logger = logging.getLogger("aioinformer.proxy")
 Transform: TypeAlias = Callable[[dict[str, Any]], dict[str, Any] | None]
 """``transform(obj) -> obj | None``: what downstream sees of an upstream object."""
 
-_SNAPSHOTS: Final = 4
-"""How many reconstructed past states are kept: the pages of one paginated LIST all read
-the same resourceVersion."""
-
 
 class ProxyWatcher(Watcher):
-    """A downstream watch: a :class:`~aioinformer._apiwatch.Watcher` that also knows how to
-    end its HTTP stream at once (``abort``), how to hand bytes to its connection without
-    its writer (``send``), and whether it asked for bookmarks."""
+    """A downstream watch: a :class:`~aioinformer._apiserver.watch.Watcher` that also knows
+    how to end its HTTP stream at once (``abort``) and how to hand bytes to its connection
+    without its writer (``send``)."""
 
-    __slots__ = ("abort", "bookmarks", "send")
+    __slots__ = ("abort", "send")
 
-    def __init__(self, *args: Any, bookmarks: bool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.bookmarks = bookmarks
         self.abort: Callable[[], None] | None = None
         self.send: Callable[[bytes], bool] | None = None
         """Set by the HTTP side while its writer is idle: ``send(data)`` writes ``data``
@@ -119,14 +101,14 @@ class CacheStatistics:
         """Upstream objects skipped for having no ``metadata.name``."""
 
 
-class WatchCache:
-    """One resource's transformed objects, history and watchers (see the module notes).
+class WatchCache(watchcache.WatchCache[ProxyWatcher]):
+    """One resource's transformed objects, history and watchers (see the module notes):
+    the shared watch cache, with a history of its own, written by a reflector.
 
     Invariants: ``rv`` is the newest upstream resourceVersion heard (0 before the first
-    list); every event with ``compacted_rv < event.rv`` is in ``history``, in
-    resourceVersion order; ``_entries`` is the state after the newest event, and
-    ``_last_write_rv`` that event's resourceVersion; ``_upstream`` maps every upstream key
-    (hidden objects too) to its upstream resourceVersion string.
+    list); ``_upstream`` maps every upstream key (hidden objects too) to its upstream
+    resourceVersion string; ``_pending`` holds the watchers that queued lines since the
+    last flush, and ``_flush_handle`` is set iff a flush is scheduled.
     """
 
     def __init__(
@@ -138,39 +120,24 @@ class WatchCache:
         watcher_buffer: int = 10_000,
         flush_interval: float = 0.0,
     ) -> None:
-        if history_size < 1:
-            raise ValueError(f"history_size must be at least 1, not {history_size}")
+        super().__init__(rt, watchcache.History(history_size), ProxyWatcher)
         if watcher_buffer < 1:
             raise ValueError(f"watcher_buffer must be at least 1, not {watcher_buffer}")
-        self.rt = rt
         self.transform = transform
         self.history_size = history_size
         self.watcher_buffer = watcher_buffer
         self.flush_interval = flush_interval
-        self.rv = 0
-        self.compacted_rv = 0
-        self.history: collections.deque[Event] = collections.deque()
-        self.watchers: list[ProxyWatcher] = []
         self.stats = CacheStatistics()
         self.synced = asyncio.Event()
-        self._entries: dict[str, Entry] = {}
-        self._ordered: tuple[list[str], list[Entry]] | None = None
-        self._last_write_rv = 0
         self._upstream: dict[str, str] = {}
-        self._snapshots: collections.OrderedDict[int, tuple[list[str], list[Entry]]] = (
-            collections.OrderedDict()
-        )
         self._fresh: list[tuple[int, asyncio.Future[None]]] = []
         self._failed_keys: set[str] = set()
         self._pending: set[ProxyWatcher] = set()
         self._flush_handle: asyncio.Handle | None = None
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def __repr__(self) -> str:
         return (
-            f"<WatchCache {self.rt.qualified} objects={len(self._entries)} rv={self.rv} "
+            f"<WatchCache {self.rt.qualified} objects={len(self.entries)} rv={self.rv} "
             f"history={len(self.history)} watchers={len(self.watchers)}>"
         )
 
@@ -190,13 +157,13 @@ class WatchCache:
         rv = self._rv_of(meta)
         self._upstream.pop(key, None)
         self._failed_keys.discard(key)
-        prev = self._entries.get(key)
+        prev = self.entries.get(key)
         if prev is not None:
             self._commit("DELETED", key, self._deleted_entry(obj, prev, rv), prev)
         self._advance(rv)
 
     async def replace(self, objs: list[Any], resource_version: str) -> None:
-        list_rv = _int_rv(resource_version, self.rv)
+        list_rv = _int_rv(resource_version, self.history.rv)
         if not self.synced.is_set():
             self._load(objs, list_rv)
             return
@@ -219,21 +186,23 @@ class WatchCache:
         for key in [key for key in upstream if key not in seen]:
             del upstream[key]
             self._failed_keys.discard(key)
-            prev = self._entries.get(key)
+            prev = self.entries.get(key)
             if prev is not None:
-                self._commit("DELETED", key, self._last_state(prev, max(list_rv, self.rv)), prev)
+                last = self._last_state(prev, max(list_rv, self.history.rv))
+                self._commit("DELETED", key, last, prev)
         self._advance(list_rv)
 
     async def resync(self) -> None:
         """Nothing to do: downstream clients resync their own caches."""
 
     async def bookmark(self, resource_version: str) -> None:
-        self._advance(_int_rv(resource_version, self.rv))
+        self._advance(_int_rv(resource_version, self.history.rv))
 
     # -- writes ----------------------------------------------------------------------------
 
     def _load(self, objs: Iterable[dict[str, Any]], list_rv: int) -> None:
         """The first list: the state, with no history before it."""
+        entries: dict[str, Entry] = {}
         for obj in objs:
             key = self._key_of(obj)
             if key is None:
@@ -242,9 +211,8 @@ class WatchCache:
             self._upstream[key] = meta.get("resourceVersion", "")
             entry = self._transformed(key, obj, self._rv_of(meta))
             if entry is not None:
-                self._entries[key] = entry
-        self._ordered = None
-        self.rv = self.compacted_rv = self._last_write_rv = list_rv
+                entries[key] = entry
+        self.load(entries, list_rv)
         self.synced.set()
         self._wake_fresh()
 
@@ -257,7 +225,7 @@ class WatchCache:
         rv = self._rv_of(meta)
         self._upstream[key] = meta.get("resourceVersion", "")
         entry = self._transformed(key, obj, rv)
-        prev = self._entries.get(key)
+        prev = self.entries.get(key)
         if entry is not None:
             self._commit("ADDED" if prev is None else "MODIFIED", key, entry, prev)
         elif prev is not None:
@@ -331,25 +299,12 @@ class WatchCache:
         return Entry(last, rv)
 
     def _rv_of(self, meta: dict[str, Any]) -> int:
-        return _int_rv(meta.get("resourceVersion"), self.rv)
+        return _int_rv(meta.get("resourceVersion"), self.history.rv)
 
     def _commit(self, kind: str, key: str, entry: Entry, prev: Entry | None) -> None:
-        # History is in resourceVersion order: a change older than the newest recorded
-        # one (a relist's object that changed before a bookmark we heard) is recorded at
-        # the newest one; its object keeps its own resourceVersion.
-        rv = max(entry.rv, self._last_write_rv)
-        event = Event(rv, self.rt, kind, key, entry, prev)
-        if kind == "DELETED":
-            del self._entries[key]
-        else:
-            self._entries[key] = entry
-        self._ordered = None
-        self._last_write_rv = rv
-        history = self.history
-        history.append(event)
-        if len(history) > self.history_size:
-            self.compacted_rv = history.popleft().rv
-            self._snapshots.clear()
+        """Record a change and queue it for every watcher, to go out at the next flush;
+        a watcher whose queue passes ``watcher_buffer`` lines is closed and aborted."""
+        event = self.record(kind, key, entry, prev)
         self.stats.events += 1
         limit = self.watcher_buffer
         pending = self._pending
@@ -402,8 +357,9 @@ class WatchCache:
             watcher.wake.set()
 
     def _advance(self, rv: int) -> None:
-        if rv > self.rv:
-            self.rv = rv
+        history = self.history
+        if rv > history.rv:
+            history.rv = rv
             self._wake_fresh()
 
     def _wake_fresh(self) -> None:
@@ -437,166 +393,9 @@ class WatchCache:
             if waiter in self._fresh:
                 self._fresh.remove(waiter)
 
-    def _snapshot(self, rv: int) -> tuple[list[str], list[Entry]]:
-        """(keys, entries) as they were at ``rv`` (``compacted_rv <= rv``), sorted."""
-        if rv >= self._last_write_rv:
-            if self._ordered is None:
-                keys = sorted(self._entries)
-                entries = self._entries
-                self._ordered = (keys, [entries[k] for k in keys])
-            return self._ordered
-        cached = self._snapshots.get(rv)
-        if cached is not None:
-            self._snapshots.move_to_end(rv)
-            return cached
-        state = dict(self._entries)
-        for event in reversed(self.history):
-            if event.rv <= rv:
-                break
-            if event.prev is None:
-                state.pop(event.key, None)
-            else:
-                state[event.key] = event.prev
-        keys = sorted(state)
-        result = (keys, [state[k] for k in keys])
-        self._snapshots[rv] = result
-        while len(self._snapshots) > _SNAPSHOTS:
-            self._snapshots.popitem(last=False)
-        return result
-
-    def get(self, namespace: str | None, name: str) -> Entry:
-        """The current object, or the 404 ``NotFound``."""
-        entry = self._entries.get(object_key(namespace, name))
-        if entry is None:
-            raise not_found(self.rt, name)
-        return entry
-
-    def read_rv(self, resource_version: str | None, match: str | None, *, limit: int | None) -> int:
-        """The resourceVersion a LIST reads at (kube-apiserver's rules, over what the
-        cache holds), or the 410 for an ``Exact`` read older than the history. The caller
-        has waited for a newer one (:meth:`wait_fresh`)."""
-        if not resource_version:
-            return self.rv
-        requested = parse_rv(resource_version)
-        if requested == 0:
-            return self.rv
-        if requested > self.rv:
-            raise too_large(requested, self.rv)
-        exact = match == "Exact" or (not match and bool(limit))
-        if not exact:
-            return self.rv
-        if requested < self.compacted_rv:
-            raise StatusError(
-                status_body(410, "Expired", "The resourceVersion for the provided list is too old.")
-            )
-        return requested
-
-    def list(
-        self,
-        *,
-        namespace: str | None,
-        label_selector: LabelSelector | None,
-        field_selector: FieldSelector | None,
-        resource_version: str | None,
-        resource_version_match: str | None,
-        limit: int | None,
-        continue_: str | None,
-    ) -> ListResult:
-        """One LIST page: a consistent snapshot across the pages of one list."""
-        start = ""
-        if continue_:
-            rv, start = read_continue(continue_, resource_version)
-            if rv < self.compacted_rv or rv > self.rv:
-                raise continue_expired(self.rv, start)
-        else:
-            rv = self.read_rv(resource_version, resource_version_match, limit=limit)
-        keys, entries = self._snapshot(rv)
-        return page(
-            keys,
-            entries,
-            rv,
-            namespace=namespace if self.rt.namespaced else None,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=limit,
-            start=start,
-        )
-
-    def open_watch(
-        self,
-        *,
-        namespace: str | None,
-        label_selector: LabelSelector | None,
-        field_selector: FieldSelector | None,
-        resource_version: str | None,
-        initial_events: bool,
-        initial_events_end: bool,
-        bookmarks: bool,
-        as_meta: str | None = None,
-    ) -> ProxyWatcher:
-        """Register a watcher with its first lines queued: the current state as ``ADDED``
-        (``initial_events``, then the ``k8s.io/initial-events-end`` BOOKMARK with
-        ``initial_events_end``), or the history after ``resource_version``; the 410 for
-        one older than the history."""
-        rt = self.rt
-        if initial_events:
-            start_rv = self.rv
-        else:
-            start_rv = parse_rv(resource_version) if resource_version else 0
-            if start_rv == 0:
-                start_rv = self.rv
-            elif start_rv < self.compacted_rv:
-                raise too_old(start_rv, self.compacted_rv)
-        watcher = ProxyWatcher(
-            rt,
-            namespace=namespace if rt.namespaced else None,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            min_rv=start_rv,
-            as_meta=as_meta,
-            bookmarks=bookmarks,
-        )
-        if initial_events:
-            queue_initial(
-                watcher,
-                self._snapshot(start_rv)[1],
-                start_rv,
-                initial_events_end=initial_events_end,
-            )
-        elif start_rv < self._last_write_rv:
-            for event in self.history:
-                if event.rv > start_rv:
-                    watcher.offer(event)
-        if watcher.buffer:
-            watcher.wake.set()
-        self.watchers.append(watcher)
-        return watcher
-
-    def close_watch(self, watcher: Watcher) -> None:
-        """Stop offering events to ``watcher`` and wake its writer, which ends."""
-        with contextlib.suppress(ValueError):
-            self.watchers.remove(watcher)  # type: ignore[arg-type]
-        watcher.close()
-
-    def bookmark_all(self) -> None:
-        """Queue a BOOKMARK at the cache's resourceVersion for every watcher that asked
-        for bookmarks (one encoding per form, shared by all)."""
-        lines: dict[str | None, bytes] = {}
-        for watcher in self.watchers:
-            if not watcher.bookmarks:
-                continue
-            line = lines.get(watcher.as_meta)
-            if line is None:
-                line = lines[watcher.as_meta] = bookmark_line(
-                    self.rt, self.rv, as_meta=watcher.as_meta
-                )
-            watcher.buffer.append(line)
-            watcher.wake.set()
-
     def close_all(self) -> None:
         """Close every watcher (the proxy is shutting down)."""
-        for watcher in list(self.watchers):
-            self.close_watch(watcher)
+        super().close_all()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None

@@ -31,32 +31,31 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 from aiohttp import web
 
-from aioinformer._apidiscovery import VERBS, discovery_response, is_discovery
-from aioinformer._apiobjects import ResourceType, StatusError, status_body
-from aioinformer._apirequests import (
+from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.requests import (
     JSON,
     bearer,
     bool_param,
     entry_response,
-    int_param,
-    invalid_options,
-    list_response,
+    list_query,
     method_not_allowed,
     negotiate,
     not_served,
-    selectors,
+    page_response,
     status_response,
-    validate_rv_match,
+    watch_query,
+    watch_response,
 )
-from aioinformer._apiwatch import parse_rv
+from aioinformer._apiserver.watch import parse_rv
 from aioinformer._clock import call_later
 from aioinformer.errors import ApiError, TransportError
-from aioinformer.labels import FieldSelector, parse_field_selector
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable, Collection, Mapping
 
+    from aioinformer._apiserver.requests import Conversion
     from aioinformer._clock import Clock
     from aioinformer.client import Client
     from aioinformer.proxy._cache import ProxyWatcher, WatchCache
@@ -196,73 +195,26 @@ class Handler:
         convert = negotiate(request.headers.get("Accept", ""))
         cache = target.cache
         if bool_param(query, "watch"):
-            return await self._watch(request, target)
+            return await self._watch(request, target, convert)
         if target.name is not None:
             return entry_response(cache.rt, cache.get(target.namespace, target.name), convert)
-        rv = query.get("resourceVersion")
-        match = query.get("resourceVersionMatch")
-        validate_rv_match(rv, match, watch=False, send_initial_events=None)
-        limit = int_param(query, "limit")
-        labels, fields = selectors(cache.rt, query)
-        continue_ = query.get("continue")
-        if rv and not continue_:
+        options = list_query(cache.rt, query)
+        rv = options["resource_version"]
+        if rv and not options["continue_"]:
             await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
-        result = cache.list(
-            namespace=target.namespace,
-            label_selector=labels,
-            field_selector=fields,
-            resource_version=rv,
-            resource_version_match=match,
-            limit=limit,
-            continue_=continue_,
-        )
-        return list_response(
-            cache.rt, result.entries, result.rv, result.continue_, result.remaining, convert
-        )
+        result = cache.list(namespace=target.namespace, **options)
+        return page_response(cache.rt, result, convert)
 
-    async def _watch(self, request: web.BaseRequest, target: _Target) -> web.StreamResponse:
-        query = request.query
+    async def _watch(
+        self, request: web.BaseRequest, target: _Target, convert: Conversion | None
+    ) -> web.StreamResponse:
         cache = target.cache
-        rt = cache.rt
-        convert = negotiate(request.headers.get("Accept", ""))
-        labels, fields = selectors(rt, query)
-        rv = query.get("resourceVersion")
-        match = query.get("resourceVersionMatch")
-        send_initial = bool_param(query, "sendInitialEvents")
-        bookmarks = bool_param(query, "allowWatchBookmarks") is True
-        validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
-        if send_initial and not bookmarks:
-            raise invalid_options(
-                "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
-                "allowWatchBookmarks=true"
-            )
-        timeout = int_param(query, "timeoutSeconds")
-        if target.name is not None:
-            fields = _with_name(fields, target.name)
-        if send_initial:
-            initial = True
-        elif send_initial is None:
-            initial = not rv or rv == "0"
-        else:
-            initial = False
+        options, timeout = watch_query(cache.rt, request.query, convert, name=target.name)
+        rv = options["resource_version"]
         if rv and rv != "0":
             await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
-        watcher = cache.open_watch(
-            namespace=target.namespace,
-            label_selector=labels,
-            field_selector=fields,
-            resource_version=rv,
-            initial_events=initial,
-            initial_events_end=bool(send_initial),
-            bookmarks=bookmarks,
-            as_meta=(
-                convert.api_version
-                if convert is not None and convert.kind == "PartialObjectMetadata"
-                else None
-            ),
-        )
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
-        response.enable_chunked_encoding()
+        watcher = cache.open_watch(namespace=target.namespace, **options)
+        response = watch_response()
         transport = request.transport
         if transport is not None:
             watcher.abort = transport.abort
@@ -350,15 +302,6 @@ def _send_chunk(transport: asyncio.Transport, data: bytes) -> bool:
         return False
     transport.write(b"%x\r\n%b\r\n" % (len(data), data))
     return True
-
-
-def _with_name(fields: FieldSelector | None, name: str) -> FieldSelector:
-    """``fields`` plus ``metadata.name=name`` (a WATCH of one object by its path)."""
-    by_name = parse_field_selector(f"metadata.name={name}")
-    if fields is None:
-        return by_name
-    combined = sorted(fields.requirements + by_name.requirements, key=lambda r: r.field)
-    return FieldSelector(tuple(combined))
 
 
 def _forbidden(rt: ResourceType, name: str | None, asked: str | None, served: str) -> StatusError:

@@ -26,12 +26,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from aioinformer._apiobjects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
 
-    from aioinformer._apiwatch import Event
+    from aioinformer._apiserver.watch import Event
     from aioinformer._clock import Clock
 
 __all__ = [

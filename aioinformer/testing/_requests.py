@@ -1,10 +1,10 @@
 """Request parsing for the fake API server's writes.
 
 Role: the small, pure pieces of HTTP handling that kube-apiserver applies to a write (the
-read side, shared with the caching proxy, is :mod:`aioinformer._apirequests`). Input is
+read side, shared with the caching proxy, is :mod:`aioinformer._apiserver.requests`). Input is
 parts of an ``aiohttp`` request (the parsed resource path, the body bytes); output is
 parsed values (the :class:`Target`, a validated new object, the patch function of a
-Content-Type) or the :class:`~aioinformer._apiobjects.StatusError` kube-apiserver answers
+Content-Type) or the :class:`~aioinformer._apiserver.objects.StatusError` kube-apiserver answers
 with (400 ``BadRequest``, 415, 422 ``Invalid``).
 
 Ordering: none; each function looks at its arguments only.
@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-from aioinformer._apiobjects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 from aioinformer.testing._patch import (
     apply_json_patch,
     apply_merge_patch,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._apiobjects import ResourceType
+from aioinformer._apiserver.objects import ResourceType
 from aioinformer.errors import UnknownResourceError
 
 if TYPE_CHECKING:

@@ -30,29 +30,29 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
-from aioinformer._apidiscovery import discovery_response, is_discovery
-from aioinformer._apiobjects import (
+from aioinformer._apiserver.discovery import discovery_response, is_discovery
+from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
     StatusError,
     object_key,
     status_body,
 )
-from aioinformer._apirequests import (
+from aioinformer._apiserver.requests import (
     JSON,
     Conversion,
     bearer,
     bool_param,
     entry_response,
-    int_param,
+    list_query,
     list_response,
     method_not_allowed,
     negotiate,
     not_acceptable,
     not_served,
+    page_response,
     selectors,
     status_response,
-    validate_rv_match,
 )
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
@@ -447,26 +447,12 @@ class Router:
         self, target: Target, query: dict[str, str], convert: Conversion | None
     ) -> web.Response:
         rt = target.rt
-        labels, fields = selectors(rt, query)
-        limit = int_param(query, "limit")
-        rv = query.get("resourceVersion")
-        match = query.get("resourceVersionMatch")
-        validate_rv_match(rv, match, watch=False, send_initial_events=None)
-        if rv and self._server.too_large_rv_wait > 0 and not query.get("continue"):
+        options = list_query(rt, query)
+        rv = options["resource_version"]
+        if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
-        result = self._store.list(
-            rt,
-            namespace=target.namespace,
-            label_selector=labels,
-            field_selector=fields,
-            resource_version=rv,
-            resource_version_match=match,
-            limit=limit,
-            continue_=query.get("continue") or None,
-        )
-        return list_response(
-            rt, result.entries, result.rv, result.continue_, result.remaining, convert
-        )
+        result = self._store.list(rt, namespace=target.namespace, **options)
+        return page_response(rt, result, convert)
 
     async def _wait_for_rv(self, text: str) -> None:
         try:

@@ -1,18 +1,21 @@
-"""The fake API server's storage: tables of objects, one resourceVersion counter, history,
-watchers.
+"""The fake API server's storage: what etcd plus the watch cache are to kube-apiserver.
 
-Role: what etcd plus the watch cache are to kube-apiserver. Input is writes (create,
-update, delete) and reads (list at a resourceVersion, watch from one); output is
-pre-encoded JSON bytes, so serving a LIST or a watch event never re-encodes an object.
-Everything here is synchronous and runs on the server's event loop: a write, its history
-entry and its fan-out to every watcher happen in one step, so a watcher registered in the
-same step as a snapshot sees exactly the events after it.
+Role: the write rules over one :class:`~aioinformer._apiserver.watchcache.WatchCache` per
+resource (the watch cache the caching proxy uses too: history, snapshots, paged lists,
+resourceVersion rules, watchers), all sharing one
+:class:`~aioinformer._apiserver.watchcache.History`. Input is writes (create, update,
+delete) and reads (list at a resourceVersion, watch from one); output is pre-encoded JSON
+bytes, so serving a LIST or a watch event never re-encodes an object. Everything here is
+synchronous and runs on the server's event loop: a write, its history entry and its
+fan-out to every watcher happen in one step, so a watcher registered in the same step as a
+snapshot sees exactly the events after it.
 
-Ordering: resourceVersions are one global, strictly increasing integer counter. History is
-one bounded deque of events in resourceVersion order; everything after ``compacted_rv`` is
-in it, so a read at an older version answers 410 ``Expired``. The server compacts when
-it starts serving (unless told to keep that history), so the window begins where a
-freshly started kube-apiserver's watch cache begins: at the version it started at.
+Ordering: resourceVersions are one global, strictly increasing integer counter, as etcd's
+revision is. History is one bounded window of every resource's events in resourceVersion
+order; everything after ``compacted_rv`` is in it, so a read at an older version answers
+410 ``Expired``. The server compacts when it starts serving (unless told to keep that
+history), so the window begins where a freshly started kube-apiserver's watch cache
+begins: at the version it started at.
 
 Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
 exist, names and labels must be valid, typed fields must have their type) and record
@@ -27,102 +30,64 @@ server's handlers and the test's direct calls on one event loop.
 
 from __future__ import annotations
 
-import collections
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._apiobjects import (
+from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
     StatusError,
     object_key,
     status_body,
 )
-from aioinformer._apiwatch import (
-    Event,
-    ListResult,
-    Watcher,
-    continue_expired,
-    not_found,
-    page,
-    parse_rv,
-    queue_initial,
-    read_continue,
-    too_large,
-    too_old,
-)
+from aioinformer._apiserver.watch import Event, Watcher, not_found
+from aioinformer._apiserver.watchcache import History, HistoryView, WatchCache
 from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
 from aioinformer.testing._validation import admit_create, check_types, invalid_error
 from aioinformer.testing._validation import validate_metadata as _validate_metadata
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from typing import Unpack
 
-    from aioinformer.labels import FieldSelector, LabelSelector
+    from aioinformer._apiserver.requests import ListQuery, WatchQuery
+    from aioinformer._apiserver.watch import ListResult
 
 __all__ = ["Store"]
-
-
-_SNAPSHOT_CACHE: Final = 4
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class _Table:
-    """The objects of one resource.
+class _Table(WatchCache[Watcher]):
+    """The watch cache of one resource (every version of it), in the store's history.
 
-    Invariants: ``last_rv`` is the resourceVersion of the newest write to this resource
-    (so its state at any version ``>= last_rv`` is the current one); ``_ordered`` is
-    ``None`` or exactly (sorted keys, their entries), dropped by every write.
+    Invariant: ``lost`` is the store's set of lost events' resourceVersions: a watch
+    opened from before one of them is not sent it, as a live watch was not.
     """
 
-    __slots__ = ("_ordered", "entries", "last_rv", "watchers")
+    def __init__(self, rt: ResourceType, history: History, lost: set[int]) -> None:
+        super().__init__(rt, history, Watcher)
+        self.lost = lost
 
-    def __init__(self) -> None:
-        self.entries: dict[str, Entry] = {}
-        self.last_rv = 0
-        self.watchers: list[Watcher] = []
-        self._ordered: tuple[list[str], list[Entry]] | None = None
-
-    def ordered(self) -> tuple[list[str], list[Entry]]:
-        """(keys, entries) of the current state, sorted by key (cached until a write)."""
-        if self._ordered is None:
-            keys = sorted(self.entries)
-            entries = self.entries
-            self._ordered = (keys, [entries[k] for k in keys])
-        return self._ordered
-
-    def put(self, key: str, entry: Entry) -> None:
-        self.entries[key] = entry
-        self.last_rv = entry.rv
-        self._ordered = None
-
-    def pop(self, key: str, rv: int) -> Entry:
-        self.last_rv = rv
-        self._ordered = None
-        return self.entries.pop(key)
+    def replays(self, event: Event) -> bool:
+        return event.rv not in self.lost
 
 
-class Store:
+class Store(HistoryView):
     """Objects of every resource, the global resourceVersion and the bounded history.
 
     Invariants: ``rv`` is the resourceVersion of the newest write (0 before any);
-    ``history`` holds, in order, every event with ``compacted_rv < event.rv <= rv``;
-    an event evicted from the full deque raises ``compacted_rv`` to its resourceVersion.
+    ``history`` holds, in order, every event with ``compacted_rv < event.rv <= rv``, of
+    every resource; an event evicted from the full window raises ``compacted_rv`` to its
+    resourceVersion.
     """
 
     def __init__(self, *, history_size: int) -> None:
-        self.rv = 0
-        self.compacted_rv = 0
-        self.history: collections.deque[Event] = collections.deque()
-        self.history_size = history_size
+        self.history = History(history_size)
         self._tables: dict[tuple[str, str], _Table] = {}
-        self._snapshots: collections.OrderedDict[
-            tuple[tuple[str, str], int], tuple[list[str], list[Entry]]
-        ] = collections.OrderedDict()
         self.on_write: Callable[[], None] | None = None
         # Asked for every write: true when the watch cache loses its event (a fault).
         self.loses_event: Callable[[Event], bool] | None = None
@@ -132,42 +97,42 @@ class Store:
         # Creates in a namespace that is not stored (or is being deleted) are refused.
         self.require_namespaces = True
 
+    @property
+    def history_size(self) -> int:
+        """How many events the history keeps."""
+        return self.history.size
+
     # -- tables --------------------------------------------------------------------------
 
     def table(self, rt: ResourceType) -> _Table:
         table = self._tables.get(rt.id)
         if table is None:
-            table = self._tables[rt.id] = _Table()
+            table = self._tables[rt.id] = _Table(rt, self.history, self.lost)
         return table
 
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
-        entry = self.table(rt).entries.get(object_key(namespace, name))
-        if entry is None:
-            raise not_found(rt, name)
-        return entry
+        """The current object, or the 404 ``NotFound``."""
+        return self.table(rt).get(namespace, name)
 
     # -- writes --------------------------------------------------------------------------
 
     def _commit(
         self, rt: ResourceType, event_type: str, key: str, entry: Entry, prev: Entry | None
     ) -> None:
-        event = Event(entry.rv, rt, event_type, key, entry, prev)
-        history = self.history
-        history.append(event)
-        if len(history) > self.history_size:
-            self.compacted_rv = history.popleft().rv
+        table = self.table(rt)
+        event = table.record(event_type, key, entry, prev, rt=rt)
         if self.loses_event is not None and self.loses_event(event):
             self.lost.add(event.rv)
         else:
-            for watcher in self.table(rt).watchers:
-                watcher.offer(event)
+            table.deliver(event)
         if self.on_write is not None:
             self.on_write()
 
     def _stamp(self, obj: dict[str, Any]) -> Entry:
-        self.rv += 1
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        return Entry(obj, self.rv)
+        history = self.history
+        history.rv += 1
+        obj["metadata"]["resourceVersion"] = str(history.rv)
+        return Entry(obj, history.rv)
 
     def create(
         self, rt: ResourceType, obj: dict[str, Any], *, manager: str = UNKNOWN_MANAGER
@@ -200,7 +165,6 @@ class Store:
         obj["kind"] = rt.kind
         meta["managedFields"] = record_write(None, obj, api_version=rt.api_version, manager=manager)
         entry = self._stamp(obj)
-        table.put(key, entry)
         self._commit(rt, "ADDED", key, entry, None)
         return entry
 
@@ -273,7 +237,6 @@ class Store:
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             return self._remove(rt, key, new)
         entry = self._stamp(new)
-        table.put(key, entry)
         self._commit(rt, "MODIFIED", key, entry, current)
         return entry
 
@@ -329,14 +292,13 @@ class Store:
             if meta.get("generation"):
                 meta["generation"] = int(meta["generation"]) + 1
             entry = self._stamp(new)
-            self.table(rt).put(key, entry)
             self._commit(rt, "MODIFIED", key, entry, current)
             return entry
         return self._remove(rt, key, new)
 
     def _remove(self, rt: ResourceType, key: str, last: dict[str, Any]) -> Entry:
+        prev = self.table(rt).entries[key]
         entry = self._stamp(last)
-        prev = self.table(rt).pop(key, entry.rv)
         self._commit(rt, "DELETED", key, entry, prev)
         return entry
 
@@ -344,157 +306,31 @@ class Store:
 
     def compact(self, rv: int | None = None) -> None:
         """Forget history up to ``rv`` (default: everything): older reads answer 410."""
-        target = self.rv if rv is None else min(rv, self.rv)
-        history = self.history
-        while history and history[0].rv <= target:
-            history.popleft()
-        self.compacted_rv = max(self.compacted_rv, target)
-        self._snapshots.clear()
+        self.history.compact(rv)
+
+    # -- reads and watches: the resource's watch cache -----------------------------------
 
     def snapshot(self, rt: ResourceType, rv: int) -> tuple[list[str], list[Entry]]:
-        """(keys, entries) of the resource as it was at ``rv``, sorted by key.
-
-        Caller guarantees ``compacted_rv <= rv <= self.rv``. Reconstructed by undoing the
-        newer history; the last few reconstructions are cached, since the pages of one
-        paginated LIST all read the same version.
-        """
-        table = self.table(rt)
-        if rv >= table.last_rv:
-            return table.ordered()
-        cache_key = (rt.id, rv)
-        cached = self._snapshots.get(cache_key)
-        if cached is not None:
-            self._snapshots.move_to_end(cache_key)
-            return cached
-        state = dict(table.entries)
-        for event in reversed(self.history):
-            if event.rv <= rv:
-                break
-            if event.rt.id != rt.id:
-                continue
-            if event.prev is None:
-                state.pop(event.key, None)
-            else:
-                state[event.key] = event.prev
-        keys = sorted(state)
-        result = (keys, [state[k] for k in keys])
-        self._snapshots[cache_key] = result
-        while len(self._snapshots) > _SNAPSHOT_CACHE:
-            self._snapshots.popitem(last=False)
-        return result
-
-    # -- reads ---------------------------------------------------------------------------
+        """(keys, entries) of the resource as it was at ``rv``, sorted by key (see
+        :meth:`~aioinformer._apiserver.watchcache.WatchCache.snapshot`)."""
+        return self.table(rt).snapshot(rv)
 
     def list(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None,
-        label_selector: LabelSelector | None,
-        field_selector: FieldSelector | None,
-        resource_version: str | None,
-        resource_version_match: str | None,
-        limit: int | None,
-        continue_: str | None,
+        self, rt: ResourceType, *, namespace: str | None, **query: Unpack[ListQuery]
     ) -> ListResult:
         """One LIST page, following kube-apiserver's resourceVersion rules."""
-        start = ""
-        if continue_:
-            rv, start = read_continue(continue_, resource_version)
-            if rv < self.compacted_rv or rv > self.rv:
-                raise continue_expired(self.rv, start)
-        else:
-            rv = self.read_rv(resource_version, resource_version_match, limit=limit)
-        keys, entries = self.snapshot(rt, rv)
-        return page(
-            keys,
-            entries,
-            rv,
-            namespace=namespace if rt.namespaced else None,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=limit,
-            start=start,
-        )
-
-    def read_rv(self, resource_version: str | None, match: str | None, *, limit: int | None) -> int:
-        """The resourceVersion a LIST reads at, or the 410/504 kube-apiserver answers."""
-        if not resource_version:
-            return self.rv
-        requested = parse_rv(resource_version)
-        if requested == 0:
-            return self.rv
-        exact = match == "Exact" or (not match and bool(limit))
-        if requested > self.rv:
-            raise too_large(requested, self.rv)
-        if not exact:
-            return self.rv
-        if requested < self.compacted_rv:
-            raise StatusError(
-                status_body(410, "Expired", "The resourceVersion for the provided list is too old.")
-            )
-        return requested
-
-    # -- watches -------------------------------------------------------------------------
+        return self.table(rt).list(namespace=namespace, **query)
 
     def open_watch(
-        self,
-        rt: ResourceType,
-        *,
-        namespace: str | None,
-        label_selector: LabelSelector | None,
-        field_selector: FieldSelector | None,
-        resource_version: str | None,
-        initial_events: bool,
-        initial_events_end: bool,
-        as_meta: str | None = None,
+        self, rt: ResourceType, *, namespace: str | None, **query: Unpack[WatchQuery]
     ) -> Watcher:
-        """Register a watcher with its first lines already queued.
-
-        ``initial_events`` queues ADDED for the current state (an unset or ``0``
-        resourceVersion, or ``sendInitialEvents``); ``initial_events_end`` then queues the
-        ``k8s.io/initial-events-end`` BOOKMARK. A resourceVersion older than the history
-        raises the 410 ``Expired`` (the caller answers it, or sends it as an ERROR
-        event). ``as_meta`` makes it a metadata-only watch (see :class:`Watcher`).
-        """
-        if initial_events:
-            start_rv = self.rv
-        else:
-            start_rv = self.rv if not resource_version else parse_rv(resource_version)
-            if start_rv == 0:
-                start_rv = self.rv
-            elif start_rv < self.compacted_rv:
-                raise too_old(start_rv, self.compacted_rv)
-        watcher = Watcher(
-            rt,
-            namespace=namespace if rt.namespaced else None,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            min_rv=start_rv,
-            as_meta=as_meta,
-        )
-        if initial_events:
-            queue_initial(
-                watcher,
-                self.snapshot(rt, start_rv)[1],
-                start_rv,
-                initial_events_end=initial_events_end,
-            )
-        elif start_rv < self.rv:
-            lost = self.lost
-            for event in self.history:
-                if event.rv > start_rv and event.rt.id == rt.id and event.rv not in lost:
-                    watcher.offer(event)
-        if watcher.buffer:
-            watcher.wake.set()
-        self.table(rt).watchers.append(watcher)
-        return watcher
+        """Register a watcher of ``rt`` with its first lines already queued (see
+        :meth:`~aioinformer._apiserver.watchcache.WatchCache.open_watch`); the 410
+        ``Expired`` for a resourceVersion older than the history."""
+        return self.table(rt).open_watch(namespace=namespace, rt=rt, **query)
 
     def close_watch(self, watcher: Watcher) -> None:
-        watchers = self.table(watcher.rt).watchers
-        if watcher in watchers:
-            watchers.remove(watcher)
-        watcher.close()
+        self.table(watcher.rt).close_watch(watcher)
 
 
 def conflict(rt: ResourceType, name: str) -> StatusError:

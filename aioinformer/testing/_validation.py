@@ -2,8 +2,8 @@
 
 Role: the admission the fake applies to every create and update, over HTTP and through
 the test's direct calls alike. Input is a request body (bytes) or a decoded object and
-the :class:`~aioinformer._apiobjects.ResourceType` it is written to; output is the
-object, decoded and checked, or the :class:`~aioinformer._apiobjects.StatusError`
+the :class:`~aioinformer._apiserver.objects.ResourceType` it is written to; output is the
+object, decoded and checked, or the :class:`~aioinformer._apiserver.objects.StatusError`
 kube-apiserver answers with:
 
 * 400 ``BadRequest`` for what its decoder refuses before validation runs: a body that is
@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer._apiobjects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from aioinformer._apiobjects import Entry
+    from aioinformer._apiserver.objects import Entry
 
 __all__ = [
     "FieldError",

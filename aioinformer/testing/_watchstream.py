@@ -1,7 +1,8 @@
 """The fake API server's watch streams: one chunked 200 response of JSON lines per watch.
 
-Role: turns a WATCH request into a :class:`~aioinformer.testing._store.Watcher` and
-writes what the store offers it. Input is the parsed request (resource, query,
+Role: turns a WATCH request (read by ``_apiserver.requests.watch_query``, as the proxy
+reads it) into a :class:`~aioinformer._apiserver.watch.Watcher` of the resource's watch
+cache and writes what the store offers it. Input is the parsed request (resource, query,
 negotiated conversion), the store's fan-out into the watcher's buffer, the server's clock
 and the armed watch faults; output is the response body: the initial events or the
 history since the requested resourceVersion, live events, a BOOKMARK every
@@ -33,24 +34,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import orjson
-from aiohttp import web
 
-from aioinformer._apiobjects import ResourceType, StatusError
-from aioinformer._apirequests import (
-    JSON,
+from aioinformer._apiserver.objects import ResourceType, StatusError
+from aioinformer._apiserver.requests import (
     Conversion,
-    bool_param,
-    int_param,
-    invalid_options,
-    selectors,
-    validate_rv_match,
+    WatchListSupport,
+    watch_query,
+    watch_response,
 )
-from aioinformer._apiwatch import Watcher, bookmark_line
+from aioinformer._apiserver.watch import Watcher, bookmark_line
 from aioinformer._clock import Clock, default_clock
-from aioinformer.labels import FieldSelector, parse_field_selector
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from aiohttp import web
 
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
     from aioinformer.testing._requests import (
@@ -65,9 +63,6 @@ __all__ = [
     "WatchListSupport",
     "WatchStreams",
 ]
-
-WatchListSupport: TypeAlias = Literal["supported", "forbidden", "ignored"]
-"""How the server answers a streaming list (see ``FakeAPIServer(watch_list=...)``)."""
 
 ExpiredWatch: TypeAlias = Literal["status", "error_event"]
 """How a watch from a compacted resourceVersion is answered (see
@@ -177,65 +172,17 @@ class WatchStreams:
         convert: Conversion | None,
     ) -> web.StreamResponse:
         """Answer a WATCH request (see the module docstring)."""
-        rt = target.rt
-        labels, fields = selectors(rt, query)
-        rv = query.get("resourceVersion")
-        match = query.get("resourceVersionMatch")
-        send_initial = bool_param(query, "sendInitialEvents")
-        if send_initial is not None:
-            support = self._settings.watch_list
-            if support == "forbidden":
-                raise invalid_options(
-                    "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
-                    "unless the WatchList feature gate is enabled"
-                )
-            if support == "ignored":
-                send_initial = match = None
-        bookmarks = bool_param(query, "allowWatchBookmarks") is True
-        validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
-        if send_initial and not bookmarks:
-            raise invalid_options(
-                "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
-                "allowWatchBookmarks=true"
-            )
-        timeout = int_param(query, "timeoutSeconds")
-        if target.name is not None:
-            name_field = parse_field_selector(f"metadata.name={target.name}")
-            fields = (
-                name_field
-                if fields is None
-                else FieldSelector(
-                    tuple(
-                        sorted(fields.requirements + name_field.requirements, key=lambda r: r.field)
-                    )
-                )
-            )
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
-        response.enable_chunked_encoding()
-        if send_initial:
-            initial = True
-        elif send_initial is None:
-            initial = not rv or rv == "0"
-        else:
-            initial = False
+        options, timeout = watch_query(
+            target.rt,
+            query,
+            convert,
+            name=target.name,
+            watch_list=self._settings.watch_list,
+        )
+        bookmarks = options["bookmarks"]
+        response = watch_response()
         try:
-            watcher = self._store.open_watch(
-                rt,
-                namespace=target.namespace,
-                label_selector=labels,
-                field_selector=fields,
-                resource_version=rv,
-                initial_events=initial,
-                initial_events_end=bool(send_initial),
-                # kube-apiserver converts each event's object on its own: asked for
-                # PartialObjectMetadataList, the conversion fails and it sends the objects
-                # unconverted.
-                as_meta=(
-                    convert.api_version
-                    if convert is not None and convert.kind == "PartialObjectMetadata"
-                    else None
-                ),
-            )
+            watcher = self._store.open_watch(target.rt, namespace=target.namespace, **options)
         except StatusError as exc:
             if exc.code != 410 or self._settings.expired_watch == "status":
                 raise

@@ -77,11 +77,12 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, status_body
+from aioinformer._apiserver.lifecycle import Server
+from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, status_body
 from aioinformer._clock import Clock, default_clock
 from aioinformer._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
@@ -95,7 +96,6 @@ from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, Wat
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
-    from types import TracebackType
 
     from pydantic import BaseModel
 
@@ -122,7 +122,7 @@ _PATCH_CONTENT_TYPES: Final = {
 }
 
 
-class FakeAPIServer:
+class FakeAPIServer(Server):
     """A kube-apiserver double listening on 127.0.0.1 (see the module docstring).
 
     Lifecycle::
@@ -270,18 +270,6 @@ class FakeAPIServer:
             self.create_namespace(namespace)
 
     # -- lifecycle -----------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         """Start serving (``async with`` calls it). The history starts here: watches

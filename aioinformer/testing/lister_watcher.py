@@ -60,7 +60,7 @@ import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._apiobjects import status_body
+from aioinformer._apiserver.objects import status_body
 from aioinformer._meta import meta_namespace_key
 from aioinformer.errors import (
     AioinformerError,

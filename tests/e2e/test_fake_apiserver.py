@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError
+from aioinformer._apiserver.objects import Entry, ResourceType, StatusError
 from aioinformer.errors import AlreadyExists, Conflict, NotFound, UnknownResourceError
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, Rule
 from aioinformer.testing._store import Store
@@ -22,7 +22,7 @@ from tests._support_http import Api
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer._apiwatch import Watcher
+    from aioinformer._apiserver.watch import Watcher
 
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -14,8 +14,8 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer._apidiscovery import discovery_response, is_discovery
-from aioinformer._apiobjects import ResourceType, StatusError
+from aioinformer._apiserver.discovery import discovery_response, is_discovery
+from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer._clock import Clock, default_clock
 from aioinformer.errors import UnknownResourceError
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error

@@ -12,7 +12,7 @@ from aioinformer.client._builtin import BUILTIN_RESOURCES, builtin_gvr
 from aioinformer.testing._resources import BUILTIN_RESOURCES as SERVED
 
 if TYPE_CHECKING:
-    from aioinformer._apiobjects import ResourceType
+    from aioinformer._apiserver.objects import ResourceType
 
 
 def _names_of(rt: ResourceType) -> set[str]:

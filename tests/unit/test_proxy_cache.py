@@ -14,9 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._apiobjects import ResourceType, StatusError
+from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer.labels import parse_label_selector
 from aioinformer.proxy._cache import WatchCache
+from tests._support_watchcache import lines, listed, watch
 
 PODS = ResourceType("", "v1", "pods", "Pod", True)
 
@@ -28,48 +29,8 @@ def pod(name: str, rv: int, *, ns: str = "default", **labels: str) -> dict[str, 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"n": rv}}
 
 
-def lines(watcher: Any) -> list[tuple[str, str, str]]:
-    """(type, name, resourceVersion) of each queued line; empties the queue."""
-    out = []
-    for line in watcher.buffer:
-        event = orjson.loads(line)
-        meta = event["object"]["metadata"]
-        out.append((event["type"], meta.get("name", ""), meta["resourceVersion"]))
-    watcher.buffer.clear()
-    return out
-
-
 def names(cache: WatchCache, **kwargs: Any) -> list[str]:
     return [entry.name for entry in listed(cache, **kwargs).entries]
-
-
-def listed(cache: WatchCache, **kwargs: Any) -> Any:
-    """A LIST page: every option at its default unless given."""
-    options: dict[str, Any] = {
-        "namespace": None,
-        "label_selector": None,
-        "field_selector": None,
-        "resource_version": None,
-        "resource_version_match": None,
-        "limit": None,
-        "continue_": None,
-    }
-    options.update(kwargs)
-    return cache.list(**options)
-
-
-def watch(cache: WatchCache, rv: str | None, **kwargs: Any) -> Any:
-    options: dict[str, Any] = {
-        "namespace": None,
-        "label_selector": None,
-        "field_selector": None,
-        "resource_version": rv,
-        "initial_events": False,
-        "initial_events_end": False,
-        "bookmarks": False,
-    }
-    options.update(kwargs)
-    return cache.open_watch(**options)
 
 
 async def loaded(*objs: dict[str, Any], rv: int = 10, **options: Any) -> WatchCache:

@@ -1,6 +1,8 @@
-"""The fake API server's stored-object model: resource types, stored entries, ``Status`` errors.
+"""The stored-object model of a list/watch API server: resource types, stored entries,
+``Status`` errors.
 
-Role: the value types the store, the routes and the watch streams share. Input is decoded
+Role: the value types the watch cache, the request handling and the watch streams of the
+fake API server and the caching proxy share. Input is decoded
 objects handed to :class:`Entry` and resource descriptions handed to
 :class:`ResourceType`; output is the pre-encoded bytes a LIST item, a watch event or a
 ``PartialObjectMetadata`` is made of, and :class:`StatusError`, which carries the

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from aiohttp import web
 
-from aioinformer._apirequests import JSON, method_not_allowed, not_served
+from aioinformer._apiserver.requests import JSON, method_not_allowed, not_served
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from aioinformer._apiobjects import ResourceType
+    from aioinformer._apiserver.objects import ResourceType
 
 __all__ = ["VERBS", "VERSION_INFO", "discovery_response", "is_discovery"]
 

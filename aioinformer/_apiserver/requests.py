@@ -5,7 +5,7 @@ used by the fake API server (``aioinformer.testing``) and the caching proxy
 (``aioinformer.proxy``). Input is parts of an ``aiohttp`` request (the query, the
 ``Accept`` and ``Authorization`` headers); output is parsed values (selectors, integer and
 boolean parameters, the negotiated :class:`Conversion`, a bearer token) or the
-:class:`~aioinformer._apiobjects.StatusError` kube-apiserver answers with (400
+:class:`~aioinformer._apiserver.objects.StatusError` kube-apiserver answers with (400
 ``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``), and the
 ``web.Response`` for a stored entry or a failure.
 
@@ -17,12 +17,12 @@ Task model: synchronous functions, called from request handlers on the event loo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 import orjson
 from aiohttp import web
 
-from aioinformer._apiobjects import META_GROUP, Entry, ResourceType, StatusError, status_body
+from aioinformer._apiserver.objects import META_GROUP, Entry, ResourceType, StatusError, status_body
 from aioinformer.errors import SelectorError
 from aioinformer.labels import (
     FieldSelector,
@@ -34,22 +34,31 @@ from aioinformer.labels import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from aioinformer._apiserver.watch import ListResult
+
 __all__ = [
     "JSON",
     "Conversion",
+    "ListQuery",
+    "WatchListSupport",
+    "WatchQuery",
     "bearer",
     "bool_param",
     "entry_response",
     "int_param",
     "invalid_options",
+    "list_query",
     "list_response",
     "method_not_allowed",
     "negotiate",
     "not_acceptable",
     "not_served",
+    "page_response",
     "selectors",
     "status_response",
     "validate_rv_match",
+    "watch_query",
+    "watch_response",
 ]
 
 JSON: Final = "application/json"
@@ -283,3 +292,129 @@ def list_response(
     encoded = orjson.dumps(head)
     body = b"".join((encoded[:-1], b',"items":[', b",".join(items), b"]}"))
     return web.Response(body=body, content_type=JSON)
+
+
+def page_response(rt: ResourceType, result: ListResult, convert: Conversion | None) -> web.Response:
+    """The HTTP answer carrying a watch cache's LIST page (see :func:`list_response`)."""
+    return list_response(rt, result.entries, result.rv, result.continue_, result.remaining, convert)
+
+
+class ListQuery(TypedDict):
+    """What a LIST asks of a watch cache (``WatchCache.list``'s options but the
+    namespace, which the path names)."""
+
+    label_selector: LabelSelector | None
+    field_selector: FieldSelector | None
+    resource_version: str | None
+    resource_version_match: str | None
+    limit: int | None
+    continue_: str | None
+
+
+def list_query(rt: ResourceType, query: Mapping[str, str]) -> ListQuery:
+    """A LIST request's options, or the error kube-apiserver answers: 400 for a
+    selector, limit or version that does not parse (decoding the options comes first),
+    422 for a ``resourceVersionMatch`` it refuses."""
+    labels, fields = selectors(rt, query)
+    limit = int_param(query, "limit")
+    rv = query.get("resourceVersion")
+    match = query.get("resourceVersionMatch")
+    validate_rv_match(rv, match, watch=False, send_initial_events=None)
+    return ListQuery(
+        label_selector=labels,
+        field_selector=fields,
+        resource_version=rv,
+        resource_version_match=match,
+        limit=limit,
+        continue_=query.get("continue") or None,
+    )
+
+
+WatchListSupport: TypeAlias = Literal["supported", "forbidden", "ignored"]
+"""How a server answers a streaming list (``sendInitialEvents``): as kube-apiserver v1.36
+does, as one whose WatchList feature gate is off (422), or as one too old to know the
+parameter (it is dropped)."""
+
+
+class WatchQuery(TypedDict):
+    """What a WATCH asks of a watch cache (``WatchCache.open_watch``'s options but the
+    namespace, which the path names, and the version it is served at)."""
+
+    label_selector: LabelSelector | None
+    field_selector: FieldSelector | None
+    resource_version: str | None
+    initial_events: bool
+    initial_events_end: bool
+    bookmarks: NotRequired[bool]
+    as_meta: NotRequired[str | None]
+
+
+def watch_query(
+    rt: ResourceType,
+    query: Mapping[str, str],
+    convert: Conversion | None,
+    *,
+    name: str | None,
+    watch_list: WatchListSupport = "supported",
+) -> tuple[WatchQuery, int | None]:
+    """A WATCH request's options and its ``timeoutSeconds``, or the error kube-apiserver
+    answers (400, or 422 for options it refuses together). ``name`` (a watch of one object
+    by its path) adds ``metadata.name`` to the field selector. Initial events are sent
+    for ``sendInitialEvents=true``, and without it for an unset or ``"0"`` version.
+
+    Asked for a ``PartialObjectMetadataList``, kube-apiserver converts each event's object
+    on its own, the conversion fails, and it sends the objects unconverted: only
+    ``PartialObjectMetadata`` makes a metadata-only watch.
+    """
+    labels, fields = selectors(rt, query)
+    rv = query.get("resourceVersion")
+    match = query.get("resourceVersionMatch")
+    send_initial = bool_param(query, "sendInitialEvents")
+    if send_initial is not None:
+        if watch_list == "forbidden":
+            raise invalid_options(
+                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch "
+                "unless the WatchList feature gate is enabled"
+            )
+        if watch_list == "ignored":
+            send_initial = match = None
+    bookmarks = bool_param(query, "allowWatchBookmarks") is True
+    validate_rv_match(rv, match, watch=True, send_initial_events=send_initial)
+    if send_initial and not bookmarks:
+        raise invalid_options(
+            "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
+            "allowWatchBookmarks=true"
+        )
+    timeout = int_param(query, "timeoutSeconds")
+    if name is not None:
+        by_name = parse_field_selector(f"metadata.name={name}")
+        fields = (
+            by_name
+            if fields is None
+            else FieldSelector(
+                tuple(sorted(fields.requirements + by_name.requirements, key=lambda r: r.field))
+            )
+        )
+    initial = (not rv or rv == "0") if send_initial is None else send_initial
+    as_meta = (
+        convert.api_version
+        if convert is not None and convert.kind == "PartialObjectMetadata"
+        else None
+    )
+    options = WatchQuery(
+        label_selector=labels,
+        field_selector=fields,
+        resource_version=rv,
+        initial_events=initial,
+        initial_events_end=bool(send_initial),
+        bookmarks=bookmarks,
+        as_meta=as_meta,
+    )
+    return options, timeout
+
+
+def watch_response() -> web.StreamResponse:
+    """The chunked 200 response a watch's JSON lines are written to."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+    response.enable_chunked_encoding()
+    return response

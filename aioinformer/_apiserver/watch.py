@@ -2,7 +2,7 @@
 
 Role: what a server of the list/watch API keeps between a write and the clients that read
 it, shared by the fake API server (``aioinformer.testing``) and the caching proxy
-(``aioinformer.proxy``). Input: stored :class:`~aioinformer._apiobjects.Entry` values in
+(``aioinformer.proxy``). Input: stored :class:`~aioinformer._apiserver.objects.Entry` values in
 resourceVersion order; output: encoded watch lines (each :class:`Event` encodes each of its
 forms once, however many watchers send it), LIST pages cut from a sorted snapshot with
 kube-apiserver's ``continue`` tokens, and the ``Status`` errors of reads at a
@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from aioinformer._apiobjects import Entry, ResourceType, StatusError, needs_object, status_body
+from aioinformer._apiserver.objects import (
+    Entry,
+    ResourceType,
+    StatusError,
+    needs_object,
+    status_body,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,11 +97,13 @@ class Watcher:
     Invariant: ``buffer`` holds lines in resourceVersion order, all newer than ``min_rv``;
     ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed. With
     ``as_meta`` set (a ``meta.k8s.io`` apiVersion) every object in ``buffer`` is a
-    ``PartialObjectMetadata`` of that version, bookmarks included.
+    ``PartialObjectMetadata`` of that version, bookmarks included. ``bookmarks``: the
+    client asked for BOOKMARK events (``allowWatchBookmarks``).
     """
 
     __slots__ = (
         "as_meta",
+        "bookmarks",
         "buffer",
         "closed",
         "field_selector",
@@ -116,9 +124,11 @@ class Watcher:
         field_selector: FieldSelector | None,
         min_rv: int,
         as_meta: str | None = None,
+        bookmarks: bool = False,
     ) -> None:
         self.rt = rt
         self.as_meta = as_meta
+        self.bookmarks = bookmarks
         self.namespace = namespace
         self.label_selector = label_selector or None
         self.field_selector = field_selector or None
