@@ -22,7 +22,14 @@ from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
 from bench.replay import START_PATH, ReplayConfig, ReplayData, start_replay_server
-from bench.run import SCENARIOS, Target, reference_of, render_summary, render_table
+from bench.run import (
+    SCENARIOS,
+    Target,
+    _selected,
+    reference_of,
+    render_summary,
+    render_table,
+)
 from bench.scenarios import CASES, _paced_figures
 
 if TYPE_CHECKING:
@@ -31,17 +38,20 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run_quick(
-    tmp_path: Path, *options: str, timeout: float
+@pytest.fixture(scope="module")
+def quick_run(
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """``python -m bench --quick OPTIONS``: the finished process and the JSON it wrote."""
-    output = tmp_path / "results.json"
+    """One ``python -m bench --quick`` of every scenario, read by the tests below (a
+    scenario measures the same with or without the others beside it, and the run takes a
+    minute or more): the finished process and the JSON it wrote."""
+    output = tmp_path_factory.mktemp("bench") / "results.json"
     completed = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", *options, "--output", str(output)],
+        [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=540,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
@@ -49,10 +59,19 @@ def _run_quick(
     return completed, results
 
 
+def _alone(results: dict[str, Any], name: str) -> tuple[dict[str, Any], str]:
+    """One scenario's entry and the table ``python -m bench --only NAME`` prints for it
+    (``main`` renders the results of the selected scenarios with ``render_summary``)."""
+    (entry,) = [entry for entry in results["scenarios"] if entry["name"] == name]
+    return entry, render_summary({**results, "scenarios": [entry]})
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
-    completed, results = _run_quick(tmp_path, timeout=540)
+def test_quick_run_completes_and_writes_every_scenario(
+    quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
+    completed, results = quick_run
     assert results["meta"]["mode"] == "quick"
     by_name = {entry["name"]: entry for entry in results["scenarios"]}
     assert set(by_name) == {scenario.name for scenario in SCENARIOS}
@@ -80,10 +99,11 @@ def test_quick_run_completes_and_writes_every_scenario(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)
-def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(tmp_path: Path) -> None:
-    completed, results = _run_quick(tmp_path, "--only", "proxy-fanout", timeout=150)
-    (entry,) = results["scenarios"]
+@pytest.mark.timeout(600)
+def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(
+    quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
+    entry, table = _alone(quick_run[1], "proxy-fanout")
     assert list(entry["variants"]) == ["direct-n100", "proxy-n100"]
     medians = {
         variant: {name: stats["median"] for name, stats in data["metrics"].items()}
@@ -112,9 +132,7 @@ def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(tmp_path: P
     assert {goal["variant"] for goal in entry["targets"] if goal["met"] is not None} == {
         "proxy-n100"
     }
-    assert "| proxy-fanout | 100 @ 500 | upstream watch connections | 100 | 1 (0.01x) |" in (
-        completed.stdout
-    )
+    assert "| proxy-fanout | 100 @ 500 | upstream watch connections | 100 | 1 (0.01x) |" in table
 
 
 _STAGES = ("frame_us", "decode_us", "fifo_us", "store_us", "dispatch_us", "handler_us")
@@ -122,10 +140,11 @@ _CHOICES = ("own_index_us", "reads_old_us", "model_us", "keys_only_us")
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)
-def test_quick_stages_run_prints_each_stage_beside_the_whole_pipeline(tmp_path: Path) -> None:
-    completed, results = _run_quick(tmp_path, "--only", "stages", timeout=150)
-    (entry,) = results["scenarios"]
+@pytest.mark.timeout(600)
+def test_quick_stages_run_prints_each_stage_beside_the_whole_pipeline(
+    quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
+    entry, table = _alone(quick_run[1], "stages")
     assert list(entry["variants"]) == ["baseline", "ours", "ours-compact"]
     medians = {
         variant: {name: stats["median"] for name, stats in data["metrics"].items()}
@@ -143,12 +162,20 @@ def test_quick_stages_run_prints_each_stage_beside_the_whole_pipeline(tmp_path: 
     assert not set(_CHOICES) & set(medians["baseline"])
     for variant in ("ours", "ours-compact"):
         assert set(_STAGES) | set(_CHOICES) <= set(medians[variant]), variant
-    table = completed.stdout
     assert table.startswith("| scenario | stage (CPU µs per event) | naive loop |")
     scenario = next(s for s in SCENARIOS if s.name == "stages")
     for metric in scenario.metrics:
         assert f"| stages | {metric.label} | " in table, metric.label
     assert "| stages | 3. FIFO: reflector hand-off and pop | — | " in table
+
+
+def test_only_runs_the_named_scenarios_in_their_order_and_refuses_unknown_ones() -> None:
+    assert [scenario.name for scenario in _selected(["stages", "proxy-fanout"])] == [
+        scenario.name for scenario in SCENARIOS if scenario.name in {"stages", "proxy-fanout"}
+    ]
+    assert list(_selected(None)) == list(SCENARIOS)
+    with pytest.raises(SystemExit, match="unknown scenario"):
+        list(_selected(["stages", "no-such-scenario"]))
 
 
 _LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}

@@ -33,8 +33,9 @@ silent watch after 0.25 s, and the server sends bookmarks every 50 ms. Watch fau
 the *next* watch opened, so each is followed by a brief refusal of connections, which
 ends the open watches and makes every reflector reconnect into the fault.
 
-Profiles: ``AIOINFORMER_PROPERTY_PROFILE=ci`` (default: 100 examples of up to 30 steps)
-or ``long`` (1000 examples), e.g.::
+Profiles (``AIOINFORMER_PROPERTY_PROFILE``, see :mod:`tests._support_properties`):
+``quick`` (the default: 10 examples of up to 30 steps), ``ci`` (100, what ``.ci/run``
+runs) or ``long`` (1000), e.g.::
 
     AIOINFORMER_PROPERTY_PROFILE=long pytest tests/e2e/test_convergence_properties.py
 
@@ -70,7 +71,7 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import ReflectorOptions, ReflectorState
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
-from tests._support_properties import PROFILE
+from tests._support_properties import PROFILE, examples
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
@@ -80,16 +81,8 @@ if TYPE_CHECKING:
 # settings
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-settings.register_profile(
-    "aioinformer-convergence-ci",
-    max_examples=100,
-    stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=_HEALTH,
-)
-settings.register_profile(
-    "aioinformer-convergence-long",
-    max_examples=1000,
+CONVERGENCE = settings(
+    max_examples=examples(100),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=_HEALTH,
@@ -609,7 +602,7 @@ def machine_for(cache: CacheMode, *, in_order: bool = False) -> type[Convergence
 def test_informers_converge_to_the_server_whatever_the_network_does(cache: CacheMode) -> None:
     run_state_machine_as_test(
         machine_for(cache),
-        settings=settings.get_profile(f"aioinformer-convergence-{PROFILE}"),
+        settings=CONVERGENCE,
     )
 
 
@@ -618,7 +611,7 @@ def test_in_order_informers_converge_to_the_server_whatever_the_network_does() -
     # machine costs less than a fourth.
     run_state_machine_as_test(
         machine_for("compact", in_order=True),
-        settings=settings.get_profile(f"aioinformer-convergence-{PROFILE}"),
+        settings=CONVERGENCE,
     )
 
 

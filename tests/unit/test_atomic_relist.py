@@ -5,8 +5,8 @@ Covers :class:`~aioinformer.delta_fifo.DeltaFIFO` with ``atomic=True`` (the case
 client-go's atomic FIFO tests, as they apply to a per-key queue: one group whatever
 ``max_keys``, earlier changes kept in front of the replace, several replaces in order,
 resyncs) and the informer built on it: a task reading the lister on every loop turn while
-a relist changes every one of thousands of objects sees the whole old state or the whole
-new one, never a mix, in both cache modes and both pipelines (``in_order``).
+a relist changes every one of three batches' worth of objects sees the whole old state or
+the whole new one, never a mix, in both cache modes and both pipelines (``in_order``).
 
 Task model: each test runs on the test's event loop; the informer tests run the informer
 in ``async with`` and a reader task beside it.
@@ -207,8 +207,13 @@ async def test_a_group_past_the_initial_list_is_split_there_without_suspending()
 
 # -- the informer ------------------------------------------------------------------------
 
-OBJECTS = 2000
-"""Two default batches (1000 keys), so a relist split into batches would show."""
+OBJECTS = 300
+"""Three batches of :data:`BATCH_KEYS`, so a relist split into batches would show."""
+
+BATCH_KEYS = 100
+"""The room of a ``"block"`` handler that takes every call at once: each batch the
+informer pops has at most this many keys (the default, 1000, would need thousands of
+objects, each deep-copied on every LIST)."""
 
 
 def steps(objs: list[Any]) -> dict[str, str]:
@@ -222,6 +227,9 @@ async def test_a_lister_read_during_a_relist_sees_the_old_state_or_the_new_one(
     source = FakeListerWatcher(objects=[pod(f"p{i:04}") for i in range(OBJECTS)])
     clock = FakeClock()
     informer = scripted_informer(source, clock, cache, in_order=in_order)
+    informer.add_event_handler(
+        on_update=lambda old, new: None, max_pending=BATCH_KEYS, overflow="block"
+    )
     reads: list[dict[str, str]] = []
 
     async def read_every_turn() -> None:
@@ -236,10 +244,10 @@ async def test_a_lister_read_during_a_relist_sees_the_old_state_or_the_new_one(
         old = steps(source.objects())
         # Every object changes, some go and others come, while no watch tells: only
         # the relist can carry it.
-        for i in range(100):
+        for i in range(BATCH_KEYS):
             source.delete(f"default/p{i:04}", notify=False)
             source.add(pod(f"n{i:04}", 1), notify=False)
-        for i in range(100, OBJECTS):
+        for i in range(BATCH_KEYS, OBJECTS):
             source.modify(pod(f"p{i:04}", 1), notify=False)
         new = steps(source.objects())
         reader = asyncio.create_task(read_every_turn())

@@ -479,12 +479,13 @@ async def test_audits_come_every_period_stretched_by_at_most_the_jitter(
         await synced(informer, lw)
         times: list[float] = []
         while len(times) < 10:
-            await clock.advance(1.0)
+            # From one timer to the next: an audit's list is seen at the time it was due.
+            await clock.advance_to_next()
             await clock.settle()
             if len(lw.list_calls) > len(times):
                 times.append(clock.monotonic())
         gaps = [later - earlier for earlier, later in zip([0.0, *times], times, strict=False)]
-        assert all(100.0 <= gap <= 151.0 for gap in gaps), gaps
+        assert all(100.0 <= gap <= 150.0 for gap in gaps), gaps
         assert max(gaps) - min(gaps) > 1.0  # jittered, not a fixed tick
 
 

@@ -220,8 +220,9 @@ async def test_a_handler_lagging_past_the_decode_window_gets_what_objects_mode_d
     source_type: type[FakeListerWatcher],
 ) -> None:
     # A compact informer drops a shared decode once it has moved DECODE_WINDOW objects
-    # on; a handler lagging further decodes its own copy, which must be equal.
-    updates = 2 * DECODE_WINDOW
+    # on; a handler lagging further (here by a hundred) decodes its own copy, which must
+    # be equal.
+    updates = DECODE_WINDOW + 100
 
     async def run(cache: CacheMode, source_type: type[FakeListerWatcher]) -> list[list[Call]]:
         source = source_type(objects=[pod("a")])

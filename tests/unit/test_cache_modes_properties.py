@@ -11,8 +11,8 @@ CompactEntry objects (as from the real client); the transcripts of the handlers 
 Each step is followed by a wait until the cache holds what the informer has been told
 (the source's state as of the last relist, plus every change the watch saw) and nothing
 is queued, so the two runs line up step by step; time moves only by a
-:class:`FakeClock`. Budget: ``AIOINFORMER_PROPERTY_PROFILE`` (``ci`` by default, or
-``long``), see :mod:`tests._support_properties`.
+:class:`FakeClock`. Budget: 50 examples in CI, scaled by ``AIOINFORMER_PROPERTY_PROFILE``
+(see :mod:`tests._support_properties`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from aioinformer.indexer import meta_namespace_key
@@ -34,7 +34,7 @@ from tests._support_cache import (
     resource_version_of,
     scripted_informer,
 )
-from tests._support_properties import PROFILE
+from tests._support_properties import example_settings
 from tests._support_tasks import settle
 from tests._support_wait import wait_until
 
@@ -124,7 +124,7 @@ async def play(
     return [recorder.calls for recorder in recorders]
 
 
-@settings(max_examples=500 if PROFILE == "long" else 50, deadline=None)
+@example_settings(50)
 @given(script=steps, source_type=st.sampled_from([FakeListerWatcher, CompactFakeListerWatcher]))
 def test_any_sequence_of_changes_reaches_handlers_alike_in_both_cache_modes(
     script: list[Step], source_type: type[FakeListerWatcher]

@@ -16,6 +16,7 @@ from aioinformer.indexer import (
     label_index_func,
     namespace_index_func,
 )
+from tests._support_gc import only_new_objects
 
 if TYPE_CHECKING:
     import pytest
@@ -51,22 +52,23 @@ def tracked_parts(indexer: CompactIndexer) -> list[str]:
 
 
 def test_no_part_of_a_compact_store_is_tracked() -> None:
-    indexer = CompactIndexer(
-        indexers={
-            NAMESPACE_INDEX: namespace_index_func,
-            "app": label_index_func("app"),
-            "tags": tags,
-        }
-    )
-    indexer.replace([CompactEntry.from_dict(pod(index, "web")) for index in range(30)])
-    for index in range(0, 30, 2):
-        indexer.put_entry(f"ns{index % 3}/p{index}", CompactEntry.from_dict(pod(index, "db")))
-    for index in range(0, 30, 5):
-        indexer.delete_by_key(f"ns{index % 3}/p{index}")
-    indexer.add_indexers({"tier": label_index_func("tier")})
-    indexer.add(pod(99, "cache"))
-    # Tuples start out tracked and are untracked by the collector's first look at them.
-    gc.collect()
+    with only_new_objects():
+        indexer = CompactIndexer(
+            indexers={
+                NAMESPACE_INDEX: namespace_index_func,
+                "app": label_index_func("app"),
+                "tags": tags,
+            }
+        )
+        indexer.replace([CompactEntry.from_dict(pod(index, "web")) for index in range(30)])
+        for index in range(0, 30, 2):
+            indexer.put_entry(f"ns{index % 3}/p{index}", CompactEntry.from_dict(pod(index, "db")))
+        for index in range(0, 30, 5):
+            indexer.delete_by_key(f"ns{index % 3}/p{index}")
+        indexer.add_indexers({"tier": label_index_func("tier")})
+        indexer.add(pod(99, "cache"))
+        # Tuples start out tracked and are untracked by the collector's first look at them.
+        gc.collect()
     assert len(indexer) == 25
     assert tracked_parts(indexer) == []
 

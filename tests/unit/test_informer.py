@@ -637,7 +637,7 @@ async def test_handler_abuse_add_and_remove_during_churn(
     names: list[str] = []
     async with informer:
         await informer.wait_for_sync(timeout=5)
-        for i in range(2000):
+        for i in range(1000):
             if not names or rng.random() < 0.4:
                 names.append(f"pod{i}")
                 source.add(pod(f"pod{i}"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from aioinformer._pipeline.pending import (
@@ -20,7 +20,7 @@ from aioinformer._pipeline.pending import (
     PendingQueue,
 )
 from aioinformer.indexer import meta_namespace_key
-from tests._support_properties import machine_settings
+from tests._support_properties import example_settings, machine_settings
 
 ADD, UPDATE, DELETE = NotificationKind.ADD, NotificationKind.UPDATE, NotificationKind.DELETE
 
@@ -179,7 +179,7 @@ def histories(draw: st.DrawFn) -> list[Notification]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@example_settings(300)
 @given(
     history=histories(),
     bound=st.sampled_from([1, 2, 5]),
@@ -217,7 +217,7 @@ def test_replaying_a_coalesced_queue_gives_the_newest_state(
     assert view == truth
 
 
-@settings(max_examples=200, deadline=None)
+@example_settings(200)
 @given(history=histories(), bound=st.sampled_from([1, 2, 5]), split=st.integers(1, 7))
 def test_putting_many_into_a_coalescing_queue_is_putting_each(
     history: list[Notification], bound: int, split: int

@@ -26,6 +26,7 @@ from aioinformer.reflector import Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import WorkQueue
+from tests._support_gc import only_new_objects
 from tests._support_metrics import (  # noqa: F401
     RecordingProvider,
     WorkqueueOnlyProvider,
@@ -230,11 +231,12 @@ async def test_seconds_since_heard_grows_in_silence_and_resets_when_the_server_s
 async def test_the_gauge_function_does_not_keep_a_reflector_alive(
     clock: FakeClock, provider: RecordingProvider
 ) -> None:
-    reflector = Reflector(
-        FakeListerWatcher(), RecordingStore(), clock=clock, metrics_provider=provider
-    )
-    del reflector
-    gc.collect()
+    with only_new_objects():
+        reflector = Reflector(
+            FakeListerWatcher(), RecordingStore(), clock=clock, metrics_provider=provider
+        )
+        del reflector
+        gc.collect()
     assert math.isnan(provider.heard["pods"]())
 
 

@@ -20,6 +20,7 @@ from aioinformer.workqueue import (
     get_metrics_provider,
     set_metrics_provider,
 )
+from tests._support_gc import only_new_objects
 from tests._support_metrics import restore_installed_provider  # noqa: F401
 from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
@@ -337,16 +338,17 @@ async def test_processed_item_is_not_kept_alive_by_the_queue(
     named: bool, fake_clock: FakeClock
 ) -> None:
     provider = RecordingProvider()
-    async with WorkQueue[BigObject](
-        name="gc" if named else "", clock=fake_clock, metrics_provider=provider
-    ) as queue:
-        obj = BigObject(b"hello")
-        ref = weakref.ref(obj)
-        queue.add(obj)
-        queue.done(await queue.get())
-        del obj
-        gc.collect()
-        assert ref() is None
+    with only_new_objects():
+        async with WorkQueue[BigObject](
+            name="gc" if named else "", clock=fake_clock, metrics_provider=provider
+        ) as queue:
+            obj = BigObject(b"hello")
+            ref = weakref.ref(obj)
+            queue.add(obj)
+            queue.done(await queue.get())
+            del obj
+            gc.collect()
+            assert ref() is None
 
 
 # -- asyncio specifics: concurrency, cancellation, shutdown ------------------------------
