@@ -6,7 +6,7 @@ few hundred. Inside ``with only_new_objects():`` the objects made before it are 
 (``gc.freeze()``), so a collection there walks only what was made since, and finds a
 cycle of those unreachable as before; a frozen object still keeps alive what it refers
 to, as it would anyway. Leaving the block unfreezes them. Not for tests of freezing
-itself (``aioinformer._gcpolicy``).
+itself (``aioinformer._kernel.gcpolicy``).
 """
 
 from __future__ import annotations
