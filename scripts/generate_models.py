@@ -29,7 +29,7 @@ Run (from the repository root, with the client-go tag checked out somewhere)::
         --out aioinformer/k8s
     ruff format aioinformer/k8s
 
-The functions here are importable (``tests/unit/test_generate_models.py`` runs them on an
+The functions here are importable (``tests/unit/k8s/test_generate_models.py`` runs them on an
 embedded sample schema and compares with the expected code).
 """
 

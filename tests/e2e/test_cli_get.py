@@ -3,7 +3,7 @@ test starts, reached through ``--kubeconfig``.
 
 Each output format, pagination across pages (counted in the server's request log), gets
 by name, selectors, the empty case, and every failure it knows about as one line on
-stderr with exit code 1. Argument checks run in process: ``tests/unit/test_cli_get_args.py``.
+stderr with exit code 1. Argument checks run in process: ``tests/unit/cli/test_cli_get_args.py``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.operator.cached_client import CachedClient, CachedClientStatistics
-from tests.unit.test_manager import client as client  # a client never asked anything
+from tests.unit.operator.test_manager import client as client  # a client never asked anything
 
 if TYPE_CHECKING:
     from aioinformer.client import Client

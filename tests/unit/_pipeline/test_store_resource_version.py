@@ -17,7 +17,7 @@ from aioinformer.resource_version import compare_resource_versions, parse_resour
 from aioinformer.testing import FakeClock, FakeListerWatcher
 from aioinformer.testing._faults import FaultPlan
 from aioinformer.testing._resources import BUILTIN_RESOURCES
-from tests.unit.test_watch_stream import Scripted, initial_events_end, pod
+from tests.unit._pipeline.test_watch_stream import Scripted, initial_events_end, pod
 
 
 def cm(name: str, rv: str) -> dict[str, Any]:
