@@ -20,6 +20,8 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import find, settings
+from hypothesis import strategies as st
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -44,6 +46,16 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     config.stash[_limit_key] = limit
     config.stash[_slowest_key] = (0.0, "")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Pay, once collected and before any test is timed, what the first text strategy of a
+    fresh checkout costs: Hypothesis builds its Unicode tables (over a second) and keeps
+    them in ``.hypothesis/``, where every later run reads them in milliseconds. Whichever
+    test drew text first would otherwise be failed for a cost that is not its own."""
+    if session.config.stash.get(_limit_key, None) is None:
+        return
+    find(st.text(min_size=1), lambda _: True, settings=settings(database=None))
 
 
 @pytest.hookimpl(wrapper=True)
