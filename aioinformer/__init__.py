@@ -15,6 +15,7 @@ predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.
 from __future__ import annotations
 
 from aioinformer._kernel.clock import Clock as Clock
+from aioinformer._kernel.lifecycle import State as State
 from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
@@ -151,6 +152,7 @@ __all__ = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "ShutDown",
+    "State",
     "Status",
     "TLSVerificationError",
     "TooManyRequests",

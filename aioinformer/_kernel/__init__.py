@@ -1,5 +1,7 @@
-"""The kernel every long-running part stands on: starting and reaping tasks
-(:mod:`~aioinformer._kernel.runner`), time (:mod:`~aioinformer._kernel.clock`), backoff
+"""The kernel every long-running part stands on: one lifecycle (the ``State``
+vocabulary and the ``Service`` mixin, :mod:`~aioinformer._kernel.lifecycle`), starting
+and reaping tasks (:mod:`~aioinformer._kernel.runner`, on anyio's task groups), time
+(:mod:`~aioinformer._kernel.clock`), backoff
 (:mod:`~aioinformer._kernel.backoff`), the cyclic collector's policy during a list
 (:mod:`~aioinformer._kernel.gcpolicy`), waiting for caches to sync
 (:mod:`~aioinformer._kernel.sync`) and the metrics seam (:mod:`~aioinformer._kernel.metrics`).

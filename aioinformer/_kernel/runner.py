@@ -36,14 +36,20 @@ until they have ended (no task outlives its owner), then re-raises the cancellat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dis
 import inspect
 import types
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import anyio.abc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
     from types import TracebackType
+
+    from aioinformer._kernel.clock import Clock
 
 __all__ = [
     "BlockRun",
@@ -155,8 +161,9 @@ async def first_completed(*coros: Coroutine[Any, Any, Any]) -> tuple[int, asynci
     return index, tasks[index]
 
 
-class _TaskStatus(Generic[T]):
-    """What a run started by :meth:`Running.start` calls to say it is ready."""
+class _TaskStatus(anyio.abc.TaskStatus[T]):
+    """What a run started by :meth:`Running.start` calls to say it is ready: anyio's
+    ``TaskStatus``, so the same ``run`` serves ``await task_group.start(component.run)``."""
 
     __slots__ = ("_ready",)
 
@@ -171,24 +178,34 @@ class _TaskStatus(Generic[T]):
 
 
 class TaskRunner:
-    """A group of service tasks bound to one ``async with`` block (see the module notes).
+    """A group of service tasks bound to one ``async with`` block (see the module notes),
+    built on an anyio task group.
 
     Children run until they are cancelled: leaving the block, :meth:`cancel`, or a
     sibling's failure cancels them, and ``__aexit__`` returns only once all have ended,
     even if it is cancelled meanwhile. ``name`` prefixes the children's task names.
+
+    What anyio's group lacks and this adds: each child runs in a cancel scope of its own,
+    so :meth:`cancel` can cancel them newest first (a stage that feeds another stops
+    first), and :meth:`drain` lets them finish within a grace period on an injectable
+    clock before cancelling what is left.
     """
 
-    __slots__ = ("_group", "_name", "_tasks")
+    __slots__ = ("_group", "_idle", "_live", "_name", "_scopes")
 
     def __init__(self, *, name: str) -> None:
         self._name = name
-        self._group: asyncio.TaskGroup | None = None
-        """Set while the block runs; children are created in it."""
-        self._tasks: list[asyncio.Task[Any]] = []
-        """Children in start order; cancelled in reverse."""
+        self._group: anyio.abc.TaskGroup | None = None
+        """Set while the block runs; children are started in it."""
+        self._scopes: list[anyio.CancelScope] = []
+        """One scope per child, in start order; cancelled in reverse."""
+        self._live = 0
+        """Children started and not yet ended."""
+        self._idle: asyncio.Event | None = None
+        """Set whenever no child is running (made by the first :meth:`drain`)."""
 
     async def __aenter__(self) -> TaskRunner:
-        group = asyncio.TaskGroup()
+        group = anyio.create_task_group()
         await group.__aenter__()
         self._group = group
         return self
@@ -198,32 +215,100 @@ class TaskRunner:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
+    ) -> bool | None:
         group = self._group
         assert group is not None
         self.cancel()
         try:
-            await group.__aexit__(exc_type, exc, tb)
+            return await group.__aexit__(exc_type, exc, tb)
         finally:
             self._group = None
-            self._tasks.clear()
+            self._scopes.clear()
 
-    def start_soon(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+    def start_soon(self, coro: Coroutine[Any, Any, Any], *, name: str) -> None:
         """Start ``coro`` as a child named ``"<runner name> <name>"``; it runs until it
         returns or the runner cancels it."""
         group = self._group
         if group is None:
             coro.close()
             raise RuntimeError(f"{self._name}: the task runner is not running")
-        task = group.create_task(coro, name=f"{self._name} {name}")
-        self._tasks.append(task)
-        return task
+        scope = anyio.CancelScope()
+        self._scopes.append(scope)
+        self._live += 1
+        group.start_soon(self._child, coro, scope, name=f"{self._name} {name}")
+
+    async def start(self, fn: Callable[..., Coroutine[Any, Any, Any]], *, name: str) -> Any:
+        """Start ``fn(task_status=...)`` as a child and return once it calls
+        ``task_status.started(value)`` (returning ``value``), as anyio's
+        ``TaskGroup.start`` does; raise what it raised, or ``RuntimeError`` if it returned,
+        before that."""
+        group = self._group
+        if group is None:
+            raise RuntimeError(f"{self._name}: the task runner is not running")
+        scope = anyio.CancelScope()
+        self._scopes.append(scope)
+        self._live += 1
+        return await group.start(self._started_child, fn, scope, name=f"{self._name} {name}")
+
+    async def _child(self, coro: Coroutine[Any, Any, Any], scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await coro
+        finally:
+            self._ended(scope)
+
+    async def _started_child(
+        self,
+        fn: Callable[..., Coroutine[Any, Any, Any]],
+        scope: anyio.CancelScope,
+        *,
+        task_status: anyio.abc.TaskStatus[Any],
+    ) -> None:
+        try:
+            with scope:
+                await fn(task_status=task_status)
+        finally:
+            self._ended(scope)
+
+    def _ended(self, scope: anyio.CancelScope) -> None:
+        with contextlib.suppress(ValueError):
+            self._scopes.remove(scope)
+        self._live -= 1
+        if self._live == 0 and self._idle is not None:
+            self._idle.set()
+
+    def __len__(self) -> int:
+        """How many children are still running."""
+        return self._live
 
     def cancel(self) -> None:
         """Cancel every child still running, the newest first. Safe from any call path;
         the block ends once they have ended."""
-        for task in reversed(self._tasks):
-            task.cancel()
+        for scope in reversed(self._scopes):
+            scope.cancel()
+
+    async def drain(self, grace: float, clock: Clock) -> bool:
+        """Let the children end by themselves for up to ``grace`` seconds of ``clock``,
+        then cancel the rest and wait until they have ended. True if all ended within
+        the grace period. A cancellation of the caller cancels the children and is
+        re-raised once they have ended."""
+        if self._live == 0:
+            return True
+        idle = self._idle
+        if idle is None:
+            idle = self._idle = asyncio.Event()
+        idle.clear()
+        try:
+            first, _ = await first_completed(idle.wait(), clock.sleep(grace))
+        except asyncio.CancelledError:
+            self.cancel()
+            await finish_regardless(idle.wait())
+            raise
+        if first == 0:
+            return True
+        self.cancel()
+        await finish_regardless(idle.wait())
+        return False
 
 
 class Running:
@@ -325,14 +410,21 @@ class BlockRun:
         """Start the run from the task that runs the body; return once it started."""
         self._block = asyncio.current_task()
         self._cancelled = False
-        self._running = await Running.start(self._run, name=self._name)
+        running = await Running.start(self._run, name=self._name)
+        failure = running.failure
+        if isinstance(failure, self._kinds):
+            # Failed in the very turn it signalled, before the body could be cancelled.
+            self._block = None
+            raise failure
+        self._running = running
 
     async def _run(self, *, task_status: _TaskStatus[None]) -> None:
         try:
             await self._fn(task_status=task_status)
         except self._kinds:
             block = self._block
-            if block is not None and not block.done():
+            # Only once started: a failure before that is raised by enter() itself.
+            if block is not None and self._running is not None and not block.done():
                 self._cancelled = True
                 block.cancel()
             raise

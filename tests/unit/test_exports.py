@@ -80,6 +80,7 @@ TOP_LEVEL = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "ShutDown",
+    "State",
     "Status",
     "TLSVerificationError",
     "TooManyRequests",

@@ -21,6 +21,7 @@ from aioinformer._kernel.runner import (
     is_async_callable,
     wait_regardless,
 )
+from aioinformer.testing import FakeClock
 from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
 
 
@@ -322,31 +323,116 @@ async def test_a_cancelled_wait_cancels_the_run_and_waits_for_it() -> None:
 
 async def test_leaving_the_block_cancels_the_children_newest_first_and_waits() -> None:
     order: list[str] = []
+    names: list[str] = []
 
     async def service(name: str) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        names.append(task.get_name())
         try:
             await asyncio.Event().wait()
         finally:
             order.append(name)
 
     async with TaskRunner(name="svc") as runner:
-        first = runner.start_soon(service("first"), name="first")
+        runner.start_soon(service("first"), name="first")
         runner.start_soon(service("second"), name="second")
         await settle()
+        assert len(runner) == 2
     assert order == ["second", "first"]
-    assert first.get_name() == "svc first"
+    assert names == ["svc first", "svc second"]
+    assert len(runner) == 0
 
 
 async def test_cancel_from_another_call_path_ends_the_children() -> None:
+    ended = asyncio.Event()
+
     async def service() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.set()
+
+    async with TaskRunner(name="svc") as runner:
+        runner.start_soon(service(), name="child")
+        await settle()
+        asyncio.get_running_loop().call_soon(runner.cancel)
+        await ended.wait()
+        await settle()
+        assert len(runner) == 0
+
+
+async def test_start_returns_once_the_child_signals_and_gives_its_value() -> None:
+    steps: list[str] = []
+
+    async def service(*, task_status: Any) -> None:
+        steps.append("starting")
+        await asyncio.sleep(0)
+        task_status.started("ready")
+        steps.append("serving")
         await asyncio.Event().wait()
 
     async with TaskRunner(name="svc") as runner:
-        child = runner.start_soon(service(), name="child")
+        value = await runner.start(service, name="child")
+        assert value == "ready"
+        assert steps[0] == "starting"
+        assert len(runner) == 1
+    assert len(runner) == 0
+
+
+async def test_start_raises_what_the_child_raised_before_signalling() -> None:
+    async def service(*, task_status: Any) -> None:
+        raise KeyError("early")
+
+    async with TaskRunner(name="svc") as runner:
+        with pytest.raises(KeyError, match="early"):
+            await runner.start(service, name="child")
+        assert len(runner) == 0
+
+
+async def test_drain_lets_children_finish_within_the_grace_period() -> None:
+    clock = FakeClock()
+    release = asyncio.Event()
+    finished: list[str] = []
+
+    async def worker() -> None:
+        await release.wait()
+        finished.append("worker")
+
+    async with TaskRunner(name="svc") as runner:
+        runner.start_soon(worker(), name="worker")
+        drain = asyncio.ensure_future(runner.drain(30, clock))
         await settle()
-        runner.cancel()
-        await asyncio.wait([child])
-    assert child.cancelled()
+        release.set()
+        assert await drain is True
+    assert finished == ["worker"]
+
+
+async def test_drain_cancels_what_outlives_the_grace_period() -> None:
+    clock = FakeClock()
+    cancelled: list[str] = []
+
+    async def stuck() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append("stuck")
+            raise
+
+    async with TaskRunner(name="svc") as runner:
+        runner.start_soon(stuck(), name="stuck")
+        drain = asyncio.ensure_future(runner.drain(30, clock))
+        await settle()
+        assert cancelled == []
+        await clock.advance(30)
+        assert await drain is False
+        assert cancelled == ["stuck"]
+        assert len(runner) == 0
+
+
+async def test_drain_of_an_idle_runner_returns_at_once() -> None:
+    async with TaskRunner(name="svc") as runner:
+        assert await runner.drain(30, FakeClock()) is True
 
 
 async def test_a_failing_child_cancels_its_siblings_and_the_block() -> None:

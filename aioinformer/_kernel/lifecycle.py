@@ -1,0 +1,170 @@
+"""One lifecycle for every long-running part: the :class:`State` vocabulary and the
+:class:`Service` mixin.
+
+Role: informers, the factory, controllers, the Manager, leader electors, the Event
+recorder, the fake API server and the proxy are services. Each implements two things,
+
+* ``async _serve(*, task_status)``: do the work until asked to stop, calling
+  ``task_status.started()`` once ready (anyio's ``TaskGroup.start`` shape);
+* ``_request_stop()``: ask ``_serve`` to return soon (set an event, close a queue);
+
+and the mixin gives it the rest, the same way everywhere:
+
+* ``await service.run(task_status=...)``: runs once (a second run raises
+  ``RuntimeError``); the state goes NEW → STARTING → RUNNING (at ``started()``) →
+  STOPPING (at :meth:`Service.stop`) → STOPPED (when ``_serve`` has returned or raised);
+* :meth:`Service.stop`: idempotent, safe before the start and after the end;
+* ``async with service:``: runs it in a task of its own for the body, returning once it
+  is ready. The failure rule: should the run fail meanwhile with one of
+  ``_cancels_body_on`` (every ``Exception`` unless a service narrows it), the body is
+  cancelled and the run's error leaves the block in place of the cancellation. Leaving
+  the block stops the service and waits until it has stopped.
+
+A service that also needs to wait until it has stopped from outside awaits
+:meth:`Service.wait_stopped`.
+
+Input: the subclass's ``_serve`` and ``_request_stop``. Output: the state, the run and
+its ``async with``.
+
+Task model: ``_serve`` runs in the caller's task (``run``) or in one task of its own
+(``async with``), started by :class:`~aioinformer._kernel.runner.BlockRun`; it starts any
+children through :class:`~aioinformer._kernel.runner.TaskRunner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+import anyio.abc
+
+from aioinformer._kernel.runner import BlockRun
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["Service", "State"]
+
+
+class State(enum.Enum):
+    """Where a service is in its one run."""
+
+    NEW = "new"
+    """Built, not started."""
+    STARTING = "starting"
+    """Running, not yet ready (an informer not synced, an elector not leading)."""
+    RUNNING = "running"
+    """Ready and serving."""
+    STOPPING = "stopping"
+    """Asked to stop, or failed; finishing what it was doing."""
+    STOPPED = "stopped"
+    """Its run has ended."""
+
+
+class _Readiness(anyio.abc.TaskStatus[Any]):
+    """The ``task_status`` ``_serve`` receives: marks the service RUNNING, then tells the
+    starter, if any."""
+
+    __slots__ = ("_service", "_starter")
+
+    def __init__(self, service: Service, starter: anyio.abc.TaskStatus[Any] | None) -> None:
+        self._service = service
+        self._starter = starter
+
+    def started(self, value: Any = None) -> None:
+        service = self._service
+        if service._state is State.STARTING:
+            service._state = State.RUNNING
+        if self._starter is not None:
+            self._starter.started(value)
+
+
+class Service:
+    """The mixin that gives a long-running part its lifecycle (see the module notes).
+
+    Subclasses implement ``_serve`` and ``_request_stop`` and name themselves with
+    :attr:`service_name`. The state lives in class-level defaults until the first
+    transition, so subclasses need not call an ``__init__`` of ours.
+    """
+
+    _state: State = State.NEW
+    _stopped: asyncio.Event | None = None
+    _block: BlockRun | None = None
+    _cancels_body_on: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
+    """The failures of the run that cancel an ``async with`` body (see the module notes)."""
+
+    @property
+    def service_name(self) -> str:
+        """How logs, task names and errors name this service."""
+        return type(self).__name__
+
+    @property
+    def state(self) -> State:
+        """Where this service is in its run."""
+        return self._state
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+        raise NotImplementedError
+
+    def _request_stop(self) -> None:
+        raise NotImplementedError
+
+    def _claim(self) -> None:
+        """Leave NEW, or refuse a second run."""
+        if self._state is not State.NEW:
+            raise RuntimeError(f"{self.service_name} runs only once")
+        self._state = State.STARTING
+        self._stopped = asyncio.Event()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[Any] | None = None) -> None:
+        """Serve until stopped; runs once. With anyio, ``await group.start(service.run)``
+        returns once it is ready."""
+        self._claim()
+        await self._run_claimed(task_status)
+
+    async def _run_claimed(self, task_status: anyio.abc.TaskStatus[Any] | None) -> None:
+        try:
+            await self._serve(task_status=_Readiness(self, task_status))
+        finally:
+            self._state = State.STOPPED
+            stopped = self._stopped
+            assert stopped is not None
+            stopped.set()
+
+    def stop(self) -> None:
+        """Ask the service to stop: its run returns soon. Idempotent; does nothing before
+        the start or after the end."""
+        if self._state in (State.STARTING, State.RUNNING):
+            self._state = State.STOPPING
+            self._request_stop()
+
+    async def wait_stopped(self) -> None:
+        """Wait until the run has ended (at once if it never started)."""
+        stopped = self._stopped
+        if stopped is not None:
+            await stopped.wait()
+
+    async def _serve_in_block(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+        """What ``async with`` runs: the same run, already claimed."""
+        await self._run_claimed(task_status)
+
+    async def __aenter__(self) -> Self:
+        self._claim()
+        block = self._block = BlockRun(
+            self._serve_in_block,
+            name=self.service_name,
+            cancels_body_on=self._cancels_body_on,
+        )
+        await block.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        block, self._block = self._block, None
+        if block is not None:
+            await block.exit(exc, self.stop)

@@ -1,0 +1,179 @@
+"""The one lifecycle: states NEW → STARTING → RUNNING → STOPPING → STOPPED, one run,
+``async with`` that returns once ready, and the failure rule (a failed run cancels the
+body and its error leaves the block)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from aioinformer._kernel.lifecycle import Service, State
+from tests._support_tasks import no_task_outlives_the_test, settle  # noqa: F401
+
+
+class _Service(Service):
+    """Ready once ``ready`` is set; fails with ``fail`` once it is set; stops on request."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.fail: BaseException | None = None
+        self.failing = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.seen: list[State] = []
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+        self.seen.append(self.state)
+        await self.ready.wait()
+        task_status.started("ready")
+        self.seen.append(self.state)
+        failing = asyncio.ensure_future(self.failing.wait())
+        stopping = asyncio.ensure_future(self.stopping.wait())
+        try:
+            await asyncio.wait([failing, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failing.cancel()
+            stopping.cancel()
+        if self.fail is not None and self.failing.is_set():
+            raise self.fail
+        self.seen.append(self.state)
+
+    def _request_stop(self) -> None:
+        self.stopping.set()
+
+
+def _state(service: Service) -> State:
+    return service.state
+
+
+async def test_a_run_goes_through_every_state_once() -> None:
+    service = _Service()
+    assert _state(service) is State.NEW
+    service.ready.set()
+    async with anyio.create_task_group() as group:
+        assert await group.start(service.run) == "ready"
+        assert _state(service) is State.RUNNING
+        service.stop()
+        assert _state(service) is State.STOPPING
+        await service.wait_stopped()
+    assert service.seen == [State.STARTING, State.RUNNING, State.STOPPING]
+    assert _state(service) is State.STOPPED
+
+
+async def test_a_service_runs_only_once() -> None:
+    service = _Service()
+    service.ready.set()
+    async with service:
+        pass
+    with pytest.raises(RuntimeError, match="_Service runs only once"):
+        await service.run()
+    with pytest.raises(RuntimeError, match="runs only once"):
+        async with service:
+            pass
+
+
+async def test_stop_before_the_start_and_after_the_end_does_nothing() -> None:
+    service = _Service()
+    service.stop()
+    assert _state(service) is State.NEW
+    await service.wait_stopped()  # never started: returns at once
+    service.ready.set()
+    async with service:
+        pass
+    service.stop()
+    assert _state(service) is State.STOPPED
+
+
+async def test_async_with_returns_once_ready_and_stops_on_leaving() -> None:
+    service = _Service()
+    entered = asyncio.ensure_future(service.__aenter__())
+    await settle()
+    assert not entered.done()
+    assert _state(service) is State.STARTING
+    service.ready.set()
+    await entered
+    assert _state(service) is State.RUNNING
+    await service.__aexit__(None, None, None)
+    assert _state(service) is State.STOPPED
+    assert service.seen[-1] is State.STOPPING
+
+
+async def test_a_failed_run_cancels_the_body_and_leaves_the_block_with_its_error() -> None:
+    service = _Service()
+    service.ready.set()
+    service.fail = KeyError("broken")
+    reached: list[str] = []
+
+    async def block() -> None:
+        async with service:
+            service.failing.set()
+            await asyncio.Event().wait()  # ended by the failure
+            reached.append("after")
+
+    with pytest.raises(KeyError, match="broken"):
+        await block()
+    assert reached == []
+    assert _state(service) is State.STOPPED
+
+
+async def test_a_failure_outside_the_rule_waits_for_the_block_to_end() -> None:
+    class _Narrow(_Service):
+        _cancels_body_on = (KeyError,)
+
+    service = _Narrow()
+    service.ready.set()
+    service.fail = ValueError("later")
+    states: list[State] = []
+
+    async def block() -> None:
+        async with service:
+            service.failing.set()
+            await settle()
+            states.append(service.state)  # the body went on
+
+    with pytest.raises(ValueError, match="later"):
+        await block()
+    assert states == [State.STOPPED]
+
+
+async def test_a_failure_before_ready_is_raised_from_the_start() -> None:
+    class _Early(Service):
+        async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+            raise OSError("cannot bind")
+
+        def _request_stop(self) -> None:
+            pass
+
+    service = _Early()
+    with pytest.raises(OSError, match="cannot bind"):
+        async with service:
+            pytest.fail("the body must not run")
+    assert _state(service) is State.STOPPED
+
+
+async def test_the_body_error_wins_over_a_clean_stop() -> None:
+    service = _Service()
+    service.ready.set()
+    with pytest.raises(LookupError, match="body"):
+        async with service:
+            raise LookupError("body")
+    assert _state(service) is State.STOPPED
+
+
+async def test_cancelling_the_body_stops_the_service_and_propagates() -> None:
+    service = _Service()
+    service.ready.set()
+
+    async def body() -> None:
+        async with service:
+            await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(body())
+    await settle()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _state(service) is State.STOPPED
