@@ -60,6 +60,7 @@ __all__ = [
     "ReflectorMetricsProvider",
     "RestClientMetricsProvider",
     "SettableGaugeMetric",
+    "ShardingMetricsProvider",
     "get_metrics_provider",
     "new_handler_metrics",
     "new_queue_metrics",
@@ -231,6 +232,37 @@ class LeaderMetricsProvider(Protocol):
 
 
 @runtime_checkable
+class ShardingMetricsProvider(Protocol):
+    """Makes the metric objects of one shard ring's sharder, keyed by the ring's name.
+
+    Optional, as :class:`ReflectorMetricsProvider`: a sharder records through the
+    provider only when it implements this protocol.
+    """
+
+    def new_ring_members_metric(self, ring: str) -> SettableGaugeMetric:
+        """The ring's live members as the sharder sees them
+        (``aioinformer_sharding_ring_members``)."""
+        ...
+
+    def new_ring_membership_changes_metric(self, ring: str) -> CounterMetric:
+        """Times the set of members changed
+        (``aioinformer_sharding_membership_changes_total``)."""
+        ...
+
+    def new_sharder_assignments_metric(self, ring: str) -> CounterMetric:
+        """Objects labelled with a shard (``aioinformer_sharding_assignments_total``)."""
+        ...
+
+    def new_sharder_drains_metric(self, ring: str) -> CounterMetric:
+        """Drain labels written (``aioinformer_sharding_drains_total``)."""
+        ...
+
+    def new_sharder_takeovers_metric(self, ring: str) -> CounterMetric:
+        """Expired shard Leases taken over (``aioinformer_sharding_takeovers_total``)."""
+        ...
+
+
+@runtime_checkable
 class ControllerMetricsProvider(Protocol):
     """Makes the metric objects of one controller, keyed by the controller's name
     (controller-runtime's reconcile metrics).
@@ -371,6 +403,7 @@ AnyMetricsProvider: TypeAlias = (
     | ControllerMetricsProvider
     | RestClientMetricsProvider
     | CacheAuditMetricsProvider
+    | ShardingMetricsProvider
 )
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
 (usually all of them); each component uses the protocols the provider implements."""

@@ -45,6 +45,7 @@ from aioinformer._kernel.metrics import (
     LeaderMetricsProvider,
     ReflectorMetricsProvider,
     RestClientMetricsProvider,
+    ShardingMetricsProvider,
     get_metrics_provider,
 )
 from aioinformer._pipeline.watch_policy import SHORT_WATCH
@@ -69,6 +70,7 @@ __all__ = [
     "RestClientMetrics",
     "new_controller_metrics",
     "new_leader_metrics",
+    "new_sharding_metrics",
     "new_reflector_metrics",
     "new_rest_client_metrics",
     "url_template",
@@ -338,6 +340,67 @@ def new_leader_metrics(name: str, provider: LeaderMetricsProvider | None) -> Lea
     if not isinstance(chosen, LeaderMetricsProvider):
         return _NO_LEADER_METRICS
     return _ProviderLeaderMetrics(chosen, name)
+
+
+class ShardingMetrics:
+    """A sharder's recorder. This base records nothing."""
+
+    __slots__ = ()
+
+    def members(self, count: int) -> None:
+        """The ring has ``count`` members now."""
+
+    def membership_changed(self) -> None:
+        """The set of members changed."""
+
+    def assigned(self) -> None:
+        """An object was labelled with a shard."""
+
+    def drained(self) -> None:
+        """A drain label was written."""
+
+    def took_over(self) -> None:
+        """An expired shard Lease was taken over."""
+
+
+class _ProviderShardingMetrics(ShardingMetrics):
+    """Records a sharder through a :class:`ShardingMetricsProvider`."""
+
+    __slots__ = ("_assignments", "_changes", "_drains", "_members", "_takeovers")
+
+    def __init__(self, provider: ShardingMetricsProvider, ring: str) -> None:
+        self._members = provider.new_ring_members_metric(ring)
+        self._changes = provider.new_ring_membership_changes_metric(ring)
+        self._assignments = provider.new_sharder_assignments_metric(ring)
+        self._drains = provider.new_sharder_drains_metric(ring)
+        self._takeovers = provider.new_sharder_takeovers_metric(ring)
+
+    def members(self, count: int) -> None:
+        self._members.set(count)
+
+    def membership_changed(self) -> None:
+        self._changes.inc()
+
+    def assigned(self) -> None:
+        self._assignments.inc()
+
+    def drained(self) -> None:
+        self._drains.inc()
+
+    def took_over(self) -> None:
+        self._takeovers.inc()
+
+
+_NO_SHARDING_METRICS: Final = ShardingMetrics()
+
+
+def new_sharding_metrics(ring: str) -> ShardingMetrics:
+    """The recorder for the sharder of ``ring``: the installed provider's when it
+    implements :class:`ShardingMetricsProvider`, else the no-op one."""
+    chosen = get_metrics_provider()
+    if not isinstance(chosen, ShardingMetricsProvider):
+        return _NO_SHARDING_METRICS
+    return _ProviderShardingMetrics(chosen, ring)
 
 
 # -- controllers ---------------------------------------------------------------------------

@@ -69,6 +69,21 @@ metric                                            type      meaning
 ``controller_runtime_max_concurrent_reconciles``  Gauge     the controller's workers
 ================================================= ========= ===============================
 
+Sharding metrics, label ``ring`` (the shard ring's name), recorded by the replica running
+the ring's sharder:
+
+=================================================== ======= ============================
+metric                                              type    meaning
+=================================================== ======= ============================
+``aioinformer_sharding_ring_members``               Gauge   live members of the ring
+``aioinformer_sharding_membership_changes_total``   Counter changes of the member set
+``aioinformer_sharding_assignments_total``          Counter objects labelled with a
+                                                            shard
+``aioinformer_sharding_drains_total``               Counter drain labels written
+``aioinformer_sharding_takeovers_total``            Counter expired shard Leases
+                                                            taken over
+=================================================== ======= ============================
+
 REST client metrics, client-go's (as ``k8s.io/component-base`` registers them), label
 ``host`` (the server's host and port), plus ``code`` and ``method`` on the total and
 ``verb`` (the method) on the histogram:
@@ -266,6 +281,7 @@ class PrometheusMetricsProvider:
         )
         self._register_reflector_metrics(registry)
         self._register_leader_metrics(registry)
+        self._register_sharding_metrics(registry)
         self._register_handler_metrics(registry)
         self._register_controller_metrics(registry)
         self._register_rest_client_metrics(registry)
@@ -366,6 +382,39 @@ class PrometheusMetricsProvider:
             "aioinformer_leader_election_renewal_failures_total",
             "Total number of failed lease renewal attempts while leading.",
             _LABELS,
+            registry=registry,
+        )
+
+    def _register_sharding_metrics(self, registry: CollectorRegistry | None) -> None:
+        ring = ("ring",)
+        self._ring_members = Gauge(
+            "aioinformer_sharding_ring_members",
+            "Live members of the shard ring, as its sharder sees them.",
+            ring,
+            registry=registry,
+        )
+        self._ring_changes = Counter(
+            "aioinformer_sharding_membership_changes_total",
+            "Total number of changes of the shard ring's member set.",
+            ring,
+            registry=registry,
+        )
+        self._assignments = Counter(
+            "aioinformer_sharding_assignments_total",
+            "Total number of objects the sharder labelled with a shard.",
+            ring,
+            registry=registry,
+        )
+        self._drains = Counter(
+            "aioinformer_sharding_drains_total",
+            "Total number of drain labels the sharder wrote.",
+            ring,
+            registry=registry,
+        )
+        self._takeovers = Counter(
+            "aioinformer_sharding_takeovers_total",
+            "Total number of expired shard Leases the sharder took over.",
+            ring,
             registry=registry,
         )
 
@@ -547,6 +596,23 @@ class PrometheusMetricsProvider:
 
     def new_leader_renewal_failures_metric(self, name: str) -> CounterMetric:
         return self._renewal_failures.labels(name=name)
+
+    # -- sharding -----------------------------------------------------------------------
+
+    def new_ring_members_metric(self, ring: str) -> SettableGaugeMetric:
+        return self._ring_members.labels(ring=ring)
+
+    def new_ring_membership_changes_metric(self, ring: str) -> CounterMetric:
+        return self._ring_changes.labels(ring=ring)
+
+    def new_sharder_assignments_metric(self, ring: str) -> CounterMetric:
+        return self._assignments.labels(ring=ring)
+
+    def new_sharder_drains_metric(self, ring: str) -> CounterMetric:
+        return self._drains.labels(ring=ring)
+
+    def new_sharder_takeovers_metric(self, ring: str) -> CounterMetric:
+        return self._takeovers.labels(ring=ring)
 
     # -- informers and handlers --------------------------------------------------------
 
