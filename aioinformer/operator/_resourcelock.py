@@ -198,21 +198,32 @@ class LeaseLock:
     ``resource(resource, namespace=...)`` returning an object with async ``get(name)``,
     ``create(obj)`` and ``update(obj)``). The Lease is created on first acquisition;
     ``update()`` sends the Lease last read or written, with its resourceVersion, so the
-    API server rejects it with 409 if anyone wrote in between.
+    API server rejects it with 409 if anyone wrote in between. ``labels`` are set on the
+    Lease when it is created, and put back by each update (a shard Lease is labelled with
+    its ring, see :mod:`aioinformer.operator.sharding`).
 
     Example::
 
         lock = LeaseLock(client, "kube-system", "my-controller", identity=socket.gethostname())
     """
 
-    __slots__ = ("_api", "_identity", "_lease", "name", "namespace")
+    __slots__ = ("_api", "_identity", "_labels", "_lease", "name", "namespace")
 
     def __init__(
-        self, client: _ResourceClientFactory, namespace: str, name: str, identity: str
+        self,
+        client: _ResourceClientFactory,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self.namespace = namespace
         self.name = name
         self._identity = identity
+        self._labels = dict(labels or {})
+        """Labels the Lease carries (a shard Lease's ring label): set on creation, and put
+        back by an update if someone removed them."""
         self._api: _LeaseAPI = client.resource(LEASES_RESOURCE, namespace=namespace)
         # The Lease as last returned by the server (get, create or update); ``update()``
         # sends it back with the new spec, so its resourceVersion is the precondition.
@@ -238,7 +249,7 @@ class LeaseLock:
             {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
+                "metadata": self._metadata({"name": self.name, "namespace": self.namespace}),
                 "spec": record_to_lease_spec(record),
             }
         )
@@ -249,8 +260,24 @@ class LeaseLock:
             raise RuntimeError(
                 f"lease {self.describe()} was never read nor created through this lock"
             )
-        updated = await self._api.update({**self._lease, "spec": record_to_lease_spec(record)})
+        lease = self._lease
+        metadata = lease.get("metadata")
+        updated = await self._api.update(
+            {
+                **lease,
+                "metadata": self._metadata(metadata if isinstance(metadata, Mapping) else {}),
+                "spec": record_to_lease_spec(record),
+            }
+        )
         self._lease = dict(updated)
+
+    def _metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """``metadata`` with this lock's labels added."""
+        if not self._labels:
+            return dict(metadata)
+        labels = metadata.get("labels")
+        merged = {**(labels if isinstance(labels, Mapping) else {}), **self._labels}
+        return {**metadata, "labels": merged}
 
     def __repr__(self) -> str:
         rv = None

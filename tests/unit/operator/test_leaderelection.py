@@ -496,6 +496,28 @@ async def test_lease_lock_creates_reads_and_updates_a_lease_with_rv_precondition
     assert "rv='" in repr(second)
 
 
+async def test_a_labelled_lease_lock_creates_its_lease_labelled_and_keeps_the_labels() -> None:
+    api = StubLeases()
+    ring = {"alpha.sharding.timebertt.dev/controllerring": "cms"}
+    lock = LeaseLock(api, "ops", "shard-a", "shard-a", labels=ring)
+    await lock.create(held_by("shard-a", 15))
+    assert api.objects["shard-a"]["metadata"]["labels"] == ring
+    # Someone strips the label (and adds one of their own): the next renewal puts it back.
+    stripped = api.objects["shard-a"]
+    api.objects["shard-a"] = {
+        **stripped,
+        "metadata": {**stripped["metadata"], "labels": {"x": "y"}},
+    }
+    await lock.get()
+    await lock.update(held_by("shard-a", 15, transitions=0))
+    assert api.objects["shard-a"]["metadata"]["labels"] == {"x": "y", **ring}
+    # An unlabelled lock leaves labels alone.
+    plain = LeaseLock(api, "ops", "shard-a", "other")
+    await plain.get()
+    await plain.update(held_by("other", 15, transitions=1))
+    assert api.objects["shard-a"]["metadata"]["labels"] == {"x": "y", **ring}
+
+
 async def test_lease_lock_refuses_to_update_a_lease_it_never_saw() -> None:
     with pytest.raises(RuntimeError, match="never read nor created"):
         await LeaseLock(StubLeases(), "ns", "ctrl", "a").update(held_by("a"))
