@@ -670,3 +670,51 @@ async def test_async_with_returns_once_the_controller_has_started() -> None:
     async with controller:
         assert controller.state is not State.NEW
     assert controller.state is State.STOPPED
+
+
+async def test_a_controller_goes_through_every_state_once(clock: FakeClock) -> None:
+    lw = FakeListerWatcher(objects=[pod("a")])
+    lw.fail_next_list(ServerError({"code": 500, "message": "not yet"}))
+    informer = SharedIndexInformer(
+        lw, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
+    recorder = Recorder()
+    recorder.gate = asyncio.Event()
+    controller = Controller("phases", recorder, informers=[informer], clock=clock)
+    seen: list[State] = [controller.state]
+    async with informer, anyio.create_task_group() as task_group:
+        task_group.start_soon(controller.run)
+        await lw.wait_for_list_calls(1)
+        await settle(SETTLE_ROUNDS)
+        seen.append(controller.state)  # waiting for the informer's second list
+        await clock.wait_for_sleepers(1)
+        await clock.advance(5)
+        await recorder.entered.wait()
+        seen.append(controller.state)
+        controller.stop()
+        seen.append(controller.state)  # the reconcile in flight drains
+        assert controller.statistics().active == 1
+        recorder.gate.set()
+    seen.append(controller.state)
+    assert seen == [State.NEW, State.STARTING, State.RUNNING, State.STOPPING, State.STOPPED]
+    assert recorder.finished == ["default/a"]
+
+
+async def test_a_drain_that_ends_in_time_cancels_nothing(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder()
+    recorder.gate = asyncio.Event()
+    controller = Controller("tidy", recorder, clock=clock, drain_timeout=10, workers=3)
+    controller.enqueue("ns/a")
+    with caplog.at_level(logging.INFO, logger="aioinformer.operator.controller"):
+        async with controller:
+            await recorder.entered.wait()
+            controller.stop()
+            await clock.wait_for_sleepers(1)  # the grace period
+            await clock.advance(9.9)
+            assert controller.statistics().workers == 1  # the idle two ended at once
+            recorder.gate.set()
+    assert recorder.finished == ["ns/a"]
+    assert "waiting up to 10.0s for 1 reconciles to finish" in caplog.text
+    assert "cancelling" not in caplog.text

@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
 from aioinformer import State
@@ -221,3 +222,29 @@ async def test_group_reports_a_failure_and_not_a_return() -> None:
         assert [(name, type(error)) for name, error in failures] == [("fails", KeyError)]
     with pytest.raises(RuntimeError, match="already stopped"):
         group.add(Runnable("late", returns))
+
+
+async def test_a_manager_is_ready_once_synced_and_goes_through_every_state_once(
+    client: Client,
+) -> None:
+    manager = Manager(client)
+    seen: list[State] = [manager.state]
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(manager.run)  # nothing to sync: ready at once
+        seen.append(manager.state)
+        assert manager.is_leader
+        assert manager.health().ready
+        manager.stop()
+        seen.append(manager.state)
+    seen.append(manager.state)
+    assert seen == [State.NEW, State.RUNNING, State.STOPPING, State.STOPPED]
+
+
+async def test_async_with_manager_returns_before_its_caches_sync(client: Client) -> None:
+    manager = Manager(client, clock=FakeClock())
+    manager.informer_for("configmaps")  # its server refuses connections: never synced
+    async with manager:
+        inside: State = manager.state
+        assert not manager.health().ready
+        assert manager.health().live
+    assert (inside, manager.state) == (State.STARTING, State.STOPPED)

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
 from aioinformer import State
@@ -387,3 +388,27 @@ async def test_closing_a_recorder_never_started_drops_what_it_queued(
     assert (stats.queued, stats.dropped) == (0, 1)
     assert rec.state is State.STOPPED
     assert sink.calls == []
+
+
+async def test_a_recorder_goes_through_every_state_once_and_flushes_while_stopping(
+    fake_clock: FakeClock,
+) -> None:
+    sink = FakeSink()
+    sink.release.clear()
+    rec = recorder(sink, fake_clock)
+    seen: list[State] = [rec.state]
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(rec.run)
+        seen.append(rec.state)
+        rec.event(widget(), type="Normal", reason="A", action="A")
+        await asyncio.sleep(0)
+        rec.stop()
+        seen.append(rec.state)
+        rec.event(widget(), type="Normal", reason="Late", action="A")  # dropped: stopping
+        sink.release.set()
+    seen.append(rec.state)
+    assert seen == [State.NEW, State.RUNNING, State.STOPPING, State.STOPPED]
+    assert [data["reason"] for _, _, data in sink.calls] == ["A"]
+    assert rec.statistics().dropped == 1
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await rec.run()
