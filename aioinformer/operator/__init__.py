@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from aioinformer.errors import Requeue as Requeue
 from aioinformer.operator.controller import Controller as Controller
-from aioinformer.operator.controller import ControllerState as ControllerState
 from aioinformer.operator.controller import ControllerStatistics as ControllerStatistics
 from aioinformer.operator.controller import EnqueueFunc as EnqueueFunc
 from aioinformer.operator.controller import Reconcile as Reconcile
@@ -45,14 +44,12 @@ from aioinformer.operator.finalizers import finalizers_of as finalizers_of
 from aioinformer.operator.finalizers import has_finalizer as has_finalizer
 from aioinformer.operator.finalizers import is_being_deleted as is_being_deleted
 from aioinformer.operator.finalizers import remove_finalizer as remove_finalizer
-from aioinformer.operator.leaderelection import ElectorState as ElectorState
 from aioinformer.operator.leaderelection import LeaderElector as LeaderElector
 from aioinformer.operator.leaderelection import LeadershipLost as LeadershipLost
 from aioinformer.operator.leaderelection import LeaseLock as LeaseLock
 from aioinformer.operator.manager import LeaderElection as LeaderElection
 from aioinformer.operator.manager import Manager as Manager
 from aioinformer.operator.manager import ManagerHealth as ManagerHealth
-from aioinformer.operator.manager import ManagerState as ManagerState
 from aioinformer.operator.ownership import has_controller_reference as has_controller_reference
 from aioinformer.operator.ownership import remove_owner_reference as remove_owner_reference
 from aioinformer.operator.ownership import set_controller_reference as set_controller_reference
@@ -72,7 +69,6 @@ from aioinformer.operator.recorder import EventRecorder as EventRecorder
 from aioinformer.operator.recorder import EventRecorderStatistics as EventRecorderStatistics
 from aioinformer.operator.recorder import EventSink as EventSink
 from aioinformer.operator.recorder import EventType as EventType
-from aioinformer.operator.recorder import RecorderState as RecorderState
 from aioinformer.operator.recorder import object_reference as object_reference
 from aioinformer.operator.retry import DEFAULT_RETRY as DEFAULT_RETRY
 from aioinformer.operator.retry import is_conflict as is_conflict
@@ -82,10 +78,8 @@ from aioinformer.operator.retry import retry_on_conflict as retry_on_conflict
 __all__ = [
     "Cleanup",
     "Controller",
-    "ControllerState",
     "ControllerStatistics",
     "DEFAULT_RETRY",
-    "ElectorState",
     "EnqueueFunc",
     "EventRecorder",
     "EventRecorderStatistics",
@@ -100,11 +94,9 @@ __all__ = [
     "LeaseLock",
     "Manager",
     "ManagerHealth",
-    "ManagerState",
     "Predicate",
     "PredicateLike",
     "Reconcile",
-    "RecorderState",
     "Requeue",
     "UpdatePredicate",
     "add_finalizer",

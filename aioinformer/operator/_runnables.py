@@ -1,33 +1,40 @@
 """The manager's runnables and the groups that start and stop them together.
 
 Role: :class:`RunnableGroup` runs a set of :class:`Runnable`\\ s (controllers and plain
-async callables) as tasks of one owner, reports the first failure to it, and stops them
-all gracefully within a deadline. controller-runtime's ``runnableGroup`` plays this part in
-its manager. Input: runnables, added before or after the group starts. Output: the
-first error a runnable raised, through the ``on_failure`` callback given at construction.
+async callables) as children of one :class:`~aioinformer._kernel.runner.TaskRunner`,
+reports each failure to its owner, and stops them all gracefully within a deadline.
+controller-runtime's ``runnableGroup`` plays this part in its manager. Input: runnables,
+added before or after the group starts. Output: the errors runnables raised, through the
+``on_failure`` callback given at construction.
 
-Stopping (:meth:`RunnableGroup.stop`): a runnable with a ``stop`` function (a controller)
-is asked to stop, so it drains its in-flight reconciles; one without is cancelled. All
-together get ``timeout`` seconds to end, then whatever still runs is cancelled and
-awaited. A runnable that returns on its own has simply finished; that is no failure.
+Stopping (:meth:`RunnableGroup.stop`, or leaving ``async with group:``): a runnable with
+a ``stop`` function (a controller) is asked to stop, so it drains its in-flight
+reconciles; one without is cancelled once, as a hint: its cleanup may still await. All
+together get ``grace()`` seconds of the clock to end (the runner's drain), then whatever
+still runs is cancelled for good (its cancel scope) and awaited. A runnable that returns
+on its own, or ends on the hint, has simply finished; that is no failure.
 
-Task model: one task per runnable, created by :meth:`RunnableGroup.start_all` (or by
-:meth:`RunnableGroup.add` once started); every task has ended when :meth:`stop` returns,
-even if the caller is cancelled meanwhile (the cancellation cuts the grace period short
-and is re-raised after the reaping).
+Task model: one child of the group's runner per runnable, started on entering
+``async with group:`` (or by :meth:`RunnableGroup.add` inside it); every child has ended
+when the block is left, even if the caller is cancelled meanwhile (the cancellation cuts
+the grace period short and is re-raised after the reaping).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from aioinformer._kernel.runner import cancel_and_wait, first_completed
+import anyio
+
+from aioinformer._kernel.runner import TaskRunner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
+    from types import TracebackType
 
     from aioinformer._kernel.clock import Clock
 
@@ -43,7 +50,7 @@ class Runnable:
     name: str
     """For logs and task names."""
     run: Callable[[], Coroutine[Any, Any, Any]]
-    """Called once, when the group starts it; its coroutine runs as a task."""
+    """Called once, when the group starts it; its coroutine runs as a child of the group."""
     stop: Callable[[], None] | None = None
     """Asks ``run()`` to return gracefully (``Controller.stop``); ``None``: cancel it."""
 
@@ -51,8 +58,10 @@ class Runnable:
 class RunnableGroup:
     """Runnables started, watched and stopped together (see the module docstring).
 
-    ``on_failure(runnable, error)`` is called (synchronously, from a done callback) when a
-    runnable's task raises anything but a cancellation. ``name`` prefixes task names.
+    ``on_failure(runnable, error)`` is called when a runnable raises anything but a
+    cancellation; the others keep running (the owner decides to stop). ``name`` prefixes
+    task names; ``grace()`` gives the seconds of ``clock`` the runnables get to end once
+    the group stops, read when it stops.
     """
 
     def __init__(
@@ -61,23 +70,28 @@ class RunnableGroup:
         *,
         on_failure: Callable[[Runnable, BaseException], None],
         clock: Clock,
+        grace: Callable[[], float],
     ) -> None:
         self.name = name
         self._on_failure = on_failure
         self._clock = clock
-        # Every runnable added, in order; each has a task in _tasks once started.
+        self._grace = grace
         self._runnables: list[Runnable] = []
+        """Every runnable added, in order."""
+        self._runner: TaskRunner | None = None
+        """The children's runner, while the group's block runs and it has not stopped."""
+        self._block: TaskRunner | None = None
+        """The same runner, until the block is left."""
         self._tasks: dict[Runnable, asyncio.Task[Any]] = {}
-        self._started = False
+        """Runnable → the task it runs in, while it runs."""
+        self._hinted: set[Runnable] = set()
+        """Runnables without ``stop`` cancelled once by :meth:`stop`."""
         self._stopped = False
+        self._cut_short: list[str] = []
+        """Runnables the grace period ran out on, cancelled by the drain."""
 
     def __len__(self) -> int:
         return len(self._runnables)
-
-    @property
-    def started(self) -> bool:
-        """``start_all()`` has been called (and ``stop()`` not yet)."""
-        return self._started and not self._stopped
 
     def add(self, runnable: Runnable) -> None:
         """Add ``runnable``; started at once when the group already runs. Raises
@@ -85,66 +99,83 @@ class RunnableGroup:
         if self._stopped:
             raise RuntimeError(f"{self.name}: cannot add {runnable.name}: already stopped")
         self._runnables.append(runnable)
-        if self._started:
-            self._launch(runnable)
+        if self._runner is not None:
+            self._launch(self._runner, runnable)
 
-    def start_all(self) -> None:
-        """Start every runnable added so far; later ones start as they are added.
-        Idempotent; does nothing once stopped."""
-        if self._started or self._stopped:
-            return
-        self._started = True
+    async def __aenter__(self) -> Self:
+        """Start every runnable added so far; later ones start as they are added."""
+        if self._stopped:
+            raise RuntimeError(f"{self.name}: already stopped")
+        runner = TaskRunner(name=self.name)
+        await runner.__aenter__()
+        self._runner = self._block = runner
         for runnable in self._runnables:
-            self._launch(runnable)
+            self._launch(runner, runnable)
+        return self
 
-    def _launch(self, runnable: Runnable) -> None:
-        task = asyncio.get_running_loop().create_task(
-            runnable.run(), name=f"{self.name} {runnable.name}"
-        )
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        runner, self._block = self._block, None
+        assert runner is not None
+        try:
+            await self.stop()
+        finally:
+            await runner.__aexit__(exc_type, exc, tb)
+
+    def _launch(self, runner: TaskRunner, runnable: Runnable) -> None:
+        runner.start_soon(self._run_one(runnable), name=runnable.name)
+
+    async def _run_one(self, runnable: Runnable) -> None:
+        task = asyncio.current_task()
+        assert task is not None
         self._tasks[runnable] = task
+        try:
+            await runnable.run()
+        except asyncio.CancelledError:
+            if runnable in self._hinted:
+                task.uncancel()  # the hint is spent; only the runner's own scope remains
+            if anyio.current_effective_deadline() == -math.inf:
+                # The runner's cancellation: the grace period ran out, or the owner's
+                # block is cancelled. Its scope takes the error back.
+                if self._stopped:
+                    self._cut_short.append(runnable.name)
+                raise
+            # Ended on the hint, as asked: a child must not end cancelled, as anyio's
+            # task group would take that for a failure and cancel every sibling.
+        except Exception as error:  # noqa: BLE001 - handed to the owner, which stops
+            self._on_failure(runnable, error)
+        else:
+            logger.debug("%s: %s returned", self.name, runnable.name)
+        finally:
+            del self._tasks[runnable]
 
-        def ended(task: asyncio.Task[Any]) -> None:
-            if task.cancelled():
-                return
-            error = task.exception()
-            if error is not None:
-                self._on_failure(runnable, error)
-            else:
-                logger.debug("%s: %s returned", self.name, runnable.name)
-
-        task.add_done_callback(ended)
-
-    async def stop(self, timeout: float) -> None:
-        """Stop every runnable: ask or cancel, wait up to ``timeout`` seconds on the
-        clock, cancel what still runs, and wait until every task has ended. Idempotent."""
+    async def stop(self) -> None:
+        """Stop every runnable: ask or cancel, give them ``grace()`` seconds on the clock,
+        cancel what still runs, and wait until every one has ended. Idempotent; the
+        group takes no runnable afterwards."""
         self._stopped = True
-        tasks = list(self._tasks.items())
-        for runnable, task in tasks:
-            if task.done():
-                continue
+        runner = self._runner
+        if runner is None:
+            return
+        self._runner = None
+        for runnable, task in list(self._tasks.items()):
             if runnable.stop is not None:
                 runnable.stop()
             else:
+                # Once, as a hint (the level-triggered cancel scope would cut the
+                # runnable's cleanup short): the drain cancels it for good later.
+                self._hinted.add(runnable)
                 task.cancel()
-        pending = [task for _, task in tasks if not task.done()]
-        cancelled = False
-        if pending:
-            try:
-                await first_completed(asyncio.wait(pending), self._clock.sleep(timeout))
-            except asyncio.CancelledError:
-                cancelled = True
-            late = sorted(runnable.name for runnable, task in tasks if not task.done())
-            if late:
-                logger.warning(
-                    "%s: cancelling %s still running after %ss: %s",
-                    self.name,
-                    len(late),
-                    timeout,
-                    late,
-                )
-        try:
-            await cancel_and_wait(*[task for _, task in tasks])
-        except asyncio.CancelledError:
-            cancelled = True
-        if cancelled:
-            raise asyncio.CancelledError
+        grace = self._grace()
+        if not await runner.drain(grace, self._clock):
+            logger.warning(
+                "%s: cancelled %s still running after %ss: %s",
+                self.name,
+                len(self._cut_short),
+                grace,
+                sorted(self._cut_short),
+            )

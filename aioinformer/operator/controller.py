@@ -66,11 +66,21 @@ Guarantees:
 * Events are never lost while the controller runs: a key re-added while it is being
   reconciled is reconciled again afterwards.
 
-Task model: :meth:`Controller.run` owns the worker tasks (and the queue's timer task) and
-returns only when all have ended. It runs until cancelled or :meth:`Controller.stop`;
-either way it shuts down gracefully: workers stop taking keys, reconciles in flight may
-finish for up to ``drain_timeout`` seconds, then they are cancelled. A cancellation that
-arrives during the drain cuts it short. ``async with controller:`` runs it in a task and
+Life cycle: a controller is a :class:`~aioinformer.Service` and its ``state`` an
+:class:`~aioinformer.State`: ``NEW`` (handlers registered, keys already queue up),
+``STARTING`` (``run()`` waits for every informer to sync; no worker runs), ``RUNNING``
+(workers take keys and reconcile them; ``run()`` signals readiness here), ``STOPPING``
+(no key is taken any more; reconciles in flight may finish), ``STOPPED`` (every worker
+has ended and the queue is shut down).
+
+Task model: :meth:`Controller.run` owns the worker tasks (children of one
+:class:`~aioinformer._kernel.runner.TaskRunner`, and the queue's timer task) and returns
+only when all have ended. It runs until cancelled or :meth:`Controller.stop`; either way
+it shuts down gracefully: the queue is shut down so workers take no more keys, and
+reconciles in flight may finish for up to ``drain_timeout`` seconds of the clock (the
+runner's drain), then they are cancelled. A cancellation that arrives during the drain
+cuts it short. ``async with controller:`` runs it in a task, returning once it has
+started (before the informers have synced, so they may start in the same block), and
 leaving the block stops it the same way. The controller does not run its informers:
 start them (a :class:`~aioinformer.factory.SharedInformerFactory`) alongside it.
 
@@ -97,11 +107,17 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from aioinformer._kernel.clock import CancelAfter, Clock, default_clock
+from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import ControllerMetricsProvider as ControllerMetricsProvider
-from aioinformer._kernel.runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._kernel.runner import (
+    TaskRunner,
+    finish_regardless,
+    first_completed,
+    is_async_callable,
+)
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer._pipeline.meta import namespace_of, owner_references_of
 from aioinformer._pipeline.metric_recorders import new_controller_metrics
@@ -114,8 +130,6 @@ from aioinformer.operator.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from anyio.abc import TaskStatus
 
     from aioinformer.health import InformerStatistics
@@ -125,7 +139,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Controller",
     "ControllerMetricsProvider",
-    "ControllerState",
     "ControllerStatistics",
     "EnqueueFunc",
     "Reconcile",
@@ -148,27 +161,12 @@ DEFAULT_CACHE_SYNC_TIMEOUT: Final = 120.0
 ``CacheSyncTimeout`` default)."""
 
 
-class ControllerState(enum.Enum):
-    """The phases of a controller's life; it goes through them once, in order."""
-
-    NEW = "new"
-    """Created; handlers are registered and keys already queue up."""
-    WAITING_FOR_SYNC = "waiting for sync"
-    """``run()`` started and waits for every informer to sync; no worker runs yet."""
-    RUNNING = "running"
-    """Workers take keys and reconcile them."""
-    DRAINING = "draining"
-    """Stopping: no key is taken any more; reconciles in flight may finish."""
-    STOPPED = "stopped"
-    """``run()`` has ended; every worker has ended and the queue is shut down."""
-
-
 @dataclass(frozen=True, slots=True)
 class ControllerStatistics:
     """A snapshot of a controller, from :meth:`Controller.statistics`."""
 
     name: str
-    state: ControllerState
+    state: State
     workers: int
     """Worker tasks running now (``0`` before they start and after the stop)."""
     active: int
@@ -228,7 +226,7 @@ def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
     return owner_keys
 
 
-class Controller:
+class Controller(Service):
     """Runs ``reconcile(key)`` on ``workers`` workers for every key the informers' events
     (and :meth:`enqueue`) produce, retrying failures with rate-limited backoff.
 
@@ -253,8 +251,12 @@ class Controller:
     then counts as a failure; a sync reconcile cannot be interrupted, so with one it
     raises ``ValueError`` here, as does a timeout that is not positive.
 
-    It runs once: ``await controller.run()`` or ``async with controller:``.
+    It runs once: ``await controller.run()`` or ``async with controller:`` (see the
+    module docstring for its states).
     """
+
+    _cancels_body_on: ClassVar[tuple[type[BaseException], ...]] = (CacheSyncError,)
+    """The failure that ends an ``async with`` body: the informers did not sync."""
 
     def __init__(
         self,
@@ -303,15 +305,16 @@ class Controller:
         self._metrics = new_controller_metrics(name, clock=self._clock, workers=workers)
         # Every informer watched, with its registration; all must sync before workers start.
         self._watches: list[tuple[SharedIndexInformer, HandlerRegistration]] = []
-        self._state = ControllerState.NEW
-        self._stop_requested: asyncio.Event | None = None
-        self._stop_early = False
-        # Worker tasks; a task is here from its creation until run() has reaped it.
-        self._worker_tasks: set[asyncio.Task[None]] = set()
-        # Worker task -> the key it is reconciling; a worker absent here is idle in get().
-        self._in_flight: dict[asyncio.Task[None], str] = {}
-        # The run started by ``async with``; None outside the block.
-        self._in_block: BlockRun | None = None
+        # Set by stop(), even before run(): run() then returns at once.
+        self._stop_requested = asyncio.Event()
+        # The workers' runner while they run; None before and after.
+        self._workers_runner: TaskRunner | None = None
+        # Worker index -> the key it is reconciling; a worker absent here is idle in get().
+        self._in_flight: dict[int, str] = {}
+        # Keys whose reconcile the drain cancelled, for its warning.
+        self._cut_short: list[str] = []
+        # What ``async with`` calls once the run has started (readiness comes at sync).
+        self._on_started: Callable[[], None] | None = None
         self._reconciles = 0
         self._successes = 0
         self._failures = 0
@@ -341,7 +344,7 @@ class Controller:
         predicate that raises is logged and the event let through: a reconcile too many
         is harmless, one too few leaves the object unreconciled until its next event.
         """
-        if self._state is not ControllerState.NEW:
+        if self.state is not State.NEW:
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
         checks = as_predicates(predicates)
         add = self._queue.add
@@ -415,8 +418,8 @@ class Controller:
     # -- inspection --------------------------------------------------------------------
 
     @property
-    def state(self) -> ControllerState:
-        return self._state
+    def service_name(self) -> str:
+        return f"controller {self.name}"
 
     @property
     def queue(self) -> RateLimitingQueue[str]:
@@ -427,8 +430,8 @@ class Controller:
         """A frozen snapshot of the controller's state, counters and queue."""
         return ControllerStatistics(
             name=self.name,
-            state=self._state,
-            workers=sum(1 for task in self._worker_tasks if not task.done()),
+            state=self.state,
+            workers=0 if self._workers_runner is None else len(self._workers_runner),
             active=len(self._in_flight),
             reconciles=self._reconciles,
             successes=self._successes,
@@ -442,7 +445,7 @@ class Controller:
 
     def __repr__(self) -> str:
         return (
-            f"<Controller {self.name!r} state={self._state.name} workers={self._workers}"
+            f"<Controller {self.name!r} state={self.state.name} workers={self._workers}"
             f" active={len(self._in_flight)} depth={len(self._queue)}>"
         )
 
@@ -455,39 +458,51 @@ class Controller:
         :meth:`stop`; re-raises the cancellation when cancelled. Raises
         :class:`~aioinformer.errors.CacheSyncError` when the informers did not sync within
         ``cache_sync_timeout`` or one stopped before it synced (no worker has started
-        then; ``statistics().sync_error`` keeps it).
-        ``task_status.started()`` (anyio's ``TaskGroup.start``) is signalled once it has
-        started waiting for the informers, before they have synced.
+        then; ``statistics().sync_error`` keeps it). ``task_status.started()`` (anyio's
+        ``TaskGroup.start``) is signalled once the informers have synced and the workers
+        start (the controller is ``RUNNING``); ``RuntimeError`` on a second run.
         """
-        if self._state is not ControllerState.NEW:
-            raise RuntimeError(f"controller {self.name} runs only once")
-        self._state = ControllerState.WAITING_FOR_SYNC
-        stop_requested = self._stop_requested = asyncio.Event()
-        if self._stop_early:
-            stop_requested.set()
-        if task_status is not None:
-            task_status.started()
+        await super().run(task_status=task_status)
+
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
+        stop_requested = self._stop_requested
+        if self._on_started is not None:
+            self._on_started()
         try:
             if not await self._wait_for_sync(stop_requested):
                 return
-            self._state = ControllerState.RUNNING
             logger.info(
                 "controller %s: caches synced, starting %s workers", self.name, self._workers
             )
-            loop = asyncio.get_running_loop()
-            for index in range(self._workers):
-                self._worker_tasks.add(
-                    loop.create_task(self._work(), name=f"controller {self.name} worker {index}")
-                )
-            try:
-                await stop_requested.wait()
-            finally:
-                await self._drain()
+            async with TaskRunner(name=f"controller {self.name}") as runner:
+                self._workers_runner = runner
+                task_status.started()
+                for index in range(self._workers):
+                    runner.start_soon(self._work(index), name=f"worker {index}")
+                try:
+                    await stop_requested.wait()
+                finally:
+                    await self._drain(runner)
         finally:
-            self._state = ControllerState.STOPPED
+            self._workers_runner = None
             for informer, registration in self._watches:
                 informer.remove_event_handler(registration)
-            await self._queue.aclose()
+            await finish_regardless(self._queue.aclose())
+
+    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
+        # ``async with`` returns once the run has started, before the informers have
+        # synced: they are often started in the same block, after the controller.
+        self._on_started = task_status.started
+        await self._run_claimed(None)
+
+    def _request_stop(self) -> None:
+        self._stop_requested.set()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to stop gracefully and return. Idempotent; before ``run()`` it
+        makes ``run()`` return at once."""
+        self._stop_requested.set()
+        super().stop()
 
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
         """True once every handler of the controller synced; False when asked to stop
@@ -511,80 +526,62 @@ class Controller:
             raise
         return not stop_requested.is_set()
 
-    def stop(self) -> None:
-        """Ask :meth:`run` to stop gracefully and return. Idempotent; before ``run()`` it
-        makes ``run()`` return at once."""
-        if self._stop_requested is not None:
-            self._stop_requested.set()
-        else:
-            self._stop_early = True
-
-    async def _drain(self) -> None:
+    async def _drain(self, runner: TaskRunner) -> None:
         """Stop taking keys, give in-flight reconciles ``drain_timeout``, cancel the rest.
 
-        Returns only when every worker has ended, even if cancelled meanwhile (the
-        cancellation cuts the grace period short and is re-raised then: no worker
-        outlives ``run()``)."""
-        self._state = ControllerState.DRAINING
-        workers = self._worker_tasks
-        for task in workers:
-            if task not in self._in_flight:
-                task.cancel()  # idle in get(): cancelling it takes nothing from the queue
-        cancelled = False
-        busy = [task for task in self._in_flight if not task.done()]
-        if busy:
+        Shutting the queue down ends the idle workers (their ``get()`` raises
+        :class:`ShutDown`) and makes the busy ones end after their reconcile. Returns only
+        when every worker has ended, even if cancelled meanwhile (the cancellation cuts
+        the grace period short and is re-raised then: no worker outlives ``run()``)."""
+        if self.state is not State.STOPPING:
+            self._state = State.STOPPING  # cancelled, not stopped: the same graceful stop
+        self._queue.shut_down()
+        if self._in_flight:
             logger.info(
                 "controller %s: waiting up to %ss for %s reconciles to finish",
                 self.name,
                 self._drain_timeout,
-                len(busy),
+                len(self._in_flight),
             )
-            try:
-                await first_completed(asyncio.wait(busy), self._clock.sleep(self._drain_timeout))
-            except asyncio.CancelledError:
-                cancelled = True
-            busy = [task for task in busy if not task.done()]
-            if busy:
-                logger.warning(
-                    "controller %s: cancelling %s reconciles still running: %s",
-                    self.name,
-                    len(busy),
-                    sorted(self._in_flight.get(task, "?") for task in busy),
-                )
-        try:
-            await cancel_and_wait(*workers)
-        except asyncio.CancelledError:
-            cancelled = True
-        for task in workers:
-            if not task.cancelled() and task.exception() is not None:
-                logger.error(
-                    "controller %s: worker %s failed",
-                    self.name,
-                    task.get_name(),
-                    exc_info=task.exception(),
-                )
-        workers.clear()
-        if cancelled:
-            raise asyncio.CancelledError
+        if not await runner.drain(self._drain_timeout, self._clock):
+            logger.warning(
+                "controller %s: cancelling %s reconciles still running: %s",
+                self.name,
+                len(self._cut_short),
+                sorted(self._cut_short),
+            )
 
-    async def _work(self) -> None:
+    def _taking_keys(self) -> bool:
+        return self._state is State.RUNNING
+
+    async def _work(self, index: int) -> None:
         """One worker: take a key, reconcile it, record the outcome; until stopping."""
         queue = self._queue
         metrics = self._metrics
-        task = asyncio.current_task()
-        assert task is not None
-        while self._state is ControllerState.RUNNING:
+        in_flight = self._in_flight
+        while self._taking_keys():
             try:
                 key = await queue.get()
             except ShutDown:
                 return
-            self._in_flight[task] = key
+            if not self._taking_keys():
+                queue.done(key)  # woken just as the controller stopped: take nothing new
+                return
+            in_flight[index] = key
             started = metrics.started()
             try:
                 await self._process(key, started)
+            except asyncio.CancelledError:
+                if not self._taking_keys():
+                    self._cut_short.append(key)
+                raise
+            except Exception:
+                # _process handles every outcome of a reconcile: this is a bug of ours.
+                logger.exception("controller %s: worker %s failed", self.name, index)
+                return
             finally:
                 metrics.stopped()
-                del self._in_flight[task]
+                del in_flight[index]
                 queue.done(key)
 
     async def _process(self, key: str, started: float) -> None:
@@ -667,32 +664,6 @@ class Controller:
                 exc_info=error,
             )
         queue.add_rate_limited(key)
-
-    async def __aenter__(self) -> Self:
-        """Start :meth:`run` in a task; returns once it has started (workers start after
-        sync)."""
-        if self._state is not ControllerState.NEW:
-            raise RuntimeError(f"controller {self.name} runs only once")
-        # The block's body usually just waits (for a stop signal): a sync failure must end
-        # it, so the run cancels the task in the block and __aexit__ raises the error.
-        self._in_block = BlockRun(
-            self.run, name=f"controller {self.name}", cancels_body_on=(CacheSyncError,)
-        )
-        await self._in_block.enter()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop gracefully and wait for :meth:`run` to end; re-raise its error, if any.
-        Cancelled meanwhile, it cuts the drain short but still waits for the end. A
-        :class:`CacheSyncError` cancels the body of the block and is raised here."""
-        in_block, self._in_block = self._in_block, None
-        if in_block is not None:
-            await in_block.exit(exc, self.stop)
 
 
 class _HandlerLag(enum.Enum):

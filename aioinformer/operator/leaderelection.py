@@ -4,7 +4,7 @@ Role: among several processes running the same controller, let exactly one do th
 time, and let another take over when it dies or loses contact. Input: a
 :class:`ResourceLock` (normally a :class:`LeaseLock`) shared by all contenders, each with its
 own identity. Output: callbacks (``on_started_leading``, ``on_stopped_leading``,
-``on_new_leader``) or the scope ``async with elector.leadership():``.
+``on_new_leader``) or the scope ``async with elector:`` (``elector.leadership()``).
 
 How the election goes (client-go v0.32 ``tools/leaderelection``):
 
@@ -29,11 +29,18 @@ How the election goes (client-go v0.32 ``tools/leaderelection``):
   empty holder and a 1 s duration, so a contender takes over at its next attempt. The
   leader work has finished by then: release never races with it.
 
+Life cycle: an elector is a :class:`~aioinformer.Service`; its ``state`` goes ``NEW``,
+``STARTING`` (trying to take the lease), ``RUNNING`` (leading: renewing the lease and
+running the leader work; ``run()`` signals readiness here), ``STOPPING`` (leaving: the
+leader work is cancelled and the lease released), ``STOPPED``. An elector stopped while
+acquiring never reaches ``RUNNING``.
+
 Task model: ``run()`` works in the caller's task and owns every task it starts, all
-finished before it returns: the renew loop, the ``on_started_leading`` task, and (when
-``on_new_leader`` is set) a notifier task that delivers new-leader reports in order, so
-a slow callback never delays a renewal. Cancelling ``run()`` stops the leader work, awaits
-it, then releases the lease.
+finished before it returns: the renew loop and the ``on_started_leading`` work (raced
+with :func:`~aioinformer._kernel.runner.first_completed`), and (when ``on_new_leader``
+is set) a notifier, a child of the elector's task runner that delivers new-leader
+reports in order, so a slow callback never delays a renewal. :meth:`LeaderElector.stop`,
+or cancelling ``run()``, stops the leader work, awaits it, then releases the lease.
 
 This is not fencing. A leader cut off from the API server keeps leading for up to
 ``retry_period + renew_deadline`` after its last successful renewal, and a process that is
@@ -44,15 +51,13 @@ Example::
 
     lock = LeaseLock(client, "default", "my-controller", identity=socket.gethostname())
     elector = LeaderElector(lock)
-    async with elector.leadership():
+    async with elector:              # entered once leading
         await run_controller()       # cancelled if leadership is lost (LeadershipLost raised)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import enum
 import logging
 import math
 import random
@@ -61,11 +66,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+import anyio
+
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import LeaderMetricsProvider as LeaderMetricsProvider
 from aioinformer._kernel.runner import (
-    Running,
-    cancel_and_wait,
+    TaskRunner,
     finish_regardless,
     first_completed,
     is_async_callable,
@@ -82,12 +89,11 @@ from aioinformer.operator._resourcelock import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    import contextlib
 
     from anyio.abc import TaskStatus
 
 __all__ = [
-    "ElectorState",
     "JITTER_FACTOR",
     "LeaderElectionRecord",
     "LeaderElector",
@@ -111,22 +117,6 @@ StoppedCallback: TypeAlias = Callable[[], Awaitable[None] | None]
 NewLeaderCallback: TypeAlias = Callable[[str], Awaitable[None] | None]
 
 _END: Final = object()
-
-
-class ElectorState(enum.Enum):
-    """Phases of a :class:`LeaderElector`, passed once each, in this order (an elector
-    stopped while acquiring never reaches LEADING)."""
-
-    IDLE = "IDLE"
-    """Constructed; ``run()`` has not been called."""
-    ACQUIRING = "ACQUIRING"
-    """Trying to take the lease every ``retry_period`` (with jitter)."""
-    LEADING = "LEADING"
-    """Holding the lease: renewing it and running the leader work."""
-    STOPPING = "STOPPING"
-    """Leaving: the leader work is being cancelled and the lease released."""
-    STOPPED = "STOPPED"
-    """``run()`` has returned; an elector cannot be restarted."""
 
 
 def _jitter(period: float, factor: float) -> float:
@@ -175,7 +165,7 @@ async def _completes_within(clock: Clock, seconds: float, coro: Coroutine[Any, A
     return first == 0
 
 
-class LeaderElector:
+class LeaderElector(Service):
     """Contends for a lease and runs the leader work while holding it.
 
     Arguments (periods in seconds, defaults as client-go's core components):
@@ -203,7 +193,8 @@ class LeaderElector:
       installed with ``set_metrics_provider``, if it implements them).
 
     Callbacks may be sync or async (detected once, here); a sync one should return quickly.
-    An elector runs once: ``run()`` or ``leadership()``, a single time.
+    An elector runs once: ``run()``, ``async with elector:`` or ``leadership()``, a single
+    time. :meth:`stop` ends the run as a cancellation would, but lets ``run()`` return.
     """
 
     def __init__(
@@ -250,11 +241,12 @@ class LeaderElector:
         self._on_started_leading = on_started_leading
         self._started = _to_async0(on_started_leading) if on_started_leading else None
         self._on_stopped_leading = on_stopped_leading
-        self._stopped = _to_async0(on_stopped_leading) if on_stopped_leading else None
+        self._stopped_leading = _to_async0(on_stopped_leading) if on_stopped_leading else None
         self._on_new_leader = on_new_leader
         self._new_leader = _to_async1(on_new_leader) if on_new_leader else None
 
-        self._state = ElectorState.IDLE
+        # Set by stop(): leave the election (releasing the lease) and return.
+        self._stop_requested = asyncio.Event()
         # The record as last read from or written to the lock, and when (our monotonic
         # clock) it was last seen to change: the holder is presumed alive until
         # ``_observed_time + _observed_record.lease_duration_seconds``.
@@ -268,15 +260,21 @@ class LeaderElector:
         self._reported_leader = ""
         # Identities waiting for the notifier task; only used when ``on_new_leader`` is set.
         self._reports: asyncio.Queue[object] | None = None
-        # Called synchronously when leaving LEADING, before the leader work is cancelled.
-        self._on_leaving: list[Callable[[], None]] = []
+        # Set by the notifier once it has delivered every report up to the end marker.
+        self._reports_delivered = asyncio.Event()
+        # True from the moment leadership is lost (renewals missed the deadline, or the
+        # leader work failed): the run ended by itself, not because it was stopped.
+        self._lost = False
+        # True from acquiring the lease until leaving: the leader status metric is 1.
+        self._holding = False
+        # The scope of the acquire loop while it runs; stop() cancels it.
+        self._acquiring: anyio.CancelScope | None = None
 
     # -- public surface ---------------------------------------------------------------
 
     @property
-    def state(self) -> ElectorState:
-        """The elector's phase."""
-        return self._state
+    def service_name(self) -> str:
+        return self.name
 
     @property
     def identity(self) -> str:
@@ -290,46 +288,72 @@ class LeaderElector:
         once renewals have failed or the elector is stopping, even if the lease still names
         this identity.
         """
-        return self._state is ElectorState.LEADING and self._observed_is_us()
+        return self._state is State.RUNNING and self._observed_is_us()
 
     def get_leader(self) -> str:
         """The holder in the record last observed (``""`` for none); informational, may lag."""
         return self._observed_record.holder_identity
 
     async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
-        """Acquire the lease, lead until leadership is lost or the call is cancelled, return.
+        """Acquire the lease, lead until leadership is lost, :meth:`stop` is called or the
+        call is cancelled, return.
 
-        Returns normally when leadership is lost; re-raises an error of
-        ``on_started_leading``. Cancelling it stops the leader work, releases the lease
-        (``release_on_cancel``) and calls ``on_stopped_leading`` before the cancellation
-        propagates. Reports already queued for ``on_new_leader`` are delivered before it
-        returns (a second cancellation drops them). ``task_status.started()`` (anyio's
-        ``TaskGroup.start``) is signalled once this elector leads.
+        Returns normally when leadership is lost or after :meth:`stop`; re-raises an
+        error of ``on_started_leading``. Either way, and when cancelled, it stops the
+        leader work, releases the lease (``release_on_cancel``) and calls
+        ``on_stopped_leading`` before it returns or the cancellation propagates. Reports
+        already queued for ``on_new_leader`` are delivered before it returns (a second
+        cancellation drops them). ``task_status.started()`` (anyio's ``TaskGroup.start``)
+        is signalled once this elector leads. ``RuntimeError`` on a second run.
         """
-        if self._state is not ElectorState.IDLE:
-            raise RuntimeError(f"{self!r} has already been run; create a new elector")
-        self._state = ElectorState.ACQUIRING
+        await super().run(task_status=task_status)
+
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
         self._metrics.started()
-        notifier: asyncio.Task[None] | None = None
-        if self._new_leader is not None:
-            self._reports = asyncio.Queue()
-            notifier = asyncio.create_task(self._notify(), name=f"{self.name}: on_new_leader")
-        try:
-            await self._acquire()
-            await self._lead(task_status)
-        finally:
-            self._state = ElectorState.STOPPING
+        failure: BaseException | None = None
+        async with TaskRunner(name=self.name) as runner:
+            if self._new_leader is not None:
+                self._reports = asyncio.Queue()
+                runner.start_soon(self._notify(), name="on_new_leader")
             try:
+                # A stop request while acquiring cancels this scope; while leading, it is
+                # one of the things the lead races.
+                with anyio.CancelScope() as acquiring:
+                    self._acquiring = acquiring
+                    await self._acquire()
+                self._acquiring = None
+                if not self._stop_requested.is_set():
+                    failure = await self._lead(task_status)
+            finally:
+                self._leaving()
                 if self.release_on_cancel:
                     await finish_regardless(self._release())
                 await self._call_stopped_leading()
-            finally:
-                if notifier is not None:
-                    await self._stop_notifier(notifier)
-                self._state = ElectorState.STOPPED
+                if self._reports is not None:
+                    self._reports.put_nowait(_END)
+                    await self._reports_delivered.wait()
+        if failure is not None:
+            # Raised here, past the runner: a body's error would leave it in a group.
+            raise failure
 
-    def leadership(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """An async context manager holding leadership for the duration of its body.
+    def _request_stop(self) -> None:
+        self._stop_requested.set()
+        if self._acquiring is not None:
+            self._acquiring.cancel()
+
+    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
+        # In a block, a run that ends by itself is leadership lost: it fails the block
+        # (cancelling its body), whatever ended it.
+        try:
+            await super()._serve_in_block(task_status=task_status)
+        except Exception as error:
+            raise LeadershipLost(f"{self.name}: leadership lost") from error
+        if self._lost:
+            raise LeadershipLost(f"{self.name}: leadership lost")
+
+    def leadership(self) -> contextlib.AbstractAsyncContextManager[LeaderElector]:
+        """``async with elector:`` under its own name: holds leadership for the duration
+        of the body.
 
         Entering starts the election and waits until this elector leads. Leaving normally
         (or by an exception) stops it: the lease is released (``release_on_cancel``). If
@@ -343,7 +367,7 @@ class LeaderElector:
             except LeadershipLost:
                 log.warning("lost the lease; exiting so a standby takes over")
         """
-        return _LeadershipScope(self)
+        return self
 
     def __repr__(self) -> str:
         return (
@@ -494,44 +518,51 @@ class LeaderElector:
                 return
             await self._clock.sleep(self.retry_period)
 
-    async def _lead(self, task_status: TaskStatus[None] | None) -> None:
-        self._state = ElectorState.LEADING
-        self._metrics.acquired()
-        if task_status is not None:
-            task_status.started()
-        renew = asyncio.create_task(self._renew_loop(), name=f"{self.name}: renew")
-        work: asyncio.Task[None] | None = None
-        if self._started is not None:
-            work = asyncio.create_task(
-                self._started(), name=f"{self.name}: {_callback_name(self._on_started_leading)}"
-            )
-        try:
-            watched: set[asyncio.Task[None]] = {renew} if work is None else {renew, work}
-            while True:
-                done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-                if renew in done:
-                    break
-                assert work is not None
-                if not work.cancelled() and work.exception() is not None:
-                    break
-                # The leader work returned: keep the lease until told otherwise, as client-go.
-                watched = {renew}
-        finally:
-            self._state = ElectorState.STOPPING
+    def _leaving(self) -> None:
+        """Leave the lead (or the campaign): ``STOPPING`` before the leader work is
+        cancelled, so :meth:`is_leader` is False from then on."""
+        if self._state in (State.STARTING, State.RUNNING):
+            self._state = State.STOPPING
+        if self._holding:
+            self._holding = False
             self._metrics.stopped_leading()
-            for hook in list(self._on_leaving):
-                hook()
-            if work is not None:
-                await cancel_and_wait(work)
-            await cancel_and_wait(renew)
-        if work is not None and not work.cancelled() and work.exception() is not None:
-            logger.error(
-                "%s: leader work %s failed; stepping down",
-                self.name,
-                _callback_name(self._on_started_leading),
-            )
-            raise work.exception()  # type: ignore[misc]
-        renew.result()
+
+    async def _lead(self, task_status: TaskStatus[Any]) -> BaseException | None:
+        """Lead until the renewals miss their deadline, the leader work fails (its error
+        is returned) or a stop is requested."""
+        self._holding = True
+        self._metrics.acquired()
+
+        async def renew() -> None:
+            await self._renew_loop()
+            self._lost = True
+            self._leaving()
+
+        async def work() -> None:
+            assert self._started is not None
+            try:
+                await self._started()
+            except Exception:
+                logger.error(
+                    "%s: leader work %s failed; stepping down",
+                    self.name,
+                    _callback_name(self._on_started_leading),
+                )
+                self._lost = True
+                self._leaving()
+                raise
+            # The leader work returned: keep the lease until told otherwise, as client-go.
+            await anyio.sleep_forever()
+
+        # Signalled here, in the run's own task, as anyio requires; then the renewals,
+        # the leader work and a stop request race: whichever ends first ends the lead.
+        task_status.started()
+        stopped = self._stop_requested.wait()
+        if self._started is None:
+            await first_completed(renew(), stopped)
+            return None
+        _, ended = await first_completed(renew(), work(), stopped)
+        return ended.exception()
 
     async def _release(self) -> None:
         """Give the lease up if this elector holds it: empty holder, 1 s duration.
@@ -598,109 +629,16 @@ class LeaderElector:
                 logger.exception(
                     "%s: on_new_leader %s raised", self.name, _callback_name(self._on_new_leader)
                 )
-
-    async def _stop_notifier(self, notifier: asyncio.Task[None]) -> None:
-        """Let the notifier deliver what is queued, then end it; cancel it if interrupted."""
-        assert self._reports is not None
-        self._reports.put_nowait(_END)
-        try:
-            await asyncio.wait([notifier])
-        finally:
-            await cancel_and_wait(notifier)
+        self._reports_delivered.set()
 
     async def _call_stopped_leading(self) -> None:
-        if self._stopped is None:
+        if self._stopped_leading is None:
             return
         try:
-            await self._stopped()
+            await self._stopped_leading()
         except Exception:
             logger.exception(
                 "%s: on_stopped_leading %s raised",
                 self.name,
                 _callback_name(self._on_stopped_leading),
             )
-
-
-class _LeadershipScope:
-    """``async with elector.leadership():`` (see :meth:`LeaderElector.leadership`).
-
-    The election runs in a task owned by the scope. When the elector leaves LEADING on its
-    own (renewal failed, leader work failed), it calls back here and the body's task is
-    cancelled; ``__aexit__`` turns that cancellation, and only that one, into
-    :class:`LeadershipLost`. Leaving the body cancels the election task, which releases.
-    """
-
-    def __init__(self, elector: LeaderElector) -> None:
-        self._elector = elector
-        # The election, from a successful ``__aenter__`` on.
-        self._running: Running | None = None
-        self._body: asyncio.Task[Any] | None = None
-        # The body's ``cancelling()`` count on entry: cancellations beyond it are not ours.
-        self._cancelling = 0
-        # True from the end of ``__aenter__`` to the start of ``__aexit__``.
-        self._inside = False
-        # Set when leadership was lost while inside (and the body cancelled for it).
-        self._lost = False
-
-    def _leaving(self) -> None:
-        if self._inside and not self._lost:
-            self._lost = True
-            assert self._body is not None
-            self._body.cancel(msg="leadership lost")
-
-    async def __aenter__(self) -> None:
-        elector = self._elector
-        body = asyncio.current_task()
-        if body is None:
-            raise RuntimeError("leadership() must be entered from a task")
-        self._body = body
-        self._cancelling = body.cancelling()
-        elector._on_leaving.append(self._leaving)
-        try:
-            # Returns once the elector leads; reaps the election if it fails first.
-            running = await Running.start(elector.run, name=f"{elector.name}: election")
-            if not elector.is_leader():  # lost again before this task resumed
-                await running.stop()
-                if running.failure is not None:
-                    raise running.failure
-                raise LeadershipLost(f"{elector.name}: leadership ended before the body started")
-        except BaseException:
-            elector._on_leaving.remove(self._leaving)
-            raise
-        self._running = running
-        self._inside = True
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        self._inside = False
-        running = self._running
-        body = self._body
-        assert running is not None
-        assert body is not None
-        with contextlib.suppress(ValueError):
-            self._elector._on_leaving.remove(self._leaving)
-        # Stop the election (it releases the lease). If the loss was noticed just as the
-        # body ended on its own, our cancellation has not been delivered yet and lands here.
-        interrupted = False
-        try:
-            await running.stop()
-        except asyncio.CancelledError:
-            interrupted = True
-        ours = self._lost and body.uncancel() <= self._cancelling
-        if interrupted and not ours:
-            raise asyncio.CancelledError
-        failure = running.failure
-        if not self._lost:
-            if failure is not None and exc_type is None:
-                raise failure
-            return False
-        if exc_type is None or (exc_type is asyncio.CancelledError and ours):
-            message = f"{self._elector.name}: leadership lost"
-            if failure is not None:
-                raise LeadershipLost(message) from failure
-            raise LeadershipLost(message) from exc
-        return False

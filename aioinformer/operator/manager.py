@@ -34,13 +34,22 @@ runnables stop as above, then ``run()`` raises :class:`~aioinformer.errors.Leade
 As in controller-runtime, the process is meant to exit (``run_until_signal`` returns 1)
 and restart clean, rather than to campaign again with state from its time as leader.
 
+Life cycle: a manager is a :class:`~aioinformer.Service`; its ``state`` goes ``NEW``
+(informers, controllers and runnables may be added), ``STARTING`` (endpoints up,
+informers started, waiting for every cache to sync), ``RUNNING`` (caches synced: ``run()``
+signals readiness here; campaigning or leading, which :attr:`Manager.is_leader` and
+:attr:`Manager.elected` tell), ``STOPPING`` (draining controllers, cancelling runnables,
+releasing the lease, closing) and ``STOPPED``.
+
 Reconciles read and write through :attr:`Manager.cached_client`: reads from the
 manager's informers (one is built and started on first use), writes to the server, and
 reads its own writes, deletes included.
 
 Task model: ``run()`` works in the caller's task and owns every task it starts (the
-informers', the election's, one per runnable); all have ended when it returns or raises.
-``async with manager:`` runs it in a task for the duration of the block.
+informers', the election's, one child of a runnable group's task runner per runnable);
+all have ended when it returns or raises. ``async with manager:`` runs it in a task for
+the duration of the block, returning once the endpoints listen and the informers have
+started (before they have synced).
 
 Example::
 
@@ -59,7 +68,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import importlib
 import logging
 import signal
@@ -67,25 +75,26 @@ import socket
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 import orjson
 
 from aioinformer._kernel.clock import default_clock
-from aioinformer._kernel.runner import BlockRun, cancel_and_wait, first_completed, is_async_callable
+from aioinformer._kernel.lifecycle import Service, State
+from aioinformer._kernel.runner import finish_regardless, first_completed, is_async_callable
 from aioinformer.audit import CacheAudit
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.cached_client import CachedClient
-from aioinformer.operator.controller import Controller, ControllerState
+from aioinformer.operator.controller import Controller
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from contextlib import AbstractAsyncContextManager
-    from types import TracebackType
 
     from anyio.abc import TaskStatus
 
@@ -99,7 +108,6 @@ __all__ = [
     "LeaderElection",
     "Manager",
     "ManagerHealth",
-    "ManagerState",
     "default_identity",
 ]
 
@@ -145,24 +153,6 @@ class LeaderElection:
             raise ValueError("LeaderElection.lease_namespace is empty")
 
 
-class ManagerState(enum.Enum):
-    """The phases of a manager's life; it goes through them once, in order (a manager that
-    fails or is stopped early skips ahead to STOPPING)."""
-
-    NEW = "new"
-    """Created; informers, controllers and runnables may be added."""
-    SYNCING = "syncing"
-    """Endpoints up, informers started; waiting for every cache to sync."""
-    CAMPAIGNING = "campaigning"
-    """Caches synced; not leading yet (only with leader election)."""
-    RUNNING = "running"
-    """Leading (or no election): controllers and every runnable run."""
-    STOPPING = "stopping"
-    """Draining controllers, cancelling runnables, releasing the lease, closing."""
-    STOPPED = "stopped"
-    """``run()`` has ended; a manager cannot be restarted."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ManagerHealth:
     """A manager's health, from :meth:`Manager.health`: what ``/readyz`` and ``/healthz``
@@ -171,16 +161,16 @@ class ManagerHealth:
     * ``ready``: caches synced, the factory ready (every informer live, see
       :mod:`aioinformer.health`), the manager not stopping, and no started controller has
       stopped. A standby (not leading) is ready: its caches are warm.
-    * ``live``: the manager runs (``SYNCING`` to ``RUNNING``) and no informer has stopped.
+    * ``live``: the manager runs (``STARTING`` or ``RUNNING``) and no informer has stopped.
     """
 
-    state: ManagerState
+    state: State
     ready: bool
     live: bool
     leader: bool
     """Leading (always true once running without leader election)."""
     controllers: dict[str, str]
-    """Each controller's state by name (``ControllerState`` values)."""
+    """Each controller's state by name (:class:`~aioinformer.State` values)."""
     factory: FactoryHealth
 
     def as_dict(self) -> dict[str, Any]:
@@ -195,15 +185,14 @@ class ManagerHealth:
         }
 
 
-_CONTROLLER_OK = frozenset(
-    {ControllerState.NEW, ControllerState.WAITING_FOR_SYNC, ControllerState.RUNNING}
-)
-"""Controller states that keep a manager ready: not started yet (a standby), or running."""
+_CONTROLLER_OK = frozenset({State.NEW, State.STARTING, State.RUNNING})
+"""Controller states that keep a manager ready: not started yet (a standby), waiting for
+its caches, or running."""
 
-_RUNNING_STATES = frozenset({ManagerState.SYNCING, ManagerState.CAMPAIGNING, ManagerState.RUNNING})
+_RUNNING_STATES = frozenset({State.STARTING, State.RUNNING})
 
 
-class Manager:
+class Manager(Service):
     """Runs an operator's informers, controllers and runnables (see the module docstring).
 
     Arguments: ``client`` (not closed by the manager); ``namespace``, the factory's default
@@ -294,11 +283,13 @@ class Manager:
         self._controllers: list[Controller] = []
         # Runnables started once the caches synced, and those started once leading (the
         # controllers among them).
-        self._unelected = RunnableGroup("manager", on_failure=self._failed, clock=self._clock)
-        self._elected_group = RunnableGroup(
-            "manager (leader)", on_failure=self._failed, clock=self._clock
+        self._unelected = RunnableGroup(
+            "manager", on_failure=self._failed, clock=self._clock, grace=self._grace
         )
-        self._state = ManagerState.NEW
+        self._elected_group = RunnableGroup(
+            "manager (leader)", on_failure=self._failed, clock=self._clock, grace=self._grace
+        )
+        # Set by stop(), even before run(): run() then returns at once.
         self._stop_requested = asyncio.Event()
         # The first failure of a runnable; run() raises it once everything has stopped.
         self._failure: BaseException | None = None
@@ -308,8 +299,8 @@ class Manager:
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
-        # The run started by ``async with``; None outside the block.
-        self._in_block: BlockRun | None = None
+        # What ``async with`` calls once the informers have started (readiness comes at sync).
+        self._on_started: Callable[[], None] | None = None
 
     # -- building --------------------------------------------------------------------------
 
@@ -374,19 +365,19 @@ class Manager:
         group.add(Runnable(label, fn))
 
     def _check_open(self) -> None:
-        if self._state in (ManagerState.STOPPING, ManagerState.STOPPED):
+        if self.state in (State.STOPPING, State.STOPPED):
             raise RuntimeError("the manager is stopping or stopped: nothing can be added")
 
     # -- state -----------------------------------------------------------------------------
 
     @property
-    def state(self) -> ManagerState:
-        """The manager's phase."""
-        return self._state
+    def service_name(self) -> str:
+        return "manager"
 
     @property
     def is_leader(self) -> bool:
-        """True while leading (always, once running, without leader election)."""
+        """True while leading (always, once running, without leader election); a
+        ``RUNNING`` manager that is not leading is campaigning."""
         return self.elected.is_set()
 
     @property
@@ -403,14 +394,11 @@ class Manager:
         """The manager's health now (see :class:`ManagerHealth`)."""
         factory = self._factory.health()
         controllers = {c.name: c.state.value for c in self._controllers}
-        controllers_ok = all(
-            c.state
-            in (ControllerState.NEW, ControllerState.WAITING_FOR_SYNC, ControllerState.RUNNING)
-            for c in self._controllers
-        )
-        running = self._state in _RUNNING_STATES
+        controllers_ok = all(c.state in _CONTROLLER_OK for c in self._controllers)
+        state = self.state
+        running = state in _RUNNING_STATES
         return ManagerHealth(
-            state=self._state,
+            state=state,
             ready=running and self._synced and factory.ready and controllers_ok,
             live=running and factory.live,
             leader=self.is_leader,
@@ -427,7 +415,7 @@ class Manager:
 
     def __repr__(self) -> str:
         return (
-            f"<Manager state={self._state.name} leader={self.is_leader}"
+            f"<Manager state={self.state.name} leader={self.is_leader}"
             f" controllers={len(self._controllers)}"
             f" runnables={len(self._unelected) + len(self._elected_group)}>"
         )
@@ -437,6 +425,10 @@ class Manager:
     def stop(self) -> None:
         """Ask ``run()`` to stop gracefully and return. Idempotent; before ``run()``, makes
         it return at once."""
+        self._stop_requested.set()
+        super().stop()
+
+    def _request_stop(self) -> None:
         self._stop_requested.set()
 
     def _grace(self) -> float:
@@ -451,7 +443,7 @@ class Manager:
         logger.error("manager: %s failed; stopping", runnable.name, exc_info=error)
         if self._failure is None:
             self._failure = error
-        self._stop_requested.set()
+        self.stop()
 
     async def run(self, *, task_status: TaskStatus[None] | None = None) -> None:
         """Start everything in order, run until stopped, stop everything in order.
@@ -459,40 +451,50 @@ class Manager:
         Returns after :meth:`stop`; re-raises a cancellation once stopped. Raises
         :class:`~aioinformer.errors.CacheSyncError` when the caches did not sync,
         :class:`~aioinformer.errors.LeadershipLost` when leadership was lost, a runnable's
-        error when one failed, ``OSError`` when an endpoint cannot listen.
-        ``task_status.started()`` is signalled once the endpoints listen and the informers
-        have started.
+        error when one failed, ``OSError`` when an endpoint cannot listen, and
+        ``RuntimeError`` on a second run. ``task_status.started()`` is signalled once the
+        caches have synced (the manager is ``RUNNING``; leading or campaigning).
         """
-        if self._state is not ManagerState.NEW:
-            raise RuntimeError("a manager runs only once")
-        self._state = ManagerState.SYNCING
+        await super().run(task_status=task_status)
+
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
         try:
             for endpoint in self._endpoints:
                 await endpoint.start()
                 logger.info("manager: serving %s on %s", endpoint.name, endpoint.address)
             await self._factory.start()
-            if task_status is not None:
+            if self._on_started is not None:
+                self._on_started()
+            if await self._wait_for_sync():
                 task_status.started()
-            await self._serve()
+                async with self._unelected:
+                    lost = await self._operate()
+                # Raised here, past the group: a body's error would leave it in a group.
+                if lost is not None:
+                    raise lost
         finally:
-            self._state = ManagerState.STOPPING
-            try:
-                await self._shutdown()
-            finally:
-                self.elected.clear()
-                self._state = ManagerState.STOPPED
+            if self.state is not State.STOPPING:
+                self._state = State.STOPPING  # failed or cancelled: the same graceful stop
+            self.elected.clear()
+            await self._shutdown()
         if self._failure is not None:
             raise self._failure
 
-    async def _serve(self) -> None:
-        """From sync to a stop request (or a lost election)."""
+    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
+        # ``async with`` returns once the informers have started, before they have synced.
+        self._on_started = task_status.started
+        await self._run_claimed(None)
+
+    async def _wait_for_sync(self) -> bool:
+        """True once the caches synced; False when asked to stop first; raises
+        :class:`CacheSyncError` when they did not sync in time."""
         stop_requested = self._stop_requested
         first, wait = await first_completed(
             stop_requested.wait(),
             self._factory.wait_for_cache_sync(timeout=self._cache_sync_timeout),
         )
         if first == 0:
-            return
+            return False
         try:
             wait.result()
         except CacheSyncError as error:
@@ -500,90 +502,52 @@ class Manager:
             raise
         self._synced = True
         logger.info("manager: caches synced")
-        if stop_requested.is_set():
-            return
-        self._unelected.start_all()
+        return not stop_requested.is_set()
+
+    async def _operate(self) -> BaseException | None:
+        """From sync to a stop request or a lost election (what to raise then), the
+        runnables that need no election running."""
+        stop_requested = self._stop_requested
         if self._elector is None:
-            self._state = ManagerState.RUNNING
             self.elected.set()
-            self._elected_group.start_all()
+            async with self._elected_group:
+                await stop_requested.wait()
+            return None
+
+        async def until_stopped() -> None:
             await stop_requested.wait()
-            return
-        self._state = ManagerState.CAMPAIGNING
-        election = asyncio.get_running_loop().create_task(
-            self._elector.run(), name=f"manager election {self._elector.name}"
-        )
-        try:
-            await first_completed(stop_requested.wait(), asyncio.wait([election]))
-            self._state = ManagerState.STOPPING
-            if not election.done():
-                # Drain while still leading, so no successor starts before we stopped.
-                await self._elected_group.stop(self._grace())
-        finally:
-            await cancel_and_wait(election)
-        if election.cancelled() or self._failure is not None:
-            return
-        outcome = election.exception()
-        if outcome is not None:
-            raise outcome
-        if not stop_requested.is_set():
-            raise LeadershipLost(f"manager {self._elector.name}: leadership lost")
+            # Drain while still leading, so no successor starts before we stopped.
+            await self._elected_group.stop()
+
+        first, ended = await first_completed(self._elector.run(), until_stopped())
+        if ended.exception() is not None:
+            return ended.exception()
+        if first == 0 and self._failure is None and not stop_requested.is_set():
+            return LeadershipLost(f"manager {self._elector.name}: leadership lost")
+        return None
 
     async def _lead(self) -> None:
         """The elector's leader work: run the leader-only runnables until cancelled
         (leadership lost, or the manager stopping), then drain them."""
-        self._state = ManagerState.RUNNING
         self.elected.set()
         logger.info("manager: leading; starting %s runnables", len(self._elected_group))
         try:
-            self._elected_group.start_all()
-            await asyncio.Future()
+            # A lost lease ends the leader work here, and leaving the group drains it;
+            # stopping drained it already.
+            async with self._elected_group:
+                await anyio.sleep_forever()
         finally:
             self.elected.clear()
-            # A lost lease ends the leader work here; stopping drained it already.
-            await self._elected_group.stop(self._grace())
 
     async def _shutdown(self) -> None:
-        """Everything started, stopped in reverse order; runs to the end even if cancelled
+        """What the runnable groups leave behind, stopped in reverse order: the runnables
+        that never started, the factory, the endpoints. Runs to the end even if cancelled
         meanwhile (the cancellation is re-raised then)."""
-        interrupted = False
-        steps: list[Callable[[], Awaitable[None]]] = [
-            lambda: self._elected_group.stop(self._grace()),
-            lambda: self._unelected.stop(self._grace()),
-            self._factory.shutdown,
-            *(endpoint.close for endpoint in reversed(self._endpoints)),
-        ]
-        for step in steps:
-            try:
-                await step()
-            except asyncio.CancelledError:
-                interrupted = True
-        if interrupted:
-            raise asyncio.CancelledError
-
-    async def __aenter__(self) -> Self:
-        """Run the manager in a task; returns once the endpoints listen and the informers
-        have started (not synced: ``await manager.elected.wait()`` for leading)."""
-        if self._state is not ManagerState.NEW:
-            raise RuntimeError("a manager runs only once")
-        # The body usually just waits: a failure of the manager (caches that do not sync,
-        # leadership lost, a runnable's error) must end it, so the run cancels the task
-        # in the block and __aexit__ raises the error instead.
-        self._in_block = BlockRun(self.run, name="manager", cancels_body_on=(Exception,))
-        await self._in_block.enter()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the manager gracefully and wait for ``run()`` to end; raise its error, if
-        any (it cancelled the body of the block), unless the body raised."""
-        in_block, self._in_block = self._in_block, None
-        if in_block is not None:
-            await in_block.exit(exc, self.stop)
+        await self._elected_group.stop()
+        await self._unelected.stop()
+        await finish_regardless(self._factory.shutdown())
+        for endpoint in reversed(self._endpoints):
+            await finish_regardless(endpoint.close())
 
     # -- processes -------------------------------------------------------------------------
 

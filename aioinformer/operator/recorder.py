@@ -30,10 +30,16 @@ again. The queue between :meth:`EventRecorder.event` and the writer holds at mos
 ``max_queued`` (client-go's 1000) occurrences; more are dropped and counted
 (:meth:`EventRecorder.statistics`), as client-go's broadcaster drops when full.
 
+Life cycle: a recorder is a :class:`~aioinformer.Service`; its ``state`` goes ``NEW``
+(``event()`` queues, nothing is written yet), ``STARTING``, ``RUNNING`` (the writer writes
+what is queued; the series timer runs), ``STOPPING`` (the queue and the counted series
+are flushed; ``event()`` drops) and ``STOPPED`` (``event()`` drops, and counts).
+
 Ordering: occurrences are written in the order they were recorded. Task model:
 :meth:`EventRecorder.event` is synchronous and never waits for the API (call it from the
-event loop, e.g. in a reconcile); ``start()`` (or ``async with``) runs the writer and the
-series timer in tasks the recorder owns until ``aclose()``. Time comes from ``clock``
+event loop, e.g. in a reconcile); ``run()`` (or ``async with``, or ``start()``) runs the
+writer and the series timer as children of one task runner until ``stop()``
+(``aclose()`` also waits for the end). Time comes from ``clock``
 (a :class:`~aioinformer.testing.FakeClock` in tests); ``eventTime`` and
 ``lastObservedTime`` are wall time read at start and moved along that clock.
 
@@ -49,7 +55,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import random
 import re
@@ -59,9 +64,10 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.runner import Running, TaskRunner, first_completed
 from aioinformer._pipeline.meta import (
     api_version_and_kind_of,
@@ -75,8 +81,6 @@ from aioinformer.client import Client
 from aioinformer.errors import ApiError, Conflict, NotFound, TransportError
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from anyio.abc import TaskStatus
 
 __all__ = [
@@ -84,7 +88,6 @@ __all__ = [
     "EventRecorderStatistics",
     "EventSink",
     "EventType",
-    "RecorderState",
     "object_reference",
 ]
 
@@ -177,19 +180,6 @@ def _micro_time(wall: float) -> str:
     return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class RecorderState(enum.Enum):
-    """The phases of a recorder's life; it goes through them once, in order."""
-
-    NEW = "new"
-    """Created; ``event()`` queues, nothing is written yet."""
-    RUNNING = "running"
-    """The writer writes what is queued; the series timer runs."""
-    CLOSING = "closing"
-    """``aclose()`` flushes the queue and the counted series; ``event()`` drops."""
-    CLOSED = "closed"
-    """Stopped; ``event()`` drops (and counts)."""
-
-
 @dataclass(frozen=True, slots=True)
 class EventRecorderStatistics:
     """A snapshot of an :class:`EventRecorder`'s counters."""
@@ -239,7 +229,7 @@ def _freeze(ref: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(ref.items())) if ref else ()
 
 
-class EventRecorder:
+class EventRecorder(Service):
     """Records ``events.k8s.io/v1`` Events for one controller, aggregating repeats into
     series (see the module docstring for the rules and the failure handling).
 
@@ -249,6 +239,9 @@ class EventRecorder:
     (``example.com/widget-operator``, as kube-apiserver requires);
     ``reporting_instance`` the running copy (default ``<controller>-<hostname>``, as
     client-go). Both are at most 128 characters; ``ValueError`` otherwise.
+
+    It runs once: ``async with recorder:``, ``await recorder.run()`` (until
+    :meth:`stop`), or ``await recorder.start()`` then ``await recorder.aclose()``.
     """
 
     def __init__(
@@ -288,7 +281,8 @@ class EventRecorder:
         self._finish_after = finish_after
         self._refresh_every = refresh_every
         self._flush_timeout = flush_timeout
-        self._state = RecorderState.NEW
+        self._stop_requested = asyncio.Event()
+        """Set by :meth:`stop` (or :meth:`aclose`): flush, then end the run."""
         self._queue: deque[_Occurrence] = deque()
         """Recorded, not yet handed to the writer; at most ``max_queued`` long."""
         self._cache: dict[tuple[Any, ...], _Series] = {}
@@ -306,9 +300,8 @@ class EventRecorder:
         self._dropped = self._created = self._patched = self._failed = 0
 
     @property
-    def state(self) -> RecorderState:
-        """Where the recorder is in its life."""
-        return self._state
+    def service_name(self) -> str:
+        return "event recorder"
 
     def _now(self) -> tuple[float, float]:
         """(clock time, wall time): wall time read once, then moved along ``clock``."""
@@ -342,7 +335,7 @@ class EventRecorder:
         _check_field("action", action)
         ref = object_reference(regarding)
         related_ref = None if related is None else object_reference(related)
-        if self._state in (RecorderState.CLOSING, RecorderState.CLOSED):
+        if self._state in (State.STOPPING, State.STOPPED):
             self._dropped += 1
             logger.debug("event %s on %s dropped: the recorder is %s", reason, ref, self._state)
             return
@@ -383,51 +376,24 @@ class EventRecorder:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start writing in the background; returns once the writer runs."""
-        if self._state is not RecorderState.NEW:
-            raise RuntimeError(f"an event recorder starts only once (it is {self._state.value})")
-        self._now()
-        self._running = await Running.start(self._run, name="event recorder")
-        self._state = RecorderState.RUNNING
+        """Run the recorder in a task of its own; returns once the writer runs. Stop it
+        with :meth:`aclose`. ``RuntimeError`` if it ran already."""
+        self._running = await Running.start(self.run, name=self.service_name)
 
     async def aclose(self) -> None:
-        """Stop: write what is queued and the counted series totals, bounded by
-        ``flush_timeout`` on the clock, then stop the tasks. Later occurrences are dropped.
-        Idempotent."""
-        running = self._running
-        if self._state is not RecorderState.RUNNING or running is None:
-            # Never started (or closed already): what was queued will not be written.
-            self._dropped += len(self._queue)
-            self._queue.clear()
-            self._state = RecorderState.CLOSED
+        """:meth:`stop` and wait until the run has ended: what is queued and the counted
+        series totals are written, bounded by ``flush_timeout`` on the clock; later
+        occurrences are dropped. Idempotent. A recorder never started drops what it
+        queued and will not start."""
+        if self._state is State.NEW:
+            self._stop_requested.set()
+            await self.run()  # ends at once, dropping the queue
             return
-        self._state = RecorderState.CLOSING
-        try:
-            index, _ = await first_completed(self._flush(), self._clock.sleep(self._flush_timeout))
-            if index == 1:
-                logger.warning(
-                    "event recorder closed before %d queued events were written (%.1fs)",
-                    len(self._queue),
-                    self._flush_timeout,
-                )
-                self._dropped += len(self._queue)
-                self._queue.clear()
-        finally:
-            self._running = None
-            await running.stop()
-            self._state = RecorderState.CLOSED
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        self.stop()
+        running, self._running = self._running, None
+        if running is not None:
+            await running.wait()
+        await self.wait_stopped()
 
     def statistics(self) -> EventRecorderStatistics:
         """The recorder's counters, as a frozen record."""
@@ -442,11 +408,30 @@ class EventRecorder:
 
     # -- the writer and the series timer -----------------------------------------------------
 
-    async def _run(self, *, task_status: TaskStatus[None]) -> None:
-        async with TaskRunner(name="event recorder") as runner:
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
+        if self._stop_requested.is_set():
+            # Stopped before it started: what was queued will not be written.
+            self._dropped += len(self._queue)
+            self._queue.clear()
+            return
+        self._now()
+        async with TaskRunner(name=self.service_name) as runner:
             runner.start_soon(self._tick(), name="series timer")
+            runner.start_soon(self._write_queued(), name="writer")
             task_status.started()
-            await self._write_queued()
+            await self._stop_requested.wait()
+            index, _ = await first_completed(self._flush(), self._clock.sleep(self._flush_timeout))
+            if index == 1:
+                logger.warning(
+                    "event recorder closed before %d queued events were written (%.1fs)",
+                    len(self._queue),
+                    self._flush_timeout,
+                )
+                self._dropped += len(self._queue)
+                self._queue.clear()
+
+    def _request_stop(self) -> None:
+        self._stop_requested.set()
 
     async def _write_queued(self) -> None:
         while True:

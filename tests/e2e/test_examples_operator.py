@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from aioinformer import State
 from aioinformer.factory import SharedInformerFactory
-from aioinformer.operator.controller import ControllerState
 from aioinformer.operator.recorder import EventRecorder
 from aioinformer.reflector import ReflectorState
 from aioinformer.testing import FakeAPIServer
@@ -128,7 +128,7 @@ async def test_the_operator_creates_an_owned_config_map_per_widget(
     operator = widget_operator.WidgetOperator(kube_client, factory, workers=3)
     async with factory, operator.controller:
         await wait_until(lambda: len(config_maps(crd_server)) == 3, poll=SERVER_POLL, timeout=10)
-        assert operator.controller.state is ControllerState.RUNNING
+        assert operator.controller.state is State.RUNNING
     for name in ("a", "b", "c"):
         cm = config_maps(crd_server)[f"{name}-config"]
         assert cm["data"] == {"greeting": f"hi {name}", "size": "2"}

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import CacheSyncError, LeadershipLost, NotFound
-from aioinformer.operator.controller import Controller, ControllerState
-from aioinformer.operator.manager import LeaderElection, Manager, ManagerState
+from aioinformer.operator.controller import Controller
+from aioinformer.operator.manager import LeaderElection, Manager
 from aioinformer.testing import FakeAPIServer, Rule
 from aioinformer.testing.clock import FakeClock
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
@@ -83,9 +84,9 @@ async def test_without_election_runs_controllers_after_sync_and_serves_probes(
         assert body["leader"] is True
         assert body["controllers"] == {"recorder": "running"}
         assert (await get(address, "/livez")).status_code == 200
-        assert manager.state is ManagerState.RUNNING
-    assert manager.health().state is ManagerState.STOPPED
-    assert controller.state is ControllerState.STOPPED
+        assert manager.state is State.RUNNING
+    assert manager.health().state is State.STOPPED
+    assert controller.state is State.STOPPED
     assert manager.health_address is None
     with pytest.raises(httpx.ConnectError):
         await get(address, "/healthz")
@@ -118,7 +119,7 @@ async def test_forbidden_resource_raises_cache_sync_error_and_never_campaigns(
             await run
     assert "403" in str(caught.value) or "Forbidden" in str(caught.value)
     assert started == []
-    assert controller.state is ControllerState.NEW
+    assert controller.state is State.NEW
     with pytest.raises(NotFound):
         fake_apiserver.get("leases", "default", "ops")
 
@@ -143,7 +144,10 @@ async def test_only_the_leader_reconciles_and_the_standby_takes_over_when_it_sto
         await asyncio.wait_for(first.elected.wait(), 5)
         await wait_until(lambda: seen_a == ["default/a"], poll=POLL)
         async with second:
-            await wait_until(lambda: second.state is ManagerState.CAMPAIGNING, poll=POLL)
+            # Synced and running, not leading: campaigning.
+            await wait_until(
+                lambda: second.state is State.RUNNING and not second.is_leader, poll=POLL
+            )
             await wait_until(lambda: standby_jobs == ["b"], poll=POLL)
             await clock.advance(3)  # a retry of the standby: the lease is held
             fake_apiserver.create(config_map("c"))
@@ -152,7 +156,7 @@ async def test_only_the_leader_reconciles_and_the_standby_takes_over_when_it_sto
             assert not second.is_leader
             assert second.health().ready  # a standby with warm caches is ready
             first.stop()
-            await wait_until(lambda: first.state is ManagerState.STOPPED, poll=POLL)
+            await wait_until(lambda: first.state is State.STOPPED, poll=POLL)
             lease = fake_apiserver.get("leases", "default", "ops")
             assert lease["spec"].get("holderIdentity", "") == ""  # released on stop
             await wait_until(
@@ -172,14 +176,14 @@ async def test_losing_the_lease_stops_controllers_and_raises_leadership_lost(
     )
     run = asyncio.create_task(manager.run())
     await asyncio.wait_for(manager.elected.wait(), 5)
-    await wait_until(lambda: controller.state is ControllerState.RUNNING, poll=POLL)
+    await wait_until(lambda: controller.state is State.RUNNING, poll=POLL)
     lease = fake_apiserver.get("leases", "default", "ops")
     lease["spec"]["holderIdentity"] = "intruder"
     fake_apiserver.update(lease)
     await wait_until(run.done, poll=POLL, between=lambda: clock.advance(2))
     with pytest.raises(LeadershipLost):
         await run
-    assert controller.state is ControllerState.STOPPED
+    assert controller.state is State.STOPPED
     assert not manager.is_leader
     # Not released: the lease is the intruder's now.
     assert fake_apiserver.get("leases", "default", "ops")["spec"]["holderIdentity"] == "intruder"
@@ -197,8 +201,8 @@ async def test_a_failing_runnable_stops_the_manager_with_its_error(
     manager.add_runnable(broken)
     with pytest.raises(RuntimeError, match="boom"):
         await asyncio.wait_for(manager.run(), 10)
-    assert controller.state is ControllerState.STOPPED
-    assert manager.state is ManagerState.STOPPED
+    assert controller.state is State.STOPPED
+    assert manager.state is State.STOPPED
 
 
 async def test_stop_drains_an_in_flight_reconcile_before_the_lease_is_released(
@@ -222,8 +226,8 @@ async def test_stop_drains_an_in_flight_reconcile_before_the_lease_is_released(
     async with manager:
         await asyncio.wait_for(entered.wait(), 5)
         manager.stop()
-        await wait_until(lambda: manager.state is ManagerState.STOPPING, poll=POLL)
-        assert controller.state is ControllerState.DRAINING
+        assert manager.state is State.STOPPING
+        await wait_until(lambda: controller.state is State.STOPPING, poll=POLL)
         release.set()
     assert holders_during_reconcile == ["a"]
     assert fake_apiserver.get("leases", "default", "ops")["spec"].get("holderIdentity", "") == ""
@@ -309,12 +313,12 @@ async def test_stop_while_waiting_for_sync_returns_without_campaigning(
     async with fake_apiserver.client(token="narrow") as client:
         manager, controller = recording_manager(client, [], leader_election=election("a"))
         async with manager:
-            assert manager.state is ManagerState.SYNCING
+            assert manager.state is State.STARTING
             await wait_until(
                 lambda: any(i.last_error for i in manager.factory.health().informers.values()),
                 poll=POLL,
             )
-        assert controller.state is ControllerState.NEW
+        assert controller.state is State.NEW
     with pytest.raises(NotFound):
         fake_apiserver.get("leases", "default", "ops")
 
@@ -338,7 +342,7 @@ async def test_a_controller_added_while_running_that_cannot_sync_stops_the_manag
 
         with pytest.raises(CacheSyncError, match="secrets"):
             await operator()
-        assert manager.health().state is ManagerState.STOPPED
+        assert manager.health().state is State.STOPPED
 
 
 async def test_cancelling_run_drains_controllers_and_releases_the_lease(
@@ -347,12 +351,12 @@ async def test_cancelling_run_drains_controllers_and_releases_the_lease(
     manager, controller = recording_manager(kube_client, [], leader_election=election("a"))
     run = asyncio.create_task(manager.run())
     await asyncio.wait_for(manager.elected.wait(), 5)
-    await wait_until(lambda: controller.state is ControllerState.RUNNING, poll=POLL)
+    await wait_until(lambda: controller.state is State.RUNNING, poll=POLL)
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
-    assert controller.state is ControllerState.STOPPED
-    assert manager.state is ManagerState.STOPPED
+    assert controller.state is State.STOPPED
+    assert manager.state is State.STOPPED
     assert fake_apiserver.get("leases", "default", "ops")["spec"].get("holderIdentity", "") == ""
 
 

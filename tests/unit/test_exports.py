@@ -192,7 +192,6 @@ def test_the_design_paths_keep_their_names(module_name: str) -> None:
 OPERATOR_HOMES = {
     "aioinformer.operator.controller": [
         "Controller",
-        "ControllerState",
         "ControllerStatistics",
         "EnqueueFunc",
         "Reconcile",
@@ -211,12 +210,11 @@ OPERATOR_HOMES = {
         "remove_finalizer",
     ],
     "aioinformer.operator.leaderelection": [
-        "ElectorState",
         "LeaderElector",
         "LeadershipLost",
         "LeaseLock",
     ],
-    "aioinformer.operator.manager": ["LeaderElection", "Manager", "ManagerHealth", "ManagerState"],
+    "aioinformer.operator.manager": ["LeaderElection", "Manager", "ManagerHealth"],
     "aioinformer.operator.ownership": [
         "has_controller_reference",
         "remove_owner_reference",
@@ -241,7 +239,6 @@ OPERATOR_HOMES = {
         "EventRecorderStatistics",
         "EventSink",
         "EventType",
-        "RecorderState",
         "object_reference",
     ],
     "aioinformer.operator.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],

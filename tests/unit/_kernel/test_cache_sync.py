@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import (
     AioinformerError,
     CacheSyncError,
@@ -21,7 +22,7 @@ from aioinformer.errors import (
     UnsyncedInformer,
 )
 from aioinformer.informer import SharedIndexInformer, wait_for_cache_sync
-from aioinformer.operator.controller import DEFAULT_CACHE_SYNC_TIMEOUT, Controller, ControllerState
+from aioinformer.operator.controller import DEFAULT_CACHE_SYNC_TIMEOUT, Controller
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -245,7 +246,7 @@ async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_worker
         with pytest.raises(CacheSyncError, match=r"within 120s: pods \(all namespaces\): 404"):
             await asyncio.wait_for(run, timeout=5)
     statistics = controller.statistics()
-    assert statistics.state is ControllerState.STOPPED
+    assert statistics.state is State.STOPPED
     assert statistics.sync_error is not None
     assert statistics.sync_error.unsynced[0].name == "widgets"
     assert statistics.reconciles == 0
@@ -293,6 +294,6 @@ async def test_a_controller_without_a_sync_timeout_waits_as_long_as_it_takes() -
         await clock.wait_for_sleepers(1)
         await clock.advance(10 * DEFAULT_CACHE_SYNC_TIMEOUT)
         await settle(10)
-        state: ControllerState = controller.state
-        assert state is ControllerState.WAITING_FOR_SYNC
+        state: State = controller.state
+        assert state is State.STARTING
     assert controller.statistics().sync_error is None

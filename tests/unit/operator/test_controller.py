@@ -14,12 +14,12 @@ from typing import Any
 import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import CacheSyncError, Requeue, ServerError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown, KubeObject
 from aioinformer.operator.controller import (
     Controller,
-    ControllerState,
     enqueue_owner,
 )
 from aioinformer.reflector import ReflectorOptions
@@ -470,15 +470,15 @@ async def test_workers_start_only_after_every_informer_has_synced(clock: FakeClo
         await settle(SETTLE_ROUNDS)
         # Read into a declared local: mypy would keep controller.state narrowed past the awaits
         # that change it.
-        state: ControllerState = controller.state
-        assert state is ControllerState.WAITING_FOR_SYNC
+        state: State = controller.state
+        assert state is State.STARTING
         assert controller.statistics().queue.depth == 1  # fast's key waits in the queue
         assert recorder.calls == []
         await clock.wait_for_sleepers(1)
         await clock.advance(5)  # the slow informer's list backoff runs out
         assert await slow.wait_for_sync(timeout=5)
         await wait_until(lambda: sorted(recorder.finished) == ["default/fast", "default/slow"])
-        assert controller.state is ControllerState.RUNNING
+        assert controller.state is State.RUNNING
 
 
 async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
@@ -495,7 +495,7 @@ async def test_an_informer_that_stops_before_syncing_fails_the_run() -> None:
     with pytest.raises(CacheSyncError, match="informer never stopped before it synced"):
         await run
     assert recorder.calls == []
-    assert controller.state is ControllerState.STOPPED
+    assert controller.state is State.STOPPED
 
 
 async def test_stop_while_waiting_for_sync_returns_without_reconciling() -> None:
@@ -525,14 +525,14 @@ async def test_cancelling_run_lets_the_reconcile_in_flight_finish_then_reraises(
     run.cancel()
     await settle(SETTLE_ROUNDS)
     assert not run.done()
-    assert controller.state is ControllerState.DRAINING
+    assert controller.state is State.STOPPING
     controller.enqueue("late")  # the queue still accepts; nobody takes it
     recorder.gate.set()
     with pytest.raises(asyncio.CancelledError):
         await run
     assert recorder.finished == ["busy"]
     stats = controller.statistics()
-    assert (stats.state, stats.workers, stats.active) == (ControllerState.STOPPED, 0, 0)
+    assert (stats.state, stats.workers, stats.active) == (State.STOPPED, 0, 0)
 
 
 async def test_stop_takes_no_new_keys_and_drains_the_one_in_flight() -> None:
@@ -585,7 +585,7 @@ async def test_a_second_cancellation_cuts_the_drain_short() -> None:
     with pytest.raises(asyncio.CancelledError):
         await run
     assert recorder.finished == []
-    assert controller.state is ControllerState.STOPPED
+    assert controller.state is State.STOPPED
 
 
 async def test_cancelling_the_async_with_body_still_drains() -> None:
@@ -603,7 +603,7 @@ async def test_cancelling_the_async_with_body_still_drains() -> None:
     await recorder.entered.wait()
     task.cancel()
     await settle(SETTLE_ROUNDS)
-    assert controller.state is ControllerState.DRAINING
+    assert controller.state is State.STOPPING
     recorder.gate.set()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -635,14 +635,14 @@ async def test_statistics_and_repr_describe_the_controller() -> None:
     recorder = Recorder()
     recorder.gate = asyncio.Event()
     controller = Controller("stats", recorder, workers=2)
-    assert controller.statistics().state is ControllerState.NEW
+    assert controller.statistics().state is State.NEW
     controller.enqueue("a")
     async with controller:
         await recorder.entered.wait()
         stats = controller.statistics()
         assert (stats.name, stats.state, stats.workers, stats.active) == (
             "stats",
-            ControllerState.RUNNING,
+            State.RUNNING,
             2,
             1,
         )
@@ -651,20 +651,70 @@ async def test_statistics_and_repr_describe_the_controller() -> None:
         recorder.gate.set()
 
 
-async def test_anyio_task_group_start_returns_once_the_controller_waits_for_sync() -> None:
-    lw = FakeListerWatcher(objects=[pod("a")])
-    lw.stall_next_list()
-    informer = SharedIndexInformer(lw)
-    controller = Controller("started", Recorder(), informers=[informer])
+async def test_anyio_task_group_start_returns_once_the_controller_runs_on_synced_caches() -> None:
+    informer = SharedIndexInformer(FakeListerWatcher(objects=[pod("a")]))
+    recorder = Recorder()
+    controller = Controller("started", recorder, informers=[informer])
     async with informer, anyio.create_task_group() as task_group:
         await task_group.start(controller.run)
-        assert controller.state is ControllerState.WAITING_FOR_SYNC
+        assert controller.state is State.RUNNING
+        assert informer.has_synced()
+        assert controller.statistics().workers == 1
+        await wait_until(lambda: recorder.finished == ["default/a"])
         controller.stop()
-    assert controller.state is ControllerState.STOPPED
+    assert controller.state is State.STOPPED
 
 
 async def test_async_with_returns_once_the_controller_has_started() -> None:
     controller = Controller("entered", Recorder())
     async with controller:
-        assert controller.state is not ControllerState.NEW
-    assert controller.state is ControllerState.STOPPED
+        assert controller.state is not State.NEW
+    assert controller.state is State.STOPPED
+
+
+async def test_a_controller_goes_through_every_state_once(clock: FakeClock) -> None:
+    lw = FakeListerWatcher(objects=[pod("a")])
+    lw.fail_next_list(ServerError({"code": 500, "message": "not yet"}))
+    informer = SharedIndexInformer(
+        lw, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
+    recorder = Recorder()
+    recorder.gate = asyncio.Event()
+    controller = Controller("phases", recorder, informers=[informer], clock=clock)
+    seen: list[State] = [controller.state]
+    async with informer, anyio.create_task_group() as task_group:
+        task_group.start_soon(controller.run)
+        await lw.wait_for_list_calls(1)
+        await settle(SETTLE_ROUNDS)
+        seen.append(controller.state)  # waiting for the informer's second list
+        await clock.wait_for_sleepers(1)
+        await clock.advance(5)
+        await recorder.entered.wait()
+        seen.append(controller.state)
+        controller.stop()
+        seen.append(controller.state)  # the reconcile in flight drains
+        assert controller.statistics().active == 1
+        recorder.gate.set()
+    seen.append(controller.state)
+    assert seen == [State.NEW, State.STARTING, State.RUNNING, State.STOPPING, State.STOPPED]
+    assert recorder.finished == ["default/a"]
+
+
+async def test_a_drain_that_ends_in_time_cancels_nothing(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder()
+    recorder.gate = asyncio.Event()
+    controller = Controller("tidy", recorder, clock=clock, drain_timeout=10, workers=3)
+    controller.enqueue("ns/a")
+    with caplog.at_level(logging.INFO, logger="aioinformer.operator.controller"):
+        async with controller:
+            await recorder.entered.wait()
+            controller.stop()
+            await clock.wait_for_sleepers(1)  # the grace period
+            await clock.advance(9.9)
+            assert controller.statistics().workers == 1  # the idle two ended at once
+            recorder.gate.set()
+    assert recorder.finished == ["ns/a"]
+    assert "waiting up to 10.0s for 1 reconciles to finish" in caplog.text
+    assert "cancelling" not in caplog.text

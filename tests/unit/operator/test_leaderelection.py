@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import AlreadyExists, Conflict, NotFound, ServerError
 from aioinformer.operator.leaderelection import (
     JITTER_FACTOR,
-    ElectorState,
     LeaderElectionRecord,
     LeaderElector,
     LeadershipLost,
     LeaseLock,
-    _LeadershipScope,
     lease_spec_to_record,
     record_to_lease_spec,
 )
@@ -203,7 +202,7 @@ def test_client_go_core_defaults_and_a_valid_configuration_are_accepted(
     assert (elector.lease_duration, elector.renew_deadline, elector.retry_period) == (15, 10, 2)
     assert elector.release_on_cancel
     make_elector(lock, clock, lease_duration=15.0, renew_deadline=2.0, retry_period=1.0)
-    assert elector.state is ElectorState.IDLE
+    assert elector.state is State.NEW
     assert not elector.is_leader()
     assert elector.get_leader() == ""
 
@@ -660,14 +659,14 @@ async def test_elector_acquires_then_renews_at_once_and_every_retry_period(
     elector, rec = recorded_elector(lock, clock)
     async with running(elector):
         await wait_until(lambda: rec.names() == ["started"], between=clock.settle)
-        assert elector.state is ElectorState.LEADING
+        assert elector.state is State.RUNNING
         assert elector.is_leader()
         assert elector.get_leader() == "baz"
         await clock.advance(4.0)
         assert lock.ops == ["get", "create", "update", "update", "update"]
         assert lock.times == [0.0, 0.0, 0.0, 2.0, 4.0]
         assert rec.leaders == ["baz"]
-        assert "state=LEADING" in repr(elector)
+        assert "state=RUNNING" in repr(elector)
 
 
 async def test_leadership_is_lost_when_no_renewal_succeeds_within_the_renew_deadline(
@@ -685,7 +684,7 @@ async def test_leadership_is_lost_when_no_renewal_succeeds_within_the_renew_dead
     assert rec.at("work-cancelled") == 12.0  # the round began at 2 s, its deadline is 10 s
     attempts = sorted({t for t in lock.times[3:] if t < 12.0})
     assert attempts == [2.0, 4.0, 6.0, 8.0, 10.0]
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
     assert not elector.is_leader()
 
 
@@ -834,7 +833,7 @@ async def test_cancelling_run_stops_the_work_then_releases_the_lease(
     assert store.record is not None
     assert store.record.holder_identity == ""
     assert store.record.lease_duration_seconds == 1
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
 
 
 async def test_without_release_on_cancel_the_lease_is_left_to_expire(
@@ -979,7 +978,7 @@ async def test_an_elector_runs_only_once(lock: MemoryLock, clock: FakeClock) -> 
     elector = make_elector(lock, clock)
     async with running(elector):
         await wait_until(elector.is_leader, between=clock.settle)
-    with pytest.raises(RuntimeError, match="already been run"):
+    with pytest.raises(RuntimeError, match="runs only once"):
         await elector.run()
 
 
@@ -1003,7 +1002,7 @@ async def test_leadership_scope_enters_once_leading_and_releases_on_exit(
     await clock.advance(30.0)
     await asyncio.wait_for(task, 5)
     assert entered_at[0] >= 10.0
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
     assert store.record is not None
     assert store.record.holder_identity == ""
 
@@ -1028,7 +1027,7 @@ async def test_leadership_lost_cancels_the_body_and_raises_leadership_lost(
         await asyncio.wait_for(task, 5)
     # Partitioned before the first renewal (at 0 s), whose deadline is then 10 s.
     assert cancelled_at == [10.0]
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
 
 
 async def test_a_body_that_swallows_the_loss_still_gets_leadership_lost(
@@ -1055,15 +1054,61 @@ async def test_a_loss_noticed_as_the_body_ends_still_raises_leadership_lost(
     lock: MemoryLock, clock: FakeClock
 ) -> None:
     elector = make_elector(lock, clock)
-    scope = elector.leadership()
-    assert isinstance(scope, _LeadershipScope)
+
+    async def body() -> None:
+        async with elector:
+            lock.partitioned = True
+            # The body's last await is the one during which the renewals run out.
+            await clock.advance(10.0)
+
     with pytest.raises(LeadershipLost):
-        async with scope:
-            scope._leaving()  # the elector gives up just as the body returns
+        await body()
     current = asyncio.current_task()
     assert current is not None
     assert current.cancelling() == 0
     await asyncio.sleep(0)  # no stray cancellation is left pending on this task
+    assert elector.state is State.STOPPED
+
+
+async def test_leader_work_that_fails_inside_the_block_is_leadership_lost(
+    store: LeaseStore, lock: MemoryLock, clock: FakeClock
+) -> None:
+    async def lead() -> None:
+        raise KeyError("work")
+
+    elector = make_elector(lock, clock, on_started_leading=lead)
+    with pytest.raises(LeadershipLost) as raised:
+        async with elector:
+            await asyncio.Event().wait()
+    assert isinstance(raised.value.__cause__, KeyError)
+    assert store.record is not None
+    assert store.record.holder_identity == ""
+
+
+async def test_an_elector_goes_through_every_state_once_and_stop_releases(
+    store: LeaseStore, lock: MemoryLock, clock: FakeClock
+) -> None:
+    store.record = held_by("bing", 10)
+    elector = make_elector(lock, clock)
+    seen: list[State] = [elector.state]
+
+    def note() -> None:
+        if elector.state is not seen[-1]:
+            seen.append(elector.state)
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(elector.run)
+        await wait_until(lambda: len(lock.ops) == 1, between=clock.settle)
+        note()
+        await clock.advance(30.0)
+        await wait_until(elector.is_leader, between=clock.settle)
+        note()
+        elector.stop()
+        note()
+    note()
+    assert seen == [State.NEW, State.STARTING, State.RUNNING, State.STOPPING, State.STOPPED]
+    assert store.record is not None
+    assert store.record.holder_identity == ""  # stop() releases, as a cancellation does
 
 
 async def test_an_error_in_the_body_propagates_and_releases_the_lease(
@@ -1112,7 +1157,7 @@ async def test_cancelling_while_waiting_to_lead_stops_the_election(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
     assert store.record == held_by("bing", 1000)
 
 
@@ -1246,7 +1291,7 @@ async def test_anyio_task_group_start_returns_once_the_elector_leads(
         await task_group.start(elector.run)
         assert elector.is_leader()
         task_group.cancel_scope.cancel()
-    assert elector.state is ElectorState.STOPPED
+    assert elector.state is State.STOPPED
     assert store.record is not None
     assert store.record.holder_identity == ""  # released on the way out
 

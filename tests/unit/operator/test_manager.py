@@ -4,23 +4,26 @@ stop on a fake clock, the address parser, and the metrics endpoint's dependency.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer.client import Client
 from aioinformer.config import Config
 from aioinformer.operator._endpoints import parse_address
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.controller import Controller
-from aioinformer.operator.manager import LeaderElection, Manager, ManagerState, default_identity
+from aioinformer.operator.manager import LeaderElection, Manager, default_identity
 from aioinformer.testing.clock import FakeClock
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
 from tests._support_tasks import settle
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable, Coroutine
 
 
 @pytest.fixture
@@ -118,7 +121,7 @@ async def test_stop_before_run_makes_run_return_at_once_and_runs_only_once(
     manager.add_runnable(job, needs_leader_election=False)
     manager.stop()
     await manager.run()
-    assert manager.state is ManagerState.STOPPED
+    assert manager.state is State.STOPPED
     assert started == []
     with pytest.raises(RuntimeError, match="runs only once"):
         await manager.run()
@@ -126,41 +129,84 @@ async def test_stop_before_run_makes_run_return_at_once_and_runs_only_once(
         manager.add_runnable(job)
 
 
-async def test_group_asks_controllers_to_stop_and_cancels_the_rest_after_the_timeout() -> None:
+async def test_group_asks_controllers_to_stop_and_cancels_the_rest_after_the_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock = FakeClock()
     failures: list[BaseException] = []
-    group = RunnableGroup("g", on_failure=lambda _, error: failures.append(error), clock=clock)
-    stop_asked = asyncio.Event()
-    finished: list[str] = []
+    group = RunnableGroup(
+        "g", on_failure=lambda _, error: failures.append(error), clock=clock, grace=lambda: 5.0
+    )
+    quick_stop = asyncio.Event()
+    slow_stop = asyncio.Event()
+    ended: list[str] = []
 
-    async def graceful() -> None:
-        await stop_asked.wait()
-        finished.append("graceful")
+    async def quick() -> None:
+        await quick_stop.wait()
+        ended.append("quick")
 
-    async def stubborn() -> None:
+    async def slow() -> None:
+        await slow_stop.wait()
         try:
-            await asyncio.Future()
+            await clock.sleep(10)  # a drain longer than the grace period
         except asyncio.CancelledError:
-            await clock.sleep(100)  # ignores the first cancellation's hint for a long time
+            ended.append("slow cut")
             raise
 
-    group.add(Runnable("graceful", graceful, stop_asked.set))
-    group.add(Runnable("stubborn", stubborn))
-    group.start_all()
+    def cancelled_then_cleaning_up(
+        name: str, cleanup: float
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
+        async def run() -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                try:
+                    await clock.sleep(cleanup)  # the cleanup after the cancellation awaits
+                except asyncio.CancelledError:
+                    ended.append(f"{name} cut")
+                    raise
+                ended.append(f"{name} cleaned up")
+                raise
+
+        return run
+
+    group.add(Runnable("quick", quick, quick_stop.set))
+    group.add(Runnable("slow", slow, slow_stop.set))
+    group.add(Runnable("tidy", cancelled_then_cleaning_up("tidy", 3)))
+    group.add(Runnable("stubborn", cancelled_then_cleaning_up("stubborn", 100)))
+
+    async def run_group() -> None:
+        async with group:
+            await asyncio.Event().wait()
+
+    running = asyncio.create_task(run_group())
     await settle()
-    stopping = asyncio.create_task(group.stop(5))
+    stopping = asyncio.create_task(group.stop())
     await settle()
-    assert finished == ["graceful"]
+    assert ended == ["quick"]
+    await clock.wait_for_sleepers(4)  # slow, tidy and stubborn, and the grace period
+    await clock.advance(4.9)
+    assert ended == ["quick", "tidy cleaned up"]
     assert not stopping.done()
-    await clock.advance(5)
-    await stopping
+    with caplog.at_level(logging.WARNING, logger="aioinformer.operator._runnables"):
+        await clock.advance(0.1)
+        await stopping
+    assert sorted(ended) == ["quick", "slow cut", "stubborn cut", "tidy cleaned up"]
+    assert "cancelled 2 still running after 5.0s: ['slow', 'stubborn']" in caplog.text
+    assert not running.done()  # the group's block is left alone: it ends when left
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
     assert failures == []
 
 
 async def test_group_reports_a_failure_and_not_a_return() -> None:
     failures: list[tuple[str, BaseException]] = []
     group = RunnableGroup(
-        "g", on_failure=lambda r, error: failures.append((r.name, error)), clock=FakeClock()
+        "g",
+        on_failure=lambda r, error: failures.append((r.name, error)),
+        clock=FakeClock(),
+        grace=lambda: 1.0,
     )
 
     async def returns() -> None:
@@ -170,10 +216,35 @@ async def test_group_reports_a_failure_and_not_a_return() -> None:
         raise KeyError("x")
 
     group.add(Runnable("returns", returns))
-    group.start_all()
-    group.add(Runnable("fails", fails))  # added while running: starts at once
-    await settle()
-    assert [(name, type(error)) for name, error in failures] == [("fails", KeyError)]
-    await group.stop(1)
+    async with group:
+        group.add(Runnable("fails", fails))  # added while running: starts at once
+        await settle()
+        assert [(name, type(error)) for name, error in failures] == [("fails", KeyError)]
     with pytest.raises(RuntimeError, match="already stopped"):
         group.add(Runnable("late", returns))
+
+
+async def test_a_manager_is_ready_once_synced_and_goes_through_every_state_once(
+    client: Client,
+) -> None:
+    manager = Manager(client)
+    seen: list[State] = [manager.state]
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(manager.run)  # nothing to sync: ready at once
+        seen.append(manager.state)
+        assert manager.is_leader
+        assert manager.health().ready
+        manager.stop()
+        seen.append(manager.state)
+    seen.append(manager.state)
+    assert seen == [State.NEW, State.RUNNING, State.STOPPING, State.STOPPED]
+
+
+async def test_async_with_manager_returns_before_its_caches_sync(client: Client) -> None:
+    manager = Manager(client, clock=FakeClock())
+    manager.informer_for("configmaps")  # its server refuses connections: never synced
+    async with manager:
+        inside: State = manager.state
+        assert not manager.health().ready
+        assert manager.health().live
+    assert (inside, manager.state) == (State.STARTING, State.STOPPED)

@@ -9,14 +9,15 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import Conflict, Forbidden, NotFound, TransportError
 from aioinformer.models import KubeObject, ObjectMeta
 from aioinformer.operator.recorder import (
     NOTE_MAX_BYTES,
     EventRecorder,
-    RecorderState,
     object_reference,
 )
 from tests._support_wait import wait_until
@@ -138,7 +139,7 @@ async def test_repeats_become_one_series_patched_on_the_first_repeat_and_flushed
     assert sink.counts() == [2, 10]
     stats = rec.statistics()
     assert (stats.created, stats.patched, stats.dropped, stats.failed) == (1, 2, 0, 0)
-    assert rec.state is RecorderState.CLOSED
+    assert rec.state is State.STOPPED
 
 
 async def test_distinct_keys_are_distinct_events(fake_clock: FakeClock) -> None:
@@ -282,7 +283,7 @@ async def test_events_after_close_are_dropped_and_close_is_idempotent(
     await rec.aclose()
     assert rec.statistics().dropped == 1
     assert sink.calls == []
-    with pytest.raises(RuntimeError, match="starts only once"):
+    with pytest.raises(RuntimeError, match="runs only once"):
         await rec.start()
 
 
@@ -297,7 +298,7 @@ async def test_close_is_bounded_by_the_flush_timeout(fake_clock: FakeClock) -> N
     await fake_clock.wait_for_sleepers(2)  # the series timer and the flush deadline
     await fake_clock.advance(5.0)
     await closing
-    assert rec.state is RecorderState.CLOSED
+    assert rec.state is State.STOPPED
     assert rec.statistics().dropped == 1
     assert sink.calls == []
 
@@ -385,5 +386,29 @@ async def test_closing_a_recorder_never_started_drops_what_it_queued(
     await rec.aclose()
     stats = rec.statistics()
     assert (stats.queued, stats.dropped) == (0, 1)
-    assert rec.state is RecorderState.CLOSED
+    assert rec.state is State.STOPPED
     assert sink.calls == []
+
+
+async def test_a_recorder_goes_through_every_state_once_and_flushes_while_stopping(
+    fake_clock: FakeClock,
+) -> None:
+    sink = FakeSink()
+    sink.release.clear()
+    rec = recorder(sink, fake_clock)
+    seen: list[State] = [rec.state]
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(rec.run)
+        seen.append(rec.state)
+        rec.event(widget(), type="Normal", reason="A", action="A")
+        await asyncio.sleep(0)
+        rec.stop()
+        seen.append(rec.state)
+        rec.event(widget(), type="Normal", reason="Late", action="A")  # dropped: stopping
+        sink.release.set()
+    seen.append(rec.state)
+    assert seen == [State.NEW, State.RUNNING, State.STOPPING, State.STOPPED]
+    assert [data["reason"] for _, _, data in sink.calls] == ["A"]
+    assert rec.statistics().dropped == 1
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await rec.run()
