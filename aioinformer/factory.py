@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
 
-__all__ = ["InformerKey", "SharedInformerFactory"]
+__all__ = ["InformerKey", "SharedInformerFactory", "resource_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,13 @@ def _canonical(resource: str | GVR | ResourceInfo) -> GVR | ResourceInfo | str:
 
 def _key_of(resource: GVR | ResourceInfo | str) -> str:
     return str(resource.gvr if isinstance(resource, ResourceInfo) else resource)
+
+
+def resource_key(resource: str | GVR | ResourceInfo) -> str:
+    """The resource as an :class:`InformerKey` names it, known without discovery: two
+    spellings of one resource (``"cm"``, ``"configmaps"``, ``"v1/configmaps"``) give the
+    same key."""
+    return _key_of(_canonical(resource))
 
 
 def _spelling(resource: str | GVR | ResourceInfo) -> str:

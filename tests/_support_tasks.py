@@ -43,4 +43,4 @@ async def no_task_outlives_the_test() -> AsyncIterator[None]:
     await settle()
     current = asyncio.current_task()
     leftovers = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-    assert leftovers == []
+    assert leftovers == [], f"tasks outlived the test: {leftovers}"

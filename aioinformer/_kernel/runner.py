@@ -287,6 +287,22 @@ class TaskRunner:
         for scope in reversed(self._scopes):
             scope.cancel()
 
+    async def wait(self) -> None:
+        """Wait until every child has ended by itself. A cancellation of the caller
+        cancels the children and is re-raised once they have ended."""
+        if self._live == 0:
+            return
+        idle = self._idle
+        if idle is None:
+            idle = self._idle = asyncio.Event()
+        idle.clear()
+        try:
+            await idle.wait()
+        except asyncio.CancelledError:
+            self.cancel()
+            await finish_regardless(idle.wait())
+            raise
+
     async def drain(self, grace: float, clock: Clock) -> bool:
         """Let the children end by themselves for up to ``grace`` seconds of ``clock``,
         then cancel the rest and wait until they have ended. True if all ended within

@@ -297,6 +297,9 @@ class Controller(Service):
         self._reconcile = reconcile
         self._workers = workers
         self._key_func = key_func
+        self._guards: list[Callable[[str], Awaitable[bool]]] = []
+        """Run before each reconcile, in order; one returning True handled the key (see
+        :meth:`_add_guard`)."""
         self._clock = clock if clock is not None else default_clock
         self._drain_timeout = float(drain_timeout)
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(
@@ -406,6 +409,25 @@ class Controller(Service):
             name=f"controller {self.name}",
         )
         self._watches.append((informer, registration))
+
+    def _add_guard(self, guard: Callable[[str], Awaitable[bool]]) -> None:
+        """Run ``await guard(key)`` before each reconcile; when it returns True the key is
+        handled (forgotten, not reconciled), and an error it raises counts as the
+        reconcile's. The sharded Manager guards its controllers with a shard's drain
+        acknowledgement (see :mod:`aioinformer.operator._shard`). Only before :meth:`run`."""
+        if self.state is not State.NEW:
+            raise RuntimeError(f"controller {self.name}: guards are added before run()")
+        self._guards.append(guard)
+
+    @property
+    def key_func(self) -> KeyFunc:
+        """How this controller maps an object to its key."""
+        return self._key_func
+
+    @property
+    def informers(self) -> list[SharedIndexInformer]:
+        """The informers this controller watches, in the order they were added."""
+        return [informer for informer, _ in self._watches]
 
     def enqueue(self, key: str) -> None:
         """Queue ``key`` for a reconcile (a manual trigger); ignored once stopping."""
@@ -590,6 +612,10 @@ class Controller(Service):
         queue = self._queue
         deadline: CancelAfter | None = None
         try:
+            for guard in self._guards:
+                if await guard(key):
+                    queue.forget(key)  # handled before any reconcile (a shard's drain)
+                    return
             if self._reconcile_timeout is not None:
                 with CancelAfter(self._clock, self._reconcile_timeout) as deadline:
                     result = await self._reconcile(key)

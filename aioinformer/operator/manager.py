@@ -82,12 +82,19 @@ import orjson
 
 from aioinformer._kernel.clock import default_clock
 from aioinformer._kernel.lifecycle import Service, State
-from aioinformer._kernel.runner import finish_regardless, first_completed, is_async_callable
+from aioinformer._kernel.runner import (
+    TaskRunner,
+    finish_regardless,
+    first_completed,
+    is_async_callable,
+)
 from aioinformer.audit import CacheAudit
 from aioinformer.errors import CacheSyncError, LeadershipLost
-from aioinformer.factory import SharedInformerFactory
+from aioinformer.factory import SharedInformerFactory, resource_key
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
 from aioinformer.operator._runnables import Runnable, RunnableGroup
+from aioinformer.operator._shard import DrainGuard
+from aioinformer.operator._sharder import Sharder
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
@@ -102,6 +109,7 @@ if TYPE_CHECKING:
     from aioinformer.client import GVR, Client, ResourceInfo
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
+    from aioinformer.operator.sharding import ShardRing
 
 __all__ = [
     "DEFAULT_CACHE_AUDIT",
@@ -231,6 +239,7 @@ class Manager(Service):
         graceful_shutdown_timeout: float = 30.0,
         clock: Clock | None = None,
         cache_audit: CacheAudit | None = DEFAULT_CACHE_AUDIT,
+        shard: ShardRing | None = None,
         **factory_options: Any,
     ) -> None:
         if not cache_sync_timeout > 0:
@@ -265,6 +274,36 @@ class Manager(Service):
                 on_started_leading=self._lead,
                 clock=clock,
             )
+        self._ring = shard
+        # Each sharded resource's key, and whether the ring reconciles it (not only
+        # follows its owner); informers of them watch this shard's objects only.
+        self._sharded: dict[str, bool] = {}
+        # Sharded informers handed out: id -> (the informer, its resource, ring resource).
+        self._sharded_informers: dict[
+            int, tuple[SharedIndexInformer, str | GVR | ResourceInfo, bool]
+        ] = {}
+        self._shard_elector: LeaderElector | None = None
+        self._sharder_elector: LeaderElector | None = None
+        self._sharder: Sharder | None = None
+        if shard is not None:
+            for spec in shard.resources:
+                self._sharded[resource_key(spec.resource)] = True
+                for owned in spec.controlled:
+                    self._sharded.setdefault(resource_key(owned), False)
+            self._shard_elector = self._ring_elector(
+                LeaseLock(
+                    client,
+                    shard.namespace,
+                    shard.identity,
+                    shard.identity,
+                    labels=shard.lease_labels,
+                ),
+                self._lead_shard,
+            )
+            self._sharder_elector = self._ring_elector(
+                LeaseLock(client, shard.namespace, shard.sharder_lease, shard.identity),
+                self._run_sharder,
+            )
         self._endpoints: list[HttpEndpoint] = []
         self._health_endpoint: HttpEndpoint | None = None
         self._metrics_endpoint: HttpEndpoint | None = None
@@ -289,6 +328,13 @@ class Manager(Service):
         self._elected_group = RunnableGroup(
             "manager (leader)", on_failure=self._failed, clock=self._clock, grace=self._grace
         )
+        # The sharded controllers: run while this replica holds its shard Lease.
+        self._shard_group = RunnableGroup(
+            "manager (shard)", on_failure=self._failed, clock=self._clock, grace=self._grace
+        )
+        self.sharding = asyncio.Event()
+        """Set while this replica holds its shard Lease and runs its sharded controllers
+        (never without ``shard``); ``await manager.sharding.wait()``."""
         # Set by stop(), even before run(): run() then returns at once.
         self._stop_requested = asyncio.Event()
         # The first failure of a runnable; run() raises it once everything has stopped.
@@ -301,6 +347,23 @@ class Manager(Service):
         ``await manager.elected.wait()``."""
         # What ``async with`` calls once the informers have started (readiness comes at sync).
         self._on_started: Callable[[], None] | None = None
+
+    def _ring_elector(
+        self, lock: LeaseLock, work: Callable[[], Coroutine[Any, Any, None]]
+    ) -> LeaderElector:
+        """An elector on one of the ring's Leases, with the ring's timings, releasing the
+        Lease on a graceful stop (so the sharder moves a leaving shard's objects at once)."""
+        ring = self._ring
+        assert ring is not None
+        return LeaderElector(
+            lock,
+            lease_duration=ring.lease_duration,
+            renew_deadline=ring.renew_deadline,
+            retry_period=ring.retry_period,
+            release_on_cancel=True,
+            on_started_leading=work,
+            clock=self._clock,
+        )
 
     # -- building --------------------------------------------------------------------------
 
@@ -328,12 +391,29 @@ class Manager(Service):
     ) -> SharedIndexInformer:
         """``manager.factory.informer_for(...)``: the shared informer for ``resource``. One
         asked for before ``run()`` is waited for before leadership is sought; one asked for
-        later starts at once and is not waited for."""
-        return self._factory.informer_for(resource, **options)
+        later starts at once and is not waited for.
+
+        With ``shard``, an informer of a sharded resource (one the ring reconciles, or
+        one they control) watches this shard's objects only: the ring's shard label
+        selector is added to ``label_selector``."""
+        ring = self._ring
+        sharded = self._sharded.get(resource_key(resource)) if ring is not None else None
+        if ring is None or sharded is None:
+            return self._factory.informer_for(resource, **options)
+        wanted = options.get("label_selector")
+        selector = ring.selector if not wanted else f"{wanted},{ring.selector}"
+        informer = self._factory.informer_for(resource, **{**options, "label_selector": selector})
+        self._sharded_informers[id(informer)] = (informer, resource, sharded)
+        return informer
 
     def add(self, controller: Controller) -> None:
         """Run ``controller`` while this manager leads (at once without leader election).
-        Stopping drains it gracefully; its failure stops the manager."""
+        Stopping drains it gracefully; its failure stops the manager.
+
+        With ``shard``, a controller watching a sharded informer of this manager's is
+        sharded instead: it runs while this replica holds its shard Lease, on this
+        shard's objects, and gives an object up when the sharder drains it (see
+        :mod:`aioinformer.operator.sharding`); the others stay leader-elected."""
         if not isinstance(controller, Controller):
             raise TypeError(
                 f"Manager.add() takes a Controller, not {type(controller).__name__}; "
@@ -343,9 +423,24 @@ class Manager(Service):
             raise ValueError(f"controller {controller.name!r} was already added")
         self._check_open()
         self._controllers.append(controller)
-        self._elected_group.add(
-            Runnable(f"controller {controller.name}", controller.run, controller.stop)
-        )
+        runnable = Runnable(f"controller {controller.name}", controller.run, controller.stop)
+        sharded = [
+            self._sharded_informers[id(informer)]
+            for informer in controller.informers
+            if id(informer) in self._sharded_informers
+        ]
+        if not sharded:
+            self._elected_group.add(runnable)
+            return
+        ring = self._ring
+        assert ring is not None
+        for informer, resource, reconciled in sharded:
+            if not reconciled:
+                continue  # a controlled resource follows its owner: no drain of its own
+            guard = DrainGuard(ring, self._client, informer, resource, controller.key_func)
+            controller.watch(informer, enqueue=guard.keys)
+            controller._add_guard(guard)
+        self._shard_group.add(runnable)
 
     def add_runnable(
         self,
@@ -505,25 +600,55 @@ class Manager(Service):
         return not stop_requested.is_set()
 
     async def _operate(self) -> BaseException | None:
-        """From sync to a stop request or a lost election (what to raise then), the
-        runnables that need no election running."""
-        stop_requested = self._stop_requested
+        """From sync to a stop request or a lost Lease (what to raise then), the runnables
+        that need no election running: the leader-elected part and, with ``shard``, the
+        shard and the sharder campaigns side by side. The first Lease lost stops all."""
+        lost: list[BaseException] = []
+        campaigns = [self._leader_part()]
+        if self._shard_elector is not None and self._sharder_elector is not None:
+            campaigns.append(self._campaign(self._shard_elector, self._shard_group))
+            campaigns.append(self._campaign(self._sharder_elector, None))
+        if len(campaigns) == 1:
+            return await campaigns[0]
+
+        async def part(campaign: Coroutine[Any, Any, BaseException | None]) -> None:
+            outcome = await campaign
+            if outcome is not None:
+                lost.append(outcome)
+                self._stop_requested.set()  # the other parts stop gracefully
+
+        async with TaskRunner(name="manager") as parts:
+            for index, campaign in enumerate(campaigns):
+                parts.start_soon(part(campaign), name=f"lease {index}")
+            await parts.wait()
+        return lost[0] if lost else None
+
+    async def _leader_part(self) -> BaseException | None:
         if self._elector is None:
             self.elected.set()
             async with self._elected_group:
-                await stop_requested.wait()
+                await self._stop_requested.wait()
             return None
+        return await self._campaign(self._elector, self._elected_group)
+
+    async def _campaign(
+        self, elector: LeaderElector, group: RunnableGroup | None
+    ) -> BaseException | None:
+        """Run ``elector`` until a stop request (then drain ``group`` while still holding
+        the Lease, so no successor starts before it stopped) or a lost Lease (returned as
+        :class:`LeadershipLost`)."""
+        stop_requested = self._stop_requested
 
         async def until_stopped() -> None:
             await stop_requested.wait()
-            # Drain while still leading, so no successor starts before we stopped.
-            await self._elected_group.stop()
+            if group is not None:
+                await group.stop()
 
-        first, ended = await first_completed(self._elector.run(), until_stopped())
+        first, ended = await first_completed(elector.run(), until_stopped())
         if ended.exception() is not None:
             return ended.exception()
         if first == 0 and self._failure is None and not stop_requested.is_set():
-            return LeadershipLost(f"manager {self._elector.name}: leadership lost")
+            return LeadershipLost(f"manager {elector.name}: leadership lost")
         return None
 
     async def _lead(self) -> None:
@@ -539,12 +664,52 @@ class Manager(Service):
         finally:
             self.elected.clear()
 
+    async def _lead_shard(self) -> None:
+        """The shard Lease's work: run the sharded controllers until cancelled (the Lease
+        lost, or the manager stopping), then drain them."""
+        self.sharding.set()
+        logger.info(
+            "manager: holding shard %s; starting %s sharded controllers",
+            self._shard_elector.identity if self._shard_elector is not None else "",
+            len(self._shard_group),
+        )
+        try:
+            async with self._shard_group:
+                await anyio.sleep_forever()
+        finally:
+            self.sharding.clear()
+
+    async def _run_sharder(self) -> None:
+        """The sharder Lease's work: assign the ring's objects until cancelled."""
+        ring = self._ring
+        assert ring is not None
+        sharder = self._sharder = Sharder(
+            self._client,
+            self._factory,
+            ring,
+            clock=self._clock,
+            cache_sync_timeout=self._cache_sync_timeout,
+        )
+        logger.info("manager: running the sharder of ring %s", ring.name)
+        await sharder.run()
+
+    @property
+    def sharder(self) -> Sharder | None:
+        """The ring's sharder while this replica runs it (it holds the sharder Lease)."""
+        sharder = self._sharder
+        return sharder if sharder is not None and sharder.state is State.RUNNING else None
+
     async def _shutdown(self) -> None:
         """What the runnable groups leave behind, stopped in reverse order: the runnables
         that never started, the factory, the endpoints. Runs to the end even if cancelled
         meanwhile (the cancellation is re-raised then)."""
         await self._elected_group.stop()
+        await self._shard_group.stop()
         await self._unelected.stop()
+        for controller in self._controllers:
+            if controller.state is State.NEW:
+                # Never started (a standby's): its queue took keys all the same.
+                await finish_regardless(controller.queue.aclose())
         await finish_regardless(self._factory.shutdown())
         for endpoint in reversed(self._endpoints):
             await finish_regardless(endpoint.close())

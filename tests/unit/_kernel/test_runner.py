@@ -503,3 +503,44 @@ async def test_block_run_leaves_the_body_alone_on_other_failures() -> None:
     await settle()  # the run has failed by now; the body goes on
     with pytest.raises(ValueError, match="v"):
         await block.exit(None, lambda: None)
+
+
+async def test_wait_returns_once_every_child_ended_by_itself() -> None:
+    release = asyncio.Event()
+    ended: list[str] = []
+
+    async def child(name: str) -> None:
+        await release.wait()
+        ended.append(name)
+
+    async with TaskRunner(name="svc") as runner:
+        runner.start_soon(child("a"), name="a")
+        runner.start_soon(child("b"), name="b")
+        waiter = asyncio.ensure_future(runner.wait())
+        await settle()
+        assert not waiter.done()
+        release.set()
+        await waiter
+        assert sorted(ended) == ["a", "b"]
+        await runner.wait()  # nothing left: at once
+
+
+async def test_a_cancelled_wait_cancels_the_children_and_waits_for_them() -> None:
+    cancelled: list[str] = []
+
+    async def child() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append("child")
+            raise
+
+    async with TaskRunner(name="svc") as runner:
+        runner.start_soon(child(), name="child")
+        waiter = asyncio.ensure_future(runner.wait())
+        await settle()
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert cancelled == ["child"]
+        assert len(runner) == 0

@@ -1,0 +1,307 @@
+"""Sharded managers over one fake API server: each replica reconciles only its shard's
+objects, a replica that leaves or goes silent hands its keys over, a joining replica
+takes keys through drains, and no key is ever reconciled by two replicas at once.
+
+All replicas share one FakeClock, so Lease timings are exact; every reconcile is
+recorded as an interval per key, and a reconcile that starts while another replica's
+reconcile of the same key is running is recorded as a violation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from aioinformer import State
+from aioinformer.errors import LeadershipLost
+from aioinformer.operator import Controller, LeaderElection, Manager
+from aioinformer.operator.sharding import (
+    ShardedResource,
+    ShardRing,
+    object_hash_key,
+    rendezvous,
+)
+from aioinformer.testing.clock import FakeClock
+from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
+from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from aioinformer.client import Client
+    from aioinformer.testing import FakeAPIServer
+
+POLL = 0.005
+RING = ShardRing(
+    name="cms", namespace="default", resources=(ShardedResource("configmaps"),), identity="a"
+)
+
+
+class Reconciles:
+    """Every replica's reconciles: who reconciled each key, and any overlap."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, str] = {}
+        self.by_replica: dict[str, list[str]] = {}
+        self.violations: list[tuple[str, str, str]] = []
+
+    def reconciler(self, identity: str) -> Any:
+        async def reconcile(key: str) -> None:
+            other = self.running.get(key)
+            if other is not None and other != identity:
+                self.violations.append((key, other, identity))
+            self.running[key] = identity
+            try:
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                self.by_replica.setdefault(identity, []).append(key)
+            finally:
+                if self.running.get(key) == identity:
+                    del self.running[key]
+
+        return reconcile
+
+    def last_owner(self) -> dict[str, str]:
+        owners: dict[str, str] = {}
+        for identity, keys in self.by_replica.items():
+            for key in keys:
+                owners[key] = identity  # order across replicas is not kept: see callers
+        return owners
+
+    def seen(self, identity: str) -> set[str]:
+        return set(self.by_replica.get(identity, []))
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}
+
+
+def desired(key: str, members: list[str]) -> str | None:
+    _, name = key.split("/")
+    return rendezvous(object_hash_key("", "ConfigMap", "default", name), members)
+
+
+def shard_of(server: FakeAPIServer, key: str) -> str | None:
+    labels = server.get("configmaps", "default", key.split("/")[1])["metadata"].get("labels", {})
+    found: str | None = labels.get(RING.shard_label)
+    return found
+
+
+def replica(
+    client: Client, identity: str, clock: FakeClock, record: Reconciles, **options: Any
+) -> Manager:
+    manager = Manager(
+        client,
+        shard=dataclasses.replace(RING, identity=identity),
+        clock=clock,
+        cache_audit=None,
+        **options,
+    )
+    config_maps = manager.informer_for("configmaps")
+    manager.add(Controller("cms", record.reconciler(identity), informers=[config_maps]))
+    return manager
+
+
+@contextlib.asynccontextmanager
+async def replicas(
+    client: Client, identities: list[str], clock: FakeClock, record: Reconciles
+) -> AsyncIterator[dict[str, Manager]]:
+    async with contextlib.AsyncExitStack() as stack:
+        managers = {}
+        for identity in identities:
+            managers[identity] = await stack.enter_async_context(
+                replica(client, identity, clock, record)
+            )
+        yield managers
+
+
+async def test_each_replica_reconciles_exactly_its_shards_objects(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    record = Reconciles()
+    keys = [f"default/cm-{i}" for i in range(24)]
+    for key in keys:
+        fake_apiserver.create(config_map(key.split("/")[1]))
+    members = ["a", "b", "c"]
+    async with replicas(kube_client, members, clock, record) as managers:
+        await wait_until(
+            lambda: all(m.sharding.is_set() for m in managers.values()),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        await wait_until(
+            lambda: set(record.last_owner()) == set(keys),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        for identity in members:
+            assert record.seen(identity) == {k for k in keys if desired(k, members) == identity}
+        assert all(shard_of(fake_apiserver, key) == desired(key, members) for key in keys)
+        assert sum(1 for m in managers.values() if m.sharder is not None) == 1
+        leases = {lease["metadata"]["name"] for lease in fake_apiserver.objects("leases")}
+        assert leases == {"a", "b", "c", "cms-sharder"}
+    assert record.violations == []
+
+
+async def test_a_replica_that_stops_hands_its_keys_over_at_once(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    record = Reconciles()
+    keys = [f"default/cm-{i}" for i in range(24)]
+    for key in keys:
+        fake_apiserver.create(config_map(key.split("/")[1]))
+    async with replicas(kube_client, ["a", "b", "c"], clock, record) as managers:
+        await wait_until(
+            lambda: set(record.last_owner()) == set(keys),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        leaving = next(i for i, m in managers.items() if m.sharder is None)
+        moved = record.seen(leaving)
+        assert moved
+        managers[leaving].stop()
+        await wait_until(lambda: managers[leaving].state is State.STOPPED, poll=POLL)
+        rest = [i for i in ("a", "b", "c") if i != leaving]
+        # Released on stop: the sharder moves them without waiting a lease out.
+        await wait_until(
+            lambda: all(shard_of(fake_apiserver, key) in rest for key in keys), poll=POLL
+        )
+        await wait_until(lambda: moved <= record.seen(rest[0]) | record.seen(rest[1]), poll=POLL)
+    assert record.violations == []
+
+
+async def test_a_joining_replica_takes_its_keys_through_drains(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    record = Reconciles()
+    keys = [f"default/cm-{i}" for i in range(24)]
+    for key in keys:
+        fake_apiserver.create(config_map(key.split("/")[1]))
+    async with replicas(kube_client, ["a", "b"], clock, record):
+        await wait_until(
+            lambda: set(record.last_owner()) == set(keys),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        joined = ["a", "b", "c"]
+        taken = {key for key in keys if desired(key, joined) == "c"}
+        assert taken
+        async with replica(kube_client, "c", clock, record) as third:
+            await wait_until(third.sharding.is_set, poll=POLL, between=lambda: clock.advance(0.5))
+            await wait_until(
+                lambda: record.seen("c") == taken, poll=POLL, between=lambda: clock.advance(0.5)
+            )
+            assert all(shard_of(fake_apiserver, key) == desired(key, joined) for key in keys)
+            assert not any(
+                RING.drain_label
+                in fake_apiserver.get("configmaps", "default", k.split("/")[1])["metadata"].get(
+                    "labels", {}
+                )
+                for k in keys
+            )
+    assert record.violations == []
+
+
+async def test_a_silent_replica_stops_before_its_keys_move_and_they_move_after_the_lease(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    clock = FakeClock()
+    record = Reconciles()
+    keys = [f"default/cm-{i}" for i in range(24)]
+    for key in keys:
+        fake_apiserver.create(config_map(key.split("/")[1]))
+    for identity in ("a", "b", "c"):
+        fake_apiserver.add_token(f"token-{identity}")
+    clients = {i: fake_apiserver.client(token=f"token-{i}") for i in ("a", "b", "c")}
+    async with contextlib.AsyncExitStack() as stack:
+        for client in clients.values():
+            await stack.enter_async_context(client)
+        managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b", "c")}
+        runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
+        try:
+            await wait_until(
+                lambda: set(record.last_owner()) == set(keys),
+                poll=POLL,
+                between=lambda: clock.advance(0.5),
+            )
+            silent = next(i for i, m in managers.items() if m.sharder is None)
+            lost = record.seen(silent)
+            fake_apiserver.remove_token(f"token-{silent}")  # cut off: renewals fail
+            started = clock.monotonic()
+            await wait_until(
+                lambda: runs[silent].done(), poll=POLL, between=lambda: clock.advance(0.5)
+            )
+            with pytest.raises(LeadershipLost):
+                await runs[silent]
+            stopped_after = clock.monotonic() - started
+            assert stopped_after <= RING.renew_deadline + RING.retry_period + 0.5
+            # Its keys stay put until its Lease is a lease duration old, then move.
+            assert all(shard_of(fake_apiserver, key) == silent for key in lost)
+            rest = [i for i in ("a", "b", "c") if i != silent]
+            await wait_until(
+                lambda: lost <= record.seen(rest[0]) | record.seen(rest[1]),
+                poll=POLL,
+                between=lambda: clock.advance(0.5),
+            )
+            moved_after = clock.monotonic() - started
+            assert RING.lease_duration - RING.retry_period <= moved_after
+            assert moved_after <= RING.lease_duration + 2 * RING.retry_period + 1
+        finally:
+            for manager in managers.values():
+                manager.stop()
+            for run in runs.values():
+                with contextlib.suppress(Exception):
+                    await run
+    assert record.violations == []
+
+
+async def test_sharded_and_leader_elected_controllers_run_side_by_side(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    clock = FakeClock()
+    record = Reconciles()
+    keys = [f"default/cm-{i}" for i in range(12)]
+    for key in keys:
+        fake_apiserver.create(config_map(key.split("/")[1]))
+    fake_apiserver.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "global"}, "data": {}}
+    )
+    secrets_seen: dict[str, list[str]] = {}
+    election = LeaderElection(
+        lease_name="ops", lease_duration=15, renew_deadline=10, retry_period=2, identity=""
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        managers = {}
+        for identity in ("a", "b"):
+            manager = replica(
+                kube_client,
+                identity,
+                clock,
+                record,
+                leader_election=dataclasses.replace(election, identity=identity),
+            )
+            secrets = manager.informer_for("secrets")  # not sharded: every Secret
+
+            async def on_secret(key: str, identity: str = identity) -> None:
+                secrets_seen.setdefault(identity, []).append(key)
+
+            manager.add(Controller("secrets", on_secret, informers=[secrets]))
+            managers[identity] = await stack.enter_async_context(manager)
+        await wait_until(
+            lambda: set(record.last_owner()) == set(keys),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        await wait_until(lambda: sum(map(len, secrets_seen.values())) == 1, poll=POLL)
+        leader = next(i for i, m in managers.items() if m.is_leader)
+        assert secrets_seen == {leader: ["default/global"]}
+        # Both shards work while one of them leads.
+        assert record.seen("a")
+        assert record.seen("b")
+    assert record.violations == []
