@@ -297,7 +297,7 @@ class CachingProxy(Server):
                     name=reflector.name,
                     resource=spec,
                     namespace=self._namespace,
-                    state="running",
+                    state="starting",
                     last_error=reflector.statistics().last_error,
                 )
                 for (spec, reflector), cache in zip(
