@@ -277,10 +277,11 @@ async def test_factory_is_a_service_with_client_gos_start_and_shutdown_besides(
     fake_apiserver.create(pod("web-0"))
     factory = SharedInformerFactory(kube_client)
     pods = factory.informer_for("pods")
-    assert factory.state is State.NEW
+    states = [factory.state]
     await factory.start()
     await factory.start()  # idempotent, as client-go's Start
-    assert factory.state is State.RUNNING
+    states.append(factory.state)
+    assert states == [State.NEW, State.RUNNING]
     assert await pods.wait_for_sync(timeout=10)
     with pytest.raises(RuntimeError, match="runs only once"):
         async with factory:
