@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._kernel.lifecycle import Service, State
-from aioinformer._kernel.runner import Running, TaskRunner
+from aioinformer._kernel.runner import TaskRunner
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
@@ -223,8 +223,6 @@ class SharedInformerFactory(Service):
         )
         # Informers whose run ended with an error, logged as the supervisor ends.
         self._failures: list[tuple[InformerKey, Exception]] = []
-        # The run started by start(), until shutdown().
-        self._running: Running | None = None
         # Set by shutdown() (before the start, too) and as the run begins to end.
         self._shut_down = False
 
@@ -324,8 +322,7 @@ class SharedInformerFactory(Service):
         if self._shut_down:
             raise RuntimeError("the factory has been shut down")
         if self._state is State.NEW:
-            self._claim()
-            self._running = await Running.start(self._serve_in_block, name=self.service_name)
+            await self._start_in_task()
 
     async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
         """Run every informer: those built so far, then each ``informer_for`` hands over,
@@ -406,15 +403,10 @@ class SharedInformerFactory(Service):
         that one failure does not hide the others.
         """
         self._shut_down = True
-        self.stop()
-        running, self._running = self._running, None
-        if running is None:
-            await self.wait_stopped()
-            return
         # Finishes stopping even if cancelled meanwhile: no task may outlive us.
-        await running.wait()
-        if running.failure is not None:
-            logger.error("the informer factory failed", exc_info=running.failure)
+        failure = await self._stop_and_wait()
+        if failure is not None:
+            logger.error("the informer factory failed", exc_info=failure)
 
     def __repr__(self) -> str:
         return f"<SharedInformerFactory informers={len(self._informers)} {self._state.name}>"

@@ -9,8 +9,8 @@ port. Output: the Service's ``run()``, ``stop()``, states and ``async with serve
 server started in one place and closed in another (a fixture, a test that closes it
 mid-body).
 
-Task model: the run is one task (:class:`~aioinformer._kernel.runner.Running`, started by
-``start()`` or by ``async with``), or the caller's own (``run()``); whatever the subclass
+Task model: the run is one task (started by ``start()`` or by ``async with``), or the
+caller's own (``run()``); whatever the subclass
 starts lives inside ``_serving``. The exit of ``_serving`` must finish even when the run
 is cancelled (the subclasses use ``finish_regardless``), so that nothing is left
 listening.
@@ -23,7 +23,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._kernel.lifecycle import Service
-from aioinformer._kernel.runner import Running
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -38,8 +37,6 @@ class Server(Service, abc.ABC):
 
     _stop_requested: asyncio.Event | None = None
     """Set by :meth:`stop`; made on first use (a server is built outside a loop)."""
-    _running: Running | None = None
-    """The run :meth:`start` began, until :meth:`close`."""
 
     @abc.abstractmethod
     def _serving(self) -> AbstractAsyncContextManager[None]:
@@ -64,19 +61,13 @@ class Server(Service, abc.ABC):
         """Start listening, in a run of its own; return once requests are answered.
         Raises what made the start fail, with nothing left listening; runs once
         (``RuntimeError`` after). :meth:`close` ends it."""
-        self._claim()
-        self._running = await Running.start(self._serve_in_block, name=self.service_name)
+        await self._start_in_task()
 
     async def close(self) -> None:
         """Stop listening and end every open watch; return once done. Idempotent, and safe
         inside ``async with``. A caller cancelled while it waits still gets all of it done
         before the cancellation is raised. Raises what made a run begun by :meth:`start`
         fail (``async with`` raises it from the block)."""
-        self.stop()
-        running, self._running = self._running, None
-        if running is None:
-            await self.wait_stopped()
-            return
-        await running.wait()
-        if running.failure is not None:
-            raise running.failure
+        failure = await self._stop_and_wait()
+        if failure is not None:
+            raise failure

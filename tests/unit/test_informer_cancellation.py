@@ -362,6 +362,17 @@ def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
     return [obj["metadata"]["namespace"]]
 
 
+def failing_on_bad(source: FakeListerWatcher, cache: CacheMode) -> SharedIndexInformer:
+    """An informer named "pods" whose pop task ends unexpectedly on pod "bad"."""
+    return SharedIndexInformer(
+        source,
+        clock=FakeClock(),
+        cache=cache,
+        name="pods",
+        indexers={"by-namespace": namespace_or_stray_cancellation},
+    )
+
+
 async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error(
     caplog: pytest.LogCaptureFixture,
     cache: CacheMode,
@@ -371,13 +382,7 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
     # raises, so waiters and the owner find out.
     source = source_type(objects=[pod("a"), pod("bad")])
     baseline = other_tasks()
-    informer = SharedIndexInformer(
-        source,
-        clock=FakeClock(),
-        cache=cache,
-        name="pods",
-        indexers={"by-namespace": namespace_or_stray_cancellation},
-    )
+    informer = failing_on_bad(source, cache)
     task = asyncio.create_task(informer.run())
     with caplog.at_level(logging.ERROR, logger="aioinformer.informer"):
         assert not await informer.wait_for_sync(timeout=5)
@@ -476,13 +481,7 @@ async def test_a_failing_informer_cancels_the_async_with_body_and_its_error_leav
     # A stage gone freezes the cache: a body waiting for something else must not go on
     # reading it unaware, so the failure reaches it at once.
     source = source_type(objects=[pod("a"), pod("bad")])
-    informer = SharedIndexInformer(
-        source,
-        clock=FakeClock(),
-        cache=cache,
-        name="pods",
-        indexers={"by-namespace": namespace_or_stray_cancellation},
-    )
+    informer = failing_on_bad(source, cache)
     reached: list[str] = []
 
     async def wait_in_the_block() -> None:
