@@ -197,10 +197,10 @@ class UnsyncedInformer:
     namespace: str | None
     """Its namespace; ``None`` for all namespaces (or a cluster-scoped resource)."""
     state: str
-    """``"new"`` (its run never started), ``"running"`` (still listing or retrying),
-    ``"stopped"`` (its run ended before the initial list was in the cache) or ``"synced"``
-    (the cache is, but the handler waited on, a controller's, has not yet handled every
-    object of the initial list)."""
+    """``"new"`` (its run never started), ``"starting"`` (still listing or retrying),
+    ``"stopped"`` (its run ended, or is ending, before the initial list was in the cache)
+    or ``"synced"`` (the cache is, but the handler waited on, a controller's, has not yet
+    handled every object of the initial list)."""
     last_error: BaseException | None
     """The most recent list or watch failure, or why the run ended; ``None`` if none."""
 

@@ -19,14 +19,17 @@ are one resource: use one spelling per custom resource.
 Every informer the factory builds carries the namespace index (as client-go's generated
 informers do), so ``lister().list(namespace=...)`` is an index lookup.
 
-Task model: ``start()`` starts one supervisor task, which owns a task group
-(:class:`~aioinformer._kernel.runner.TaskRunner`) with one task per informer, each running
-``informer.run()``; it starts every informer built so far, and once the factory has
-started, ``informer_for`` hands each new informer over to it (through a queue: only the
-supervisor starts tasks in its group) to start at once. An informer that fails is logged
-at shutdown and does not stop the others. ``shutdown()`` (or leaving ``async with``)
-cancels the supervisor, which cancels them all, and waits until each has stopped and
-closed its connection.
+Task model: the factory is a :class:`~aioinformer._kernel.lifecycle.Service` whose run
+is one supervisor, owning a task group (:class:`~aioinformer._kernel.runner.TaskRunner`)
+with one task per informer, each running ``informer.run()``; it starts every informer
+built so far, is ready then (without waiting for sync), and once it has started,
+``informer_for`` hands each new informer over to it (through a queue: only the supervisor
+starts tasks in its group) to start at once. An informer that fails is logged as the
+factory stops and does not stop the others. Run it with ``async with factory:``, ``await
+factory.run()``, or client-go's pair ``await factory.start()`` (the run in a task of its
+own) and ``await factory.shutdown()`` (:meth:`~SharedInformerFactory.stop`, then wait):
+stopping ends the supervisor, which cancels every informer, and waits until each has
+stopped and closed its connection.
 
 Example::
 
@@ -42,9 +45,10 @@ import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from aioinformer._kernel.runner import Running, TaskRunner
+from aioinformer._kernel.lifecycle import Service, State
+from aioinformer._kernel.runner import TaskRunner
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
@@ -57,7 +61,7 @@ from aioinformer.reflector import ReflectorOptions
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
-    from types import EllipsisType, TracebackType
+    from types import EllipsisType
 
     from anyio.abc import TaskStatus
 
@@ -142,7 +146,7 @@ def _check_selectors(label_selector: str | None, field_selector: str | None) -> 
         parse_field_selector(field_selector)
 
 
-class SharedInformerFactory:
+class SharedInformerFactory(Service):
     """Builds, shares, starts and stops informers for one client.
 
     Defaults for every informer: ``namespace`` (``None``: all namespaces),
@@ -219,13 +223,14 @@ class SharedInformerFactory:
         self._informers: dict[InformerKey, SharedIndexInformer] = {}
         # Keys of the informers handed to the supervisor, in order; emptied by shutdown().
         self._launched: list[InformerKey] = []
-        # Informers handed over by informer_for() once started, for the supervisor to start.
-        self._to_start: asyncio.Queue[tuple[InformerKey, SharedIndexInformer]] = asyncio.Queue()
-        # Informers whose run ended with an error, for shutdown() to log.
+        # Informers handed over by informer_for() once started, for the supervisor to start;
+        # None asks it to stop.
+        self._to_start: asyncio.Queue[tuple[InformerKey, SharedIndexInformer] | None] = (
+            asyncio.Queue()
+        )
+        # Informers whose run ended with an error, logged as the supervisor ends.
         self._failures: list[tuple[InformerKey, Exception]] = []
-        # The supervisor, from start() until shutdown().
-        self._running: Running | None = None
-        self._started = False
+        # Set by shutdown() (before the start, too) and as the run begins to end.
         self._shut_down = False
 
     def informer_for(
@@ -267,7 +272,7 @@ class SharedInformerFactory:
             _check_selectors(key.label_selector, key.field_selector)
             informer = self._build(canonical, key, model, resync_period)
             self._informers[key] = informer
-            if self._started:
+            if self._state is not State.NEW:
                 self._launched.append(key)
                 self._to_start.put_nowait((key, informer))
         elif model is not None and informer.model is not model:
@@ -312,26 +317,43 @@ class SharedInformerFactory:
         """Every informer built so far, by key."""
         return dict(self._informers)
 
+    @property
+    def service_name(self) -> str:
+        return "informer factory"
+
     async def start(self) -> None:
-        """Start every informer not yet started; later ``informer_for`` calls start theirs
-        at once. Returns without waiting for sync. Idempotent."""
+        """Start every informer not yet started, in a task of the factory's own (client-go's
+        ``Start``); later ``informer_for`` calls start theirs at once. Returns without
+        waiting for sync. Idempotent, also once ``async with`` or ``run()`` started it;
+        ``RuntimeError`` once it was shut down. :meth:`shutdown` ends it."""
         if self._shut_down:
             raise RuntimeError("the factory has been shut down")
-        self._started = True
-        if self._running is None:
-            self._running = await Running.start(self._supervise, name="informer factory")
+        if self._state is State.NEW:
+            await self._start_in_task()
 
-    async def _supervise(self, *, task_status: TaskStatus[None]) -> None:
-        """Run every informer: those built so far, then each ``informer_for`` hands over."""
-        async with TaskRunner(name="informer") as informers:
-            for key, informer in self._informers.items():
-                if key not in self._launched:
-                    self._launched.append(key)
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
+        """Run every informer: those built so far, then each ``informer_for`` hands over,
+        until asked to stop; then log the informers that failed."""
+        try:
+            async with TaskRunner(name="informer") as informers:
+                for key, informer in self._informers.items():
+                    if key not in self._launched:
+                        self._launched.append(key)
+                        informers.start_soon(self._run(key, informer), name=informer.name)
+                task_status.started()
+                while (handed := await self._to_start.get()) is not None:
+                    key, informer = handed
                     informers.start_soon(self._run(key, informer), name=informer.name)
-            task_status.started()
-            while True:
-                key, informer = await self._to_start.get()
-                informers.start_soon(self._run(key, informer), name=informer.name)
+        finally:
+            self._shut_down = True
+            for key, exc in self._failures:
+                logger.error("informer %s failed", key.describe(), exc_info=exc)
+            self._failures.clear()
+            self._launched.clear()
+
+    def _request_stop(self) -> None:
+        self._shut_down = True
+        self._to_start.put_nowait(None)
 
     async def _run(self, key: InformerKey, informer: SharedIndexInformer) -> None:
         try:
@@ -351,7 +373,7 @@ class SharedInformerFactory:
         when the factory was never started or has been shut down: nothing would ever
         sync. A factory started with no informers returns ``{}``.
         """
-        if not self._started:
+        if self._state is State.NEW:
             raise RuntimeError(
                 "the informer factory was never started: use 'async with factory:' or "
                 "'await factory.start()' before waiting for its caches to sync"
@@ -375,45 +397,26 @@ class SharedInformerFactory:
         :meth:`start` the factory is not ready; once shutting down, live and not ready."""
         return FactoryHealth.of(
             {informer.name: informer.health() for informer in self._informers.values()},
-            started=self._started,
+            started=self._state is not State.NEW,
             stopping=self._shut_down,
         )
 
     async def shutdown(self) -> None:
-        """Stop every informer and wait until all have stopped. Idempotent.
+        """Stop every informer and wait until all have stopped (client-go's ``Shutdown``:
+        :meth:`stop`, then wait for the run). Idempotent; before the start, it only
+        refuses later informers and starts.
 
-        An informer whose run ended with an error is logged here, so that one failure
-        does not hide the others.
+        An informer whose run ended with an error is logged as the factory stops, so
+        that one failure does not hide the others.
         """
         self._shut_down = True
-        running, self._running = self._running, None
-        try:
-            if running is not None:
-                # Finishes stopping even if cancelled meanwhile: no task may outlive us.
-                await running.stop()
-                if running.failure is not None:
-                    logger.error("the informer factory failed", exc_info=running.failure)
-        finally:
-            for key, exc in self._failures:
-                logger.error("informer %s failed", key.describe(), exc_info=exc)
-            self._failures.clear()
-            self._launched.clear()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+        # Finishes stopping even if cancelled meanwhile: no task may outlive us.
+        failure = await self._stop_and_wait()
+        if failure is not None:
+            logger.error("the informer factory failed", exc_info=failure)
 
     def __repr__(self) -> str:
-        state = "shut down" if self._shut_down else ("started" if self._started else "new")
-        return f"<SharedInformerFactory informers={len(self._informers)} {state}>"
+        return f"<SharedInformerFactory informers={len(self._informers)} {self._state.name}>"
 
 
 class _SelectedResource(DescribedListerWatcher):

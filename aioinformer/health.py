@@ -45,7 +45,6 @@ Example::
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -56,6 +55,7 @@ from aioinformer.reflector import ReflectorState
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from aioinformer._kernel.lifecycle import State
     from aioinformer.audit import CacheAuditStatistics
     from aioinformer.listwatch import SourceInfo
     from aioinformer.processor import HandlerStatistics
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FactoryHealth",
     "InformerHealth",
-    "InformerState",
     "InformerStatistics",
     "LIVENESS_FRACTION",
 ]
@@ -232,23 +231,13 @@ class FactoryHealth:
         }
 
 
-class InformerState(enum.Enum):
-    """The phases of an informer's life; it goes through them once, in order."""
-
-    NEW = "new"
-    """Created; handlers, indexers and the transform may be set."""
-    RUNNING = "running"
-    """``run()`` is running: the reflector lists and watches, handlers get events."""
-    STOPPED = "stopped"
-    """``run()`` has ended; no handler may be added, ``events()`` streams have ended."""
-
-
 @dataclass(frozen=True, slots=True)
 class InformerStatistics:
     """A snapshot of an informer's state and counters."""
 
     name: str
-    state: InformerState
+    state: State
+    """Where the informer is in its run (``STARTING`` until synced)."""
     synced: bool
     """``has_synced()`` at the time of the snapshot."""
     cache_size: int

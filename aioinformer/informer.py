@@ -39,13 +39,17 @@ Guarantees:
   the server's objects every period; a cache that lost an event is relisted, and is not
   live until the keys found different have been applied again.
 
-Task model: :meth:`SharedIndexInformer.run` owns a task group
+Task model: the informer is a :class:`~aioinformer._kernel.lifecycle.Service` (states
+``NEW`` → ``STARTING`` → ``RUNNING`` once synced → ``STOPPING`` → ``STOPPED``, see
+:class:`aioinformer.State`). :meth:`SharedIndexInformer.run` owns a task group
 (:class:`~aioinformer._kernel.runner.TaskRunner`) with the reflector, the pop task, the
 processor (one task per handler) and, with ``audit=``, the auditor;
-:meth:`~SharedIndexInformer.stop` ends it.
-``async with informer:`` starts ``run()`` in a task, returns once it has started (not
-synced), and leaving the block cancels it; either way every task is stopped and every
-connection closed before control returns. A handler blocked forever does not hold up
+:meth:`~SharedIndexInformer.stop` ends it. ``run()`` is ready (anyio's
+``task_status.started()``) once synced; ``async with informer:`` starts ``run()`` in a
+task and returns once it has started (not synced). Should the informer fail meanwhile (a
+stage gone), the block's body is cancelled and the error leaves the block: the cache is
+frozen from then on. Leaving the block stops it; either way every task is stopped and
+every connection closed before control returns. A handler blocked forever does not hold up
 stopping: handler tasks are cancelled. Everything runs on one event loop, and the cache is
 only written by the pop task between two suspension points, so reads are consistent.
 
@@ -61,14 +65,14 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_metric
-from aioinformer._kernel.runner import Running, TaskRunner, first_completed
+from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer._pipeline.apply import apply_deltas
 from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
@@ -79,7 +83,7 @@ from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
 from aioinformer.codec import CacheMode, CompactCodec, codec_for
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, InformerStoppedError
-from aioinformer.health import InformerHealth, InformerState, InformerStatistics
+from aioinformer.health import InformerHealth, InformerStatistics
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
 from aioinformer.lister import Lister as Lister
@@ -102,7 +106,6 @@ from aioinformer.reflector import Reflector, ReflectorOptions
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable, Mapping
-    from types import TracebackType
 
     from anyio.abc import TaskStatus
 
@@ -118,7 +121,6 @@ __all__ = [
     "EventHandler",
     "EventStream",
     "HandlerRegistration",
-    "InformerState",
     "InformerStatistics",
     "Lister",
     "NotificationType",
@@ -131,7 +133,7 @@ logger = logging.getLogger(__name__)
 _DELETED: Final = DeltaType.DELETED
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Service):
     """A list-watched, indexed cache of one resource with any number of event handlers.
 
     ``resync_period`` (seconds, 0 = never) is the default handler resync period and the
@@ -251,22 +253,19 @@ class SharedIndexInformer:
         # What add_event_handler() uses when no resync_period is given.
         self._default_handler_resync_period = float(resync_period)
 
-        # NEW until run() begins, RUNNING until it starts to stop, then STOPPED; only
-        # _begin() and run()'s ending write it.
-        self._state = InformerState.NEW
+        # The state (Service): STARTING from run() until synced, RUNNING while synced,
+        # STOPPING from stop() or a failure until run() has ended, then STOPPED.
         # Both created by run(); whether the informer has synced is the FIFO's one-shot
         # signal, kept nowhere else.
         self._fifo: DeltaFIFO | RealFIFO | None = None
         self._reflector: Reflector | None = None
-        # One-shot signals, never cleared: set as the state leaves NEW and as it becomes
-        # STOPPED (stop() sets the latter early to make run() end).
+        # One-shot signals, never cleared: set as the run begins and as it starts to stop
+        # (stop() sets the latter to make run() end).
         self._started = asyncio.Event()
         self._stopping = asyncio.Event()
         # Set once, by the stage that ended by itself: the cache may lack what that stage
         # was applying, so the informer does not count as synced.
         self._failure: _StageEnded | None = None
-        # The run started by ``async with``; None outside the block.
-        self._running: Running | None = None
 
     # -- configuration (before start) ------------------------------------------------
 
@@ -286,12 +285,12 @@ class SharedIndexInformer:
         """Add index functions; cached objects are indexed at once. Allowed until the
         informer stops (raises :class:`InformerStoppedError` after); a name already in use
         raises ``ValueError``."""
-        if self._state is InformerState.STOPPED:
+        if self._stopped_or_stopping():
             raise InformerStoppedError(f"informer {self.name} has stopped: indexers not added")
         self._indexer.add_indexers(indexers)
 
     def _require_new(self, what: str) -> None:
-        if self._state is not InformerState.NEW:
+        if self._state is not State.NEW:
             raise RuntimeError(f"{what}() must be called before informer {self.name} starts")
 
     # -- handlers ----------------------------------------------------------------------
@@ -400,11 +399,11 @@ class SharedIndexInformer:
         keys_only: bool = False,
         **options: Any,  # for ProcessorListener: run_in_thread, slow_thresholds
     ) -> HandlerRegistration:
-        if self._state is InformerState.STOPPED:
+        if self._stopped_or_stopping():
             raise InformerStoppedError(
                 f"handler {name} was not added: informer {self.name} has stopped"
             )
-        started = self._state is InformerState.RUNNING
+        started = self._state is not State.NEW
         requested = float(
             self._default_handler_resync_period if resync_period is None else resync_period
         )
@@ -514,8 +513,22 @@ class SharedIndexInformer:
         return self._in_order
 
     @property
-    def state(self) -> InformerState:
-        return self._state
+    def service_name(self) -> str:
+        return f"informer {self.name}"
+
+    @property
+    def state(self) -> State:
+        """Where the informer is in its run: ``STARTING`` until :meth:`has_synced`, then
+        ``RUNNING`` (from the very moment it has, ahead of the run's readiness signal)."""
+        state = self._state
+        if state is State.STARTING and self.has_synced():
+            return State.RUNNING
+        return state
+
+    def _stopped_or_stopping(self) -> bool:
+        """Whether the run has begun to end: no handler may be added from then on."""
+        state = self._state
+        return state is State.STOPPING or state is State.STOPPED
 
     @property
     def resync_check_period(self) -> float:
@@ -553,7 +566,7 @@ class SharedIndexInformer:
         informer stops first. :func:`wait_for_cache_sync` raises with the reason instead."""
         if self.has_synced():
             return True
-        if self._state is InformerState.STOPPED:
+        if self._stopped_or_stopping():
             return False
         try:
             async with asyncio.timeout(timeout):
@@ -575,7 +588,7 @@ class SharedIndexInformer:
         the :class:`~aioinformer.audit.AuditReport`. Raises what made the audit fail (the
         list's error, say), ``RuntimeError`` before the informer has synced and
         :class:`InformerStoppedError` once it stopped."""
-        if self._state is InformerState.STOPPED:
+        if self._stopped_or_stopping():
             raise InformerStoppedError(f"informer {self.name} has stopped: nothing to audit")
         auditor = self._auditor
         if auditor is None or not self.has_synced():
@@ -598,7 +611,7 @@ class SharedIndexInformer:
         reflector = self._reflector
         return InformerStatistics(
             name=self.name,
-            state=self._state,
+            state=self.state,
             synced=self.has_synced(),
             cache_size=len(self._indexer),
             fifo_pending=len(self._fifo) if self._fifo is not None else 0,
@@ -614,8 +627,8 @@ class SharedIndexInformer:
         return InformerHealth.of(
             name=self.name,
             source=self._source,
-            started=self._state is not InformerState.NEW,
-            stopped=self._state is InformerState.STOPPED,
+            started=self._state is not State.NEW,
+            stopped=self._stopped_or_stopping(),
             synced=self.has_synced(),
             cache_size=len(self._indexer),
             reflector=self._reflector.statistics() if self._reflector is not None else None,
@@ -635,19 +648,20 @@ class SharedIndexInformer:
         ``CancelledError`` out of an index function, say), the informer logs it, stops
         and raises ``RuntimeError`` rather than carry on with a stage missing.
         """
-        await self._run(task_status=task_status, ready_when_synced=True)
+        await super().run(task_status=task_status)
 
-    async def _run(
-        self, *, task_status: TaskStatus[None] | None = None, ready_when_synced: bool
-    ) -> None:
-        """:meth:`run`, signalling readiness once started, or once synced."""
+    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
+        """``async with`` is ready once started, not synced: the starter is told before
+        the run begins, so that it resumes ahead of the stages' first step; the state
+        still turns RUNNING once synced."""
+        task_status.started()
+        await self._run_claimed(None)
+
+    async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
+        """The run: start the stages, tell ``task_status`` once synced, stop on request."""
         fifo, reflector = self._begin()
         try:
             async with TaskRunner(name=self.name) as stages:
-                if task_status is not None and not ready_when_synced:
-                    # Before the stages take their first step, so that the starter
-                    # resumes first, as it would after a bare create_task().
-                    task_status.started()
                 stages.start_soon(self._stage("handlers", self._processor.run()), name="handlers")
                 stages.start_soon(self._stage("pop", self._pop_loop(fifo)), name="pop")
                 stages.start_soon(self._stage("reflector", reflector.run()), name="reflector")
@@ -655,16 +669,13 @@ class SharedIndexInformer:
                     assert self._auditor is not None
                     stages.start_soon(self._stage("audit", self._auditor.run()), name="audit")
                 try:
-                    if task_status is not None and ready_when_synced:
-                        first, wait = await first_completed(
-                            fifo.wait_synced(), self._stopping.wait()
-                        )
-                        if first == 0 and wait.result():
-                            task_status.started()
+                    first, wait = await first_completed(fifo.wait_synced(), self._stopping.wait())
+                    if first == 0 and wait.result():
+                        task_status.started()
                     await self._stopping.wait()
                 finally:
                     # From here on new handlers are refused: their tasks could not start.
-                    self._state = InformerState.STOPPED
+                    self._state = State.STOPPING
                     self._stopping.set()
         except BaseExceptionGroup as group:
             ended = group.exceptions[0]
@@ -677,10 +688,7 @@ class SharedIndexInformer:
             _NAMES.release(self.name, self)
 
     def _begin(self) -> tuple[DeltaFIFO | RealFIFO, Reflector]:
-        """Leave NEW: schedule the handlers' resyncs, build the FIFO and the reflector."""
-        if self._state is not InformerState.NEW:
-            raise RuntimeError(f"informer {self.name} runs only once")
-        self._state = InformerState.RUNNING
+        """Begin the run: schedule the handlers' resyncs, build the FIFO and the reflector."""
         self._take_name()
         self._processor.start(self._clock.monotonic())
         codec = self._codec
@@ -808,38 +816,13 @@ class SharedIndexInformer:
             is_in_initial_list=not fifo.has_synced(),
         )
 
-    def stop(self) -> None:
-        """Ask a running informer to stop: ``run()`` then returns. Idempotent; does
-        nothing before the informer starts."""
-        if self._state is InformerState.RUNNING:
-            self._stopping.set()
-
-    async def __aenter__(self) -> SharedIndexInformer:
-        """Start :meth:`run` in a task; returns once it has started, without waiting for
-        sync."""
-        if self._state is not InformerState.NEW:
-            raise RuntimeError(f"informer {self.name} runs only once")
-        run = functools.partial(self._run, ready_when_synced=False)
-        self._running = await Running.start(run, name=f"informer {self.name}")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        running = self._running
-        if running is None:
-            return
-        self._running = None
-        await running.stop()
-        if running.failure is not None and exc is None:
-            raise running.failure
+    def _request_stop(self) -> None:
+        """:meth:`stop` (the Service's): make ``run()`` return."""
+        self._stopping.set()
 
     def __repr__(self) -> str:
         return (
-            f"<SharedIndexInformer {self.name} state={self._state.name}"
+            f"<SharedIndexInformer {self.name} state={self.state.name}"
             f" synced={self.has_synced()} items={len(self._indexer)}"
             f" handlers={len(self._processor)}>"
         )

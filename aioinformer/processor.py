@@ -68,13 +68,16 @@ informer's check period, flags the listeners that are due, and schedules their n
 resync; ``distribute(..., is_sync=True)`` then reaches only the flagged listeners. A new
 listener starts flagged, as in client-go.
 
-Task model: :meth:`SharedProcessor.run` owns an ``asyncio.TaskGroup`` holding one task per
-pushed listener. A listener added while it runs is put on a start queue that ``run()``
-itself drains, so no task is ever created from the caller's stack. Removing a listener
+Task model: :meth:`SharedProcessor.run` owns a task group
+(:class:`~aioinformer._kernel.runner.TaskRunner`) holding one task per pushed listener.
+A listener added while it runs is put on a start queue that ``run()`` itself drains, so
+no task is ever created from the caller's stack. Removing a listener
 drops its undelivered notifications and lets a handler call already running finish;
 cancelling ``run()`` cancels every listener task, including a handler call that never
 returns (a call running in a worker thread, ``run_in_thread=True``, cannot be cancelled:
-its task waits for it to return).
+its task ends at once and leaves the call to finish on its own). As in every anyio task
+group, the cancellation holds at each later await: a handler's cleanup that must await
+goes under ``anyio.CancelScope(shield=True)``, and ``run()`` ends once it has.
 
 Watching the handlers: each pushed call is timed with one clock read, and a call past the
 handler's :class:`SlowHandlerThresholds` is logged once per slow episode (see
@@ -95,6 +98,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.metrics import HandlerMetricsProvider
+from aioinformer._kernel.runner import TaskRunner
 from aioinformer._pipeline.handler_calls import (
     DEFAULT_SLOW_HANDLER_THRESHOLDS,
     LATENCY_WINDOW,
@@ -859,12 +863,12 @@ class SharedProcessor:
         to_start = self._to_start
         added = self._listener_added
         try:
-            async with asyncio.TaskGroup() as task_group:
+            async with TaskRunner(name="handler") as handlers:
                 while True:
                     while to_start:
                         listener = to_start.popleft()
                         if listener in self._listeners:
-                            task_group.create_task(listener.run(), name=f"handler {listener.name}")
+                            handlers.start_soon(listener.run(), name=listener.name)
                     added.clear()
                     await added.wait()
         finally:

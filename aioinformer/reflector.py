@@ -89,16 +89,17 @@ The reads of a watch stream are bounded by an ``asyncio.timeout`` scope on that 
 expired only while a read is awaited (see :mod:`aioinformer._pipeline.watch_stream`): a
 callback on the injected clock, not a task, expires it when the stream has been silent
 too long. With a resync period, a resync task calls ``store.resync()`` and, when that
-fails, expires the current read's scope too; it lives in a set local to
-``list_and_watch()``, which reaps it before it returns. Cancellation is clean at every
+fails, expires the current read's scope too; it is a
+:meth:`~aioinformer._kernel.runner.Running.spawn` helper local to ``list_and_watch()``,
+which reaps it before it returns. Cancellation is clean at every
 await: a list in progress is dropped before anything reaches the store, an open watch
 stream is closed (its async generator's ``aclose()``), and a backoff sleep simply ends.
 
 Example::
 
     reflector = Reflector(client.resource("pods", namespace="default"), fifo)
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(reflector.run())
+    async with TaskRunner(name="pods") as tasks:
+        tasks.start_soon(reflector.run(), name="reflector")
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ from aioinformer._kernel.gcpolicy import GCPolicy as GCPolicy
 from aioinformer._kernel.gcpolicy import collector_paused
 from aioinformer._kernel.metrics import AddCounterMetric as AddCounterMetric
 from aioinformer._kernel.metrics import ReflectorMetricsProvider as ReflectorMetricsProvider
-from aioinformer._kernel.runner import cancel_and_wait, is_async_callable
+from aioinformer._kernel.runner import Running, is_async_callable
 from aioinformer._pipeline.list_policy import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from aioinformer._pipeline.list_policy import ListPolicy
 from aioinformer._pipeline.metric_recorders import new_reflector_metrics
@@ -524,8 +525,8 @@ class Reflector:
             raise RuntimeError(f"{self!r} is already listing and watching")
         self._in_round = True
         self._resync_error = None
-        # The round's helper tasks (the resync loop): none outlives the round.
-        helpers: set[asyncio.Task[None]] = set()
+        # The round's helper (the resync loop): it does not outlive the round.
+        helper: Running | None = None
         try:
             if self._synced_once:
                 self._relists += 1
@@ -546,11 +547,12 @@ class Reflector:
             if carried is None:
                 await self._list()
             if self._options.resync_period > 0:
-                helpers.add(asyncio.create_task(self._resync_loop(), name=f"{self._name} resync"))
+                helper = Running.spawn(self._resync_loop(), name=f"{self._name} resync")
             await self._watch(carried)
         finally:
             try:
-                await cancel_and_wait(*helpers)
+                if helper is not None:
+                    await helper.stop()
             finally:
                 self._in_round = False
                 if not self._running:

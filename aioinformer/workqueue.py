@@ -13,17 +13,22 @@ from *doing* the work (reconcile workers call ``await get()`` … ``done()``), s
 Input: items (any hashable value; controllers use ``"namespace/name"`` keys).
 Output: the same items, handed out by ``get()``.
 
-Life cycle: ``RUNNING`` → (``shut_down()``) ``SHUT_DOWN``, or → (``shut_down_with_drain()``)
-``DRAINING`` → ``SHUT_DOWN`` once no item is being processed. Once shut down, ``add`` is
-ignored, items still queued are handed out, and then ``get()`` raises :class:`ShutDown`.
+Life cycle, in the package's one vocabulary (:class:`aioinformer.State`): ``RUNNING`` →
+(``shut_down()``) ``STOPPED``, or → (``shut_down_with_drain()``) ``STOPPING`` (draining) →
+``STOPPED`` once no item is being processed. Once shut down, ``add`` is ignored, items
+still queued are handed out, and then ``get()`` raises :class:`ShutDown`. A queue is not a
+:class:`~aioinformer._kernel.lifecycle.Service`: it has no run (client-go's queue has none
+either), it works from its construction, with or without ``async with``, and
+``shut_down``/``shut_down_with_drain`` keep client-go's names.
 
 Task model: all methods run on one event loop. ``add``, ``done``, ``forget`` and
 ``shut_down`` are sync and never block. A :class:`DelayingQueue` owns one timer task
 that moves due items from its heap into the queue; a queue with metrics owns one task
 that refreshes the unfinished-work gauges every 0.5 s. Both start lazily on first use
-(with a running loop), are cancelled by ``shut_down()`` and awaited by ``aclose()``,
-``shut_down_with_drain()`` and leaving ``async with queue:``, so no task outlives the
-queue. Time comes from ``clock=`` (tests pass a ``FakeClock``).
+(with a running loop, as :meth:`~aioinformer._kernel.runner.Running.spawn` helpers), are
+cancelled by ``shut_down()`` and awaited by ``aclose()``, ``shut_down_with_drain()`` and
+leaving ``async with queue:``, so no task outlives the queue. Time comes from ``clock=``
+(tests pass a ``FakeClock``).
 
 Example::
 
@@ -45,7 +50,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import enum
 import heapq
 import itertools
 import logging
@@ -55,6 +59,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, Self, TypeVar
 
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.lifecycle import State
 from aioinformer._kernel.metrics import CounterMetric as CounterMetric
 from aioinformer._kernel.metrics import GaugeMetric as GaugeMetric
 from aioinformer._kernel.metrics import HistogramMetric as HistogramMetric
@@ -63,6 +68,7 @@ from aioinformer._kernel.metrics import SettableGaugeMetric as SettableGaugeMetr
 from aioinformer._kernel.metrics import get_metrics_provider as get_metrics_provider
 from aioinformer._kernel.metrics import new_queue_metrics
 from aioinformer._kernel.metrics import set_metrics_provider as set_metrics_provider
+from aioinformer._kernel.runner import Running, first_completed
 from aioinformer.errors import QueueEmpty, ShutDown
 
 if TYPE_CHECKING:
@@ -96,15 +102,6 @@ T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
 
 _UNFINISHED_WORK_UPDATE_PERIOD: Final = 0.5
 """Seconds between refreshes of the unfinished-work gauges (client-go's period)."""
-
-
-class _State(enum.Enum):
-    RUNNING = "running"
-    """Accepting adds and handing out items."""
-    DRAINING = "draining"
-    """Shut down; ``shut_down_with_drain()`` waits for the items being processed."""
-    SHUT_DOWN = "shut down"
-    """Adds are ignored; queued items are still handed out, then ``get()`` raises."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +156,12 @@ class WorkQueue(Generic[T]):
         # Futures of suspended shut_down_with_drain() calls, resolved when `_processing`
         # becomes empty or the drain is cut short by shut_down().
         self._drainers: list[asyncio.Future[None]] = []
-        self._state = _State.RUNNING
-        # Background tasks this queue owns; cancelled at shutdown, awaited by aclose().
-        self._tasks: set[asyncio.Task[None]] = set()
+        # RUNNING: accepting adds and handing out items. STOPPING: shut down while
+        # shut_down_with_drain() waits for the items being processed. STOPPED: adds are
+        # ignored; queued items are still handed out, then get() raises.
+        self._state = State.RUNNING
+        # Background helpers this queue owns; cancelled at shutdown, reaped by aclose().
+        self._tasks: list[Running] = []
         # True once the background tasks were started (needs a running loop).
         self._started = False
 
@@ -171,7 +171,7 @@ class WorkQueue(Generic[T]):
         """Queue ``item`` for processing; no-op if already queued or shut down."""
         if not self._started:
             self._start()
-        if self._state is not _State.RUNNING or item in self._dirty:
+        if self._state is not State.RUNNING or item in self._dirty:
             return
         self._metrics.add(item)
         self._dirty.add(item)
@@ -192,7 +192,7 @@ class WorkQueue(Generic[T]):
             self._start()
         await asyncio.sleep(0)
         while not self._queue:
-            if self._state is not _State.RUNNING:
+            if self._state is not State.RUNNING:
                 raise ShutDown(f"queue {self._name!r} is shut down")
             waiter = asyncio.get_running_loop().create_future()
             self._getters.append(waiter)
@@ -217,7 +217,7 @@ class WorkQueue(Generic[T]):
         if not self._started:
             self._start()
         if not self._queue:
-            if self._state is not _State.RUNNING:
+            if self._state is not State.RUNNING:
                 raise ShutDown(f"queue {self._name!r} is shut down")
             raise QueueEmpty(f"queue {self._name!r} has no item ready")
         return self._take()
@@ -246,7 +246,7 @@ class WorkQueue(Generic[T]):
         A ``shut_down_with_drain()`` in progress returns at once. Background tasks are
         cancelled; ``await aclose()`` to wait for them to finish.
         """
-        self._state = _State.SHUT_DOWN
+        self._state = State.STOPPED
         self._stop()
         self._wake_drainers()
 
@@ -257,10 +257,10 @@ class WorkQueue(Generic[T]):
         queued items and must keep calling ``done()`` for the drain to finish. Awaits
         the queue's background tasks before returning.
         """
-        self._state = _State.DRAINING
+        self._state = State.STOPPING
         self._stop()
         loop = asyncio.get_running_loop()
-        while self._processing and self._state is _State.DRAINING:
+        while self._processing and self._state is State.STOPPING:
             waiter = loop.create_future()
             self._drainers.append(waiter)
             try:
@@ -268,13 +268,13 @@ class WorkQueue(Generic[T]):
             finally:
                 with contextlib.suppress(ValueError):
                     self._drainers.remove(waiter)
-        if self._state is _State.DRAINING:
-            self._state = _State.SHUT_DOWN
+        if self._state is State.STOPPING:
+            self._state = State.STOPPED
         await self._join_tasks()
 
     async def aclose(self) -> None:
         """``shut_down()`` and wait for the queue's background tasks to end."""
-        if self._state is _State.RUNNING:
+        if self._state is State.RUNNING:
             self.shut_down()
         else:
             self._stop()
@@ -303,7 +303,7 @@ class WorkQueue(Generic[T]):
     @property
     def shutting_down(self) -> bool:
         """True once ``shut_down()`` or ``shut_down_with_drain()`` was called."""
-        return self._state is not _State.RUNNING
+        return self._state is not State.RUNNING
 
     def __len__(self) -> int:
         """Items queued and ready to be handed out (not those being processed)."""
@@ -316,7 +316,7 @@ class WorkQueue(Generic[T]):
             processing=len(self._processing),
             delayed=self._delayed_count(),
             waiting_getters=sum(1 for waiter in self._getters if not waiter.done()),
-            shutting_down=self._state is not _State.RUNNING,
+            shutting_down=self._state is not State.RUNNING,
         )
 
     def __repr__(self) -> str:
@@ -361,7 +361,7 @@ class WorkQueue(Generic[T]):
 
     def _start(self) -> None:
         """Start the background tasks, if a loop is running (else try again later)."""
-        if self._state is not _State.RUNNING:
+        if self._state is not State.RUNNING:
             return
         try:
             asyncio.get_running_loop()
@@ -376,38 +376,33 @@ class WorkQueue(Generic[T]):
 
     def _spawn(self, factory: Callable[[], Coroutine[Any, Any, None]], role: str) -> None:
         label = self._name or hex(id(self))
-        task = asyncio.get_running_loop().create_task(
-            factory(), name=f"{type(self).__name__}[{label}] {role}"
-        )
-        task.add_done_callback(self._report_task_failure)
-        self._tasks.add(task)
+        name = f"{type(self).__name__}[{label}] {role}"
+        self._tasks.append(Running.spawn(self._reported(factory, name), name=name))
 
-    def _report_task_failure(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        failure = task.exception()
-        if failure is not None:
-            _log.error(
+    async def _reported(self, factory: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Run a helper, logging its failure: nobody awaits its outcome."""
+        try:
+            await factory()
+        except Exception:  # noqa: BLE001 - logged: a helper's failure has no other reader
+            _log.exception(
                 "queue %r: background task %s failed; delayed items and metrics stall",
                 self._name,
-                task.get_name(),
-                exc_info=failure,
+                name,
             )
 
     def _stop(self) -> None:
         self._wake_all_getters()
-        for task in self._tasks:
-            task.cancel()
+        for helper in self._tasks:
+            helper.cancel()
 
     async def _join_tasks(self) -> None:
-        tasks = list(self._tasks)
-        if not tasks:
+        helpers = list(self._tasks)
+        if not helpers:
             await asyncio.sleep(0)
             return
-        for task in tasks:
-            task.cancel()
-        await asyncio.wait(tasks)
-        self._tasks.difference_update(tasks)
+        for helper in helpers:
+            await helper.stop()
+        self._tasks = [helper for helper in self._tasks if helper not in helpers]
 
     async def _report_unfinished_work(self) -> None:
         while True:
@@ -449,7 +444,7 @@ class DelayingQueue(WorkQueue[T]):
 
     def add_after(self, item: T, delay: float) -> None:
         """Add ``item`` once ``delay`` seconds have passed; no-op when shut down."""
-        if self._state is not _State.RUNNING:
+        if self._state is not State.RUNNING:
             return
         self._metrics.retry()
         if not delay > 0:  # NaN included: it cannot be ordered in the heap
@@ -521,7 +516,7 @@ class DelayingQueue(WorkQueue[T]):
 
     async def _run_timer(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._state is _State.RUNNING:
+        while self._state is State.RUNNING:
             wake: asyncio.Future[None] = loop.create_future()
             self._timer_wake = wake
             deadline = self._release_due()
@@ -529,16 +524,18 @@ class DelayingQueue(WorkQueue[T]):
             if deadline is None:
                 await wake
                 continue
-            sleeper = loop.create_task(self._clock.sleep(deadline - self._clock.monotonic()))
             try:
-                await asyncio.wait((sleeper, wake), return_when=asyncio.FIRST_COMPLETED)
-                if sleeper.done():
-                    sleeper.result()  # a failing clock ends the timer (and is logged)
+                first, ended = await first_completed(
+                    self._clock.sleep(deadline - self._clock.monotonic()), _resolved(wake)
+                )
+                if first == 0:
+                    ended.result()  # a failing clock ends the timer (and is logged)
             finally:
                 self._timer_deadline = None
-                if not sleeper.done():
-                    sleeper.cancel()
-                    await asyncio.wait((sleeper,))
+
+
+async def _resolved(future: asyncio.Future[None]) -> None:
+    await future
 
 
 class RateLimiter(Protocol[T_contra]):
@@ -588,7 +585,7 @@ class RateLimitingQueue(DelayingQueue[T]):
 
     def add_rate_limited(self, item: T) -> None:
         """Add ``item`` after the delay its rate limiter gives; no-op when shut down."""
-        if self._state is not _State.RUNNING:
+        if self._state is not State.RUNNING:
             return
         self.add_after(item, self._rate_limiter.when(item))
 

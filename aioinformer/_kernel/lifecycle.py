@@ -21,7 +21,9 @@ and the mixin gives it the rest, the same way everywhere:
   the block stops the service and waits until it has stopped.
 
 A service that also needs to wait until it has stopped from outside awaits
-:meth:`Service.wait_stopped`.
+:meth:`Service.wait_stopped`. One started in one place and stopped in another (client-go's
+``Start``/``Shutdown``, a server's ``start``/``close``) builds those verbs on
+:meth:`Service._start_in_task` and :meth:`Service._stop_and_wait`.
 
 Input: the subclass's ``_serve`` and ``_request_stop``. Output: the state, the run and
 its ``async with``.
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import anyio.abc
 
-from aioinformer._kernel.runner import BlockRun
+from aioinformer._kernel.runner import BlockRun, Running
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -91,6 +93,8 @@ class Service:
     _state: State = State.NEW
     _stopped: asyncio.Event | None = None
     _block: BlockRun | None = None
+    _in_task: Running | None = None
+    """The run :meth:`_start_in_task` began, until :meth:`_stop_and_wait` reaps it."""
     _cancels_body_on: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
     """The failures of the run that cancel an ``async with`` body (see the module notes)."""
 
@@ -144,6 +148,26 @@ class Service:
         stopped = self._stopped
         if stopped is not None:
             await stopped.wait()
+
+    async def _start_in_task(self) -> None:
+        """Run in a task of its own, returning once ready (or raising what the run raised
+        before, with the run ended): the start of a service stopped elsewhere by
+        :meth:`_stop_and_wait`. Runs once, as :meth:`run`."""
+        self._claim()
+        self._in_task = await Running.start(self._serve_in_block, name=self.service_name)
+
+    async def _stop_and_wait(self) -> BaseException | None:
+        """:meth:`stop`, then wait until the run has ended; the failure of a run that
+        :meth:`_start_in_task` began (``async with`` and ``run()`` report theirs
+        themselves). A cancellation of the caller meanwhile reaches that run, which is
+        still awaited before the cancellation is re-raised."""
+        self.stop()
+        running, self._in_task = self._in_task, None
+        if running is None:
+            await self.wait_stopped()
+            return None
+        await running.wait()
+        return running.failure
 
     async def _serve_in_block(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
         """What ``async with`` runs: the same run, already claimed."""

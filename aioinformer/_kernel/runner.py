@@ -14,6 +14,9 @@ their own:
   readiness (anyio's ``TaskGroup.start`` shape): ``run`` receives ``task_status=`` and
   calls ``task_status.started()``; the starter's ``await`` returns then, or raises what
   ``run`` raised before it got there. It is the shape of every ``async with component:``.
+  :meth:`Running.spawn` starts a helper owned by an object rather than a block (a queue's
+  timer started by its first ``add``, a round's resync loop) from synchronous code; its
+  owner cancels it with :meth:`Running.cancel` and reaps it with :meth:`Running.stop`.
 * :class:`BlockRun` is such a run for the duration of an ``async with`` body, whose
   failure cancels the body and is raised from the block instead of going unseen.
 * :func:`first_completed` waits for the first of several coroutines and reaps the rest;
@@ -369,12 +372,33 @@ class Running:
             raise RuntimeError(f"{name} ended without signalling that it started")
         return cls(task)
 
+    @classmethod
+    def spawn(cls, coro: Coroutine[Any, Any, Any], *, name: str) -> Running:
+        """Run ``coro`` in a task of its own on the running loop, from synchronous code and
+        without readiness; the owner reaps it with :meth:`stop` (or :meth:`cancel`, then
+        :meth:`wait`). ``RuntimeError`` without a running loop (``coro`` is closed)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            coro.close()
+            raise
+        return cls(loop.create_task(coro, name=name))
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended."""
+        return self._task.done()
+
     @property
     def failure(self) -> BaseException | None:
         """The error the run ended with; ``None`` while it runs, or if it returned or was
         cancelled."""
         task = self._task
         return None if not task.done() or task.cancelled() else task.exception()
+
+    def cancel(self) -> None:
+        """Ask the run to end by cancelling it, without waiting (:meth:`wait` reaps it)."""
+        self._task.cancel()
 
     async def stop(self) -> None:
         """Cancel the run and wait until it has ended (see :func:`cancel_and_wait`)."""

@@ -94,6 +94,8 @@ class Watched:
         """The informer as it stands now, for a :class:`CacheSyncError`."""
         informer = self.informer
         state = str(informer.state.value)
+        if state == "stopping":
+            state = "stopped"  # its run is ending: it will not sync
         reflector = informer.statistics().reflector
         error = reflector.last_error if reflector is not None else None
         if state == "stopped" and self.run_failure is not None:

@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from aioinformer._kernel.runner import Running
 from aioinformer.config import Config, load_config, load_kube_config
 from aioinformer.errors import AioinformerError, ApiError
 
@@ -311,14 +312,8 @@ async def start_fake_server(stack: contextlib.AsyncExitStack, started: asyncio.E
 
     server = await stack.enter_async_context(FakeAPIServer())
     seed_fake_server(server)
-    churn = asyncio.create_task(_fake_churn(server, started), name="fake churn")
-
-    async def stop_churn() -> None:
-        churn.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await churn
-
-    stack.push_async_callback(stop_churn)
+    churn = Running.spawn(_fake_churn(server, started), name="fake churn")
+    stack.push_async_callback(churn.stop)
     return server.kubeconfig_path()
 
 

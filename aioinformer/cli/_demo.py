@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -364,45 +365,33 @@ async def _drive(
     stop: asyncio.Event,
 ) -> tuple[_Outcome, Sample]:
     loop = asyncio.get_running_loop()
-    async with factory, asyncio.TaskGroup() as tasks:
-        shower = tasks.create_task(show_periodically(display, progress))
+    async with factory, TaskRunner(name="demo") as shower:
+        shower.start_soon(show_periodically(display, progress), name="display")
         sync_started = loop.time()
-        sync_wait = asyncio.ensure_future(informer.wait_for_sync())
-        stop_wait = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait([sync_wait, stop_wait], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop_wait.cancel()
-            sync_wait.cancel()
+        await first_completed(informer.wait_for_sync(), stop.wait())
         if informer.has_synced():
             progress.sync_seconds = loop.time() - sync_started
-        background: list[asyncio.Task[None]] = []
         if not stop.is_set():
             progress.phase = Phase.CHURNING
             churn_started = loop.time()
-            background = [
-                tasks.create_task(apply_churn(progress.pods, settings.churn)),
-                tasks.create_task(
+            # The churn and the faults run until the time is up or Ctrl-C; one failing
+            # ends the block with its error.
+            async with TaskRunner(name="demo") as background:
+                background.start_soon(apply_churn(progress.pods, settings.churn), name="churn")
+                background.start_soon(
                     inject_faults(
                         server, progress.pods, progress.faults, churn_started, settings.duration
-                    )
-                ),
-            ]
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(settings.duration):
-                    await stop.wait()
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
-        for task in background:
-            if not task.cancelled() and (error := task.exception()) is not None:
-                raise error
+                    ),
+                    name="faults",
+                )
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(settings.duration):
+                        await stop.wait()
         progress.phase = Phase.CONVERGING
         outcome = await _wait_for_convergence(informer, handlers, server)
         progress.phase = Phase.DONE
         last = progress.sample()
         display.show(last)
-        shower.cancel()
     return outcome, last
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import orjson
 
+from aioinformer._kernel.runner import first_completed
 from aioinformer._pipeline.meta import resource_version_of
 from aioinformer.cli._common import (
     EXIT_OK,
@@ -271,13 +272,7 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
             handler = _RowHandler(printer)
             informer.add_event_handler(handler, name="watch rows")
             async with factory:
-                sync = asyncio.ensure_future(informer.wait_for_sync())
-                stopped = asyncio.ensure_future(stop.wait())
-                try:
-                    await asyncio.wait([sync, stopped], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    sync.cancel()
-                    stopped.cancel()
+                await first_completed(informer.wait_for_sync(), stop.wait())
                 if informer.has_synced():
                     handler.listed(sorted(informer.indexer.list(), key=meta_namespace_key))
                     listed.set()

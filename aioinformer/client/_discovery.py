@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import TYPE_CHECKING
 
+from aioinformer._kernel.clock import default_clock
+from aioinformer._kernel.runner import TaskRunner
 from aioinformer.client._names import GVR, ResourceInfo
 from aioinformer.errors import ApiError, NotFound, TransportError, UnknownResourceError
 
@@ -110,9 +113,11 @@ class Discovery:
                 # credentials problems already surfaced on /api and /apis.
                 logger.debug("discovery of %s failed: %s", gv, exc)
 
-        async with asyncio.TaskGroup() as tasks:
+        async with TaskRunner(name="discovery") as fetches:
             for gv in order:
-                tasks.create_task(fetch(gv))
+                fetches.start_soon(fetch(gv), name=gv)
+            # Every fetch ends by itself: wait for all of them, cutting none short.
+            await fetches.drain(math.inf, default_clock)
         self._resources.update(fetched)
         self._order = [gv for gv in order if gv in fetched]
         logger.debug("discovery found %d group-versions", len(self._order))

@@ -60,9 +60,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._kernel.clock import CancelAfter
+from aioinformer._kernel.lifecycle import State
 from aioinformer._pipeline.meta import labels_of, meta_namespace_key, namespace_of, uid_of
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
-from aioinformer.health import InformerState
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.resource_version import parse_resource_version
 
@@ -351,7 +351,7 @@ class OwnWrites:
                         f"informer {informer.name} stopped before its cache reached "
                         f"resourceVersion {rv} of this client's write"
                     )
-                if deletions and informer.state is InformerState.STOPPED:
+                if deletions and informer.state is State.STOPPED:
                     raise InformerStoppedError(
                         f"informer {informer.name} has stopped: its cache will not drop "
                         "what this client deleted"

@@ -32,12 +32,16 @@ The guarantees and their limits (the README's "Serve many clients from one watch
   protobuf); writes are refused (405) or forwarded, and show once they come back
   through the upstream watch.
 
-Task model: :meth:`CachingProxy.start` (or ``async with``) resolves the resources, starts
-one reflector task per resource and one bookmark task, waits until every cache holds its
+Task model: the proxy is a :class:`~aioinformer._kernel.lifecycle.Service`. Its run
+(``async with``, :meth:`CachingProxy.start`, or ``run()``) resolves the resources, starts
+one reflector task per resource and one bookmark task in a task group
+(:class:`~aioinformer._kernel.runner.TaskRunner`), waits until every cache holds its
 first list (``cache_sync_timeout``, else :class:`~aioinformer.errors.CacheSyncError`
-naming each resource and its last error), then listens. :meth:`CachingProxy.close` ends
-every downstream watch, stops listening and cancels the tasks. The upstream client is the
-caller's: the proxy never closes it.
+naming each resource and its last error), then listens and is ready. Stopping
+(:meth:`CachingProxy.close`, ``stop()``, leaving the block) ends every downstream watch,
+stops listening and cancels the tasks. Should a reflector fail meanwhile, the proxy stops
+and raises its error (from the ``async with`` block, cancelling its body). The upstream
+client is the caller's: the proxy never closes it.
 
 Example::
 
@@ -57,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import ipaddress
 import logging
 import os
@@ -70,7 +75,7 @@ from aiohttp import web
 from aioinformer._apiserver.lifecycle import Server
 from aioinformer._apiserver.objects import ResourceType
 from aioinformer._kernel.clock import Clock, default_clock
-from aioinformer._kernel.runner import cancel_and_wait, finish_regardless
+from aioinformer._kernel.runner import TaskRunner, finish_regardless
 from aioinformer.errors import (
     ApiError,
     CacheSyncError,
@@ -84,7 +89,7 @@ from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Collection, Sequence
+    from collections.abc import AsyncIterator, Collection, Sequence
 
     from aioinformer.client import GVR, Client
 
@@ -221,7 +226,6 @@ class CachingProxy(Server):
         self._options = reflector
         self._caches: dict[tuple[str, str, str], WatchCache] = {}
         self._reflectors: list[tuple[str, Reflector]] = []
-        self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.ServerRunner | None = None
         self._handler: Handler | None = None
         self._bound_port = 0
@@ -232,24 +236,31 @@ class CachingProxy(Server):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Resolve the resources, sync their caches, then listen (see the module notes).
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        """Resolve the resources, sync their caches, then listen; on exit, close (see the
+        module notes).
 
         Raises what resolving raises (:class:`~aioinformer.errors.UnknownResourceError`,
         an :class:`~aioinformer.errors.ApiError`), and
         :class:`~aioinformer.errors.CacheSyncError` when a cache did not sync in time;
         nothing is left running then."""
-        if self._runner is not None or self._tasks:
-            raise RuntimeError("this CachingProxy is already started")
         try:
-            await self._start_caches()
-            await self._wait_synced()
-            await self._listen()
-        except BaseException:
-            await self.close()
+            async with TaskRunner(name="proxy") as tasks:
+                try:
+                    await self._start_caches(tasks)
+                    await self._wait_synced()
+                    await self._listen()
+                    yield
+                finally:
+                    await finish_regardless(self._shut_down())
+        except BaseExceptionGroup as group:
+            # One reflector failed (or the start did): raise its error, not the group.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
             raise
 
-    async def _start_caches(self) -> None:
+    async def _start_caches(self, tasks: TaskRunner) -> None:
         for spec in self._specs:
             info = await self._client.resolve(spec)
             gvr = info.gvr
@@ -283,21 +294,21 @@ class CachingProxy(Server):
             )
             self._reflectors.append((str(spec), reflector))
         for _, reflector in self._reflectors:
-            self._tasks.append(asyncio.create_task(reflector.run(), name=reflector.name))
-        self._tasks.append(asyncio.create_task(self._bookmarks(), name="proxy bookmarks"))
+            tasks.start_soon(reflector.run(), name=reflector.name)
+        tasks.start_soon(self._bookmarks(), name="bookmarks")
 
     async def _wait_synced(self) -> None:
-        waits = [asyncio.ensure_future(cache.synced.wait()) for cache in self._caches.values()]
         try:
             async with asyncio.timeout(self._sync_timeout):
-                await asyncio.gather(*waits)
+                for cache in self._caches.values():
+                    await cache.synced.wait()
         except TimeoutError:
             unsynced = tuple(
                 UnsyncedInformer(
                     name=reflector.name,
                     resource=spec,
                     namespace=self._namespace,
-                    state="running",
+                    state="starting",
                     last_error=reflector.statistics().last_error,
                 )
                 for (spec, reflector), cache in zip(
@@ -311,9 +322,6 @@ class CachingProxy(Server):
                 unsynced=unsynced,
                 timeout=self._sync_timeout,
             ) from None
-        finally:
-            for wait in waits:
-                wait.cancel()
 
     async def _listen(self) -> None:
         handler = self._handler = Handler(
@@ -353,28 +361,14 @@ class CachingProxy(Server):
             for cache in self._caches.values():
                 cache.bookmark_all()
 
-    async def close(self) -> None:
-        """End every downstream watch, stop listening, stop the upstream reflectors.
-
-        A caller cancelled while it waits still gets all of it done, and the cancellation
-        is raised once it is: nothing is left listening or running, and nothing swallows
-        the caller's cancellation."""
-        await finish_regardless(self._shut_down())
-
     async def _shut_down(self) -> None:
+        """End every downstream watch and stop listening; the run's task group then
+        stops the upstream reflectors."""
         for cache in self._caches.values():
             cache.close_all()
         runner, self._runner = self._runner, None
-        tasks, self._tasks = self._tasks, []
-        try:
-            if runner is not None:
-                await runner.cleanup()
-        finally:
-            await cancel_and_wait(*tasks)
-        # Every failure is read, so none is reported unretrieved; the first is raised.
-        failures = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
-        if failures:
-            raise failures[0]
+        if runner is not None:
+            await runner.cleanup()
 
     # -- surface ---------------------------------------------------------------------------
 

@@ -10,18 +10,19 @@ cuts its connection, then force-closes the other open connections; a stopped lis
 refuses connections until :meth:`Listener.start_listening` binds the same port again.
 
 Task model: the ``aiohttp`` runner serves each request in its own task. The only tasks
-started here are the server's timers (:meth:`Listener.spawn`), kept in a set and
-cancelled and awaited by :meth:`Listener.cancel_tasks` when the server closes.
+started here are the server's timers (:meth:`Listener.spawn`, as
+:meth:`~aioinformer._kernel.runner.Running.spawn` helpers), kept in a set and cancelled
+and reaped by :meth:`Listener.cancel_tasks` when the server closes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import socket
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
+
+from aioinformer._kernel.runner import Running
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -43,7 +44,8 @@ class Listener:
 
     Invariants: ``_site`` is set iff the server is listening, which needs ``_runner``;
     after the first bind ``port`` is the bound port and never changes (0 before it asks
-    the system for a free one); ``_tasks`` holds every spawned task that has not finished.
+    the system for a free one); ``_tasks`` holds every spawned timer not yet reaped (those
+    that ended are dropped at the next spawn).
     """
 
     def __init__(self, owner: _Clocked, *, port: int, on_drop: Callable[[], None]) -> None:
@@ -53,7 +55,7 @@ class Listener:
         self._on_drop = on_drop
         self._runner: web.AppRunner | None = None
         self._site: web.SockSite | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[Running] = set()
 
     @property
     def clock(self) -> Clock:
@@ -109,17 +111,22 @@ class Listener:
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task that :meth:`cancel_tasks` reaps."""
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        ended = {timer for timer in self._tasks if timer.done and timer.failure is None}
+        self._tasks -= ended
+        self._tasks.add(Running.spawn(coro, name="fake API server timer"))
 
     async def cancel_tasks(self) -> None:
-        """Cancel every spawned task and wait for each to finish."""
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """Cancel every spawned task, wait for each to finish, then raise the first
+        failure among them, if any."""
+        timers = list(self._tasks)
+        self._tasks.clear()
+        for timer in timers:
+            timer.cancel()
+        for timer in timers:
+            await timer.stop()
+        failures = [timer.failure for timer in timers if timer.failure is not None]
+        if failures:
+            raise failures[0]
 
     async def cleanup(self) -> None:
         """Stop serving: close the socket and the connections left."""

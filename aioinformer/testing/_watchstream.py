@@ -44,6 +44,7 @@ from aioinformer._apiserver.requests import (
 )
 from aioinformer._apiserver.watch import Watcher, bookmark_line
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.runner import first_completed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -357,11 +358,4 @@ async def _wait(clock: Clock, event: asyncio.Event, delay: float | None) -> None
             async with asyncio.timeout(delay):
                 await event.wait()
         return
-    waiter = asyncio.ensure_future(event.wait())
-    sleeper = asyncio.ensure_future(clock.sleep(delay))
-    try:
-        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (waiter, sleeper):
-            task.cancel()
-        await asyncio.gather(waiter, sleeper, return_exceptions=True)
+    await first_completed(event.wait(), clock.sleep(delay))

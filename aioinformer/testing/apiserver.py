@@ -84,6 +84,7 @@ import orjson
 from aioinformer._apiserver.lifecycle import Server
 from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, status_body
 from aioinformer._kernel.clock import Clock, default_clock
+from aioinformer._kernel.runner import finish_regardless
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
@@ -95,7 +96,7 @@ from aioinformer.testing._store import Store
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 
     from pydantic import BaseModel
 
@@ -271,16 +272,22 @@ class FakeAPIServer(Server):
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Start serving (``async with`` calls it). The history starts here: watches
-        and ``Exact`` reads at an older version answer 410, as a freshly started
-        kube-apiserver's do (unless ``keep_history_before_start``)."""
-        if not self.keep_history_before_start:
-            self._store.compact()
-        await self._listener.start(self._router.handle)
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        """Serve from entry to exit (``async with``, ``run()`` and ``start()``/``close()``
+        run it). The history starts here: watches and ``Exact`` reads at an older version
+        answer 410, as a freshly started kube-apiserver's do (unless
+        ``keep_history_before_start``). The exit ends every watch, stops timers, stops
+        listening and removes kubeconfig files."""
+        try:
+            if not self.keep_history_before_start:
+                self._store.compact()
+            await self._listener.start(self._router.handle)
+            yield
+        finally:
+            await finish_regardless(self._shut_down())
 
-    async def close(self) -> None:
-        """End every watch, stop timers, stop listening, remove kubeconfig files."""
+    async def _shut_down(self) -> None:
         self._streams.closing = True
         await self._listener.cancel_tasks()
         self._streams.close_all()

@@ -69,8 +69,8 @@ async def test_a_403_and_an_unknown_resource_raise_one_error_naming_both(
         "UnknownResourceError: the API server has no resource named 'widgets'"
     )
     assert [(r.resource, r.namespace, r.state) for r in error.unsynced] == [
-        ("configmaps", "kube-system", "running"),
-        ("widgets", None, "running"),
+        ("configmaps", "kube-system", "starting"),
+        ("widgets", None, "starting"),
     ]
     assert isinstance(error.unsynced[0].last_error, Forbidden)
     assert isinstance(error.unsynced[1].last_error, UnknownResourceError)

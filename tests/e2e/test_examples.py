@@ -92,6 +92,16 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "requests answered 409 to PUT: 1",
         "GET requests timed: True",
     ],
+    "lifecycle.py": [
+        "server: RUNNING",
+        "informer before its run: NEW",
+        "informer ready: RUNNING cache: ['default/web-0']",
+        "informer asked to stop: STOPPING",
+        "informer after its run: STOPPED",
+        "factory: RUNNING | its informer: RUNNING",
+        "factory after shutdown(): STOPPED | its informer: STOPPED",
+        "server: STOPPED",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",

@@ -8,8 +8,10 @@ import asyncio
 import random
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer._kernel.backoff import Backoff
 from aioinformer.client import GVR, Client
 from aioinformer.errors import CacheSyncError, SelectorError
@@ -267,6 +269,48 @@ async def test_factory_starts_syncs_and_shuts_down_every_informer(
         await fake_apiserver.wait_for_watchers(2)
     await _watches_closed(fake_apiserver)
     assert pods.state.name == "STOPPED"
+
+
+async def test_factory_is_a_service_with_client_gos_start_and_shutdown_besides(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0"))
+    factory = SharedInformerFactory(kube_client)
+    pods = factory.informer_for("pods")
+    states = [factory.state]
+    await factory.start()
+    await factory.start()  # idempotent, as client-go's Start
+    states.append(factory.state)
+    assert states == [State.NEW, State.RUNNING]
+    assert await pods.wait_for_sync(timeout=10)
+    with pytest.raises(RuntimeError, match="runs only once"):
+        async with factory:
+            pass
+    await factory.shutdown()
+    await factory.shutdown()  # idempotent, as client-go's Shutdown
+    assert (factory.state, pods.state) == (State.STOPPED, State.STOPPED)
+    await _watches_closed(fake_apiserver)
+    with pytest.raises(RuntimeError, match="shut down"):
+        await factory.start()
+
+
+async def test_factory_run_is_ready_once_its_informers_started_and_stop_ends_it(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(pod("web-0"))
+    factory = SharedInformerFactory(kube_client)
+    pods = factory.informer_for("pods")
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(factory.run)
+        await factory.start()  # already running: nothing to do
+        assert pods.state is not State.NEW
+        assert await factory.wait_for_cache_sync(timeout=10) == {"pods": True}
+        factory.stop()
+        assert factory.state is State.STOPPING
+        with pytest.raises(RuntimeError, match="shut down"):
+            factory.informer_for("configmaps")
+    assert (factory.state, pods.state) == (State.STOPPED, State.STOPPED)
+    await _watches_closed(fake_apiserver)
 
 
 async def test_informer_requested_after_start_starts_at_once(

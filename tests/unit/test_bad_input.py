@@ -23,6 +23,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from aioinformer import State
 from aioinformer.client import Client
 from aioinformer.config import Config
 from aioinformer.errors import (
@@ -34,7 +35,7 @@ from aioinformer.errors import (
     WatchError,
 )
 from aioinformer.indexer import Indexer, meta_namespace_key
-from aioinformer.informer import InformerState, Lister, SharedIndexInformer
+from aioinformer.informer import Lister, SharedIndexInformer
 from aioinformer.listwatch import ListOptions
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
@@ -167,7 +168,7 @@ async def running_informer(script: ScriptedServer) -> AsyncIterator[Running]:
         )
         async with informer:
             yield Running(informer, clock, errors)
-            assert informer.state is InformerState.RUNNING, "the informer stopped by itself"
+            assert informer.state is State.RUNNING, "the informer stopped by itself"
 
 
 # ---------------------------------------------------------------------------------------

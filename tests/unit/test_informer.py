@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import Field
 
+from aioinformer import State
 from aioinformer._kernel.backoff import Backoff
 from aioinformer.errors import ApiError, Forbidden, InformerStoppedError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer, meta_namespace_key, namespace_index_func
@@ -18,7 +19,6 @@ from aioinformer.informer import (
     Event,
     EventStream,
     HandlerRegistration,
-    InformerState,
     Lister,
     SharedIndexInformer,
 )
@@ -304,7 +304,7 @@ async def test_a_stray_cancellation_from_the_source_is_retried_and_the_informer_
     async with informer:
         await relist_after_backoff(informer, clock)
         assert await informer.wait_for_sync(timeout=5)
-        assert informer.state is InformerState.RUNNING
+        assert informer.state is State.RUNNING
         assert informer.indexer.list_keys() == ["pod1"]
 
 
@@ -372,7 +372,7 @@ async def test_a_transform_failing_on_a_watch_event_is_logged_and_later_events_a
             source.add(pod("b"))
             await wait_until(lambda: informer.indexer.get_by_key("b") is not None)
         assert informer.indexer.get_by_key("bad") is None
-        assert informer.state is InformerState.RUNNING
+        assert informer.state is State.RUNNING
     record = next(r for r in caplog.records if "rejected" in r.getMessage())
     assert record.exc_info is not None
     assert "poisoned" in str(record.exc_info[1])
@@ -506,13 +506,13 @@ async def test_informer_state_goes_new_running_stopped_and_refuses_late_handlers
     registration = informer.add_event_handler(handler)
     # Read into a declared local: mypy would keep informer.state narrowed past the awaits
     # that change it.
-    state: InformerState = informer.state
-    assert state is InformerState.NEW
+    state: State = informer.state
+    assert state is State.NEW
     async with informer:
         await wait_until(lambda: handler.received == ["pod1"])
         state = informer.state
-        assert state is InformerState.RUNNING
-    assert informer.state is InformerState.STOPPED
+        assert state is State.RUNNING
+    assert informer.state is State.STOPPED
     with pytest.raises(InformerStoppedError):
         informer.add_event_handler(RecordingHandler())
     with pytest.raises(InformerStoppedError):
@@ -654,7 +654,7 @@ async def test_handler_abuse_add_and_remove_during_churn(
             if i % 50 == 0:
                 await asyncio.sleep(0)
         await wait_until(lambda: sorted(informer.indexer.list_keys()) == sorted(names))
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
 
 
 async def test_update_handler_sees_only_allowed_transitions_and_can_write_back(
@@ -859,7 +859,7 @@ async def test_statistics_report_cache_handlers_and_reflector(
     handler = RecordingHandler()
     informer.add_event_handler(handler, name="recorder")
     before = informer.statistics()
-    assert (before.state, before.cache_size, before.reflector) == (InformerState.NEW, 0, None)
+    assert (before.state, before.cache_size, before.reflector) == (State.NEW, 0, None)
     async with informer:
         await wait_until(lambda: handler.received == ["pod1"])
         stats = informer.statistics()

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from aioinformer import State
 from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import InformerStoppedError
 from aioinformer.indexer import meta_namespace_key
-from aioinformer.informer import InformerState, SharedIndexInformer
+from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -138,7 +139,7 @@ async def test_cancel_during_list_leaves_no_task_and_nothing_cached(
     await stop(task)
     assert source.list_cancelled
     assert other_tasks() == baseline
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
     assert len(informer.indexer) == 0
     assert not informer.has_synced()
     assert not await informer.wait_for_sync(timeout=1)
@@ -173,7 +174,7 @@ async def test_cancel_while_pop_waits_on_an_idle_informer(
         await source.wait_for_watchers(1)
     assert other_tasks() == baseline
     assert source.open_watches == 0
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
 
 
 async def test_handler_blocked_forever_does_not_prevent_stop(
@@ -292,7 +293,7 @@ async def test_cancelling_the_owner_inside_async_with_stops_everything(
     await stop(task)
     assert other_tasks() == baseline
     assert source.open_watches == 0
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
 
 
 async def test_stop_makes_run_return_normally(
@@ -305,7 +306,7 @@ async def test_stop_makes_run_return_normally(
     informer.stop()
     await asyncio.wait_for(task, timeout=5)
     assert source.open_watches == 0
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
 
 
 async def test_anyio_task_group_start_returns_once_synced(
@@ -318,7 +319,7 @@ async def test_anyio_task_group_start_returns_once_synced(
         assert informer.has_synced()
         assert len(informer.indexer) == 2
         task_group.cancel_scope.cancel()
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
     assert source.open_watches == 0
 
 
@@ -351,7 +352,7 @@ async def test_adding_a_handler_while_stopping_raises_informer_stopped(
         informer.events()
     finish_cleanup.set()
     await asyncio.wait_for(task, timeout=5)
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
 
 
 def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
@@ -359,6 +360,17 @@ def namespace_or_stray_cancellation(obj: dict[str, Any]) -> list[str]:
     if obj["metadata"]["name"] == "bad":
         raise asyncio.CancelledError
     return [obj["metadata"]["namespace"]]
+
+
+def failing_on_bad(source: FakeListerWatcher, cache: CacheMode) -> SharedIndexInformer:
+    """An informer named "pods" whose pop task ends unexpectedly on pod "bad"."""
+    return SharedIndexInformer(
+        source,
+        clock=FakeClock(),
+        cache=cache,
+        name="pods",
+        indexers={"by-namespace": namespace_or_stray_cancellation},
+    )
 
 
 async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error(
@@ -370,19 +382,13 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
     # raises, so waiters and the owner find out.
     source = source_type(objects=[pod("a"), pod("bad")])
     baseline = other_tasks()
-    informer = SharedIndexInformer(
-        source,
-        clock=FakeClock(),
-        cache=cache,
-        name="pods",
-        indexers={"by-namespace": namespace_or_stray_cancellation},
-    )
+    informer = failing_on_bad(source, cache)
     task = asyncio.create_task(informer.run())
     with caplog.at_level(logging.ERROR, logger="aioinformer.informer"):
         assert not await informer.wait_for_sync(timeout=5)
         with pytest.raises(RuntimeError, match="'pods pop' was cancelled unexpectedly"):
             await asyncio.wait_for(task, timeout=5)
-    assert informer.state is InformerState.STOPPED
+    assert informer.state is State.STOPPED
     assert any("pods pop" in record.getMessage() for record in caplog.records)
     assert other_tasks() == baseline
     assert source.open_watches == 0
@@ -390,7 +396,7 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
         informer.add_event_handler(on_add=lambda obj, initial: None)
 
 
-async def test_async_with_returns_once_running_before_any_stage_has_run(
+async def test_async_with_returns_once_started_before_any_stage_has_run_and_runs_once_synced(
     cache: CacheMode, source_type: type[FakeListerWatcher]
 ) -> None:
     source = source_type(objects=[pod("a")])
@@ -398,12 +404,14 @@ async def test_async_with_returns_once_running_before_any_stage_has_run(
     async with informer:
         # Read into a declared local: mypy would keep informer.state narrowed past the awaits
         # that change it.
-        state: InformerState = informer.state
-        assert state is InformerState.RUNNING
+        state: State = informer.state
+        assert state is State.STARTING
         assert source.list_calls == []  # the starter resumes ahead of the stages
         assert not informer.has_synced()
         assert await informer.wait_for_sync(timeout=5)
-    assert informer.state is InformerState.STOPPED
+        state = informer.state
+        assert state is State.RUNNING
+    assert informer.state is State.STOPPED
 
 
 async def test_wait_for_sync_called_before_start_returns_once_synced(
@@ -431,3 +439,58 @@ async def test_wait_for_sync_returns_false_once_the_informer_stops_unsynced(
         await source.wait_for_list_calls(1)
     assert await asyncio.wait_for(waiter, timeout=5) is False
     assert not await informer.wait_for_sync()
+
+
+async def test_run_goes_starting_running_stopping_stopped_and_runs_only_once(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache=cache)
+    seen: list[State] = [informer.state]
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(informer.run)
+        seen.append(informer.state)
+        informer.stop()
+        seen.append(informer.state)
+    seen.append(informer.state)
+    assert seen == [State.NEW, State.RUNNING, State.STOPPING, State.STOPPED]
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await informer.run()
+    with pytest.raises(RuntimeError, match="runs only once"):
+        async with informer:
+            pass
+
+
+async def test_an_unsynced_run_is_starting(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    source = source_type(objects=[pod("a")])
+    source.fail_next_list(RuntimeError("down"))
+    informer = SharedIndexInformer(
+        source, clock=FakeClock(), cache=cache, reflector=ReflectorOptions(use_watch_list=False)
+    )
+    async with informer:
+        await wait_until(lambda: informer.health().last_error is not None)
+        assert (informer.state, informer.statistics().state) == (State.STARTING, State.STARTING)
+    assert informer.state is State.STOPPED
+
+
+async def test_a_failing_informer_cancels_the_async_with_body_and_its_error_leaves_the_block(
+    cache: CacheMode, source_type: type[FakeListerWatcher]
+) -> None:
+    # A stage gone freezes the cache: a body waiting for something else must not go on
+    # reading it unaware, so the failure reaches it at once.
+    source = source_type(objects=[pod("a"), pod("bad")])
+    informer = failing_on_bad(source, cache)
+    reached: list[str] = []
+
+    async def wait_in_the_block() -> None:
+        async with informer, asyncio.timeout(5):
+            await asyncio.Event().wait()
+            reached.append("past the wait")
+
+    with pytest.raises(RuntimeError, match="'pods pop' was cancelled unexpectedly"):
+        await wait_in_the_block()
+    assert reached == []
+    assert informer.state is State.STOPPED
+    assert source.open_watches == 0

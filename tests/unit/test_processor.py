@@ -7,6 +7,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
 
 from aioinformer.indexer import meta_namespace_key
@@ -282,6 +283,53 @@ async def test_stopping_the_processor_cancels_a_handler_blocked_forever() -> Non
         await task
     assert cancelled.is_set()
     assert listener.closed
+    assert len(processor) == 0
+
+
+async def test_stopping_the_processor_cancels_every_handler_mid_call_and_waits_for_cleanup() -> (
+    None
+):
+    processor = SharedProcessor()
+    entered: list[str] = []
+    steps: list[str] = []
+    both_in = asyncio.Event()
+    cleanup_may_end = asyncio.Event()
+
+    async def blocked(obj: dict[str, Any], initial: bool) -> None:
+        entered.append("blocked")
+        if len(entered) == 2:
+            both_in.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            steps.append("blocked cancelled")
+
+    async def cleaning(obj: dict[str, Any], initial: bool) -> None:
+        entered.append("cleaning")
+        if len(entered) == 2:
+            both_in.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            # Cancellation is level-triggered: cleanup that awaits must be shielded.
+            with anyio.CancelScope(shield=True):
+                await cleanup_may_end.wait()
+                steps.append("cleaning finished its cleanup")
+
+    processor.add_listener(ProcessorListener(name="blocked", on_add=blocked))
+    processor.add_listener(ProcessorListener(name="cleaning", on_add=cleaning))
+    task = asyncio.create_task(processor.run())
+    processor.distribute(Notification(ADD, pod("a"), False), False)
+    await both_in.wait()
+    task.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not task.done(), "the stop did not wait for a handler's cleanup"
+    assert steps == ["blocked cancelled"]
+    cleanup_may_end.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert steps == ["blocked cancelled", "cleaning finished its cleanup"]
     assert len(processor) == 0
 
 

@@ -499,7 +499,7 @@ async def test_statistics_and_repr_describe_the_queue(fake_clock: FakeClock) -> 
         )
         queue.shut_down()
         assert queue.statistics().shutting_down
-        assert "state=SHUT_DOWN" in repr(queue)
+        assert "state=STOPPED" in repr(queue)
 
 
 async def test_leaving_async_with_shuts_down_and_waits_for_the_timer(
@@ -511,7 +511,7 @@ async def test_leaving_async_with_shuts_down_and_waits_for_the_timer(
         queue.add_after("a", 1)
         await fake_clock.wait_for_sleepers(1)
         started = asyncio.all_tasks() - before
-        assert len(started) == 2  # the timer and the sleep it is waiting on
+        assert len(started) == 3  # the timer, and the sleep and the wake-up it races
     assert queue.shutting_down
     assert all(task.done() for task in started)
     assert fake_clock.sleepers == 0

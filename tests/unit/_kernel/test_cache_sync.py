@@ -63,7 +63,7 @@ def test_cache_sync_error_is_a_timeout_error_of_the_library() -> None:
     ("record", "text"),
     [
         pytest.param(
-            UnsyncedInformer("cm", "configmaps", "kube-system", "running", FORBIDDEN),
+            UnsyncedInformer("cm", "configmaps", "kube-system", "starting", FORBIDDEN),
             'configmaps in kube-system: 403 Forbidden: configmaps is forbidden: User "x" '
             'cannot list resource "configmaps"',
             id="api-error-reads-code-reason-message",
@@ -73,7 +73,7 @@ def test_cache_sync_error_is_a_timeout_error_of_the_library() -> None:
                 "widgets",
                 "widgets",
                 None,
-                "running",
+                "starting",
                 UnknownResourceError("the API server has no resource named 'widgets'"),
             ),
             "widgets (all namespaces): UnknownResourceError: the API server has no resource"
@@ -81,7 +81,7 @@ def test_cache_sync_error_is_a_timeout_error_of_the_library() -> None:
             id="other-error-names-its-class",
         ),
         pytest.param(
-            UnsyncedInformer("p", "pods", None, "running", None),
+            UnsyncedInformer("p", "pods", None, "starting", None),
             "pods (all namespaces): no error yet",
             id="still-listing",
         ),
@@ -151,7 +151,7 @@ async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_
         "configmaps",
         "kube-system",
     )
-    assert record.state == "running"
+    assert record.state == "starting"
     assert record.last_error is FORBIDDEN
 
 

@@ -177,3 +177,76 @@ async def test_cancelling_the_body_stops_the_service_and_propagates() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _state(service) is State.STOPPED
+
+
+# -- started in one place, stopped in another ---------------------------------------------
+
+
+async def test_a_service_started_in_a_task_is_ready_then_stopped_and_waited_for() -> None:
+    service = _Service()
+    service.ready.set()
+    await service._start_in_task()
+    assert _state(service) is State.RUNNING
+    assert await service._stop_and_wait() is None
+    assert _state(service) is State.STOPPED
+    assert service.seen == [State.STARTING, State.RUNNING, State.STOPPING]
+    assert await service._stop_and_wait() is None  # idempotent
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await service._start_in_task()
+
+
+async def test_stop_and_wait_hands_back_the_failure_of_a_run_started_in_a_task() -> None:
+    service = _Service()
+    service.ready.set()
+    service.fail = ValueError("broken")
+    await service._start_in_task()
+    service.failing.set()
+    failure = await service._stop_and_wait()
+    assert isinstance(failure, ValueError)
+    assert _state(service) is State.STOPPED
+
+
+async def test_a_failure_before_ready_is_raised_from_the_start_in_a_task() -> None:
+    class _Failing(_Service):
+        async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+            raise ValueError("cannot start")
+
+    service = _Failing()
+    with pytest.raises(ValueError, match="cannot start"):
+        await service._start_in_task()
+    assert _state(service) is State.STOPPED
+    assert await service._stop_and_wait() is None
+
+
+async def test_a_cancelled_stop_and_wait_still_waits_for_the_run_then_reraises() -> None:
+    steps: list[str] = []
+
+    class _Slow(_Service):
+        def _request_stop(self) -> None:
+            pass  # only a cancellation ends it
+
+        async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+            task_status.started()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await asyncio.sleep(0)
+                steps.append("cleaned up")
+
+    service = _Slow()
+    await service._start_in_task()
+    stopping = asyncio.create_task(service._stop_and_wait())
+    await settle()
+    stopping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping
+    assert steps == ["cleaned up"]
+    assert _state(service) is State.STOPPED
+
+
+async def test_stop_and_wait_on_a_service_run_elsewhere_waits_for_that_run() -> None:
+    service = _Service()
+    service.ready.set()
+    async with service:
+        assert await service._stop_and_wait() is None
+        assert _state(service) is State.STOPPED

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from typing import Any
 
 import pytest
@@ -316,6 +317,47 @@ async def test_a_cancelled_wait_cancels_the_run_and_waits_for_it() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert ended == ["run"]
+
+
+def test_spawn_without_a_running_loop_refuses_and_closes_the_coroutine() -> None:
+    started: list[str] = []
+
+    async def helper() -> None:
+        started.append("ran")
+
+    coro = helper()
+    with pytest.raises(RuntimeError):
+        Running.spawn(coro, name="helper")
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
+    assert started == []
+
+
+async def test_a_spawned_helper_runs_until_its_owner_cancels_and_reaps_it() -> None:
+    steps: list[str] = []
+
+    async def helper() -> None:
+        steps.append("started")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            steps.append("cleaned up")
+
+    running = Running.spawn(helper(), name="helper")
+    await settle()
+    assert (steps, running.done) == (["started"], False)
+    running.cancel()
+    assert not running.done, "cancel() does not wait"
+    await running.wait()
+    assert (steps, running.done, running.failure) == (["started", "cleaned up"], True, None)
+
+
+async def test_a_spawned_helper_keeps_its_failure_for_its_owner() -> None:
+    async def helper() -> None:
+        raise ValueError("broken")
+
+    running = Running.spawn(helper(), name="helper")
+    await running.wait()
+    assert isinstance(running.failure, ValueError)
 
 
 # -- the service group -------------------------------------------------------------------

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
-from aioinformer.health import InformerState
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.operator._own_writes import OwnWrites, Scope
@@ -438,7 +438,7 @@ async def test_a_read_awaiting_a_deletion_of_a_stopped_informer_raises_at_once(
 ) -> None:
     harness.delete_unseen("old")
     harness.informer.stop()
-    await wait_until(lambda: harness.informer.state is InformerState.STOPPED)
+    await wait_until(lambda: harness.informer.state is State.STOPPED)
     with pytest.raises(InformerStoppedError, match="will not drop what this client deleted"):
         await harness.writes.wait_for_key("default/old", timeout=TIMEOUT, clock=harness.clock)
 
