@@ -17,25 +17,9 @@ import pytest
 
 import aioinformer
 
-KNOWN_SITES: frozenset[str] = frozenset(
-    {
-        # The operator toolkit starts its workers, elections and notifiers by hand; the
-        # change that moves it onto the kernel removes these entries, leaving this empty.
-        "aioinformer/operator/_runnables.py:101 create_task",
-        "aioinformer/operator/_runnables.py:133 asyncio.wait",
-        "aioinformer/operator/controller.py:480 create_task",
-        "aioinformer/operator/controller.py:543 asyncio.wait",
-        "aioinformer/operator/leaderelection.py:316 asyncio.create_task",
-        "aioinformer/operator/leaderelection.py:502 asyncio.create_task",
-        "aioinformer/operator/leaderelection.py:505 asyncio.create_task",
-        "aioinformer/operator/leaderelection.py:511 asyncio.wait",
-        "aioinformer/operator/leaderelection.py:607 asyncio.wait",
-        "aioinformer/operator/manager.py:513 create_task",
-        "aioinformer/operator/manager.py:517 asyncio.wait",
-    }
-)
-"""Sites allowed until the operator toolkit is moved onto the kernel, as
-``"path:line what"``; the test fails on any other site, and on an entry no longer found."""
+KNOWN_SITES: frozenset[str] = frozenset()
+"""Sites allowed to start tasks by hand outside the kernel, as ``"path:line what"``:
+none. The test fails on any site, and on an entry no longer found."""
 
 _FORBIDDEN_ASYNCIO = frozenset({"create_task", "ensure_future", "wait", "TaskGroup"})
 """Names of ``asyncio`` that start, race or group tasks."""
