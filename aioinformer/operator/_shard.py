@@ -1,27 +1,34 @@
-"""A replica's half of a shard ring: acknowledging drains for the controllers it runs.
+"""A replica's half of a shard ring: acknowledging drains, and telling a move from a
+deletion, for the controllers it runs.
 
 Role: in a sharded :class:`~aioinformer.operator.Manager`, every controller watching a
-ring resource through the manager's (shard-selected) informer gets a drain guard. When
-the sharder labels one of this shard's objects with the drain label:
+ring resource through the manager's (shard-selected) informer gets a guard, run before
+each reconcile. What a sharded controller's reconcile is called for:
+
+* an object this shard owns, as usual;
+* once, an object deleted while this shard owned it (the watch's last state of it still
+  carries this shard's label), so deletion logic runs as it would unsharded;
+* **never** an object that moved to another shard. The watch reports an object leaving
+  the selector as deleted, in its new state (a handler's ``on_delete`` sees an object
+  ``ring.owns()`` no longer: it moved, it still exists, without a deletionTimestamp);
+  the guard drops every key of it that is still queued (a requeue, a periodic check)
+  until it comes back.
+
+Draining: when the sharder labels one of this shard's objects with the drain label,
 
 1. the label's update enqueues the object's key, whatever the controller's predicates
    say (a guard watch of its own);
 2. the work queue hands the key over only once a reconcile of it that was running has
    finished (one worker per key at a time);
-3. the guard, run before the reconcile, removes the shard and drain labels with a merge
-   patch whose resourceVersion is the one the cache shows (a 409, meaning the object
-   changed meanwhile, is retried by the controller), and the key is forgotten: the
-   controller's reconcile is not called for it again while it is away.
-
-The object then leaves this shard's watch, which reports it as deleted in its new state
-(a handler's ``on_delete`` sees an object that ``ring.owns()`` no longer: it moved, it
-was not deleted; it still exists, without a deletionTimestamp, so finalizer logic is not
-triggered). Should the sharder assign it back, it arrives as an add and is reconciled
-again.
+3. the guard removes the shard and drain labels with a merge patch whose
+   resourceVersion is the one the cache shows (a 409, meaning the object changed
+   meanwhile, is retried by the controller), and the key is forgotten: the reconcile is
+   not called for it again while it is away.
 
 Input: the controller, the shard-selected informer of a ring resource and that
 resource. Output: a guard the controller runs before each reconcile. Task model: none
-of its own; the guard runs on the controller's workers.
+of its own; the guard runs on the controller's workers, the view's handler on the
+informer's dispatch.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from aioinformer._pipeline.meta import resource_version_of
 from aioinformer.errors import NotFound
 from aioinformer.indexer import split_meta_namespace_key
+from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -41,17 +49,61 @@ if TYPE_CHECKING:
     from aioinformer.informer import SharedIndexInformer
     from aioinformer.operator.sharding import ShardRing
 
-__all__ = ["DrainGuard"]
+__all__ = ["DrainGuard", "ShardView"]
 
 logger = logging.getLogger(__name__)
 
 
-class DrainGuard:
-    """Acknowledges the drains of one ring resource for one controller (see the module
-    notes). :meth:`keys` is the enqueue mapping of the guard's watch; :meth:`__call__`
-    runs before each reconcile and returns True when the key was handled here."""
+class ShardView:
+    """One shard-selected informer of a ring resource, as its controllers' guards see it.
 
-    __slots__ = ("_client", "_drained", "_informer", "_key_func", "_resource", "_ring")
+    Registered on the informer when it is made, before any controller watches it, so
+    that for every event it runs no later than a controller's own handler: each guard
+    learns of a deletion seen while this shard owned the object before the key it
+    enqueues is reconciled.
+    """
+
+    __slots__ = ("_guards", "_ring", "informer")
+
+    def __init__(self, ring: ShardRing, informer: SharedIndexInformer) -> None:
+        self._ring = ring
+        self.informer = informer
+        self._guards: list[DrainGuard] = []
+        informer.add_event_handler(on_delete=self._deleted, name=f"shard {ring.identity}")
+
+    def _deleted(self, obj: Any) -> None:
+        last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if not self._ring.owns(last):
+            return  # moved to another shard: not a deletion
+        for guard in self._guards:
+            guard.deleted(last)
+
+    def guard(
+        self,
+        client: Client,
+        resource: str | GVR | ResourceInfo,
+        key_func: Callable[[Any], str],
+    ) -> DrainGuard:
+        """A new guard for one controller watching this informer."""
+        guard = DrainGuard(self._ring, client, self.informer, resource, key_func)
+        self._guards.append(guard)
+        return guard
+
+
+class DrainGuard:
+    """Guards one controller's reconciles of one ring resource (see the module notes).
+    :meth:`keys` is the enqueue mapping of the guard's watch; :meth:`__call__` runs
+    before each reconcile and returns True when the key was handled here."""
+
+    __slots__ = (
+        "_client",
+        "_deleted",
+        "_drained",
+        "_informer",
+        "_key_func",
+        "_resource",
+        "_ring",
+    )
 
     def __init__(
         self,
@@ -67,7 +119,13 @@ class DrainGuard:
         self._resource = resource
         self._key_func = key_func
         self._drained: set[str] = set()
-        """Keys given up and not seen back since."""
+        """Keys given up whose object the cache still shows (the move not seen yet)."""
+        self._deleted: set[str] = set()
+        """Keys of objects deleted while this shard owned them, not yet reconciled."""
+
+    def deleted(self, obj: Any) -> None:
+        """``obj`` was deleted while this shard owned it: its next reconcile runs."""
+        self._deleted.add(self._key_func(obj))
 
     def keys(self, obj: Any) -> Iterable[str]:
         """The key of ``obj`` when the sharder asked for it back, else nothing."""
@@ -78,16 +136,19 @@ class DrainGuard:
     async def __call__(self, key: str) -> bool:
         ring = self._ring
         obj = self._informer.indexer.get_by_key(key)
-        drained = self._drained
-        if key in drained:
-            if obj is None:
-                drained.discard(key)  # gone from the watch: the move is complete
-                return True
+        if obj is None:
+            self._drained.discard(key)
+            if key in self._deleted:
+                self._deleted.discard(key)
+                return False  # deleted while ours: reconciled like any deletion
+            return True  # moved away, or never ours: not a deletion
+        self._deleted.discard(key)  # here again: a deletion no longer pending
+        if key in self._drained:
             if ring.owns(obj) and not ring.draining(obj):
-                drained.discard(key)  # assigned back to this shard
+                self._drained.discard(key)  # assigned back before the cache saw it go
                 return False
-            return True
-        if obj is None or not (ring.owns(obj) and ring.draining(obj)):
+            return True  # given up; the cache has not seen it go yet
+        if not (ring.owns(obj) and ring.draining(obj)):
             return False
         namespace, name = split_meta_namespace_key(key)
         patch = {
@@ -99,6 +160,6 @@ class DrainGuard:
         api = self._client.resource(self._resource, namespace=namespace or None)
         with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to give up
             await api.patch(name, patch)
-        drained.add(key)
+        self._drained.add(key)
         logger.info("ring %s: shard %s gave %s up", ring.name, ring.identity, key)
         return True

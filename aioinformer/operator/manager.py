@@ -93,7 +93,7 @@ from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory, resource_key
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
 from aioinformer.operator._runnables import Runnable, RunnableGroup
-from aioinformer.operator._shard import DrainGuard
+from aioinformer.operator._shard import ShardView
 from aioinformer.operator._sharder import Sharder
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
@@ -278,9 +278,10 @@ class Manager(Service):
         # Each sharded resource's key, and whether the ring reconciles it (not only
         # follows its owner); informers of them watch this shard's objects only.
         self._sharded: dict[str, bool] = {}
-        # Sharded informers handed out: id -> (the informer, its resource, ring resource).
+        # Sharded informers handed out: id -> (the informer, its resource, and for a
+        # resource the ring reconciles, the view its controllers' guards share).
         self._sharded_informers: dict[
-            int, tuple[SharedIndexInformer, str | GVR | ResourceInfo, bool]
+            int, tuple[SharedIndexInformer, str | GVR | ResourceInfo, ShardView | None]
         ] = {}
         self._shard_elector: LeaderElector | None = None
         self._sharder_elector: LeaderElector | None = None
@@ -403,7 +404,9 @@ class Manager(Service):
         wanted = options.get("label_selector")
         selector = ring.selector if not wanted else f"{wanted},{ring.selector}"
         informer = self._factory.informer_for(resource, **{**options, "label_selector": selector})
-        self._sharded_informers[id(informer)] = (informer, resource, sharded)
+        if id(informer) not in self._sharded_informers:
+            view = ShardView(ring, informer) if sharded else None
+            self._sharded_informers[id(informer)] = (informer, resource, view)
         return informer
 
     def add(self, controller: Controller) -> None:
@@ -434,10 +437,10 @@ class Manager(Service):
             return
         ring = self._ring
         assert ring is not None
-        for informer, resource, reconciled in sharded:
-            if not reconciled:
+        for informer, resource, view in sharded:
+            if view is None:
                 continue  # a controlled resource follows its owner: no drain of its own
-            guard = DrainGuard(ring, self._client, informer, resource, controller.key_func)
+            guard = view.guard(self._client, resource, controller.key_func)
             controller.watch(informer, enqueue=guard.keys)
             controller._add_guard(guard)
         self._shard_group.add(runnable)
