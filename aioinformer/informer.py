@@ -77,7 +77,6 @@ from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_m
 from aioinformer._kernel.runner import Running, TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
-from aioinformer._pipeline.handler_calls import SlowHandlerThresholds, handler_name
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer._pipeline.store_rv import wait_applied
 from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
@@ -98,7 +97,9 @@ from aioinformer.processor import (
     OverflowPolicy,
     ProcessorListener,
     SharedProcessor,
+    SlowHandlerThresholds,
     determine_resync_period,
+    handler_name,
 )
 from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
@@ -334,7 +335,7 @@ class SharedIndexInformer:
         ``run_in_thread=True`` runs each sync callback in a worker thread, one at a time
         (``TypeError`` for an async one). A call past ``slow_thresholds`` (default: the
         informer's) is logged once per slow episode (see
-        :mod:`aioinformer._pipeline.handler_calls`).
+        :mod:`aioinformer.processor`).
 
         Added to a running informer, the handler first receives ``on_add(obj, True)`` for
         each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
