@@ -17,7 +17,13 @@ The pop task applies each object's deltas to the cache, then distributes one not
 per delta: ``Added``/``Updated``/``Replaced``/``Sync`` become an update when the cache
 held the object and an add otherwise; ``Deleted`` becomes a delete. An update whose old and
 new objects have the same resourceVersion is a *resync* and reaches only the handlers due
-for a resync at the last check (see :mod:`aioinformer.processor`).
+for a resync at the last check (see :mod:`aioinformer.processor`). This is
+:func:`apply_deltas`, at the end of this module: the deltas of one key are applied and
+distributed in order, with the key computed and the cached entry looked up once (each
+delta's "old" is what the previous one stored), and the informer's
+:class:`~aioinformer.codec.Codec` says what the cache stores for each object, what each
+notification carries and whether two entries are the same version, so the one function
+serves both cache modes. It is synchronous: nothing suspends between two deltas.
 
 Guarantees:
 
@@ -74,9 +80,7 @@ from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
-from aioinformer._pipeline.apply import apply_deltas
 from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
-from aioinformer._pipeline.handler_calls import SlowHandlerThresholds, handler_name
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer._pipeline.store_rv import wait_applied
 from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
@@ -97,7 +101,9 @@ from aioinformer.processor import (
     OverflowPolicy,
     ProcessorListener,
     SharedProcessor,
+    SlowHandlerThresholds,
     determine_resync_period,
+    handler_name,
 )
 from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
@@ -328,7 +334,7 @@ class SharedIndexInformer(Service):
         ``run_in_thread=True`` runs each sync callback in a worker thread, one at a time
         (``TypeError`` for an async one). A call past ``slow_thresholds`` (default: the
         informer's) is logged once per slow episode (see
-        :mod:`aioinformer._pipeline.handler_calls`).
+        :mod:`aioinformer.processor`).
 
         Added to a running informer, the handler first receives ``on_add(obj, True)`` for
         each cached object. Raises :class:`InformerStoppedError` once the informer stopped.
@@ -804,7 +810,7 @@ class SharedIndexInformer(Service):
         """Apply one key's deltas to the cache and distribute the notifications.
 
         Runs without suspending, so the cache, the notifications and a late handler's
-        snapshot always line up (see :mod:`aioinformer._pipeline.apply`).
+        snapshot always line up (see :func:`apply_deltas`).
         """
         fifo = self._fifo
         assert fifo is not None
@@ -883,3 +889,46 @@ def _decoded(source: ListerWatcher, codec: Codec) -> ListerWatcher:
     :meth:`~aioinformer.listwatch.DescribedListerWatcher.decoded_with`); else itself,
     whose dicts the codec takes as they come."""
     return source.decoded_with(codec) if isinstance(source, DescribedListerWatcher) else source
+
+
+# -- applying one key's deltas: the pop task's per-event step ---------------------------
+
+_ADD: Final = NotificationKind.ADD
+_UPDATE: Final = NotificationKind.UPDATE
+_DELETE: Final = NotificationKind.DELETE
+
+
+def apply_deltas(
+    deltas: Deltas,
+    indexer: Indexer[Any],
+    distribute: Callable[[Notification, bool], None],
+    codec: Codec,
+    *,
+    is_in_initial_list: bool,
+) -> None:
+    """Apply one key's deltas to ``indexer`` (``codec``'s store) and distribute the
+    notifications, carried as ``codec`` carries them."""
+    first = deltas[0].object
+    key = first.key if type(first) is DeletedFinalStateUnknown else codec.key(first)
+    old = indexer.entry_by_key(key)
+    put = indexer.put_entry
+    entry_of = codec.entry
+    carry = codec.carry
+    for delta in deltas:
+        obj = delta.object
+        if delta.type is _DELETED:
+            indexer.delete_by_key(key)
+            distribute(Notification(_DELETE, codec.carry_deleted(obj), None), False)
+            old = None
+            continue
+        entry = entry_of(obj)
+        carried = carry(entry, obj)
+        put(key, entry, carried)
+        if old is None:
+            distribute(Notification(_ADD, carried, is_in_initial_list), False)
+        elif old is entry:
+            # A resync re-delivers the cached entry: one carried object serves old and new.
+            distribute(Notification(_UPDATE, carried, carried), True)
+        else:
+            distribute(Notification(_UPDATE, carry(old), carried), codec.same_version(old, entry))
+        old = entry

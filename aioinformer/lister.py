@@ -31,13 +31,18 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
-from aioinformer._pipeline.handler_calls import converted_deleted, converted_old
 from aioinformer._pipeline.meta import labels_of, namespace_of
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
-from aioinformer.processor import HandlerRegistration, NotificationKind, ProcessorListener
+from aioinformer.processor import (
+    HandlerRegistration,
+    NotificationKind,
+    ProcessorListener,
+    converted_deleted,
+    converted_old,
+)
 
 if TYPE_CHECKING:
     import builtins

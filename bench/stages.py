@@ -83,17 +83,16 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 import orjson
 
 from aioinformer._kernel.clock import default_clock
-from aioinformer._pipeline.apply import apply_deltas
 from aioinformer._pipeline.raw import CompactEntry, decode_list
-from aioinformer._pipeline.watch_stream import Cursor, WatchRead
 from aioinformer.codec import DICT_BATCH, CompactCodec, ObjectsCodec
 from aioinformer.codec import Codec as PipelineCodec
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, Delta, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError
 from aioinformer.indexer import CompactIndexer, Indexer, meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
+from aioinformer.informer import SharedIndexInformer, apply_deltas
 from aioinformer.listwatch import WatchEvent, WatchStreamBase
 from aioinformer.processor import NotificationKind, ProcessorListener, SharedProcessor
+from aioinformer.reflector import Cursor, WatchRead
 from aioinformer.testing import FakeListerWatcher
 from aioinformer.watch import WatchStreamDecoder
 from bench import harness

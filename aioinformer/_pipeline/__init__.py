@@ -2,7 +2,7 @@
 top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
 :mod:`~aioinformer.indexer`, :mod:`~aioinformer.processor`).
 
-- the reflector's: :mod:`~aioinformer._pipeline.watch_stream` (the reader of a watch's
+- the reflector's: :mod:`~aioinformer.reflector` (the reader of a watch's
   batches), :mod:`~aioinformer._pipeline.watch_policy` (what follows the end of a watch),
   :mod:`~aioinformer._pipeline.list_policy` (what the next list asks for),
   :mod:`~aioinformer._pipeline.reflector_status` and
@@ -12,9 +12,11 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
   cache's entries) and :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on) and
   :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
-- the store's: :mod:`~aioinformer._pipeline.apply` (one key's deltas into the cache and the
-  notifications) and :mod:`~aioinformer._pipeline.audit` (the cache audit at work);
-- the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),
-  :mod:`~aioinformer._pipeline.handler_calls` (how each call is made, timed and reported),
-  :mod:`~aioinformer._pipeline.registration` and :mod:`~aioinformer._pipeline.model_guard`.
+- the store's: :mod:`~aioinformer._pipeline.audit` (the cache audit at work);
+- the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``)
+  and :mod:`~aioinformer._pipeline.model_guard`.
+
+What a stage does for every event lives in the stage's own module, not here: the reading
+of a watch stream in :mod:`~aioinformer.reflector`, applying a key's deltas in
+:mod:`~aioinformer.informer`, the handler calls in :mod:`~aioinformer.processor`.
 """

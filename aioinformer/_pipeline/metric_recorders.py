@@ -10,7 +10,7 @@ provider made for the component
 :class:`~aioinformer._kernel.metrics.RestClientMetricsProvider`).
 
 Input: the component's calls, sync, on its event loop: a reflector's list started or
-done, watch opened, stream being read (its :class:`~aioinformer._pipeline.watch_stream.WatchRead`)
+done, watch opened, stream being read (its :class:`~aioinformer.reflector.WatchRead`)
 and ended (its :class:`~aioinformer._pipeline.watch_policy.WatchEnd`), relist; an elector's run
 started, lease acquired, renewal failed, leadership left; a controller's reconcile
 started, ended with its result, and its worker freed; an HTTP request answered (or not)
@@ -36,7 +36,7 @@ import enum
 import functools
 import math
 import weakref
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import quote_plus, urlsplit
 
 from aioinformer._kernel.clock import call_later
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from aioinformer._kernel.clock import Clock, TimerHandle
     from aioinformer._kernel.metrics import CounterMetric, HistogramMetric
     from aioinformer._pipeline.watch_policy import WatchEnd
-    from aioinformer._pipeline.watch_stream import Cursor, WatchRead
 
 __all__ = [
     "FLUSH_PERIOD",
@@ -75,6 +74,32 @@ __all__ = [
     "new_rest_client_metrics",
     "url_template",
 ]
+
+
+class _Read(Protocol):
+    """What a recorder reads of a reflector's :class:`~aioinformer.reflector.WatchRead`:
+    the applied events by type (declared here, below the reflector, which imports this
+    module)."""
+
+    @property
+    def added(self) -> int: ...
+
+    @property
+    def modified(self) -> int: ...
+
+    @property
+    def deleted(self) -> int: ...
+
+    @property
+    def bookmarks(self) -> int: ...
+
+
+class _Position(Protocol):
+    """What a recorder reads of a reflector's :class:`~aioinformer.reflector.Cursor`."""
+
+    @property
+    def resource_version(self) -> str: ...
+
 
 FLUSH_PERIOD: Final = 15.0
 """Seconds between two additions of a watch stream's event counts to the metrics: about
@@ -103,7 +128,7 @@ class ReflectorMetrics:
     def relisted(self) -> None:
         """A list-and-watch round after the first begins (it lists again)."""
 
-    def reading(self, read: WatchRead, cursor: Cursor) -> None:
+    def reading(self, read: _Read, cursor: _Position) -> None:
         """``read`` starts reading a watch stream, advancing ``cursor``."""
 
     def stop_reading(self) -> None:
@@ -164,8 +189,8 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         # observed with the rest of the stream in items_per_watch.
         self._carried = 0
         # The read in progress and its cursor, between reading() and stop_reading().
-        self._read: WatchRead | None = None
-        self._cursor: Cursor | None = None
+        self._read: _Read | None = None
+        self._cursor: _Position | None = None
         # The read's counts (added, modified, deleted, bookmarks) already in the metrics.
         self._flushed = (0, 0, 0, 0)
         # The pending flush while a read is in progress, else None.
@@ -189,7 +214,7 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
     def relisted(self) -> None:
         self._relists.inc()
 
-    def reading(self, read: WatchRead, cursor: Cursor) -> None:
+    def reading(self, read: _Read, cursor: _Position) -> None:
         self._read = read
         self._cursor = cursor
         self._flushed = (0, 0, 0, 0)

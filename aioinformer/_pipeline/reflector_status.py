@@ -4,7 +4,7 @@ Role. The reporting half of :mod:`aioinformer.reflector` (which re-exports the p
 names): :class:`ReflectorState`, the phase a reflector is in; :class:`ReflectorStatistics`,
 the frozen snapshot ``Reflector.statistics()`` returns; and :class:`LastHeard`, the one
 mutable cell recording when the server last said anything, shared by the reflector and
-the watch being read (:class:`aioinformer._pipeline.watch_stream.WatchRead`).
+the watch being read (:class:`aioinformer.reflector.WatchRead`).
 
 Input: clock readings, written by the reflector's own task and by the inactivity
 check's timer callback, both on the event loop. Output: values read by ``statistics()``,

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline.watch_stream import DEADLINE_TICKS, INITIAL_EVENTS_GRACE
 from aioinformer.errors import ApiError, Forbidden, Gone, ServerError, TooManyRequests, WatchError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import (
@@ -33,7 +32,13 @@ from aioinformer.listwatch import (
     source_info,
 )
 from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.reflector import DEFAULT_WATCH_INACTIVITY_TIMEOUT, Reflector, ReflectorState
+from aioinformer.reflector import (
+    DEADLINE_TICKS,
+    DEFAULT_WATCH_INACTIVITY_TIMEOUT,
+    INITIAL_EVENTS_GRACE,
+    Reflector,
+    ReflectorState,
+)
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import RecordingStore

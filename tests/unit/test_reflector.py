@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.delta_fifo import DeltaFIFO, DeltaType
 from aioinformer.errors import (
     BadRequest,
@@ -33,6 +32,7 @@ from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import ListOptions, WatchEvent, WatchStreamBase
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.reflector import (
+    DEADLINE_TICKS,
     DEFAULT_WATCH_INACTIVITY_TIMEOUT,
     Reflector,
     ReflectorOptions,

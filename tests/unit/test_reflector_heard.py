@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
-from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
+from aioinformer.reflector import DEADLINE_TICKS, Reflector, ReflectorOptions, ReflectorState
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import HeldStore, RecordingStore

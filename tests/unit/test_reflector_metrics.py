@@ -20,9 +20,8 @@ from aioinformer._pipeline.metric_recorders import (
     ReflectorMetrics,
     new_reflector_metrics,
 )
-from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.reflector import Reflector, ReflectorOptions
+from aioinformer.reflector import DEADLINE_TICKS, Reflector, ReflectorOptions
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import WorkQueue

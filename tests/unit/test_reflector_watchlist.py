@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline.watch_stream import INITIAL_EVENTS_GRACE, InitialEventsIgnored
 from aioinformer.errors import (
     BadRequest,
     ConnectionFailed,
@@ -21,7 +20,13 @@ from aioinformer.errors import (
     WatchError,
 )
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
-from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
+from aioinformer.reflector import (
+    INITIAL_EVENTS_GRACE,
+    InitialEventsIgnored,
+    Reflector,
+    ReflectorOptions,
+    ReflectorState,
+)
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from tests._support_reflector import RecordingStore

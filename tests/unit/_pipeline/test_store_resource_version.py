@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from aioinformer._pipeline.watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltasBatch, Requeue
 from aioinformer.indexer import Indexer
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import WatchEvent
+from aioinformer.reflector import Cursor, TemporaryStore, WatchRead
 from aioinformer.resource_version import compare_resource_versions, parse_resource_version
 from aioinformer.testing import FakeClock, FakeListerWatcher
 from aioinformer.testing._faults import FaultPlan
 from aioinformer.testing._resources import BUILTIN_RESOURCES
-from tests.unit._pipeline.test_watch_stream import Scripted, initial_events_end, pod
+from tests.unit.test_reflector_watch_read import Scripted, initial_events_end, pod
 
 
 def cm(name: str, rv: str) -> dict[str, Any]:

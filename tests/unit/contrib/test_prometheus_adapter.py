@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from aioinformer._pipeline.watch_stream import DEADLINE_TICKS
 from aioinformer.contrib.prometheus import DURATION_BUCKETS, PrometheusMetricsProvider
 from aioinformer.operator.leaderelection import LeaderElector
-from aioinformer.reflector import DEFAULT_WATCH_INACTIVITY_TIMEOUT, Reflector
+from aioinformer.reflector import DEADLINE_TICKS, DEFAULT_WATCH_INACTIVITY_TIMEOUT, Reflector
 from aioinformer.testing.lister_watcher import FakeListerWatcher
 from aioinformer.workqueue import RateLimitingQueue, WorkQueue
 from tests._support_reflector import RecordingStore

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.watch_stream import Cursor, TemporaryStore, WatchRead
 from aioinformer.errors import Gone, WatchTimeout
 from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStreamBase
+from aioinformer.reflector import Cursor, TemporaryStore, WatchRead
 from aioinformer.testing import FakeClock
 from tests._support_reflector import RecordingStore
 
