@@ -74,6 +74,8 @@ from aioinformer.operator.retry import DEFAULT_RETRY as DEFAULT_RETRY
 from aioinformer.operator.retry import is_conflict as is_conflict
 from aioinformer.operator.retry import on_error as on_error
 from aioinformer.operator.retry import retry_on_conflict as retry_on_conflict
+from aioinformer.operator.sharding import ShardedResource as ShardedResource
+from aioinformer.operator.sharding import ShardRing as ShardRing
 
 __all__ = [
     "Cleanup",
@@ -98,6 +100,8 @@ __all__ = [
     "PredicateLike",
     "Reconcile",
     "Requeue",
+    "ShardRing",
+    "ShardedResource",
     "UpdatePredicate",
     "add_finalizer",
     "all_of",

@@ -102,6 +102,12 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "factory after shutdown(): STOPPED | its informer: STOPPED",
         "server: STOPPED",
     ],
+    "sharded_operator.py": [
+        "assigned and stamped: a: 11, b: 11, c: 8",
+        "leases: a, b, c, configmaps-sharder",
+        "c stopped; its ConfigMaps moved: a: 16, b: 14",
+        "d joined; drained to it: a: 14, b: 9, d: 7",
+    ],
     "two_handlers_with_resync.py": [
         "auditor:  {'added': 2, 'changed': 1, 'resynced': 4}",
         "notifier: {'added': 2, 'updated': 1}",

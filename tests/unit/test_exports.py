@@ -215,6 +215,7 @@ OPERATOR_HOMES = {
         "LeaseLock",
     ],
     "aioinformer.operator.manager": ["LeaderElection", "Manager", "ManagerHealth"],
+    "aioinformer.operator.sharding": ["ShardRing", "ShardedResource"],
     "aioinformer.operator.ownership": [
         "has_controller_reference",
         "remove_owner_reference",
