@@ -54,6 +54,7 @@ from aioinformer._pipeline.meta import labels_of, name_of, namespace_of, resourc
 from aioinformer._pipeline.metric_recorders import new_sharding_metrics
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.indexer import meta_namespace_key
+from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.sharding import (
@@ -229,7 +230,7 @@ class Sharder(Service):
         self._wake.set()
 
     def _lease_gone(self, lease: Any) -> None:
-        name = name_of(lease)
+        name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
         if name is not None and self._membership.forget(name):
             self._members_changed()
         self._wake.set()

@@ -88,16 +88,20 @@ from aioinformer._kernel.runner import (
     first_completed,
     is_async_callable,
 )
+from aioinformer._pipeline.meta import name_of
 from aioinformer.audit import CacheAudit
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory, resource_key
+from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
+from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator._shard import ShardView
 from aioinformer.operator._sharder import Sharder
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
+from aioinformer.operator.sharding import RingMembership
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -180,6 +184,9 @@ class ManagerHealth:
     controllers: dict[str, str]
     """Each controller's state by name (:class:`~aioinformer.State` values)."""
     factory: FactoryHealth
+    shard: dict[str, Any] | None = None
+    """With ``shard``: the ring's name, this replica's identity, whether it holds its
+    shard Lease and runs the sharder, and the ring's members as its Leases show them."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values: the manager's fields and the factory's record."""
@@ -189,6 +196,7 @@ class ManagerHealth:
             "state": self.state.value,
             "leader": self.leader,
             "controllers": dict(self.controllers),
+            **({"shard": dict(self.shard)} if self.shard is not None else {}),
             **{k: v for k, v in self.factory.as_dict().items() if k not in ("ready", "live")},
         }
 
@@ -286,7 +294,20 @@ class Manager(Service):
         self._shard_elector: LeaderElector | None = None
         self._sharder_elector: LeaderElector | None = None
         self._sharder: Sharder | None = None
+        self._membership: RingMembership | None = None
         if shard is not None:
+            # Every replica follows the ring's Leases (full objects: the holder is in the
+            # spec), the sharder's informer shared with it.
+            self._membership = RingMembership()
+            leases = self._factory.informer_for(
+                LEASES_RESOURCE, namespace=shard.namespace, label_selector=shard.lease_selector
+            )
+            leases.add_event_handler(
+                on_add=lambda lease, _initial: self._lease_seen(lease),
+                on_update=lambda _old, lease: self._lease_seen(lease),
+                on_delete=self._lease_gone,
+                name="manager ring members",
+            )
             for spec in shard.resources:
                 self._sharded[resource_key(spec.resource)] = True
                 for owned in spec.controlled:
@@ -348,6 +369,17 @@ class Manager(Service):
         ``await manager.elected.wait()``."""
         # What ``async with`` calls once the informers have started (readiness comes at sync).
         self._on_started: Callable[[], None] | None = None
+
+    def _lease_seen(self, lease: Any) -> None:
+        membership = self._membership
+        if membership is not None and membership.observe(lease, self._clock.monotonic()):
+            logger.info("manager: ring members now %s", ", ".join(membership.members()) or "none")
+
+    def _lease_gone(self, lease: Any) -> None:
+        membership = self._membership
+        name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
+        if membership is not None and name is not None and membership.forget(name):
+            logger.info("manager: ring members now %s", ", ".join(membership.members()) or "none")
 
     def _ring_elector(
         self, lock: LeaseLock, work: Callable[[], Coroutine[Any, Any, None]]
@@ -502,7 +534,26 @@ class Manager(Service):
             leader=self.is_leader,
             controllers=controllers,
             factory=factory,
+            shard=self._shard_health(),
         )
+
+    def _shard_health(self) -> dict[str, Any] | None:
+        ring = self._ring
+        if ring is None:
+            return None
+        return {
+            "ring": ring.name,
+            "identity": ring.identity,
+            "holding": self.sharding.is_set(),
+            "sharder": self.sharder is not None,
+            "members": self.ring_members,
+        }
+
+    @property
+    def ring_members(self) -> list[str]:
+        """With ``shard``: the ring's members as their Leases show them to this replica
+        (each holds its own Lease), sorted; ``[]`` without ``shard``."""
+        return self._membership.members() if self._membership is not None else []
 
     def _probe(self, passed: Callable[[ManagerHealth], bool]) -> Callable[[], Awaitable[Answer]]:
         async def answer() -> Answer:

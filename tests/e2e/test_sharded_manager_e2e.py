@@ -144,6 +144,11 @@ async def test_each_replica_reconciles_exactly_its_shards_objects(
         assert sum(1 for m in managers.values() if m.sharder is not None) == 1
         leases = {lease["metadata"]["name"] for lease in fake_apiserver.objects("leases")}
         assert leases == {"a", "b", "c", "cms-sharder"}
+        shards = [m.health().as_dict()["shard"] for m in managers.values()]
+        assert [s["identity"] for s in shards] == members
+        assert all(s["ring"] == "cms" and s["holding"] for s in shards)
+        assert all(s["members"] == members for s in shards)  # every replica knows the ring
+        assert sum(s["sharder"] for s in shards) == 1
     assert record.violations == []
 
 
