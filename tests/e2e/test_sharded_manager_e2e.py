@@ -188,21 +188,36 @@ async def test_a_joining_replica_takes_its_keys_through_drains(
     keys = [f"default/cm-{i}" for i in range(24)]
     for key in keys:
         fake_apiserver.create(config_map(key.split("/")[1]))
-    async with replicas(kube_client, ["a", "b"], clock, record):
+    async with replicas(kube_client, ["a", "b"], clock, record) as managers:
         await wait_until(
             lambda: set(record.last_owner()) == set(keys),
             poll=POLL,
             between=lambda: clock.advance(0.5),
         )
+        # What a handler of a sharded informer sees of an object moving away.
+        ring_a = dataclasses.replace(RING, identity="a")
+        seen_deleted: list[tuple[str, bool, bool]] = []
+
+        def on_delete(obj: Any) -> None:
+            meta = obj["metadata"]
+            seen_deleted.append(
+                (f"default/{meta['name']}", ring_a.owns(obj), "deletionTimestamp" in meta)
+            )
+
+        managers["a"].informer_for("configmaps").add_event_handler(on_delete=on_delete)
         joined = ["a", "b", "c"]
         taken = {key for key in keys if desired(key, joined) == "c"}
         assert taken
+        from_a = {key for key in taken if desired(key, ["a", "b"]) == "a"}
+        assert from_a
         async with replica(kube_client, "c", clock, record) as third:
             await wait_until(third.sharding.is_set, poll=POLL, between=lambda: clock.advance(0.5))
             await wait_until(
                 lambda: record.seen("c") == taken, poll=POLL, between=lambda: clock.advance(0.5)
             )
             assert all(shard_of(fake_apiserver, key) == desired(key, joined) for key in keys)
+            # Moves, not deletions: the new state, not a's, and not being deleted.
+            assert sorted(seen_deleted) == sorted((key, False, False) for key in from_a)
             assert not any(
                 RING.drain_label
                 in fake_apiserver.get("configmaps", "default", k.split("/")[1])["metadata"].get(
