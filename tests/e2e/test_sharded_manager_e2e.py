@@ -105,6 +105,22 @@ def replica(
     return manager
 
 
+def seed(server: FakeAPIServer, count: int) -> list[str]:
+    """``count`` ConfigMaps; their keys."""
+    keys = [f"default/cm-{i}" for i in range(count)]
+    for key in keys:
+        server.create(config_map(key.split("/")[1]))
+    return keys
+
+
+async def every_key_reconciled(record: Reconciles, keys: list[str], clock: FakeClock) -> None:
+    await wait_until(
+        lambda: set(record.last_owner()) == set(keys),
+        poll=POLL,
+        between=lambda: clock.advance(0.5),
+    )
+
+
 @contextlib.asynccontextmanager
 async def replicas(
     client: Client, identities: list[str], clock: FakeClock, record: Reconciles
@@ -123,9 +139,7 @@ async def test_each_replica_reconciles_exactly_its_shards_objects(
 ) -> None:
     clock = FakeClock()
     record = Reconciles()
-    keys = [f"default/cm-{i}" for i in range(24)]
-    for key in keys:
-        fake_apiserver.create(config_map(key.split("/")[1]))
+    keys = seed(fake_apiserver, 24)
     members = ["a", "b", "c"]
     async with replicas(kube_client, members, clock, record) as managers:
         await wait_until(
@@ -133,11 +147,7 @@ async def test_each_replica_reconciles_exactly_its_shards_objects(
             poll=POLL,
             between=lambda: clock.advance(0.5),
         )
-        await wait_until(
-            lambda: set(record.last_owner()) == set(keys),
-            poll=POLL,
-            between=lambda: clock.advance(0.5),
-        )
+        await every_key_reconciled(record, keys, clock)
         for identity in members:
             assert record.seen(identity) == {k for k in keys if desired(k, members) == identity}
         assert all(shard_of(fake_apiserver, key) == desired(key, members) for key in keys)
@@ -157,15 +167,9 @@ async def test_a_replica_that_stops_hands_its_keys_over_at_once(
 ) -> None:
     clock = FakeClock()
     record = Reconciles()
-    keys = [f"default/cm-{i}" for i in range(24)]
-    for key in keys:
-        fake_apiserver.create(config_map(key.split("/")[1]))
+    keys = seed(fake_apiserver, 24)
     async with replicas(kube_client, ["a", "b", "c"], clock, record) as managers:
-        await wait_until(
-            lambda: set(record.last_owner()) == set(keys),
-            poll=POLL,
-            between=lambda: clock.advance(0.5),
-        )
+        await every_key_reconciled(record, keys, clock)
         leaving = next(i for i, m in managers.items() if m.sharder is None)
         moved = record.seen(leaving)
         assert moved
@@ -185,15 +189,9 @@ async def test_a_joining_replica_takes_its_keys_through_drains(
 ) -> None:
     clock = FakeClock()
     record = Reconciles()
-    keys = [f"default/cm-{i}" for i in range(24)]
-    for key in keys:
-        fake_apiserver.create(config_map(key.split("/")[1]))
+    keys = seed(fake_apiserver, 24)
     async with replicas(kube_client, ["a", "b"], clock, record) as managers:
-        await wait_until(
-            lambda: set(record.last_owner()) == set(keys),
-            poll=POLL,
-            between=lambda: clock.advance(0.5),
-        )
+        await every_key_reconciled(record, keys, clock)
         # What a handler of a sharded informer sees of an object moving away.
         ring_a = dataclasses.replace(RING, identity="a")
         seen_deleted: list[tuple[str, bool, bool]] = []
@@ -233,9 +231,7 @@ async def test_a_silent_replica_stops_before_its_keys_move_and_they_move_after_t
 ) -> None:
     clock = FakeClock()
     record = Reconciles()
-    keys = [f"default/cm-{i}" for i in range(24)]
-    for key in keys:
-        fake_apiserver.create(config_map(key.split("/")[1]))
+    keys = seed(fake_apiserver, 24)
     for identity in ("a", "b", "c"):
         fake_apiserver.add_token(f"token-{identity}")
     clients = {i: fake_apiserver.client(token=f"token-{i}") for i in ("a", "b", "c")}
@@ -245,11 +241,7 @@ async def test_a_silent_replica_stops_before_its_keys_move_and_they_move_after_t
         managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b", "c")}
         runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
         try:
-            await wait_until(
-                lambda: set(record.last_owner()) == set(keys),
-                poll=POLL,
-                between=lambda: clock.advance(0.5),
-            )
+            await every_key_reconciled(record, keys, clock)
             silent = next(i for i, m in managers.items() if m.sharder is None)
             lost = record.seen(silent)
             fake_apiserver.remove_token(f"token-{silent}")  # cut off: renewals fail
@@ -286,9 +278,7 @@ async def test_sharded_and_leader_elected_controllers_run_side_by_side(
 ) -> None:
     clock = FakeClock()
     record = Reconciles()
-    keys = [f"default/cm-{i}" for i in range(12)]
-    for key in keys:
-        fake_apiserver.create(config_map(key.split("/")[1]))
+    keys = seed(fake_apiserver, 12)
     fake_apiserver.create(
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "global"}, "data": {}}
     )
@@ -313,11 +303,7 @@ async def test_sharded_and_leader_elected_controllers_run_side_by_side(
 
             manager.add(Controller("secrets", on_secret, informers=[secrets]))
             managers[identity] = await stack.enter_async_context(manager)
-        await wait_until(
-            lambda: set(record.last_owner()) == set(keys),
-            poll=POLL,
-            between=lambda: clock.advance(0.5),
-        )
+        await every_key_reconciled(record, keys, clock)
         await wait_until(lambda: sum(map(len, secrets_seen.values())) == 1, poll=POLL)
         leader = next(i for i, m in managers.items() if m.is_leader)
         assert secrets_seen == {leader: ["default/global"]}

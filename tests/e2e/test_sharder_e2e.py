@@ -88,6 +88,16 @@ def owned_secret(name: str, owner: str) -> dict[str, Any]:
     }
 
 
+def seed(server: FakeAPIServer, shards: tuple[str, ...], count: int) -> list[str]:
+    """Shard Leases held by ``shards`` and ``count`` ConfigMaps; their names."""
+    for shard in shards:
+        write_lease(server, shard)
+    names = [f"cm-{i}" for i in range(count)]
+    for name in names:
+        server.create(config_map(name))
+    return names
+
+
 def desired(name: str, members: list[str]) -> str | None:
     return rendezvous(object_hash_key("", "ConfigMap", "default", name), members)
 
@@ -119,11 +129,7 @@ async def test_unassigned_objects_are_labelled_with_their_rendezvous_shard(
     fake_apiserver: FakeAPIServer, kube_client: Client
 ) -> None:
     clock = FakeClock()
-    for shard in ("shard-a", "shard-b", "shard-c"):
-        write_lease(fake_apiserver, shard)
-    names = [f"cm-{i}" for i in range(20)]
-    for name in names:
-        fake_apiserver.create(config_map(name))
+    names = seed(fake_apiserver, ("shard-a", "shard-b", "shard-c"), 20)
     members = ["shard-a", "shard-b", "shard-c"]
     async with running_sharder(kube_client, clock) as sharder:
         expected = {name: desired(name, members) for name in names}
@@ -188,11 +194,7 @@ async def test_a_released_shards_objects_move_at_once(
     fake_apiserver: FakeAPIServer, kube_client: Client
 ) -> None:
     clock = FakeClock()
-    for shard in ("shard-a", "shard-b"):
-        write_lease(fake_apiserver, shard)
-    names = [f"cm-{i}" for i in range(20)]
-    for name in names:
-        fake_apiserver.create(config_map(name))
+    seed(fake_apiserver, ("shard-a", "shard-b"), 20)
     async with running_sharder(kube_client, clock) as sharder:
         await wait_until(lambda: None not in assigned(fake_apiserver).values(), poll=POLL)
         write_lease(fake_apiserver, "shard-b", holder="")  # a graceful stop releases it
@@ -205,11 +207,7 @@ async def test_a_silent_shard_is_taken_over_after_its_lease_duration_and_its_obj
     fake_apiserver: FakeAPIServer, kube_client: Client
 ) -> None:
     clock = FakeClock()
-    for shard in ("shard-a", "shard-b"):
-        write_lease(fake_apiserver, shard)
-    names = [f"cm-{i}" for i in range(20)]
-    for name in names:
-        fake_apiserver.create(config_map(name))
+    seed(fake_apiserver, ("shard-a", "shard-b"), 20)
     async with running_sharder(kube_client, clock) as sharder:
         await wait_until(lambda: None not in assigned(fake_apiserver).values(), poll=POLL)
         before = assigned(fake_apiserver)
