@@ -28,6 +28,10 @@ Runs against the embedded fake API server, which has the CRD registered::
 
     python examples/widget_operator.py
 
+``python examples/widget_operator.py --sharded`` runs it as three replicas sharing the
+Widgets over Leases (``Manager(shard=...)``): each replica reconciles its own Widgets, and
+their ConfigMaps go with them; one replica stops and the others take its Widgets over.
+
 Against a cluster, apply the CRD in ``WIDGET_CRD`` (``kubectl apply -f`` its YAML form)
 and run ``python examples/widget_operator.py --cluster``: it uses ``Client.from_env()`` and runs
 until Ctrl-C.
@@ -53,6 +57,8 @@ from aioinformer.operator import (
     LeaderElection,
     Manager,
     Requeue,
+    ShardedResource,
+    ShardRing,
     enqueue_owner,
     generation_changed,
     set_controller_reference,
@@ -60,7 +66,7 @@ from aioinformer.operator import (
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
     from aioinformer import SharedIndexInformer, SharedInformerFactory
     from aioinformer.operator import EventType
@@ -141,9 +147,11 @@ def config_map_name(widget_name: str) -> str:
     return f"{widget_name}-config"
 
 
-def desired_config_map(widget: Widget) -> dict[str, Any]:
+def desired_config_map(widget: Widget, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The ConfigMap ``widget`` asks for, controlled by it (so a cluster's garbage
-    collector deletes it with the Widget, and ``enqueue_owner`` maps its events back)."""
+    collector deletes it with the Widget, and ``enqueue_owner`` maps its events back),
+    with ``labels`` besides ours (a sharded replica's shard label: what it creates is in
+    its own cache at once)."""
     meta = widget.metadata
     assert meta.name is not None
     config_map = {
@@ -152,7 +160,7 @@ def desired_config_map(widget: Widget) -> dict[str, Any]:
         "metadata": {
             "name": config_map_name(meta.name),
             "namespace": meta.namespace,
-            "labels": {MANAGED_BY: OPERATOR},
+            "labels": {**(labels or {}), MANAGED_BY: OPERATOR},
         },
         "data": {"greeting": widget.spec.greeting, "size": str(widget.spec.size)},
     }
@@ -160,8 +168,9 @@ def desired_config_map(widget: Widget) -> dict[str, Any]:
 
 
 class WidgetOperator:
-    """The operator: two informers from ``factory``, a controller, a finalizer, and
-    ``reconcile``.
+    """The operator: two informers from ``factory`` (a factory, or a Manager, whose
+    informers of a sharded resource watch its shard only), a controller, a finalizer,
+    and ``reconcile``. ``labels`` go on every ConfigMap it creates.
 
     Build it before the factory starts, then run the factory, the controller and the
     event recorder together: :func:`build_manager` does that with a
@@ -176,8 +185,9 @@ class WidgetOperator:
     def __init__(
         self,
         client: Client,
-        factory: SharedInformerFactory,
+        factory: SharedInformerFactory | Manager,
         *,
+        labels: Mapping[str, str] | None = None,
         recorder: EventRecorder | None = None,
         workers: int = 2,
         recheck_after: float = 30.0,
@@ -190,6 +200,7 @@ class WidgetOperator:
         self._config_map_api = client.resource("v1/configmaps")
         self._widget_api = client.resource(WIDGETS)
         self.recorder = recorder
+        self._labels = dict(labels or {})
         self._recheck_after = recheck_after
         self._read_back_timeout = read_back_timeout
         # Cleanup runs once a Widget is marked for deletion, before the server lets it go.
@@ -228,7 +239,7 @@ class WidgetOperator:
 
         cm_name = config_map_name(name)
         current: dict[str, Any] | None = self.config_maps.lister().get(cm_name, namespace)
-        desired = desired_config_map(widget)
+        desired = desired_config_map(widget, self._labels)
         if current is None:
             try:
                 created = await self._config_map_api.create(desired, namespace)
@@ -325,18 +336,37 @@ def build_manager(
     recorder: EventRecorder,
     *,
     leader_election: LeaderElection | None = None,
+    shard: ShardRing | None = None,
     health_address: str | None = None,
     **options: Any,
 ) -> tuple[Manager, WidgetOperator]:
     """The operator on a :class:`~aioinformer.operator.manager.Manager`: the manager owns the
     informers and runs the controller once the caches are warm (and, with
-    ``leader_election``, only while this replica leads). ``recorder`` is run by the
-    caller around the manager, so it flushes the last Events after the controller has
-    drained. ``options`` go to :class:`WidgetOperator`."""
-    manager = Manager(client, leader_election=leader_election, health_address=health_address)
-    operator = WidgetOperator(client, manager.factory, recorder=recorder, **options)
+    ``leader_election``, only while this replica leads; with ``shard``, on this
+    replica's share of the Widgets). ``recorder`` is run by the caller around the
+    manager, so it flushes the last Events after the controller has drained. ``options``
+    go to :class:`WidgetOperator`."""
+    manager = Manager(
+        client, leader_election=leader_election, shard=shard, health_address=health_address
+    )
+    labels = shard.labels if shard is not None else None
+    operator = WidgetOperator(client, manager, labels=labels, recorder=recorder, **options)
     manager.add(operator.controller)
     return manager, operator
+
+
+def widget_ring(identity: str, *, lease_duration: float = 15.0) -> ShardRing:
+    """The ring the Widgets are sharded over: Widgets by their own key, their ConfigMaps
+    with the Widget that controls them."""
+    return ShardRing(
+        name=OPERATOR,
+        namespace=os.environ.get("POD_NAMESPACE", "default"),
+        resources=(ShardedResource(WIDGETS, controlled=("v1/configmaps",)),),
+        identity=identity,
+        lease_duration=lease_duration,
+        renew_deadline=lease_duration * 2 / 3,
+        retry_period=lease_duration / 6,
+    )
 
 
 def widget(name: str, greeting: str, *, size: int = 1) -> dict[str, Any]:
@@ -428,6 +458,71 @@ async def demo() -> None:
             print("event:", event)
 
 
+def handled_by(server: FakeAPIServer) -> dict[str, tuple[str, str]]:
+    """Each Widget's shard, and its ConfigMap's (they go together), by Widget name."""
+    label = widget_ring("x").shard_label
+    config_maps = {
+        obj["metadata"]["name"]: obj["metadata"].get("labels", {}).get(label, "")
+        for obj in server.objects("configmaps", "default")
+    }
+    return {
+        obj["metadata"]["name"]: (
+            obj["metadata"].get("labels", {}).get(label, ""),
+            config_maps.get(config_map_name(obj["metadata"]["name"]), ""),
+        )
+        for obj in server.objects(WIDGETS, "default")
+    }
+
+
+def shared_out(server: FakeAPIServer, replicas: set[str]) -> bool:
+    """Every Widget has its ConfigMap and status, on one shard of ``replicas`` with it,
+    and every replica has some."""
+    shards = handled_by(server)
+    return (
+        {widget for widget, _ in shards.values()} == replicas
+        and all(widget == config_map for widget, config_map in shards.values())
+        and all(widget_status(server, name).get("configMap") for name in shards)
+    )
+
+
+def per_replica(server: FakeAPIServer) -> str:
+    counts: dict[str, int] = {}
+    for shard, _ in handled_by(server).values():
+        counts[shard] = counts.get(shard, 0) + 1
+    return ", ".join(f"{shard}: {counts[shard]}" for shard in sorted(counts))
+
+
+async def sharded_demo() -> None:
+    """Three replicas share twelve Widgets; one stops and the others take its share."""
+    async with FakeAPIServer() as server, server.client() as client:
+        server.register_crd(GROUP, VERSION, "widgets", "Widget", namespaced=True)
+        for index in range(12):
+            server.create(widget(f"w{index}", f"Hello {index}"))
+        recorder = EventRecorder(client, reporting_controller=REPORTING_CONTROLLER)
+        async with recorder, contextlib.AsyncExitStack() as stack:
+            managers = {}
+            for identity in ("a", "b", "c"):
+                manager, _ = build_manager(
+                    client, recorder, shard=widget_ring(identity, lease_duration=3.0)
+                )
+                managers[identity] = await stack.enter_async_context(manager)
+            await eventually(lambda: shared_out(server, {"a", "b", "c"}), timeout=20)
+            print("widgets per replica:", per_replica(server))
+            print("each ConfigMap on its Widget's replica:", len(managed_config_maps(server)))
+            moved = sorted(name for name, (shard, _) in handled_by(server).items() if shard == "b")
+            managers["b"].stop()  # as on SIGTERM: its Lease is released
+            await eventually(lambda: shared_out(server, {"a", "c"}), timeout=20)
+            print("b stopped; widgets per replica:", per_replica(server))
+            edited = moved[0]
+            server.patch(WIDGETS, "default", edited, {"spec": {"greeting": "moved"}})
+            await eventually(
+                lambda: managed_config_maps(server)[config_map_name(edited)]["greeting"] == "moved",
+                timeout=10,
+            )
+            print(f"{edited} (was b's) edited; its new replica updated its ConfigMap:", end=" ")
+            print(handled_by(server)[edited])
+
+
 @contextlib.asynccontextmanager
 async def on_cluster() -> AsyncIterator[Manager]:
     """The operator against the cluster ``Client.from_env()`` finds, with leader election
@@ -453,7 +548,7 @@ def main(argv: list[str]) -> int:
     logger.setLevel(logging.INFO)
     if "--cluster" in argv:
         return Manager.main(on_cluster)
-    asyncio.run(demo())
+    asyncio.run(sharded_demo() if "--sharded" in argv else demo())
     return 0
 
 

@@ -189,6 +189,13 @@ class ShardRing:
         return f"{self.shard_label}={self.identity}"
 
     @property
+    def labels(self) -> dict[str, str]:
+        """The shard label of this replica: put it on an object this replica creates and
+        controls, so the object is in its own cache at once (the sharder would label it
+        so anyway, moments later)."""
+        return {self.shard_label: self.identity}
+
+    @property
     def lease_selector(self) -> str:
         """The label selector of this ring's shard Leases."""
         return f"{RING_LABEL}={self.name}"

@@ -61,6 +61,17 @@ def config_maps(server: FakeAPIServer) -> dict[str, dict[str, Any]]:
     return {obj["metadata"]["name"]: obj for obj in server.objects("configmaps", "default")}
 
 
+async def test_the_sharded_demo_shares_the_widgets_and_hands_a_share_over(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await widget_operator.sharded_demo()
+    out = capsys.readouterr().out
+    assert "widgets per replica: a: 5, b: 4, c: 3" in out
+    assert "each ConfigMap on its Widget's replica: 12" in out
+    assert "b stopped; widgets per replica: a: 9, c: 3" in out
+    assert "w10 (was b's) edited; its new replica updated its ConfigMap: ('a', 'a')" in out
+
+
 # -- the operator ------------------------------------------------------------------------
 
 
