@@ -26,22 +26,23 @@ holder, with a resourceVersion precondition, which ends the shard's membership (
 renewal of the shard's fails with 409, so it stops). A dead shard's Lease is deleted
 :data:`~aioinformer.operator.sharding.ORPHAN_AFTER` seconds later.
 
-When: every add and update of a sharded object (so a new object is assigned as soon as
-the sharder's watch shows it, typically milliseconds); every membership change (all
-objects); and every ``ring.sync_period`` (all objects again, from the metadata caches
-that the informers' own audits keep honest). A failed write is retried with the
+When: every new object and every change of an object's labels or controller reference
+(so a new object is assigned as soon as the sharder's watch shows it, typically
+milliseconds; other updates do not wake it); every membership change (all objects); and
+every ``ring.sync_period`` (all objects again, and a metadata LIST compared with the
+cache, which repairs what a watch lost). A failed write is retried with the
 controller's rate-limited backoff; a 409 means the object changed, and its next event
 brings it back.
 
 Task model: :meth:`Sharder.run` owns a :class:`~aioinformer._kernel.runner.TaskRunner`
-with the assigning controller and one task keeping time over the Leases.
+with its informers of the sharded resources, the assigning controller and one task
+keeping time over the Leases.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -52,11 +53,14 @@ from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync
 from aioinformer._pipeline.meta import labels_of, name_of, namespace_of, resource_version_of
 from aioinformer._pipeline.metric_recorders import new_sharding_metrics
+from aioinformer.audit import CacheAudit
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.indexer import meta_namespace_key
+from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator.controller import Controller
+from aioinformer.operator.predicates import Predicate
 from aioinformer.operator.sharding import (
     RingMembership,
     ShardRing,
@@ -64,13 +68,13 @@ from aioinformer.operator.sharding import (
     object_hash_key,
     rendezvous,
 )
+from aioinformer.transforms import strip_managed_fields
 
 if TYPE_CHECKING:
     import anyio.abc
 
     from aioinformer.client import Client, ResourceInfo
     from aioinformer.factory import SharedInformerFactory
-    from aioinformer.informer import SharedIndexInformer
 
 __all__ = ["SHARDER_IDENTITY", "Sharder", "SharderStatistics"]
 
@@ -103,11 +107,34 @@ class SharderStatistics:
     """Times the set of members changed."""
 
 
+class _AssignmentMayChange(Predicate):
+    """The events that may change an object's assignment: a new object, a change of its
+    labels or of its controller reference, and a resync (the periodic pass); never a
+    deletion, nor an update of anything else (the sharder wakes for those otherwise)."""
+
+    def delete(self, obj: Any) -> bool:
+        return False
+
+    def update(self, old: Any, new: Any) -> bool:
+        if old is None or new is None:
+            return True
+        if resource_version_of(old) == resource_version_of(new):
+            return True  # a resync: the periodic pass
+        return bool(
+            labels_of(old) != labels_of(new) or controller_hash_key(old) != controller_hash_key(new)
+        )
+
+
+_ASSIGNMENT_MAY_CHANGE: Final = _AssignmentMayChange()
+
+
 class Sharder(Service):
     """Assigns the objects of ``ring`` (see the module notes).
 
-    ``client`` writes the labels and Leases; ``factory`` provides the informers (shared
-    with the rest of the manager); ``workers`` objects are written concurrently.
+    ``client`` writes the labels and Leases; ``factory`` provides the Lease informer
+    (shared with the rest of the manager); the sharded objects of ``namespace`` (``None``:
+    all) are followed by informers of the sharder's own; ``workers`` objects are written
+    concurrently.
     """
 
     def __init__(
@@ -116,11 +143,13 @@ class Sharder(Service):
         factory: SharedInformerFactory,
         ring: ShardRing,
         *,
+        namespace: str | None = None,
         clock: Clock | None = None,
-        workers: int = 4,
+        workers: int = 8,
         cache_sync_timeout: float = 120.0,
     ) -> None:
         self._client = client
+        self._namespace = namespace
         self._factory = factory
         self._ring = ring
         self._clock = clock if clock is not None else default_clock
@@ -186,24 +215,39 @@ class Sharder(Service):
                 *((owned, True) for owned in spec.controlled),
             ):
                 info = await self._client.resolve(resource)
-                informer = factory.informer_for(
-                    info, metadata_only=True, resync_period=ring.sync_period
+                # Its own informers, not the factory's: only the sharder needs every
+                # object, they are freed when it stops, and they keep the metadata it
+                # reads (managedFields dropped). Their audit is the periodic pass that
+                # catches what a watch lost.
+                informer = SharedIndexInformer(
+                    self._client.resource(info, self._namespace, metadata_only=True),
+                    transform=strip_managed_fields,
+                    resync_period=ring.sync_period,
+                    clock=self._clock,
+                    audit=CacheAudit(period=ring.sync_period),
+                    name=f"{self.service_name} {info.gvr.resource}",
                 )
                 index = len(self._resources)
                 self._resources.append(_Sharded(info, controlled, informer))
-                controller.watch(informer, enqueue=self._keys_for(index))
+                controller.watch(
+                    informer, enqueue=self._keys_for(index), predicates=[_ASSIGNMENT_MAY_CHANGE]
+                )
         await factory.start()
         await wait_for_cache_sync(leases, timeout=self._cache_sync_timeout, clock=self._clock)
-        async with TaskRunner(name=self.service_name) as runner:
-            await runner.start(controller.run, name="assign")
-            async with TaskRunner(name=self.service_name) as timekeeping:
-                timekeeping.start_soon(self._keep_time(), name="leases")
-                self._enqueue_all()
-                task_status.started()
-                await self._stopping.wait()
-            # The controller drains its writes in flight within its own drain timeout.
-            controller.stop()
-            await runner.drain(math.inf, self._clock)
+        async with TaskRunner(name=self.service_name) as informers:
+            for sharded in self._resources:
+                informers.start_soon(sharded.informer.run(), name=sharded.informer.name)
+            async with TaskRunner(name=self.service_name) as runner:
+                await runner.start(controller.run, name="assign")
+                async with TaskRunner(name=self.service_name) as timekeeping:
+                    timekeeping.start_soon(self._keep_time(), name="leases")
+                    self._enqueue_all()
+                    task_status.started()
+                    await self._stopping.wait()
+                # The controller drains its writes in flight within its own drain timeout.
+                controller.stop()
+                await runner.wait()
+            # Leaving the block stops the informers, the controller having stopped.
 
     def _keys_for(self, index: int) -> Any:
         prefix = f"{index}|"

@@ -257,6 +257,7 @@ class Manager(Service):
                 f"graceful_shutdown_timeout must be >= 0, got {graceful_shutdown_timeout}"
             )
         self._client = client
+        self._namespace = namespace
         self._clock = clock if clock is not None else default_clock
         self._factory = SharedInformerFactory(
             client, namespace=namespace, clock=clock, cache_audit=cache_audit, **factory_options
@@ -741,6 +742,7 @@ class Manager(Service):
             self._client,
             self._factory,
             ring,
+            namespace=self._namespace,
             clock=self._clock,
             cache_sync_timeout=self._cache_sync_timeout,
         )
