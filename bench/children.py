@@ -27,9 +27,10 @@ import orjson
 from bench.replay import REPO_ROOT, child_env
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    import contextlib
+    from collections.abc import Awaitable, Callable, Iterable
 
-__all__ = ["Child", "raise_fd_limit", "reply", "serve"]
+__all__ = ["Child", "raise_fd_limit", "reply", "serve", "start_all"]
 
 _MIB: Final = 1024 * 1024
 _REPLY_LIMIT: Final = 256 * _MIB
@@ -144,3 +145,20 @@ class Child:
         except TimeoutError:
             self.process.kill()
             await self.process.wait()
+
+
+async def start_all(
+    stack: contextlib.AsyncExitStack, module: str, role: str, configs: Iterable[dict[str, Any]]
+) -> list[Child]:
+    """Start one ``role`` child per config at once, each closed when ``stack`` closes;
+    raise the first start that failed (the others are closed with the stack)."""
+    started = await asyncio.gather(
+        *(Child.start(module, role, config) for config in configs), return_exceptions=True
+    )
+    children = [child for child in started if isinstance(child, Child)]
+    for child in children:
+        stack.push_async_callback(child.close)
+    for failure in started:
+        if isinstance(failure, BaseException):
+            raise failure
+    return children

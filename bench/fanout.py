@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Final
 import aiohttp
 import orjson
 
-from bench.children import Child, raise_fd_limit, serve
+from bench.children import Child, raise_fd_limit, serve, start_all
 from bench.measure import percentile
 from bench.objects import EMITTED_ANNOTATION, make_pod
 
@@ -348,19 +348,15 @@ async def fanout_case(_url: str, params: dict[str, Any], *, variant: str) -> dic
             proxy = await Child.start(_MODULE, "proxy", {"upstream": target})
             stack.push_async_callback(proxy.close)
             target = proxy.ready["url"]
-        started = await asyncio.gather(
-            *(
-                Child.start(_MODULE, "clients", {"url": target, "watchers": size})
+        clients = await start_all(
+            stack,
+            _MODULE,
+            "clients",
+            (
+                {"url": target, "watchers": size}
                 for size in _groups(count, params["watchers_per_process"])
             ),
-            return_exceptions=True,
         )
-        clients = [child for child in started if isinstance(child, Child)]
-        for child in clients:
-            stack.push_async_callback(child.close)
-        for failure in started:
-            if isinstance(failure, BaseException):
-                raise failure
         await upstream.ask(op="start", rate=rate)
         await asyncio.sleep(params["warmup"])
         measured = [upstream, *clients, *([proxy] if proxy else [])]

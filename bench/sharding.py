@@ -59,7 +59,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from bench.children import Child, serve
+from bench.children import Child, serve, start_all
 from bench.measure import settled_rss
 from bench.objects import make_configmap
 
@@ -321,28 +321,20 @@ async def sharding_case(_url: str, params: dict[str, Any], *, variant: str) -> d
         )
         stack.push_async_callback(server.close)
         url = server.ready["url"]
-        started = await asyncio.gather(
-            *(
-                Child.start(
-                    _MODULE,
-                    "replica",
-                    {
-                        "url": url,
-                        "identity": None if name == "singleton" else name,
-                        "lease_duration": params["lease_duration"],
-                        "sync_timeout": params["startup_grace"],
-                    },
-                )
+        replicas = await start_all(
+            stack,
+            _MODULE,
+            "replica",
+            (
+                {
+                    "url": url,
+                    "identity": None if name == "singleton" else name,
+                    "lease_duration": params["lease_duration"],
+                    "sync_timeout": params["startup_grace"],
+                }
                 for name in names
             ),
-            return_exceptions=True,
         )
-        replicas = [child for child in started if isinstance(child, Child)]
-        for child in replicas:
-            stack.push_async_callback(child.close)
-        for failure in started:
-            if isinstance(failure, BaseException):
-                raise failure
         before = [child.cpu_seconds() for child in replicas]
         churned = await server.ask(op="churn", rate=params["rate"], seconds=params["seconds"])
         cpu = [child.cpu_seconds() for child in replicas]
