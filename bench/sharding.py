@@ -69,6 +69,8 @@ from bench.objects import make_configmap
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
+    from aioinformer.operator import ShardRing
+
 __all__ = [
     "FAILOVER_FIGURES",
     "IDENTITIES",
@@ -151,17 +153,28 @@ def _lease(name: str, holder: str, seconds: int, labels: dict[str, str]) -> dict
     }
 
 
+def _ring(identity: str, lease_duration: float) -> ShardRing:
+    """The ``ShardRing`` of shard ``identity``: the renew deadline and retry period at
+    2/3 and 1/6 of ``lease_duration``."""
+    from aioinformer.operator import ShardedResource, ShardRing
+
+    return ShardRing(
+        name=RING,
+        namespace=_LEASE_NAMESPACE,
+        resources=(ShardedResource("configmaps"),),
+        identity=identity,
+        lease_duration=lease_duration,
+        renew_deadline=lease_duration * 2 / 3,
+        retry_period=lease_duration / 6,
+    )
+
+
 def _seed(server: Any, objects: int, grace: int) -> list[tuple[str, str]]:
     """Store the ConfigMaps, labelled for the ring, and its Leases held (see the module
     notes); return each ConfigMap's (namespace, name)."""
-    from aioinformer.operator.sharding import (
-        RING_LABEL,
-        object_hash_key,
-        rendezvous,
-        shard_label,
-    )
+    from aioinformer.operator.sharding import object_hash_key, rendezvous
 
-    label = shard_label(RING)
+    ring = _ring(IDENTITIES[0], float(grace))
     keys = []
     for index in range(objects):
         config_map = {"apiVersion": "v1", "kind": "ConfigMap", **make_configmap(index)}
@@ -169,12 +182,12 @@ def _seed(server: Any, objects: int, grace: int) -> list[tuple[str, str]]:
         for field in ("resourceVersion", "uid", "creationTimestamp"):
             del meta[field]
         key = object_hash_key("", "ConfigMap", meta["namespace"], meta["name"])
-        meta["labels"][label] = rendezvous(key, IDENTITIES)
+        meta["labels"][ring.shard_label] = rendezvous(key, IDENTITIES)
         server.create(config_map)
         keys.append((meta["namespace"], meta["name"]))
     for identity in IDENTITIES:
-        server.create(_lease(identity, identity, grace, {RING_LABEL: RING}))
-    server.create(_lease(f"{RING}-sharder", IDENTITIES[0], grace, {}))
+        server.create(_lease(identity, identity, grace, ring.lease_labels))
+    server.create(_lease(ring.sharder_lease, IDENTITIES[0], grace, {}))
     return keys
 
 
@@ -227,25 +240,14 @@ async def _replica(config: dict[str, Any]) -> None:
     from aioinformer.client import Client
     from aioinformer.config import Config
     from aioinformer.indexer import split_meta_namespace_key
-    from aioinformer.operator import Controller, Manager, ShardedResource, ShardRing
+    from aioinformer.operator import Controller, Manager
 
     # The interpreter and the imports: every replica process pays this once.
     startup_cpu = time.process_time()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     base_rss = settled_rss()
     identity: str | None = config["identity"]
-    ring = None
-    if identity is not None:
-        lease = float(config["lease_duration"])
-        ring = ShardRing(
-            name=RING,
-            namespace=_LEASE_NAMESPACE,
-            resources=(ShardedResource("configmaps"),),
-            identity=identity,
-            lease_duration=lease,
-            renew_deadline=lease * 2 / 3,
-            retry_period=lease / 6,
-        )
+    ring = None if identity is None else _ring(identity, float(config["lease_duration"]))
     followed = _Followed()
     reconciles = [0]
     caught_up = asyncio.Event()
