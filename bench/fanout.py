@@ -31,8 +31,8 @@ and ``watchers_complete`` the fraction of watchers that got them all.
 ``BENCH_FANOUT_PROFILE=PATH`` (:data:`PROFILE_ENV`) runs the proxy process under cProfile
 and writes its statistics to PATH when it ends (each variant overwrites it).
 
-Each child answers one JSON line per JSON command line on stdin (``_serve``); its first
-line says it is ready. Closing its stdin ends it.
+Each child answers one JSON line per JSON command line on stdin (:mod:`bench.children`);
+its first line says it is ready. Closing its stdin ends it.
 
 Task model: each child runs one event loop; the measuring side is one coroutine that
 closes every child before it returns (killing those that do not exit in time).
@@ -45,20 +45,19 @@ import asyncio
 import contextlib
 import math
 import os
-import resource
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
 import orjson
 
+from bench.children import Child, raise_fd_limit, serve, start_all
 from bench.measure import percentile
 from bench.objects import EMITTED_ANNOTATION, make_pod
-from bench.replay import REPO_ROOT, child_env
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Coroutine, Sequence
+    from collections.abc import Callable, Coroutine, Sequence
 
 __all__ = ["FIGURES", "PROFILE_ENV", "VARIANTS", "fanout_case", "main", "watchers_of"]
 
@@ -95,15 +94,10 @@ PROFILE_ENV: Final = "BENCH_FANOUT_PROFILE"
 """When set, the proxy process runs under cProfile and writes its statistics to this path
 (``python -m pstats PATH``): where the proxy's time goes, measured in the run itself."""
 _MARKER: Final = b'"' + EMITTED_ANNOTATION.encode() + b'":"'
+_MODULE: Final = "bench.fanout"
 _TOKEN: Final = "bench-fanout"
 """The bearer token the upstream accepts (with full rights) and every client sends."""
 _TICK: Final = 0.001
-_MIB: Final = 1024 * 1024
-_REPLY_LIMIT: Final = 256 * _MIB
-"""Longest reply line read from a child (a clients' report carries every latency)."""
-_CLOSE_TIMEOUT: Final = 10.0
-_OPEN_FILES: Final = 65_536
-"""The open-file limit each child asks for (at most the hard limit)."""
 
 
 def watchers_of(variant: str) -> tuple[str, int]:
@@ -115,29 +109,6 @@ def watchers_of(variant: str) -> tuple[str, int]:
 
 
 # --- the children -----------------------------------------------------------------------
-
-
-def _raise_fd_limit() -> None:
-    """A thousand watches are a thousand sockets on each side: lift the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = _OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, _OPEN_FILES)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-
-
-def _reply(payload: dict[str, Any]) -> None:
-    sys.stdout.buffer.write(orjson.dumps(payload) + b"\n")
-    sys.stdout.flush()
-
-
-async def _serve(
-    ready: dict[str, Any], commands: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]
-) -> None:
-    """Say ``ready``, then answer each command line on stdin until it closes."""
-    _reply(ready)
-    while line := await asyncio.to_thread(sys.stdin.buffer.readline):
-        command = orjson.loads(line)
-        _reply(await commands[command["op"]](command))
 
 
 class _Writer:
@@ -191,7 +162,7 @@ async def _upstream(config: dict[str, Any]) -> None:
                 "in_window": sum(1 for stamp in writer.emitted if first <= stamp < last),
             }
 
-        await _serve(
+        await serve(
             {"url": server.url, "resource_version": server.resource_version},
             {"start": start, "stats": stats, "stop": stop},
         )
@@ -218,7 +189,7 @@ async def _proxy(config: dict[str, Any]) -> None:
                 "relists": pods.relists,
             }
 
-        await _serve({"url": proxy.url}, {"stats": stats})
+        await serve({"url": proxy.url}, {"stats": stats})
 
 
 class _Watchers:
@@ -326,7 +297,7 @@ async def _clients(config: dict[str, Any]) -> None:
             await watchers.drained(command["events"], command["timeout"])
             return watchers.report(command["events"], *command["window"])
 
-        await _serve({"resource_version": version}, {"report": report})
+        await serve({"resource_version": version}, {"report": report})
         for reader in readers:
             reader.cancel()
 
@@ -342,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.fanout ROLE '<json config>'``: run one child until stdin closes."""
     args = sys.argv[1:] if argv is None else argv
     role, config = args[0], orjson.loads(args[1])
-    _raise_fd_limit()
+    raise_fd_limit()
     profile = os.environ.get(PROFILE_ENV)
     if role != "proxy" or not profile:
         asyncio.run(_ROLES[role](config))
@@ -358,76 +329,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- the measuring side -----------------------------------------------------------------
 
 
-class _Child:
-    """A child process of this module, spoken to one JSON line at a time."""
-
-    def __init__(self, process: asyncio.subprocess.Process, ready: dict[str, Any]) -> None:
-        self.process = process
-        self.ready = ready
-
-    @classmethod
-    async def start(cls, role: str, config: dict[str, Any]) -> Self:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.fanout",
-            role,
-            orjson.dumps(config).decode(),
-            cwd=REPO_ROOT,
-            env=child_env(),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=_REPLY_LIMIT,
-        )
-        child = cls(process, {})
-        try:
-            child.ready = await child._line(f"{role} did not start")
-        except BaseException:
-            await child.close()
-            raise
-        return child
-
-    async def _line(self, failure: str) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = await self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{failure}: exited with {await self.process.wait()}")
-        reply: dict[str, Any] = orjson.loads(line)
-        return reply
-
-    async def ask(self, **command: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(orjson.dumps(command) + b"\n")
-        await self.process.stdin.drain()
-        return await self._line(f"no answer to {command['op']!r}")
-
-    def cpu_seconds(self) -> float:
-        """utime + stime so far, from ``/proc/PID/stat``."""
-        with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def rss_mib(self) -> tuple[float, float]:
-        """(VmRSS, VmHWM) in MiB, from ``/proc/PID/status``."""
-        found = {}
-        with open(f"/proc/{self.process.pid}/status", "rb") as status:
-            for line in status:
-                name, _, value = line.partition(b":")
-                if name in (b"VmRSS", b"VmHWM"):
-                    found[name] = int(value.split()[0]) / 1024
-        return found[b"VmRSS"], found[b"VmHWM"]
-
-    async def close(self) -> None:
-        if self.process.stdin is not None and not self.process.stdin.is_closing():
-            self.process.stdin.close()
-        try:
-            async with asyncio.timeout(_CLOSE_TIMEOUT):
-                await self.process.wait()
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
-
-
 def _groups(watchers: int, per_process: int) -> list[int]:
     """``watchers`` split as evenly as possible over processes of at most ``per_process``."""
     processes = math.ceil(watchers / per_process)
@@ -439,27 +340,23 @@ async def fanout_case(_url: str, params: dict[str, Any], *, variant: str) -> dic
     via, count = watchers_of(variant)
     rate = float(params["rates"][str(count)])
     async with contextlib.AsyncExitStack() as stack:
-        upstream = await _Child.start("upstream", {"objects": params["objects"]})
+        upstream = await Child.start(_MODULE, "upstream", {"objects": params["objects"]})
         stack.push_async_callback(upstream.close)
         proxy = None
         target = upstream.ready["url"]
         if via == "proxy":
-            proxy = await _Child.start("proxy", {"upstream": target})
+            proxy = await Child.start(_MODULE, "proxy", {"upstream": target})
             stack.push_async_callback(proxy.close)
             target = proxy.ready["url"]
-        started = await asyncio.gather(
-            *(
-                _Child.start("clients", {"url": target, "watchers": size})
+        clients = await start_all(
+            stack,
+            _MODULE,
+            "clients",
+            (
+                {"url": target, "watchers": size}
                 for size in _groups(count, params["watchers_per_process"])
             ),
-            return_exceptions=True,
         )
-        clients = [child for child in started if isinstance(child, _Child)]
-        for child in clients:
-            stack.push_async_callback(child.close)
-        for failure in started:
-            if isinstance(failure, BaseException):
-                raise failure
         await upstream.ask(op="start", rate=rate)
         await asyncio.sleep(params["warmup"])
         measured = [upstream, *clients, *([proxy] if proxy else [])]

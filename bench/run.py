@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import aiohttp
 import orjson
 
-from bench import fanout
+from bench import fanout, sharding
 from bench.harness import CACHE_MODES, COMPACT_SUFFIX, with_cache_modes
 from bench.measure import summarize
 from bench.replay import REPO_ROOT, ReplayConfig, ReplayServerProcess, child_env
@@ -55,6 +55,7 @@ __all__ = [
     "main",
     "reference_of",
     "render_fanout",
+    "render_sharding",
     "render_stages",
     "render_summary",
     "render_table",
@@ -225,6 +226,34 @@ _FANOUT_METRICS = (
     ),
     Metric("achieved_rate", "achieved events/s", "{:,.0f}", summary=False),
 )
+_SHARDING = {
+    "lease_duration": 3.0,
+    "startup_grace": 300,
+    "history": 200_000,
+    "failover_timeout": 300.0,
+}
+"""The ring's Lease duration (both modes, short so that a failover is quick to see), the
+validity of the seeded Leases (longer than any start-up), the server's event history
+(more than the churn and a failover write) and the longest a failover may take."""
+_SHARDING_METRICS = (
+    Metric("cpu_s", "CPU s, start → end of churn", "{:,.2f}"),
+    Metric("startup_cpu_s", "of which start-up (interpreter, imports)", "{:,.2f}"),
+    Metric("churn_cpu_s", "CPU s over the churn alone", "{:,.2f}"),
+    Metric("peak_rss_mib", "peak RSS (MiB)", "{:,.1f}"),
+    Metric("rss_mib", "RSS at the end (MiB)", "{:,.1f}", summary=False),
+    Metric("cache_mib", "cache: RSS growth from start (MiB)", "{:,.1f}"),
+    Metric("cached_objects", "objects cached", "{:,.0f}"),
+    Metric("reconciles", "reconciles", "{:,.0f}", summary=False),
+    Metric("lost_keys", "keys of the killed shard", "{:,.0f}"),
+    Metric("lease_duration_s", "lease duration (s)", "{:,.1f}"),
+    Metric("failover_s", "s from SIGKILL until each carries a live shard's label", "{:,.2f}"),
+    Metric("failover_reconciled_s", "s from SIGKILL until each was reconciled there", "{:,.2f}"),
+    Metric("churn_events", "updates written by the churn", "{:,.0f}", summary=False),
+    Metric("churn_rate", "achieved churn (updates/s)", "{:,.0f}", summary=False),
+)
+"""Per replica process (the first eight; for ``sharded-3`` the busiest shard's under the
+plain name, each shard's as ``<identity>.<name>``), then the failover's, then the churn's
+(see :mod:`bench.sharding`)."""
 _PER_EVENT_ADDED = "{:+,.2f}"
 _STAGE_METRICS = (
     Metric("frame_us", "1. read and frame"),
@@ -524,6 +553,23 @@ SCENARIOS: tuple[Scenario, ...] = (
             Metric("cpu_ms_per_audit", "CPU ms per audit", "{:,.1f}"),
             Metric("ms_per_audit", "ms per audit", "{:,.1f}"),
             Metric("requests_per_audit", "LIST requests per audit", "{:,.0f}"),
+        ),
+    ),
+    Scenario(
+        name="sharding-configmaps-30k",
+        kind="sharding",
+        title="one replica vs three shards, 30k ConfigMaps under churn; then a shard killed",
+        params={**_SHARDING, "objects": 30_000, "rate": 500.0, "seconds": 20.0},
+        quick_params={**_SHARDING, "objects": 1_500, "rate": 200.0, "seconds": 2.0},
+        variants=sharding.VARIANTS,
+        quick_variants=sharding.VARIANTS,
+        metrics=_SHARDING_METRICS,
+        reference="singleton",
+        server=False,
+        targets=(
+            # The issue's "each shard <= 0.4x the singleton": judged on the busiest shard.
+            Target("sharded-3", "cpu_s", "<=", 0.4, ratio=True),
+            Target("sharded-3", "cache_mib", "<=", 0.4, ratio=True),
         ),
     ),
     Scenario(
@@ -938,7 +984,64 @@ def render_stages(entry: dict[str, Any], scenario: Scenario) -> str:
     return "\n".join(lines)
 
 
-_OWN_TABLES: Final = {"fanout": render_fanout, "stages": render_stages}
+def _medians(entry: dict[str, Any], variant: str) -> dict[str, float]:
+    data = entry["variants"].get(variant, {"metrics": {}})
+    return {
+        name: stats["median"]
+        for name, stats in data["metrics"].items()
+        if stats["median"] is not None
+    }
+
+
+def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
+    """The sharding scenario's tables: one row per replica process (the singleton, then
+    each shard with its ratio to the singleton in brackets), then the targets with met or
+    missed and what the killed shard's keys went through."""
+    columns = [m for m in scenario.metrics if m.summary and m.name in sharding.PROCESS_FIGURES]
+    lines = [
+        f"| scenario | process | {' | '.join(m.label for m in columns)} |",
+        f"|---|---|{'---:|' * len(columns)}",
+    ]
+    reference = _medians(entry, scenario.reference or "singleton")
+    for variant, data in entry["variants"].items():
+        medians = _medians(entry, variant)
+        for process in sharding.processes_of(variant):
+            prefix = "" if process == "singleton" else f"{process}."
+            cells = []
+            for metric in columns:
+                value = medians.get(prefix + metric.name)
+                if value is None:
+                    cells.append("error" if data["errors"] else "")
+                    continue
+                text = metric.fmt.format(value)
+                base = reference.get(metric.name) if prefix else None
+                cells.append(f"{text} ({value / base:.2f}x)" if base else text)
+            role = " (sharder)" if medians.get(f"{prefix}sharder") else ""
+            lines.append(f"| {entry['name']} | {process}{role} | {' | '.join(cells)} |")
+    labels = {metric.name: metric.label for metric in scenario.metrics}
+    facts = ["| scenario | figure | value |", "|---|---|---:|"]
+    for goal in entry["targets"]:
+        verdict = {True: "met", False: "missed", None: "n/a"}[goal["met"]]
+        measured = "—" if goal["measured"] is None else f"{goal['measured']:.2f}x"
+        facts.append(
+            f"| {entry['name']} | busiest shard's {labels[goal['metric']]}, vs the singleton's"
+            f" (target {goal['goal']}) | {measured}: {verdict} |"
+        )
+    killed = _medians(entry, "sharded-3")
+    for metric in scenario.metrics:
+        if metric.summary and metric.name in sharding.FAILOVER_FIGURES and metric.name in killed:
+            facts.append(
+                f"| {entry['name']} | shard killed: {metric.label} |"
+                f" {metric.fmt.format(killed[metric.name])} |"
+            )
+    return "\n".join(lines) + "\n\n" + "\n".join(facts)
+
+
+_OWN_TABLES: Final = {
+    "fanout": render_fanout,
+    "stages": render_stages,
+    "sharding": render_sharding,
+}
 """The scenario kinds that print a table of their own instead of rows of the summary."""
 
 

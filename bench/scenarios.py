@@ -61,6 +61,9 @@ Kinds and what they report:
   (``server-separate``) or on the measured loop itself (``server-same-loop``).
 * ``fanout`` — N raw watchers through a ``CachingProxy`` (``proxy-nN``) or on the upstream
   directly (``direct-nN``), each side in its own processes: see :mod:`bench.fanout`.
+* ``sharding`` — one unsharded Manager (``singleton``) against three shards of a ring
+  (``sharded-3``) on the same ConfigMaps and churn, each replica in its own process: CPU,
+  RSS and cache per process, then one shard killed: see :mod:`bench.sharding`.
 * ``stages`` — CPU µs per event of each stage of the pipeline measured alone, their sum
   beside the whole pipeline, and what a user's choices add: see :mod:`bench.stages`.
   Variants: ``baseline`` (the naive loop's stages), ``ours`` (the library's).
@@ -84,7 +87,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aioinformer.models import KubeObject
 from aioinformer.operator._own_writes import OwnWrites, Scope
-from bench import fanout, harness, stages
+from bench import fanout, harness, sharding, stages
 from bench.audit import audit_baseline, audit_ours
 from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
 from bench.measure import (
@@ -796,6 +799,10 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     **{
         ("fanout", variant): functools.partial(fanout.fanout_case, variant=variant)
         for variant in fanout.VARIANTS
+    },
+    **{
+        ("sharding", variant): functools.partial(sharding.sharding_case, variant=variant)
+        for variant in sharding.VARIANTS
     },
 }
 _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] = {

@@ -18,6 +18,7 @@ import aiohttp
 import orjson
 import pytest
 
+from bench import sharding
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
@@ -133,6 +134,55 @@ def test_quick_fanout_run_serves_every_event_from_one_upstream_watch(
         "proxy-n100"
     }
     assert "| proxy-fanout | 100 @ 500 | upstream watch connections | 100 | 1 (0.01x) |" in table
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_sharding_run_reports_every_process_figure_and_the_failover(
+    quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
+    entry, table = _alone(quick_run[1], "sharding-configmaps-30k")
+    assert list(entry["variants"]) == list(sharding.VARIANTS)
+    medians = {
+        variant: {name: stats["median"] for name, stats in data["metrics"].items()}
+        for variant, data in entry["variants"].items()
+    }
+    for variant, data in entry["variants"].items():
+        assert data["errors"] == [], variant
+    objects = entry["params"]["objects"]
+    singleton, sharded = medians["singleton"], medians["sharded-3"]
+    per_shard = {
+        identity: {figure: sharded[f"{identity}.{figure}"] for figure in sharding.PROCESS_FIGURES}
+        for identity in sharding.IDENTITIES
+    }
+    for figures in (singleton, *per_shard.values()):
+        assert figures["cpu_s"] >= figures["churn_cpu_s"] > 0
+        assert figures["cpu_s"] > figures["startup_cpu_s"] > 0
+        assert figures["peak_rss_mib"] >= figures["rss_mib"] > 0
+        assert figures["cache_mib"] > 0
+        assert figures["reconciles"] >= figures["cached_objects"] > 0
+    # The singleton caches every ConfigMap; the shards split them between them.
+    assert singleton["cached_objects"] == objects
+    assert sum(figures["cached_objects"] for figures in per_shard.values()) == objects
+    assert sorted(sharded[f"{identity}.sharder"] for identity in sharding.IDENTITIES) == [0, 0, 1]
+    for figure in sharding.PROCESS_FIGURES:
+        assert sharded[figure] == max(figures[figure] for figures in per_shard.values())
+    # The churn was the same for both runs.
+    assert singleton["churn_events"] == sharded["churn_events"] > 0
+    # The killed shard's keys moved after its Lease expired, and were reconciled there.
+    assert sharded["lease_duration_s"] == entry["params"]["lease_duration"]
+    assert 0 < sharded["lost_keys"] < objects
+    assert sharded["failover_s"] >= sharded["lease_duration_s"] * 2 / 3
+    assert sharded["failover_reconciled_s"] > 0
+    assert set(entry["ratios"]) == {"sharded-3"}
+    assert {goal["metric"]: goal["met"] is not None for goal in entry["targets"]} == {
+        "cpu_s": True,
+        "cache_mib": True,
+    }
+    assert table.startswith("| scenario | process | CPU s, start → end of churn |")
+    for process in ("singleton", "shard-a (sharder)", "shard-b", "shard-c"):
+        assert f"| sharding-configmaps-30k | {process} | " in table, process
+    assert "| sharding-configmaps-30k | shard killed: s from SIGKILL until each" in table
 
 
 _STAGES = ("frame_us", "decode_us", "fifo_us", "store_us", "dispatch_us", "handler_us")
