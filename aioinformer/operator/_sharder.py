@@ -1,9 +1,9 @@
 """The sharder: assigns a ring's objects to its live shards, and moves them safely.
 
 Role: the one replica holding the ring's sharder Lease runs a :class:`Sharder` (the
-:class:`~aioinformer.operator.Manager` does, ``Manager(shard=...)``). It watches the
-ring's shard Leases (full objects: the holder lives in ``spec``) and every sharded
-resource metadata-only, and reconciles each object towards its desired shard,
+:class:`~aioinformer.operator.Manager` does, ``Manager(shard=...)``). It follows the
+ring's shard Leases (full objects: the holder lives in ``spec``), and decides each
+object's labels from its desired shard,
 :func:`~aioinformer.operator.sharding.rendezvous` of its hash key over the live members:
 
 ==============================================  ===========================================
@@ -14,29 +14,30 @@ the desired shard                               nothing
 none, or a shard that is not a member (its      the desired shard, at once (and no drain
 Lease released, taken over, or gone)            label)
 another live member, ring resource              the drain label; that shard finishes,
-                                                removes both labels, and the next pass
-                                                assigns the object
+                                                removes both labels, and the object is
+                                                assigned again
 another live member, controlled resource        the desired shard, at once: it follows its
                                                 owner, which drains
 ==============================================  ===========================================
 
+It does not watch the sharded objects (timebertt's "don't watch sharded objects"): its
+cost would follow the ring's objects and events. It watches, metadata-only, only the
+objects *no shard holds* (``!<shard label>``): new ones, and those a shard just gave up,
+assigned as soon as the watch shows them (typically milliseconds). Everything else it
+reads in *passes*: a paged metadata-only LIST of every sharded resource, at the start,
+after every membership change, and every ``ring.sync_period``, writing what each object
+needs with ``workers`` writes at once. A write that meets a 409 reads the object again
+and decides again (a few times; a pass leaves the rest to the next).
+
 A member whose Lease was not renewed within its duration (by the sharder's clock, from
 when it last saw the Lease change) is taken over: the sharder writes itself as the
 holder, with a resourceVersion precondition, which ends the shard's membership (a late
-renewal of the shard's fails with 409, so it stops). A dead shard's Lease is deleted
-:data:`~aioinformer.operator.sharding.ORPHAN_AFTER` seconds later.
-
-When: every new object and every change of an object's labels or controller reference
-(so a new object is assigned as soon as the sharder's watch shows it, typically
-milliseconds; other updates do not wake it); every membership change (all objects); and
-every ``ring.sync_period`` (all objects again, and a metadata LIST compared with the
-cache, which repairs what a watch lost). A failed write is retried with the
-controller's rate-limited backoff; a 409 means the object changed, and its next event
-brings it back.
+renewal of the shard's fails with 409, so it stops) and starts a pass. A dead shard's
+Lease is deleted :data:`~aioinformer.operator.sharding.ORPHAN_AFTER` seconds later.
 
 Task model: :meth:`Sharder.run` owns a :class:`~aioinformer._kernel.runner.TaskRunner`
-with its informers of the sharded resources, the assigning controller and one task
-keeping time over the Leases.
+with the controller assigning unheld objects, one task keeping time over the Leases,
+and one running the passes (its writers in a runner of their own).
 """
 
 from __future__ import annotations
@@ -53,14 +54,12 @@ from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync
 from aioinformer._pipeline.meta import labels_of, name_of, namespace_of, resource_version_of
 from aioinformer._pipeline.metric_recorders import new_sharding_metrics
-from aioinformer.audit import CacheAudit
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.indexer import meta_namespace_key
-from aioinformer.informer import SharedIndexInformer
+from aioinformer.listwatch import ListOptions
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator.controller import Controller
-from aioinformer.operator.predicates import Predicate
 from aioinformer.operator.sharding import (
     RingMembership,
     ShardRing,
@@ -68,13 +67,13 @@ from aioinformer.operator.sharding import (
     object_hash_key,
     rendezvous,
 )
-from aioinformer.transforms import strip_managed_fields
 
 if TYPE_CHECKING:
     import anyio.abc
 
     from aioinformer.client import Client, ResourceInfo
     from aioinformer.factory import SharedInformerFactory
+    from aioinformer.informer import SharedIndexInformer
 
 __all__ = ["SHARDER_IDENTITY", "Sharder", "SharderStatistics"]
 
@@ -82,6 +81,11 @@ logger = logging.getLogger(__name__)
 
 SHARDER_IDENTITY: Final = "aioinformer-sharder"
 """The holder the sharder writes into a shard Lease it takes over."""
+
+_PAGE: Final = 500
+"""Objects per LIST page of a pass."""
+_WRITE_ATTEMPTS: Final = 3
+"""Writes of one object's labels before a pass leaves it to the next."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,27 +109,8 @@ class SharderStatistics:
     """Expired shard Leases taken over."""
     membership_changes: int
     """Times the set of members changed."""
-
-
-class _AssignmentMayChange(Predicate):
-    """The events that may change an object's assignment: a new object, a change of its
-    labels or of its controller reference, and a resync (the periodic pass); never a
-    deletion, nor an update of anything else (the sharder wakes for those otherwise)."""
-
-    def delete(self, obj: Any) -> bool:
-        return False
-
-    def update(self, old: Any, new: Any) -> bool:
-        if old is None or new is None:
-            return True
-        if resource_version_of(old) == resource_version_of(new):
-            return True  # a resync: the periodic pass
-        return bool(
-            labels_of(old) != labels_of(new) or controller_hash_key(old) != controller_hash_key(new)
-        )
-
-
-_ASSIGNMENT_MAY_CHANGE: Final = _AssignmentMayChange()
+    passes: int
+    """Passes over every object done."""
 
 
 class Sharder(Service):
@@ -160,12 +145,14 @@ class Sharder(Service):
         self._controller: Controller | None = None
         self._leases: SharedIndexInformer | None = None
         self._wake = asyncio.Event()
+        self._pass_due = asyncio.Event()
         self._stopping = asyncio.Event()
         self._metrics = new_sharding_metrics(ring.name)
         self._assignments = 0
         self._drains = 0
         self._takeovers = 0
         self._changes = 0
+        self._passes = 0
 
     @property
     def service_name(self) -> str:
@@ -183,6 +170,7 @@ class Sharder(Service):
             drains=self._drains,
             takeovers=self._takeovers,
             membership_changes=self._changes,
+            passes=self._passes,
         )
 
     def _request_stop(self) -> None:
@@ -215,39 +203,30 @@ class Sharder(Service):
                 *((owned, True) for owned in spec.controlled),
             ):
                 info = await self._client.resolve(resource)
-                # Its own informers, not the factory's: only the sharder needs every
-                # object, they are freed when it stops, and they keep the metadata it
-                # reads (managedFields dropped). Their audit is the periodic pass that
-                # catches what a watch lost.
-                informer = SharedIndexInformer(
-                    self._client.resource(info, self._namespace, metadata_only=True),
-                    transform=strip_managed_fields,
+                # Only the objects no shard holds: new ones, and those a shard gave up.
+                # The assigned ones are read by the passes, never watched, so the
+                # sharder's cost does not follow the ring's objects and events.
+                informer = factory.informer_for(
+                    info,
+                    metadata_only=True,
+                    label_selector=f"!{ring.shard_label}",
                     resync_period=ring.sync_period,
-                    clock=self._clock,
-                    audit=CacheAudit(period=ring.sync_period),
-                    name=f"{self.service_name} {info.gvr.resource}",
                 )
                 index = len(self._resources)
                 self._resources.append(_Sharded(info, controlled, informer))
-                controller.watch(
-                    informer, enqueue=self._keys_for(index), predicates=[_ASSIGNMENT_MAY_CHANGE]
-                )
+                controller.watch(informer, enqueue=self._keys_for(index))
         await factory.start()
         await wait_for_cache_sync(leases, timeout=self._cache_sync_timeout, clock=self._clock)
-        async with TaskRunner(name=self.service_name) as informers:
-            for sharded in self._resources:
-                informers.start_soon(sharded.informer.run(), name=sharded.informer.name)
-            async with TaskRunner(name=self.service_name) as runner:
-                await runner.start(controller.run, name="assign")
-                async with TaskRunner(name=self.service_name) as timekeeping:
-                    timekeeping.start_soon(self._keep_time(), name="leases")
-                    self._enqueue_all()
-                    task_status.started()
-                    await self._stopping.wait()
-                # The controller drains its writes in flight within its own drain timeout.
-                controller.stop()
-                await runner.wait()
-            # Leaving the block stops the informers, the controller having stopped.
+        async with TaskRunner(name=self.service_name) as runner:
+            await runner.start(controller.run, name="assign")
+            async with TaskRunner(name=self.service_name) as timekeeping:
+                timekeeping.start_soon(self._keep_time(), name="leases")
+                timekeeping.start_soon(self._keep_passing(), name="passes")
+                task_status.started()
+                await self._stopping.wait()
+            # The controller drains its writes in flight within its own drain timeout.
+            controller.stop()
+            await runner.wait()
 
     def _keys_for(self, index: int) -> Any:
         prefix = f"{index}|"
@@ -256,15 +235,6 @@ class Sharder(Service):
             return (prefix + meta_namespace_key(obj),)
 
         return keys
-
-    def _enqueue_all(self) -> None:
-        controller = self._controller
-        if controller is None:
-            return
-        for index, sharded in enumerate(self._resources):
-            prefix = f"{index}|"
-            for key in sharded.informer.indexer.list_keys():
-                controller.enqueue(prefix + key)
 
     # -- membership ----------------------------------------------------------------------
 
@@ -285,7 +255,7 @@ class Sharder(Service):
         self._metrics.members(len(members))
         self._metrics.membership_changed()
         logger.info("ring %s: members now %s", self._ring.name, ", ".join(members) or "none")
-        self._enqueue_all()
+        self._pass_due.set()
 
     async def _keep_time(self) -> None:
         """Take over expired shard Leases and delete orphaned ones, each when its time
@@ -348,49 +318,121 @@ class Sharder(Service):
 
     # -- assigning -----------------------------------------------------------------------
 
-    async def _assign(self, key: str) -> None:
-        index, _, object_key = key.partition("|")
-        sharded = self._resources[int(index)]
-        obj = sharded.informer.indexer.get_by_key(object_key)
-        if obj is None:
-            return
+    def _labels_for(self, sharded: _Sharded, obj: Any) -> dict[str, str | None] | None:
+        """The labels to write on ``obj`` (see the module notes), ``None`` for none."""
         namespace = namespace_of(obj) or None
         name = name_of(obj)
         if name is None:
-            return
+            return None
         info = sharded.info
         if sharded.controlled:
             hash_key = controller_hash_key(obj)
         else:
             hash_key = object_hash_key(info.gvr.group, info.kind, namespace, name)
         if hash_key is None:
-            return
+            return None
         desired = rendezvous(hash_key, self._membership.members())
         if desired is None:
-            return
+            return None
         ring = self._ring
         labels = labels_of(obj) or {}
         current = labels.get(ring.shard_label)
         if current == desired:
+            return None
+        if current is not None and not sharded.controlled and self._membership.is_member(current):
+            if ring.drain_label in labels:
+                return None  # asked already: the shard gives it up, then it is assigned
+            return {ring.drain_label: "true"}
+        return {ring.shard_label: desired, ring.drain_label: None}
+
+    async def _write(self, sharded: _Sharded, obj: Any) -> None:
+        """Write what ``obj`` needs, at its resourceVersion; on a 409, read it again and
+        decide again, a few times (it changed meanwhile: a reconcile's write, say)."""
+        name = name_of(obj)
+        namespace = namespace_of(obj) or None
+        if name is None:
             return
-        drain = (
-            current is not None and not sharded.controlled and self._membership.is_member(current)
-        )
-        if drain and ring.drain_label in labels:
-            return  # asked already: the shard gives it up, then it is assigned
-        new_labels: dict[str, str | None] = (
-            {ring.drain_label: "true"}
-            if drain
-            else {ring.shard_label: desired, ring.drain_label: None}
-        )
-        patch = {"metadata": {"resourceVersion": resource_version_of(obj), "labels": new_labels}}
-        try:
-            await self._client.resource(info, namespace=namespace).patch(name, patch)
-        except NotFound:
+        api = self._client.resource(sharded.info, namespace=namespace, metadata_only=True)
+        for attempt in range(_WRITE_ATTEMPTS):
+            labels = self._labels_for(sharded, obj)
+            if labels is None:
+                return
+            patch = {"metadata": {"resourceVersion": resource_version_of(obj), "labels": labels}}
+            try:
+                await api.patch(name, patch)
+            except NotFound:
+                return
+            except Conflict:
+                if attempt + 1 == _WRITE_ATTEMPTS:
+                    raise
+                try:
+                    obj = await api.get(name)
+                except NotFound:
+                    return
+                continue
+            if labels.get(self._ring.drain_label):
+                self._drains += 1
+                self._metrics.drained()
+            else:
+                self._assignments += 1
+                self._metrics.assigned()
             return
-        if drain:
-            self._drains += 1
-            self._metrics.drained()
-        else:
-            self._assignments += 1
-            self._metrics.assigned()
+
+    async def _assign(self, key: str) -> None:
+        """The watch's path: an object no shard holds."""
+        index, _, object_key = key.partition("|")
+        sharded = self._resources[int(index)]
+        obj = sharded.informer.indexer.get_by_key(object_key)
+        if obj is not None:
+            await self._write(sharded, obj)
+
+    async def _keep_passing(self) -> None:
+        """Go over every object: at the start, after each membership change, and every
+        ``sync_period``; one pass at a time (changes during one bring another)."""
+        clock = self._clock
+        while True:
+            self._pass_due.clear()
+            try:
+                await self._pass()
+            except Exception:
+                logger.exception("ring %s: a pass over the objects failed", self._ring.name)
+            await first_completed(self._pass_due.wait(), clock.sleep(self._ring.sync_period))
+
+    async def _pass(self) -> None:
+        """List every sharded resource metadata-only, a page at a time, and write what each
+        object needs, ``workers`` writes at once."""
+        if not self._membership.members():
+            return
+        todo: list[tuple[_Sharded, Any]] = []
+        for sharded in self._resources:
+            api = self._client.resource(sharded.info, self._namespace, metadata_only=True)
+            options = ListOptions(limit=_PAGE)
+            while True:
+                page = await api.list(options)
+                todo.extend(
+                    (sharded, obj)
+                    for obj in page.items
+                    if self._labels_for(sharded, obj) is not None
+                )
+                if not page.continue_:
+                    break
+                options = ListOptions(limit=_PAGE, continue_=page.continue_)
+        self._passes += 1
+        if not todo:
+            return
+        logger.info("ring %s: a pass relabels %s objects", self._ring.name, len(todo))
+        queue = iter(todo)
+
+        async def writer() -> None:
+            for sharded, obj in queue:
+                try:
+                    await self._write(sharded, obj)
+                except Exception as error:  # noqa: BLE001 - the next pass retries it
+                    logger.warning(
+                        "ring %s: relabelling %s failed: %s", self._ring.name, name_of(obj), error
+                    )
+
+        async with TaskRunner(name=f"{self.service_name} pass") as writers:
+            for index in range(min(self._workers, len(todo))):
+                writers.start_soon(writer(), name=f"writer {index}")
+            await writers.wait()
