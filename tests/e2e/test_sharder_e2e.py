@@ -149,11 +149,7 @@ async def test_a_joining_shard_gets_its_objects_only_through_drains(
     fake_apiserver: FakeAPIServer, kube_client: Client
 ) -> None:
     clock = FakeClock()
-    write_lease(fake_apiserver, "shard-a")
-    write_lease(fake_apiserver, "shard-b")
-    names = [f"cm-{i}" for i in range(30)]
-    for name in names:
-        fake_apiserver.create(config_map(name))
+    names = seed(fake_apiserver, ("shard-a", "shard-b"), 30)
     async with running_sharder(kube_client, clock) as sharder:
         await wait_until(lambda: None not in assigned(fake_apiserver).values(), poll=POLL)
         before = assigned(fake_apiserver)
