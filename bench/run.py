@@ -567,7 +567,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         reference="singleton",
         server=False,
         targets=(
-            # The "each shard <= 0.4x the singleton": judged on the busiest shard.
+            # "Each shard <= 0.4x the singleton": judged on the busiest shard.
             Target("sharded-3", "cpu_s", "<=", 0.4, ratio=True),
             Target("sharded-3", "cache_mib", "<=", 0.4, ratio=True),
         ),

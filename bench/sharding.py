@@ -1,7 +1,7 @@
 """The sharding scenario: one replica against three shards on the same ConfigMaps and the
 same churn, then one shard killed.
 
-Role: measures what ``Manager(shard=ShardRing(...))`` promises (issue 29): each of N
+Role: measures what ``Manager(shard=ShardRing(...))`` promises: each of N
 shards costs about 1/N of one unsharded replica, in CPU and in cache memory, and a dead
 shard's objects are owned and reconciled elsewhere soon after its Lease expires.
 Input: the scenario's params (``objects``, ``rate`` and ``seconds`` of the churn,

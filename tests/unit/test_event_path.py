@@ -1,6 +1,6 @@
 """The modules a watch event passes through, from the bytes of the stream to a handler.
 
-Issue 27 asks for the path from socket to handler to cross few modules, each one stage. The
+The path from socket to handler should cross few modules, each one stage. The
 test runs MODIFIED events through a synced informer as a server would send them (JSON lines
 framed and decoded by :mod:`aioinformer.watch`, as a client's watch reads them) and notes,
 with a profile hook, which ``aioinformer`` modules have a function entered. A module is on
