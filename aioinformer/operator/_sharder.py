@@ -116,10 +116,10 @@ class SharderStatistics:
 class Sharder(Service):
     """Assigns the objects of ``ring`` (see the module notes).
 
-    ``client`` writes the labels and Leases; ``factory`` provides the Lease informer
-    (shared with the rest of the manager); the sharded objects of ``namespace`` (``None``:
-    all) are followed by informers of the sharder's own; ``workers`` objects are written
-    concurrently.
+    ``client`` lists the sharded objects of ``namespace`` (``None``: all) and writes the
+    labels and Leases; ``factory`` provides the informers of the Leases and of the
+    objects no shard holds (shared with the rest of the manager); ``workers`` objects are
+    written concurrently.
     """
 
     def __init__(
