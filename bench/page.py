@@ -76,7 +76,7 @@ class Plot:
     """What it shows, as the image's alternative text."""
     caption: str
     """One line under it: what to read from it."""
-    draw: Callable[[Figure], None]
+    draw: Callable[[Figure], object]
     """Draws it on an empty figure."""
     size: tuple[float, float]
     """The figure's width and height in inches."""
@@ -114,11 +114,11 @@ def _entries(results: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
     return [entry for entry in results["scenarios"] if entry["kind"] in kinds]
 
 
-def _goal(goal: str) -> tuple[str, float, bool]:
+def _goal(goal: str) -> tuple[float, bool]:
     """A target's ``goal`` as the document writes it (``"<= 0.3x"``, ``">= 100000"``): its
-    relation, its value and whether it is a ratio to the reference."""
-    relation, _, value = goal.partition(" ")
-    return relation, float(value.removesuffix("x")), value.endswith("x")
+    value, and whether it is a ratio to the reference."""
+    value = goal.partition(" ")[2]
+    return float(value.removesuffix("x")), value.endswith("x")
 
 
 def _target_levels(entry: dict[str, Any], variant: str, metric: str) -> tuple[float, ...]:
@@ -128,7 +128,7 @@ def _target_levels(entry: dict[str, Any], variant: str, metric: str) -> tuple[fl
     for target in entry["targets"]:
         if target["variant"] != variant or target["metric"] != metric:
             continue
-        _, value, ratio = _goal(target["goal"])
+        value, ratio = _goal(target["goal"])
         if not ratio:
             levels.append(value)
             continue
@@ -139,22 +139,15 @@ def _target_levels(entry: dict[str, Any], variant: str, metric: str) -> tuple[fl
     return tuple(levels)
 
 
-def _trio(entry: dict[str, Any], family: str) -> tuple[str | None, str, str]:
-    """The variants of one group of bars: ``family``'s reference, then its two cache modes."""
-    variants = list(entry["variants"])
-    return reference_of(family, entry["reference"], variants), family, family + COMPACT_SUFFIX
-
-
 def _trio_bars(
     entry: dict[str, Any], family: str, metric: str, text: Callable[[float], str]
 ) -> list[_Bar]:
     """The three bars of ``family``'s ``metric``: each with its value as ``text`` writes
     it and, for the cache modes, the ratio to the reference under it."""
-    bars = []
-    reference, *modes = _trio(entry, family)
+    reference = reference_of(family, entry["reference"], list(entry["variants"]))
     value = _median(entry, reference, metric)
-    bars.append(_Bar(value, "" if value is None else text(value)))
-    for variant in modes:
+    bars = [_Bar(value, "" if value is None else text(value))]
+    for variant in (family, family + COMPACT_SUFFIX):
         value = _median(entry, variant, metric)
         ratio = _ratio(entry, variant, metric)
         label = "" if value is None else text(value)
@@ -191,11 +184,14 @@ def _milliseconds(value: float) -> str:
 
 def _group_bars(
     axes: Axes, groups: Sequence[tuple[str, Sequence[_Bar]]], *, log: bool = False
-) -> None:
+) -> bool:
     """Groups of up to three bars (:data:`_SIDES`) side by side, each bar's text above it
-    and each of its targets as a black dash across it."""
+    and each of its targets as a black dash across it; whether any target was drawn."""
+    from matplotlib.ticker import FuncFormatter
+
     width = 0.8 / len(_SIDES)
-    top = max((bar.value for _, bars in groups for bar in bars if bar.value), default=1.0)
+    heights = [level for _, bars in groups for bar in bars for level in (bar.value, *bar.targets)]
+    top = max((height for height in heights if height), default=1.0)
     targeted = False
     for position, (_, bars) in enumerate(groups):
         for side, bar in enumerate(bars):
@@ -203,7 +199,10 @@ def _group_bars(
             if bar.value is None:
                 continue
             axes.bar(x, bar.value, width, color=_SIDES[side][1])
-            above = bar.value * 1.12 if log else bar.value + top * 0.015
+            # The text goes above the bar, or above a target it would otherwise cross.
+            reach = bar.value * 4 if log else bar.value + top * 0.12
+            base = max([bar.value, *(level for level in bar.targets if level <= reach)])
+            above = base * 1.15 if log else base + top * 0.015
             axes.text(x, above, bar.text, ha="center", va="bottom", fontsize=7)
             for level in bar.targets:
                 axes.hlines(level, x - width / 2, x + width / 2, colors="black", linewidth=2)
@@ -211,28 +210,44 @@ def _group_bars(
     axes.set_xticks(range(len(groups)), [label for label, _ in groups])
     if log:
         axes.set_yscale("log")
-        axes.set_ylim(top=top * 8)
+        axes.set_ylim(top=top * 6)
     else:
-        axes.set_ylim(top=top * 1.25)
+        axes.set_ylim(top=top * 1.15)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
     axes.spines[["top", "right"]].set_visible(False)
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
-    handles = [_patch(color, label) for label, color in _SIDES]
-    if targeted:
-        handles.append(_line("black", "target", linewidth=2))
-    axes.legend(handles=handles, fontsize=8, loc="upper left", frameon=False)
+    return targeted
 
 
-def _patch(color: str, label: str) -> Any:
+def _legend(figure: Figure, targeted: bool, *extra: Any) -> None:
+    """The legend of the bars' sides (and the target dash if one was drawn) above the
+    plot, outside the axes."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    return Patch(color=color, label=label)
+    handles: list[Any] = [Patch(color=color, label=label) for label, color in _SIDES]
+    if targeted:
+        handles.append(Line2D([], [], color="black", linewidth=2, label="target"))
+    handles.extend(extra)
+    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8)
 
 
-def _line(color: str, label: str, **style: Any) -> Any:
-    from matplotlib.lines import Line2D
+def _scenario_bars(
+    entries: Sequence[dict[str, Any]], metric: str, label: str, text: Callable[[float], str]
+) -> Callable[[Figure], Axes]:
+    """Draws one group of bars per scenario of ``entries``: ``metric`` for the reference
+    and the two cache modes of ``ours``; gives the axes for more."""
 
-    return Line2D([], [], color=color, label=label, **style)
+    def draw(figure: Figure) -> Axes:
+        axes = figure.add_subplot()
+        groups = [(entry["name"], _trio_bars(entry, "ours", metric, text)) for entry in entries]
+        targeted = _group_bars(axes, groups)
+        axes.set_ylabel(label)
+        _legend(figure, targeted)
+        return axes
+
+    return draw
 
 
 def _throughput(results: dict[str, Any]) -> Plot | None:
@@ -242,28 +257,22 @@ def _throughput(results: dict[str, Any]) -> Plot | None:
     (ceiling,) = [
         _median(entry, "orjson-loads", "events_per_s") for entry in _entries(results, "decode")
     ] or [None]
+    bars = _scenario_bars(entries, "events_per_s", "events/s", _thousands)
 
     def draw(figure: Figure) -> None:
-        axes = figure.add_subplot()
-        groups = [
-            (entry["name"], _trio_bars(entry, "ours", "events_per_s", _thousands))
-            for entry in entries
-        ]
-        _group_bars(axes, groups)
+        axes = bars(figure)
         if ceiling is not None:
             axes.axhline(ceiling, color="#555555", linestyle=":", linewidth=1)
             axes.text(
-                len(groups) - 0.5,
+                -0.45,
                 ceiling,
                 f"orjson.loads alone: {_thousands(ceiling)}/s",
-                ha="right",
+                ha="left",
                 va="bottom",
                 fontsize=7,
                 color="#555555",
             )
             axes.set_ylim(top=max(axes.get_ylim()[1], ceiling * 1.1))
-        axes.set_ylabel("events/s")
-        axes.set_title("Watch throughput: events per second end to end", fontsize=10)
 
     return Plot(
         name="throughput.svg",
@@ -299,6 +308,7 @@ def _latency(results: dict[str, Any]) -> Plot | None:
 
     def draw(figure: Figure) -> None:
         shared: Axes | None = None
+        targeted, top = False, 0.0
         for index, (entry, family) in enumerate(panels, start=1):
             axes = figure.add_subplot(rows, columns, index, sharey=shared)
             shared = shared or axes
@@ -306,14 +316,17 @@ def _latency(results: dict[str, Any]) -> Plot | None:
                 (label, _trio_bars(entry, family, metric, _milliseconds))
                 for metric, label in _LATENCY_FIGURES[entry["kind"]]
             ]
-            _group_bars(axes, groups, log=True)
+            targeted |= _group_bars(axes, groups, log=True)
+            top = max(top, axes.get_ylim()[1])
             what = "request" if entry["kind"] == "service" else "emit → handler"
             condition = family.removeprefix("ours").lstrip("-")
             title = entry["name"] + (f", {condition}" if condition else "")
-            axes.set_title(f"{title}\n{what} (ms)", fontsize=9)
-            if index > 1:
-                axes.get_legend().remove()
+            axes.set_title(f"{title}: {what}", fontsize=9)
+        if shared is not None:
+            # Shared: the panels' scales are the same, so that they compare at a glance.
+            shared.set_ylim(top=top)
         figure.supylabel("milliseconds (log scale)", fontsize=9)
+        _legend(figure, targeted)
 
     return Plot(
         name="latency.svg",
@@ -332,17 +345,7 @@ def _memory(results: dict[str, Any]) -> Plot | None:
     entries = _entries(results, "sync")
     if not entries:
         return None
-
-    def draw(figure: Figure) -> None:
-        axes = figure.add_subplot()
-        groups = [
-            (entry["name"], _trio_bars(entry, "ours", "bytes_per_object", _thousands))
-            for entry in entries
-        ]
-        _group_bars(axes, groups)
-        axes.set_ylabel("RSS bytes per cached object")
-        axes.set_title("Memory: resident bytes per cached object after the sync", fontsize=10)
-
+    bars = _scenario_bars(entries, "bytes_per_object", "RSS bytes per cached object", _thousands)
     return Plot(
         name="memory.svg",
         alt="RSS bytes per cached object of the raw dict and of each cache mode",
@@ -351,7 +354,7 @@ def _memory(results: dict[str, Any]) -> Plot | None:
             " cached: the raw loop's dict, then each cache mode with its ratio to the dict;"
             " black dashes are the targets."
         ),
-        draw=draw,
+        draw=bars,
         size=(8.0, 4.2),
     )
 
@@ -375,6 +378,8 @@ def _fanout(results: dict[str, Any]) -> Plot | None:
     rates = entry["params"]["rates"]
 
     def draw(figure: Figure) -> None:
+        from matplotlib.ticker import FuncFormatter
+
         axes = figure.add_subplot()
         positions = range(len(counts))
         for via, label, color in _FANOUT_SIDES:
@@ -408,11 +413,12 @@ def _fanout(results: dict[str, Any]) -> Plot | None:
         )
         axes.set_xlim(-0.5, len(counts) - 0.5)
         axes.set_yscale("log")
+        axes.set_ylim(top=axes.get_ylim()[1] * 1.5)
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,g}"))
         axes.set_ylabel("upstream write → watcher (ms, log scale)")
-        axes.set_title("Proxy fan-out: latency by number of watchers", fontsize=10)
         axes.spines[["top", "right"]].set_visible(False)
         axes.grid(axis="y", alpha=0.3)
-        axes.legend(fontsize=8, frameon=False, loc="upper left", ncols=2)
+        figure.legend(loc="outside right upper", fontsize=8)
 
     return Plot(
         name="fanout.svg",
@@ -423,7 +429,7 @@ def _fanout(results: dict[str, Any]) -> Plot | None:
             " or from the upstream directly; black dashes are the p99 targets."
         ),
         draw=draw,
-        size=(8.0, 4.6),
+        size=(9.0, 4.2),
     )
 
 
@@ -558,7 +564,7 @@ def _targets(results: dict[str, Any]) -> Iterator[str]:
             measured = target["measured"]
             if measured is None:
                 shown = "—"
-            elif _goal(target["goal"])[2]:
+            elif _goal(target["goal"])[1]:
                 shown = f"{measured:.2f}x"
             else:
                 shown = metric.fmt.format(measured)

@@ -9,6 +9,7 @@ Drawing SVGs with matplotlib takes a second or more, hence e2e."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -115,11 +116,18 @@ def _assert_valid_svg(path: Path) -> None:
     assert next(root.iter("{http://www.w3.org/2000/svg}path"), None) is not None, path
 
 
+@pytest.fixture(scope="module")
+def full_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """The page of a document with every scenario (drawn once: the tests below copy it):
+    its directory and the files written."""
+    directory = tmp_path_factory.mktemp("full")
+    return directory, write_page(_results(), directory)
+
+
 def test_a_document_with_every_scenario_gives_every_section_and_every_plot(
-    tmp_path: Path,
+    full_page: tuple[Path, list[Path]],
 ) -> None:
-    results = _results()
-    written = write_page(results, tmp_path)
+    tmp_path, written = full_page
     page = (tmp_path / "index.md").read_text(encoding="utf-8")
     assert written[0] == tmp_path / "index.md"
     for heading in (*_SECTIONS, "## Targets", "## Every figure", "## When, where and how"):
@@ -142,10 +150,10 @@ def test_a_document_with_every_scenario_gives_every_section_and_every_plot(
     "heading", [heading for heading in _SECTIONS if heading in _PLOT_OF], ids=str
 )
 def test_a_section_whose_scenarios_are_absent_is_left_out_with_its_plot(
-    tmp_path: Path, heading: str
+    full_page: tuple[Path, list[Path]], tmp_path: Path, heading: str
 ) -> None:
     # Written over a page with every plot: the one no longer linked goes too.
-    write_page(_results(), tmp_path)
+    shutil.copytree(full_page[0], tmp_path, dirs_exist_ok=True)
     results = _results(leave_out=_SECTIONS[heading])
     write_page(results, tmp_path)
     page = (tmp_path / "index.md").read_text(encoding="utf-8")
@@ -185,12 +193,13 @@ def test_a_document_of_the_tables_alone_has_no_plot_and_no_table_of_the_rest(
     assert "\n## Sharding\n" in page
 
 
-def test_rendering_the_same_document_twice_gives_the_same_bytes(tmp_path: Path) -> None:
-    results = _results()
-    first = write_page(results, tmp_path / "first")
-    second = write_page(results, tmp_path / "second")
-    assert [path.relative_to(tmp_path / "first") for path in first] == [
-        path.relative_to(tmp_path / "second") for path in second
+def test_rendering_the_same_document_twice_gives_the_same_bytes(
+    full_page: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    directory, first = full_page
+    second = write_page(_results(), tmp_path)
+    assert [path.relative_to(directory) for path in first] == [
+        path.relative_to(tmp_path) for path in second
     ]
     for one, other in zip(first, second, strict=True):
         assert one.read_bytes() == other.read_bytes(), one.name
