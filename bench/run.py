@@ -117,7 +117,8 @@ class Metric:
     label: str
     fmt: str = "{:,.2f}"
     summary: bool = True
-    """Shown in the README table (``False``: only in ``--detailed`` and the JSON)."""
+    """Shown in the summary table, on stdout and on the results page (``False``: only in
+    ``--detailed`` and the JSON)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -894,7 +895,7 @@ def _goal_cell(entry: dict[str, Any], variants: Sequence[str], metric: str) -> s
 
 
 def render_summary(results: dict[str, Any]) -> str:
-    """The results as the README's table: one row per figure and variant family, the
+    """The results as the summary table: one row per figure and variant family, the
     reference's median beside the ``cache="objects"`` and ``cache="compact"`` runs (ratio
     to the reference in brackets), and the targets with met or missed."""
     scenarios_by_name = {s.name: s for s in SCENARIOS}
@@ -1136,7 +1137,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--detailed",
         action="store_true",
-        help="print every variant's figures with their spread instead of the README table",
+        help="print every variant's figures with their spread instead of the summary table",
     )
     parser.add_argument(
         "--from-json",
