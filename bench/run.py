@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_OUTPUT",
+    "PARTIAL_OUTPUT",
     "DEFAULT_PAGE_DIR",
     "OWN_TABLES",
     "SCENARIOS",
@@ -72,6 +73,9 @@ __all__ = [
 ]
 
 DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "latest.json"
+"""Where a full run's results go: the published ones, which the results page is made from."""
+PARTIAL_OUTPUT = REPO_ROOT / "bench" / "results" / "partial.json"
+"""Where a ``--quick`` or ``--only`` run's results go, so that it never replaces a full run's."""
 DEFAULT_PAGE_DIR = REPO_ROOT / "docs" / "benchmarks"
 """Where the benchmarks page goes (see :mod:`bench.page`)."""
 
@@ -1131,7 +1135,10 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=600.0, help="seconds allowed per worker process"
     )
     parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON results"
+        "--output",
+        type=Path,
+        help="where to write the JSON results (default bench/results/latest.json for a full"
+        " run, bench/results/partial.json for a --quick or --only one)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument(
@@ -1206,6 +1213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "writing the benchmarks page needs matplotlib: pip install 'aioinformer[bench]'"
             " (or run with --no-page)"
         )
+    if args.output is None:
+        args.output = PARTIAL_OUTPUT if partial else DEFAULT_OUTPUT
     results = run(args)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")

@@ -29,9 +29,8 @@ def test_the_committed_page_is_what_the_committed_results_give() -> None:
     results = orjson.loads((REPO_ROOT / "bench" / "results" / "latest.json").read_bytes())
     page = (PAGE_DIR / "index.md").read_text(encoding="utf-8")
     assert page == page_markdown(results), (
-        "the page and the results differ: after a full run commit both; if a partial run"
-        " overwrote the results, restore them (git checkout bench/results/latest.json);"
-        " after a change to bench/page.py, re-render: python -m bench --page"
+        "the page and the results differ: after a full run commit both; after a change to"
+        " bench/page.py, re-render: python -m bench --page"
     )
     # Its plots are there, and no other: they are compared by name only, as matplotlib
     # versions draw the same figure differently.
@@ -113,6 +112,19 @@ def test_a_run_records_its_command_in_the_results(calls: _Calls) -> None:
     (meta,) = calls.runs
     assert meta["argv"] == list(argv)
     assert orjson.loads(calls.output.read_bytes())["meta"]["argv"] == list(argv)
+
+
+def test_a_partial_run_never_replaces_the_published_results(
+    calls: _Calls, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bench.run, "DEFAULT_OUTPUT", tmp_path / "latest.json")
+    monkeypatch.setattr(bench.run, "PARTIAL_OUTPUT", tmp_path / "partial.json")
+    calls.main("--quick")
+    calls.main("--only", "stages")
+    assert (tmp_path / "partial.json").exists()
+    assert not (tmp_path / "latest.json").exists()
+    calls.main("--repeats", "1", "--no-page")
+    assert (tmp_path / "latest.json").exists()
 
 
 def test_a_full_run_writes_the_page(calls: _Calls, tmp_path: Path) -> None:
