@@ -1,6 +1,7 @@
-"""The layout map in the README, the import contract in pyproject.toml and the package's
-rooms (its top-level modules and folders) say the same thing: every room sits in exactly
-one layer, and the README's table lists the contract's layers, top first."""
+"""The layout page of the docs (docs/explanation/layout.md), the import contract in
+pyproject.toml and the package's rooms (its top-level modules and folders) say the same
+thing: every room sits in exactly one layer, and the page's table lists the contract's
+layers, top first."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ def contract_layers() -> list[set[str]]:
     return [{name.strip() for name in re.split(r"[|:]", layer)} for layer in contract["layers"]]
 
 
-def readme_layers() -> list[set[str]]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Layout\n", 1)[1].split("\n### ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ")][1:]
+def page_layers() -> list[set[str]]:
+    page = (ROOT / "docs" / "explanation" / "layout.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ")][1:]
     return [
         {re.sub(r"(/|\.py)$", "", room) for room in re.findall(r"`([^`]+)`", row.split(" | ")[1])}
         for row in rows
@@ -46,8 +46,8 @@ def test_every_room_of_the_package_sits_in_exactly_one_layer() -> None:
     assert set(placed) == package_rooms()
 
 
-def test_the_readme_map_lists_the_contracts_layers_top_first() -> None:
-    assert readme_layers() == contract_layers()
+def test_the_layout_page_lists_the_contracts_layers_top_first() -> None:
+    assert page_layers() == contract_layers()
 
 
 def test_the_contract_is_short_enough_to_read_aloud() -> None:

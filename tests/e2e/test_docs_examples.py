@@ -1,0 +1,385 @@
+"""Every Python block of the tutorial and the how-to pages runs, as a reader would run it.
+
+The pages are ``docs/tutorial/*.md`` and ``docs/how-to/*.md``. Each fenced ``python``
+block, indented ones inside tabs and admonitions included, is one of these, chosen by the
+line just above its fence (blank lines may come between):
+
+- nothing: a complete program, written alone as ``main.py`` into an empty directory and run
+  there with ``python main.py``; it must exit 0 by itself.
+- ``<!-- docs-test: file NAME -->``: a file the page's later blocks need (an operator a test
+  imports, a ``conftest.py``); it is written as NAME beside each later block of the page.
+- ``<!-- docs-test: pytest -->``: a test file, run by pytest as in a new project with only
+  ``pip install 'aioinformer[testing]'`` (no pytest configuration of ours, plugin autoloading
+  off, the plugins of aioinformer and of the ``testing`` extra loaded by name).
+- ``<!-- docs-test: cluster stop-after="TEXT" -->``: a program for a real cluster, which reads
+  the kubeconfig the usual way. It runs against a fake API server named by ``KUBECONFIG``
+  until TEXT appears in its output, then gets SIGTERM and must exit 0.
+- a visible ``!!! note "Not run by the test suite: REASON"`` admonition: not run, and the
+  reader sees why.
+
+Nothing else is accepted: an unknown marker, or a skip without a reason, fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import tomllib
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+import pytest
+
+from aioinformer.testing import FakeAPIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+EXECUTED_PARTS = ("tutorial", "how-to")
+
+RUN_TIMEOUT = 120.0
+"""Seconds one program or test file may take (a few seconds unloaded): bounds a hang only."""
+
+STOP_TIMEOUT = 30.0
+"""Seconds a cluster program has to exit after SIGTERM."""
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
+MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<body>.*?)\s*-->$")
+NOT_RUN = re.compile(r'^!!!\s+note\s+"Not run by the test suite:\s*(?P<reason>[^"]*)"\s*$')
+CLUSTER = re.compile(r'^cluster\s+stop-after="(?P<text>[^"]+)"$')
+FILE = re.compile(r"^file\s+(?P<name>[\w.-]+\.py)$")
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    code: str
+    mode: str
+    """``script``, ``file``, ``pytest``, ``cluster`` or ``skip``."""
+    argument: str = ""
+    """The file's name, the text a cluster program is stopped after, or the skip's reason."""
+    files: dict[str, str] = field(default_factory=dict)
+    """The page's ``file`` blocks above this one, by name."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def read_mode(previous: str) -> tuple[str, str]:
+    """The mode a block's preceding line gives it, with its argument."""
+    if match := NOT_RUN.match(previous):
+        return "skip", match["reason"].strip()
+    if not (match := MARKER.match(previous)):
+        return "script", ""
+    body = match["body"]
+    if body == "pytest":
+        return "pytest", ""
+    if cluster := CLUSTER.match(body):
+        return "cluster", cluster["text"]
+    if file := FILE.match(body):
+        return "file", file["name"]
+    raise ValueError(f"unknown docs-test marker {previous!r}")
+
+
+def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
+    """The Python blocks of one page, in order, each with the page's files above it."""
+    page = path.relative_to(docs).as_posix()
+    lines = path.read_text().splitlines()
+    blocks: list[Block] = []
+    files: dict[str, str] = {}
+    previous = ""
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            if lines[index].strip():
+                previous = lines[index].strip()
+            index += 1
+            continue
+        indent, ticks = opening["indent"], opening["ticks"]
+        language = (opening["info"].split() or [""])[0].lstrip(".").lower()
+        body: list[str] = []
+        index += 1
+        while index < len(lines):
+            closing = FENCE.match(lines[index])
+            if closing and closing["ticks"].startswith(ticks) and not closing["info"].strip():
+                break
+            body.append(lines[index])
+            index += 1
+        start = index - len(body)
+        index += 1
+        if language in ("python", "py"):
+            try:
+                mode, argument = read_mode(previous)
+            except ValueError as error:
+                raise ValueError(f"{page}:{start}: {error}") from None
+            code = textwrap.dedent("\n".join(line.removeprefix(indent) for line in body)) + "\n"
+            blocks.append(Block(page, start, code, mode, argument, dict(files)))
+            if mode == "file":
+                files[argument] = code
+        previous = ""
+    return blocks
+
+
+def executed_pages() -> list[Path]:
+    return sorted(path for part in EXECUTED_PARTS for path in (DOCS / part).glob("*.md"))
+
+
+def all_blocks() -> list[Block]:
+    return [block for path in executed_pages() for block in page_blocks(path)]
+
+
+def runnable_blocks() -> list[Block]:
+    return [block for block in all_blocks() if block.mode in ("script", "pytest", "cluster")]
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without what would leak our settings into a reader's run."""
+    leaks = ("PYTEST_", "KUBECONFIG", "PYTHONPATH", "AIOINFORMER_", "COV_CORE_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(leaks)}
+
+
+def write_project(directory: Path, block: Block, name: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for file_name, code in block.files.items():
+        (directory / file_name).write_text(code)
+    (directory / name).write_text(block.code)
+
+
+def extra_requirements() -> list[str]:
+    """The distribution names the ``testing`` extra requires."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements: list[str] = project["optional-dependencies"]["testing"]
+    return [re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0] for req in requirements]
+
+
+def extra_plugins() -> list[str]:
+    """``-p`` options loading the pytest plugins the ``testing`` extra installs."""
+    options: list[str] = []
+    # aioinformer's last: it imports pytest_asyncio, which pytest must see first to
+    # rewrite its asserts.
+    for name in [*extra_requirements(), "aioinformer"]:
+        try:
+            entry_points = distribution(name).entry_points
+        except PackageNotFoundError:  # pragma: no cover - the venv lacks part of the extra
+            pytest.fail(f"{name} (of the testing extra) is not installed")
+        for ep in entry_points.select(group="pytest11"):
+            options += ["-p", ep.value]
+    return options
+
+
+def run_pytest_in_new_project(project: Path) -> subprocess.CompletedProcess[str]:
+    """pytest over ``project`` as a new project runs it: no configuration file applies."""
+    no_config = project.parent / "empty.ini"
+    no_config.write_text("")
+    env = clean_environment()
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(no_config)]
+    command += ["--rootdir", str(project), *extra_plugins(), "-rA"]
+    return subprocess.run(
+        command,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+
+
+def run_script(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "main.py"],
+        cwd=project,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+
+
+async def run_against_cluster(project: Path, kubeconfig: str, stop_after: str) -> tuple[int, str]:
+    """Run ``main.py`` with ``KUBECONFIG``; SIGTERM once ``stop_after`` is printed."""
+    env = clean_environment()
+    env["KUBECONFIG"] = kubeconfig
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "main.py",
+        cwd=project,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    output: list[str] = []
+
+    async def read_until_stop_text() -> None:
+        assert process.stdout is not None
+        while line := await process.stdout.readline():
+            output.append(line.decode(errors="replace"))
+            if stop_after in output[-1]:
+                return
+        raise AssertionError(f"exited before printing {stop_after!r}")
+
+    try:
+        try:
+            await asyncio.wait_for(read_until_stop_text(), RUN_TIMEOUT)
+        except TimeoutError:
+            raise AssertionError(f"{stop_after!r} not printed in {RUN_TIMEOUT} s") from None
+        process.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.wait_for(process.communicate(), STOP_TIMEOUT)
+        output.append(rest.decode(errors="replace"))
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{''.join(output)}") from None
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return process.returncode, "".join(output)
+
+
+def test_the_executed_pages_exist_and_hold_code() -> None:
+    pages = {path.relative_to(DOCS).as_posix() for path in executed_pages()}
+    assert "tutorial/first-informer.md" in pages
+    assert "how-to/testing.md" in pages
+    assert runnable_blocks(), "no runnable block in the tutorial and how-to pages"
+
+
+def test_every_block_not_run_says_why_to_the_reader() -> None:
+    for block in all_blocks():
+        if block.mode == "skip":
+            assert len(block.argument) >= 10, f"{block.id}: give the reader a reason"
+
+
+def test_every_file_block_is_used_by_a_later_block_of_its_page() -> None:
+    blocks = all_blocks()
+    for block in blocks:
+        if block.mode != "file":
+            continue
+        users = [b for b in blocks if b.page == block.page and block.argument in b.files]
+        assert any(b.mode != "file" for b in users), f"{block.id}: {block.argument} runs nowhere"
+
+
+def test_the_markers_are_read_as_documented(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        textwrap.dedent(
+            """\
+            Intro.
+
+            ```python
+            print("a")
+            ```
+
+            <!-- docs-test: file app.py -->
+
+            ```py title="app.py"
+            X = 1
+            ```
+
+            === "Tab"
+
+                !!! note "Not run by the test suite: shown for comparison only"
+
+                ```python
+                import kopf
+                ```
+
+                <!-- docs-test: pytest -->
+                ```python
+                def test_x(): ...
+                ```
+
+            <!-- docs-test: cluster stop-after="synced" -->
+            ```python
+            print("synced")
+            ```
+
+            ```console
+            $ python main.py
+            ```
+            """
+        )
+    )
+    blocks = page_blocks(page, docs=tmp_path)
+    assert [(b.mode, b.argument) for b in blocks] == [
+        ("script", ""),
+        ("file", "app.py"),
+        ("skip", "shown for comparison only"),
+        ("pytest", ""),
+        ("cluster", "synced"),
+    ]
+    assert blocks[2].code == "import kopf\n"
+    assert blocks[3].files == {"app.py": "X = 1\n"}
+    assert blocks[0].files == {}
+
+
+def test_an_unknown_marker_fails_instead_of_running_nothing(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: skip -->\n```python\nraise SystemExit(1)\n```\n")
+    with pytest.raises(ValueError, match=re.escape("page.md:2: unknown docs-test marker")):
+        page_blocks(page, docs=tmp_path)
+
+
+def test_the_testing_extra_brings_pytest_asyncio_and_anyio() -> None:
+    assert {"pytest", "pytest-asyncio", "anyio"} <= set(extra_requirements())
+    plugins = extra_plugins()
+    assert "aioinformer.testing.plugin" in plugins
+    assert "pytest_asyncio.plugin" in plugins
+    assert "anyio.pytest_plugin" in plugins
+
+
+@pytest.mark.parametrize("block", runnable_blocks(), ids=lambda block: block.id)
+async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    if block.mode == "script":
+        write_project(project, block, "main.py")
+        result = await asyncio.to_thread(run_script, project)
+        assert result.returncode == 0, f"{block.id}\n{result.stdout}\n{result.stderr}"
+    elif block.mode == "pytest":
+        write_project(project, block, "test_docs_example.py")
+        result = await asyncio.to_thread(run_pytest_in_new_project, project)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, f"{block.id}\n{output}"
+        assert re.search(r"\d+ passed", output), output
+        assert "Warning" not in result.stdout, output
+        assert f"rootdir: {project}" in output, output
+    else:
+        write_project(project, block, "main.py")
+        async with FakeAPIServer() as server:
+            returncode, output = await run_against_cluster(
+                project, server.kubeconfig_path(), block.argument
+            )
+        assert returncode == 0, f"{block.id}: exit {returncode} after SIGTERM\n{output}"
+
+
+ASYNCIO_MARK = "pytestmark = pytest.mark.asyncio"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [b for b in runnable_blocks() if b.mode == "pytest" and ASYNCIO_MARK in b.code],
+    ids=lambda block: block.id,
+)
+async def test_without_its_asyncio_mark_a_test_block_fails_in_a_new_project(
+    block: Block, tmp_path: Path
+) -> None:
+    # What the pages' mark guards against: pytest-asyncio's default (strict) mode runs no
+    # unmarked async test, so a reader's copy without the mark would not pass.
+    project = tmp_path / "project"
+    unmarked = Block(block.page, block.line, block.code.replace(ASYNCIO_MARK, ""), "pytest")
+    unmarked.files = block.files
+    write_project(project, unmarked, "test_docs_example.py")
+    result = await asyncio.to_thread(run_pytest_in_new_project, project)
+    assert result.returncode != 0, result.stdout

@@ -1,0 +1,78 @@
+"""The site's build hooks: the CLI reference written from the parser, and the docstrings'
+reStructuredText rendered as Markdown."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+HOOKS = Path(__file__).resolve().parents[2] / "docs" / "_hooks"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"docs_hooks_{name}", HOOKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+cli_reference = load("cli_reference")
+griffe_rst = load("griffe_rst")
+
+EVERY_COMMAND = "\n".join(
+    f"<!-- cli-reference: {name} -->" for name in ("demo", "watch", "get", "proxy")
+)
+
+
+def test_each_marker_becomes_the_commands_own_help() -> None:
+    page = cli_reference.render("<!-- cli-reference -->\n" + EVERY_COMMAND)
+    assert "<!-- cli-reference" not in page
+    assert page.count("```text\nusage: aioinformer") == 5
+    assert "usage: aioinformer proxy [-h] --resource R" in page
+    assert "--chunk-size N" in page
+
+
+def test_a_command_left_out_of_the_reference_fails_the_build() -> None:
+    with pytest.raises(PluginError, match=r"leaves out aioinformer \['proxy'\]"):
+        cli_reference.render(EVERY_COMMAND.replace("<!-- cli-reference: proxy -->", ""))
+
+
+def test_a_marker_naming_no_command_fails_the_build() -> None:
+    with pytest.raises(PluginError, match=r"names no aioinformer command: \['serve'\]"):
+        cli_reference.render(EVERY_COMMAND + "\n<!-- cli-reference: serve -->")
+
+
+def test_a_page_without_markers_is_left_alone() -> None:
+    assert cli_reference.on_page_markdown("# Title\n") == "# Title\n"
+
+
+def test_roles_become_the_name_they_show() -> None:
+    text = "See :class:`~aioinformer.informer.SharedIndexInformer` and :meth:`Reflector.run`."
+    assert griffe_rst.convert(text) == "See `SharedIndexInformer` and `Reflector.run`."
+
+
+def test_a_literal_block_becomes_a_fenced_block_in_its_language() -> None:
+    text = "Example::\n\n    informer = make()\n    await informer.run()\n\nAfter."
+    assert griffe_rst.convert(text) == (
+        "Example:\n\n```python\ninformer = make()\nawait informer.run()\n```\n\nAfter."
+    )
+    diagram = "The path ::\n\n    A --> B\n      | C\nEnd."
+    assert griffe_rst.convert(diagram) == "The path\n\n```text\nA --> B\n  | C\n```\nEnd."
+
+
+def test_a_simple_table_becomes_a_text_block() -> None:
+    table = "Metrics:\n\n===== ====\nname  type\n===== ====\na     b\n===== ====\n\nEnd."
+    converted = griffe_rst.convert(table)
+    assert converted.startswith("Metrics:\n\n```text\n===== ====\nname  type")
+    assert converted.endswith("===== ====\n```\n\nEnd.")
