@@ -11,7 +11,11 @@ scenario, measured in the same run on the same bytes.
 
 Output: a markdown table on stdout (progress goes to stderr) and a JSON document at
 ``--output`` (default ``bench/results/latest.json``) holding the run's metadata, every
-sample, the medians, the ratios and the targets with whether each was met.
+sample, the medians, the ratios and the targets with whether each was met; its metadata
+records the command's arguments (``argv``). A full run (every scenario, not ``--quick``)
+then writes the documentation's benchmarks page from it (:mod:`bench.page`, into
+``--page-dir``, default ``docs/benchmarks``); ``--page`` writes it from a part of a run, or
+alone from a results file written earlier without measuring anything.
 
 ``--quick`` shrinks every scenario (same scenarios, fewer objects and events, one repeat,
 no warm-up) so the whole run takes well under a minute; the test suite runs it.
@@ -35,7 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
+import msgspec
 import orjson
+import pydantic
 
 from bench import fanout, sharding
 from bench.harness import CACHE_MODES, COMPACT_SUFFIX, with_cache_modes
@@ -47,6 +53,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = [
+    "DEFAULT_OUTPUT",
+    "PARTIAL_OUTPUT",
+    "DEFAULT_PAGE_DIR",
+    "OWN_TABLES",
     "SCENARIOS",
     "Metric",
     "Scenario",
@@ -63,6 +73,11 @@ __all__ = [
 ]
 
 DEFAULT_OUTPUT = REPO_ROOT / "bench" / "results" / "latest.json"
+"""Where a full run's results go: the published ones, which the results page is made from."""
+PARTIAL_OUTPUT = REPO_ROOT / "bench" / "results" / "partial.json"
+"""Where a ``--quick`` or ``--only`` run's results go, so that it never replaces a full run's."""
+DEFAULT_PAGE_DIR = REPO_ROOT / "docs" / "benchmarks"
+"""Where the benchmarks page goes (see :mod:`bench.page`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +121,8 @@ class Metric:
     label: str
     fmt: str = "{:,.2f}"
     summary: bool = True
-    """Shown in the README table (``False``: only in ``--detailed`` and the JSON)."""
+    """Shown in the summary table, on stdout and on the results page (``False``: only in
+    ``--detailed`` and the JSON)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -803,7 +819,10 @@ def _metadata(args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "aiohttp": aiohttp.__version__,
         "orjson": orjson.__version__,
+        "msgspec": msgspec.__version__,
+        "pydantic": pydantic.VERSION,
         "git_commit": _git_commit(),
+        "argv": list(args.argv),
     }
 
 
@@ -880,7 +899,7 @@ def _goal_cell(entry: dict[str, Any], variants: Sequence[str], metric: str) -> s
 
 
 def render_summary(results: dict[str, Any]) -> str:
-    """The results as the README's table: one row per figure and variant family, the
+    """The results as the summary table: one row per figure and variant family, the
     reference's median beside the ``cache="objects"`` and ``cache="compact"`` runs (ratio
     to the reference in brackets), and the targets with met or missed."""
     scenarios_by_name = {s.name: s for s in SCENARIOS}
@@ -891,8 +910,8 @@ def render_summary(results: dict[str, Any]) -> str:
     own_tables = []
     for entry in results["scenarios"]:
         scenario = scenarios_by_name[entry["name"]]
-        if scenario.kind in _OWN_TABLES:
-            own_tables.append(_OWN_TABLES[scenario.kind](entry, scenario))
+        if scenario.kind in OWN_TABLES:
+            own_tables.append(OWN_TABLES[scenario.kind](entry, scenario))
             continue
         reference = entry["reference"]
         families = _families(entry["variants"])
@@ -1037,7 +1056,7 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
     return "\n".join(lines) + "\n\n" + "\n".join(facts)
 
 
-_OWN_TABLES: Final = {
+OWN_TABLES: Final = {
     "fanout": render_fanout,
     "stages": render_stages,
     "sharding": render_sharding,
@@ -1116,25 +1135,50 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=600.0, help="seconds allowed per worker process"
     )
     parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON results"
+        "--output",
+        type=Path,
+        help="where to write the JSON results (default bench/results/latest.json for a full"
+        " run, bench/results/partial.json for a --quick or --only one)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument(
         "--detailed",
         action="store_true",
-        help="print every variant's figures with their spread instead of the README table",
+        help="print every variant's figures with their spread instead of the summary table",
     )
     parser.add_argument(
         "--from-json",
         type=Path,
         metavar="RESULTS",
-        help="measure nothing: print the table of a results file written earlier",
+        help="measure nothing: print the table (or with --page, write the page) of a results"
+        " file written earlier",
     )
+    page = parser.add_mutually_exclusive_group()
+    page.add_argument(
+        "--page",
+        action="store_true",
+        help="write the benchmarks page: alone or with --from-json from a results file"
+        " (default bench/results/latest.json) without measuring anything, with --quick or"
+        " --only from this run's results (a full run always writes it)",
+    )
+    page.add_argument(
+        "--no-page", action="store_true", help="a full run that does not write the page"
+    )
+    parser.add_argument(
+        "--page-dir",
+        type=Path,
+        default=DEFAULT_PAGE_DIR,
+        help="where the page and its plots go (default docs/benchmarks)",
+    )
+    parser.set_defaults(argv=())
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
+    # Recorded in the results, so that the page can say how they were measured.
+    args.argv = argv
     if args.list:
         for scenario in SCENARIOS:
             print(f"{scenario.name:32} {scenario.title}")
@@ -1148,12 +1192,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.uvloop and importlib.util.find_spec("uvloop") is None:
         raise SystemExit("--uvloop needs the uvloop package installed")
     render = render_table if args.detailed else render_summary
+    # Only a full run speaks for the library: a part of one writes the page when asked.
+    partial = args.quick or bool(args.only)
+    if args.page and not partial and args.from_json is None:
+        args.from_json = DEFAULT_OUTPUT
     if args.from_json is not None:
-        print(render(orjson.loads(args.from_json.read_bytes())))
+        try:
+            results = orjson.loads(args.from_json.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise SystemExit(f"cannot read the results file {args.from_json}: {exc}") from exc
+        if args.page:
+            _write_page(results, args.page_dir)
+        else:
+            print(render(results))
         return 0
+    writes_page = args.page or not (partial or args.no_page)
+    if writes_page and importlib.util.find_spec("matplotlib") is None:
+        # Said before the run, not after it: a full run takes the better part of an hour.
+        raise SystemExit(
+            "writing the benchmarks page needs matplotlib: pip install 'aioinformer[bench]'"
+            " (or run with --no-page)"
+        )
+    if args.output is None:
+        args.output = PARTIAL_OUTPUT if partial else DEFAULT_OUTPUT
     results = run(args)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
     print(render(results))
     _log(f"results written to {args.output}")
+    if writes_page:
+        _write_page(results, args.page_dir)
     return 0
+
+
+def _write_page(results: dict[str, Any], directory: Path) -> None:
+    # Imported here: bench.page reads this module's scenarios and tables.
+    from bench.page import write_page
+
+    written = write_page(results, directory)
+    _log(f"page written to {written[0]} with {len(written) - 1} plot(s)")

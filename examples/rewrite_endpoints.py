@@ -21,8 +21,9 @@ so that the module is found)::
     aioinformer proxy --resource v1/endpoints --transform rewrite_endpoints:to_router \\
         --listen 127.0.0.1:8001
 
-and the ingress controller's kubeconfig points at ``http://127.0.0.1:8001`` (see the
-README's "Serve many clients from one watch" for TLS, tokens and ``--write-kubeconfig``).
+and the ingress controller's kubeconfig points at ``http://127.0.0.1:8001`` (see
+"Serve many clients from the proxy", docs/how-to/proxy.md, for TLS, tokens and
+``--write-kubeconfig``).
 """
 
 from __future__ import annotations

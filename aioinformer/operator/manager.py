@@ -231,7 +231,8 @@ class Manager(Service):
 
     ``metrics_address`` needs ``prometheus_client`` (``pip install 'aioinformer[prometheus]'``):
     without it the constructor raises ``RuntimeError`` saying so. ``/metrics`` serves its
-    default registry; install :class:`aioinformer.contrib.prometheus.PrometheusMetrics` with
+    default registry; install
+    :class:`aioinformer.contrib.prometheus.PrometheusMetricsProvider` with
     :func:`aioinformer.set_metrics_provider` before building informers to fill it.
     """
 

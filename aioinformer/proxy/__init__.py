@@ -14,7 +14,7 @@ history of changes keyed by the upstream resourceVersions (see
 downstream WATCH a reader of its history: N downstream watchers cost one upstream watch,
 and each event is encoded once and the same bytes written to every watcher it concerns.
 
-The guarantees and their limits (the README's "Serve many clients from one watch"):
+The guarantees and their limits (docs/explanation/proxy.md on the documentation site):
 
 * resourceVersions are the upstream's; a LIST's pages are one consistent snapshot; a
   WATCH resumes from any resourceVersion still in the history (``history_size`` events

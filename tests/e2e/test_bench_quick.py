@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ from bench import sharding
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
 from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
+from bench.page import page_markdown
 from bench.replay import START_PATH, ReplayConfig, ReplayData, start_replay_server
 from bench.run import (
     SCENARIOS,
@@ -97,6 +100,47 @@ def test_quick_run_completes_and_writes_every_scenario(
     for scenario in SCENARIOS:
         assert f"| {scenario.name} | " in table
     _check_new_figures(results)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_quick_run_records_its_command_and_renders_as_the_benchmarks_page(
+    quick_run: tuple[subprocess.CompletedProcess[str], dict[str, Any]], tmp_path: Path
+) -> None:
+    completed, results = quick_run
+    argv = results["meta"]["argv"]
+    assert argv[:2] == ["--quick", "--output"]
+    output = Path(argv[2])
+    assert orjson.loads(output.read_bytes()) == results
+    # A quick run leaves the page alone; asked, it renders the run's results.
+    assert "page written" not in completed.stderr
+    rendered = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench", "--page"),
+            *("--from-json", str(output), "--page-dir", str(tmp_path)),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    page = (tmp_path / "index.md").read_text(encoding="utf-8")
+    assert page == page_markdown(results)
+    assert '!!! warning "A quick run"' in page
+    for scenario in SCENARIOS:
+        assert f"| {scenario.name} | " in page, scenario.name
+    linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page)
+    assert sorted(linked) == [
+        "plots/fanout.svg",
+        "plots/latency.svg",
+        "plots/memory.svg",
+        "plots/throughput.svg",
+    ]
+    for link in linked:
+        root = ET.parse(tmp_path / link).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg", link
 
 
 @pytest.mark.slow

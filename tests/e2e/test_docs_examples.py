@@ -1,6 +1,7 @@
 """Every Python block of the tutorial and the how-to pages runs, as a reader would run it.
 
-The pages are ``docs/tutorial/*.md`` and ``docs/how-to/*.md``. Each fenced ``python``
+The pages are ``docs/tutorial/*.md``, ``docs/how-to/*.md``, the site's home page and the
+README. Each fenced ``python``
 block, indented ones inside tabs and admonitions included, is one of these, chosen by the
 line just above its fence (blank lines may come between):
 
@@ -130,11 +131,16 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
 
 
 def executed_pages() -> list[Path]:
-    return sorted(path for part in EXECUTED_PARTS for path in (DOCS / part).glob("*.md"))
+    parts = sorted(path for part in EXECUTED_PARTS for path in (DOCS / part).glob("*.md"))
+    return [ROOT / "README.md", DOCS / "index.md", *parts]
 
 
 def all_blocks() -> list[Block]:
-    return [block for path in executed_pages() for block in page_blocks(path)]
+    return [
+        block
+        for path in executed_pages()
+        for block in page_blocks(path, docs=DOCS if DOCS in path.parents else ROOT)
+    ]
 
 
 def runnable_blocks() -> list[Block]:
@@ -250,9 +256,9 @@ async def run_against_cluster(project: Path, kubeconfig: str, stop_after: str) -
 
 
 def test_the_executed_pages_exist_and_hold_code() -> None:
-    pages = {path.relative_to(DOCS).as_posix() for path in executed_pages()}
-    assert "tutorial/first-informer.md" in pages
-    assert "how-to/testing.md" in pages
+    pages = {path.relative_to(ROOT).as_posix() for path in executed_pages()}
+    assert "docs/tutorial/first-informer.md" in pages
+    assert "docs/how-to/testing.md" in pages
     assert runnable_blocks(), "no runnable block in the tutorial and how-to pages"
 
 

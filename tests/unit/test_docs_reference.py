@@ -36,7 +36,9 @@ def documented_modules() -> dict[str, str]:
     """The module each API page renders, by the page's path under docs/."""
     pages: dict[str, str] = {}
     for page in sorted(API.glob("*.md")):
-        (module,) = re.findall(r"^::: ([\w.]+)$", page.read_text(), re.M)
+        # The package's page is written at build time from a marker (docs/_hooks/exports.py).
+        text = page.read_text().replace("<!-- aioinformer-package -->", "::: aioinformer")
+        (module,) = re.findall(r"^::: ([\w.]+)$", text, re.M)
         pages[page.relative_to(ROOT / "docs").as_posix()] = module
     return pages
 

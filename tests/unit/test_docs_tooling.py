@@ -29,6 +29,7 @@ def load(name: str) -> ModuleType:
 
 cli_reference = load("cli_reference")
 griffe_rst = load("griffe_rst")
+exports = load("exports")
 
 EVERY_COMMAND = "\n".join(
     f"<!-- cli-reference: {name} -->" for name in ("demo", "watch", "get", "proxy")
@@ -76,3 +77,15 @@ def test_a_simple_table_becomes_a_text_block() -> None:
     converted = griffe_rst.convert(table)
     assert converted.startswith("Metrics:\n\n```text\n===== ====\nname  type")
     assert converted.endswith("===== ====\n```\n\nEnd.")
+
+
+def test_an_export_links_to_the_public_module_that_documents_it() -> None:
+    homes = exports.homes()
+    assert homes["SharedIndexInformer"] == "aioinformer.informer"
+    assert homes["Client"] == "aioinformer.client"
+    # Defined in a private module and exported only by the package: documented there.
+    assert homes["State"] == "aioinformer"
+    assert "- State\n" in exports.render_package()
+    assert "| [`WorkQueue`][aioinformer.workqueue.WorkQueue] | `aioinformer.workqueue` |" in (
+        exports.render_table()
+    )
