@@ -30,10 +30,12 @@ aioinformer shard also runs under that project's sharder:
 
 Where this differs from that project: it assigns with rendezvous (highest random
 weight) hashing instead of a ring of virtual nodes (both move about 1/N of the keys when
-a member joins or leaves; rendezvous needs no token table), and the sharder watches the
-sharded objects metadata-only instead of answering an admission webhook, so nothing but
-the operator itself is installed. A shard's liveness is judged by when the sharder saw
-its Lease change, on the sharder's own clock, never by the timestamps written in it.
+a member joins or leaves; rendezvous needs no token table), and instead of answering an
+admission webhook the sharder watches, metadata-only, the objects no shard holds and
+assigns the rest in passes (a paged metadata LIST at its start, after each membership
+change and every sync period), so nothing but the operator itself is installed. A shard's
+liveness is judged by when the sharder saw its Lease change, on the sharder's own clock,
+never by the timestamps written in it.
 
 Input: Lease objects (dicts as the API serves them) and object metadata. Output:
 labels, keys and the live members. Nothing here does I/O or starts a task.
