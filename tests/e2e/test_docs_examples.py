@@ -15,6 +15,9 @@ line just above its fence (blank lines may come between):
 - ``<!-- docs-test: cluster stop-after="TEXT" -->``: a program for a real cluster, which reads
   the kubeconfig the usual way. It runs against a fake API server named by ``KUBECONFIG``
   until TEXT appears in its output, then gets SIGTERM and must exit 0.
+- ``<!-- docs-test: peer stop-after="TEXT" -->``: another library's program, shown beside
+  ours for comparison. It runs the same way against a fake API server holding the objects
+  of ``PEER_OBJECTS``, and SIGTERM may end it as it ends any program that does not catch it.
 - a visible ``!!! note "Not run by the test suite: REASON"`` admonition: not run, and the
   reader sees why.
 
@@ -50,10 +53,22 @@ RUN_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 """Seconds a cluster program has to exit after SIGTERM."""
 
+PEER_OBJECTS: list[dict[str, object]] = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "example"}, "data": {"a": "1"}},
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-0"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+    },
+]
+"""What a peer library's program finds on the server: its examples watch these kinds."""
+
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<body>.*?)\s*-->$")
 NOT_RUN = re.compile(r'^!!!\s+note\s+"Not run by the test suite:\s*(?P<reason>[^"]*)"\s*$')
-CLUSTER = re.compile(r'^cluster\s+stop-after="(?P<text>[^"]+)"$')
+CLUSTER = re.compile(r'^(?P<mode>cluster|peer)\s+stop-after="(?P<text>[^"]+)"$')
 FILE = re.compile(r"^file\s+(?P<name>[\w.-]+\.py)$")
 
 
@@ -63,7 +78,7 @@ class Block:
     line: int
     code: str
     mode: str
-    """``script``, ``file``, ``pytest``, ``cluster`` or ``skip``."""
+    """``script``, ``file``, ``pytest``, ``cluster``, ``peer`` or ``skip``."""
     argument: str = ""
     """The file's name, the text a cluster program is stopped after, or the skip's reason."""
     files: dict[str, str] = field(default_factory=dict)
@@ -84,7 +99,7 @@ def read_mode(previous: str) -> tuple[str, str]:
     if body == "pytest":
         return "pytest", ""
     if cluster := CLUSTER.match(body):
-        return "cluster", cluster["text"]
+        return cluster["mode"], cluster["text"]
     if file := FILE.match(body):
         return "file", file["name"]
     raise ValueError(f"unknown docs-test marker {previous!r}")
@@ -144,7 +159,8 @@ def all_blocks() -> list[Block]:
 
 
 def runnable_blocks() -> list[Block]:
-    return [block for block in all_blocks() if block.mode in ("script", "pytest", "cluster")]
+    runnable = ("script", "pytest", "cluster", "peer")
+    return [block for block in all_blocks() if block.mode in runnable]
 
 
 def clean_environment() -> dict[str, str]:
@@ -312,6 +328,11 @@ def test_the_markers_are_read_as_documented(tmp_path: Path) -> None:
             print("synced")
             ```
 
+            <!-- docs-test: peer stop-after="ADDED" -->
+            ```python
+            print("ADDED")
+            ```
+
             ```console
             $ python main.py
             ```
@@ -325,6 +346,7 @@ def test_the_markers_are_read_as_documented(tmp_path: Path) -> None:
         ("skip", "shown for comparison only"),
         ("pytest", ""),
         ("cluster", "synced"),
+        ("peer", "ADDED"),
     ]
     assert blocks[2].code == "import kopf\n"
     assert blocks[3].files == {"app.py": "X = 1\n"}
@@ -364,10 +386,15 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
     else:
         write_project(project, block, "main.py")
         async with FakeAPIServer() as server:
+            if block.mode == "peer":
+                for obj in PEER_OBJECTS:
+                    server.create(obj)
             returncode, output = await run_against_cluster(
                 project, server.kubeconfig_path(), block.argument
             )
-        assert returncode == 0, f"{block.id}: exit {returncode} after SIGTERM\n{output}"
+        # A peer's program is written as its library's examples are: SIGTERM may kill it.
+        accepted = {0, -signal.SIGTERM} if block.mode == "peer" else {0}
+        assert returncode in accepted, f"{block.id}: exit {returncode} after SIGTERM\n{output}"
 
 
 ASYNCIO_MARK = "pytestmark = pytest.mark.asyncio"
