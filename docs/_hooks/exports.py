@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from griffe_rst import convert
+
 import aioinformer
 
 MARKER = "<!-- aioinformer-exports -->"
@@ -35,7 +37,7 @@ def _summary(obj: object) -> str:
     if not doc:
         return ""
     first = doc.strip().split("\n\n", 1)[0].replace("\n", " ")
-    first = re.sub(r":(?:py:)?[a-z]+:`~?([^`]+)`", lambda m: f"`{m[1].rsplit('.', 1)[-1]}`", first)
+    first = convert(first)
     return first.replace("|", "\\|")
 
 

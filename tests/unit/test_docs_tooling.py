@@ -18,12 +18,18 @@ HOOKS = Path(__file__).resolve().parents[2] / "docs" / "_hooks"
 
 
 def load(name: str) -> ModuleType:
+    """A hook module, loaded as mkdocs loads it: its folder importable while it runs."""
     spec = importlib.util.spec_from_file_location(f"docs_hooks_{name}", HOOKS / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    saved = sys.path.copy()
+    sys.path.insert(0, str(HOOKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
     return module
 
 
