@@ -38,6 +38,7 @@ from bench.run import (
     SCENARIOS,
     Metric,
     Scenario,
+    medians,
     reference_of,
     render_summary,
 )
@@ -99,10 +100,7 @@ _BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIOS}
 
 
 def _median(entry: dict[str, Any], variant: str | None, metric: str) -> float | None:
-    if variant is None:
-        return None
-    stats = entry["variants"].get(variant, {"metrics": {}})["metrics"].get(metric)
-    return None if stats is None else stats["median"]
+    return None if variant is None else medians(entry, variant).get(metric)
 
 
 def _ratio(entry: dict[str, Any], variant: str, metric: str) -> float | None:

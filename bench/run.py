@@ -10,12 +10,13 @@ spread (min-max), and each variant's median is divided by the baseline's median 
 scenario, measured in the same run on the same bytes.
 
 Output: a markdown table on stdout (progress goes to stderr) and a JSON document at
-``--output`` (default ``bench/results/latest.json``) holding the run's metadata, every
-sample, the medians, the ratios and the targets with whether each was met; its metadata
-records the command's arguments (``argv``). A full run (every scenario, not ``--quick``)
-then writes the documentation's benchmarks page from it (:mod:`bench.page`, into
-``--page-dir``, default ``docs/benchmarks``); ``--page`` writes it from a part of a run, or
-alone from a results file written earlier without measuring anything.
+``--output`` (default ``bench/results/latest.json`` for a full run,
+``bench/results/partial.json`` for a ``--quick`` or ``--only`` one) holding the run's
+metadata, every sample, the medians, the ratios and the targets with whether each was
+met; its metadata records the command's arguments (``argv``). A full run (every scenario,
+not ``--quick``) then writes the documentation's benchmarks page from it
+(:mod:`bench.page`, into ``--page-dir``, default ``docs/benchmarks``); ``--page`` writes it
+from a part of a run, or alone from a results file written earlier without measuring anything.
 
 ``--quick`` shrinks every scenario (same scenarios, fewer objects and events, one repeat,
 no warm-up) so the whole run takes well under a minute; the test suite runs it.
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_OUTPUT",
     "PARTIAL_OUTPUT",
     "DEFAULT_PAGE_DIR",
+    "medians",
     "OWN_TABLES",
     "SCENARIOS",
     "Metric",
@@ -1003,7 +1005,8 @@ def render_stages(entry: dict[str, Any], scenario: Scenario) -> str:
     return "\n".join(lines)
 
 
-def _medians(entry: dict[str, Any], variant: str) -> dict[str, float]:
+def medians(entry: dict[str, Any], variant: str) -> dict[str, float]:
+    """``variant``'s median of every figure it measured (none for a variant not run)."""
     data = entry["variants"].get(variant, {"metrics": {}})
     return {
         name: stats["median"]
@@ -1021,21 +1024,21 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
         f"| scenario | process | {' | '.join(m.label for m in columns)} |",
         f"|---|---|{'---:|' * len(columns)}",
     ]
-    reference = _medians(entry, scenario.reference or "singleton")
+    reference = medians(entry, scenario.reference or "singleton")
     for variant, data in entry["variants"].items():
-        medians = _medians(entry, variant)
+        figures = medians(entry, variant)
         for process in sharding.processes_of(variant):
             prefix = "" if process == "singleton" else f"{process}."
             cells = []
             for metric in columns:
-                value = medians.get(prefix + metric.name)
+                value = figures.get(prefix + metric.name)
                 if value is None:
                     cells.append("error" if data["errors"] else "")
                     continue
                 text = metric.fmt.format(value)
                 base = reference.get(metric.name) if prefix else None
                 cells.append(f"{text} ({value / base:.2f}x)" if base else text)
-            role = " (sharder)" if medians.get(f"{prefix}sharder") else ""
+            role = " (sharder)" if figures.get(f"{prefix}sharder") else ""
             lines.append(f"| {entry['name']} | {process}{role} | {' | '.join(cells)} |")
     labels = {metric.name: metric.label for metric in scenario.metrics}
     facts = ["| scenario | figure | value |", "|---|---|---:|"]
@@ -1046,7 +1049,7 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
             f"| {entry['name']} | busiest shard's {labels[goal['metric']]}, vs the singleton's"
             f" (target {goal['goal']}) | {measured}: {verdict} |"
         )
-    killed = _medians(entry, "sharded-3")
+    killed = medians(entry, "sharded-3")
     for metric in scenario.metrics:
         if metric.summary and metric.name in sharding.FAILOVER_FIGURES and metric.name in killed:
             facts.append(
