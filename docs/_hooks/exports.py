@@ -25,11 +25,20 @@ PACKAGE_MARKER = "<!-- aioinformer-package -->"
 API = Path(__file__).resolve().parents[1] / "reference" / "api"
 
 
-def _documented_modules() -> list[Any]:
-    names = []
+def api_pages() -> dict[str, str]:
+    """The module each API page documents, by the page's file name (the package's page
+    names it with ``PACKAGE_MARKER``)."""
+    pages: dict[str, str] = {}
     for page in sorted(API.glob("*.md")):
-        names += re.findall(r"^::: ([\w.]+)$", page.read_text(), re.M)
-    return [importlib.import_module(name) for name in names if name != "aioinformer"]
+        text = page.read_text().replace(PACKAGE_MARKER, "::: aioinformer")
+        (module,) = re.findall(r"^::: ([\w.]+)$", text, re.M)
+        pages[page.name] = module
+    return pages
+
+
+def _documented_modules() -> list[Any]:
+    names = [name for name in api_pages().values() if name != "aioinformer"]
+    return [importlib.import_module(name) for name in names]
 
 
 def _summary(obj: object) -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 from pathlib import Path
 
 import aioinformer
+from tests._support_docs_hooks import load_hook
 
 ROOT = Path(__file__).resolve().parents[2]
-API = ROOT / "docs" / "reference" / "api"
+exports = load_hook("exports")
 
 DOCUMENTED_ELSEWHERE = {"aioinformer.cli"}
 """The command's page is written from its argument parser (docs/reference/cli.md)."""
@@ -34,13 +34,7 @@ def public_modules(package: str = "aioinformer") -> set[str]:
 
 def documented_modules() -> dict[str, str]:
     """The module each API page renders, by the page's path under docs/."""
-    pages: dict[str, str] = {}
-    for page in sorted(API.glob("*.md")):
-        # The package's page is written at build time from a marker (docs/_hooks/exports.py).
-        text = page.read_text().replace("<!-- aioinformer-package -->", "::: aioinformer")
-        (module,) = re.findall(r"^::: ([\w.]+)$", text, re.M)
-        pages[page.relative_to(ROOT / "docs").as_posix()] = module
-    return pages
+    return {f"reference/api/{page}": module for page, module in exports.api_pages().items()}
 
 
 def test_every_public_module_has_an_api_page() -> None:

@@ -3,39 +3,14 @@ reStructuredText rendered as Markdown."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import pytest
 from mkdocs.exceptions import PluginError
 
-if TYPE_CHECKING:
-    from types import ModuleType
+from tests._support_docs_hooks import load_hook
 
-HOOKS = Path(__file__).resolve().parents[2] / "docs" / "_hooks"
-
-
-def load(name: str) -> ModuleType:
-    """A hook module, loaded as mkdocs loads it: its folder importable while it runs."""
-    spec = importlib.util.spec_from_file_location(f"docs_hooks_{name}", HOOKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    saved = sys.path.copy()
-    sys.path.insert(0, str(HOOKS))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
-
-
-cli_reference = load("cli_reference")
-griffe_rst = load("griffe_rst")
-exports = load("exports")
+cli_reference = load_hook("cli_reference")
+griffe_rst = load_hook("griffe_rst")
+exports = load_hook("exports")
 
 EVERY_COMMAND = "\n".join(
     f"<!-- cli-reference: {name} -->" for name in ("demo", "watch", "get", "proxy")
