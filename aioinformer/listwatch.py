@@ -204,7 +204,12 @@ class WatchStreamBase(abc.ABC):
     @abc.abstractmethod
     def batches(self) -> AsyncIterator[list[WatchEvent]]:
         """The events in stream order, as lists of those one read brought (never
-        empty); errors are raised as :meth:`ListerWatcher.watch` says."""
+        empty); errors are raised as :meth:`ListerWatcher.watch` says.
+
+        A reflector calls it once per stream, a streaming list's stream carrying on as
+        the watch included, and when it stops reading closes what it returned (its
+        ``aclose()``, when it has one) before :meth:`aclose`; so an async generator
+        method is a valid ``batches()``."""
 
     @abc.abstractmethod
     def __aiter__(self) -> AsyncIterator[WatchEvent]:

@@ -106,7 +106,8 @@ fails, expires the current read's scope too; it is a
 :meth:`~aioinformer._kernel.runner.Running.spawn` helper local to ``list_and_watch()``,
 which reaps it before it returns. Cancellation is clean at every
 await: a list in progress is dropped before anything reaches the store, an open watch
-stream is closed (its async generator's ``aclose()``), and a backoff sleep simply ends.
+stream is closed in the reflector's task, with the iterator it was read through (see
+:class:`OpenWatch`), and a backoff sleep simply ends.
 
 Example::
 
@@ -307,7 +308,7 @@ class _CarriedStream:
     seconds, with the events ``pending`` that it read past its initial-events-end
     bookmark (one read may bring both)."""
 
-    stream: AsyncIterator[WatchEvent]
+    stream: OpenWatch
     timeout: int
     pending: list[WatchEvent]
 
@@ -682,7 +683,7 @@ class Reflector:
         """
         retry = InternalErrorRetry(self._options.max_internal_error_retry_duration, self._clock)
         streak = FailureStreak()
-        stream: AsyncIterator[WatchEvent] | None = None
+        stream: OpenWatch | None = None
         pending: list[WatchEvent] | None = None
         timeout = 0
         if carried is not None:
@@ -694,11 +695,13 @@ class Reflector:
                 timeout = self._watch_timeout()
                 self._watches += 1
                 self._metrics.watch_started()
-                stream = self._lw.watch(
-                    ListOptions(
-                        resource_version=self._cursor.resource_version,
-                        timeout_seconds=timeout,
-                        allow_watch_bookmarks=True,
+                stream = OpenWatch(
+                    self._lw.watch(
+                        ListOptions(
+                            resource_version=self._cursor.resource_version,
+                            timeout_seconds=timeout,
+                            allow_watch_bookmarks=True,
+                        )
                     )
                 )
             self._state = _Watching(timeout, self._deadline(timeout))
@@ -733,7 +736,7 @@ class Reflector:
 
     async def _consume(
         self,
-        stream: AsyncIterator[WatchEvent],
+        stream: OpenWatch,
         sink: WatchSink,
         cursor: Cursor,
         timeout_seconds: int,
@@ -793,13 +796,15 @@ class Reflector:
         self._metrics.watch_list_started()
         rv = "" if self._policy.rv_unavailable else self._cursor.resource_version
         self._state = _Listing(rv, streaming=True)
-        stream = self._lw.watch(
-            ListOptions(
-                resource_version=rv,
-                resource_version_match="NotOlderThan",
-                timeout_seconds=timeout,
-                allow_watch_bookmarks=True,
-                send_initial_events=True,
+        stream = OpenWatch(
+            self._lw.watch(
+                ListOptions(
+                    resource_version=rv,
+                    resource_version_match="NotOlderThan",
+                    timeout_seconds=timeout,
+                    allow_watch_bookmarks=True,
+                    send_initial_events=True,
+                )
             )
         )
         done, end, leftover = await self._consume(
@@ -816,7 +821,7 @@ class Reflector:
             self._policy.rv_unavailable = False
             await self._store.replace(list(temporary.items.values()), cursor.resource_version)
         except BaseException:
-            await close_stream(stream)
+            await stream.aclose()
             raise
         self._cursor.resource_version = cursor.resource_version
         self._synced_once = True
@@ -1054,6 +1059,44 @@ async def close_stream(stream: AsyncIterator[WatchEvent]) -> None:
         await aclose()
 
 
+class OpenWatch:
+    """A watch stream as a reflector reads it: the stream, and the one iterator it is
+    read through, taken once (``batches()`` of a :class:`WatchStreamBase`, else what
+    ``async for`` would read).
+
+    Taken once because a stream's ``batches()`` or ``__aiter__`` may be an async
+    generator method: a second call would start a second generator, and what the first
+    one still held (the rest of a read it split) would be lost when a streaming list's
+    stream carries on as the watch. :meth:`aclose` closes that iterator, then the
+    stream, so such a generator is closed when the read ends, not left to the garbage
+    collector (whose finalizer would run its ``finally`` later, in a task of its own).
+    """
+
+    __slots__ = ("_iterator", "batched", "next", "stream")
+
+    def __init__(self, stream: AsyncIterator[WatchEvent]) -> None:
+        self.stream = stream
+        self.batched = isinstance(stream, WatchStreamBase)
+        # Else what ``async for`` would read: a wrapper may hand out its inner iterator.
+        iterator: AsyncIterator[Any] = (
+            stream.batches() if isinstance(stream, WatchStreamBase) else aiter(stream)
+        )
+        self._iterator = iterator
+        self.next: Callable[[], Awaitable[Any]] = iterator.__anext__
+        """The next item: a list of events when :attr:`batched`, else one event."""
+
+    async def aclose(self) -> None:
+        """Close the iterator read from (when it is not the stream itself), then the
+        stream; either may already be closed."""
+        try:
+            if self._iterator is not self.stream:
+                aclose = getattr(self._iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        finally:
+            await close_stream(self.stream)
+
+
 class WatchRead:
     """One watch stream being read into a sink.
 
@@ -1110,7 +1153,7 @@ class WatchRead:
 
     def __init__(
         self,
-        stream: AsyncIterator[WatchEvent],
+        stream: AsyncIterator[WatchEvent] | OpenWatch,
         sink: WatchSink,
         cursor: Cursor,
         *,
@@ -1125,7 +1168,7 @@ class WatchRead:
         until_initial_events_end: bool = False,
         pending: list[WatchEvent] | None = None,
     ) -> None:
-        self._stream = stream
+        self._stream = stream if isinstance(stream, OpenWatch) else OpenWatch(stream)
         self._sink = sink
         self._cursor = cursor
         self._name = name
@@ -1203,12 +1246,12 @@ class WatchRead:
             if timer is not None:
                 timer.cancel()
             if not done:
-                await close_stream(self._stream)
+                await self._stream.aclose()
         if interrupted:
             error = self.reason
         return done, WatchEnd(
             error=error,
-            opened=self._opened or self.received > 0 or _accepted(self._stream),
+            opened=self._opened or self.received > 0 or _accepted(self._stream.stream),
             events=self.applied,
             elapsed=self._clock.monotonic() - started,
             timed_out=interrupted and not self.resync_failed,
@@ -1227,13 +1270,8 @@ class WatchRead:
         yields to the event loop once per batch, so the FIFO's consumer and the handlers
         keep up. This is the per-event path: no formatting, no allocation of its own.
         """
-        stream = self._stream
-        batched = isinstance(stream, WatchStreamBase)
-        if isinstance(stream, WatchStreamBase):
-            next_batch = stream.batches().__anext__
-        else:
-            # What ``async for`` would read: a wrapper may hand out its inner iterator.
-            next_event = aiter(stream).__anext__
+        batched = self._stream.batched
+        read_next = self._stream.next
         apply = self._apply
         try:
             async with asyncio.timeout(None) as scope:
@@ -1244,7 +1282,7 @@ class WatchRead:
                 while not self.interrupted():
                     self._reading = True
                     try:
-                        batch = await next_batch() if batched else [await next_event()]
+                        batch = await read_next() if batched else [await read_next()]
                     finally:
                         self._reading = False
                     if self.interrupted():

@@ -1,12 +1,14 @@
 """Reflector with ``use_watch_list=True``: client-go v0.32 ``reflector_watchlist_test.go``
 (``TestWatchList``) ported, plus the inactivity deadline and cancellation of a streaming
-list. Each case asserts the exact, interleaved list/watch request options and the store."""
+list. Each case asserts the exact, interleaved list/watch request options and the store.
+Last, a user's stream whose ``batches()`` is a generator of its own: read through once,
+and closed by the reflector."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,7 +21,12 @@ from aioinformer.errors import (
     TooManyRequests,
     WatchError,
 )
-from aioinformer.listwatch import INITIAL_EVENTS_END_ANNOTATION, ListOptions, WatchEvent
+from aioinformer.listwatch import (
+    INITIAL_EVENTS_END_ANNOTATION,
+    ListOptions,
+    WatchEvent,
+    WatchStreamBase,
+)
 from aioinformer.reflector import (
     INITIAL_EVENTS_GRACE,
     InitialEventsIgnored,
@@ -29,9 +36,12 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
-from tests._support_reflector import RecordingStore
+from tests._support_reflector import HeldStore, RecordingStore
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
@@ -492,3 +502,108 @@ async def test_a_replace_failure_closes_the_stream_and_falls_back(clock: FakeClo
     assert lw.open_watches == 1
     assert store.calls == [("replace", ["p1"], "1")]
     await stop(task)
+
+
+class SplitReads(WatchStreamBase):
+    """A user's stream, written from WatchStreamBase's contract alone: ``batches()`` is an
+    async generator method that splits each read of the fake into reads of two events."""
+
+    def __init__(self, inner: WatchStreamBase) -> None:
+        self._inner = inner
+        self.reads = 0
+        self.closed_in: list[asyncio.Task[Any] | None] = []
+        """The task that ran each ``batches()`` generator's ``finally``."""
+
+    @property
+    def opened(self) -> bool:
+        return self._inner.opened
+
+    async def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        try:
+            async for batch in self._inner.batches():
+                self.reads += 1
+                for start in range(0, len(batch), 2):
+                    yield batch[start : start + 2]
+        finally:
+            self.closed_in.append(asyncio.current_task())
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return aiter(self._inner)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class SplittingReads(FakeListerWatcher):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.streams: list[SplitReads] = []
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        inner = super().watch(options)
+        assert isinstance(inner, WatchStreamBase)
+        self.streams.append(SplitReads(inner))
+        return self.streams[-1]
+
+
+async def test_events_after_the_initial_events_end_in_a_split_read_all_reach_the_store(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # One read brings the initial-events-end bookmark and ten changes after it; the
+    # user's stream hands them out two at a time. The watch that carries the stream on
+    # must go on reading the same batches() iterator: a second call would start a new
+    # generator, and the changes the first one still held would never arrive.
+    lw = SplittingReads(objects=[pod(f"p{i}") for i in range(3)], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    lw.send_initial_events_end()
+    for i in range(10):
+        lw.modify(pod(f"p{i % 3}", step=i))
+    await wait_until(lambda: reflector.last_sync_resource_version == "13")
+
+    assert store.contents() == {"p0": "13", "p1": "11", "p2": "12"}
+    assert [call[2] for call in store.calls[1:]] == [str(rv) for rv in range(4, 14)]
+    assert requests(lw) == [streaming()]
+    await stop(task)
+    assert lw.streams[0].closed_in == [task]
+
+
+@pytest.mark.parametrize("use_watch_list", [True, False])
+async def test_cancelling_closes_the_generator_a_user_stream_is_read_through(
+    clock: FakeClock, store: RecordingStore, use_watch_list: bool
+) -> None:
+    # The iterator a stream is read through is closed with the stream as the reflector
+    # stops, not later by the garbage collector's finalizer in a task of its own.
+    lw = SplittingReads(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=use_watch_list)
+    baseline = other_tasks()
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    await stop(task)
+
+    assert [stream.closed_in for stream in lw.streams] == [[task]]
+    assert other_tasks() == baseline
+    assert lw.open_watches == 0
+
+
+async def test_cancelling_a_read_held_in_the_store_closes_the_user_stream_generator(
+    clock: FakeClock,
+) -> None:
+    # Cancelled while a store call holds the reader up, the stream's generator is left
+    # suspended at its yield: the reflector closes it as it stops.
+    store = HeldStore()
+    lw = SplittingReads()
+    reflector = Reflector(lw, store, clock=clock)
+    baseline = other_tasks()
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    lw.add(pod("p1"))
+    await wait_until(lambda: lw.streams[0].reads == 1)
+    await clock.settle()
+    await stop(task)
+
+    assert lw.streams[0].closed_in == [task]
+    assert other_tasks() == baseline
+    assert lw.open_watches == 0
+    assert store.calls == [("replace", [], "0")]
