@@ -22,6 +22,13 @@ line just above its fence (blank lines may come between):
   reader sees why.
 
 Nothing else is accepted: an unknown marker, or a skip without a reason, fails here.
+
+A complete program's output is checked too: when the next fenced block on the page is a
+``console`` block starting with ``$ python``, the rest of that block is what the program
+must print on stdout. Lines are compared without their trailing blanks; as in doctest,
+``...`` within a line stands for any text (a port, a temporary path) and a line of only
+``...`` for any number of lines (a traceback's frames). After a test file, the console
+block's count of passed tests must be pytest's.
 """
 
 from __future__ import annotations
@@ -70,6 +77,9 @@ MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<body>.*?)\s*-->$")
 NOT_RUN = re.compile(r'^!!!\s+note\s+"Not run by the test suite:\s*(?P<reason>[^"]*)"\s*$')
 CLUSTER = re.compile(r'^(?P<mode>cluster|peer)\s+stop-after="(?P<text>[^"]+)"$')
 FILE = re.compile(r"^file\s+(?P<name>[\w.-]+\.py)$")
+RUN_COMMAND = "$ python "
+PASSED = re.compile(r"\b(\d+) passed\b")
+ELLIPSIS = "..."
 
 
 @dataclass
@@ -83,6 +93,8 @@ class Block:
     """The file's name, the text a cluster program is stopped after, or the skip's reason."""
     files: dict[str, str] = field(default_factory=dict)
     """The page's ``file`` blocks above this one, by name."""
+    shown: list[str] | None = None
+    """The output the page shows for it (a ``console`` block right after), if any."""
 
     @property
     def id(self) -> str:
@@ -112,6 +124,7 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
     blocks: list[Block] = []
     files: dict[str, str] = {}
     previous = ""
+    just_before: Block | None = None  # the Python block, when it was the last fence
     index = 0
     while index < len(lines):
         opening = FENCE.match(lines[index])
@@ -132,6 +145,10 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
             index += 1
         start = index - len(body)
         index += 1
+        shown = [line.removeprefix(indent) for line in body]
+        if language == "console" and just_before and shown and shown[0].startswith(RUN_COMMAND):
+            just_before.shown = shown[1:]
+        just_before = None
         if language in ("python", "py"):
             try:
                 mode, argument = read_mode(previous)
@@ -139,10 +156,29 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
                 raise ValueError(f"{page}:{start}: {error}") from None
             code = textwrap.dedent("\n".join(line.removeprefix(indent) for line in body)) + "\n"
             blocks.append(Block(page, start, code, mode, argument, dict(files)))
+            just_before = blocks[-1]
             if mode == "file":
                 files[argument] = code
         previous = ""
     return blocks
+
+
+def output_pattern(shown: list[str]) -> re.Pattern[str]:
+    """What a program's stdout must match in full to be the ``shown`` output."""
+    parts: list[str] = []
+    for line in shown:
+        if line.strip() == ELLIPSIS:
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            pieces = (re.escape(piece) for piece in line.rstrip().split(ELLIPSIS))
+            parts.append("[^\n]*?".join(pieces) + r"\n")
+    return re.compile("".join(parts))
+
+
+def printed_as_shown(stdout: str, shown: list[str]) -> bool:
+    """Whether ``stdout``, its lines' trailing blanks aside, is the ``shown`` output."""
+    printed = "".join(line.rstrip() + "\n" for line in stdout.splitlines())
+    return output_pattern(shown).fullmatch(printed) is not None
 
 
 def executed_pages() -> list[Path]:
@@ -351,6 +387,68 @@ def test_the_markers_are_read_as_documented(tmp_path: Path) -> None:
     assert blocks[2].code == "import kopf\n"
     assert blocks[3].files == {"app.py": "X = 1\n"}
     assert blocks[0].files == {}
+    assert [b.shown for b in blocks] == [None, None, None, None, None, []]
+
+
+def test_a_console_block_right_after_a_program_is_its_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        textwrap.dedent(
+            """\
+            ```python
+            print("a")
+            ```
+
+            ```console
+            $ python main.py
+            a
+            ```
+
+            ```python
+            print("b")
+            ```
+
+            ```bash
+            python main.py
+            ```
+
+            ```console
+            $ python main.py
+            b
+            ```
+
+            ```python
+            print("c")
+            ```
+
+            ```console
+            $ kubectl get pods
+            ```
+            """
+        )
+    )
+    assert [b.shown for b in page_blocks(page, docs=tmp_path)] == [["a"], None, None]
+
+
+def test_the_shown_output_is_matched_line_by_line_with_ellipses() -> None:
+    shown = ["proxy at http://127.0.0.1:...", "Traceback:", "  ...", "Error: boom"]
+    printed = "proxy at http://127.0.0.1:4242\nTraceback:\n  File a\n  File b\nError: boom\n"
+    assert printed_as_shown(printed, shown)
+    assert printed_as_shown(printed.replace("  File a\n  File b\n", ""), shown)
+    assert printed_as_shown("x  \ny\n", ["x", "y  "])
+    assert not printed_as_shown(printed.replace("boom", "bang"), shown)
+    assert not printed_as_shown(printed + "one line more\n", shown)
+    assert not printed_as_shown("x\n", ["x", "y"])
+    assert not printed_as_shown("a\nb\n", ["a...b"])
+    assert printed_as_shown("a.b\n", ["a.b"])
+    assert not printed_as_shown("axb\n", ["a.b"])
+
+
+def test_the_first_program_of_the_tutorial_has_its_output_checked() -> None:
+    first = next(b for b in all_blocks() if b.page == "tutorial/first-informer.md")
+    assert first.mode == "script"
+    assert first.shown is not None
+    assert first.shown[0] == "added   web-0 from the list"
 
 
 def test_an_unknown_marker_fails_instead_of_running_nothing(tmp_path: Path) -> None:
@@ -375,12 +473,21 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
         write_project(project, block, "main.py")
         result = await asyncio.to_thread(run_script, project)
         assert result.returncode == 0, f"{block.id}\n{result.stdout}\n{result.stderr}"
+        if block.shown is not None:
+            shown = "\n".join(block.shown)
+            assert printed_as_shown(result.stdout, block.shown), (
+                f"{block.id}: the page shows\n{shown}\nbut the program printed\n{result.stdout}"
+            )
     elif block.mode == "pytest":
         write_project(project, block, "test_docs_example.py")
         result = await asyncio.to_thread(run_pytest_in_new_project, project)
         output = result.stdout + result.stderr
         assert result.returncode == 0, f"{block.id}\n{output}"
         assert re.search(r"\d+ passed", output), output
+        if block.shown is not None:
+            # Timings differ from run to run: the page's count of passed tests must not.
+            counts = [m[1] for line in block.shown if (m := PASSED.search(line))]
+            assert counts == PASSED.findall(output)[-1:], f"{block.id}: shows {counts}\n{output}"
         assert "Warning" not in result.stdout, output
         assert f"rootdir: {project}" in output, output
     else:
