@@ -5,8 +5,9 @@ README. Each fenced ``python``
 block, indented ones inside tabs and admonitions included, is one of these, chosen by the
 line just above its fence (blank lines may come between):
 
-- nothing: a complete program, written alone as ``main.py`` into an empty directory and run
-  there with ``python main.py``; it must exit 0 by itself.
+- nothing: a complete program, written into an empty directory under the name its fence's
+  ``title="NAME.py"`` gives it (``main.py`` without one) and run there with ``python
+  NAME.py``; it must exit 0 by itself.
 - ``<!-- docs-test: file NAME -->``: a file the page's later blocks need (an operator a test
   imports, a ``conftest.py``); it is written as NAME beside each later block of the page.
 - ``<!-- docs-test: pytest -->``: a test file, run by pytest as in a new project with only
@@ -14,14 +15,21 @@ line just above its fence (blank lines may come between):
   off, the plugins of aioinformer and of the ``testing`` extra loaded by name).
 - ``<!-- docs-test: cluster stop-after="TEXT" -->``: a program for a real cluster, which reads
   the kubeconfig the usual way. It runs against a fake API server named by ``KUBECONFIG``
-  until TEXT appears in its output, then gets SIGTERM and must exit 0.
+  until TEXT appears in its output, then gets SIGTERM and must exit 0. With
+  ``ready=":PORT"`` instead of ``stop-after``, it runs until its readiness probe,
+  ``http://127.0.0.1:PORT/readyz``, answers 200. Each ``crd="GROUP/VERSION/PLURAL KIND"``
+  option installs a custom resource on the server first, as applying its
+  CustomResourceDefinition to a cluster does.
 - ``<!-- docs-test: peer stop-after="TEXT" -->``: another library's program, shown beside
   ours for comparison. It runs the same way against a fake API server holding the objects
   of ``PEER_OBJECTS``, and SIGTERM may end it as it ends any program that does not catch it.
 - a visible ``!!! note "Not run by the test suite: REASON"`` admonition: not run, and the
   reader sees why.
 
-Nothing else is accepted: an unknown marker, or a skip without a reason, fails here.
+Nothing else is accepted: an unknown marker, or a skip without a reason, fails here. A
+program block with a title is also written beside the page's later blocks, as a reader who
+saved it under that name has it ("the program above, saved as main.py"); so a title must
+not shadow a module of the standard library or of the installed packages.
 
 A complete program's output is checked too: when the next fenced block on the page is a
 ``console`` block starting with ``$ python``, the rest of that block is what the program
@@ -43,9 +51,10 @@ import sys
 import textwrap
 import tomllib
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from aioinformer.testing import FakeAPIServer
@@ -54,11 +63,15 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 EXECUTED_PARTS = ("tutorial", "how-to")
 
-RUN_TIMEOUT = 120.0
-"""Seconds one program or test file may take (a few seconds unloaded): bounds a hang only."""
+RUN_TIMEOUT = 90.0
+"""Seconds one program or test file may take (a few seconds unloaded): bounds a hang only,
+and ends it before pytest-timeout's 120 s, with the program's output."""
 
 STOP_TIMEOUT = 30.0
 """Seconds a cluster program has to exit after SIGTERM."""
+
+READY_POLL = 0.1
+"""Seconds between two probes of a cluster program's ``/readyz``."""
 
 PEER_OBJECTS: list[dict[str, object]] = [
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "example"}, "data": {"a": "1"}},
@@ -75,7 +88,9 @@ PEER_OBJECTS: list[dict[str, object]] = [
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})\s*(?P<info>[^`\n]*)$")
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<body>.*?)\s*-->$")
 NOT_RUN = re.compile(r'^!!!\s+note\s+"Not run by the test suite:\s*(?P<reason>[^"]*)"\s*$')
-CLUSTER = re.compile(r'^(?P<mode>cluster|peer)\s+stop-after="(?P<text>[^"]+)"$')
+CLUSTER = re.compile(r'^(?P<mode>cluster|peer)(?P<options>(?:\s+[\w-]+="[^"]*")+)$')
+OPTION = re.compile(r'\s+(?P<key>[\w-]+)="(?P<value>[^"]*)"')
+TITLE = re.compile(r'\btitle="(?P<name>[^"]+)"')
 FILE = re.compile(r"^file\s+(?P<name>[\w.-]+\.py)$")
 RUN_COMMAND = "$ python "
 PASSED = re.compile(r"\b(\d+) passed\b")
@@ -95,26 +110,49 @@ class Block:
     """The page's ``file`` blocks above this one, by name."""
     shown: list[str] | None = None
     """The output the page shows for it (a ``console`` block right after), if any."""
+    name: str = "main.py"
+    """The file it is written as (and, for a program, run as): its title, else main.py."""
+    ready_port: int | None = None
+    """A cluster program's health port: it is stopped once its ``/readyz`` answers 200."""
+    crds: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """The custom resources (group, version, plural, kind) the server has for it."""
 
     @property
     def id(self) -> str:
         return f"{self.page}:{self.line}"
 
 
-def read_mode(previous: str) -> tuple[str, str]:
-    """The mode a block's preceding line gives it, with its argument."""
+def read_mode(previous: str) -> tuple[str, str, dict[str, list[str]]]:
+    """The mode a block's preceding line gives it, with its argument and options."""
     if match := NOT_RUN.match(previous):
-        return "skip", match["reason"].strip()
+        return "skip", match["reason"].strip(), {}
     if not (match := MARKER.match(previous)):
-        return "script", ""
+        return "script", "", {}
     body = match["body"]
     if body == "pytest":
-        return "pytest", ""
+        return "pytest", "", {}
     if cluster := CLUSTER.match(body):
-        return cluster["mode"], cluster["text"]
+        options: dict[str, list[str]] = {}
+        for option in OPTION.finditer(cluster["options"]):
+            options.setdefault(option["key"], []).append(option["value"])
+        allowed = {"stop-after", "ready", "crd"} if cluster["mode"] == "cluster" else {"stop-after"}
+        stops = len(options.get("stop-after", [])) + len(options.get("ready", []))
+        if set(options) - allowed or stops != 1:
+            raise ValueError(f"unknown docs-test marker {previous!r}")
+        return cluster["mode"], options.pop("stop-after", [""])[0], options
     if file := FILE.match(body):
-        return "file", file["name"]
+        return "file", file["name"], {}
     raise ValueError(f"unknown docs-test marker {previous!r}")
+
+
+def read_crd(option: str) -> tuple[str, str, str, str]:
+    """``"GROUP/VERSION/PLURAL KIND"`` as its four parts."""
+    resource, _, kind = option.partition(" ")
+    parts = resource.split("/")
+    if len(parts) != 3 or not all(parts) or not kind.strip():
+        raise ValueError(f'crd="{option}": give "GROUP/VERSION/PLURAL KIND"')
+    group, version, plural = parts
+    return group, version, plural, kind.strip()
 
 
 def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
@@ -151,14 +189,22 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
         just_before = None
         if language in ("python", "py"):
             try:
-                mode, argument = read_mode(previous)
+                mode, argument, options = read_mode(previous)
+                crds = [read_crd(option) for option in options.get("crd", [])]
             except ValueError as error:
                 raise ValueError(f"{page}:{start}: {error}") from None
             code = textwrap.dedent("\n".join(line.removeprefix(indent) for line in body)) + "\n"
-            blocks.append(Block(page, start, code, mode, argument, dict(files)))
-            just_before = blocks[-1]
+            title = TITLE.search(opening["info"])
+            name = title["name"] if title and title["name"].endswith(".py") else "main.py"
+            block = Block(page, start, code, mode, argument, dict(files), name=name, crds=crds)
+            if ready := options.get("ready"):
+                block.ready_port = int(ready[0].removeprefix(":"))
+            blocks.append(block)
+            just_before = block
             if mode == "file":
                 files[argument] = code
+            elif mode in ("script", "cluster") and title:
+                files[name] = code
         previous = ""
     return blocks
 
@@ -205,11 +251,12 @@ def clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(leaks)}
 
 
-def write_project(directory: Path, block: Block, name: str) -> None:
+def write_project(directory: Path, block: Block, name: str | None = None) -> None:
+    """The page's files above ``block``, then the block itself as ``name`` (its own name)."""
     directory.mkdir(parents=True, exist_ok=True)
     for file_name, code in block.files.items():
         (directory / file_name).write_text(code)
-    (directory / name).write_text(block.code)
+    (directory / (name or block.name)).write_text(block.code)
 
 
 def extra_requirements() -> list[str]:
@@ -253,9 +300,9 @@ def run_pytest_in_new_project(project: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def run_script(project: Path) -> subprocess.CompletedProcess[str]:
+def run_script(project: Path, name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "main.py"],
+        [sys.executable, name],
         cwd=project,
         env=clean_environment(),
         capture_output=True,
@@ -265,13 +312,32 @@ def run_script(project: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def run_against_cluster(project: Path, kubeconfig: str, stop_after: str) -> tuple[int, str]:
-    """Run ``main.py`` with ``KUBECONFIG``; SIGTERM once ``stop_after`` is printed."""
+async def answers_ready(port: int) -> None:
+    """Return once ``http://127.0.0.1:PORT/readyz`` answers 200, as a kubelet probes it."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+        while True:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(READY_POLL)
+
+
+async def run_against_cluster(
+    project: Path,
+    name: str,
+    kubeconfig: str,
+    *,
+    stop_after: str = "",
+    ready_port: int | None = None,
+) -> tuple[int, str]:
+    """Run ``name`` with ``KUBECONFIG``; SIGTERM once ``stop_after`` is printed, or once the
+    program's ``/readyz`` on ``ready_port`` answers 200."""
     env = clean_environment()
     env["KUBECONFIG"] = kubeconfig
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "main.py",
+        name,
         cwd=project,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -279,26 +345,37 @@ async def run_against_cluster(project: Path, kubeconfig: str, stop_after: str) -
     )
     assert process.stdout is not None
     output: list[str] = []
+    printed = asyncio.Event()
+    awaited = f"/readyz on :{ready_port} answering 200" if ready_port else repr(stop_after)
 
-    async def read_until_stop_text() -> None:
+    async def read_output() -> None:
         assert process.stdout is not None
         while line := await process.stdout.readline():
             output.append(line.decode(errors="replace"))
-            if stop_after in output[-1]:
-                return
-        raise AssertionError(f"exited before printing {stop_after!r}")
+            if stop_after and stop_after in output[-1]:
+                printed.set()
 
+    reader = asyncio.create_task(read_output())
+    stop = asyncio.create_task(answers_ready(ready_port) if ready_port else printed.wait())
     try:
         try:
-            await asyncio.wait_for(read_until_stop_text(), RUN_TIMEOUT)
+            done, _ = await asyncio.wait(
+                {reader, stop}, timeout=RUN_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stop not in done:
+                ended = "exited" if reader in done else f"ran {RUN_TIMEOUT} s"
+                raise AssertionError(f"{name} {ended} without {awaited}")
+            process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
+            await asyncio.wait_for(reader, STOP_TIMEOUT)
         except TimeoutError:
-            raise AssertionError(f"{stop_after!r} not printed in {RUN_TIMEOUT} s") from None
-        process.send_signal(signal.SIGTERM)
-        rest, _ = await asyncio.wait_for(process.communicate(), STOP_TIMEOUT)
-        output.append(rest.decode(errors="replace"))
+            raise AssertionError(f"{name} did not exit {STOP_TIMEOUT} s after SIGTERM") from None
     except AssertionError as error:
         raise AssertionError(f"{error}\n{''.join(output)}") from None
     finally:
+        for task in (stop, reader):
+            task.cancel()
+        await asyncio.gather(stop, reader, return_exceptions=True)
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -451,6 +528,64 @@ def test_the_first_program_of_the_tutorial_has_its_output_checked() -> None:
     assert first.shown[0] == "added   web-0 from the list"
 
 
+def test_a_cluster_marker_may_wait_for_readiness_and_install_custom_resources(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        textwrap.dedent(
+            """\
+            ```python title="main.py"
+            X = 1
+            ```
+
+            <!-- docs-test: cluster ready=":8081" crd="example.com/v1/widgets Widget" -->
+            ```python title="on_cluster.py"
+            from main import X
+            ```
+            """
+        )
+    )
+    program, on_cluster = page_blocks(page, docs=tmp_path)
+    assert (program.name, program.files) == ("main.py", {})
+    assert (on_cluster.mode, on_cluster.name, on_cluster.argument) == (
+        "cluster",
+        "on_cluster.py",
+        "",
+    )
+    assert on_cluster.ready_port == 8081
+    assert on_cluster.crds == [("example.com", "v1", "widgets", "Widget")]
+    assert on_cluster.files == {"main.py": "X = 1\n"}
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        'cluster stop-after="a" ready=":8081"',
+        'cluster crd="example.com/v1/widgets Widget"',
+        'cluster stop-after="a" crd="example.com/widgets Widget"',
+        'peer stop-after="a" crd="example.com/v1/widgets Widget"',
+        'cluster stop-after="a" restart="always"',
+    ],
+)
+def test_a_cluster_marker_with_no_stop_or_an_option_it_lacks_fails(
+    marker: str, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"<!-- docs-test: {marker} -->\n```python\nprint(1)\n```\n")
+    with pytest.raises(ValueError, match=re.escape("page.md:2: ")):
+        page_blocks(page, docs=tmp_path)
+
+
+def test_no_program_is_saved_under_the_name_of_a_module_it_may_import() -> None:
+    # A reader who saves "operator.py" hides the standard library's operator module from
+    # every program in that directory, and asyncio no longer imports.
+    taken = set(sys.stdlib_module_names) | set(packages_distributions())
+    for block in all_blocks():
+        stem = block.name.removesuffix(".py")
+        assert stem not in taken, f"{block.id}: saved as {block.name}, it hides module {stem}"
+
+
 def test_an_unknown_marker_fails_instead_of_running_nothing(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("<!-- docs-test: skip -->\n```python\nraise SystemExit(1)\n```\n")
@@ -470,8 +605,8 @@ def test_the_testing_extra_brings_pytest_asyncio_and_anyio() -> None:
 async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
     project = tmp_path / "project"
     if block.mode == "script":
-        write_project(project, block, "main.py")
-        result = await asyncio.to_thread(run_script, project)
+        write_project(project, block)
+        result = await asyncio.to_thread(run_script, project, block.name)
         assert result.returncode == 0, f"{block.id}\n{result.stdout}\n{result.stderr}"
         if block.shown is not None:
             shown = "\n".join(block.shown)
@@ -491,13 +626,19 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
         assert "Warning" not in result.stdout, output
         assert f"rootdir: {project}" in output, output
     else:
-        write_project(project, block, "main.py")
+        write_project(project, block)
         async with FakeAPIServer() as server:
             if block.mode == "peer":
                 for obj in PEER_OBJECTS:
                     server.create(obj)
+            for group, version, plural, kind in block.crds:
+                server.register_crd(group, version, plural, kind)
             returncode, output = await run_against_cluster(
-                project, server.kubeconfig_path(), block.argument
+                project,
+                block.name,
+                server.kubeconfig_path(),
+                stop_after=block.argument,
+                ready_port=block.ready_port,
             )
         # A peer's program is written as its library's examples are: SIGTERM may kill it.
         accepted = {0, -signal.SIGTERM} if block.mode == "peer" else {0}
