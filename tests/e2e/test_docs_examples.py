@@ -23,6 +23,8 @@ line just above its fence (blank lines may come between):
 - ``<!-- docs-test: peer stop-after="TEXT" -->``: another library's program, shown beside
   ours for comparison. It runs the same way against a fake API server holding the objects
   of ``PEER_OBJECTS``, and SIGTERM may end it as it ends any program that does not catch it.
+  When the page's next line says "Run with `COMMAND`" (``kopf run ... NAME.py``), that
+  command runs it, as the reader is told to.
 - a visible ``!!! note "Not run by the test suite: REASON"`` admonition: not run, and the
   reader sees why.
 
@@ -45,6 +47,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -75,6 +78,12 @@ READY_POLL = 0.1
 
 PEER_OBJECTS: list[dict[str, object]] = [
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "example"}, "data": {"a": "1"}},
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "labels": {"backup": "true"}},
+        "data": {"b": "2"},
+    },
     {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
     {
         "apiVersion": "v1",
@@ -91,6 +100,7 @@ NOT_RUN = re.compile(r'^!!!\s+note\s+"Not run by the test suite:\s*(?P<reason>[^
 CLUSTER = re.compile(r'^(?P<mode>cluster|peer)(?P<options>(?:\s+[\w-]+="[^"]*")+)$')
 OPTION = re.compile(r'\s+(?P<key>[\w-]+)="(?P<value>[^"]*)"')
 TITLE = re.compile(r'\btitle="(?P<name>[^"]+)"')
+RUN_WITH = re.compile(r"^Run with `(?P<command>[^`]+)`")
 FILE = re.compile(r"^file\s+(?P<name>[\w.-]+\.py)$")
 RUN_COMMAND = "$ python "
 PASSED = re.compile(r"\b(\d+) passed\b")
@@ -116,6 +126,16 @@ class Block:
     """A cluster program's health port: it is stopped once its ``/readyz`` answers 200."""
     crds: list[tuple[str, str, str, str]] = field(default_factory=list)
     """The custom resources (group, version, plural, kind) the server has for it."""
+    command: list[str] = field(default_factory=list)
+    """A peer program's command, as the page's "Run with" line gives it; else ``python NAME``."""
+
+    def argv(self) -> list[str]:
+        """The command that runs it here: ``python`` and ``kopf`` from this interpreter."""
+        command = self.command or ["python", self.name]
+        launchers = {"python": [sys.executable], "kopf": [sys.executable, "-m", "kopf"]}
+        if command[0] not in launchers:
+            raise ValueError(f"{self.id}: cannot run {shlex.join(command)!r} here")
+        return [*launchers[command[0]], *command[1:]]
 
     @property
     def id(self) -> str:
@@ -199,6 +219,10 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
             block = Block(page, start, code, mode, argument, dict(files), name=name, crds=crds)
             if ready := options.get("ready"):
                 block.ready_port = int(ready[0].removeprefix(":"))
+            if mode == "peer":
+                after = next((line.strip() for line in lines[index:] if line.strip()), "")
+                if run_with := RUN_WITH.match(after):
+                    block.command = shlex.split(run_with["command"])
             blocks.append(block)
             just_before = block
             if mode == "file":
@@ -325,19 +349,19 @@ async def answers_ready(port: int) -> None:
 
 async def run_against_cluster(
     project: Path,
-    name: str,
+    argv: list[str],
     kubeconfig: str,
     *,
     stop_after: str = "",
     ready_port: int | None = None,
 ) -> tuple[int, str]:
-    """Run ``name`` with ``KUBECONFIG``; SIGTERM once ``stop_after`` is printed, or once the
+    """Run ``argv`` with ``KUBECONFIG``; SIGTERM once ``stop_after`` is printed, or once the
     program's ``/readyz`` on ``ready_port`` answers 200."""
     env = clean_environment()
     env["KUBECONFIG"] = kubeconfig
+    name = argv[-1]
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        name,
+        *argv,
         cwd=project,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -558,6 +582,39 @@ def test_a_cluster_marker_may_wait_for_readiness_and_install_custom_resources(
     assert on_cluster.files == {"main.py": "X = 1\n"}
 
 
+def test_a_peer_program_runs_with_the_command_the_page_gives_the_reader(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        textwrap.dedent(
+            """\
+            <!-- docs-test: peer stop-after="succeeded" -->
+            ```python title="nodes.py"
+            import kopf
+            ```
+
+            Run with `kopf run --all-namespaces nodes.py`.
+
+            <!-- docs-test: peer stop-after="ADDED" -->
+            ```python title="watch.py"
+            import kubernetes_asyncio
+            ```
+
+            <!-- docs-test: peer stop-after="ADDED" -->
+            ```python
+            import kr8s
+            ```
+
+            Run with `kr8s-run main.py`.
+            """
+        )
+    )
+    kopf, plain, unknown = page_blocks(page, docs=tmp_path)
+    assert kopf.argv() == [sys.executable, "-m", "kopf", "run", "--all-namespaces", "nodes.py"]
+    assert plain.argv() == [sys.executable, "watch.py"]
+    with pytest.raises(ValueError, match=re.escape("cannot run 'kr8s-run main.py' here")):
+        unknown.argv()
+
+
 @pytest.mark.parametrize(
     "marker",
     [
@@ -635,7 +692,7 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
                 server.register_crd(group, version, plural, kind)
             returncode, output = await run_against_cluster(
                 project,
-                block.name,
+                block.argv(),
                 server.kubeconfig_path(),
                 stop_after=block.argument,
                 ready_port=block.ready_port,
