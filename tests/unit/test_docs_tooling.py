@@ -3,10 +3,17 @@ reStructuredText rendered as Markdown."""
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING, Any
+
+import griffe
 import pytest
 from mkdocs.exceptions import PluginError
 
 from tests._support_docs_hooks import load_hook
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 cli_reference = load_hook("cli_reference")
 griffe_rst = load_hook("griffe_rst")
@@ -42,6 +49,62 @@ def test_a_page_without_markers_is_left_alone() -> None:
 def test_roles_become_the_name_they_show() -> None:
     text = "See :class:`~aioinformer.informer.SharedIndexInformer` and :meth:`Reflector.run`."
     assert griffe_rst.convert(text) == "See `SharedIndexInformer` and `Reflector.run`."
+
+
+def test_a_role_the_resolver_knows_links_to_where_its_name_is_defined() -> None:
+    known = {"Reflector.run": "aioinformer.reflector.Reflector.run"}
+    text = "See :meth:`Reflector.run`, :func:`helper()` and :class:`~asyncio.Queue`."
+    assert griffe_rst.convert(text, known.get) == (
+        'See <autoref identifier="aioinformer.reflector.Reflector.run" optional>'
+        "<code>Reflector.run</code></autoref>, `helper()` and `Queue`."
+    )
+
+
+PACKAGE = {
+    "__init__.py": "from .streams import Stream\n",
+    "_impl.py": 'class Hidden:\n    """Defined privately, exported by streams."""\n',
+    "streams.py": """\
+from pkg._impl import Hidden
+
+
+class Stream:
+    \"\"\"Read through :meth:`read`, closed by :meth:`close`; see :class:`Later`,
+    :class:`Hidden`, :class:`pkg.streams.Later` and :class:`asyncio.Queue`.\"\"\"
+
+    def read(self) -> None:
+        \"\"\"Then :meth:`close`, or :meth:`Stream.read` again.\"\"\"
+
+    def close(self) -> None: ...
+
+
+class Later: ...
+""",
+}
+
+
+def test_the_extension_resolves_each_role_in_its_docstrings_scope(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    for name, text in PACKAGE.items():
+        (package / name).write_text(text)
+    extensions = griffe.load_extensions(griffe_rst.ReStructuredTextDocstrings())
+    loaded = griffe.load("pkg", search_paths=[tmp_path], extensions=extensions)
+    stream = loaded["streams.Stream"]
+
+    def links(obj: Any) -> list[str]:
+        return re.findall(r'identifier="([^"]+)"', obj.docstring.value)
+
+    # The class's own methods, a class defined further down the module, an import followed
+    # to where it is defined, a full path; nothing for a name outside the package.
+    assert links(stream) == [
+        "pkg.streams.Stream.read",
+        "pkg.streams.Stream.close",
+        "pkg.streams.Later",
+        "pkg._impl.Hidden",
+        "pkg.streams.Later",
+    ]
+    assert "`asyncio.Queue`" in stream.docstring.value
+    assert links(stream["read"]) == ["pkg.streams.Stream.close", "pkg.streams.Stream.read"]
 
 
 def test_a_literal_block_becomes_a_fenced_block_in_its_language() -> None:
