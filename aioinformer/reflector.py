@@ -1067,30 +1067,38 @@ class OpenWatch:
     Taken once because a stream's ``batches()`` or ``__aiter__`` may be an async
     generator method: a second call would start a second generator, and what the first
     one still held (the rest of a read it split) would be lost when a streaming list's
-    stream carries on as the watch. :meth:`aclose` closes that iterator, then the
-    stream, so such a generator is closed when the read ends, not left to the garbage
-    collector (whose finalizer would run its ``finally`` later, in a task of its own).
+    stream carries on as the watch. Taken by the first :meth:`reader` call, inside the
+    read, so that what taking it raises ends the read as any stream failure does.
+    :meth:`aclose` closes that iterator, then the stream, so such a generator is closed
+    when the read ends, not left to the garbage collector (whose finalizer would run its
+    ``finally`` later, in a task of its own).
     """
 
-    __slots__ = ("_iterator", "batched", "next", "stream")
+    __slots__ = ("_iterator", "batched", "stream")
 
     def __init__(self, stream: AsyncIterator[WatchEvent]) -> None:
         self.stream = stream
         self.batched = isinstance(stream, WatchStreamBase)
-        # Else what ``async for`` would read: a wrapper may hand out its inner iterator.
-        iterator: AsyncIterator[Any] = (
-            stream.batches() if isinstance(stream, WatchStreamBase) else aiter(stream)
-        )
-        self._iterator = iterator
-        self.next: Callable[[], Awaitable[Any]] = iterator.__anext__
-        """The next item: a list of events when :attr:`batched`, else one event."""
+        """Whether :meth:`reader` hands out lists of events (else one event per call)."""
+        self._iterator: AsyncIterator[Any] | None = None
+
+    def reader(self) -> Callable[[], Awaitable[Any]]:
+        """The iterator's ``__anext__``, the iterator taken on the first call."""
+        iterator = self._iterator
+        if iterator is None:
+            stream = self.stream
+            # Else what ``async for`` would read: a wrapper may hand out its inner iterator.
+            iterator = stream.batches() if isinstance(stream, WatchStreamBase) else aiter(stream)
+            self._iterator = iterator
+        return iterator.__anext__
 
     async def aclose(self) -> None:
-        """Close the iterator read from (when it is not the stream itself), then the
+        """Close the iterator read from (when taken, and not the stream itself), then the
         stream; either may already be closed."""
         try:
-            if self._iterator is not self.stream:
-                aclose = getattr(self._iterator, "aclose", None)
+            iterator = self._iterator
+            if iterator is not None and iterator is not self.stream:
+                aclose = getattr(iterator, "aclose", None)
                 if aclose is not None:
                     await aclose()
         finally:
@@ -1271,7 +1279,7 @@ class WatchRead:
         keep up. This is the per-event path: no formatting, no allocation of its own.
         """
         batched = self._stream.batched
-        read_next = self._stream.next
+        read_next = self._stream.reader()
         apply = self._apply
         try:
             async with asyncio.timeout(None) as scope:

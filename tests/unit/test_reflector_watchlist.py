@@ -607,3 +607,57 @@ async def test_cancelling_a_read_held_in_the_store_closes_the_user_stream_genera
     assert other_tasks() == baseline
     assert lw.open_watches == 0
     assert store.calls == [("replace", [], "0")]
+
+
+class BrokenBatches(WatchStreamBase):
+    """A user's stream whose ``batches()`` raises as it is called."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    @property
+    def opened(self) -> bool:
+        return False
+
+    def batches(self) -> AsyncIterator[list[WatchEvent]]:
+        raise RuntimeError("no batches today")
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        raise RuntimeError("no events today")
+
+    async def aclose(self) -> None:
+        self.closed.set()
+
+
+class FirstWatchBroken(FakeListerWatcher):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.broken = BrokenBatches()
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        if len(self.watch_calls) == 0:
+            self.watch_calls.append(options)
+            return self.broken
+        return super().watch(options)
+
+
+@pytest.mark.parametrize("use_watch_list", [True, False])
+async def test_a_stream_whose_batches_raise_is_closed_and_the_reflector_goes_on(
+    clock: FakeClock, store: RecordingStore, use_watch_list: bool
+) -> None:
+    # What taking a stream's iterator raises ends that read as any stream failure does:
+    # the stream is closed, and the failure handled: a streaming list falls back to a
+    # list; a watch ends list_and_watch with the error, and run() backs off and lists and
+    # watches again.
+    lw = FirstWatchBroken(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, use_watch_list=use_watch_list)
+    task = asyncio.get_running_loop().create_task(reflector.run())
+    await asyncio.wait_for(lw.broken.closed.wait(), 5)
+    for _ in range(10):
+        if reflector.last_sync_resource_version == "1" and lw.open_watches == 1:
+            break
+        await clock.advance(1.0)
+    assert store.contents() == {"p1": "1"}
+    assert lw.open_watches == 1
+    await stop(task)
+    assert lw.open_watches == 0
