@@ -37,7 +37,9 @@ TABLE_RULE = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
 def _role(match: re.Match[str], resolve: Callable[[str], str | None] | None = None) -> str:
     target = match["target"].strip()
     shown = target.rsplit(".", 1)[-1] if match["tilde"] else target
-    identifier = resolve(target.removesuffix("()")) if resolve is not None else None
+    # ``:meth:`shown <target>``` links to its explicit target.
+    linked = (match["link"] or target).strip().removeprefix("~")
+    identifier = resolve(linked.removesuffix("()")) if resolve is not None else None
     if identifier is None:
         return f"`{shown}`"
     return (

@@ -66,12 +66,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 EXECUTED_PARTS = ("tutorial", "how-to")
 
-RUN_TIMEOUT = 90.0
-"""Seconds one program or test file may take (a few seconds unloaded): bounds a hang only,
-and ends it before pytest-timeout's 120 s, with the program's output."""
+RUN_TIMEOUT = 80.0
+"""Seconds one program or test file may take (a few seconds unloaded): bounds a hang only.
+With :data:`STOP_TIMEOUT` twice over, a cluster program's worst case ends before
+pytest-timeout's 120 s, so the failure shows the program's output."""
 
-STOP_TIMEOUT = 30.0
-"""Seconds a cluster program has to exit after SIGTERM."""
+STOP_TIMEOUT = 15.0
+"""Seconds a cluster program has to exit after SIGTERM, then to close its output."""
 
 READY_POLL = 0.1
 """Seconds between two probes of a cluster program's ``/readyz``."""
@@ -156,13 +157,21 @@ def read_mode(previous: str) -> tuple[str, str, dict[str, list[str]]]:
         for option in OPTION.finditer(cluster["options"]):
             options.setdefault(option["key"], []).append(option["value"])
         allowed = {"stop-after", "ready", "crd"} if cluster["mode"] == "cluster" else {"stop-after"}
-        stops = len(options.get("stop-after", [])) + len(options.get("ready", []))
-        if set(options) - allowed or stops != 1:
+        stops = [*options.get("stop-after", []), *options.get("ready", [])]
+        if set(options) - allowed or len(stops) != 1 or not stops[0]:
             raise ValueError(f"unknown docs-test marker {previous!r}")
         return cluster["mode"], options.pop("stop-after", [""])[0], options
     if file := FILE.match(body):
         return "file", file["name"], {}
     raise ValueError(f"unknown docs-test marker {previous!r}")
+
+
+def read_port(option: str) -> int:
+    """``":8081"`` as 8081."""
+    port = option.removeprefix(":")
+    if not port.isdigit():
+        raise ValueError(f'ready="{option}": give ":PORT"')
+    return int(port)
 
 
 def read_crd(option: str) -> tuple[str, str, str, str]:
@@ -205,20 +214,24 @@ def page_blocks(path: Path, docs: Path = DOCS) -> list[Block]:
         index += 1
         shown = [line.removeprefix(indent) for line in body]
         if language == "console" and just_before and shown and shown[0].startswith(RUN_COMMAND):
+            while shown and not shown[-1].strip():
+                shown.pop()
             just_before.shown = shown[1:]
         just_before = None
         if language in ("python", "py"):
             try:
                 mode, argument, options = read_mode(previous)
                 crds = [read_crd(option) for option in options.get("crd", [])]
+                ready_port = read_port(options["ready"][0]) if "ready" in options else None
             except ValueError as error:
                 raise ValueError(f"{page}:{start}: {error}") from None
             code = textwrap.dedent("\n".join(line.removeprefix(indent) for line in body)) + "\n"
             title = TITLE.search(opening["info"])
             name = title["name"] if title and title["name"].endswith(".py") else "main.py"
+            if mode == "file":
+                name = argument
             block = Block(page, start, code, mode, argument, dict(files), name=name, crds=crds)
-            if ready := options.get("ready"):
-                block.ready_port = int(ready[0].removeprefix(":"))
+            block.ready_port = ready_port
             if mode == "peer":
                 after = next((line.strip() for line in lines[index:] if line.strip()), "")
                 if run_with := RUN_WITH.match(after):
@@ -352,6 +365,7 @@ async def run_against_cluster(
     argv: list[str],
     kubeconfig: str,
     *,
+    name: str,
     stop_after: str = "",
     ready_port: int | None = None,
 ) -> tuple[int, str]:
@@ -359,7 +373,6 @@ async def run_against_cluster(
     program's ``/readyz`` on ``ready_port`` answers 200."""
     env = clean_environment()
     env["KUBECONFIG"] = kubeconfig
-    name = argv[-1]
     process = await asyncio.create_subprocess_exec(
         *argv,
         cwd=project,
@@ -386,9 +399,12 @@ async def run_against_cluster(
             done, _ = await asyncio.wait(
                 {reader, stop}, timeout=RUN_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
             )
+            if reader in done and reader.exception() is not None:
+                raise AssertionError(f"reading {name}'s output failed: {reader.exception()!r}")
             if stop not in done:
                 ended = "exited" if reader in done else f"ran {RUN_TIMEOUT} s"
                 raise AssertionError(f"{name} {ended} without {awaited}")
+            stop.result()  # what ended the wait for the stop condition, if it failed
             process.send_signal(signal.SIGTERM)
             await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
             await asyncio.wait_for(reader, STOP_TIMEOUT)
@@ -619,6 +635,8 @@ def test_a_peer_program_runs_with_the_command_the_page_gives_the_reader(tmp_path
     "marker",
     [
         'cluster stop-after="a" ready=":8081"',
+        'cluster stop-after=""',
+        'cluster ready="localhost"',
         'cluster crd="example.com/v1/widgets Widget"',
         'cluster stop-after="a" crd="example.com/widgets Widget"',
         'peer stop-after="a" crd="example.com/v1/widgets Widget"',
@@ -694,6 +712,7 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
                 project,
                 block.argv(),
                 server.kubeconfig_path(),
+                name=block.name,
                 stop_after=block.argument,
                 ready_port=block.ready_port,
             )

@@ -1,8 +1,9 @@
 """The ``aioinformer`` command lines the pages show are ones the parser accepts.
 
-Every line of a ``bash`` or ``console`` block that runs ``aioinformer`` (after a ``$``
-prompt, a ``cd ... &&`` or a ``pip install ... &&``, continued over ``\\`` line ends,
-comments dropped) is parsed by the real argument parser, without running it; and every
+Every command of a ``bash`` block, and every line after a ``$`` prompt of a ``console``
+block (the rest is output), that runs ``aioinformer`` (alone or after a ``cd ... &&`` or a
+``pip install ... &&``, continued over ``\\`` line ends, comments dropped) is parsed by
+the real argument parser, without running it; and every
 option a page's table of a command's options names is one that command has. A renamed
 or removed option then fails here instead of in a reader's shell.
 """
@@ -21,9 +22,11 @@ from aioinformer.cli import build_parser
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_BLOCK = re.compile(
-    r"^(?P<indent>[ \t]*)```(?:bash|console|sh|shell)\b[^\n]*\n(?P<body>.*?)^(?P=indent)```",
+    r"^(?P<indent>[ \t]*)```(?P<language>bash|console|sh|shell)\b[^\n]*\n(?P<body>.*?)"
+    r"^(?P=indent)```",
     re.M | re.S,
 )
+PROMPT = "$ "
 OPTION_ROW = re.compile(r"^\|\s*`(?P<options>-[^|]*)`\s*\|")
 OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 
@@ -33,8 +36,11 @@ def command_lines(text: str) -> list[str]:
     commands: list[str] = []
     for block in SHELL_BLOCK.finditer(text):
         joined = re.sub(r"\\\n\s*", " ", block["body"])
-        for line in joined.splitlines():
-            line = line.strip().removeprefix("$ ")
+        for line in (line.strip() for line in joined.splitlines()):
+            if block["language"] == "console":
+                if not line.startswith(PROMPT):
+                    continue  # what a command printed
+                line = line.removeprefix(PROMPT)
             for part in line.split("&&"):
                 words = shlex.split(part, comments=True)
                 if words[:1] == ["aioinformer"]:
@@ -69,6 +75,12 @@ def test_a_command_the_pages_show_parses(page: str, command: str) -> None:
         build_parser().parse_args(shlex.split(command))
     except SystemExit as error:
         raise AssertionError(f"{page}: `aioinformer {command}` does not parse") from error
+
+
+def test_a_console_blocks_output_is_not_read_as_commands() -> None:
+    page = "```console\n$ aioinformer demo --pods 10\naioinformer can't stop: it's fine\n```\n"
+    assert command_lines(page) == ["demo --pods 10"]
+    assert command_lines("```bash\ncd x && aioinformer get pods  # list\n```\n") == ["get pods"]
 
 
 def test_a_misspelt_option_fails_to_parse() -> None:

@@ -51,6 +51,15 @@ def test_roles_become_the_name_they_show() -> None:
     assert griffe_rst.convert(text) == "See `SharedIndexInformer` and `Reflector.run`."
 
 
+def test_a_role_with_an_explicit_target_links_to_that_target() -> None:
+    known = {"aioinformer.client.Client.resource": "aioinformer.client.Client.resource"}
+    text = "Call :meth:`resource() <aioinformer.client.Client.resource>`."
+    assert griffe_rst.convert(text, known.get) == (
+        'Call <autoref identifier="aioinformer.client.Client.resource" optional>'
+        "<code>resource()</code></autoref>."
+    )
+
+
 def test_a_role_the_resolver_knows_links_to_where_its_name_is_defined() -> None:
     known = {"Reflector.run": "aioinformer.reflector.Reflector.run"}
     text = "See :meth:`Reflector.run`, :func:`helper()` and :class:`~asyncio.Queue`."
