@@ -1052,13 +1052,6 @@ def _ends_initial_events(bookmark: Any) -> bool:
     return bool(annotations and annotations.get(INITIAL_EVENTS_END_ANNOTATION) == "true")
 
 
-async def close_stream(stream: AsyncIterator[WatchEvent]) -> None:
-    """Close a watch stream (and with it the connection), if it can be closed."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
 class OpenWatch:
     """A watch stream as a reflector reads it: the stream, and the one iterator it is
     read through, taken once (``batches()`` of a :class:`WatchStreamBase`, else what
@@ -1094,15 +1087,20 @@ class OpenWatch:
 
     async def aclose(self) -> None:
         """Close the iterator read from (when taken, and not the stream itself), then the
-        stream; either may already be closed."""
+        stream and with it the connection; either may already be closed, and either
+        without an ``aclose()`` is left as it is."""
+        iterator = self._iterator
         try:
-            iterator = self._iterator
             if iterator is not None and iterator is not self.stream:
-                aclose = getattr(iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await _aclose(iterator)
         finally:
-            await close_stream(self.stream)
+            await _aclose(self.stream)
+
+
+async def _aclose(iterator: AsyncIterator[Any]) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class WatchRead:
