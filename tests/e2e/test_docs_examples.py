@@ -337,9 +337,9 @@ def run_pytest_in_new_project(project: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def run_script(project: Path, name: str) -> subprocess.CompletedProcess[str]:
+def run_script(project: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, name],
+        argv,
         cwd=project,
         env=clean_environment(),
         capture_output=True,
@@ -681,7 +681,7 @@ async def test_the_block_runs(block: Block, tmp_path: Path) -> None:
     project = tmp_path / "project"
     if block.mode == "script":
         write_project(project, block)
-        result = await asyncio.to_thread(run_script, project, block.name)
+        result = await asyncio.to_thread(run_script, project, block.argv())
         assert result.returncode == 0, f"{block.id}\n{result.stdout}\n{result.stderr}"
         if block.shown is not None:
             shown = "\n".join(block.shown)
