@@ -48,9 +48,9 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   for one: nothing says its ``watch`` honours ``send_initial_events``.
 * **Streaming-list retries.** A streaming list that fails in a way worth retrying (a 429,
   as an answer or an ``ERROR`` event; a refused or lost connection; the stream closing
-  before its initial-events-end bookmark after it sent something) is sent again after a
-  backoff (the reflector's, a ``Retry-After`` winning), as client-go's ``watchList``
-  does, at most ``ReflectorOptions.max_watch_list_retries`` times (3 by default,
+  before its initial-events-end bookmark) is sent again after a backoff (the
+  reflector's, a ``Retry-After`` winning), as client-go's ``watchList`` does, at most
+  ``ReflectorOptions.max_watch_list_retries`` times (3 by default,
   ``DEFAULT_WATCH_LIST_RETRIES``): a throttled server is not sent the full LIST it can
   least afford. Past that, and at once after any other failure, the round falls back to
   LIST+WATCH: another ``Status`` (an old server's 422 or 400, a 403, a 410, any 5xx), a
