@@ -115,6 +115,18 @@ def spawn(reflector: Reflector) -> asyncio.Task[None]:
     return asyncio.get_running_loop().create_task(reflector.list_and_watch())
 
 
+async def watching(
+    fifo: DeltaFIFO | RealFIFO,
+) -> tuple[FakeListerWatcher, Reflector, asyncio.Task[None]]:
+    """A reflector over an empty fake source, writing to ``fifo``, once it watches."""
+    lw = FakeListerWatcher()
+    reflector = Reflector(lw, fifo, clock=FakeClock())
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    await lw.wait_for_watchers(1)
+    return lw, reflector, task
+
+
 # -- the choice, made once ---------------------------------------------------------------
 
 
@@ -180,13 +192,8 @@ async def test_one_read_is_one_wake_up_with_per_event_producers_too(
 ) -> None:
     # The producers are called one by one, but nothing suspends between them: a parked
     # popper runs once, after the read, and is handed all of it.
-    clock = FakeClock()
-    lw = FakeListerWatcher()
     fifo = fifo_type()
-    reflector = Reflector(lw, fifo, clock=clock)
-    task = spawn(reflector)
-    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
-    await lw.wait_for_watchers(1)
+    lw, _reflector, task = await watching(fifo)
     batches: list[list[str]] = []
 
     def process(batch: Iterable[tuple[str, Deltas]]) -> None:
@@ -218,12 +225,7 @@ async def test_a_plain_fifo_takes_each_read_in_one_call(
 
     fifo = Counting()
     assert fifo._per_event is False
-    clock = FakeClock()
-    lw = FakeListerWatcher()
-    reflector = Reflector(lw, fifo, clock=clock)
-    task = spawn(reflector)
-    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
-    await lw.wait_for_watchers(1)
+    lw, reflector, task = await watching(fifo)
     for i in range(20):
         lw.add(pod(f"p{i}"))
     await wait_until(lambda: reflector.last_sync_resource_version == "20")
