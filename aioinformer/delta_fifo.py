@@ -90,8 +90,13 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, cast
+from typing import Any, Final, Protocol, TypeAlias, cast
 
+from aioinformer._pipeline.fifo_producers import (
+    apply_one_by_one,
+    overridden_producers,
+    producers_of,
+)
 from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
 from aioinformer._pipeline.meta import resource_version_of
 from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion, low_water
@@ -275,6 +280,18 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     as one group whatever its size (see the module notes); off, a relist leaves in
     batches of ``max_keys`` as in client-go v0.32.
 
+    **Subclassing.** The producers ``add``, ``update``, ``delete``, ``bookmark``,
+    ``replace`` and ``resync`` may be overridden (to record the calls, or to filter:
+    an override that does not call ``super()`` drops what it was given), and an
+    override sees every call a reflector makes. A watch's events normally skip the
+    per-event producers (:meth:`apply_events` queues a whole read in one loop); a FIFO
+    whose class overrides any of ``add``, ``update``, ``delete`` or ``bookmark`` is seen
+    to at construction and hands each event to its producer, one at a time in stream
+    order, instead. That costs a coroutine call per event (a plain FIFO pays nothing
+    for the choice); a popper is still woken once per read unless an override suspends.
+    ``replace`` and ``resync`` are always called. Override them as coroutines with the
+    same signatures; patch the class, not an instance (a FIFO chooses as it is built).
+
     **Cancellation.** Cancelling a ``pop`` that is waiting for an item loses nothing. Once
     an item has been taken it belongs to that ``pop`` call, as in client-go where an item
     leaves the queue before ``process`` runs: if an async ``process`` is cancelled, the
@@ -298,6 +315,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         "_key_func",
         "_known_objects",
         "_out_of_order",
+        "_per_event",
         "_populated",
         "_queue",
         "_rv_log",
@@ -333,6 +351,9 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     _holds: list[int]
     """For each ``process`` call suspended mid-pop (or batch being processed), the oldest
     event number it may hold."""
+    _per_event: bool
+    """Set once, as the FIFO is built: its class overrides a per-event producer, so
+    ``apply_events`` calls the producers one event at a time instead of its batch loop."""
 
     def __init__(
         self,
@@ -367,6 +388,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
             DELETED: self._delete_now,
             BOOKMARK: self._bookmark_event,
         }
+        self._per_event = bool(overridden_producers(type(self), _PLAIN_PRODUCERS))
         super().__init__()
 
     def __repr__(self) -> str:
@@ -441,7 +463,13 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         :meth:`delete` or :meth:`bookmark` would take it, with one wake-up of a parked
         popper for them all. An event whose key or transform fails is returned with its
         error and the others are queued (see
-        :class:`~aioinformer.listwatch.WatchBatchSink`)."""
+        :class:`~aioinformer.listwatch.WatchBatchSink`).
+
+        In a subclass that overrides one of those four producers, each event is handed
+        to its producer instead, one at a time, in order (see the class notes); what a
+        producer raises is returned as an event it could not take."""
+        if self._per_event:
+            return await apply_one_by_one(self, events)
         failures: EventFailures = None
         by_type = self._by_event_type
         for event in events:
@@ -783,3 +811,7 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
             else:
                 merged.append(delta)
         self._items[key] = merged
+
+
+_PLAIN_PRODUCERS: Final = producers_of(DeltaFIFO)
+"""DeltaFIFO's own producers: a subclass with any other takes events one by one."""

@@ -66,6 +66,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
+from aioinformer._pipeline.fifo_producers import (
+    apply_one_by_one,
+    overridden_producers,
+    producers_of,
+)
 from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
 from aioinformer._pipeline.meta import resource_version_of
 from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion
@@ -169,6 +174,13 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     relist deletes nothing and a resync does nothing. ``transform`` (sync) is applied to
     each object as it is queued, except tombstones and what a resync re-offers; an error
     it raises propagates to the producer.
+
+    **Subclassing.** As a :class:`~aioinformer.delta_fifo.DeltaFIFO`'s: ``add``,
+    ``update``, ``delete``, ``bookmark``, ``replace`` and ``resync`` may be overridden,
+    and an override sees every call a reflector makes. A FIFO whose class overrides any
+    of the first four is seen to at construction, and :meth:`apply_events` hands each
+    event of a read to its producer, one at a time in stream order, instead of queuing
+    the read in one loop: a coroutine call per event, nothing for a plain FIFO.
     """
 
     __slots__ = (
@@ -177,6 +189,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         "_initial",
         "_key_func",
         "_known_objects",
+        "_per_event",
         "_populated",
         "_queue",
         "_rv_log",
@@ -191,6 +204,9 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
     """True while a batch is handed out and its ``process`` call has not returned."""
     _rv_log: deque[Any]
     """``_applied.log``: one entry per queued item, in queue order (see ``_store_rv``)."""
+    _per_event: bool
+    """Set once, as the FIFO is built: its class overrides a per-event producer, so
+    ``apply_events`` calls the producers one event at a time instead of its batch loop."""
 
     def __init__(
         self,
@@ -208,6 +224,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         self._busy = False
         self._applied = AppliedResourceVersion()
         self._rv_log = self._applied.log
+        self._per_event = bool(overridden_producers(type(self), _PLAIN_PRODUCERS))
         super().__init__()
 
     def __repr__(self) -> str:
@@ -246,7 +263,13 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         """A watch's events, in order, each queued as :meth:`add`, :meth:`update`,
         :meth:`delete` or :meth:`bookmark` would queue it; an event whose key or transform
         fails is returned with its error (see
-        :class:`~aioinformer.listwatch.WatchBatchSink`)."""
+        :class:`~aioinformer.listwatch.WatchBatchSink`).
+
+        In a subclass that overrides one of those four producers, each event is handed
+        to its producer instead, one at a time, in order (see the class notes); what a
+        producer raises is returned as an event it could not take."""
+        if self._per_event:
+            return await apply_one_by_one(self, events)
         failures: EventFailures = None
         push = self._push
         for event in events:
@@ -294,7 +317,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
             if not pairs:
                 # Nothing listed and nothing cached yet: synced with nothing to apply.
                 self._signal_synced()
-                await self.bookmark(resource_version)
+                self._bookmark_now(resource_version)
                 return
             self._initial = True
         self._rv_log.append(resource_version or None)
@@ -413,3 +436,7 @@ class RealFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
             if obj is not None:
                 pairs.append((key, _one(_SYNC, obj)))
         return pairs
+
+
+_PLAIN_PRODUCERS: Final = producers_of(RealFIFO)
+"""RealFIFO's own producers: a subclass with any other takes events one by one."""

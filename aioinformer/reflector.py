@@ -45,16 +45,25 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   its events are collected apart and committed with one ``replace()`` at the bookmark
   annotated ``k8s.io/initial-events-end``, and the same stream then carries on as the
   watch, as in client-go 1.35+. A plain source (one that declares nothing) is never asked
-  for one: nothing says its ``watch`` honours ``send_initial_events``. Any failure of a
-  streaming list falls back to LIST+WATCH in the same round: an error (an old server's
-  422, a 403, a 410, a refused connection, ...), the stream closing or falling silent
-  before the initial-events-end bookmark, and a source that shows it serves a plain
-  watch: a plain bookmark, or events and then no bookmark at all, and no
-  initial-events-end bookmark within ``INITIAL_EVENTS_GRACE`` (10 s) after it. After a
-  fallback the next rounds list without trying to stream until a watch has opened, so a
-  source that fails every request (a forbidden or unknown resource) costs one request
-  per retry; once a watch opened, the next relist streams again, so a server upgraded
-  meanwhile is used.
+  for one: nothing says its ``watch`` honours ``send_initial_events``.
+* **Streaming-list retries.** A streaming list that fails in a way worth retrying (a 429,
+  as an answer or an ``ERROR`` event; a refused or lost connection; the stream closing
+  before its initial-events-end bookmark) is sent again after a backoff (the
+  reflector's, a ``Retry-After`` winning), as client-go's ``watchList`` does, at most
+  ``ReflectorOptions.max_watch_list_retries`` times (3 by default,
+  ``DEFAULT_WATCH_LIST_RETRIES``): a throttled server is not sent the full LIST it can
+  least afford. Past that, and at once after any other failure, the round falls back to
+  LIST+WATCH: another ``Status`` (an old server's 422 or 400, a 403, a 410, any 5xx), a
+  TLS failure, a stream closed within a second with nothing sent, one silent past its
+  deadline, and a source that shows it serves a plain watch: a plain bookmark, or events
+  and then no bookmark at all, and no initial-events-end bookmark within
+  ``INITIAL_EVENTS_GRACE`` (10 s) after it (see
+  :func:`~aioinformer._pipeline.watch_policy.watch_list_retriable` for why 5xx falls back).
+  Each failure goes to the error handler; ``statistics()`` counts the retries and the
+  fallbacks, and so do the metrics. After a fallback the next rounds list without trying
+  to stream until a watch has opened, so a source that fails every request (a forbidden
+  or unknown resource) costs one request per retry; once a watch opened, the next relist
+  streams again, so a server upgraded meanwhile is used.
 * **Backoff** between attempts is :class:`aioinformer._kernel.backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
@@ -150,6 +159,7 @@ from aioinformer._pipeline.watch_policy import (
     is_internal_error,
     is_too_large,
     next_step,
+    watch_list_retriable,
 )
 from aioinformer.codec import Head, head_of
 from aioinformer.errors import (
@@ -185,6 +195,7 @@ __all__ = [
     "AddCounterMetric",
     "Backoff",
     "DEFAULT_WATCH_INACTIVITY_TIMEOUT",
+    "DEFAULT_WATCH_LIST_RETRIES",
     "GCPolicy",
     "ListOptions",
     "ListerWatcher",
@@ -203,6 +214,14 @@ logger = logging.getLogger(__name__)
 
 MIN_WATCH_TIMEOUT: Final = 300.0
 """Lower bound of a watch's ``timeout_seconds``; each watch draws from [min, 2 x min)."""
+
+DEFAULT_WATCH_LIST_RETRIES: Final = 3
+"""How many times a failed streaming list is tried again before the reflector falls back
+to LIST+WATCH, unless configured otherwise. From a fresh backoff (0.8 s doubling, with
+jitter) three retries wait 5.6 to 11.2 s in all, or what the server's Retry-After asks:
+long enough to ride out a throttled or restarting server without sending it the full LIST
+it can least afford, short enough that a cache still syncs within seconds when streaming
+keeps failing."""
 
 
 WatchErrorHandler: TypeAlias = Callable[["Reflector", BaseException], Awaitable[None] | None]
@@ -227,6 +246,12 @@ class ReflectorOptions:
     """Get the state from a streaming list (``send_initial_events``) on every list,
     falling back to LIST+WATCH whenever the server refuses or ignores one; ``False``:
     always LIST+WATCH."""
+    max_watch_list_retries: int = DEFAULT_WATCH_LIST_RETRIES
+    """How many times one list streams again, each after a backoff, when its streaming
+    list failed in a way worth retrying (a 429, a refused or lost connection, a stream
+    closed before its initial-events-end bookmark) before it falls back to LIST+WATCH;
+    3 by default (``DEFAULT_WATCH_LIST_RETRIES``), 0: fall back at once. Never
+    negative."""
     watch_inactivity_timeout: float | None = None
     """Seconds of silence after which a watch is closed and re-opened; ``None``:
     ``DEFAULT_WATCH_INACTIVITY_TIMEOUT`` (120 s). Capped at the watch's
@@ -250,6 +275,10 @@ class ReflectorOptions:
             raise ValueError(f"resync_period must not be negative, got {self.resync_period!r}")
         if self.page_size is not None and self.page_size < 0:
             raise ValueError(f"page_size must not be negative, got {self.page_size!r}")
+        if self.max_watch_list_retries < 0:
+            raise ValueError(
+                f"max_watch_list_retries must not be negative, got {self.max_watch_list_retries!r}"
+            )
         timeout = self.watch_inactivity_timeout
         if timeout is not None and timeout <= 0:
             raise ValueError(f"watch_inactivity_timeout must be positive, got {timeout!r}")
@@ -395,6 +424,10 @@ class Reflector:
         self._running = False
         # True exactly while list_and_watch() runs.
         self._in_round = False
+        # True while a round gets its full state (streaming, backing off between
+        # streaming lists, listing), before it watches: a relist asked for meanwhile is
+        # the list under way.
+        self._listing = False
         # The watch stream being read, while one is; a failed resync interrupts it.
         self._read: WatchRead | None = None
         # Set by the resync task when store.resync() failed; ends the current
@@ -407,6 +440,8 @@ class Reflector:
         self._last_error: BaseException | None = None
         self._heard = LastHeard()
         self._watch_restarts = 0
+        self._watch_list_retries = 0
+        self._watch_list_fallbacks = 0
         self._metrics = new_reflector_metrics(
             self._name,
             metrics_provider,
@@ -454,7 +489,7 @@ class Reflector:
         While listing, or between rounds, the list under way or coming is that relist
         (it reads at or past every resourceVersion the store had applied)."""
         self._policy.rv_unavailable = True
-        if not self._in_round or isinstance(self._state, _Listing):
+        if not self._in_round or self._listing:
             return
         # The resync task's path: the read in progress, or the next one, ends at once.
         self._resync_error = reason
@@ -481,6 +516,8 @@ class Reflector:
             seconds_since_heard=self.seconds_since_heard(),
             watch_restarts=self._watch_restarts,
             inactivity_deadline=state.deadline if isinstance(state, _Watching) else None,
+            watch_list_retries=self._watch_list_retries,
+            watch_list_fallbacks=self._watch_list_fallbacks,
         )
 
     def _seconds_since_heard(self) -> float:
@@ -560,21 +597,11 @@ class Reflector:
             if self._synced_once:
                 self._relists += 1
                 self._metrics.relisted()
-            carried: _CarriedStream | None = None
-            if self._stream_next:
-                try:
-                    carried = await self._watch_list()
-                except Exception as exc:  # noqa: BLE001
-                    # Blind on purpose: any failure of a streaming list falls back to list+watch.
-                    self._stream_next = False
-                    logger.info(
-                        "%s: streaming list failed, falling back to list and watch: %s",
-                        self._name,
-                        exc,
-                    )
-                    await self._report(exc)
+            self._listing = True
+            carried = await self._stream_or_fall_back() if self._stream_next else None
             if carried is None:
                 await self._list()
+            self._listing = False
             if self._options.resync_period > 0:
                 helper = Running.spawn(self._resync_loop(), name=f"{self._name} resync")
             await self._watch(carried)
@@ -583,7 +610,7 @@ class Reflector:
                 if helper is not None:
                     await helper.stop()
             finally:
-                self._in_round = False
+                self._in_round = self._listing = False
                 if not self._running:
                     self._state = _STOPPED
 
@@ -777,12 +804,65 @@ class Reflector:
 
     # -------------------------------------------------------- streaming list
 
+    async def _stream_or_fall_back(self) -> _CarriedStream | None:
+        """Get the initial state from a streaming list, streaming again after a backoff
+        when it failed in a way worth retrying (:func:`watch_list_retriable`), at most
+        ``max_watch_list_retries`` times; ``None`` when it gave up, and the caller lists.
+
+        Every failure goes to the error handler once, retried or not. After a fallback
+        the next rounds list without streaming until a watch has opened.
+        """
+        retries = 0
+        allowed = self._options.max_watch_list_retries
+        while True:
+            try:
+                return await self._watch_list()
+            except _StreamingListFailed as failed:
+                error, retriable = failed.error, failed.retriable
+            except Exception as exc:  # noqa: BLE001
+                # Blind on purpose: any other failure (the store's replace, a source
+                # raising as it is asked) falls back to list+watch at once.
+                error, retriable = exc, False
+            if retriable and retries < allowed:
+                retries += 1
+                self._watch_list_retries += 1
+                self._metrics.watch_list_failed(retried=True)
+                logger.info(
+                    "%s: streaming list failed, streaming again after a backoff "
+                    "(retry %d of %d): %s",
+                    self._name,
+                    retries,
+                    allowed,
+                    error,
+                )
+                await self._report(error)
+                await self._back_off(error)
+                continue
+            self._stream_next = False
+            self._watch_list_fallbacks += 1
+            self._metrics.watch_list_failed(retried=False)
+            if retriable:
+                logger.info(
+                    "%s: streaming list failed %d times, falling back to list and watch: %s",
+                    self._name,
+                    retries + 1,
+                    error,
+                )
+            else:
+                logger.info(
+                    "%s: streaming list failed, falling back to list and watch: %s",
+                    self._name,
+                    error,
+                )
+            await self._report(error)
+            return None
+
     async def _watch_list(self) -> _CarriedStream:
         """Get the initial state from one streaming list and commit it with one
         ``replace()``; return the stream, still open, to carry on as the watch.
 
-        Raises whatever kept it from reaching its initial-events-end bookmark, and the
-        caller falls back to a list.
+        Raises :class:`_StreamingListFailed` when the stream ended before its
+        initial-events-end bookmark, anything else the store's ``replace`` raised.
         """
         # A streaming list decodes the whole state as a LIST does: the same policy.
         with collector_paused(self._options.gc_policy):
@@ -811,12 +891,13 @@ class Reflector:
             stream, temporary, cursor, timeout, until_initial_events_end=True
         )
         if not done:
-            if end.error is not None:
-                raise end.error
-            raise WatchError(
-                f"the stream ended after {end.events} events, before its initial-events-end "
-                "bookmark"
-            )
+            error = end.error
+            if error is None:
+                error = WatchError(
+                    f"the stream ended after {end.events} events, before its "
+                    "initial-events-end bookmark"
+                )
+            raise _StreamingListFailed(error, retriable=watch_list_retriable(end))
         try:
             self._policy.rv_unavailable = False
             await self._store.replace(list(temporary.items.values()), cursor.resource_version)
@@ -1025,6 +1106,16 @@ class InitialEventsIgnored(WatchError):
     when it sent events and no bookmark: it serves the request as a plain watch (a proxy
     or a server that drops ``sendInitialEvents``, a source that replays the current
     objects to any watch from ``""``)."""
+
+
+class _StreamingListFailed(Exception):
+    """A streaming list's stream ended before its initial-events-end bookmark: ``error``
+    is what ended it (reported), ``retriable`` whether streaming again is worth it."""
+
+    def __init__(self, error: BaseException, *, retriable: bool) -> None:
+        super().__init__(error)
+        self.error = error
+        self.retriable = retriable
 
 
 class _ErrorEvent(Exception):

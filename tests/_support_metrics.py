@@ -77,6 +77,9 @@ class RecordingProvider:
     def new_reflector_watch_lists_metric(self, name: str) -> RecordedMetric:
         return self.metric("reflector_watchLists_total", name)
 
+    def new_reflector_watch_list_failures_metric(self, name: str, outcome: str) -> RecordedMetric:
+        return self.metric("aioinformer_reflector_watch_list_failures_total", name, outcome)
+
     def new_reflector_watches_metric(self, name: str) -> RecordedMetric:
         return self.metric("reflector_watches_total", name)
 

@@ -167,6 +167,12 @@ class ReflectorMetricsProvider(Protocol):
         """Streaming lists started (``reflector_watchLists_total``)."""
         ...
 
+    def new_reflector_watch_list_failures_metric(self, name: str, outcome: str) -> CounterMetric:
+        """Streaming lists that ended before their initial-events-end bookmark, by what
+        followed: ``retried`` (streamed again after a backoff) or ``fell_back`` (to
+        LIST+WATCH) (``aioinformer_reflector_watch_list_failures_total``)."""
+        ...
+
     def new_reflector_watches_metric(self, name: str) -> CounterMetric:
         """Watch requests sent, streaming lists included (``reflector_watches_total``)."""
         ...

@@ -122,6 +122,10 @@ class ReflectorMetrics:
     def watch_list_started(self) -> None:
         """A streaming list's watch request is sent."""
 
+    def watch_list_failed(self, *, retried: bool) -> None:
+        """A streaming list ended before its initial-events-end bookmark: ``retried``, it
+        is sent again after a backoff; else the reflector falls back to LIST+WATCH."""
+
     def watch_started(self) -> None:
         """A watch request is sent."""
 
@@ -165,6 +169,8 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         "_short_watches",
         "_timer",
         "_watch_duration",
+        "_watch_list_fallbacks",
+        "_watch_list_retries",
         "_watch_lists",
         "_watches",
     )
@@ -175,6 +181,12 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         self._list_duration = provider.new_reflector_list_duration_metric(name)
         self._items_in_list = provider.new_reflector_items_in_list_metric(name)
         self._watch_lists = provider.new_reflector_watch_lists_metric(name)
+        self._watch_list_retries = provider.new_reflector_watch_list_failures_metric(
+            name, "retried"
+        )
+        self._watch_list_fallbacks = provider.new_reflector_watch_list_failures_metric(
+            name, "fell_back"
+        )
         self._watches = provider.new_reflector_watches_metric(name)
         self._short_watches = provider.new_reflector_short_watches_metric(name)
         self._watch_duration = provider.new_reflector_watch_duration_metric(name)
@@ -207,6 +219,9 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
     def watch_list_started(self) -> None:
         self._watch_lists.inc()
         self._watches.inc()
+
+    def watch_list_failed(self, *, retried: bool) -> None:
+        (self._watch_list_retries if retried else self._watch_list_fallbacks).inc()
 
     def watch_started(self) -> None:
         self._watches.inc()

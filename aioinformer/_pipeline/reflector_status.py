@@ -73,6 +73,13 @@ class ReflectorStatistics:
     server ended a watch, after a dropped or silent stream, after a back-off."""
     inactivity_deadline: float | None = None
     """The silence deadline of the watch being read, while ``WATCHING``; else ``None``."""
+    watch_list_retries: int = 0
+    """Streaming lists sent again, after a backoff, because the one before failed in a
+    way worth retrying (a 429, a refused or lost connection, a stream closed before its
+    initial-events-end bookmark)."""
+    watch_list_fallbacks: int = 0
+    """Times a streaming list was given up for LIST+WATCH: at once after a failure not
+    worth retrying, or once its retries (``max_watch_list_retries``) were spent."""
 
 
 class LastHeard:

@@ -19,6 +19,11 @@ with an ``ApiError`` is re-listed (410 Gone, and any other status), backed off (
 re-opened at once (500 ``InternalError`` while retries are allowed); a watch that lasted
 less than a second without an event calls for a relist.
 
+A streaming list that ends before its initial-events-end bookmark is judged by
+:func:`watch_list_retriable`: a throttled or unreachable server, or a stream lost on the
+way, is worth streaming again after a backoff (client-go's ``watchList`` loop); anything
+else says the server cannot stream that list, and the reflector falls back to LIST+WATCH.
+
 Task model: none; :class:`InternalErrorRetry` reads the clock it is given and is used by
 one task at a time.
 """
@@ -34,6 +39,7 @@ from aioinformer.errors import (
     ApiError,
     ConnectionFailed,
     Gone,
+    TLSVerificationError,
     TooManyRequests,
     TransportError,
     WatchError,
@@ -53,6 +59,7 @@ __all__ = [
     "is_internal_error",
     "is_too_large",
     "next_step",
+    "watch_list_retriable",
 ]
 
 SHORT_WATCH: Final = 1.0
@@ -116,9 +123,42 @@ class Decision:
 
 def next_step(end: WatchEnd, *, may_retry_internal: bool = False) -> Decision:
     """Decide what follows the end of a watch. (A streaming list that ends before its
-    initial-events-end bookmark needs no decision: whatever ended it, the reflector falls
-    back to LIST+WATCH.)"""
+    initial-events-end bookmark is judged by :func:`watch_list_retriable` instead.)"""
     return _after_watch(end, may_retry_internal)
+
+
+def watch_list_retriable(end: WatchEnd) -> bool:
+    """Whether a streaming list that ended before its initial-events-end bookmark is
+    worth streaming again after a backoff, rather than falling back to LIST+WATCH.
+
+    Retriable, as in client-go's ``watchList``: a 429 (the request or an ``ERROR``
+    event), a refused connection, and the ways a connection is lost (reset, broken before
+    an answer, broken mid-stream, closed before the bookmark): a LIST would meet the same
+    overloaded server or network, and cost it more. Not retriable, so a LIST at once:
+    every other ``Status`` (400 or 422: no streaming lists; 403; 410, whose fallback lists
+    from the last resourceVersion; 5xx, see below), a TLS failure, a stream the
+    reflector ended (silent past its deadline, or showing that it ignores
+    ``sendInitialEvents``), and one that closed within a second with nothing sent (a
+    server that does not stream lists).
+
+    5xx falls back at once, as in client-go: kube-apiserver asks a client to come back
+    later with a 429 and its Retry-After (priority and fairness, a watch cache still
+    initialising), while a 5xx to a streaming request may come from a part of the path
+    that cannot stream (an aggregated server, a proxy) and would fail every retry; a
+    LIST to a server that is really down fails as cheaply, and ``run()`` backs off.
+    """
+    if end.timed_out or end.resync_failed:
+        return False
+    error = end.error
+    if error is None:
+        return not _short(end)
+    if is_retriable_watch_error(error):
+        return True
+    if isinstance(error, ApiError | TLSVerificationError):
+        return False
+    if isinstance(error, ConnectionFailed | ConnectionError):
+        return True
+    return end.opened and isinstance(error, WatchError)
 
 
 def _short(end: WatchEnd) -> bool:

@@ -24,24 +24,26 @@ seconds``
 ========================================== ========= ======================================
 
 Reflector metrics, label ``name`` (the reflector's name: an informer's name), plus
-``type`` on the events counter:
+``type`` on the events counter and ``outcome`` (``retried``, ``fell_back``) on the
+streaming-list failures:
 
-============================================= ========= ===================================
-metric                                        type      meaning
-============================================= ========= ===================================
-``reflector_lists_total``                     Counter   full lists started
-``reflector_list_duration_seconds``           Histogram seconds a successful list took
-``reflector_items_per_list``                  Histogram objects a successful list returned
-``reflector_watchLists_total``                Counter   streaming lists started
-``reflector_watches_total``                   Counter   watch requests (streaming included)
-``reflector_short_watches_total``             Counter   watches closed within 1 s, no event
-``reflector_watch_duration_seconds``          Histogram seconds a watch stream lasted
-``reflector_items_per_watch``                 Histogram events a watch stream delivered
-``reflector_last_resource_version``           Gauge     last resourceVersion synced
-``aioinformer_reflector_relists_total``        Counter   full lists after the first
-``aioinformer_reflector_watch_events_total``  Counter   watch events applied, by ``type``
-``aioinformer_reflector_seconds_since_heard`` Gauge     seconds since the server last spoke
-============================================= ========= ===================================
+=================================================== ========= ======================================
+metric                                              type      meaning
+=================================================== ========= ======================================
+``reflector_lists_total``                           Counter   full lists started
+``reflector_list_duration_seconds``                 Histogram seconds a successful list took
+``reflector_items_per_list``                        Histogram objects a successful list returned
+``reflector_watchLists_total``                      Counter   streaming lists started
+``reflector_watches_total``                         Counter   watch requests (streaming included)
+``reflector_short_watches_total``                   Counter   watches closed within 1 s, no event
+``reflector_watch_duration_seconds``                Histogram seconds a watch stream lasted
+``reflector_items_per_watch``                       Histogram events a watch stream delivered
+``reflector_last_resource_version``                 Gauge     last resourceVersion synced
+``aioinformer_reflector_relists_total``             Counter   full lists after the first
+``aioinformer_reflector_watch_events_total``        Counter   watch events applied, by ``type``
+``aioinformer_reflector_watch_list_failures_total`` Counter   failed streaming lists, by ``outcome``
+``aioinformer_reflector_seconds_since_heard``       Gauge     seconds since the server last spoke
+=================================================== ========= ======================================
 
 Leader-election metrics, label ``name`` (the lease's name):
 
@@ -357,6 +359,13 @@ class PrometheusMetricsProvider:
             ("name", "type"),
             registry=registry,
         )
+        self._watch_list_failures = Counter(
+            "aioinformer_reflector_watch_list_failures_total",
+            "Total number of streaming lists that ended before their initial-events-end "
+            "bookmark, by what the reflector did next.",
+            ("name", "outcome"),
+            registry=registry,
+        )
         self._seconds_since_heard = Gauge(
             "aioinformer_reflector_seconds_since_heard",
             "Seconds since the API server last sent the reflector anything (a list, an "
@@ -559,6 +568,9 @@ class PrometheusMetricsProvider:
 
     def new_reflector_watch_lists_metric(self, name: str) -> CounterMetric:
         return self._watch_lists.labels(name=name)
+
+    def new_reflector_watch_list_failures_metric(self, name: str, outcome: str) -> CounterMetric:
+        return self._watch_list_failures.labels(name=name, outcome=outcome)
 
     def new_reflector_watches_metric(self, name: str) -> CounterMetric:
         return self._watches.labels(name=name)

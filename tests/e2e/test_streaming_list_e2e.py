@@ -1,6 +1,7 @@
 """Streaming lists end to end: informers and the factory over real HTTP against the fake
 API server get their initial state from a watch with ``sendInitialEvents`` by default,
-and fall back to LIST+WATCH when the server forbids or ignores it."""
+stream again after a 429 or a lost stream, and fall back to LIST+WATCH when the server
+forbids or ignores it, or keeps failing past the retries."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.errors import ApiError, Forbidden
+from aioinformer.errors import ApiError, Forbidden, TooManyRequests, WatchError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import ReflectorOptions
@@ -163,6 +164,52 @@ async def test_a_streaming_list_refused_with_403_falls_back_to_list_and_watch(
     assert recorder.adds == [("a", True), ("b", False)]
     assert pod_requests(fake_apiserver) == ["STREAM", "LIST", "WATCH"]
     assert [type(e) for e in errors] == [Forbidden]
+
+
+async def test_a_throttled_streaming_list_is_streamed_again_and_no_list_is_sent(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    # Two 429s with Retry-After: 1, as kube-apiserver's priority and fairness answers:
+    # each is backed off for its second on the informer's clock, and the third streaming
+    # list syncs. The server is never sent the LIST it can least afford.
+    fake_apiserver.faults.fail_next(2, status=429, retry_after=1, resource="pods", verb="watch")
+    recorder, errors = await sync_then_see_b(fake_apiserver, kube_client, advance=0.5)
+    assert recorder.adds == [("a", True), ("b", False)]
+    assert pod_requests(fake_apiserver) == ["STREAM", "STREAM", "STREAM"]
+    assert [type(e) for e in errors] == [TooManyRequests, TooManyRequests]
+    assert all(isinstance(e, TooManyRequests) and e.retry_after == 1 for e in errors)
+
+
+async def test_a_streaming_list_dropped_before_its_bookmark_is_streamed_again(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    # The connection closes after pod a's ADDED, before the initial-events-end bookmark.
+    fake_apiserver.faults.drop_watch_after(1, resource="pods", abrupt=True)
+    recorder, errors = await sync_then_see_b(fake_apiserver, kube_client, advance=0.5)
+    assert recorder.adds == [("a", True), ("b", False)]
+    assert pod_requests(fake_apiserver) == ["STREAM", "STREAM"]
+    assert [type(e) for e in errors] == [WatchError]
+
+
+async def test_a_streaming_list_throttled_past_its_retries_falls_back_to_a_list(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.faults.fail_next(2, status=429, retry_after=1, resource="pods", verb="watch")
+    fake_apiserver.create(pod("a"))
+    clock = FakeClock()
+    informer = SharedIndexInformer(
+        kube_client.resource("v1/pods", namespace="default"),
+        clock=clock,
+        reflector=ReflectorOptions(max_watch_list_retries=1),
+    )
+    async with informer:
+        await retried(informer, clock, 1)
+        assert await informer.wait_for_sync(timeout=10)
+        await fake_apiserver.wait_for_watchers(1)
+        stats = informer.statistics().reflector
+        assert stats is not None
+        assert (stats.watch_list_retries, stats.watch_list_fallbacks) == (1, 1)
+    assert pod_requests(fake_apiserver) == ["STREAM", "STREAM", "LIST", "WATCH"]
 
 
 @pytest.mark.fake_apiserver(watch_list="ignored", bookmark_interval=0.01)

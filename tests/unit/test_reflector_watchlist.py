@@ -1,8 +1,11 @@
-"""Reflector with ``use_watch_list=True``: client-go v0.32 ``reflector_watchlist_test.go``
-(``TestWatchList``) ported, plus the inactivity deadline and cancellation of a streaming
-list. Each case asserts the exact, interleaved list/watch request options and the store.
-Last, a user's stream whose ``batches()`` is a generator of its own: read through once,
-and closed by the reflector."""
+"""Reflector with ``use_watch_list=True``: client-go's ``reflector_watchlist_test.go``
+(``TestWatchList``, v0.32 and master) ported, plus the inactivity deadline and cancellation
+of a streaming list. Each case asserts the exact, interleaved list/watch request options
+and the store. The retries (a 429, a refused or lost connection, a stream closed before
+its bookmark: backed off and streamed again, up to ``max_watch_list_retries``, then
+LIST+WATCH) and the failures that fall back at once are timed on a ``FakeClock``. Last, a
+user's stream whose ``batches()`` is a generator of its own: read through once, and
+closed by the reflector."""
 
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ from aioinformer.errors import (
     ConnectionFailed,
     Forbidden,
     Gone,
+    ServerError,
+    TLSVerificationError,
     TooManyRequests,
+    UnprocessableEntity,
     WatchError,
 )
 from aioinformer.listwatch import (
@@ -28,6 +34,7 @@ from aioinformer.listwatch import (
     WatchStreamBase,
 )
 from aioinformer.reflector import (
+    DEFAULT_WATCH_LIST_RETRIES,
     INITIAL_EVENTS_GRACE,
     InitialEventsIgnored,
     Reflector,
@@ -36,6 +43,7 @@ from aioinformer.reflector import (
 )
 from aioinformer.testing import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
+from tests._support_metrics import RecordingProvider
 from tests._support_reflector import HeldStore, RecordingStore
 from tests._support_tasks import other_tasks, stop
 from tests._support_wait import wait_until
@@ -260,44 +268,249 @@ async def test_updates_and_deletes_during_streaming_reach_the_committed_state(
     await stop(task)
 
 
+# -- retries: client-go's watchList loop, within max_watch_list_retries ------------------
+
+
+def busy(retry_after: float | None = 1.0) -> TooManyRequests:
+    return TooManyRequests({"message": "busy, check again later"}, retry_after=retry_after)
+
+
+async def test_the_reflector_retries_429(clock: FakeClock, store: RecordingStore) -> None:
+    # "checks if the reflector retries 429": two 429s, each backed off for its
+    # Retry-After, then a streaming list that syncs. No LIST is sent.
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(busy(), busy())
+    errors: list[BaseException] = []
+    reflector = Reflector(
+        lw, store, clock=clock, watch_error_handler=lambda _r, e: errors.append(e)
+    )
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    assert requests(lw) == [streaming()]
+    await clock.advance(0.99)
+    assert requests(lw) == [streaming()]
+    await clock.advance(0.01)
+    await wait_until(lambda: len(lw.watch_calls) == 2)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    await clock.advance(1.0)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming(), streaming()]
+    assert store.calls == [("replace", ["p1"], "1")]
+    assert [type(e) for e in errors] == [TooManyRequests, TooManyRequests]
+    stats = reflector.statistics()
+    assert (stats.lists, stats.watch_list_retries, stats.watch_list_fallbacks) == (0, 2, 0)
+    await stop(task)
+
+
+async def test_stopping_a_watcher_before_the_sync_sends_a_new_streaming_list(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # "check if stopping a watcher before sync results in creating a new watch-list
+    # request": the stream closes after one initial event; the next one syncs.
+    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, backoff=Backoff(jitter=0.0, clock=clock))
+    task = spawn(reflector)
+    await lw.wait_for_watchers(1)
+    await clock.settle()
+    lw.drop_watches()
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    await clock.advance(0.8)  # the first delay of the injected backoff
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+    lw.send_initial_events_end()
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming(), streaming()]
+    assert store.calls == [("replace", ["p1"], "1")]
+    assert reflector.statistics().watch_list_retries == 1
+    await stop(task)
+
+
 @pytest.mark.parametrize(
     "error",
     [
-        pytest.param(TooManyRequests({"message": "busy"}, retry_after=1.0), id="429"),
         pytest.param(ConnectionRefusedError("refused"), id="refused"),
-        pytest.param(ConnectionFailed("refused", refused=True), id="client-refused"),
+        pytest.param(ConnectionFailed("connection refused", refused=True), id="client-refused"),
+        pytest.param(ConnectionFailed("connection was reset"), id="client-reset-on-open"),
+        pytest.param(ConnectionResetError("reset by peer"), id="reset"),
     ],
 )
-async def test_a_streaming_list_refused_once_lists_once_and_watches(
+async def test_a_streaming_list_refused_or_reset_as_it_opens_is_retried(
     error: BaseException, clock: FakeClock, store: RecordingStore
 ) -> None:
-    # client-go backs off and streams again after a 429 or a refusal; a source whose
-    # first watch keeps refusing would then never sync. Any failure falls back at once.
     lw = FakeListerWatcher(objects=[pod("p1")])
     lw.fail_next_watch(error)
-    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    reflector = Reflector(lw, store, clock=clock, backoff=Backoff(jitter=0.0, clock=clock))
     task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    await clock.advance(0.8)
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    assert requests(lw) == [streaming(), listing("0"), watching("1")]
+    assert requests(lw) == [streaming(), streaming()]
     assert store.contents() == {"p1": "1"}
     await stop(task)
 
 
-async def test_a_stream_lost_before_the_bookmark_falls_back_to_list_and_watch(
-    clock: FakeClock, store: RecordingStore
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(WatchError("connection to the server was reset"), id="client-reset"),
+        pytest.param(ConnectionResetError("reset by peer"), id="builtin-reset"),
+        pytest.param(
+            TooManyRequests({"message": "busy", "details": {"retryAfterSeconds": 2}}),
+            id="429-error-event",
+        ),
+    ],
+)
+async def test_a_streaming_list_broken_before_its_bookmark_is_retried(
+    error: BaseException, clock: FakeClock, store: RecordingStore
 ) -> None:
-    lw = FakeListerWatcher(objects=[pod("p1")], send_initial_events_end=False)
-    reflector = Reflector(lw, store, clock=clock, use_watch_list=True)
+    # After initial events: what was collected is dropped, and the next stream starts
+    # afresh. A 429 as an ERROR event waits the retryAfterSeconds of its Status.
+    lw = FakeListerWatcher(objects=[pod("p1"), pod("p2")], send_initial_events_end=False)
+    reflector = Reflector(lw, store, clock=clock, backoff=Backoff(jitter=0.0, clock=clock))
     task = spawn(reflector)
     await lw.wait_for_watchers(1)
     await clock.settle()
+    lw.break_watches(error)
+    lw.delete("p2", notify=False)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    delay = 2.0 if isinstance(error, TooManyRequests) else 0.8
+    await clock.advance(delay - 0.01)
+    assert len(lw.watch_calls) == 1
+    await clock.advance(0.01)
+    await lw.wait_for_watch_calls(2)
+    await lw.wait_for_watchers(1)
+    lw.send_initial_events_end()
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
-    lw.drop_watches()
+    assert requests(lw) == [streaming(), streaming()]
+    assert store.calls == [("replace", ["p1"], "3")]
+    await stop(task)
+
+
+@pytest.mark.parametrize("retries", [0, 1, 3])
+async def test_a_streaming_list_failing_past_its_retries_falls_back_to_list_and_watch(
+    retries: int, clock: FakeClock, store: RecordingStore
+) -> None:
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(*[busy(retry_after=None)] * (retries + 1))
+    errors: list[BaseException] = []
+    provider = RecordingProvider()
+    reflector = Reflector(
+        lw,
+        store,
+        clock=clock,
+        backoff=Backoff(jitter=0.0, clock=clock),
+        options=ReflectorOptions(max_watch_list_retries=retries),
+        watch_error_handler=lambda _r, e: errors.append(e),
+        metrics_provider=provider,
+    )
+    task = spawn(reflector)
+    for delay in (0.8, 1.6, 3.2)[:retries]:
+        await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+        await clock.advance(delay)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+
+    assert requests(lw) == [streaming()] * (retries + 1) + [listing("0"), watching("1")]
+    assert store.calls == [("replace", ["p1"], "1")]
+    assert len(errors) == retries + 1
+    stats = reflector.statistics()
+    assert (stats.watch_list_retries, stats.watch_list_fallbacks) == (retries, 1)
+    failures = "aioinformer_reflector_watch_list_failures_total"
+    assert provider.value(failures, "pods", "retried") == retries
+    assert provider.value(failures, "pods", "fell_back") == 1
+    assert provider.value("reflector_watchLists_total", "pods") == retries + 1
+    await stop(task)
+
+
+def test_the_retries_default_to_three_and_are_never_negative() -> None:
+    assert ReflectorOptions().max_watch_list_retries == DEFAULT_WATCH_LIST_RETRIES == 3
+    with pytest.raises(ValueError, match="max_watch_list_retries"):
+        ReflectorOptions(max_watch_list_retries=-1)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(UnprocessableEntity({"message": "sendInitialEvents forbidden"}), id="422"),
+        pytest.param(ServerError({"code": 500, "reason": "InternalError"}), id="500"),
+        pytest.param(ServerError({"code": 503, "reason": "ServiceUnavailable"}), id="503"),
+        pytest.param(TLSVerificationError("certificate rejected"), id="tls"),
+        pytest.param(WatchError("garbage before the stream opened"), id="unopened-stream"),
+    ],
+)
+async def test_a_failure_not_worth_retrying_falls_back_at_once(
+    error: BaseException, clock: FakeClock, store: RecordingStore
+) -> None:
+    # The clock never moves: a backoff would never end.
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(error)
+    reflector = Reflector(lw, store, clock=clock)
+    task = spawn(reflector)
     await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
 
     assert requests(lw) == [streaming(), listing("0"), watching("1")]
-    assert store.calls == [("replace", ["p1"], "1")]
+    stats = reflector.statistics()
+    assert (stats.watch_list_retries, stats.watch_list_fallbacks) == (0, 1)
+    await stop(task)
+
+
+async def test_a_relist_asked_for_between_two_streaming_lists_is_the_next_one(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # A cache audit asking for a relist while the reflector backs off between streaming
+    # lists: the next streaming list is that relist (from ""), and the watch it carries
+    # on into is not cut short for it.
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    reflector = Reflector(lw, store, clock=clock, backoff=Backoff(jitter=0.0, clock=clock))
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    lw.send_error(Gone({"message": "too old resource version", "reason": "Expired"}))
+    await task
+    lw.fail_next_watch(busy(retry_after=None))
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    reflector.request_relist(RuntimeError("the audit found a difference"))
+    await clock.advance(0.8)
+    await wait_until(lambda: reflector.state is ReflectorState.WATCHING)
+    lw.add(pod("p2"))
+    await wait_until(lambda: reflector.last_sync_resource_version == "2")
+
+    assert requests(lw) == [streaming(), streaming("1"), streaming()]
+    assert not task.done()
+    await stop(task)
+
+
+class Plain:
+    """A source that declares nothing: never asked for a streaming list."""
+
+    def __init__(self, fake: FakeListerWatcher) -> None:
+        self.fake = fake
+
+    async def list(self, options: ListOptions) -> Any:
+        return await self.fake.list(options)
+
+    def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
+        return self.fake.watch(options)
+
+
+async def test_a_plain_source_is_never_asked_for_a_streaming_list(
+    clock: FakeClock, store: RecordingStore
+) -> None:
+    # Its first watch answers 429: that watch backs off and watches again, as any watch
+    # does; nothing asks for initial events.
+    lw = FakeListerWatcher(objects=[pod("p1")])
+    lw.fail_next_watch(busy())
+    reflector = Reflector(Plain(lw), store, clock=clock, use_watch_list=True)
+    task = spawn(reflector)
+    await wait_until(lambda: reflector.state is ReflectorState.BACKING_OFF)
+    await clock.advance(1.0)
+    await lw.wait_for_watchers(1)
+
+    assert requests(lw) == [listing("0"), watching("1"), watching("1")]
+    assert reflector.statistics().watch_list_fallbacks == 0
     await stop(task)
 
 

@@ -1,5 +1,7 @@
-"""The watch-end policy: one table of how a watch or a streaming list ended and what the
-reflector does next (client-go v0.32 ``reflector.go``'s watch loop, as a pure function).
+"""The watch-end policy: one table of how a watch ended and what the reflector does next
+(client-go v0.32 ``reflector.go``'s watch loop, as a pure function), and one of how a
+streaming list ended before its bookmark and whether it is streamed again (client-go's
+``watchList`` loop).
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from aioinformer._pipeline.watch_policy import (
     is_internal_error,
     is_too_large,
     next_step,
+    watch_list_retriable,
 )
 from aioinformer.errors import (
+    BadRequest,
     ConnectionFailed,
     Forbidden,
     Gone,
     ServerError,
+    TLSVerificationError,
     TooManyRequests,
     WatchError,
     WatchTimeout,
@@ -285,3 +290,36 @@ def test_a_streak_of_failed_watches_turns_loud_at_the_third_and_an_event_ends_it
     assert streak.after(WatchEnd(BROKEN, events=1, elapsed=LONG)) is False
     assert streak.after(failed) is False
     assert streak.after(WatchEnd(events=0, elapsed=LONG)) is False
+
+
+@pytest.mark.parametrize(
+    ("end", "retriable"),
+    [
+        pytest.param(WatchEnd(THROTTLED, opened=False), True, id="429-on-open"),
+        pytest.param(WatchEnd(THROTTLED, events=3, elapsed=LONG), True, id="429-error-event"),
+        pytest.param(WatchEnd(REFUSED, opened=False), True, id="refused"),
+        pytest.param(WatchEnd(BUILTIN_REFUSED, opened=False), True, id="builtin-refused"),
+        pytest.param(WatchEnd(NO_ROUTE, opened=False), True, id="no-route"),
+        pytest.param(WatchEnd(RESET, opened=False), True, id="builtin-reset-on-open"),
+        pytest.param(WatchEnd(BROKEN, events=2, elapsed=SHORT), True, id="broken-mid-stream"),
+        pytest.param(WatchEnd(events=2, elapsed=SHORT), True, id="closed-after-events"),
+        pytest.param(WatchEnd(elapsed=LONG), True, id="closed-after-a-while"),
+        pytest.param(WatchEnd(elapsed=SHORT), False, id="closed-at-once-with-nothing"),
+        pytest.param(WatchEnd(BROKEN, opened=False), False, id="broken-before-it-opened"),
+        pytest.param(WatchEnd(GONE, opened=False), False, id="410"),
+        pytest.param(WatchEnd(FORBIDDEN, opened=False), False, id="403"),
+        pytest.param(WatchEnd(BadRequest({"message": "no"}), opened=False), False, id="400"),
+        pytest.param(WatchEnd(INTERNAL, opened=False), False, id="500"),
+        pytest.param(WatchEnd(TOO_LARGE, opened=False), False, id="504-too-large"),
+        pytest.param(
+            WatchEnd(TLSVerificationError("bad certificate"), opened=False), False, id="tls"
+        ),
+        pytest.param(WatchEnd(IDLE, events=1, timed_out=True), False, id="silent-or-ignored"),
+        pytest.param(WatchEnd(RESYNC, resync_failed=True), False, id="relist-asked-for"),
+        pytest.param(WatchEnd(BUG, events=1, elapsed=LONG), False, id="a-bug"),
+    ],
+)
+def test_a_streaming_list_is_retried_only_after_a_throttle_or_a_lost_connection(
+    end: WatchEnd, retriable: bool
+) -> None:
+    assert watch_list_retriable(end) is retriable

@@ -45,6 +45,7 @@ REFLECTOR_METRIC_NAMES = [
     "reflector_last_resource_version",
     "aioinformer_reflector_relists_total",
     "aioinformer_reflector_watch_events_total",
+    "aioinformer_reflector_watch_list_failures_total",
     "aioinformer_reflector_seconds_since_heard",
 ]
 
