@@ -61,6 +61,7 @@ __all__ = [
     "RestClientMetricsProvider",
     "SettableGaugeMetric",
     "ShardingMetricsProvider",
+    "WatchListMetricsProvider",
     "get_metrics_provider",
     "new_handler_metrics",
     "new_queue_metrics",
@@ -167,12 +168,6 @@ class ReflectorMetricsProvider(Protocol):
         """Streaming lists started (``reflector_watchLists_total``)."""
         ...
 
-    def new_reflector_watch_list_failures_metric(self, name: str, outcome: str) -> CounterMetric:
-        """Streaming lists that ended before their initial-events-end bookmark, by what
-        followed: ``retried`` (streamed again after a backoff) or ``fell_back`` (to
-        LIST+WATCH) (``aioinformer_reflector_watch_list_failures_total``)."""
-        ...
-
     def new_reflector_watches_metric(self, name: str) -> CounterMetric:
         """Watch requests sent, streaming lists included (``reflector_watches_total``)."""
         ...
@@ -212,6 +207,22 @@ class ReflectorMetricsProvider(Protocol):
         """Report ``seconds_since_heard()`` at read time: seconds since the server last
         sent the reflector anything, NaN while it is not running or before it first
         heard from the server (``aioinformer_reflector_seconds_since_heard``)."""
+        ...
+
+
+@runtime_checkable
+class WatchListMetricsProvider(Protocol):
+    """Makes a reflector's counters of failed streaming lists, keyed by its name.
+
+    Optional and separate from :class:`ReflectorMetricsProvider`, so a provider written
+    before these counters existed keeps recording everything else: a reflector counts
+    failed streaming lists only through a provider that also implements this protocol.
+    """
+
+    def new_reflector_watch_list_failures_metric(self, name: str, outcome: str) -> CounterMetric:
+        """Streaming lists that ended before their initial-events-end bookmark, by what
+        followed: ``retried`` (streamed again after a backoff) or ``fell_back`` (to
+        LIST+WATCH) (``aioinformer_reflector_watch_list_failures_total``)."""
         ...
 
 

@@ -46,6 +46,7 @@ from aioinformer._kernel.metrics import (
     ReflectorMetricsProvider,
     RestClientMetricsProvider,
     ShardingMetricsProvider,
+    WatchListMetricsProvider,
     get_metrics_provider,
 )
 from aioinformer._pipeline.watch_policy import SHORT_WATCH
@@ -147,6 +148,19 @@ class ReflectorMetrics:
         """
 
 
+class _NoCounter:
+    """A counter a provider does not make (an optional protocol it lacks): counting costs
+    a call."""
+
+    __slots__ = ()
+
+    def inc(self) -> None:
+        pass
+
+
+_NO_COUNTER: Final = _NoCounter()
+
+
 class _ProviderReflectorMetrics(ReflectorMetrics):
     """Records a reflector's cycle through a :class:`ReflectorMetricsProvider`."""
 
@@ -181,11 +195,16 @@ class _ProviderReflectorMetrics(ReflectorMetrics):
         self._list_duration = provider.new_reflector_list_duration_metric(name)
         self._items_in_list = provider.new_reflector_items_in_list_metric(name)
         self._watch_lists = provider.new_reflector_watch_lists_metric(name)
-        self._watch_list_retries = provider.new_reflector_watch_list_failures_metric(
-            name, "retried"
+        failures = provider if isinstance(provider, WatchListMetricsProvider) else None
+        self._watch_list_retries = (
+            failures.new_reflector_watch_list_failures_metric(name, "retried")
+            if failures is not None
+            else _NO_COUNTER
         )
-        self._watch_list_fallbacks = provider.new_reflector_watch_list_failures_metric(
-            name, "fell_back"
+        self._watch_list_fallbacks = (
+            failures.new_reflector_watch_list_failures_metric(name, "fell_back")
+            if failures is not None
+            else _NO_COUNTER
         )
         self._watches = provider.new_reflector_watches_metric(name)
         self._short_watches = provider.new_reflector_short_watches_metric(name)

@@ -248,6 +248,35 @@ def test_without_a_provider_the_reflector_gets_the_no_op_recorder() -> None:
     assert type(recorder) is ReflectorMetrics
 
 
+# A provider written before streaming-list failures were counted: every method of
+# RecordingProvider but that counter's.
+ProviderBeforeWatchListFailures: Any = type(
+    "ProviderBeforeWatchListFailures",
+    (),
+    {
+        name: value
+        for name, value in vars(RecordingProvider).items()
+        if name not in ("__dict__", "__weakref__", "new_reflector_watch_list_failures_metric")
+    },
+)
+
+
+def test_a_provider_without_the_watch_list_failure_counters_still_records_the_rest() -> None:
+    provider = ProviderBeforeWatchListFailures()
+    recorder = new_reflector_metrics(
+        "pods", provider, clock=FakeClock(), seconds_since_heard=lambda: 0.0
+    )
+    recorder.list_started()
+    recorder.watch_list_started()
+    recorder.watch_list_failed(retried=True)
+    recorder.watch_list_failed(retried=False)
+    assert provider.value("reflector_lists_total", "pods") == 1
+    assert provider.value("reflector_watchLists_total", "pods") == 1
+    assert not any(
+        key[0] == "aioinformer_reflector_watch_list_failures_total" for key in provider.metrics
+    )
+
+
 @pytest.mark.usefixtures("restore_installed_provider")
 async def test_the_installed_provider_records_reflectors_created_later(
     clock: FakeClock, provider: RecordingProvider
