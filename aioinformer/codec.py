@@ -159,8 +159,12 @@ class Codec(abc.ABC):
         no usable resourceVersion."""
 
     @abc.abstractmethod
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        """The store for this representation (its reads are what a lister returns)."""
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        """The store for this representation (its reads are what a lister returns);
+        ``strict``: a failing index function refuses the write (see
+        :class:`~aioinformer.indexer.Indexer`)."""
 
     @abc.abstractmethod
     def same_version(self, old: Any, new: Any) -> bool:
@@ -251,8 +255,10 @@ class ObjectsCodec(Codec):
         except (KeyError, TypeError, AttributeError):
             return None
 
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        return Indexer(meta_namespace_key, indexers)
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        return Indexer(meta_namespace_key, indexers, strict=strict)
 
     def same_version(self, old: Any, new: Any) -> bool:
         return same_resource_version(old, new)
@@ -318,8 +324,10 @@ class CompactCodec(Codec):
     def head(self, obj: Any) -> Head | None:
         return head_of(obj)
 
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        return CompactIndexer(meta_namespace_key, indexers)
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        return CompactIndexer(meta_namespace_key, indexers, strict=strict)
 
     def same_version(self, old: Any, new: Any) -> bool:
         if type(old) is CompactEntry and type(new) is CompactEntry:
