@@ -896,13 +896,9 @@ class CompactIndexer(Indexer[Any]):
         # Every index function runs, and its values are checked, before anything changes;
         # one that fails (or failed on the stored entry) sends the write down the careful
         # path, which runs them one by one.
-        failing = self._failing
-        was_failing: tuple[str, ...] = ()
-        failed: builtins.list[tuple[str, IndexFuncError]] | None = None
         new_values: tuple[_Packed, ...] | None = None
-        if failing and key in failing:
-            was_failing = failing[key]
-        else:
+        failing = self._failing
+        if not (failing and key in failing):
             # Not contextlib.suppress: a context manager per write costs more than the try.
             try:  # noqa: SIM105
                 new_values = _compute((func for func, _ in pairs), entry, shared)
@@ -910,12 +906,11 @@ class CompactIndexer(Indexer[Any]):
                 pass
         if new_values is None:
             # Outside the handler: what the careful path logs is not chained to this.
-            new_values, failed = self._compute_carefully(self._indexers.items(), key, entry, shared)
+            self._put_entry_carefully(key, entry, shared)
+            return
         old = self._values.get(key)
         self._items[key] = entry
         self._values[key] = _Values(new_values)
-        if failed is not None:
-            self._set_failing(key, was_failing, failed)
         if old is None:
             for (_, index), values in zip(pairs, new_values, strict=True):
                 for value in _unpack(values):
@@ -924,6 +919,30 @@ class CompactIndexer(Indexer[Any]):
         for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
             if before != after:
                 _move(index, key, _unpack(before), _unpack(after))
+
+    def _store(self, key: str, entry: Any, new_values: tuple[_Packed, ...]) -> None:
+        """What :meth:`put_entry` does once the values are known (inline there): store
+        ``entry`` with them, moving the key where they changed."""
+        pairs = self._pairs
+        old = self._values.get(key)
+        self._items[key] = entry
+        self._values[key] = _Values(new_values)
+        if old is None:
+            for (_, index), values in zip(pairs, new_values, strict=True):
+                for value in _unpack(values):
+                    _insert(index, value, key)
+            return
+        for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
+            if before != after:
+                _move(index, key, _unpack(before), _unpack(after))
+
+    def _put_entry_carefully(self, key: str, entry: Any, shared: SharedDecode) -> None:
+        """:meth:`put_entry` when an index function fails on ``entry``, or failed on the
+        entry stored under ``key`` (see :meth:`Indexer._put_carefully`)."""
+        was_failing = self._failing.get(key, ())
+        new_values, failed = self._compute_carefully(self._indexers.items(), key, entry, shared)
+        self._store(key, entry, new_values)
+        self._set_failing(key, was_failing, failed)
 
     def _compute_carefully(
         self,
