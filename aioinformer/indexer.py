@@ -485,8 +485,8 @@ class Indexer(Generic[T]):
         old = items.get(key, _ABSENT)
         # Every index function runs, and its values are checked, before anything
         # changes; one that fails sends the write down the careful path, which runs them
-        # one by one. The test is inline: a function call per index would cost more than
-        # the index update itself.
+        # one by one. The test is inline: a call of a checking function per index would
+        # cost several times the test.
         try:
             if old is _ABSENT:
                 computed: builtins.list[tuple[Index, Any]] = [
@@ -906,8 +906,9 @@ class CompactIndexer(Indexer[Any]):
                 pass
         if new_values is None:
             # Outside the handler: what the careful path logs is not chained to this.
-            self._put_entry_carefully(key, entry, shared)
-            return
+            was_failing = failing.get(key, ())
+            new_values, failed = self._compute_carefully(self._indexers.items(), key, entry, shared)
+            self._set_failing(key, was_failing, failed)
         old = self._values.get(key)
         self._items[key] = entry
         self._values[key] = _Values(new_values)
@@ -919,30 +920,6 @@ class CompactIndexer(Indexer[Any]):
         for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
             if before != after:
                 _move(index, key, _unpack(before), _unpack(after))
-
-    def _store(self, key: str, entry: Any, new_values: tuple[_Packed, ...]) -> None:
-        """What :meth:`put_entry` does once the values are known (inline there): store
-        ``entry`` with them, moving the key where they changed."""
-        pairs = self._pairs
-        old = self._values.get(key)
-        self._items[key] = entry
-        self._values[key] = _Values(new_values)
-        if old is None:
-            for (_, index), values in zip(pairs, new_values, strict=True):
-                for value in _unpack(values):
-                    _insert(index, value, key)
-            return
-        for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
-            if before != after:
-                _move(index, key, _unpack(before), _unpack(after))
-
-    def _put_entry_carefully(self, key: str, entry: Any, shared: SharedDecode) -> None:
-        """:meth:`put_entry` when an index function fails on ``entry``, or failed on the
-        entry stored under ``key`` (see :meth:`Indexer._put_carefully`)."""
-        was_failing = self._failing.get(key, ())
-        new_values, failed = self._compute_carefully(self._indexers.items(), key, entry, shared)
-        self._store(key, entry, new_values)
-        self._set_failing(key, was_failing, failed)
 
     def _compute_carefully(
         self,
