@@ -62,11 +62,12 @@ def index_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
 # -- lenient, the default ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("in_order", [False, True], ids=["delta-fifo", "real-fifo"])
 async def test_an_object_its_index_function_fails_on_is_cached_delivered_and_reported(
-    cache: CacheMode, caplog: pytest.LogCaptureFixture
+    cache: CacheMode, in_order: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     source = FakeListerWatcher(objects=[pod("web", team="a"), pod("mirror")])
-    informer = informer_of(source, cache)
+    informer = informer_of(source, cache, in_order=in_order)
     added: list[str] = []
     informer.add_event_handler(on_add=lambda obj, initial: added.append(obj["metadata"]["name"]))
     with caplog.at_level(logging.ERROR):
@@ -178,11 +179,12 @@ def test_indexers_given_a_function_is_a_type_error_saying_what_to_pass(cache: Ca
 # -- strict_indexes=True -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("in_order", [False, True], ids=["delta-fifo", "real-fifo"])
 async def test_a_strict_informer_stops_with_the_error_naming_the_index_the_key_and_the_cause(
-    cache: CacheMode,
+    cache: CacheMode, in_order: bool
 ) -> None:
     source = FakeListerWatcher(objects=[pod("web", team="a"), pod("mirror")])
-    informer = informer_of(source, cache, strict_indexes=True)
+    informer = informer_of(source, cache, strict_indexes=True, in_order=in_order)
     run = asyncio.create_task(informer.run())
     with pytest.raises(IndexFuncError) as waited:
         await asyncio.wait_for(informer.wait_for_sync(), timeout=5)
