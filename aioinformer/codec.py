@@ -19,7 +19,9 @@ walks, and decodes on read. Everything that depends on the representation is a m
   :meth:`Codec.carry_deleted`), what a handler receives (:meth:`Codec.handler_converter`)
   and the key of a carried object without decoding it (:meth:`Codec.carried_key`);
 * transforms: :meth:`Codec.wrap_transform` hands a user's transform decoded objects, or
-  the entries themselves to a transform that edits bytes.
+  the entries themselves to a transform that edits bytes, and checks that what a user's
+  transform returns is an object to cache (:class:`~aioinformer.errors.TransformError`
+  otherwise).
 
 Input: bytes from a source, objects from a source of dicts, entries from the cache.
 Output: entries, notification payloads, handler arguments. Nothing outside this module
@@ -48,6 +50,7 @@ from aioinformer._pipeline.raw import (
     decode_list,
     decode_watch_line,
 )
+from aioinformer.errors import KeyFuncError, TransformError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc
 from aioinformer.listwatch import ObjectList, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
@@ -159,8 +162,12 @@ class Codec(abc.ABC):
         no usable resourceVersion."""
 
     @abc.abstractmethod
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        """The store for this representation (its reads are what a lister returns)."""
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        """The store for this representation (its reads are what a lister returns);
+        ``strict``: a failing index function refuses the write (see
+        :class:`~aioinformer.indexer.Indexer`)."""
 
     @abc.abstractmethod
     def same_version(self, old: Any, new: Any) -> bool:
@@ -191,7 +198,13 @@ class Codec(abc.ABC):
 
     @abc.abstractmethod
     def wrap_transform(self, transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """``transform`` as the FIFO applies it to what a source hands over."""
+        """``transform`` as the FIFO applies it to what a source hands over. What a
+        transform of the user's returns must have a key (a mapping with
+        ``metadata.name``, or a model): anything else (``None``, a list, a ``str``) raises
+        :class:`~aioinformer.errors.TransformError` naming the transform and the key of
+        the object it was given, and an exception it raises carries a note naming both.
+        The FIFO's producer then fails as for any failing transform: a watch event is
+        skipped (and logged), a list fails and is retried."""
 
 
 class ObjectsCodec(Codec):
@@ -251,8 +264,10 @@ class ObjectsCodec(Codec):
         except (KeyError, TypeError, AttributeError):
             return None
 
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        return Indexer(meta_namespace_key, indexers)
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        return Indexer(meta_namespace_key, indexers, strict=strict)
 
     def same_version(self, old: Any, new: Any) -> bool:
         return same_resource_version(old, new)
@@ -272,7 +287,9 @@ class ObjectsCodec(Codec):
         return meta_namespace_key(carried)
 
     def wrap_transform(self, transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        return transform
+        if getattr(transform, READS_RAW, False):
+            return transform  # one of aioinformer.transforms: returns what it is given
+        return _checked(transform, transform, meta_namespace_key)
 
 
 class CompactCodec(Codec):
@@ -318,8 +335,10 @@ class CompactCodec(Codec):
     def head(self, obj: Any) -> Head | None:
         return head_of(obj)
 
-    def new_indexer(self, indexers: Mapping[str, IndexFunc] | None) -> Indexer[Any]:
-        return CompactIndexer(meta_namespace_key, indexers)
+    def new_indexer(
+        self, indexers: Mapping[str, IndexFunc] | None, *, strict: bool = False
+    ) -> Indexer[Any]:
+        return CompactIndexer(meta_namespace_key, indexers, strict=strict)
 
     def same_version(self, old: Any, new: Any) -> bool:
         if type(old) is CompactEntry and type(new) is CompactEntry:
@@ -367,7 +386,37 @@ class CompactCodec(Codec):
         def on_decoded(obj: Any) -> Any:
             return transform(obj.decode() if type(obj) is CompactEntry else obj)
 
-        return on_decoded
+        return _checked(on_decoded, transform, self.key)
+
+
+def _checked(
+    apply: Callable[[Any], Any], transform: Callable[[Any], Any], key: Callable[[Any], str]
+) -> Callable[[Any], Any]:
+    """``apply`` (which calls the user's ``transform``), raising
+    :class:`~aioinformer.errors.TransformError` when what it returns has no ``key``, and
+    noting the transform and the key on an exception it raises."""
+    name = str(getattr(transform, "__qualname__", None) or transform)
+
+    def key_before(obj: Any) -> str:
+        try:
+            return key(obj)
+        except KeyFuncError:
+            return "an object without metadata.name"
+
+    def transformed(obj: Any) -> Any:
+        try:
+            result = apply(obj)
+        except Exception as exc:
+            exc.add_note(f"raised by transform {name} on {key_before(obj)}")
+            raise
+        try:
+            key(result)
+        except KeyFuncError:
+            raise TransformError(name, key_before(obj), result) from None
+        return result
+
+    transformed.__qualname__ = transformed.__name__ = f"checked({name})"
+    return transformed
 
 
 OBJECTS: Final = ObjectsCodec()

@@ -527,17 +527,27 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         With ``atomic``, everything queued when it returns leaves :meth:`pop_batch` as
         one group (see the module notes). ``resource_version`` becomes
         :attr:`last_store_resource_version` once everything queued by this call, and
-        before it, has been processed.
+        before it, has been processed. A ``transform`` failing on one of ``objs`` makes
+        the call raise with nothing queued (and, for the first call, nothing synced).
         """
         action = _REPLACED if self._emit_replaced else _SYNC
         key_of = self.key_of
         pairs = [(key_of(obj), obj) for obj in objs]
+        transform = self._transform
+        if transform is not None:
+            # Every object is transformed before anything is queued: a transform failing
+            # on one fails the whole call with nothing queued, so a list the cache could
+            # not take whole is never half applied (nor counted as synced).
+            pairs = [
+                (key, obj if type(obj) is DeletedFinalStateUnknown else transform(obj))
+                for key, obj in pairs
+            ]
         self._seq += 1
         self._rv_log.append(resource_version or None)
         keys = {key for key, _ in pairs}
         enqueue = self._enqueue
         for key, obj in pairs:
-            enqueue(action, obj, key, True)
+            enqueue(action, obj, key, False)
 
         queued_deletions = 0
         items = self._items

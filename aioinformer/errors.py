@@ -10,6 +10,12 @@ imports nothing third-party::
     AioinformerError
     ├── ConfigError                      kubeconfig / in-cluster config unusable      (not retried)
     ├── KeyFuncError (ValueError)        an object has no usable metadata for a key   (not retried)
+    ├── IndexFuncError                   an index function failed on an object: kept out of
+    │                                    that index (reported), or the informer stopped
+    │                                    (``strict_indexes=True``)                    (terminal)
+    ├── IndexerArgumentsError (TypeError) ``indexers=`` not a mapping of names to functions
+    ├── IndexValuesError (TypeError)     an index function returned no list of strings
+    ├── TransformError (TypeError)       a transform returned no object (``None``, a list)
     ├── SelectorError (ValueError)       a label or field selector does not parse     (not retried)
     ├── UnknownResourceError             discovery does not know a resource           (not retried)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
@@ -73,6 +79,9 @@ __all__ = [
     "FIFOClosedError",
     "Forbidden",
     "Gone",
+    "IndexFuncError",
+    "IndexValuesError",
+    "IndexerArgumentsError",
     "InformerStoppedError",
     "InvalidObjectError",
     "KeyFuncError",
@@ -90,6 +99,7 @@ __all__ = [
     "ShutDown",
     "TLSVerificationError",
     "TooManyRequests",
+    "TransformError",
     "TransportError",
     "Unauthorized",
     "UnknownResourceError",
@@ -116,6 +126,73 @@ class ConfigError(AioinformerError):
 
 class KeyFuncError(AioinformerError, ValueError):
     """Raised by key functions for an object without usable ``metadata.name``."""
+
+
+class IndexFuncError(AioinformerError):
+    """An index function failed on one object: it raised, or returned something other
+    than a list of strings (then ``error`` is an :class:`IndexValuesError`).
+
+    ``index`` is the index's name, ``key`` the object's key, ``error`` what the function
+    raised (also the ``__cause__`` when this is raised). By default an indexer does not
+    raise it: the object stays cached and in every other index, left out of this one
+    until the function succeeds on it, and the failure is logged once per index and key
+    and counted (``informer.health().index_errors``, whose ``last_index_error`` is this
+    error's message). With ``strict_indexes=True`` (an indexer's ``strict=True``) it is
+    raised instead, as client-go panics: the write is refused and the informer stops with
+    it. Not retried: the index function is at fault.
+    """
+
+    def __init__(self, index: str, key: str, error: BaseException) -> None:
+        super().__init__(f"index {index!r} failed on {key}: {describe_error(error)}")
+        self.index = index
+        self.key = key
+        self.error = error
+
+
+class IndexerArgumentsError(AioinformerError, TypeError):
+    """Raised before anything is indexed when ``indexers=`` (of an indexer, an informer,
+    ``add_indexers`` or a factory's ``informer_for``) is not a mapping of index names to
+    index functions, such as a function passed on its own. The message says what to
+    write: ``indexers={"by-team": by_team}``. Not retried."""
+
+
+class IndexValuesError(AioinformerError, TypeError):
+    """What an index function that returned something other than a list (or tuple) of
+    strings is reported with, inside an :class:`IndexFuncError`: a ``str`` (which would
+    otherwise index each of its characters), ``None``, a set, a list holding ``None``. The
+    message names the function, the object's key and what it returned, and says to
+    return a list of strings, e.g. ``[value]``."""
+
+
+class TransformError(AioinformerError, TypeError):
+    """A transform returned something that is not an object to cache (``None``, a list,
+    a string, a mapping without ``metadata.name``): the message names the transform (its
+    ``__qualname__``, also ``transform``) and ``key``, the key of the object before it
+    was transformed.
+
+    Handled as a transform that raises: on a watch event the reflector logs it and skips
+    the event; on a listed object the whole list fails and is retried after the backoff,
+    so the informer does not report synced on a cache it could not fill. Not retried
+    otherwise: the transform is at fault."""
+
+    def __init__(self, transform: str, key: str, returned: object) -> None:
+        super().__init__(
+            f"transform {transform} returned {_brief_type(returned)} for {key}, not an "
+            "object: a transform must return the object to cache (a mapping with "
+            "metadata.name, or a model), e.g. end it with 'return obj'"
+        )
+        self.transform = transform
+        self.key = key
+
+
+def _brief_type(value: object) -> str:
+    """``None``, or what a value is, by its type only: what a transform returned may be
+    a Secret's content."""
+    if value is None:
+        return "None"
+    if isinstance(value, Mapping):
+        return f"a {type(value).__name__} without metadata.name"
+    return f"a {type(value).__name__}"
 
 
 class SelectorError(AioinformerError, ValueError):

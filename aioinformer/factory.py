@@ -53,7 +53,7 @@ from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
-from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, namespace_index_func
+from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, as_indexers, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
 from aioinformer.listwatch import DescribedListerWatcher, SourceInfo
@@ -173,7 +173,9 @@ class SharedInformerFactory(Service):
     (:class:`~aioinformer.processor.SlowHandlerThresholds`) every informer's bounds past
     which a handler call is reported as slow; ``in_order=True`` makes every informer
     deliver each watch event in arrival order, uncoalesced (see
-    :class:`SharedIndexInformer`). ``cache_audit`` (a
+    :class:`SharedIndexInformer`); ``strict_indexes=True`` makes every informer stop
+    when an index function fails on an object, instead of leaving the object out of that
+    index (see :class:`SharedIndexInformer`). ``cache_audit`` (a
     :class:`~aioinformer.audit.CacheAudit`; ``None``, the default: no audits) makes every
     informer audit its cache, each listing its own objects (resource, namespace,
     selectors) as ``PartialObjectMetadata``; so it must not name a ``lister``
@@ -196,6 +198,7 @@ class SharedInformerFactory(Service):
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
         cache_audit: CacheAudit | None = None,
+        strict_indexes: bool = False,
     ) -> None:
         _check_selectors(label_selector, field_selector)
         if cache_audit is not None and cache_audit.lister is not None:
@@ -209,6 +212,7 @@ class SharedInformerFactory(Service):
         self._cache: CacheMode = cache
         self._slow_handler_thresholds = slow_handler_thresholds
         self._in_order = in_order
+        self._strict_indexes = strict_indexes
         # Checked when it was built; every informer gets this one object.
         self._reflector_options = reflector if reflector is not None else ReflectorOptions()
         self._client = client
@@ -252,12 +256,15 @@ class SharedInformerFactory(Service):
         objects are ``meta.k8s.io/v1`` ``PartialObjectMetadata`` carrying ``apiVersion``,
         ``kind`` and ``metadata`` only, as the server sends them.
         ``model`` makes its listers and handlers typed (a later request with another
-        model raises ``ValueError``); ``indexers`` are added to the shared informer when
-        their names are new; ``resync_period`` applies when the informer is built. Once
-        the factory has started, a new informer starts at once.
+        model raises ``ValueError``); ``indexers`` (a mapping of names to index functions,
+        else :class:`~aioinformer.errors.IndexerArgumentsError`) are added to the shared
+        informer when their names are new; ``resync_period`` applies when the informer is
+        built. Once the factory has started, a new informer starts at once.
         """
         if self._shut_down:
             raise RuntimeError("the factory has been shut down")
+        # Checked first: a function passed as indexers= builds nothing.
+        indexers = as_indexers(indexers)
         canonical = _canonical(resource)
         key = InformerKey(
             resource=_key_of(canonical),
@@ -311,6 +318,7 @@ class SharedInformerFactory(Service):
             slow_handler_thresholds=self._slow_handler_thresholds,
             in_order=self._in_order,
             audit=self._cache_audit,
+            strict_indexes=self._strict_indexes,
         )
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:

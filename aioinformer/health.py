@@ -27,6 +27,12 @@ The rules:
   informer whose last audit found differences is not live either, until every key found
   different has been applied again (by the relist the audit asked for): its cache was
   wrong, and may still be.
+* **index errors** do not touch either: an index function that fails on an object leaves
+  it out of that index only (see :mod:`aioinformer.indexer`), so the cache is whole and
+  the informer stays synced and live, while ``index_errors`` counts the failures,
+  ``unindexed`` says how many objects an index lacks now and ``last_index_error`` says the
+  latest, and the probes' bodies carry all three. With ``strict_indexes=True`` a failure
+  stops the informer instead, which makes it not live (and a factory not live either).
 * **ready** (a factory): it has started, is not shutting down, and every informer it
   runs is live. This is what ``/readyz`` reports: take the process out of rotation
   while a cache may be missing changes.
@@ -57,6 +63,8 @@ if TYPE_CHECKING:
 
     from aioinformer._kernel.lifecycle import State
     from aioinformer.audit import CacheAuditStatistics
+    from aioinformer.errors import IndexFuncError
+    from aioinformer.indexer import IndexerStatistics
     from aioinformer.listwatch import SourceInfo
     from aioinformer.processor import HandlerStatistics
     from aioinformer.reflector import ReflectorStatistics
@@ -112,6 +120,14 @@ class InformerHealth:
     """Objects in the cache."""
     audit: CacheAuditStatistics | None = None
     """The cache audits' figures when the informer audits (``audit=``), else ``None``."""
+    index_errors: int = 0
+    """Index function calls that failed (raised, or returned something other than a list
+    of strings) since the informer was made; each left one object out of one index."""
+    unindexed: int = 0
+    """Objects an index lacks now because its function fails on them (once per index)."""
+    last_index_error: str | None = None
+    """The latest index function failure, naming the index, the key and the exception
+    (see :func:`describe_error`); ``None`` if none."""
 
     @classmethod
     def of(
@@ -125,9 +141,11 @@ class InformerHealth:
         cache_size: int,
         reflector: ReflectorStatistics | None,
         audit: CacheAuditStatistics | None = None,
+        indexes: IndexerStatistics | None = None,
     ) -> InformerHealth:
         """Apply the rules to one informer's snapshot; ``source`` is what its
-        lister-watcher declares (:func:`~aioinformer.listwatch.source_info`)."""
+        lister-watcher declares (:func:`~aioinformer.listwatch.source_info`), ``indexes``
+        its cache's :meth:`~aioinformer.indexer.Indexer.statistics`."""
         resource, namespace = source.resource, source.namespace
         state = ReflectorState.STOPPED if reflector is None else reflector.state
         since = None if reflector is None else reflector.seconds_since_heard
@@ -158,6 +176,9 @@ class InformerHealth:
             watch_restarts=0 if reflector is None else reflector.watch_restarts,
             cache_size=cache_size,
             audit=audit,
+            index_errors=0 if indexes is None else indexes.index_errors,
+            unindexed=0 if indexes is None else indexes.unindexed,
+            last_index_error=None if indexes is None else _described(indexes.last_index_error),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -179,6 +200,9 @@ class InformerHealth:
             "relists": self.relists,
             "watch_restarts": self.watch_restarts,
             "cache_size": self.cache_size,
+            "index_errors": self.index_errors,
+            "unindexed": self.unindexed,
+            "last_index_error": self.last_index_error,
         }
         if self.audit is not None:
             record["cache_audit"] = self.audit.as_dict()
@@ -256,3 +280,10 @@ class InformerStatistics:
     audit: CacheAuditStatistics | None = None
     """The cache audits' figures when the informer audits (``audit=``) or was audited on
     demand, else ``None``."""
+    index_errors: int = 0
+    """Index function calls that failed since the informer was made (see
+    :class:`~aioinformer.indexer.IndexerStatistics`)."""
+    unindexed: int = 0
+    """Objects an index lacks now because its function fails on them (once per index)."""
+    last_index_error: IndexFuncError | None = None
+    """The latest index function failure; ``None`` if none."""

@@ -27,6 +27,19 @@ changed, and a set that becomes empty is removed, so
 dicts of keys to ``None`` rather than ``set``\ s: a dict holding only strings is one the
 cyclic garbage collector does not track, so an index of any size costs it nothing.
 
+Failing index functions. An index function is user code: one that raises, or returns
+anything but a list (or tuple) of strings, never costs the object. The object is stored
+and kept in every other index; the failing index lacks it (the key appears under none of
+its values) until the function succeeds on a later version. Each failure is counted
+(:meth:`Indexer.statistics`) and logged once per index and key with the exception, again
+after the function has succeeded for that key in between. A ``str`` returned is refused
+(:class:`~aioinformer.errors.IndexValuesError`: "return a list of strings, e.g.
+[value]"), never indexed character by character. ``strict=True`` refuses the write
+instead, raising :class:`~aioinformer.errors.IndexFuncError`, as client-go panics; an
+informer made with ``strict_indexes=True`` then stops with that error. The values of a
+write are checked inline and a failure takes a separate, careful path, so a write whose
+functions succeed costs what it did before the check.
+
 Task model. Everything here is synchronous and runs on the event loop's thread: no
 method suspends, so every method is atomic with respect to other tasks and no lock is
 needed. It is a cache fed by a watch: what it holds may be behind the server.
@@ -40,6 +53,9 @@ Example::
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import msgspec
@@ -48,21 +64,28 @@ from aioinformer._kernel.gcpolicy import collector_paused
 from aioinformer._pipeline.meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._pipeline.meta import meta_namespace_key as meta_namespace_key
 from aioinformer._pipeline.raw import CompactEntry, SharedDecode
-from aioinformer.errors import KeyFuncError
+from aioinformer.errors import (
+    IndexerArgumentsError,
+    IndexFuncError,
+    IndexValuesError,
+    KeyFuncError,
+)
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "CompactIndexer",
     "Index",
     "IndexFunc",
     "Indexer",
+    "IndexerStatistics",
     "Indexers",
     "KeyFunc",
     "NAMESPACE_INDEX",
+    "as_indexers",
     "label_index_func",
     "meta_namespace_key",
     "namespace_index_func",
@@ -70,6 +93,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 class KeyFunc(Protocol):
@@ -146,23 +171,148 @@ def label_index_func(label: str) -> IndexFunc:
     return index
 
 
+def as_indexers(indexers: Mapping[str, IndexFunc] | None) -> Indexers:
+    """``indexers`` as a new dict of index functions by name (``{}`` for ``None``), checked
+    before anything is indexed: anything but a mapping of ``str`` names to callables
+    raises :class:`~aioinformer.errors.IndexerArgumentsError` saying what to write (a
+    function passed on its own gets ``indexers={"by_team": by_team}``)."""
+    given: object = indexers  # typed a mapping, but what callers pass is checked here
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        if callable(given):
+            name = _func_name(given)
+            raise IndexerArgumentsError(
+                f"indexers= takes a mapping of index names to index functions, not the "
+                f"function {name} itself: write indexers={{{name.rsplit('.', 1)[-1]!r}: "
+                f"{name}}}"
+            )
+        raise IndexerArgumentsError(
+            f"indexers= takes a mapping of index names to index functions, not a "
+            f"{type(given).__name__}: write indexers={{'by-team': by_team}}"
+        )
+    checked: Indexers = {}
+    for name, func in given.items():
+        if not isinstance(name, str):
+            raise IndexerArgumentsError(
+                f"an index name must be a str, not {name!r}: write indexers={{'by-team': by_team}}"
+            )
+        if not callable(func):
+            raise IndexerArgumentsError(
+                f"index {name!r} maps to a {type(func).__name__}, not an index function: "
+                f"write indexers={{{name!r}: by_team}}, by_team(obj) returning a list of strings"
+            )
+        checked[name] = func
+    return checked
+
+
+def _func_name(func: Any) -> str:
+    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or func)
+
+
+def _checked_values(func: IndexFunc, values: Any) -> Sequence[str]:
+    """``values`` when it is a list (or tuple) of strings, which is what an index function
+    returns; else :class:`~aioinformer.errors.IndexValuesError` saying what to return.
+
+    The per-write paths make the same test inline (``type(...) is``) and come here only
+    when it fails, so a ``str`` subclass (a ``StrEnum``'s member) passes here, slower."""
+    if isinstance(values, list | tuple):
+        for value in values:
+            if not isinstance(value, str):
+                raise _values_error(func, values, value)
+        return values
+    raise _values_error(func, values, None)
+
+
+def _values_error(func: IndexFunc, values: Any, bad: Any) -> IndexValuesError:
+    name = _func_name(func)
+    if isinstance(values, str | bytes):
+        shown = repr(values)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        what = f"{shown} (a {type(values).__name__}, which would index each character)"
+        hint = f"[{shown}]"
+    elif isinstance(values, set | frozenset):
+        what, hint = f"a {type(values).__name__}", "sorted(values)"
+    elif values is None:
+        what, hint = "None", "[] for no value"
+    elif isinstance(values, list | tuple):
+        what = f"a {type(values).__name__} holding {_brief(bad)}"
+        hint = "[value] if value is not None else []" if bad is None else "[str(value)]"
+    else:
+        what, hint = f"a {type(values).__name__}", "[value]"
+    return IndexValuesError(
+        f"index function {name} returned {what}: return a list of strings, e.g. {hint}"
+    )
+
+
+def _brief(value: Any) -> str:
+    if value is None:
+        return "None"
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f"{shown} (a {type(value).__name__})"
+
+
+class _Unfit(Exception):
+    """An index function's values failed the per-write paths' inline test: the write
+    takes the careful path, which says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexerStatistics:
+    """A snapshot of an indexer's size and of its index functions' failures."""
+
+    items: int
+    """Objects stored."""
+    index_errors: int
+    """Index function calls that failed (raised, or returned something other than a list
+    of strings) since the indexer was made; each left one object out of one index."""
+    unindexed: int
+    """Objects left out of an index now because its function failed on them, counted once
+    per index; back to 0 once every function succeeds on every object."""
+    last_index_error: IndexFuncError | None
+    """The most recent failure; ``None`` if none."""
+
+
 class Indexer(Generic[T]):
     """A store of objects by key with named secondary indexes.
 
     ``key_func`` (default :func:`meta_namespace_key`) gives each object's key;
-    ``indexers`` names the index functions to maintain from the start, and
-    :meth:`add_indexers` adds more at any time (existing objects get indexed).
+    ``indexers`` names the index functions to maintain from the start (a mapping of
+    names to functions, checked by :func:`as_indexers`), and :meth:`add_indexers` adds
+    more at any time (existing objects get indexed).
 
     Methods naming an index (``index``, ``index_keys``, ``by_index``) raise ``KeyError``
-    for an unknown name; :meth:`list_index_func_values` returns ``[]`` for one. An index
-    function that raises leaves the store unchanged for that write, and the error
-    propagates.
+    for an unknown name; :meth:`list_index_func_values` returns ``[]`` for one.
+
+    An index function that fails on an object (it raises, or returns something other
+    than a list or tuple of strings: a ``str`` is refused, never indexed character by
+    character) never costs the object: it is stored, and indexed by every other index,
+    and is absent from that one index until the function succeeds on a later version of
+    it. The failure is counted (:meth:`statistics`) at every write and logged once per
+    index and key, with the exception; once the function succeeds for that key, a later
+    failure is logged again. With ``strict=True`` the write is refused instead, as
+    client-go panics: the store is left as it was and
+    :class:`~aioinformer.errors.IndexFuncError` (naming the index, the key and the
+    exception) propagates; :meth:`add_indexers` then adds nothing.
 
     This is a cache: it reflects the server as of the last event applied, and the objects
     it returns are the stored ones, to be treated as read-only.
     """
 
-    __slots__ = ("_indexers", "_indices", "_items", "_key_func", "_pairs")
+    __slots__ = (
+        "_failing",
+        "_index_errors",
+        "_indexers",
+        "_indices",
+        "_items",
+        "_key_func",
+        "_last_index_error",
+        "_on_failure",
+        "_pairs",
+        "_source",
+        "_strict",
+    )
 
     _key_func: KeyFunc
     _items: dict[str, T]
@@ -171,27 +321,71 @@ class Indexer(Generic[T]):
     """Index functions by name; ``_indices`` has exactly the same names."""
     _indices: dict[str, Index]
     """For each index name: value -> keys. Invariant: key ``k`` is in
-    ``_indices[n][v]`` iff ``_items[k]`` exists and ``v`` is in
-    ``_indexers[n](_items[k])``; no set is ever empty."""
+    ``_indices[n][v]`` iff ``_items[k]`` exists, ``n`` is not in ``_failing[k]`` and
+    ``v`` is in ``_indexers[n](_items[k])``; no set is ever empty."""
     _pairs: builtins.list[tuple[IndexFunc, Index]]
-    """``(_indexers[n], _indices[n])`` for every index name: what writes iterate."""
+    """``(_indexers[n], _indices[n])`` for every index name, in ``_indexers`` order: what
+    writes iterate."""
+    _failing: dict[str, tuple[str, ...]]
+    """For each stored key some index function failed on at its last write: the names of
+    those indexes, in which the key has no value. Empty while every function succeeds,
+    which is all the per-write paths test."""
+    _strict: bool
+    _index_errors: int
+    """Index function calls that failed, ever."""
+    _last_index_error: IndexFuncError | None
+    _source: str
+    """Who owns this indexer, as failure logs name it (``"informer pods: "``)."""
+    _on_failure: Callable[[str], None] | None
+    """Called with an index's name at each failure of its function (metrics)."""
 
     def __init__(
         self,
         key_func: KeyFunc = meta_namespace_key,
         indexers: Mapping[str, IndexFunc] | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
         self._key_func = key_func
         self._items = {}
-        self._indexers = dict(indexers) if indexers else {}
+        self._indexers = as_indexers(indexers)
         self._indices = {name: {} for name in self._indexers}
         self._pairs = [(func, self._indices[name]) for name, func in self._indexers.items()]
+        self._failing = {}
+        self._strict = strict
+        self._index_errors = 0
+        self._last_index_error = None
+        self._source = ""
+        self._on_failure = None
 
     def __repr__(self) -> str:
         return f"<Indexer items={len(self._items)} indexes={sorted(self._indexers)}>"
 
     def __len__(self) -> int:
         return len(self._items)
+
+    @property
+    def strict(self) -> bool:
+        """Whether a failing index function refuses the write (``strict=True``)."""
+        return self._strict
+
+    def statistics(self) -> IndexerStatistics:
+        """A frozen snapshot: the objects stored and the index functions' failures."""
+        return IndexerStatistics(
+            items=len(self._items),
+            index_errors=self._index_errors,
+            unindexed=sum(len(names) for names in self._failing.values()),
+            last_index_error=self._last_index_error,
+        )
+
+    def report_index_failures(
+        self, *, source: str, on_failure: Callable[[str], None] | None = None
+    ) -> None:
+        """Name the indexer's owner in its failure logs (``source``, such as ``"informer
+        pods"``), and have ``on_failure(index_name)`` called at each failure (an
+        informer counts them in its metrics)."""
+        self._source = f"{source}: " if source else ""
+        self._on_failure = on_failure
 
     # -- writes --------------------------------------------------------------------
 
@@ -224,7 +418,8 @@ class Indexer(Generic[T]):
         self._put(key, obj)
 
     def delete_by_key(self, key: str) -> None:
-        """Remove the object stored under ``key``; absent is fine."""
+        """Remove the object stored under ``key``; absent is fine. Never raises: an index
+        function failing on the object only means it had no values to remove there."""
         old = self._items.pop(key, _ABSENT)
         if old is not _ABSENT:
             self._unindex(key, old)
@@ -249,22 +444,33 @@ class Indexer(Generic[T]):
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add index functions and index every stored object with them.
 
-        Raises ``ValueError`` when a name is already in use; nothing is added then. An
-        index function that raises leaves the indexer unchanged.
+        Raises ``ValueError`` when a name is already in use, and
+        :class:`~aioinformer.errors.IndexerArgumentsError` when ``indexers`` is not a
+        mapping of names to functions; nothing is added then. A function failing on a
+        stored object leaves that object out of its index (see the class notes); with
+        ``strict=True`` it raises and nothing is added.
         """
+        indexers = as_indexers(indexers)
         clash = sorted(set(indexers) & set(self._indexers))
         if clash:
             raise ValueError(f"indexer conflict: {clash}")
         built: dict[str, Index] = {}
+        failed: list[tuple[str, str, IndexFuncError]] = []
         for name, func in indexers.items():
             index: Index = {}
             for key, obj in self._items.items():
-                for value in func(obj):
+                try:
+                    values = _checked_values(func, func(obj))
+                except Exception as exc:  # noqa: BLE001 - a user's function: reported
+                    failed.append((key, name, self._index_failed(name, key, exc)))
+                    continue
+                for value in values:
                     _insert(index, value, key)
             built[name] = index
         self._indexers.update(indexers)
         self._indices.update(built)
         self._pairs.extend((indexers[name], index) for name, index in built.items())
+        self._add_failing(failed)
 
     def _put(self, key: str, obj: T) -> None:
         items = self._items
@@ -272,29 +478,152 @@ class Indexer(Generic[T]):
         if not pairs:
             items[key] = obj
             return
-        old = items.get(key, _ABSENT)
-        # Every index function runs before anything changes, so one that raises leaves
-        # the store as it was.
-        if old is _ABSENT:
-            computed = [(index, func(obj)) for func, index in pairs]
-            items[key] = obj
-            for index, values in computed:
-                for value in values:
-                    _insert(index, value, key)
+        failing = self._failing
+        if failing and key in failing:
+            self._put_carefully(key, obj)
             return
-        changes: builtins.list[tuple[Index, builtins.list[str], builtins.list[str]]] = []
-        for func, index in pairs:
-            new_values = func(obj)
-            old_values = func(old)
-            if new_values != old_values:
-                changes.append((index, old_values, new_values))
-        items[key] = obj
-        for index, old_values, new_values in changes:
-            _move(index, key, old_values, new_values)
+        old = items.get(key, _ABSENT)
+        # Every index function runs, and its values are checked, before anything
+        # changes; one that fails sends the write down the careful path, which runs them
+        # one by one. The test is inline: a call of a checking function per index would
+        # cost several times the test.
+        try:
+            if old is _ABSENT:
+                computed: builtins.list[tuple[Index, Any]] = [
+                    (index, func(obj)) for func, index in pairs
+                ]
+                for _, values in computed:
+                    if type(values) is not list and type(values) is not tuple:
+                        raise _Unfit
+                    for value in values:
+                        if type(value) is not str:
+                            raise _Unfit
+            else:
+                changes: builtins.list[tuple[Index, Sequence[str], Sequence[str]]] = []
+                for func, index in pairs:
+                    new_values: Any = func(obj)
+                    old_values = func(old)
+                    if new_values != old_values:
+                        # The old values were checked as they were stored; equal new
+                        # ones need no check.
+                        if type(new_values) is not list and type(new_values) is not tuple:
+                            raise _Unfit
+                        for value in new_values:
+                            if type(value) is not str:
+                                raise _Unfit
+                        changes.append((index, old_values, new_values))
+        except Exception:  # noqa: BLE001 - a user's function: the careful path reports it
+            pass
+        else:
+            items[key] = obj
+            if old is _ABSENT:
+                for index, values in computed:
+                    for value in values:
+                        _insert(index, value, key)
+                return
+            for index, before, after in changes:
+                _move(index, key, before, after)
+            return
+        # Outside the handler: what the careful path logs is not chained to this.
+        self._put_carefully(key, obj)
+
+    def _put_carefully(self, key: str, obj: T) -> None:
+        """:meth:`_put` when an index function fails on ``obj``, or failed on the object
+        stored under ``key``: each function is run on its own, and a failing one leaves
+        the key out of its index (or, strict, raises before anything changes)."""
+        old = self._items.get(key, _ABSENT)
+        was_failing = self._failing.get(key, ())
+        plan: builtins.list[tuple[Index, Sequence[str] | None, Sequence[str]]] = []
+        failed: builtins.list[tuple[str, IndexFuncError]] = []
+        for name, func in self._indexers.items():
+            try:
+                new_values = _checked_values(func, func(obj))
+            except Exception as exc:  # noqa: BLE001 - a user's function: reported
+                failed.append((name, self._index_failed(name, key, exc)))
+                new_values = ()
+            old_values: Sequence[str] | None = ()
+            if old is not _ABSENT and name not in was_failing:
+                try:
+                    old_values = _checked_values(func, func(old))
+                except Exception:  # noqa: BLE001 - it succeeded once: the key is found below
+                    old_values = None
+            plan.append((self._indices[name], old_values, new_values))
+        self._items[key] = obj
+        for index, old_values, new_values in plan:
+            if old_values is None:
+                # A function that succeeded on the stored object fails on it now: where
+                # it indexed the key is found by looking.
+                _discard_everywhere(index, key)
+                old_values = ()
+            if list(old_values) != list(new_values):
+                _move(index, key, old_values, new_values)
+        self._set_failing(key, was_failing, failed)
+
+    def _index_failed(self, name: str, key: str, exc: Exception) -> IndexFuncError:
+        """Count one failure of index ``name``'s function on ``key``; raise it when
+        strict (before the write changed anything), else return it."""
+        error = IndexFuncError(name, key, exc)
+        self._index_errors += 1
+        self._last_index_error = error
+        if self._on_failure is not None:
+            self._on_failure(name)
+        if self._strict:
+            raise error from exc
+        return error
+
+    def _set_failing(
+        self,
+        key: str,
+        was_failing: tuple[str, ...],
+        failed: builtins.list[tuple[str, IndexFuncError]],
+    ) -> None:
+        """Record which indexes ``key`` is absent from after a careful write, logging
+        each index whose function was not already failing on it."""
+        if failed:
+            self._failing[key] = tuple(name for name, _ in failed)
+        elif was_failing:
+            del self._failing[key]
+        for name, error in failed:
+            if name not in was_failing:
+                self._log_failure(error)
+
+    def _add_failing(self, failed: builtins.list[tuple[str, str, IndexFuncError]]) -> None:
+        """Record the failures of indexes just added (``(key, name, error)``), and log them."""
+        failing = self._failing
+        for key, name, error in failed:
+            failing[key] = (*failing.get(key, ()), name)
+            self._log_failure(error)
+
+    def _log_failure(self, error: IndexFuncError) -> None:
+        cause = error.error
+        logger.error(
+            "%s%s; the object is cached, absent from that index until its function succeeds on it",
+            self._source,
+            error,
+            exc_info=(type(cause), cause, cause.__traceback__),
+        )
 
     def _unindex(self, key: str, old: Any) -> None:
-        for func, index in self._pairs:
-            for value in func(old):
+        failing = self._failing
+        if not (failing and key in failing):
+            try:
+                for func, index in self._pairs:
+                    for value in func(old):
+                        _discard(index, value, key)
+                return
+            except Exception:  # noqa: BLE001 - it succeeded once: the key is found below
+                pass
+        skipped = failing.pop(key, ())
+        for name, func in self._indexers.items():
+            if name in skipped:
+                continue
+            index = self._indices[name]
+            try:
+                values = _checked_values(func, func(old))
+            except Exception:  # noqa: BLE001 - it succeeded once: the key is found by looking
+                _discard_everywhere(index, key)
+                continue
+            for value in values:
                 _discard(index, value, key)
 
     # -- reads ---------------------------------------------------------------------
@@ -319,7 +648,7 @@ class Indexer(Generic[T]):
         """Objects sharing at least one of ``obj``'s values in index ``index_name``."""
         func = self._indexers[index_name]
         index = self._indices[index_name]
-        values = func(obj)
+        values = _checked_values(func, func(obj))
         if len(values) == 1:
             keys: Iterable[str] = index.get(values[0], ())
         else:
@@ -417,6 +746,13 @@ def _discard(index: Index, value: str, key: str) -> None:
         del index[value]
 
 
+def _discard_everywhere(index: Index, key: str) -> None:
+    """Remove ``key`` from every value of ``index``: for when its values are not known
+    (a function that succeeded on an object fails on it later)."""
+    for value in [value for value, keys in index.items() if key in keys]:
+        _discard(index, value, key)
+
+
 def _reads_head_only(func: IndexFunc) -> bool:
     """Whether ``func`` reads only an object's head (namespace, labels), so a CompactEntry
     is passed to it as it is; every other index function gets the decoded object."""
@@ -438,10 +774,22 @@ holds them is one of strings and structs, which the collector untracks at its fi
 _NONE: Final = _Several(())
 
 
-def _pack(values: builtins.list[str]) -> _Packed:
-    if len(values) == 1:
-        return values[0]
-    return _Several(tuple(values)) if values else _NONE
+def _pack(values: Sequence[str]) -> _Packed:
+    """``values`` packed, once found to be a list or tuple of strings (``_Unfit``
+    otherwise: the careful path says why). Tested inline, as :meth:`Indexer._put` does."""
+    if type(values) is list or type(values) is tuple:
+        if len(values) == 1:
+            value = values[0]
+            if type(value) is str:
+                return value
+        elif not values:
+            return _NONE
+        else:
+            for value in values:
+                if type(value) is not str:
+                    raise _Unfit
+            return _Several(tuple(values))
+    raise _Unfit
 
 
 def _unpack(packed: _Packed) -> tuple[str, ...]:
@@ -463,6 +811,17 @@ def _compute(funcs: Iterable[IndexFunc], entry: Any, shared: SharedDecode) -> tu
     )
 
 
+def _run(func: IndexFunc, entry: Any, shared: SharedDecode) -> _Packed:
+    """One function's checked values for ``entry``: what :func:`_compute` gives, with
+    :class:`~aioinformer.errors.IndexValuesError` saying what is wrong with them."""
+    values = func(entry) if _reads_head_only(func) else func(shared.get())
+    try:
+        return _pack(values)
+    except _Unfit:
+        # A list of str subclasses (a StrEnum's members) packs as the plain strings.
+        return _pack([str(value) for value in _checked_values(func, values)])
+
+
 _PAUSE_FROM: Final = 64
 """Bulk reads of at least this many entries decode with the collector paused."""
 
@@ -478,7 +837,8 @@ class CompactIndexer(Indexer[Any]):
     a delete never decodes the old object. :func:`namespace_index_func` and the functions
     :func:`label_index_func` makes read the stored head; any other index function gets
     the decoded object (decoded once per write, and shared with the handlers when the
-    informer passes its decode along).
+    informer passes its decode along). An index function failing on an entry leaves it
+    out of that index as the :class:`Indexer` does (its stored values there are none).
     """
 
     __slots__ = ("_entries_view", "_values")
@@ -492,8 +852,10 @@ class CompactIndexer(Indexer[Any]):
         self,
         key_func: KeyFunc = meta_namespace_key,
         indexers: Mapping[str, IndexFunc] | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
-        super().__init__(key_func, indexers)
+        super().__init__(key_func, indexers, strict=strict)
         self._values = {}
         self._entries_view = _Entries(self._items)
 
@@ -531,9 +893,22 @@ class CompactIndexer(Indexer[Any]):
             return
         if shared is None:
             shared = SharedDecode(entry)
-        # Every index function runs before anything changes, so one that raises leaves
-        # the store as it was.
-        new_values = _compute((func for func, _ in pairs), entry, shared)
+        # Every index function runs, and its values are checked, before anything changes;
+        # one that fails (or failed on the stored entry) sends the write down the careful
+        # path, which runs them one by one.
+        new_values: tuple[_Packed, ...] | None = None
+        failing = self._failing
+        if not (failing and key in failing):
+            # Not contextlib.suppress: a context manager per write costs more than the try.
+            try:  # noqa: SIM105
+                new_values = _compute((func for func, _ in pairs), entry, shared)
+            except Exception:  # noqa: BLE001 - a user's function: the careful path reports it
+                pass
+        if new_values is None:
+            # Outside the handler: what the careful path logs is not chained to this.
+            was_failing = failing.get(key, ())
+            new_values, failed = self._compute_carefully(self._indexers.items(), key, entry, shared)
+            self._set_failing(key, was_failing, failed)
         old = self._values.get(key)
         self._items[key] = entry
         self._values[key] = _Values(new_values)
@@ -546,11 +921,34 @@ class CompactIndexer(Indexer[Any]):
             if before != after:
                 _move(index, key, _unpack(before), _unpack(after))
 
+    def _compute_carefully(
+        self,
+        funcs: Iterable[tuple[str, IndexFunc]],
+        key: str,
+        entry: Any,
+        shared: SharedDecode,
+    ) -> tuple[tuple[_Packed, ...], builtins.list[tuple[str, IndexFuncError]]]:
+        """Each named function's values for ``entry``, no values for one that fails, and
+        the failures (raised at the first one, when strict)."""
+        values: builtins.list[_Packed] = []
+        failed: builtins.list[tuple[str, IndexFuncError]] = []
+        for name, func in funcs:
+            try:
+                values.append(_run(func, entry, shared))
+            except Exception as exc:  # noqa: BLE001 - a user's function: reported
+                failed.append((name, self._index_failed(name, key, exc)))
+                values.append(_NONE)
+        return tuple(values), failed
+
     def _put(self, key: str, obj: Any) -> None:
         self.put_entry(key, obj)
 
     def _unindex(self, key: str, old: Any) -> None:
-        # From the values stored beside the entry: the old object is never decoded.
+        # From the values stored beside the entry (none for an index whose function
+        # failed on it): the old object is never decoded.
+        failing = self._failing
+        if failing:
+            failing.pop(key, None)
         values = self._values.pop(key, None)
         if values is None:
             return
@@ -559,14 +957,23 @@ class CompactIndexer(Indexer[Any]):
                 _discard(index, value, key)
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        indexers = as_indexers(indexers)
         clash = sorted(set(indexers) & set(self._indexers))
         if clash:
             raise ValueError(f"indexer conflict: {clash}")
         funcs = list(indexers.items())
-        computed = {
-            key: _compute(indexers.values(), entry, SharedDecode(entry))
-            for key, entry in self._items.items()
-        }
+        computed: dict[str, tuple[_Packed, ...]] = {}
+        failed: builtins.list[tuple[str, str, IndexFuncError]] = []
+        for key, entry in self._items.items():
+            shared = SharedDecode(entry)
+            try:
+                computed[key] = _compute(indexers.values(), entry, shared)
+                continue
+            except Exception:  # noqa: BLE001 - a user's function: the careful path reports it
+                pass
+            values, failures = self._compute_carefully(funcs, key, entry, shared)
+            computed[key] = values
+            failed.extend((key, name, error) for name, error in failures)
         built: dict[str, Index] = {name: {} for name, _ in funcs}
         for key, values in computed.items():
             for (name, _), index_values in zip(funcs, values, strict=True):
@@ -577,6 +984,7 @@ class CompactIndexer(Indexer[Any]):
         self._indexers.update(indexers)
         self._indices.update(built)
         self._pairs.extend((indexers[name], built[name]) for name, _ in funcs)
+        self._add_failing(failed)
 
     # -- reads: each a fresh decode ------------------------------------------------
 

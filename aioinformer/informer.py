@@ -81,12 +81,13 @@ from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_m
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
+from aioinformer._pipeline.metric_recorders import IndexMetrics, new_index_metrics
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer._pipeline.store_rv import wait_applied
 from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
 from aioinformer.codec import CacheMode, CompactCodec, codec_for
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
-from aioinformer.errors import FIFOClosedError, InformerStoppedError
+from aioinformer.errors import FIFOClosedError, IndexFuncError, InformerStoppedError
 from aioinformer.health import InformerHealth, InformerStatistics
 from aioinformer.lister import Event as Event
 from aioinformer.lister import EventStream as EventStream
@@ -151,9 +152,21 @@ class SharedIndexInformer(Service):
     and that event is skipped (the cache misses the change until the object changes again
     or a relist); on a listed object the whole list fails, goes to the watch error handler
     and is retried after the backoff, so the informer does not sync while the server holds
-    an object it cannot transform. An index function that raises is logged with its
-    traceback and the rest of that object's queued changes are dropped; the other
-    objects are unaffected.
+    an object it cannot transform. A transform returning something that is not an object
+    (``None``, a list, a ``str``) is a :class:`~aioinformer.errors.TransformError` naming
+    it and the key, handled the same way.
+
+    An index function that fails on an object (raises, or returns something other than a
+    list of strings) never costs the object: it is cached, handed to the handlers and
+    kept in every other index, and only that index lacks it, until the function succeeds
+    on a later version. The failure is logged once per index and key with the exception,
+    and counted (``health().index_errors``, ``statistics().index_errors``, the
+    ``aioinformer_index_errors_total`` metric); the informer stays synced and live, its
+    cache being whole. ``strict_indexes=True`` makes such a failure stop the informer
+    instead, as client-go panics: its run raises
+    :class:`~aioinformer.errors.IndexFuncError` naming the index, the key and the
+    exception, which cancels an ``async with informer:`` body and leaves the block,
+    ``wait_for_sync()`` raises it and a factory's ``wait_for_cache_sync()`` names it.
 
     ``cache`` chooses how objects are kept. ``"compact"`` (the default) keeps each one as
     its JSON bytes as received plus its key, namespace, name, resourceVersion, kind and
@@ -215,6 +228,7 @@ class SharedIndexInformer(Service):
         slow_handler_thresholds: SlowHandlerThresholds | None = None,
         in_order: bool = False,
         audit: CacheAudit | None = None,
+        strict_indexes: bool = False,
     ) -> None:
         # How objects are represented along the pipeline, chosen once (raises for an
         # unknown cache mode).
@@ -231,7 +245,10 @@ class SharedIndexInformer(Service):
         # The namespace the source watches (None: all), where a lister's get(name) looks.
         self._namespace = self._source.namespace
         self._cache: CacheMode = cache
-        self._indexer: Indexer[Any] = codec.new_indexer(indexers)
+        self._indexer: Indexer[Any] = codec.new_indexer(indexers, strict=strict_indexes)
+        # Counts the index functions' failures, by index; made as the run begins, once the
+        # name is final.
+        self._index_metrics = IndexMetrics()
         self._clock = clock or default_clock
         self._processor = SharedProcessor(clock=self._clock)
         self._model = model
@@ -269,9 +286,10 @@ class SharedIndexInformer(Service):
         # (stop() sets the latter to make run() end).
         self._started = asyncio.Event()
         self._stopping = asyncio.Event()
-        # Set once, by the stage that ended by itself: the cache may lack what that stage
-        # was applying, so the informer does not count as synced.
-        self._failure: _StageEnded | None = None
+        # Set once, by the stage that ended by itself or the strict index function that
+        # failed: the cache may lack what that stage was applying, so the informer does not
+        # count as synced.
+        self._failure: Exception | None = None
 
     # -- configuration (before start) ------------------------------------------------
 
@@ -290,10 +308,15 @@ class SharedIndexInformer(Service):
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add index functions; cached objects are indexed at once. Allowed until the
         informer stops (raises :class:`InformerStoppedError` after); a name already in use
-        raises ``ValueError``."""
+        raises ``ValueError``, anything but a mapping of names to functions
+        :class:`~aioinformer.errors.IndexerArgumentsError`. A function failing on a cached
+        object leaves it out of that index, as on any write; with ``strict_indexes=True``
+        this call raises :class:`~aioinformer.errors.IndexFuncError` and adds nothing (the
+        informer runs on)."""
         if self._stopped_or_stopping():
             raise InformerStoppedError(f"informer {self.name} has stopped: indexers not added")
         self._indexer.add_indexers(indexers)
+        self._index_metrics.track(indexers)
 
     def _require_new(self, what: str) -> None:
         if self._state is not State.NEW:
@@ -569,19 +592,31 @@ class SharedIndexInformer(Service):
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
-        informer stops first. :func:`wait_for_cache_sync` raises with the reason instead."""
+        informer stops first. When its run failed (a strict index function that failed,
+        a stage that ended), it raises that failure instead: the informer will never
+        sync. :func:`wait_for_cache_sync` raises with the reason in every case."""
         if self.has_synced():
             return True
         if self._stopped_or_stopping():
-            return False
+            return self._not_synced()
         try:
             async with asyncio.timeout(timeout):
                 await self._started.wait()
                 assert self._fifo is not None
                 # run() closes the FIFO as it ends: that is "stopped before syncing".
-                return await self._fifo.wait_synced() and self._failure is None
+                if await self._fifo.wait_synced() and self._failure is None:
+                    return True
         except TimeoutError:
             return False
+        return self._not_synced()
+
+    def _not_synced(self) -> bool:
+        """What a wait for sync answers once the informer stopped or failed: its failure
+        raised, else False."""
+        failure = self._failure
+        if failure is not None:
+            raise failure
+        return False
 
     @property
     def audit(self) -> CacheAudit | None:
@@ -613,19 +648,23 @@ class SharedIndexInformer(Service):
 
     def statistics(self) -> InformerStatistics:
         """A frozen snapshot: state, cache size, FIFO depth, per-handler counters, the
-        reflector's statistics and the cache audits'."""
+        reflector's statistics, the cache audits' and the index functions' failures."""
         reflector = self._reflector
+        indexes = self._indexer.statistics()
         return InformerStatistics(
             name=self.name,
             state=self.state,
             synced=self.has_synced(),
-            cache_size=len(self._indexer),
+            cache_size=indexes.items,
             fifo_pending=len(self._fifo) if self._fifo is not None else 0,
             last_sync_resource_version=self.last_sync_resource_version,
             handlers=self._processor.statistics(),
             reflector=reflector.statistics() if reflector is not None else None,
             invalid_objects=self._guard.invalid_objects if self._guard is not None else 0,
             audit=self._audit_statistics(),
+            index_errors=indexes.index_errors,
+            unindexed=indexes.unindexed,
+            last_index_error=indexes.last_index_error,
         )
 
     def health(self) -> InformerHealth:
@@ -639,6 +678,7 @@ class SharedIndexInformer(Service):
             cache_size=len(self._indexer),
             reflector=self._reflector.statistics() if self._reflector is not None else None,
             audit=self._audit_statistics(),
+            indexes=self._indexer.statistics(),
         )
 
     # -- running -----------------------------------------------------------------------
@@ -685,8 +725,9 @@ class SharedIndexInformer(Service):
                     self._stopping.set()
         except BaseExceptionGroup as group:
             ended = group.exceptions[0]
-            if len(group.exceptions) == 1 and isinstance(ended, _StageEnded):
-                raise ended from None
+            if len(group.exceptions) == 1 and isinstance(ended, _StageEnded | IndexFuncError):
+                # Its own cause kept (an index function's exception), the group's dropped.
+                raise ended from ended.__cause__
             raise
         finally:
             self._processor.stop()
@@ -696,6 +737,9 @@ class SharedIndexInformer(Service):
     def _begin(self) -> tuple[DeltaFIFO | RealFIFO, Reflector]:
         """Begin the run: schedule the handlers' resyncs, build the FIFO and the reflector."""
         self._take_name()
+        indexer = self._indexer
+        metrics = self._index_metrics = new_index_metrics(self.name, indexer.get_indexers())
+        indexer.report_index_failures(source=f"informer {self.name}", on_failure=metrics.failed)
         self._processor.start(self._clock.monotonic())
         codec = self._codec
         transform = self._transform
@@ -799,9 +843,17 @@ class SharedIndexInformer(Service):
                     recorder.applied(key, deltas)
                 try:
                     handle(deltas)
+                except IndexFuncError as error:
+                    # Only a strict indexer raises it: the informer stops, as client-go
+                    # panics, rather than run on with a cache its indexes do not cover.
+                    self._failure = error
+                    logger.error(
+                        "informer %s has stopped (strict_indexes=True): %s", self.name, error
+                    )
+                    raise
                 except Exception:
-                    # Applying one key's deltas failed (an index function raised, an
-                    # object without metadata): log it and carry on with the other keys.
+                    # Applying one key's deltas failed (an object without metadata, one the
+                    # cache cannot encode): log it and carry on with the other keys.
                     logger.exception("informer %s failed to apply the deltas of %s", self.name, key)
         if recorder is not None:
             recorder.batch_applied()

@@ -1,7 +1,7 @@
 """Shared by the metrics tests: a provider whose metrics are plain recorders.
 
-``RecordingProvider`` implements the reflector, leader-election, controller and REST
-client metric protocols (not the workqueue's), keeping each metric object by ``(metric,
+``RecordingProvider`` implements the reflector, leader-election, controller, REST
+client and index metric protocols (not the workqueue's), keeping each metric object by ``(metric,
 *labels)`` so a test reads ``provider.value("reflector_lists_total", "pods")`` or
 ``provider.value("rest_client_requests_total", "404", "GET", "127.0.0.1:8080")``;
 ``WorkqueueOnlyProvider`` implements the workqueue protocol alone, as providers written
@@ -140,6 +140,9 @@ class RecordingProvider:
         self, verb: str, url: str, host: str
     ) -> RecordedMetric:
         return self.metric("rest_client_request_duration_seconds", verb, url, host)
+
+    def new_index_errors_metric(self, informer: str, index: str) -> RecordedMetric:
+        return self.metric("aioinformer_index_errors_total", informer, index)
 
     def series(self, metric: str) -> dict[tuple[str, ...], RecordedMetric]:
         """Every metric object made for ``metric``, by its labels."""

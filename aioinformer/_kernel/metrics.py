@@ -9,7 +9,9 @@ metrics), whose recorders are in :mod:`aioinformer._pipeline.metric_recorders`, 
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
 informer), recorded by the processor and the informer themselves, and the optional
 :class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by
-:mod:`aioinformer._pipeline.audit`). One provider object
+:mod:`aioinformer._pipeline.audit`) and the optional :class:`IndexMetricsProvider` (index
+functions that failed, recorded by :mod:`aioinformer._pipeline.metric_recorders`). One
+provider object
 usually implements them all; :func:`set_metrics_provider` installs it for every
 component created afterwards, and a component whose protocol the installed provider lacks
 records nothing.
@@ -54,6 +56,7 @@ __all__ = [
     "HandlerMetrics",
     "HandlerMetricsProvider",
     "HistogramMetric",
+    "IndexMetricsProvider",
     "LeaderMetricsProvider",
     "MetricsProvider",
     "QueueMetrics",
@@ -412,6 +415,22 @@ class CacheAuditMetricsProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class IndexMetricsProvider(Protocol):
+    """Makes the failure counter of one index of one informer, labelled by the informer's
+    name and the index's name.
+
+    Optional, as :class:`ReflectorMetricsProvider`. Called once per index when the
+    informer starts, and for an index added later (``add_indexers``) when it is added.
+    """
+
+    def new_index_errors_metric(self, informer: str, index: str) -> CounterMetric:
+        """Index function calls that failed: raised, or returned something other than a
+        list of strings (``aioinformer_index_errors_total``). Each left one object out of
+        that index, never out of the cache."""
+        ...
+
+
 AnyMetricsProvider: TypeAlias = (
     MetricsProvider
     | ReflectorMetricsProvider
@@ -420,6 +439,7 @@ AnyMetricsProvider: TypeAlias = (
     | ControllerMetricsProvider
     | RestClientMetricsProvider
     | CacheAuditMetricsProvider
+    | IndexMetricsProvider
     | ShardingMetricsProvider
 )
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols

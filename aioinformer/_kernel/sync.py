@@ -11,8 +11,10 @@ Input: informers (anything shaped like :class:`SyncTarget`, which
 :class:`~aioinformer.informer.SharedIndexInformer` is), a timeout in seconds and a clock.
 Output: returns once every informer has synced; raises ``CacheSyncError`` when the
 timeout passes first, and at once when an informer stops unsynced (its run ended: it
-never will sync). An informer not started yet (state ``new``) is waited for: its run may
-be about to begin; at the timeout it is reported as "never started".
+never will sync), naming why its run failed when it did (a strict index function's
+:class:`~aioinformer.errors.IndexFuncError`, chained as the cause). An informer not
+started yet (state ``new``) is waited for: its run may be about to begin; at the timeout
+it is reported as "never started".
 
 Ordering: when an informer stops and the timeout passes in the same loop turn, the stop
 is reported; when the last informer syncs as the timeout passes, the wait succeeds.
@@ -90,8 +92,9 @@ class Watched:
         info = source_info(informer.lister_watcher)
         return cls(informer, info.resource, info.namespace)
 
-    def record(self) -> UnsyncedInformer:
-        """The informer as it stands now, for a :class:`CacheSyncError`."""
+    def record(self, failure: BaseException | None = None) -> UnsyncedInformer:
+        """The informer as it stands now, for a :class:`CacheSyncError`; ``failure`` is
+        what its wait for sync raised (why its run ended), when it raised."""
         informer = self.informer
         state = str(informer.state.value)
         if state == "stopping":
@@ -100,13 +103,21 @@ class Watched:
         error = reflector.last_error if reflector is not None else None
         if state == "stopped" and self.run_failure is not None:
             error = self.run_failure() or error
+        if failure is not None:
+            state, error = "stopped", failure
         return UnsyncedInformer(informer.name, self.resource, self.namespace, state, error)
 
 
 def _error(
-    watched: Sequence[Watched], *, timeout: float | None, stopped: Watched | None
+    watched: Sequence[Watched],
+    *,
+    timeout: float | None,
+    stopped: Watched | None,
+    failure: BaseException | None = None,
 ) -> CacheSyncError:
-    unsynced = tuple(w.record() for w in watched if not w.informer.has_synced())
+    unsynced = tuple(
+        w.record(failure if w is stopped else None) for w in watched if not w.informer.has_synced()
+    )
     details = "; ".join(record.describe() for record in unsynced)
     if stopped is not None:
         head = f"caches did not sync: informer {stopped.informer.name} stopped before it synced"
@@ -138,7 +149,13 @@ async def wait_synced(
         while True:
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             for task, w in pending.items():
-                if task in done and not task.result():
+                if task not in done:
+                    continue
+                # An informer whose run failed raises its failure from the wait.
+                failure = task.exception()
+                if failure is not None:
+                    raise _error(watched, timeout=None, stopped=w, failure=failure) from failure
+                if not task.result():
                     raise _error(watched, timeout=None, stopped=w)
             waiting -= done
             if not waiting - {timer}:

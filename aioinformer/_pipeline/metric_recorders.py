@@ -1,4 +1,4 @@
-"""Reflector, leader-election, controller and REST client metrics: what a component
+"""Reflector, leader-election, controller, REST client and index metrics: what a component
 reports, turned into metrics.
 
 Role: a reflector (or a leader elector, a controller, a client's HTTP layer) reports the
@@ -7,14 +7,15 @@ provider made for the component
 (:class:`~aioinformer._kernel.metrics.ReflectorMetricsProvider`,
 :class:`~aioinformer._kernel.metrics.LeaderMetricsProvider`,
 :class:`~aioinformer._kernel.metrics.ControllerMetricsProvider`,
-:class:`~aioinformer._kernel.metrics.RestClientMetricsProvider`).
+:class:`~aioinformer._kernel.metrics.RestClientMetricsProvider`,
+:class:`~aioinformer._kernel.metrics.IndexMetricsProvider`).
 
 Input: the component's calls, sync, on its event loop: a reflector's list started or
 done, watch opened, stream being read (its :class:`~aioinformer.reflector.WatchRead`)
 and ended (its :class:`~aioinformer._pipeline.watch_policy.WatchEnd`), relist; an elector's run
 started, lease acquired, renewal failed, leadership left; a controller's reconcile
 started, ended with its result, and its worker freed; an HTTP request answered (or not)
-and finished.
+and finished; an informer's index function failed.
 Output: ``inc``/``dec``/``set``/``observe`` calls on the provider's metric objects; for the
 seconds-since-heard gauge, one function handed to the provider, which it calls when it
 is read.
@@ -26,8 +27,9 @@ last resourceVersion moves at the same moments. Seconds-since-heard is computed
 whenever it is read. A reconcile costs two clock reads and four metric updates, on
 objects resolved when the controller was created; a request one dictionary lookup per
 metric (its label set's object is made on first use) and, for the duration, building its
-URL template. A component with no provider, or one lacking its protocol, gets the no-op
-recorder.
+URL template; an index function's failure one dictionary lookup and an increment (a
+succeeding one costs nothing). A component with no provider, or one lacking its protocol,
+gets the no-op recorder.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from urllib.parse import quote_plus, urlsplit
 from aioinformer._kernel.clock import call_later
 from aioinformer._kernel.metrics import (
     ControllerMetricsProvider,
+    IndexMetricsProvider,
     LeaderMetricsProvider,
     ReflectorMetricsProvider,
     RestClientMetricsProvider,
@@ -54,7 +57,7 @@ from aioinformer.errors import ApiError
 from aioinformer.listwatch import ADDED, BOOKMARK, DELETED, MODIFIED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from aioinformer._kernel.clock import Clock, TimerHandle
     from aioinformer._kernel.metrics import CounterMetric, HistogramMetric
@@ -64,11 +67,13 @@ __all__ = [
     "FLUSH_PERIOD",
     "NO_REST_CLIENT_METRICS",
     "ControllerMetrics",
+    "IndexMetrics",
     "LeaderMetrics",
     "ReconcileResult",
     "ReflectorMetrics",
     "RestClientMetrics",
     "new_controller_metrics",
+    "new_index_metrics",
     "new_leader_metrics",
     "new_sharding_metrics",
     "new_reflector_metrics",
@@ -460,6 +465,62 @@ def new_sharding_metrics(ring: str) -> ShardingMetrics:
     if not isinstance(chosen, ShardingMetricsProvider):
         return _NO_SHARDING_METRICS
     return _ProviderShardingMetrics(chosen, ring)
+
+
+# -- index functions ---------------------------------------------------------------------
+
+
+class IndexMetrics:
+    """An informer's recorder of failing index functions. This base records nothing."""
+
+    __slots__ = ()
+
+    def track(self, indexes: Iterable[str]) -> None:
+        """Make ``indexes``' counters (at zero) now, as they are added."""
+
+    def failed(self, index: str) -> None:
+        """Index ``index``'s function failed on one object."""
+
+
+class _ProviderIndexMetrics(IndexMetrics):
+    """Records failing index functions through an :class:`IndexMetricsProvider`."""
+
+    __slots__ = ("_counters", "_informer", "_provider")
+
+    def __init__(self, provider: IndexMetricsProvider, informer: str) -> None:
+        self._provider = provider
+        self._informer = informer
+        self._counters: dict[str, CounterMetric] = {}
+
+    def track(self, indexes: Iterable[str]) -> None:
+        for index in indexes:
+            self._counter(index)
+
+    def failed(self, index: str) -> None:
+        self._counter(index).inc()
+
+    def _counter(self, index: str) -> CounterMetric:
+        counter = self._counters.get(index)
+        if counter is None:
+            counter = self._counters[index] = self._provider.new_index_errors_metric(
+                self._informer, index
+            )
+        return counter
+
+
+_NO_INDEX_METRICS: Final = IndexMetrics()
+
+
+def new_index_metrics(informer: str, indexes: Iterable[str]) -> IndexMetrics:
+    """The recorder of informer ``informer``'s failing index functions, with the counters
+    of ``indexes`` made: the installed provider's when it implements
+    :class:`IndexMetricsProvider`, else the no-op one."""
+    chosen = get_metrics_provider()
+    if not isinstance(chosen, IndexMetricsProvider):
+        return _NO_INDEX_METRICS
+    metrics = _ProviderIndexMetrics(chosen, informer)
+    metrics.track(indexes)
+    return metrics
 
 
 # -- controllers ---------------------------------------------------------------------------

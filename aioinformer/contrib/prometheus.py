@@ -100,7 +100,7 @@ metric                                     type      meaning
 ========================================== ========= ======================================
 
 Informer and handler metrics, client-go has none: label ``informer`` (the informer's
-name) and, per handler, ``handler`` (its name):
+name) and, per handler, ``handler`` (its name), per index ``index`` (the index's name):
 
 ========================================== ========= ======================================
 metric                                     type      meaning
@@ -109,6 +109,8 @@ metric                                     type      meaning
 ``aioinformer_handler_latency_seconds``    Histogram queued for the handler → call returned
 ``aioinformer_handler_errors_total``       Counter   handler calls that raised
 ``aioinformer_informer_queued_deltas``     Gauge     keys waiting in the DeltaFIFO
+``aioinformer_index_errors_total``         Counter   index function calls that failed, by
+                                                     ``index`` (the object stays cached)
 ========================================== ========= ======================================
 
 Cache audit metrics (see :mod:`aioinformer.audit`), label ``informer``, plus ``result`` on
@@ -454,6 +456,14 @@ class PrometheusMetricsProvider:
             ("informer",),
             registry=registry,
         )
+        self._index_errors = Counter(
+            "aioinformer_index_errors_total",
+            "Index function calls of an informer that failed (raised, or returned something "
+            "other than a list of strings), by index: each left one object out of that "
+            "index, not out of the cache.",
+            ("informer", "index"),
+            registry=registry,
+        )
 
     def _register_audit_metrics(self, registry: CollectorRegistry | None) -> None:
         self._audits = Counter(
@@ -639,6 +649,9 @@ class PrometheusMetricsProvider:
 
     def new_informer_queued_deltas_metric(self, informer: str) -> SettableGaugeMetric:
         return self._queued_deltas.labels(informer=informer)
+
+    def new_index_errors_metric(self, informer: str, index: str) -> CounterMetric:
+        return self._index_errors.labels(informer=informer, index=index)
 
     # -- controllers ----------------------------------------------------------------------
 

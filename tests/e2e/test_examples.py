@@ -25,6 +25,13 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "app=web: ['default/db-0', 'default/web-0', 'kube-system/web-1']",
         "default, app=web: ['default/db-0', 'default/web-0']",
         "tier=cache: ['default/db-0']",
+        "team=shop: ['default/web-0']",
+        "cached: ['default/db-0', 'default/web-0', 'kube-system/web-1']",
+        "live: True | index errors: 2",
+        "last index error: IndexFuncError: index 'by-team' failed on default/db-0: "
+        "KeyError: 'team'",
+        "strict: pods (all namespaces): stopped before it synced: IndexFuncError: index "
+        "'by-team' failed on default/db-0: KeyError: 'team'",
     ],
     "compact_cache.py": [
         "cache mode: compact",

@@ -390,6 +390,9 @@ async def test_readyz_is_503_until_the_informers_have_synced(
             "relists": 0,
             "watch_restarts": 0,
             "cache_size": 1,
+            "index_errors": 0,
+            "unindexed": 0,
+            "last_index_error": None,
         }
         assert [p["name"] for p in (await http.get("/pods")).json()] == ["web-0"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer.errors import KeyFuncError
+from aioinformer.errors import IndexFuncError, KeyFuncError
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
     Indexer,
@@ -370,18 +370,19 @@ def test_update_that_changes_a_value_moves_the_key() -> None:
     assert indices_of(indexer, "app") == {"y": {"ns/a"}}
 
 
-def test_index_function_that_raises_leaves_the_store_unchanged() -> None:
+def test_a_strict_indexer_refuses_a_write_its_index_function_fails_on() -> None:
     def picky(obj: dict[str, Any]) -> list[str]:
         if obj["metadata"]["name"] == "bad":
             raise RuntimeError("cannot index")
         return [obj["metadata"]["name"]]
 
     indexer: Indexer[dict[str, Any]] = Indexer(
-        indexers={NAMESPACE_INDEX: namespace_index_func, "picky": picky}
+        indexers={NAMESPACE_INDEX: namespace_index_func, "picky": picky}, strict=True
     )
     indexer.add(pod("good"))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(IndexFuncError, match="index 'picky' failed on default/bad") as caught:
         indexer.add(pod("bad"))
+    assert isinstance(caught.value.__cause__, RuntimeError)
     assert indexer.list_keys() == ["default/good"]
     assert indices_of(indexer, NAMESPACE_INDEX) == {"default": {"default/good"}}
 

@@ -385,7 +385,9 @@ async def test_a_stage_task_ending_unexpectedly_stops_the_informer_with_an_error
     informer = failing_on_bad(source, cache)
     task = asyncio.create_task(informer.run())
     with caplog.at_level(logging.ERROR, logger="aioinformer.informer"):
-        assert not await informer.wait_for_sync(timeout=5)
+        # The waiter learns why the informer will never sync, not just that it did not.
+        with pytest.raises(RuntimeError, match="'pods pop' was cancelled unexpectedly"):
+            await informer.wait_for_sync(timeout=5)
         with pytest.raises(RuntimeError, match="'pods pop' was cancelled unexpectedly"):
             await asyncio.wait_for(task, timeout=5)
     assert informer.state is State.STOPPED

@@ -86,6 +86,9 @@ async def test_a_synced_watching_informer_is_live(
         "relists": 0,
         "watch_restarts": 0,
         "cache_size": 2,
+        "index_errors": 0,
+        "unindexed": 0,
+        "last_index_error": None,
     }
 
 
