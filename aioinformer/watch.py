@@ -18,11 +18,10 @@ Compression: the client's watches ask for none (``Accept-Encoding: identity``, u
 to a client that accepts gzip as one gzip member per event, which costs the reader some
 12 µs of CPU more per event (2.5 times an uncompressed stream's in the compact cache), and
 which aiohttp before 3.14 reads only up to the end of the first member, dropping every
-later event without an error. A stream opened with
-aiohttp's decompression off (``raw_body=True``, as the client's are) whose answer is
-gzip anyway is inflated here, every member of it
-(:class:`~aioinformer.client._encoding.GzipReader`); any other coding is a
-:class:`~aioinformer.errors.WatchError`.
+later event without an error. A stream opened with aiohttp's decompression off
+(``raw_body=True``, as the client's are) whose answer is gzip all the same is inflated
+here, every member of it (:class:`~aioinformer.client._encoding.GzipReader`); any other
+coding is a :class:`~aioinformer.errors.WatchError`.
 
 Failures, raised from the iterator after every complete event before them was yielded:
 
@@ -391,7 +390,7 @@ async def _batches(
         with map_transport_errors(url, streaming=True):
             inflater = body_reader(response.headers.get("Content-Encoding")) if raw_body else None
             async for chunk in response.content.iter_chunked(CHUNK_SIZE):
-                # Inflated, a chunk comes in pieces no bigger than a read: one batch each.
+                # An inflated chunk comes in bounded pieces, one batch each.
                 for piece in (chunk,) if inflater is None else inflater.feed(chunk):
                     for events in _event_lists(decoder, piece, group):
                         yield events

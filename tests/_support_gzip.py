@@ -2,7 +2,9 @@
 middlebox that compresses everything.
 
 Input: raw response bytes (read with aiohttp's decompression off), or a server to stand in
-front of. Output: :func:`members` splits a gzip body into its members' contents with zlib
+front of. Output: :func:`member` compresses as kube-apiserver does, and :data:`PER_EVENT`
+is a streaming list's events so compressed (:data:`CUT`, the same cut short);
+:func:`members` splits a gzip body into its members' contents with zlib
 alone (not the package's reader, which it checks); :class:`RawInflater` turns a raw body
 into text as it arrives, for readers that take lines; :func:`compressing_middlebox` serves
 a loopback HTTP proxy that forwards every request to ``upstream`` and answers gzip whatever
@@ -23,6 +25,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 
@@ -37,6 +40,24 @@ if TYPE_CHECKING:
     from aioinformer.testing.plugin import FakeAPIServerFactory
 
 _GZIP = 16 + zlib.MAX_WBITS
+
+
+def member(data: bytes) -> bytes:
+    """One gzip member holding ``data``, at kube-apiserver's level."""
+    return gzip.compress(data, compresslevel=1, mtime=0)
+
+
+def event_line(index: int) -> bytes:
+    obj = {"metadata": {"name": f"pod-{index}", "resourceVersion": str(10 + index)}}
+    return orjson.dumps({"type": "MODIFIED", "object": obj}) + b"\n"
+
+
+LINES = [event_line(i) for i in range(40)]
+"""Forty watch lines, MODIFIED pods ``pod-0`` to ``pod-39``."""
+PER_EVENT = b"".join(member(line) for line in LINES)
+""":data:`LINES` one gzip member each, as kube-apiserver 1.37 compresses a streaming list."""
+CUT = PER_EVENT[: len(PER_EVENT) - len(member(LINES[-1])) // 2]
+""":data:`PER_EVENT` cut halfway through its last member: the last event never arrives."""
 
 
 def members(raw: bytes) -> list[bytes]:
@@ -105,7 +126,7 @@ async def compressing_middlebox(upstream: str) -> AsyncIterator[str]:
                 response.enable_chunked_encoding()
                 await response.prepare(request)
                 async for chunk in answer.content.iter_any():
-                    await response.write(gzip.compress(chunk, compresslevel=1, mtime=0))
+                    await response.write(member(chunk))
                 await response.write_eof()
                 return response
 

@@ -445,11 +445,8 @@ def streams_a_list(query: Mapping[str, str], *, watch_list: WatchListSupport) ->
     send_initial = bool_param(query, "sendInitialEvents")
     if send_initial is not None:
         return send_initial
-    return not query.get("resourceVersionMatch") and query.get("resourceVersion") in (
-        None,
-        "",
-        "0",
-    )
+    version = query.get("resourceVersion")
+    return not query.get("resourceVersionMatch") and version in (None, "", "0")
 
 
 def accepts_gzip(accept_encoding: str) -> bool:

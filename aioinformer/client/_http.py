@@ -152,24 +152,24 @@ async def read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> b
     size = 0
     async for chunk in response.content.iter_chunked(CHUNK_SIZE):
         for piece in (chunk,) if reader is None else reader.feed(chunk):
-            size += len(piece)
-            if size > limit:
-                raise _too_large(url, limit, size)
-            parts.append(piece)
+            size = _keep(parts, piece, size, limit, url)
     if reader is not None:
         for piece in reader.finish():
-            size += len(piece)
-            if size > limit:
-                raise _too_large(url, limit, size)
-            parts.append(piece)
+            size = _keep(parts, piece, size, limit, url)
     return b"".join(parts)
 
 
-def _too_large(url: str, limit: int, size: int) -> BodyTooLarge:
-    return BodyTooLarge(
-        f"{url} answered with a body of more than {limit} bytes "
-        f"(at least {size} bytes), over the limit of {limit} bytes"
-    )
+def _keep(parts: list[bytes], piece: bytes, size: int, limit: int, url: str) -> int:
+    """Append ``piece`` to ``parts``, which hold ``size`` bytes; the new size, or
+    :class:`BodyTooLarge` once it passes ``limit``."""
+    size += len(piece)
+    if size > limit:
+        raise BodyTooLarge(
+            f"{url} answered with a body of more than {limit} bytes "
+            f"(at least {size} bytes), over the limit of {limit} bytes"
+        )
+    parts.append(piece)
+    return size
 
 
 class HttpSession:

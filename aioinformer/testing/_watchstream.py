@@ -30,9 +30,8 @@ hands the fault back to the plan for the next watch.
 Task model: each stream runs in its aiohttp handler task and sleeps on its watcher's
 ``wake`` event, bounded by the next bookmark or ``timeoutSeconds`` on the server's clock.
 Everything accumulated between two wake-ups goes out in one ``write()`` (one per line
-when compressed). The registry
-(:class:`WatchStreams`) is only touched from handlers and the server's lifecycle, all on
-one event loop.
+when compressed). The registry (:class:`WatchStreams`) is only touched from handlers and
+the server's lifecycle, all on one event loop.
 """
 
 from __future__ import annotations

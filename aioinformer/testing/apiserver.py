@@ -69,7 +69,8 @@ dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
 Task model: one ``aiohttp`` server on the caller's event loop. Watch handlers wait on
 their watcher's buffer; a write fans out synchronously to every watcher (see
 ``_store``), and each handler writes whatever accumulated in one ``write()`` call, so a
-burst of events costs one syscall per batch, not per event. Leaving ``async with`` ends
+burst of events costs one syscall per batch, not per event (a compressed streaming list
+writes each event's gzip member on its own, as kube-apiserver 1.37 may). Leaving ``async with`` ends
 every watch, cancels the server's own timers and closes the listening socket.
 """
 

@@ -12,7 +12,6 @@ proxy) would, whatever was asked. The reader itself is tested in ``test_gzip_rea
 from __future__ import annotations
 
 import contextlib
-import gzip
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,6 +23,7 @@ from aioinformer.codec import codec_for
 from aioinformer.config import Config
 from aioinformer.errors import Gone, TransportError, WatchError
 from aioinformer.listwatch import ListOptions, WatchStreamBase
+from tests._support_gzip import CUT, LINES, PER_EVENT, member
 from tests._support_http import serve
 
 if TYPE_CHECKING:
@@ -33,22 +33,6 @@ if TYPE_CHECKING:
 
 PODS = ResourceInfo(gvr=GVR("", "v1", "pods"), kind="Pod", namespaced=True)
 PATH = "/api/v1/namespaces/default/pods"
-
-
-def member(data: bytes) -> bytes:
-    """One gzip member, at kube-apiserver's level."""
-    return gzip.compress(data, compresslevel=1, mtime=0)
-
-
-def event_line(index: int) -> bytes:
-    obj = {"metadata": {"name": f"pod-{index}", "resourceVersion": str(10 + index)}}
-    return orjson.dumps({"type": "MODIFIED", "object": obj}) + b"\n"
-
-
-LINES = [event_line(i) for i in range(40)]
-PER_EVENT = b"".join(member(line) for line in LINES)
-# The body cut halfway through its last member: the last event never arrives whole.
-CUT = PER_EVENT[: len(PER_EVENT) - len(member(LINES[-1])) // 2]
 
 
 class CompressingServer:

@@ -3,31 +3,14 @@ bounded pieces; bodies cut short or followed by garbage refused; the codings it 
 
 from __future__ import annotations
 
-import gzip
 import itertools
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from aioinformer.client._encoding import PIECE_SIZE, CompressedBodyError, GzipReader, body_reader
-
-
-def member(data: bytes) -> bytes:
-    """One gzip member, at kube-apiserver's level."""
-    return gzip.compress(data, compresslevel=1, mtime=0)
-
-
-def event_line(index: int) -> bytes:
-    obj = {"metadata": {"name": f"pod-{index}", "resourceVersion": str(10 + index)}}
-    return orjson.dumps({"type": "MODIFIED", "object": obj}) + b"\n"
-
-
-LINES = [event_line(i) for i in range(40)]
-PER_EVENT = b"".join(member(line) for line in LINES)
-# The body cut halfway through its last member: the last event never arrives whole.
-CUT = PER_EVENT[: len(PER_EVENT) - len(member(LINES[-1])) // 2]
+from tests._support_gzip import CUT, LINES, PER_EVENT, member
 
 
 def read_all(reader: GzipReader, chunks: list[bytes]) -> bytes:
