@@ -21,10 +21,11 @@ import orjson
 import pytest
 
 from aioinformer.client import Client
+from aioinformer.codec import codec_for
 from aioinformer.config import Config
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import ListOptions
+from aioinformer.listwatch import ListOptions, WatchStreamBase
 from aioinformer.proxy import CachingProxy
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
@@ -218,21 +219,30 @@ async def test_our_client_asks_a_compressing_server_for_no_compression_by_defaul
 
 
 @COMPRESSING
-async def test_a_plain_watch_asking_gzip_reads_every_member(fake_apiserver: FakeAPIServer) -> None:
+async def test_a_plain_watch_asking_gzip_reads_every_member(
+    fake_apiserver: FakeAPIServer, cache: CacheMode
+) -> None:
+    # From the start with bookmarks: kube-apiserver makes it a streaming list, compressed.
     for name in ("a", "b", "c"):
         fake_apiserver.create(pod(name))
     async with client_for(fake_apiserver, watch_compression=True) as client:
-        stream = client.resource("v1/pods", namespace="default").watch(
-            ListOptions(allow_watch_bookmarks=True)
-        )
+        source = client.resource("v1/pods", namespace="default").decoded_with(codec_for(cache))
+        stream = source.watch(ListOptions(allow_watch_bookmarks=True))
+        assert isinstance(stream, WatchStreamBase)
         seen: list[str] = []
-        async with contextlib.aclosing(stream), asyncio.timeout(5):
-            async for event in stream:
-                seen.append(event.object["metadata"]["name"])
-                if len(seen) == 3:
-                    fake_apiserver.create(pod("d"))
-                if len(seen) == 4:
-                    break
+        try:
+            async with asyncio.timeout(5):
+                async for batch in stream.batches():
+                    for event in batch:
+                        obj = event.object
+                        decoded = obj if isinstance(obj, dict) else obj.decode()
+                        seen.append(decoded["metadata"]["name"])
+                    if len(seen) == 3:
+                        fake_apiserver.create(pod("d"))
+                    if len(seen) == 4:
+                        break
+        finally:
+            await stream.aclose()
     assert seen == ["a", "b", "c", "d"]
     assert watch_requests(fake_apiserver) == ["gzip"]
 
