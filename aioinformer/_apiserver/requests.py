@@ -3,8 +3,9 @@
 Role: the small, pure pieces of HTTP handling that kube-apiserver applies to every read,
 used by the fake API server (``aioinformer.testing``) and the caching proxy
 (``aioinformer.proxy``). Input is parts of an ``aiohttp`` request (the query, the
-``Accept`` and ``Authorization`` headers); output is parsed values (selectors, integer and
-boolean parameters, the negotiated :class:`Conversion`, a bearer token) or the
+``Accept``, ``Accept-Encoding`` and ``Authorization`` headers); output is parsed values
+(selectors, integer and boolean parameters, the negotiated :class:`Conversion`, whether a
+watch is a streaming list and may be compressed, a bearer token) or the
 :class:`~aioinformer._apiserver.objects.StatusError` kube-apiserver answers with (400
 ``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``), and the
 ``web.Response`` for a stored entry or a failure.
@@ -42,6 +43,7 @@ __all__ = [
     "ListQuery",
     "WatchListSupport",
     "WatchQuery",
+    "accepts_gzip",
     "bearer",
     "bool_param",
     "entry_response",
@@ -56,6 +58,7 @@ __all__ = [
     "page_response",
     "selectors",
     "status_response",
+    "streams_a_list",
     "validate_rv_match",
     "watch_query",
     "watch_response",
@@ -413,8 +416,41 @@ def watch_query(
     return options, timeout
 
 
-def watch_response() -> web.StreamResponse:
-    """The chunked 200 response a watch's JSON lines are written to."""
-    response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+def watch_response(*, gzip: bool = False) -> web.StreamResponse:
+    """The chunked 200 response a watch's JSON lines are written to; with ``gzip``, one
+    announcing them compressed (``Content-Encoding: gzip``, ``Vary: Accept-Encoding``, as
+    kube-apiserver's compressed watches do). The lines are compressed by the writer."""
+    headers = {"Content-Type": JSON}
+    if gzip:
+        headers["Content-Encoding"] = "gzip"
+        headers["Vary"] = "Accept-Encoding"
+    response = web.StreamResponse(status=200, headers=headers)
     response.enable_chunked_encoding()
     return response
+
+
+def streams_a_list(query: Mapping[str, str], *, watch_list: WatchListSupport) -> bool:
+    """Whether kube-apiserver counts a WATCH as a streaming list (a *WatchList* request),
+    as 1.37 decides whether to compress it.
+
+    The watch must allow bookmarks and send initial events: ``sendInitialEvents=true``,
+    or, the parameter unset and no ``resourceVersionMatch`` given, an unset or ``"0"``
+    ``resourceVersion``, which kube-apiserver's defaulting (``SetListOptionsDefaults``)
+    turns into a streaming list, so a plain watch from ``""`` or ``"0"`` with bookmarks is
+    one too. A server whose WatchList feature is off (``"forbidden"``) or that does not
+    know the parameter (``"ignored"``) has none.
+    """
+    if watch_list != "supported" or bool_param(query, "allowWatchBookmarks") is not True:
+        return False
+    send_initial = bool_param(query, "sendInitialEvents")
+    if send_initial is not None:
+        return send_initial
+    version = query.get("resourceVersion")
+    return not query.get("resourceVersionMatch") and version in (None, "", "0")
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` header lets kube-apiserver compress with gzip: one of
+    its comma-separated codings is exactly ``gzip`` once trimmed (kube-apiserver reads no
+    ``q`` values: ``gzip;q=0`` is not ``gzip``, nor is ``*``)."""
+    return any(coding.strip() == "gzip" for coding in accept_encoding.split(","))

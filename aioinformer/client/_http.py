@@ -16,6 +16,12 @@ orjson (:meth:`HttpSession.request`). A non-2xx answer raises the matching
   passes it (:class:`~aioinformer.client._transport.BodyTooLarge`).
 * Each request carries its own read deadline (silence between bytes): the request timeout
   for an ordinary answer, whatever the caller asks for a stream (``None``: none at all).
+* Each request names the one content coding it accepts (``Accept-Encoding``): ``gzip``
+  for an answer read whole (:meth:`HttpSession.request`), what the caller says for a
+  stream. aiohttp's own decompression is off for every request: it drops every gzip member
+  after the first before aiohttp 3.14, and kube-apiserver 1.37 sends a streaming list as
+  one member per event; :func:`read_body` and :mod:`aioinformer.watch` inflate gzip
+  themselves (:mod:`aioinformer.client._encoding`), every member of it.
 * Every connection has TCP keepalive on (:func:`keepalive_socket`): a peer that vanished
   without closing (a dead NAT entry, a node gone) is found within about 90 s even on a
   silent watch, inside the reflector's own 120 s inactivity deadline.
@@ -46,9 +52,11 @@ import yarl
 from aioinformer._kernel.clock import default_clock
 from aioinformer._pipeline.metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
 from aioinformer.client._auth import Authenticator, Credentials
+from aioinformer.client._encoding import GZIP, IDENTITY, body_reader
 from aioinformer.client._tls import ssl_context
 from aioinformer.client._transport import (
     BodyTooLarge,
+    BodyUnreadable,
     api_error_from_response,
     map_transport_errors,
 )
@@ -126,25 +134,42 @@ def keepalive_socket(addr_info: AddrInfoType) -> socket.socket:
 
 
 async def read_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
-    """The whole body of ``response``, refused with :class:`BodyTooLarge` once it is
-    known to exceed ``limit`` bytes: at once when ``Content-Length`` says so, else as
-    soon as what was read passes the limit (a chunked or compressed body)."""
+    """The whole body of ``response`` (read with aiohttp's decompression off), a gzip
+    body inflated, every member of it.
+
+    Refused with :class:`BodyTooLarge` once it is known to exceed ``limit`` bytes, as
+    sent or once inflated: at once when ``Content-Length`` says so, else as soon as what
+    was read passes the limit (a chunked or compressed body). A body in a coding that
+    cannot be read raises :class:`~aioinformer.client._encoding.CompressedBodyError`,
+    which :func:`map_transport_errors` translates."""
     announced = response.content_length
     if announced is not None and announced > limit:
         raise BodyTooLarge(
             f"{url} answered with a body of {announced} bytes, over the limit of {limit} bytes"
         )
+    reader = body_reader(response.headers.get("Content-Encoding"))
     parts: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(CHUNK_SIZE):
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(
-                f"{url} answered with a body of more than {limit} bytes "
-                f"(at least {size} bytes), over the limit of {limit} bytes"
-            )
-        parts.append(chunk)
+        for piece in (chunk,) if reader is None else reader.feed(chunk):
+            size = _keep(parts, piece, size, limit, url)
+    if reader is not None:
+        for piece in reader.finish():
+            size = _keep(parts, piece, size, limit, url)
     return b"".join(parts)
+
+
+def _keep(parts: list[bytes], piece: bytes, size: int, limit: int, url: str) -> int:
+    """Append ``piece`` to ``parts``, which hold ``size`` bytes; the new size, or
+    :class:`BodyTooLarge` once it passes ``limit``."""
+    size += len(piece)
+    if size > limit:
+        raise BodyTooLarge(
+            f"{url} answered with a body of more than {limit} bytes "
+            f"(at least {size} bytes), over the limit of {limit} bytes"
+        )
+    parts.append(piece)
+    return size
 
 
 class HttpSession:
@@ -165,6 +190,7 @@ class HttpSession:
         user_agent: str,
         max_object_bytes: int,
         max_list_bytes: int,
+        watch_compression: bool = False,
     ) -> None:
         self.config = config
         self.request_timeout = request_timeout
@@ -175,6 +201,8 @@ class HttpSession:
         """Limit on a single-object answer, an error body and a watch line; positive."""
         self.max_list_bytes = max_list_bytes
         """Limit on one LIST answer; positive."""
+        self.watch_encoding = GZIP if watch_compression else IDENTITY
+        """The ``Accept-Encoding`` of a watch: ``identity`` unless compression was asked."""
         self.auth = Authenticator(config)
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
@@ -238,13 +266,17 @@ class HttpSession:
         body: bytes | None = None,
         content_type: str | None = None,
         accept: str = JSON,
+        accept_encoding: str = IDENTITY,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """Send a request; yield the (2xx) response with its body unread.
+        """Send a request; yield the (2xx) response with its body unread, as sent.
 
         ``read_timeout`` bounds the silence between bytes, in seconds; ``None`` sets no
-        bound. Non-2xx answers raise :class:`~aioinformer.errors.ApiError` subclasses; a
-        401 first refreshes rotating credentials and retries once. On exit the connection
-        goes back to the pool if the body was read to the end, and is closed otherwise.
+        bound. ``accept_encoding`` is the one content coding asked for (``identity`` or
+        ``gzip``); whatever the server sends, aiohttp does not decode it: the reader
+        does (:func:`read_body`, :mod:`aioinformer.watch`). Non-2xx answers raise
+        :class:`~aioinformer.errors.ApiError` subclasses; a 401 first refreshes rotating
+        credentials and retries once. On exit the connection goes back to the pool if the
+        body was read to the end, and is closed otherwise.
         """
         session = self.ensure_session()
         url = yarl.URL(self.config.host + path, encoded=True)
@@ -255,7 +287,7 @@ class HttpSession:
         retried = False
         while True:
             credentials = await self.auth.credentials()
-            headers = {"Accept": accept}
+            headers = {"Accept": accept, "Accept-Encoding": accept_encoding}
             if credentials.authorization is not None:
                 headers["Authorization"] = credentials.authorization
             if content_type is not None:
@@ -277,6 +309,7 @@ class HttpSession:
                         timeout=timeout,
                         proxy=self.config.proxy_url,
                         allow_redirects=False,
+                        auto_decompress=False,
                         **extra,
                     )
                 except Exception:
@@ -292,7 +325,7 @@ class HttpSession:
                     try:
                         with map_transport_errors(label):
                             payload = await read_body(response, self.max_object_bytes, label)
-                    except BodyTooLarge:
+                    except (BodyTooLarge, BodyUnreadable):
                         # The status still says what went wrong; the body is not needed.
                         payload = b""
                     raise api_error_from_response(response.status, payload, response.headers)
@@ -316,7 +349,8 @@ class HttpSession:
         max_bytes: int | None = None,
     ) -> Any:
         """Send a request (``json`` serialised with orjson) and return the decoded answer
-        (``None`` for an empty body), read within the request timeout.
+        (``None`` for an empty body), read within the request timeout. It asks for
+        ``gzip``: kube-apiserver compresses answers over 128 KiB, a large LIST's say.
 
         An answer over ``max_bytes`` (default: ``max_object_bytes``) raises
         :class:`~aioinformer.errors.TransportError` without being read past the limit."""
@@ -361,6 +395,7 @@ class HttpSession:
                 body=body,
                 content_type=content_type,
                 accept=accept,
+                accept_encoding=GZIP,
             ) as response:
                 url = str(response.url.with_query(None))
                 with map_transport_errors(url):

@@ -190,7 +190,9 @@ class ResourceClient(DescribedListerWatcher):
         stream raises :class:`WatchTimeout` after that many seconds without a byte;
         without either it has no read deadline, and bounding its silence is the
         consumer's job (a reflector does). Closing the generator, or cancelling its
-        consumer, closes the connection.
+        consumer, closes the connection. The watch asks for no compression unless the
+        client was built with ``watch_compression=True``; a gzip body is read whole
+        either way, every member of it.
         """
         return self._watch(options, OBJECTS, inactivity_timeout)
 
@@ -215,10 +217,16 @@ class ResourceClient(DescribedListerWatcher):
                 read_timeout=deadline,
                 query=query,
                 accept=accept,
+                accept_encoding=self._http.watch_encoding,
             ) as response:
                 yield response
 
-        return WatchStream(open_response, max_line_bytes=self._http.max_object_bytes, codec=codec)
+        return WatchStream(
+            open_response,
+            max_line_bytes=self._http.max_object_bytes,
+            codec=codec,
+            raw_body=True,
+        )
 
     def _object_accept(self) -> str:
         return _META_OBJECT_ACCEPT + "," + JSON if self._metadata_only else JSON

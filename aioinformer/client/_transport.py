@@ -11,7 +11,8 @@ material, see :func:`map_tls_config_errors`).
   client's request path and :mod:`aioinformer.watch`'s stream reader);
 * :func:`api_error_from_response`: a non-2xx answer, its ``Status`` body decoded;
 * :func:`map_tls_config_errors`: around building a TLS context from a config;
-* :class:`BodyTooLarge`: an answer refused for its size before it was read whole.
+* :class:`BodyTooLarge`: an answer refused for its size before it was read whole;
+* :class:`BodyUnreadable`: an answer whose content coding could not be read.
 
 :mod:`aioinformer.errors` keeps the exception tree and the pure ``Status`` → error
 functions, and imports nothing third-party; everything that needs aiohttp, ssl or orjson
@@ -33,6 +34,7 @@ import aiohttp
 import orjson
 
 from aioinformer._pipeline.raw import CompactDecodeError
+from aioinformer.client._encoding import CompressedBodyError
 from aioinformer.errors import (
     AioinformerError,
     ApiError,
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BodyTooLarge",
+    "BodyUnreadable",
     "api_error_from_response",
     "map_tls_config_errors",
     "map_transport_errors",
@@ -61,6 +64,15 @@ class BodyTooLarge(TransportError):
 
     Apart from :class:`~aioinformer.errors.TransportError` so that the request path can
     still report the status of an error answer whose body is too large to read.
+    """
+
+
+class BodyUnreadable(TransportError):
+    """A response body in a content coding the client cannot read: not gzip though it
+    says so, cut short inside a gzip member, or a coding it never asks for.
+
+    Apart from :class:`~aioinformer.errors.TransportError` for the same reason as
+    :class:`BodyTooLarge`: an error answer's status still says what went wrong.
     """
 
 
@@ -105,13 +117,14 @@ def api_error_from_response(
 
 @contextlib.contextmanager
 def map_transport_errors(url: str, *, streaming: bool = False) -> Iterator[None]:
-    """Translate aiohttp, ssl, orjson and OS errors raised inside the block.
+    """Translate aiohttp, ssl, orjson, OS and content-coding errors raised inside the block.
 
     ``url`` is named in the message (never a header, so no credential can leak into it).
     ``streaming`` marks the block as reading a watch stream: a read timeout there is a
-    :class:`~aioinformer.errors.WatchTimeout` and a broken connection a
-    :class:`~aioinformer.errors.WatchError`; elsewhere a read timeout is a plain
-    :class:`~aioinformer.errors.TransportError`. Cancellation is never translated.
+    :class:`~aioinformer.errors.WatchTimeout`, and a broken connection or a compressed
+    body that cannot be read a :class:`~aioinformer.errors.WatchError`; elsewhere a read
+    timeout is a plain :class:`~aioinformer.errors.TransportError` and an unreadable body
+    a :class:`BodyUnreadable`. Cancellation is never translated.
     """
     try:
         yield
@@ -156,6 +169,10 @@ def map_transport_errors(url: str, *, streaming: bool = False) -> Iterator[None]
         raise TransportError(f"the answer from {url} is not valid JSON: {exc.msg}") from exc
     except CompactDecodeError as exc:
         raise TransportError(f"the answer from {url} is not usable: {exc}") from exc
+    except CompressedBodyError as exc:
+        if streaming:
+            raise WatchError(f"watch on {url} sent a body that cannot be read: {exc}") from exc
+        raise BodyUnreadable(f"the answer from {url} cannot be read: {exc}") from exc
     except TimeoutError as exc:
         # aiohttp's overall request deadline; asyncio.timeout() scopes outside this block
         # see a CancelledError here, which is not caught.

@@ -235,7 +235,8 @@ class Handler:
 
     async def _forward(self, request: web.BaseRequest) -> web.Response:
         """Send a write upstream with the proxy's credentials and answer what it answered:
-        the body, its media type (JSON, protobuf, ...) and the status code pass through
+        the body, its media type (JSON, protobuf, ...), its content coding (the request
+        asks for none, but a server may compress anyway) and the status code pass through
         untouched. The cache learns of the change from its upstream watch, like everyone
         else."""
         body = await request.read()
@@ -249,10 +250,11 @@ class Handler:
                 accept=request.headers.get("Accept", JSON),
             ) as answer:
                 payload = await answer.read()
-                media_type = answer.headers.get("Content-Type", JSON)
-                return web.Response(
-                    body=payload, status=answer.status, headers={"Content-Type": media_type}
-                )
+                headers = {"Content-Type": answer.headers.get("Content-Type", JSON)}
+                coding = answer.headers.get("Content-Encoding")
+                if coding is not None:
+                    headers["Content-Encoding"] = coding
+                return web.Response(body=payload, status=answer.status, headers=headers)
         except ApiError as exc:
             status = exc.status or status_body(exc.code, exc.reason, exc.message)
             return web.Response(

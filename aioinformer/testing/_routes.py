@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -111,12 +111,15 @@ class Account:
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """One request the server received, in arrival order."""
+    """One request the server received, in arrival order: ``headers`` are its headers
+    but ``Authorization`` (a bearer token stays out of test output), under the names the
+    client sent."""
 
     method: str
     path: str
     query: Mapping[str, str]
     user: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class RouterSettings(Protocol):
@@ -180,7 +183,15 @@ class Router:
         account = self._accounts.get(token) if token is not None else None
         self._server.request_log.append(
             RequestRecord(
-                request.method, request.path, query, account.user if account is not None else None
+                request.method,
+                request.path,
+                query,
+                account.user if account is not None else None,
+                {
+                    name: value
+                    for name, value in request.headers.items()
+                    if name.lower() != "authorization"
+                },
             )
         )
         try:

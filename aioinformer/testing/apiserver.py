@@ -37,6 +37,8 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
   ADDED events then the ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an
   object into or out of a watch's selectors arrives as ADDED or DELETED;
+* streaming lists compressed as kube-apiserver 1.37 compresses them, one gzip member per
+  event, with ``watch_list_compression=True``;
 * create (409 ``AlreadyExists``), update with a resourceVersion precondition (409
   ``Conflict``), JSON merge, JSON and strategic merge patch, delete answering a
   ``Success`` Status; the ``status`` subresource (writes there change only ``status``,
@@ -67,7 +69,8 @@ dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
 Task model: one ``aiohttp`` server on the caller's event loop. Watch handlers wait on
 their watcher's buffer; a write fans out synchronously to every watcher (see
 ``_store``), and each handler writes whatever accumulated in one ``write()`` call, so a
-burst of events costs one syscall per batch, not per event. Leaving ``async with`` ends
+burst of events costs one syscall per batch, not per event (a compressed streaming list
+writes each event's gzip member on its own, as kube-apiserver 1.37 may). Leaving ``async with`` ends
 every watch, cancels the server's own timers and closes the listening socket.
 """
 
@@ -206,8 +209,19 @@ class FakeAPIServer(Server):
     on as a plain one, with no initial-events-end bookmark). It may be changed between
     watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
     compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
-    ERROR event, as servers before the watch cache answered it) and
-    ``require_namespaces`` (``True``).
+    ERROR event, as servers before the watch cache answered it),
+    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``).
+
+    ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
+    (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
+    that allows bookmarks and sends initial events (``sendInitialEvents=true``, or a
+    plain watch from an unset or ``"0"`` resourceVersion, which kube-apiserver turns into
+    a streaming list), sent with an ``Accept-Encoding`` that names ``gzip``, is answered
+    ``Content-Encoding: gzip`` with every line, live events after the initial-events-end
+    bookmark included, a gzip member of its own, written on its own. A client that reads
+    only a body's first gzip member (aiohttp before 3.14 does) gets the first event and
+    then silence. Watches from a resourceVersion, and clients that do not accept gzip, are
+    answered as before. Off by default: the fake answers as v1.36 does.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
@@ -225,6 +239,7 @@ class FakeAPIServer(Server):
         too_large_rv_wait: float = 0.0,
         watch_list: WatchListSupport = "supported",
         expired_watch: ExpiredWatch = "status",
+        watch_list_compression: bool = False,
         require_namespaces: bool = True,
         port: int = 0,
     ) -> None:
@@ -242,6 +257,7 @@ class FakeAPIServer(Server):
         self.expired_watch: ExpiredWatch = expired_watch
         self.bookmark_interval = bookmark_interval
         self.watch_list: WatchListSupport = watch_list
+        self.watch_list_compression = watch_list_compression
         self.too_large_rv_wait = too_large_rv_wait
         self._listener = Listener(self, port=port, on_drop=self._abort_watches)
         plan = FaultPlan()

@@ -69,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "fake_apiserver(**options): keyword options for the fake_apiserver fixture's "
         "FakeAPIServer (history_size, keep_history_before_start, bookmark_interval, clock, "
-        "too_large_rv_wait, require_namespaces, expired_watch, ...)",
+        "too_large_rv_wait, require_namespaces, watch_list, expired_watch, "
+        "watch_list_compression, ...)",
     )
 
 

@@ -590,3 +590,32 @@ def test_slow_handler_halves_are_split_per_handler_before_pooling() -> None:
 def test_latency_figures_carry_no_prefix_and_no_halves() -> None:
     figures = _paced_figures([[2_000_000, 4_000_000]], slow=False)
     assert figures == {"p50_ms": 2.0, "p99_ms": 4.0, "max_ms": 4.0}
+
+
+def test_the_watch_encoding_measurement_reads_every_event_each_way() -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.watch_encoding",
+            *("--events", "60", "--repeats", "1", "--warmup", "0"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    rows = [line.split(" | ") for line in completed.stdout.splitlines()[2:]]
+    assert len(rows) == 6
+    # aiohttp before 3.14 inflates only a body's first gzip member: one event.
+    whole = tuple(int(part) for part in aiohttp.__version__.split(".")[:2]) >= (3, 14)
+    for way, cache, per_event, read, size in rows:
+        assert cache in ("compact", "objects")
+        assert float(per_event.split()[0]) > 0
+        assert int(read) == (60 if whole or "by aiohttp" not in way else 1), way
+        if int(read) != 60:
+            continue
+        # An event compresses to well under half its size; uncompressed it is ~4.7 KiB.
+        assert int(size.rstrip(" |")) < 2400 if "gzip" in way else int(size.rstrip(" |")) > 4000

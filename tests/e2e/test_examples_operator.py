@@ -468,7 +468,7 @@ def test_the_user_facing_example_tests_pass_in_their_own_pytest_run() -> None:
         cwd=EXAMPLES.parent,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "7 passed" in result.stdout
+    assert "8 passed" in result.stdout
 
 
 async def test_readyz_is_503_while_every_watch_is_frozen_and_200_once_rewatched(

@@ -2,6 +2,10 @@
 
 Time-driven behaviour (bookmarks, ``timeoutSeconds``, latency, timed refusal) runs on a
 FakeClock; every read is bounded so a regression fails instead of hanging.
+
+Every test runs twice (``tests._support_gzip``): against servers answering as v1.36 does,
+and against servers compressing streaming lists as v1.37 does, read by a session that asks
+for gzip and decodes nothing itself (the streams are inflated here, member after member).
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ import pytest
 from aiohttp import web
 
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, FakeClock
+from tests._support_gzip import RawInflater
+from tests._support_gzip import compressed as compressed
+from tests._support_gzip import fake_apiserver_factory as fake_apiserver_factory
 from tests._support_http import status_body
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -35,15 +42,28 @@ def pod(name: str, *, namespace: str = "default", **labels: str) -> dict[str, An
     }
 
 
+def inflater(response: aiohttp.ClientResponse) -> RawInflater:
+    return RawInflater(response.headers.get("Content-Encoding") == "gzip")
+
+
 class Watch:
-    """One open watch response, read line by line."""
+    """One open watch response, read line by line (inflated first when compressed)."""
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self.response = response
+        self._inflater = inflater(response)
+        self._buffer = b""
 
     async def raw_line(self) -> bytes:
         async with asyncio.timeout(READ_TIMEOUT):
-            return await self.response.content.readline()
+            while b"\n" not in self._buffer:
+                chunk = await self.response.content.readany()
+                if not chunk:
+                    line, self._buffer = self._buffer, b""
+                    return line
+                self._buffer += self._inflater.feed(chunk)
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            return line + b"\n"
 
     async def event(self) -> dict[str, Any] | None:
         """The next event, or ``None`` at the end of the stream."""
@@ -65,23 +85,33 @@ class Watch:
 
     async def rest(self) -> bytes:
         async with asyncio.timeout(READ_TIMEOUT):
-            return await self.response.read()
+            rest, self._buffer = self._buffer, b""
+            return rest + self._inflater.feed(await self.response.read())
 
 
 async def collect(response: aiohttp.ClientResponse) -> tuple[bytes, Exception | None]:
-    """Every byte of the body that arrived, and the error that ended it (if any)."""
+    """Every byte of the body that arrived (inflated), and the error that ended it (if
+    any)."""
     received = b""
+    inflate = inflater(response)
     try:
         async with asyncio.timeout(READ_TIMEOUT):
             async for chunk in response.content.iter_any():
-                received += chunk
+                received += inflate.feed(chunk)
     except aiohttp.ClientPayloadError as exc:
         return received, exc
     return received, None
 
 
 @pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
+async def session(compressed: bool) -> AsyncIterator[aiohttp.ClientSession]:
+    """Requests as aiohttp makes them (asking for gzip, decoding it) or, against
+    compressing servers, asking for gzip and decoding nothing."""
+    if compressed:
+        headers = {**HEADERS, "Accept-Encoding": "gzip"}
+        async with aiohttp.ClientSession(headers=headers, auto_decompress=False) as raw:
+            yield raw
+        return
     async with aiohttp.ClientSession(headers=HEADERS) as client_session:
         yield client_session
 

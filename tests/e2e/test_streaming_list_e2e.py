@@ -1,7 +1,11 @@
 """Streaming lists end to end: informers and the factory over real HTTP against the fake
 API server get their initial state from a watch with ``sendInitialEvents`` by default,
 stream again after a 429 or a lost stream, and fall back to LIST+WATCH when the server
-forbids or ignores it, or keeps failing past the retries."""
+forbids or ignores it, or keeps failing past the retries.
+
+Every test runs twice (``tests._support_gzip``): against servers answering as v1.36 does,
+and against servers compressing streaming lists as v1.37 does, one gzip member per event,
+with clients that ask for gzip."""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from aioinformer.factory import SharedInformerFactory
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing import FakeAPIServer, FakeClock
+from tests._support_gzip import compressed as compressed
+from tests._support_gzip import fake_apiserver_factory as fake_apiserver_factory
+from tests._support_gzip import kube_client as kube_client
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
