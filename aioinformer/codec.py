@@ -386,15 +386,25 @@ class CompactCodec(Codec):
         def on_decoded(obj: Any) -> Any:
             return transform(obj.decode() if type(obj) is CompactEntry else obj)
 
-        return _checked(on_decoded, transform, self.key)
+        return _checked(on_decoded, transform, self.key, encodes=True)
 
 
 def _checked(
-    apply: Callable[[Any], Any], transform: Callable[[Any], Any], key: Callable[[Any], str]
+    apply: Callable[[Any], Any],
+    transform: Callable[[Any], Any],
+    key: Callable[[Any], str],
+    *,
+    encodes: bool = False,
 ) -> Callable[[Any], Any]:
     """``apply`` (which calls the user's ``transform``), raising
-    :class:`~aioinformer.errors.TransformError` when what it returns has no ``key``, and
-    noting the transform and the key on an exception it raises."""
+    :class:`~aioinformer.errors.TransformError` when what it returns has no ``key`` or,
+    with ``encodes`` (the compact cache, which stores a dict as its JSON), is a dict that
+    does not encode, and noting the transform and the key on an exception it raises.
+
+    The encoding is tried here, in the FIFO's producer, because a dict that fails it in
+    the pop task could only be dropped there, after the informer reported synced; trying
+    it costs an encode of the result (about 2 µs for a 4 KB Pod), paid only by
+    transforms that return dicts."""
     name = str(getattr(transform, "__qualname__", None) or transform)
 
     def key_before(obj: Any) -> str:
@@ -413,6 +423,11 @@ def _checked(
             key(result)
         except KeyFuncError:
             raise TransformError(name, key_before(obj), result) from None
+        if encodes and type(result) is dict:
+            try:
+                orjson.dumps(result)
+            except TypeError as exc:
+                raise TransformError(name, key_before(obj), result, unencodable=str(exc)) from None
         return result
 
     transformed.__qualname__ = transformed.__name__ = f"checked({name})"

@@ -166,21 +166,32 @@ class IndexValuesError(AioinformerError, TypeError):
 
 class TransformError(AioinformerError, TypeError):
     """A transform returned something that is not an object to cache (``None``, a list,
-    a string, a mapping without ``metadata.name``): the message names the transform (its
-    ``__qualname__``, also ``transform``) and ``key``, the key of the object before it
-    was transformed.
+    a string, a mapping without ``metadata.name``), or, in the compact cache, a dict that
+    does not encode as JSON (a ``set`` or a ``bytes`` in it, say): the message names the
+    transform (its ``__qualname__``, also ``transform``) and ``key``, the key of the
+    object before it was transformed.
 
     Handled as a transform that raises: on a watch event the reflector logs it and skips
     the event; on a listed object the whole list fails and is retried after the backoff,
     so the informer does not report synced on a cache it could not fill. Not retried
     otherwise: the transform is at fault."""
 
-    def __init__(self, transform: str, key: str, returned: object) -> None:
-        super().__init__(
-            f"transform {transform} returned {_brief_type(returned)} for {key}, not an "
-            "object: a transform must return the object to cache (a mapping with "
-            "metadata.name, or a model), e.g. end it with 'return obj'"
-        )
+    def __init__(
+        self, transform: str, key: str, returned: object, *, unencodable: str | None = None
+    ) -> None:
+        if unencodable is None:
+            message = (
+                f"transform {transform} returned {_brief_type(returned)} for {key}, not an "
+                "object: a transform must return the object to cache (a mapping with "
+                "metadata.name, or a model), e.g. end it with 'return obj'"
+            )
+        else:
+            message = (
+                f"transform {transform} returned an object for {key} that the compact cache "
+                f"cannot encode as JSON ({unencodable}): return JSON values only (dicts with "
+                "str keys, lists, str, numbers, bools, None), or use cache='objects'"
+            )
+        super().__init__(message)
         self.transform = transform
         self.key = key
 

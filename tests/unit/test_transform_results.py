@@ -146,3 +146,50 @@ async def test_a_replace_whose_transform_fails_on_one_object_queues_none(
         await fifo.replace([pod("web"), pod("mirror"), pod("db")], "5")
     assert len(fifo) == 0
     assert not fifo.has_synced()
+
+
+def with_a_set(obj: dict[str, Any]) -> Any:
+    if obj["metadata"]["name"] == "mirror":
+        return {**obj, "owners": {"team-a", "team-b"}}
+    return obj
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming-list", "list"])
+async def test_a_listed_object_the_compact_cache_cannot_encode_fails_the_list(
+    streaming: bool,
+) -> None:
+    # A set is no JSON: the compact cache, which stores each object's JSON, cannot keep
+    # it. The list fails where the transform ran, not later in the pop task, where the
+    # object could only be dropped from a cache that reported itself synced.
+    source = FakeListerWatcher(objects=[pod("web"), pod("mirror"), pod("db")])
+    errors: list[BaseException] = []
+    informer = SharedIndexInformer(
+        source,
+        clock=FakeClock(),
+        cache="compact",
+        transform=with_a_set,
+        watch_error_handler=lambda reflector, exc: errors.append(exc),
+        reflector=ReflectorOptions(use_watch_list=streaming),
+    )
+    async with informer:
+        await wait_until(lambda: bool(errors))
+        assert not informer.has_synced()
+        assert informer.indexer.list_keys() == []
+    error = errors[0]
+    assert isinstance(error, TransformError)
+    assert (error.transform, error.key) == ("with_a_set", "default/mirror")
+    assert str(error).startswith(
+        "transform with_a_set returned an object for default/mirror that the compact cache "
+        "cannot encode as JSON ("
+    )
+    assert str(error).endswith("or use cache='objects'")
+
+
+async def test_the_objects_cache_keeps_what_the_compact_cache_cannot_encode() -> None:
+    source = FakeListerWatcher(objects=[pod("web"), pod("mirror")])
+    informer = SharedIndexInformer(source, clock=FakeClock(), cache="objects", transform=with_a_set)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        mirror = informer.indexer.get_by_key("default/mirror")
+        assert mirror is not None
+        assert mirror["owners"] == {"team-a", "team-b"}
