@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
-from aioinformer._apiserver.discovery import discovery_response, is_discovery
+from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
 from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
@@ -38,6 +38,7 @@ from aioinformer._apiserver.objects import (
     object_key,
     status_body,
 )
+from aioinformer._apiserver.openapi import is_openapi, openapi_response
 from aioinformer._apiserver.requests import (
     JSON,
     Conversion,
@@ -57,6 +58,7 @@ from aioinformer._apiserver.requests import (
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._patch import PatchError
+from aioinformer.testing._protobuf import decode_protobuf_object, is_protobuf
 from aioinformer.testing._requests import (
     PATCH_TYPES,
     Target,
@@ -206,6 +208,8 @@ class Router:
                 failure = self._plan.take_failure(None, "get")
                 if failure is not None:
                     return self._fail(request, failure)
+                if is_openapi(parts):
+                    return openapi_response(request.method, parts, self._registry, verbs=VERBS)
                 return discovery_response(
                     request.method, parts, self._registry, port=self._server.port
                 )
@@ -314,6 +318,10 @@ class Router:
                 manager=_manager(request),
             )
             return entry_response(rt, entry, convert)
+        if is_protobuf(request.headers.get("Content-Type", "")):
+            # kubectl's generators (create configmap, secret, ...) send protobuf: the
+            # object goes on as the JSON it carries.
+            body = orjson.dumps(decode_protobuf_object(body))
         obj = decode_object(rt, body)
         manager = _manager(request)
         if verb == "create":

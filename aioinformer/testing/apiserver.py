@@ -77,6 +77,7 @@ every watch, cancels the server's own timers and closes the listening socket.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import tempfile
@@ -96,6 +97,7 @@ from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object
 from aioinformer.testing._store import Store
+from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
 
 if TYPE_CHECKING:
@@ -210,7 +212,11 @@ class FakeAPIServer(Server):
     watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
     compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
     ERROR event, as servers before the watch cache answered it),
-    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``).
+    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``);
+    ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
+    a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
+    :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
+    kubeconfig's token.
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -242,6 +248,7 @@ class FakeAPIServer(Server):
         watch_list_compression: bool = False,
         require_namespaces: bool = True,
         port: int = 0,
+        tls: bool = False,
     ) -> None:
         if watch_list not in ("supported", "forbidden", "ignored"):
             raise ValueError(
@@ -259,7 +266,13 @@ class FakeAPIServer(Server):
         self.watch_list: WatchListSupport = watch_list
         self.watch_list_compression = watch_list_compression
         self.too_large_rv_wait = too_large_rv_wait
-        self._listener = Listener(self, port=port, on_drop=self._abort_watches)
+        self._tls = make_server_tls() if tls else None
+        self._listener = Listener(
+            self,
+            port=port,
+            on_drop=self._abort_watches,
+            ssl_context=self._tls.context if self._tls is not None else None,
+        )
         plan = FaultPlan()
         self.faults = Faults(self._listener, plan)
         self.request_log: list[RequestRecord] = []
@@ -345,8 +358,15 @@ class FakeAPIServer(Server):
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:PORT``, or ``https://127.0.0.1:PORT`` with ``tls=True``."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The PEM certificate of the CA that issued the server's certificate (``tls=True``;
+        ``None`` over plain HTTP): what a client must trust. Made for this server alone."""
+        return self._tls.ca_pem if self._tls is not None else None
 
     @property
     def require_namespaces(self) -> bool:
@@ -363,20 +383,28 @@ class FakeAPIServer(Server):
         return str(self._store.rv)
 
     def client(self, *, token: str = ADMIN_TOKEN) -> Client:
-        """An :class:`aioinformer.client.Client` for this server (use ``async with``)."""
+        """An :class:`aioinformer.client.Client` for this server (use ``async with``),
+        trusting its CA when it serves TLS."""
         from aioinformer.client import Client
         from aioinformer.config import Config
 
-        return Client(Config(host=self.url, token=token))
+        ca_data = self.ca_pem.decode() if self.ca_pem is not None else None
+        return Client(Config(host=self.url, token=token, ca_data=ca_data))
 
     def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str = "default") -> str:
-        """Write a kubeconfig pointing at this server; the file is removed on exit."""
+        """Write a kubeconfig pointing at this server, with ``token`` for its user; the file
+        is removed on exit. With ``tls=True`` it carries the server's CA as
+        ``certificate-authority-data``, so kubectl (which sends no token over plain HTTP)
+        and every other client verify the server and authenticate."""
         import yaml
 
+        cluster: dict[str, str] = {"server": self.url}
+        if self.ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "aioinformer-fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "aioinformer-fake", "cluster": cluster}],
             "users": [{"name": "aioinformer-fake-user", "user": {"token": token}}],
             "contexts": [
                 {
