@@ -17,7 +17,7 @@ import base64
 import shutil
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pytest
@@ -29,6 +29,8 @@ from aioinformer.listwatch import ListOptions
 from tests._support_cli import LINE_TIMEOUT, cli_env
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from aioinformer.testing import FakeAPIServer
 
 KUBECTL = shutil.which("kubectl")
@@ -59,10 +61,16 @@ async def kubectl(server: FakeAPIServer, home: Path, *args: str) -> tuple[int, s
     return process.returncode or 0, out.decode(), err.decode()
 
 
-def manifest(tmp_path: Path, name: str, doc: dict[str, object]) -> str:
+def manifest(tmp_path: Path, name: str, doc: Mapping[str, Any]) -> str:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
     return str(path)
+
+
+def read_cluster(path: Path) -> dict[str, Any]:
+    """The one cluster entry of a kubeconfig file."""
+    cluster: dict[str, Any] = yaml.safe_load(path.read_text())["clusters"][0]["cluster"]
+    return cluster
 
 
 async def test_the_kubeconfig_carries_the_ca_and_the_library_client_trusts_it(
@@ -70,8 +78,7 @@ async def test_the_kubeconfig_carries_the_ca_and_the_library_client_trusts_it(
 ) -> None:
     assert fake_apiserver.url.startswith("https://127.0.0.1:")
     path = Path(fake_apiserver.kubeconfig_path())
-    config = yaml.safe_load(path.read_text())
-    cluster = config["clusters"][0]["cluster"]
+    cluster = read_cluster(path)
     assert cluster["server"] == fake_apiserver.url
     assert base64.b64decode(cluster["certificate-authority-data"]) == fake_apiserver.ca_pem
     async with Client(load_kube_config(path)) as client:
