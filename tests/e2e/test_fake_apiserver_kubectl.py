@@ -261,3 +261,37 @@ async def test_kubectl_with_a_token_the_fake_does_not_know_is_unauthorized(
         _, err = await process.communicate()
     assert process.returncode == 1
     assert "You must be logged in to the server" in err.decode()
+
+
+async def test_kubectl_annotates_patches_and_replaces(
+    fake_apiserver: FakeAPIServer, tmp_path: Path
+) -> None:
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"mode": "blue"},
+    }
+    path = manifest(tmp_path, "settings.yaml", config_map)
+    code, _, err = await kubectl(fake_apiserver, tmp_path, "create", "-f", path)
+    assert code == 0, err
+    code, _, err = await kubectl(fake_apiserver, tmp_path, "annotate", "cm", "settings", "note=hi")
+    assert code == 0, err
+    patch = '{"data": {"size": "3"}}'
+    code, _, err = await kubectl(fake_apiserver, tmp_path, "patch", "cm", "settings", "-p", patch)
+    assert code == 0, err
+    json_patch = '[{"op": "add", "path": "/data/tier", "value": "web"}]'
+    code, _, err = await kubectl(
+        fake_apiserver, tmp_path, "patch", "cm", "settings", "--type=json", "-p", json_patch
+    )
+    assert code == 0, err
+    stored = fake_apiserver.get("configmaps", "default", "settings")
+    assert stored["data"] == {"mode": "blue", "size": "3", "tier": "web"}
+    assert stored["metadata"]["annotations"] == {"note": "hi"}
+
+    config_map["data"] = {"mode": "red"}
+    path = manifest(tmp_path, "settings.yaml", config_map)
+    code, out, err = await kubectl(fake_apiserver, tmp_path, "replace", "-f", path)
+    assert code == 0, err
+    assert "configmap/settings replaced" in out
+    assert fake_apiserver.get("configmaps", "default", "settings")["data"] == {"mode": "red"}
