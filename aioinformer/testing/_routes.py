@@ -8,10 +8,11 @@ failure with the same code, reason and details. The ``scale`` subresource (an ``
 Scale over ``spec.replicas``) and the ``status`` subresource are served here too.
 
 Ordering, per request: the request is logged (:class:`RequestRecord`); injected latency
-is applied; an unknown or missing bearer token answers 401; discovery paths are
-answered; otherwise the path is parsed, an injected failure answers if one matches the
+is applied; an unknown or missing bearer token answers 401; discovery and
+``/openapi/v3`` paths are answered; otherwise the path is parsed, an injected failure answers if one matches the
 verb and resource, the account's :class:`Rule` list is checked (403), the ``Accept``
-header is negotiated, and only then does the verb run against the store. A write takes
+header is negotiated, and only then does the verb run against the store (a protobuf
+create or update body is decoded to the JSON it carries first). A write takes
 effect in the store before its answer is encoded, so a conversion that does not fit the
 answer fails after the write, as on kube-apiserver.
 

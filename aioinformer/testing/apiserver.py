@@ -54,8 +54,15 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   list gets the full objects, as the real server's failed per-event conversion does);
 * discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/{group}``,
   ``/apis/{group}/{version}``) and ``/version``, built-ins and runtime-registered CRDs;
+  ``/openapi/v3`` documents without schemas, whose PATCH operations take
+  ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
+* protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
+  ``create configmap``, ``create secret``, ``create namespace`` and ``create
+  serviceaccount`` send) decoded for those four kinds; any other kind in protobuf
+  answers 415 ``UnsupportedMediaType`` saying to send JSON; answers are JSON;
 * bearer-token authentication (401) and per-token rules (403 with kube-apiserver's
-  message).
+  message); HTTPS with ``tls=True``, from a CA of the server's own that its kubeconfig
+  carries, so kubectl (which sends no token over plain HTTP) authenticates.
 
 Ordering: every write, over HTTP or direct, takes the next resourceVersion and reaches
 every open watch before the call returns; watch lines go out in resourceVersion order.
@@ -63,8 +70,10 @@ every open watch before the call returns; watch lines go out in resourceVersion 
 Layout: this module is the façade, the lifecycle and the test-facing API. Requests are
 dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
 ``_requests``; watches are streamed by ``_watchstream``; faults are armed and logged in
-``_faults``; discovery documents come from ``_discovery``; the socket and timers live in
-``_listener``; objects, history and watchers in ``_store`` and ``_objects``.
+``_faults``; discovery and OpenAPI documents come from ``_apiserver``'s ``discovery`` and
+``openapi``, protobuf bodies are decoded by ``_protobuf``; the socket and timers live in
+``_listener``, the TLS certificates come from ``_tls``; objects, history and watchers in
+``_store`` and ``_objects``.
 
 Task model: one ``aiohttp`` server on the caller's event loop. Watch handlers wait on
 their watcher's buffer; a write fans out synchronously to every watcher (see
@@ -134,7 +143,7 @@ class FakeAPIServer(Server):
     Lifecycle::
 
         async with FakeAPIServer() as server:
-            server.url                  # "http://127.0.0.1:PORT"
+            server.url                  # "http://127.0.0.1:PORT" ("https://" with tls=True)
             async with server.client() as client: ...   # aioinformer Client, admin token
             server.kubeconfig_path()    # a kubeconfig file for it (removed on exit)
 
