@@ -400,9 +400,12 @@ class FakeAPIServer(Server):
         ca_data = self.ca_pem.decode() if self.ca_pem is not None else None
         return Client(Config(host=self.url, token=token, ca_data=ca_data))
 
-    def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str = "default") -> str:
-        """Write a kubeconfig pointing at this server, with ``token`` for its user; the file
-        is removed on exit. With ``tls=True`` it carries the server's CA as
+    def kubeconfig_path(
+        self, *, token: str = ADMIN_TOKEN, namespace: str = "default", path: str | None = None
+    ) -> str:
+        """Write a kubeconfig pointing at this server, with ``token`` for its user, to
+        ``path`` (default: a new temporary file), readable by its owner only; return its
+        path. The file is removed on exit. With ``tls=True`` it carries the server's CA as
         ``certificate-authority-data``, so kubectl (which sends no token over plain HTTP)
         and every other client verify the server and authenticate."""
         import yaml
@@ -428,7 +431,10 @@ class FakeAPIServer(Server):
             "current-context": "aioinformer-fake",
             "preferences": {},
         }
-        fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             yaml.safe_dump(config, handle, sort_keys=False)
         self._kubeconfigs.append(path)
