@@ -242,6 +242,9 @@ class FakeAPIServer(Server):
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
     plugins, validation beyond metadata (names, labels) and the types of labels,
     annotations and ConfigMap/Secret data, and garbage collection are not modelled.
+    Answers are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded
+    for ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents
+    carry no schemas (``kubectl explain`` finds nothing).
     """
 
     def __init__(
