@@ -8,13 +8,14 @@ failure with the same code, reason and details. The ``scale`` subresource (an ``
 Scale over ``spec.replicas``) and the ``status`` subresource are served here too.
 
 Ordering, per request: the request is logged (:class:`RequestRecord`); injected latency
-is applied; an unknown or missing bearer token answers 401; discovery and
-``/openapi/v3`` paths are answered; otherwise the path is parsed, an injected failure answers if one matches the
-verb and resource, the account's :class:`Rule` list is checked (403), the ``Accept``
-header is negotiated, and only then does the verb run against the store (a protobuf
-create or update body is decoded to the JSON it carries first). A write takes
-effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver.
+is applied; an unknown or missing bearer token answers 401; discovery (aggregated when
+the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherwise the
+path is parsed, an injected failure answers if one matches the verb and resource, the
+account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
+only then does the verb run against the store (a protobuf create or update body is
+decoded to the JSON it carries first). A write takes effect in the store before its
+answer is encoded, so a conversion that does not fit the answer fails after the write,
+as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
+from aioinformer._apiserver.aggregated import aggregated_response, wants_aggregated
 from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
 from aioinformer._apiserver.objects import (
     Entry,
@@ -211,6 +213,8 @@ class Router:
                     return self._fail(request, failure)
                 if is_openapi(parts):
                     return openapi_response(request.method, parts, self._registry, verbs=VERBS)
+                if wants_aggregated(parts, request.headers.get("Accept", "")):
+                    return aggregated_response(request.method, parts, self._registry, verbs=VERBS)
                 return discovery_response(
                     request.method, parts, self._registry, port=self._server.port
                 )

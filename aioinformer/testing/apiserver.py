@@ -53,7 +53,9 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   object, or an object as a list, answers 406 ``NotAcceptable`` (a watch asked for as a
   list gets the full objects, as the real server's failed per-event conversion does);
 * discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/{group}``,
-  ``/apis/{group}/{version}``) and ``/version``, built-ins and runtime-registered CRDs;
+  ``/apis/{group}/{version}``, and the aggregated ``apidiscovery.k8s.io/v2`` documents
+  of ``/api`` and ``/apis`` for a client that asks for them) and ``/version``, built-ins
+  and runtime-registered CRDs;
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's

@@ -2,7 +2,7 @@
 
 kubectl reads the fake's own kubeconfig alone: the CA in ``certificate-authority-data``
 and the admin token, which kubectl sends only over TLS. What must hold, as against
-kube-apiserver: discovery; ``get``; ``create configmap`` and the other generators, which
+kube-apiserver: discovery (aggregated, as kubectl asks for it); ``get``; ``create configmap`` and the other generators, which
 send protobuf bodies; ``create -f`` and ``apply -f`` with kubectl's default strict
 validation, which reads ``/openapi/v3`` and leaves validation to the server; ``label``;
 ``delete``; and a kind whose protobuf the fake does not decode is refused with a 415 that
@@ -103,6 +103,11 @@ async def test_kubectl_gets_with_the_fakes_own_kubeconfig(
     code, out, err = await kubectl(fake_apiserver, tmp_path, "get", "pods")
     assert code == 0, err
     assert out.splitlines()[1].split()[0] == "web-0"
+    # Aggregated discovery: /api and /apis say everything, no group version is asked.
+    asked = {r.path for r in fake_apiserver.request_log}
+    assert {"/api", "/apis"} <= asked
+    assert "/api/v1" not in asked
+    assert not any(path.startswith("/apis/") for path in asked)
     code, out, err = await kubectl(fake_apiserver, tmp_path, "get", "pod", "web-0", "-o", "json")
     assert code == 0, err
     assert orjson.loads(out)["metadata"]["labels"] == {"app": "web"}
