@@ -440,6 +440,8 @@ class FakeAPIServer(Server):
             fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
         else:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A file that was there keeps its mode through O_CREAT: it holds a token now.
+            os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as handle:
             yaml.safe_dump(config, handle, sort_keys=False)
         self._kubeconfigs.append(path)

@@ -18,6 +18,7 @@ from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 
 @pytest.fixture
@@ -97,3 +98,18 @@ def test_without_trustme_tls_says_what_to_install(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ModuleNotFoundError, match=r"aioinformer\[testing\]"):
         FakeAPIServer(tls=True)
     assert FakeAPIServer().ca_pem is None
+
+
+def test_a_kubeconfig_written_where_asked_is_for_its_owner_only(tmp_path: Path) -> None:
+    server = FakeAPIServer(tls=True)
+    wanted = tmp_path / "fake.kubeconfig"
+    wanted.write_text("stale")
+    wanted.chmod(0o644)
+    path = server.kubeconfig_path(path=str(wanted), namespace="team-a")
+    assert path == str(wanted)
+    assert (wanted.stat().st_mode & 0o777) == 0o600
+    config = load_kube_config(path)
+    assert (config.host, config.namespace) == (server.url, "team-a")
+    fresh = tmp_path / "fresh.kubeconfig"
+    server.kubeconfig_path(path=str(fresh))
+    assert (fresh.stat().st_mode & 0o777) == 0o600
