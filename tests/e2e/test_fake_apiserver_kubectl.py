@@ -2,9 +2,10 @@
 
 kubectl reads the fake's own kubeconfig alone: the CA in ``certificate-authority-data``
 and the admin token, which kubectl sends only over TLS. What must hold, as against
-kube-apiserver: discovery (aggregated, as kubectl asks for it); ``get``; ``create configmap`` and the other generators, which
-send protobuf bodies; ``create -f`` and ``apply -f`` with kubectl's default strict
-validation, which reads ``/openapi/v3`` and leaves validation to the server; ``label``;
+kube-apiserver: discovery (aggregated, as kubectl asks for it); ``get``; ``create
+configmap`` and the other generators, which send protobuf bodies; ``create -f`` and
+``apply -f`` with kubectl's default strict validation, which reads ``/openapi/v3`` and
+leaves validation to the server; ``label``, ``annotate``, ``patch``, ``replace``,
 ``delete``; and a kind whose protobuf the fake does not decode is refused with a 415 that
 says to send JSON. The library's own client reaches the server through the same
 kubeconfig.
