@@ -141,7 +141,7 @@ def is_protobuf(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() == PROTOBUF
 
 
-def decoded_kinds() -> list[str]:
+def _decoded_kinds() -> list[str]:
     """The kinds whose protobuf bodies are decoded, sorted."""
     return sorted(kind for _, kind in _KINDS)
 
@@ -199,7 +199,7 @@ def _bad_request(message: str) -> StatusError:
 
 def _unsupported(kind: str, why: str) -> StatusError:
     """kube-apiserver's 415 words, naming the kind and what to send instead."""
-    decoded = ", ".join(decoded_kinds())
+    decoded = ", ".join(_decoded_kinds())
     return StatusError(
         status_body(
             415,
