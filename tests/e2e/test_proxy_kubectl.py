@@ -227,6 +227,17 @@ async def test_kubectl_writes_are_refused_by_default(
         code, _, err = await proxied.kubectl("delete", "pod", "web-0")
         assert code == 1
         assert re.search(r"MethodNotAllowed", err)
+        # The OpenAPI documents offer no write: kubectl's validation stops first.
+        manifest = tmp_path / "settings.json"
+        manifest.write_bytes(
+            orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}})
+        )
+        code, _, err = await proxied.kubectl("apply", "-f", str(manifest))
+        assert code == 1
+        assert "failed to download openapi" in err
+        code, _, err = await proxied.kubectl("apply", "-f", str(manifest), "--validate=false")
+        assert code == 1
+        assert "MethodNotAllowed" in err
     assert fake_apiserver.objects("configmaps") == []
     assert len(fake_apiserver.objects("pods")) == 3
 
