@@ -165,6 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of churn before the convergence check (20)",
     )
     demo.add_argument("--seed", type=int, default=None, help="random seed, for a reproducible run")
+    demo.add_argument(
+        "--write-kubeconfig",
+        metavar="PATH",
+        help="serve the fake API server over HTTPS (a CA of its own) and write a kubeconfig "
+        "for it to PATH while the demo runs, for kubectl (which sends no token over plain "
+        "HTTP): kubectl --kubeconfig PATH get pods -w",
+    )
     _add_verbose(demo)
 
     watch = commands.add_parser(
@@ -375,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             handlers=args.handlers,
             duration=args.duration,
             seed=args.seed,
+            kubeconfig=args.write_kubeconfig,
             log_level=level,
         )
     if args.command == "get":

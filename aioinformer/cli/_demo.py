@@ -8,7 +8,8 @@ server's state; the exit code is 0 only when it did.
 
 The run, in order:
 
-1. start a :class:`~aioinformer.testing.apiserver.FakeAPIServer` on 127.0.0.1 and create
+1. start a :class:`~aioinformer.testing.apiserver.FakeAPIServer` on 127.0.0.1 (over
+   HTTPS, its kubeconfig written for kubectl, with ``--write-kubeconfig``) and create
    the generated pods directly in its store;
 2. build a :class:`~aioinformer.factory.SharedInformerFactory` over a real client, a pods
    informer with namespace, ``app`` label and node indexes, and K handlers, each keeping
@@ -48,6 +49,7 @@ from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_USAGE,
     library_logging,
     log_line_handler,
     stop_signals_call,
@@ -318,8 +320,19 @@ async def _run(settings: DemoSettings, display: Display) -> int:
 
     with stop_signals_call(on_signal):
         rng = random.Random(settings.seed)
-        async with FakeAPIServer(bookmark_interval=1.0) as server:
+        tls = settings.kubeconfig is not None
+        async with FakeAPIServer(bookmark_interval=1.0, tls=tls) as server:
             display.url = server.url
+            if settings.kubeconfig is not None:
+                try:
+                    path = server.kubeconfig_path(path=settings.kubeconfig)
+                except OSError as exc:
+                    print(
+                        f"aioinformer: error: cannot write --write-kubeconfig: {exc}",
+                        file=sys.stderr,
+                    )
+                    return EXIT_USAGE
+                display.print(f"the demo's server, while it runs: kubectl --kubeconfig {path}")
             pods = Pods(server, rng)
             for _ in range(settings.pods):
                 pods.create()
@@ -402,10 +415,15 @@ def run_demo(
     handlers: int = 3,
     duration: float = 20.0,
     seed: int | None = None,
+    kubeconfig: str | None = None,
     console: Console | None = None,
     log_level: int = logging.ERROR,
 ) -> int:
     """Run the demo; return the exit code (0 only when the cache converged).
+
+    With ``kubeconfig``, the fake API server serves HTTPS from a CA of its own and a
+    kubeconfig for it (its URL, CA and admin token) is written there while the demo runs,
+    then removed, so that kubectl can watch the same pods.
 
     Library log records at ``log_level`` and above are shown (above the live display on
     a terminal); the injected faults make the library log retries and relists at INFO.
@@ -420,7 +438,14 @@ def run_demo(
             file=sys.stderr,
         )
         return EXIT_NOT_CONVERGED
-    settings = DemoSettings(pods=pods, churn=churn, handlers=handlers, duration=duration, seed=seed)
+    settings = DemoSettings(
+        pods=pods,
+        churn=churn,
+        handlers=handlers,
+        duration=duration,
+        seed=seed,
+        kubeconfig=kubeconfig,
+    )
     display = Display(console or Console(), settings)
     log_handler: logging.Handler
     if display.live_mode:

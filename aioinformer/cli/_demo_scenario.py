@@ -69,6 +69,9 @@ class DemoSettings:
     """Seconds of churn before the convergence check."""
     seed: int | None = None
     """Random seed for the generated pods and churn; ``None`` for a fresh one."""
+    kubeconfig: str | None = None
+    """Where to write a kubeconfig for the demo's server while it runs, which then serves
+    HTTPS so that kubectl authenticates; ``None``: plain HTTP, no kubeconfig."""
 
 
 def app_index(obj: Any) -> list[str]:

@@ -29,8 +29,9 @@ The guarantees and their limits (docs/explanation/proxy.md on the documentation 
 * It is a cache, not etcd: a ``resourceVersion=""`` LIST reads the cache (as
   kube-apiserver's watch cache does for ``"0"``), not a quorum read; field selectors
   are ``metadata.name`` and ``metadata.namespace``; answers are JSON (no Table or
-  protobuf); writes are refused (405) or forwarded, and show once they come back
-  through the upstream watch.
+  protobuf); ``/openapi/v3`` names the served operations without schemas; writes are
+  refused (405) or forwarded byte for byte (protobuf bodies included), and show once
+  they come back through the upstream watch.
 
 Task model: the proxy is a :class:`~aioinformer._kernel.lifecycle.Service`. Its run
 (``async with``, :meth:`CachingProxy.start`, or ``run()``) resolves the resources, starts

@@ -7,7 +7,9 @@ named by the path, or a ``Status`` error. Served: LIST (``limit``/``continue``,
 ``resourceVersion``/``resourceVersionMatch``, label and field selectors), GET by name,
 WATCH (from a resourceVersion, initial events, ``sendInitialEvents`` with the
 ``k8s.io/initial-events-end`` bookmark, ``allowWatchBookmarks``, ``timeoutSeconds``),
-discovery for the served resources, ``/version`` (the upstream's), the health paths.
+discovery for the served resources (aggregated too), ``/version`` (the upstream's), the
+health paths, and ``/openapi/v3`` documents for the served resources (whose PATCH
+operations, when writes are forwarded, let kubectl leave validation to the upstream).
 Writes are refused (405) or forwarded upstream with the proxy's credentials.
 
 Authentication: with tokens configured, every request but the health paths needs
@@ -31,8 +33,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import orjson
 from aiohttp import web
 
+from aioinformer._apiserver.aggregated import aggregated_response, wants_aggregated
 from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
 from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
+from aioinformer._apiserver.openapi import is_openapi, openapi_response
 from aioinformer._apiserver.requests import (
     JSON,
     bearer,
@@ -126,11 +130,16 @@ class Handler:
             if parts in _HEALTH:
                 return self._health(parts[0])
             self._authenticate(request)
+            served = [cache.rt for cache in self._caches.values()]
+            if is_openapi(parts):
+                return openapi_response(request.method, parts, served, verbs=self._verbs)
+            if wants_aggregated(parts, request.headers.get("Accept", "")):
+                return aggregated_response(request.method, parts, served, verbs=self._verbs)
             if not parts or parts[0] not in ("api", "apis") or is_discovery(parts):
                 return discovery_response(
                     request.method,
                     parts,
-                    [cache.rt for cache in self._caches.values()],
+                    served,
                     port=self.port,
                     verbs=self._verbs,
                     version_info=self._version_info,

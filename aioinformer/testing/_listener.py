@@ -25,6 +25,7 @@ from aiohttp import web
 from aioinformer._kernel.runner import Running
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import Awaitable, Callable, Coroutine
 
     from aioinformer._kernel.clock import Clock
@@ -48,9 +49,18 @@ class Listener:
     that ended are dropped at the next spawn).
     """
 
-    def __init__(self, owner: _Clocked, *, port: int, on_drop: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        owner: _Clocked,
+        *,
+        port: int,
+        on_drop: Callable[[], None],
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._owner = owner
         self.port = port
+        # Serves HTTPS with it when set (every bind, restarts included).
+        self._ssl_context = ssl_context
         # Ends every watch stream and cuts its connection; runs when listening stops.
         self._on_drop = on_drop
         self._runner: web.AppRunner | None = None
@@ -94,7 +104,7 @@ class Listener:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        self._site = web.SockSite(self._runner, sock)
+        self._site = web.SockSite(self._runner, sock, ssl_context=self._ssl_context)
         await self._site.start()
         return True
 

@@ -8,12 +8,14 @@ failure with the same code, reason and details. The ``scale`` subresource (an ``
 Scale over ``spec.replicas``) and the ``status`` subresource are served here too.
 
 Ordering, per request: the request is logged (:class:`RequestRecord`); injected latency
-is applied; an unknown or missing bearer token answers 401; discovery paths are
-answered; otherwise the path is parsed, an injected failure answers if one matches the
-verb and resource, the account's :class:`Rule` list is checked (403), the ``Accept``
-header is negotiated, and only then does the verb run against the store. A write takes
-effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver.
+is applied; an unknown or missing bearer token answers 401; discovery (aggregated when
+the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherwise the
+path is parsed, an injected failure answers if one matches the verb and resource, the
+account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
+only then does the verb run against the store (a protobuf create or update body is
+decoded to the JSON it carries first). A write takes effect in the store before its
+answer is encoded, so a conversion that does not fit the answer fails after the write,
+as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
@@ -30,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
-from aioinformer._apiserver.discovery import discovery_response, is_discovery
+from aioinformer._apiserver.aggregated import aggregated_response, wants_aggregated
+from aioinformer._apiserver.discovery import VERBS, discovery_response, is_discovery
 from aioinformer._apiserver.objects import (
     Entry,
     ResourceType,
@@ -38,6 +41,7 @@ from aioinformer._apiserver.objects import (
     object_key,
     status_body,
 )
+from aioinformer._apiserver.openapi import is_openapi, openapi_response
 from aioinformer._apiserver.requests import (
     JSON,
     Conversion,
@@ -57,6 +61,7 @@ from aioinformer._apiserver.requests import (
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._patch import PatchError
+from aioinformer.testing._protobuf import decode_protobuf_object, is_protobuf
 from aioinformer.testing._requests import (
     PATCH_TYPES,
     Target,
@@ -206,6 +211,10 @@ class Router:
                 failure = self._plan.take_failure(None, "get")
                 if failure is not None:
                     return self._fail(request, failure)
+                if is_openapi(parts):
+                    return openapi_response(request.method, parts, self._registry, verbs=VERBS)
+                if wants_aggregated(parts, request.headers.get("Accept", "")):
+                    return aggregated_response(request.method, parts, self._registry, verbs=VERBS)
                 return discovery_response(
                     request.method, parts, self._registry, port=self._server.port
                 )
@@ -314,6 +323,10 @@ class Router:
                 manager=_manager(request),
             )
             return entry_response(rt, entry, convert)
+        if is_protobuf(request.headers.get("Content-Type", "")):
+            # kubectl's generators (create configmap, secret, ...) send protobuf: the
+            # object goes on as the JSON it carries.
+            body = orjson.dumps(decode_protobuf_object(body))
         obj = decode_object(rt, body)
         manager = _manager(request)
         if verb == "create":

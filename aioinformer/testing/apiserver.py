@@ -53,9 +53,18 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   object, or an object as a list, answers 406 ``NotAcceptable`` (a watch asked for as a
   list gets the full objects, as the real server's failed per-event conversion does);
 * discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/{group}``,
-  ``/apis/{group}/{version}``) and ``/version``, built-ins and runtime-registered CRDs;
+  ``/apis/{group}/{version}``, and the aggregated ``apidiscovery.k8s.io/v2`` documents
+  of ``/api`` and ``/apis`` for a client that asks for them) and ``/version``, built-ins
+  and runtime-registered CRDs;
+  ``/openapi/v3`` documents without schemas, whose PATCH operations take
+  ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
+* protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
+  ``create configmap``, ``create secret``, ``create namespace`` and ``create
+  serviceaccount`` send) decoded for those four kinds; any other kind in protobuf
+  answers 415 ``UnsupportedMediaType`` saying to send JSON; answers are JSON;
 * bearer-token authentication (401) and per-token rules (403 with kube-apiserver's
-  message).
+  message); HTTPS with ``tls=True``, from a CA of the server's own that its kubeconfig
+  carries, so kubectl (which sends no token over plain HTTP) authenticates.
 
 Ordering: every write, over HTTP or direct, takes the next resourceVersion and reaches
 every open watch before the call returns; watch lines go out in resourceVersion order.
@@ -63,8 +72,10 @@ every open watch before the call returns; watch lines go out in resourceVersion 
 Layout: this module is the façade, the lifecycle and the test-facing API. Requests are
 dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
 ``_requests``; watches are streamed by ``_watchstream``; faults are armed and logged in
-``_faults``; discovery documents come from ``_discovery``; the socket and timers live in
-``_listener``; objects, history and watchers in ``_store`` and ``_objects``.
+``_faults``; discovery and OpenAPI documents come from ``_apiserver``'s ``discovery`` and
+``openapi``, protobuf bodies are decoded by ``_protobuf``; the socket and timers live in
+``_listener``, the TLS certificates come from ``_tls``; objects, history and watchers in
+``_store`` and ``_objects``.
 
 Task model: one ``aiohttp`` server on the caller's event loop. Watch handlers wait on
 their watcher's buffer; a write fans out synchronously to every watcher (see
@@ -77,6 +88,7 @@ every watch, cancels the server's own timers and closes the listening socket.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import tempfile
@@ -96,6 +108,7 @@ from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object
 from aioinformer.testing._store import Store
+from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
 
 if TYPE_CHECKING:
@@ -132,7 +145,7 @@ class FakeAPIServer(Server):
     Lifecycle::
 
         async with FakeAPIServer() as server:
-            server.url                  # "http://127.0.0.1:PORT"
+            server.url                  # "http://127.0.0.1:PORT" ("https://" with tls=True)
             async with server.client() as client: ...   # aioinformer Client, admin token
             server.kubeconfig_path()    # a kubeconfig file for it (removed on exit)
 
@@ -210,7 +223,11 @@ class FakeAPIServer(Server):
     watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
     compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
     ERROR event, as servers before the watch cache answered it),
-    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``).
+    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``);
+    ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
+    a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
+    :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
+    kubeconfig's token.
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -227,6 +244,9 @@ class FakeAPIServer(Server):
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
     plugins, validation beyond metadata (names, labels) and the types of labels,
     annotations and ConfigMap/Secret data, and garbage collection are not modelled.
+    Answers are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded
+    for ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents
+    carry no schemas (``kubectl explain`` finds nothing).
     """
 
     def __init__(
@@ -242,6 +262,7 @@ class FakeAPIServer(Server):
         watch_list_compression: bool = False,
         require_namespaces: bool = True,
         port: int = 0,
+        tls: bool = False,
     ) -> None:
         if watch_list not in ("supported", "forbidden", "ignored"):
             raise ValueError(
@@ -259,7 +280,13 @@ class FakeAPIServer(Server):
         self.watch_list: WatchListSupport = watch_list
         self.watch_list_compression = watch_list_compression
         self.too_large_rv_wait = too_large_rv_wait
-        self._listener = Listener(self, port=port, on_drop=self._abort_watches)
+        self._tls = make_server_tls() if tls else None
+        self._listener = Listener(
+            self,
+            port=port,
+            on_drop=self._abort_watches,
+            ssl_context=self._tls.context if self._tls is not None else None,
+        )
         plan = FaultPlan()
         self.faults = Faults(self._listener, plan)
         self.request_log: list[RequestRecord] = []
@@ -345,8 +372,15 @@ class FakeAPIServer(Server):
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:PORT``, or ``https://127.0.0.1:PORT`` with ``tls=True``."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The PEM certificate of the CA that issued the server's certificate (``tls=True``;
+        ``None`` over plain HTTP): what a client must trust. Made for this server alone."""
+        return self._tls.ca_pem if self._tls is not None else None
 
     @property
     def require_namespaces(self) -> bool:
@@ -363,20 +397,31 @@ class FakeAPIServer(Server):
         return str(self._store.rv)
 
     def client(self, *, token: str = ADMIN_TOKEN) -> Client:
-        """An :class:`aioinformer.client.Client` for this server (use ``async with``)."""
+        """An :class:`aioinformer.client.Client` for this server (use ``async with``),
+        trusting its CA when it serves TLS."""
         from aioinformer.client import Client
         from aioinformer.config import Config
 
-        return Client(Config(host=self.url, token=token))
+        ca_data = self.ca_pem.decode() if self.ca_pem is not None else None
+        return Client(Config(host=self.url, token=token, ca_data=ca_data))
 
-    def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str = "default") -> str:
-        """Write a kubeconfig pointing at this server; the file is removed on exit."""
+    def kubeconfig_path(
+        self, *, token: str = ADMIN_TOKEN, namespace: str = "default", path: str | None = None
+    ) -> str:
+        """Write a kubeconfig pointing at this server, with ``token`` for its user, to
+        ``path`` (default: a new temporary file), readable by its owner only; return its
+        path. The file is removed on exit. With ``tls=True`` it carries the server's CA as
+        ``certificate-authority-data``, so kubectl (which sends no token over plain HTTP)
+        and every other client verify the server and authenticate."""
         import yaml
 
+        cluster: dict[str, str] = {"server": self.url}
+        if self.ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "aioinformer-fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "aioinformer-fake", "cluster": cluster}],
             "users": [{"name": "aioinformer-fake-user", "user": {"token": token}}],
             "contexts": [
                 {
@@ -391,7 +436,12 @@ class FakeAPIServer(Server):
             "current-context": "aioinformer-fake",
             "preferences": {},
         }
-        fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A file that was there keeps its mode through O_CREAT: it holds a token now.
+            os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as handle:
             yaml.safe_dump(config, handle, sort_keys=False)
         self._kubeconfigs.append(path)

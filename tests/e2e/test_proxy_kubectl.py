@@ -8,7 +8,9 @@ bearer token over plain HTTP, which is why these tests serve TLS.
 What must hold: ``get`` (table), ``get -o json`` and ``get NAME`` show transformed
 objects and never a hidden one, while the upstream keeps the originals; ``get -w`` shows
 live upstream changes; a wrong token is ``Unauthorized``; writes are refused by default
-and reach the upstream with ``--writes forward``.
+and reach the upstream with ``--writes forward``: ``create -f`` validated by the upstream
+(kubectl reads the proxy's ``/openapi/v3``), and ``create configmap``'s protobuf body
+passed through to a fake that serves TLS itself.
 """
 
 from __future__ import annotations
@@ -225,6 +227,17 @@ async def test_kubectl_writes_are_refused_by_default(
         code, _, err = await proxied.kubectl("delete", "pod", "web-0")
         assert code == 1
         assert re.search(r"MethodNotAllowed", err)
+        # The OpenAPI documents offer no write: kubectl's validation stops first.
+        manifest = tmp_path / "settings.json"
+        manifest.write_bytes(
+            orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}})
+        )
+        code, _, err = await proxied.kubectl("apply", "-f", str(manifest))
+        assert code == 1
+        assert "failed to download openapi" in err
+        code, _, err = await proxied.kubectl("apply", "-f", str(manifest), "--validate=false")
+        assert code == 1
+        assert "MethodNotAllowed" in err
     assert fake_apiserver.objects("configmaps") == []
     assert len(fake_apiserver.objects("pods")) == 3
 
@@ -245,16 +258,16 @@ async def test_kubectl_writes_forwarded_upstream_come_back_transformed(
         )
     )
     async with _proxy(fake_apiserver, tmp_path, "--writes", "forward") as proxied:
-        # --validate=false: client-side validation would fetch /openapi, which the proxy
-        # does not serve. (kubectl's generators, such as "create configmap", send
-        # protobuf: the proxy passes it through, which a real API server decodes and the
-        # fake does not.)
-        code, out, err = await proxied.kubectl("create", "-f", str(manifest), "--validate=false")
+        # kubectl's strict validation reads the proxy's /openapi/v3, whose PATCH operations
+        # take fieldValidation: the upstream validates.
+        code, out, err = await proxied.kubectl("create", "-f", str(manifest))
         assert code == 0, err
         assert "configmap/settings created" in out
         upstream = fake_apiserver.get("configmaps", "default", "settings")
         assert upstream["data"] == {"mode": "blue"}
         assert "labels" not in upstream["metadata"]
+        forwarded = [r for r in fake_apiserver.request_log if r.method == "POST"]
+        assert forwarded[-1].query["fieldValidation"] == "Strict"
 
         code, out, err = await proxied.kubectl("label", "configmap", "settings", "team=edge")
         assert code == 0, err
@@ -280,3 +293,26 @@ async def test_kubectl_writes_forwarded_upstream_come_back_transformed(
             "hidden-0",
             "web-1",
         ]
+
+
+@pytest.mark.fake_apiserver(tls=True)
+async def test_kubectl_generators_protobuf_goes_through_to_an_upstream_over_tls(
+    fake_apiserver: FakeAPIServer, tmp_path: Path
+) -> None:
+    # The proxy reaches the fake through its kubeconfig (its CA, its token); kubectl's
+    # "create configmap" sends protobuf, passed through byte for byte and decoded there.
+    async with _proxy(fake_apiserver, tmp_path, "--writes", "forward") as proxied:
+        code, out, err = await proxied.kubectl("create", "configmap", "x", "--from-literal=a=b")
+        assert code == 0, err
+        assert "configmap/x created" in out
+        assert fake_apiserver.get("configmaps", "default", "x")["data"] == {"a": "b"}
+        posted = [r for r in fake_apiserver.request_log if r.method == "POST"]
+        assert posted[-1].headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+
+        async def served() -> Any:
+            code, out, err = await proxied.kubectl("get", "configmap", "x", "-o", "json")
+            assert code == 0, err
+            return orjson.loads(out)
+
+        shown = await eventually(served, timeout=LINE_TIMEOUT, interval=0.2)
+        assert shown["metadata"]["labels"] == {"served-by": "proxy"}
