@@ -170,6 +170,7 @@ from aioinformer.errors import (
     WatchError,
     WatchTimeout,
     error_from_watch_status,
+    fails_until_fixed,
 )
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -438,6 +439,11 @@ class Reflector:
         self._relists = 0
         self._events = 0
         self._last_error: BaseException | None = None
+        # The failure that, before the first sync, no retry alone heals (see
+        # fails_until_fixed); None from the first list that succeeds on. ``_blocked`` is
+        # set exactly while it is not None: the waits for sync that fail fast wait on it.
+        self._sync_blocker: BaseException | None = None
+        self._blocked = asyncio.Event()
         self._heard = LastHeard()
         self._watch_restarts = 0
         self._watch_list_retries = 0
@@ -474,6 +480,20 @@ class Reflector:
         the store's consumers have processed.
         """
         return self._cursor.resource_version
+
+    @property
+    def sync_blocker(self) -> BaseException | None:
+        """The failure of the attempts so far, before the first list succeeded, that no
+        retry alone heals (:func:`~aioinformer.errors.fails_until_fixed`: an unknown
+        resource, a 401 or 403, a refused connection...); ``None`` once a list succeeded,
+        or while no such failure happened. The reflector retries it all the same."""
+        return self._sync_blocker
+
+    async def wait_sync_blocked(self) -> BaseException:
+        """Wait until :attr:`sync_blocker` is set, and return it (at once if it is)."""
+        while self._sync_blocker is None:
+            await self._blocked.wait()
+        return self._sync_blocker
 
     def set_watch_error_handler(self, handler: WatchErrorHandler | None) -> None:
         """Replace the failure hook (``None`` removes it); sync or async."""
@@ -646,7 +666,7 @@ class Reflector:
             self._metrics.listed(len(items), self._clock.monotonic() - started, list_rv)
             await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
-        self._synced_once = True
+        self._listed()
         logger.debug("%s: listed %d objects at %s", self._name, len(items), list_rv)
 
     async def _list_pages(
@@ -905,7 +925,7 @@ class Reflector:
             await stream.aclose()
             raise
         self._cursor.resource_version = cursor.resource_version
-        self._synced_once = True
+        self._listed()
         logger.debug(
             "%s: streamed %d objects at %s",
             self._name,
@@ -939,8 +959,17 @@ class Reflector:
         self._state = _BackingOff(delay)
         await self._clock.sleep(delay)
 
+    def _listed(self) -> None:
+        """A full list (plain or streaming) was committed to the store."""
+        self._synced_once = True
+        self._sync_blocker = None
+        self._blocked.clear()
+
     async def _report(self, error: BaseException) -> None:
         self._last_error = error
+        if not self._synced_once and fails_until_fixed(error):
+            self._sync_blocker = error
+            self._blocked.set()
         handler = self._handler
         if handler is None:
             return

@@ -243,9 +243,11 @@ class Controller(Service):
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
     stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
     the wait for the informers, and the controller's handlers on them, to sync: past it,
-    or as soon as an informer stops unsynced, ``run()`` raises
-    :class:`~aioinformer.errors.CacheSyncError` naming each unsynced informer's resource,
-    namespace and last error, and no worker ever starts. ``predicates`` filter the events
+    as soon as an informer stops unsynced, or as soon as an informer's first list fails
+    in a way no retry alone heals (an unknown resource, a 401 or 403, a refused
+    connection; ``cache_sync_fail_fast=False`` waits for those to heal instead),
+    ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
+    informer's resource, namespace and last error, and no worker ever starts. ``predicates`` filter the events
     of ``informers`` (see :meth:`watch`). ``reconcile_timeout`` (seconds on ``clock``;
     ``None``, the default: no limit) cancels an async reconcile running longer, which
     then counts as a failure; a sync reconcile cannot be interrupted, so with one it
@@ -273,6 +275,7 @@ class Controller(Service):
         cache_sync_timeout: float | None = DEFAULT_CACHE_SYNC_TIMEOUT,
         predicates: Iterable[PredicateLike] = (),
         reconcile_timeout: float | None = None,
+        cache_sync_fail_fast: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -291,6 +294,7 @@ class Controller(Service):
         if cache_sync_timeout is not None and cache_sync_timeout < 0:
             raise ValueError(f"cache_sync_timeout must be >= 0 or None, got {cache_sync_timeout}")
         self._cache_sync_timeout = cache_sync_timeout
+        self._cache_sync_fail_fast = cache_sync_fail_fast
         # Set once, when run() gave up waiting for the informers to sync.
         self._sync_error: CacheSyncError | None = None
         self.name = name
@@ -536,7 +540,12 @@ class Controller(Service):
         ]
         first, wait = await first_completed(
             stop_requested.wait(),
-            wait_synced(watched, timeout=self._cache_sync_timeout, clock=self._clock),
+            wait_synced(
+                watched,
+                timeout=self._cache_sync_timeout,
+                clock=self._clock,
+                fail_fast=self._cache_sync_fail_fast,
+            ),
         )
         if first == 0:
             return False
@@ -726,10 +735,13 @@ class _HandlerSync:
     def has_synced(self) -> bool:
         return self._registration.has_synced()
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_started(self) -> None:
+        await self._informer.wait_started()
+
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
         # False only when the informer stops first: the controller removes its handlers
         # only after this wait.
-        return await self._registration.wait_for_sync(timeout)
+        return await self._registration.wait_for_sync(timeout, fail_fast=fail_fast)
 
     def statistics(self) -> InformerStatistics:
         return self._informer.statistics()
