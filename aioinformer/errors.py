@@ -711,6 +711,10 @@ def fails_until_fixed(error: BaseException) -> bool:
         return error.refused or isinstance(error, TLSVerificationError)
     return isinstance(
         error,
-        UnknownResourceError | NotFound | Unauthorized | Forbidden | ConfigError
+        UnknownResourceError
+        | NotFound
+        | Unauthorized
+        | Forbidden
+        | ConfigError
         | ConnectionRefusedError,
     )

@@ -247,11 +247,12 @@ class Controller(Service):
     in a way no retry alone heals (an unknown resource, a 401 or 403, a refused
     connection; ``cache_sync_fail_fast=False`` waits for those to heal instead),
     ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
-    informer's resource, namespace and last error, and no worker ever starts. ``predicates`` filter the events
-    of ``informers`` (see :meth:`watch`). ``reconcile_timeout`` (seconds on ``clock``;
-    ``None``, the default: no limit) cancels an async reconcile running longer, which
-    then counts as a failure; a sync reconcile cannot be interrupted, so with one it
-    raises ``ValueError`` here, as does a timeout that is not positive.
+    informer's resource, namespace and last error, and no worker ever starts.
+    ``predicates`` filter the events of ``informers`` (see :meth:`watch`).
+    ``reconcile_timeout`` (seconds on ``clock``; ``None``, the default: no limit)
+    cancels an async reconcile running longer, which then counts as a failure; a sync
+    reconcile cannot be interrupted, so with one it raises ``ValueError`` here, as does a
+    timeout that is not positive.
 
     It runs once: ``await controller.run()`` or ``async with controller:`` (see the
     module docstring for its states).

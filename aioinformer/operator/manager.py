@@ -866,9 +866,9 @@ def _logs_reach_stderr(level: int) -> bool:
         for handler in current.handlers:
             found = True
             stream = getattr(handler, "stream", None)
-            if type(handler) is logging.StreamHandler and stream is sys.stderr:
-                if level >= handler.level:
-                    return True
+            to_stderr = type(handler) is logging.StreamHandler and stream is sys.stderr
+            if to_stderr and level >= handler.level:
+                return True
         if not current.propagate:
             break
         current = current.parent
