@@ -159,7 +159,7 @@ async def test_wait_for_cache_sync_raises_the_cause_and_can_wait_it_out() -> Non
     informer, clock = informer_failing(FORBIDDEN)
     async with informer:
         with pytest.raises(
-            CacheSyncError, match="^caches cannot sync: pods in default: 403"
+            CacheSyncError, match=r"^caches cannot sync: pods in default: 403"
         ) as caught:
             await wait_for_cache_sync(informer, timeout=300, clock=clock)
         assert caught.value.cause is FORBIDDEN
