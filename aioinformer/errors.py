@@ -456,10 +456,14 @@ class Requeue(AioinformerError):
 
     Raised by a ``DeltaFIFO.pop()`` ``process`` callback with the error that caused it:
     the key goes to the back of the queue and ``pop()`` raises ``err``. A controller's
-    reconcile may raise (or return) it with ``after=`` seconds to be retried later.
+    reconcile may raise (or return) it with ``after=`` seconds to be retried later;
+    ``after`` must be ``>= 0`` (``ValueError`` otherwise, here: a negative delay is a
+    mistake, not "at once").
     """
 
     def __init__(self, err: BaseException | None = None, *, after: float | None = None) -> None:
+        if after is not None and not after >= 0:
+            raise ValueError(f"Requeue(after=...) must be >= 0 seconds or None, got {after!r}")
         super().__init__(err if err is not None else f"requeue after {after}s")
         self.err = err
         self.after = after

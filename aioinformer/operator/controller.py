@@ -21,7 +21,10 @@ What a reconcile's outcome does (controller-runtime's rules):
 =================================================  ==========================================
 outcome                                            effect on the key
 =================================================  ==========================================
-returns (anything but a ``Requeue``)               success: its failure count is forgotten
+returns ``None``                                   success: its failure count is forgotten
+returns anything else (``True``, ``5``, a dict)    a :class:`TypeError` naming the function
+                                                   and the value, handled as a raised
+                                                   exception: logged, retried rate-limited
 raises an exception                                logged with the controller name and key;
                                                    retried after the rate limiter's delay
                                                    (5 ms, 10 ms, 20 ms, ... up to 1000 s)
@@ -105,6 +108,7 @@ import asyncio
 import enum
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -127,6 +131,7 @@ from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._event_gate import EventGate
 from aioinformer.operator.predicates import PredicateLike, as_predicates
 from aioinformer.operator.retry import is_conflict
+from aioinformer.processor import DEFAULT_SLOW_HANDLER_THRESHOLDS, handler_name
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
@@ -190,6 +195,10 @@ class ControllerStatistics:
     cache, retried rate-limited and logged at INFO; not counted in ``failures``."""
     timeouts: int = 0
     """Reconciles cancelled at ``reconcile_timeout``; also counted in ``failures``."""
+    slow_reconciles: int = 0
+    """Calls of a sync reconcile that held the event loop past 0.1 s (the bound of a sync
+    event handler, ``SlowHandlerThresholds().loop``); the first of each run of them is
+    logged as a warning."""
 
 
 def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
@@ -329,6 +338,15 @@ class Controller(Service):
         self._requeues = 0
         self._conflicts = 0
         self._timeouts = 0
+        # A sync reconcile's name in warnings, and what times it: the wall clock (a
+        # blocked loop is real time), or the injected clock in tests.
+        self._reconcile_name = handler_name(None, reconcile)
+        self._timer: Callable[[], float] = (
+            time.perf_counter if self._clock is default_clock else self._clock.monotonic
+        )
+        self._slow_reconciles = 0
+        # True from a slow sync reconcile until one is fast again: one warning per episode.
+        self._slow_episode = False
         checks = as_predicates(predicates)
         for informer in informers:
             self.watch(informer, enqueue=enqueue, predicates=checks)
@@ -468,6 +486,7 @@ class Controller(Service):
             sync_error=self._sync_error,
             conflicts=self._conflicts,
             timeouts=self._timeouts,
+            slow_reconciles=self._slow_reconciles,
         )
 
     def __repr__(self) -> str:
@@ -632,7 +651,12 @@ class Controller(Service):
             elif self._is_async:
                 result = await self._reconcile(key)
             else:
-                result = self._reconcile(key)
+                timer = self._timer
+                began = timer()
+                try:
+                    result = self._reconcile(key)
+                finally:
+                    self._timed(key, timer() - began)
                 if inspect.isawaitable(result):
                     result = await result
         except Requeue as requeue:
@@ -656,6 +680,9 @@ class Controller(Service):
                 self._retry_failed(key, error, started)
             return
         self._reconciles += 1
+        if result is not None and not isinstance(result, Requeue):
+            self._retry_failed(key, self._wrong_return(key, result), started)
+            return
         if not isinstance(result, Requeue):
             self._successes += 1
             self._metrics.succeeded(started)
@@ -672,6 +699,36 @@ class Controller(Service):
         else:
             self._metrics.requeued(started)
             queue.add_rate_limited(key)
+
+    def _wrong_return(self, key: str, result: object) -> TypeError:
+        """The failure of a reconcile that returned neither ``None`` nor a ``Requeue``."""
+        return TypeError(
+            f"controller {self.name}: reconcile {self._reconcile_name} returned "
+            f"{_brief(result)} for {key}; a reconcile returns None (done) or a Requeue "
+            "(retry), or raises"
+        )
+
+    def _timed(self, key: str, seconds: float) -> None:
+        """Warn once per slow episode that a sync reconcile held the event loop past the
+        bound sync event handlers have (``SlowHandlerThresholds().loop``)."""
+        limit = DEFAULT_SLOW_HANDLER_THRESHOLDS.loop
+        if seconds <= limit:
+            self._slow_episode = False
+            return
+        self._slow_reconciles += 1
+        if self._slow_episode:
+            return
+        self._slow_episode = True
+        logger.warning(
+            "controller %s: sync reconcile %s held the event loop for %.3fs on %s (slow past "
+            "%ss; further slow reconciles are counted, not logged, until one is fast again; "
+            "make it async, or move its blocking work to a thread)",
+            self.name,
+            self._reconcile_name,
+            seconds,
+            key,
+            limit,
+        )
 
     def _retry_failed(self, key: str, error: BaseException, started: float) -> None:
         """Count, log and rate-limit a reconcile that failed with ``error``: a 409 from a
@@ -746,3 +803,11 @@ class _HandlerSync:
 
     def statistics(self) -> InformerStatistics:
         return self._informer.statistics()
+
+
+def _brief(value: object) -> str:
+    """``value``'s repr, cut to a readable length, with its type."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} (a {type(value).__name__})"
