@@ -571,9 +571,26 @@ class BadRequest(ApiError):
 
 
 class Unauthorized(ApiError):
-    """401: credentials missing or rejected (after one refresh of rotating credentials)."""
+    """401: credentials missing or rejected (after one refresh of rotating credentials).
+
+    ``credentials``, when the client knows them, says which it sent and where they were
+    configured, never the secret itself, and ends the message::
+
+        401 Unauthorized: Unauthorized; credentials sent: the bearer token of user
+        'alice', context 'prod' in /home/alice/.kube/config
+    """
 
     code = 401
+
+    def __init__(
+        self, status: Mapping[str, Any] | Any | None = None, *, credentials: str | None = None
+    ) -> None:
+        self.credentials = credentials
+        super().__init__(status)
+
+    def _describe(self) -> str:
+        text = super()._describe()
+        return f"{text}; credentials sent: {self.credentials}" if self.credentials else text
 
 
 class Forbidden(ApiError):

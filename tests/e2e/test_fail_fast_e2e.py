@@ -16,7 +16,7 @@ import pytest
 
 from aioinformer import CacheSyncError, Controller, SharedIndexInformer, SharedInformerFactory
 from aioinformer.client import Client
-from aioinformer.config import Config
+from aioinformer.config import Config, load_kube_config
 from aioinformer.errors import ConnectionFailed, Forbidden, Unauthorized, UnknownResourceError
 from aioinformer.operator import Manager
 from aioinformer.testing import FakeAPIServer, FakeClock, Rule
@@ -167,3 +167,15 @@ async def test_manager_main_against_a_refused_port_exits_1_saying_why_once() -> 
         f"connection to {url}/api/v1 refused: "
         f"Connect call failed ('127.0.0.1', {url.rsplit(':', 1)[1]})"
     ]
+
+
+async def test_a_401_names_the_user_context_and_kubeconfig(fake_apiserver: FakeAPIServer) -> None:
+    path = fake_apiserver.kubeconfig_path(token="not-a-known-token")
+    async with Client(load_kube_config(path)) as client:
+        with pytest.raises(Unauthorized) as caught:
+            await client.resource("configmaps", namespace="default").list()
+    assert str(caught.value) == (
+        "401 Unauthorized: Unauthorized; credentials sent: the bearer token of user "
+        f"'aioinformer-fake-user', context 'aioinformer-fake' in {path}"
+    )
+    assert "not-a-known-token" not in str(caught.value)
