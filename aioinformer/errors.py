@@ -17,7 +17,8 @@ imports nothing third-party::
     ├── IndexValuesError (TypeError)     an index function returned no list of strings
     ├── TransformError (TypeError)       a transform returned no object (``None``, a list)
     ├── SelectorError (ValueError)       a label or field selector does not parse     (not retried)
-    ├── UnknownResourceError             discovery does not know a resource           (not retried)
+    ├── UnknownResourceError             discovery does not know a resource (informers
+    │                                    retry it; their waits for sync fail fast)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             a stopped informer: no handler, no read waits (terminal)
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
@@ -43,7 +44,8 @@ imports nothing third-party::
     │       └── WatchTimeout             silent past the inactivity deadline (re-watched)
     └── ApiError                         the server answered with a non-2xx ``Status``
         ├── BadRequest                   400
-        ├── Unauthorized                 401 (credentials refreshed once, then raised)
+        ├── Unauthorized                 401 (credentials refreshed once, then raised,
+        │                                naming the credentials sent and where from)
         ├── Forbidden                    403
         ├── NotFound                     404
         ├── MethodNotAllowed             405: the path does not serve that verb
@@ -55,7 +57,8 @@ imports nothing third-party::
         └── ServerError                  5xx (504 "Too large resource version" included)
 
 Whether an error is retried is the caller's decision; the notes above describe what the
-reflector and client do with them.
+reflector and client do with them. :func:`fails_until_fixed` tells the failures no retry
+alone heals, which make the waits for an informer's first sync raise at once.
 """
 
 from __future__ import annotations

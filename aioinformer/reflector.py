@@ -64,6 +64,13 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   to stream until a watch has opened, so a source that fails every request (a forbidden
   or unknown resource) costs one request per retry; once a watch opened, the next relist
   streams again, so a server upgraded meanwhile is used.
+* **Failing fast.** Before the first list succeeds, a failure that no retry alone heals
+  (:func:`~aioinformer.errors.fails_until_fixed`: an unknown resource, a 404, a 401 or
+  403, a refused connection, a rejected certificate, an unusable configuration) is kept
+  as :attr:`Reflector.sync_blocker`, which the waits for an informer's sync raise at once
+  (see :meth:`~aioinformer.informer.SharedIndexInformer.wait_for_sync`). The reflector
+  retries it all the same, with backoff: a CustomResourceDefinition installed later, a
+  RoleBinding granted, a server started, and the next list syncs the store.
 * **Backoff** between attempts is :class:`aioinformer._kernel.backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
