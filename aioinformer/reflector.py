@@ -446,9 +446,10 @@ class Reflector:
         self._relists = 0
         self._events = 0
         self._last_error: BaseException | None = None
-        # The failure that, before the first sync, no retry alone heals (see
-        # fails_until_fixed); None from the first list that succeeds on. ``_blocked`` is
-        # set exactly while it is not None: the waits for sync that fail fast wait on it.
+        # Before the first sync, the latest failure when no retry alone heals it (see
+        # fails_until_fixed); None otherwise, and from the first list that succeeds on.
+        # ``_blocked`` is set exactly while it is not None: the waits for sync that fail
+        # fast wait on it.
         self._sync_blocker: BaseException | None = None
         self._blocked = asyncio.Event()
         self._heard = LastHeard()
@@ -490,10 +491,11 @@ class Reflector:
 
     @property
     def sync_blocker(self) -> BaseException | None:
-        """The failure of the attempts so far, before the first list succeeded, that no
+        """Before the first list succeeded: the latest failure, when it is one that no
         retry alone heals (:func:`~aioinformer.errors.fails_until_fixed`: an unknown
         resource, a 401 or 403, a refused connection...); ``None`` once a list succeeded,
-        or while no such failure happened. The reflector retries it all the same."""
+        while no failure happened, or when the latest was one that may heal (a 503). The
+        reflector retries it all the same."""
         return self._sync_blocker
 
     async def wait_sync_blocked(self) -> BaseException:
@@ -974,9 +976,15 @@ class Reflector:
 
     async def _report(self, error: BaseException) -> None:
         self._last_error = error
-        if not self._synced_once and fails_until_fixed(error):
-            self._sync_blocker = error
-            self._blocked.set()
+        if not self._synced_once:
+            # The latest attempt says whether the store can sync by retrying alone: a
+            # failure that may heal (a 503 after a 403 fixed meanwhile) clears the blocker.
+            if fails_until_fixed(error):
+                self._sync_blocker = error
+                self._blocked.set()
+            else:
+                self._sync_blocker = None
+                self._blocked.clear()
         handler = self._handler
         if handler is None:
             return

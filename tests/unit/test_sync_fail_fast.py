@@ -230,3 +230,19 @@ async def test_a_run_scheduled_just_before_the_wait_counts_as_started() -> None:
     finally:
         informer.stop()
         await run
+
+
+async def test_a_failure_that_may_heal_after_a_lasting_one_clears_the_blocker() -> None:
+    informer, clock = informer_failing(FORBIDDEN, ServerError({"code": 503}))
+    async with informer:
+        with pytest.raises(CacheSyncError):
+            await informer.wait_for_sync()
+        reflector = informer._reflector
+        assert reflector is not None
+        await clock.wait_for_sleepers(1)
+        await clock.advance_to_next()  # the next list: a 503, which a retry may get past
+        await clock.wait_for_sleepers(1)  # its backoff
+        assert reflector.statistics().last_error is not None
+        assert reflector.statistics().last_error.__class__ is ServerError
+        assert reflector.sync_blocker is None
+        assert await informer.wait_for_sync(timeout=0.01) is False
