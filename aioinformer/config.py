@@ -138,6 +138,9 @@ class Config:
     """The kubeconfig context this came from (for messages), ``None`` otherwise."""
     source: str | None = None
     """Where this came from: the kubeconfig path(s) or ``"in-cluster"`` (for messages)."""
+    user: str | None = None
+    """The kubeconfig user (``users[].name``) of the context, ``None`` otherwise (for
+    messages)."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.host)
@@ -174,6 +177,38 @@ class Config:
         if self.cert_data or self.cert_file:
             kinds.append("client_certificate")
         return tuple(kinds)
+
+    def describe_credentials(self) -> str:
+        """Who the requests authenticate as, and where that was configured, without any
+        secret: ``"the bearer token of user 'alice', context 'prod' in
+        /home/alice/.kube/config"``, ``"the service account token file
+        /var/run/secrets/kubernetes.io/serviceaccount/token, in-cluster"``. What a 401
+        names, so that the credential at fault can be found."""
+        kinds = []
+        if self.token_file:
+            what = "service account token" if self.source == "in-cluster" else "token"
+            kinds.append(f"the {what} file {self.token_file}")
+        elif self.token:
+            kinds.append("the bearer token")
+        elif self.exec is not None:
+            kinds.append(f"the exec plugin {os.path.basename(self.exec.command)!r}")
+        elif self.username is not None and self.password is not None:
+            kinds.append(f"basic auth as {self.username!r}")
+        if self.cert_file:
+            kinds.append(f"the client certificate {self.cert_file}")
+        elif self.cert_data:
+            kinds.append("the client certificate data")
+        what = " and ".join(kinds) if kinds else "no credentials"
+        if self.user:
+            what = f"{what} of user {self.user!r}"
+        where = []
+        if self.context:
+            where.append(f"context {self.context!r}")
+        if self.source == "in-cluster":
+            where.append("in-cluster")
+        elif self.source:
+            where.append(f"in {self.source}")
+        return ", ".join([what, " ".join(where)]) if where else what
 
     def __repr__(self) -> str:
         extras = ""
@@ -422,6 +457,7 @@ def load_kube_config(
         proxy_url=cluster.proxy_url,
         context=name,
         source=source,
+        user=ctx.user or None,
     )
 
 

@@ -17,7 +17,8 @@ imports nothing third-party::
     ├── IndexValuesError (TypeError)     an index function returned no list of strings
     ├── TransformError (TypeError)       a transform returned no object (``None``, a list)
     ├── SelectorError (ValueError)       a label or field selector does not parse     (not retried)
-    ├── UnknownResourceError             discovery does not know a resource           (not retried)
+    ├── UnknownResourceError             discovery does not know a resource (informers
+    │                                    retry it; their waits for sync fail fast)
     ├── FIFOClosedError                  DeltaFIFO.pop() after close() and drain      (terminal)
     ├── InformerStoppedError             a stopped informer: no handler, no read waits (terminal)
     ├── InvalidObjectError (ValueError)  a cached object fails the informer's ``model``
@@ -25,7 +26,8 @@ imports nothing third-party::
     │   └── AlreadyOwnedError            another controller already controls the object
     ├── NotAnObjectError (TypeError)     create/update given a list or a str, not one object
     ├── PatchArgumentsError (TypeError)  patch() with the namespace where its body goes
-    ├── CacheSyncError (TimeoutError)    caches did not sync in time, or an informer stopped first
+    ├── CacheSyncError (TimeoutError)    caches did not sync in time, an informer stopped first,
+    │                                    or (``cause``) a failure no retry alone heals
     ├── CacheDivergence                  a cache audit found the cache differing from the server
     │                                    (reported, never raised: the informer relists)
     ├── CacheReadTimeout (TimeoutError)  a cache-backed read: the cache did not show the
@@ -42,7 +44,8 @@ imports nothing third-party::
     │       └── WatchTimeout             silent past the inactivity deadline (re-watched)
     └── ApiError                         the server answered with a non-2xx ``Status``
         ├── BadRequest                   400
-        ├── Unauthorized                 401 (credentials refreshed once, then raised)
+        ├── Unauthorized                 401 (credentials refreshed once, then raised,
+        │                                naming the credentials sent and where from)
         ├── Forbidden                    403
         ├── NotFound                     404
         ├── MethodNotAllowed             405: the path does not serve that verb
@@ -54,7 +57,8 @@ imports nothing third-party::
         └── ServerError                  5xx (504 "Too large resource version" included)
 
 Whether an error is retried is the caller's decision; the notes above describe what the
-reflector and client do with them.
+reflector and client do with them. :func:`fails_until_fixed` tells the failures no retry
+alone heals, which make the waits for an informer's first sync raise at once.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ __all__ = [
     "api_error_from_status",
     "describe_error",
     "error_from_watch_status",
+    "fails_until_fixed",
 ]
 
 
@@ -311,25 +316,49 @@ class UnsyncedInformer:
 
 class CacheSyncError(AioinformerError, TimeoutError):
     """Raised by the waits for cache sync when caches did not sync within their timeout,
-    and at once when an informer stopped before it synced (it never will).
+    at once when an informer stopped before it synced (it never will), and at once when
+    an informer's first list failed in a way no retry alone heals (``cause``).
 
     ``unsynced`` holds one :class:`UnsyncedInformer` per informer still unsynced, and the
     message names each with its resource, namespace and last error::
 
-        caches did not sync within 120s: configmaps in kube-system: 403 Forbidden: ...
+        caches did not sync within 120s: configmaps in kube-system: 503 ...
+
+    ``cause`` is set when the wait failed fast: before its first sync, an informer's list
+    or watch failed with an error that stays until someone acts (see
+    :func:`fails_until_fixed`): a resource the server does not serve
+    (:class:`UnknownResourceError`, a 404 :class:`NotFound`), credentials refused
+    (:class:`Unauthorized`, :class:`Forbidden`), a server refusing connections or a
+    certificate rejected (:class:`ConnectionFailed`), a configuration that cannot be
+    used (:class:`ConfigError`). It is that error, also the ``__cause__``, and the message
+    names the resource, the namespace, the server and the error::
+
+        caches cannot sync: configmaps in kube-system at https://10.0.0.1:6443:
+        403 Forbidden: configmaps is forbidden: User "..." cannot list resource ...
+
+    The informer keeps retrying with backoff meanwhile (a CustomResourceDefinition may be
+    installed later, a RoleBinding granted); a wait given ``fail_fast=False`` waits for
+    that instead of raising.
 
     ``timeout`` is the wait's timeout in seconds (``None`` when the wait ended because an
-    informer stopped). A ``TimeoutError`` too, so code written for a timed-out wait
-    (``except TimeoutError`` around ``asyncio.timeout``) catches it. Not retried: the
-    informers themselves keep retrying; the caller decides whether to wait again.
+    informer stopped or failed fast). A ``TimeoutError`` too, so code written for a
+    timed-out wait (``except TimeoutError`` around ``asyncio.timeout``) catches it. Not
+    retried: the informers themselves keep retrying; the caller decides whether to wait
+    again.
     """
 
     def __init__(
-        self, message: str, *, unsynced: tuple[UnsyncedInformer, ...], timeout: float | None
+        self,
+        message: str,
+        *,
+        unsynced: tuple[UnsyncedInformer, ...],
+        timeout: float | None,
+        cause: BaseException | None = None,
     ) -> None:
         super().__init__(message)
         self.unsynced = unsynced
         self.timeout = timeout
+        self.cause = cause
 
 
 class CacheReadTimeout(AioinformerError, TimeoutError):
@@ -430,10 +459,14 @@ class Requeue(AioinformerError):
 
     Raised by a ``DeltaFIFO.pop()`` ``process`` callback with the error that caused it:
     the key goes to the back of the queue and ``pop()`` raises ``err``. A controller's
-    reconcile may raise (or return) it with ``after=`` seconds to be retried later.
+    reconcile may raise (or return) it with ``after=`` seconds to be retried later;
+    ``after`` must be ``>= 0`` (``ValueError`` otherwise, here: a negative delay is a
+    mistake, not "at once").
     """
 
     def __init__(self, err: BaseException | None = None, *, after: float | None = None) -> None:
+        if after is not None and not after >= 0:
+            raise ValueError(f"Requeue(after=...) must be >= 0 seconds or None, got {after!r}")
         super().__init__(err if err is not None else f"requeue after {after}s")
         self.err = err
         self.after = after
@@ -541,9 +574,26 @@ class BadRequest(ApiError):
 
 
 class Unauthorized(ApiError):
-    """401: credentials missing or rejected (after one refresh of rotating credentials)."""
+    """401: credentials missing or rejected (after one refresh of rotating credentials).
+
+    ``credentials``, when the client knows them, says which it sent and where they were
+    configured, never the secret itself, and ends the message::
+
+        401 Unauthorized: Unauthorized; credentials sent: the bearer token of user
+        'alice', context 'prod' in /home/alice/.kube/config
+    """
 
     code = 401
+
+    def __init__(
+        self, status: Mapping[str, Any] | Any | None = None, *, credentials: str | None = None
+    ) -> None:
+        self.credentials = credentials
+        super().__init__(status)
+
+    def _describe(self) -> str:
+        text = super()._describe()
+        return f"{text}; credentials sent: {self.credentials}" if self.credentials else text
 
 
 class Forbidden(ApiError):
@@ -663,3 +713,32 @@ def error_from_watch_status(obj: Any, *, url: str = "") -> AioinformerError:
 def _brief(obj: Any) -> str:
     text = repr(obj)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def fails_until_fixed(error: BaseException) -> bool:
+    """Whether ``error``, met by a list or watch, is one that no retry alone heals: every
+    attempt fails the same way until someone acts.
+
+    True for a resource the server does not serve (:class:`UnknownResourceError`, a 404
+    :class:`NotFound` of a list: a CustomResourceDefinition not installed, a misspelt
+    name), credentials refused (:class:`Unauthorized`) or not allowed (:class:`Forbidden`),
+    a server refusing connections (:class:`ConnectionFailed` with ``refused``, or the
+    builtin ``ConnectionRefusedError`` from a source of one's own), a server certificate
+    rejected (:class:`TLSVerificationError`) and a configuration that cannot be used
+    (:class:`ConfigError`: a token file gone, an exec plugin failing). False for the
+    rest, which a later attempt may get past (a timeout, a 429, a 5xx, a broken stream).
+
+    Before an informer's first sync, such a failure makes the waits for its sync raise a
+    :class:`CacheSyncError` at once (its ``cause``); the informer still retries it.
+    """
+    if isinstance(error, ConnectionFailed):
+        return error.refused or isinstance(error, TLSVerificationError)
+    return isinstance(
+        error,
+        UnknownResourceError
+        | NotFound
+        | Unauthorized
+        | Forbidden
+        | ConfigError
+        | ConnectionRefusedError,
+    )

@@ -282,6 +282,7 @@ class SharedInformerFactory(Service):
             if self._state is not State.NEW:
                 self._launched.append(key)
                 self._to_start.put_nowait((key, informer))
+                informer._schedule_run()
         elif model is not None and informer.model is not model:
             raise ValueError(
                 f"informer {key.describe()} already exists with model "
@@ -347,6 +348,7 @@ class SharedInformerFactory(Service):
                 for key, informer in self._informers.items():
                     if key not in self._launched:
                         self._launched.append(key)
+                        informer._schedule_run()
                         informers.start_soon(self._run(key, informer), name=informer.name)
                 task_status.started()
                 while (handed := await self._to_start.get()) is not None:
@@ -370,14 +372,21 @@ class SharedInformerFactory(Service):
             # Kept for shutdown(): one informer's failure must not stop the others.
             self._failures.append((key, exc))
 
-    async def wait_for_cache_sync(self, timeout: float | None = None) -> dict[str, bool]:
+    async def wait_for_cache_sync(
+        self, timeout: float | None = None, *, fail_fast: bool = True
+    ) -> dict[str, bool]:
         """Wait until every started informer has synced, at most ``timeout`` seconds (on
         the event loop's clock; ``None``: no limit) in all; returns each informer's name
         mapped to ``True``.
 
         Raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
-        informer's resource, namespace and last error when the timeout passes first, and
-        at once when an informer's run ended before it synced. Raises ``RuntimeError``
+        informer's resource, namespace and last error when the timeout passes first, at
+        once when an informer's run ended before it synced, and at once when an
+        informer's first list failed in a way no retry alone heals (a resource the server
+        does not serve, a 401 or 403, a refused connection; the error's ``cause``), as
+        ``informer.wait_for_sync()`` does. The informers keep retrying: with
+        ``fail_fast=False`` the wait goes on until they sync (a CustomResourceDefinition
+        installed meanwhile) or the timeout passes. Raises ``RuntimeError``
         when the factory was never started or has been shut down: nothing would ever
         sync. A factory started with no informers returns ``{}``.
         """
@@ -389,7 +398,7 @@ class SharedInformerFactory(Service):
         if self._shut_down:
             raise RuntimeError("the informer factory has been shut down: its caches never sync")
         watched = [self._watched(key) for key in self._launched]
-        await wait_synced(watched, timeout=timeout)
+        await wait_synced(watched, timeout=timeout, fail_fast=fail_fast)
         return {w.informer.name: True for w in watched}
 
     def _watched(self, key: InformerKey) -> Watched:
@@ -441,13 +450,15 @@ class _SelectedResource(DescribedListerWatcher):
 
     def describe(self) -> SourceInfo:
         key = self._key
+        inner = self._resource.describe()
         return SourceInfo(
             resource=key.spelling or key.resource,
             namespace=key.namespace,
             label_selector=key.label_selector,
             field_selector=key.field_selector,
             metadata_only=key.metadata_only,
-            watch_list=self._resource.describe().watch_list,
+            watch_list=inner.watch_list,
+            server=inner.server,
         )
 
     def _options(self, options: ListOptions) -> ListOptions:

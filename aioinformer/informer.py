@@ -79,6 +79,7 @@ from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_metric
 from aioinformer._kernel.runner import TaskRunner, first_completed
+from aioinformer._kernel.sync import Watched, blocked_error
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
 from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
 from aioinformer._pipeline.metric_recorders import IndexMetrics, new_index_metrics
@@ -290,6 +291,9 @@ class SharedIndexInformer(Service):
         # failed: the cache may lack what that stage was applying, so the informer does not
         # count as synced.
         self._failure: Exception | None = None
+        # Set by a running factory that has handed this informer to its supervisor: a
+        # run is coming, so a wait for sync before it begins waits for it.
+        self._run_scheduled = False
 
     # -- configuration (before start) ------------------------------------------------
 
@@ -582,7 +586,10 @@ class SharedIndexInformer(Service):
     ) -> bool:
         """Wait until the cache has applied ``resource_version`` or later (a write's, to read
         it back from the lister); False on ``timeout`` or when the informer stops first.
-        :class:`ValueError` if it is not comparable (see ``compare_resource_versions``)."""
+        :class:`ValueError` if it is not comparable (see ``compare_resource_versions``);
+        ``RuntimeError`` at once when the informer was never started (it would wait
+        forever; as in :meth:`wait_for_sync`)."""
+        await self._require_started("waiting for a resourceVersion")
         return await wait_applied(self._started, lambda: self._fifo, resource_version, timeout)
 
     def has_synced(self) -> bool:
@@ -590,25 +597,78 @@ class SharedIndexInformer(Service):
         fifo = self._fifo
         return fifo is not None and fifo.has_synced() and self._failure is None
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_started(self) -> None:
+        """Return once the informer's run has begun (at once if it has, or has ended):
+        what a wait for sync of an informer that something else starts (a factory, a
+        Manager) begins with."""
+        await self._started.wait()
+
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
         """Wait until :meth:`has_synced`; False on ``timeout`` (seconds) or when the
-        informer stops first. When its run failed (a strict index function that failed,
-        a stage that ended), it raises that failure instead: the informer will never
-        sync. :func:`wait_for_cache_sync` raises with the reason in every case."""
+        informer stops first. :func:`wait_for_cache_sync` raises with the reason in every
+        case; this raises only where waiting on could not help:
+
+        * :class:`~aioinformer.errors.CacheSyncError`, at once, when the first list failed
+          in a way no retry alone heals (:func:`~aioinformer.errors.fails_until_fixed`: a
+          resource the server does not serve, a 401 or 403, a refused connection). It
+          names the resource, namespace, server and error, which is its ``cause``. The
+          informer keeps retrying: with ``fail_fast=False`` the wait goes on until the
+          list succeeds (a CustomResourceDefinition installed meanwhile) or ``timeout``.
+        * the run's failure (a strict index function that failed, a stage that ended):
+          the informer will never sync.
+        * ``RuntimeError``, at once, when the informer was never started (``async with
+          informer:``, ``run()``, or its factory's start; a run scheduled in a task just
+          before the wait counts): it would wait forever. To wait for an informer that
+          something else starts later, use :func:`wait_for_cache_sync`.
+        """
+        await self._require_started("waiting for its cache to sync")
         if self.has_synced():
             return True
         if self._stopped_or_stopping():
             return self._not_synced()
+        blocker: BaseException | None = None
         try:
             async with asyncio.timeout(timeout):
                 await self._started.wait()
-                assert self._fifo is not None
+                fifo, reflector = self._fifo, self._reflector
+                assert fifo is not None
+                assert reflector is not None
                 # run() closes the FIFO as it ends: that is "stopped before syncing".
-                if await self._fifo.wait_synced() and self._failure is None:
+                if not fail_fast:
+                    synced = await fifo.wait_synced()
+                else:
+                    first, wait = await first_completed(
+                        fifo.wait_synced(), reflector.wait_sync_blocked()
+                    )
+                    if first == 1:
+                        blocker = wait.result()
+                    synced = first == 0 and wait.result()
+                if synced and self._failure is None:
                     return True
         except TimeoutError:
             return False
+        if blocker is not None:
+            # Raised out here: the error is a TimeoutError too, which the timeout's
+            # handler above would take for the wait's own timeout.
+            watched = Watched.of(self)
+            raise blocked_error([watched], watched, blocker) from blocker
         return self._not_synced()
+
+    def _schedule_run(self) -> None:
+        """A running factory will start this informer: waits before then wait for it."""
+        self._run_scheduled = True
+
+    async def _require_started(self, what: str) -> None:
+        """Refuse a wait on an informer never started: nothing would ever end it. A run
+        already scheduled (``asyncio.create_task(informer.run())`` just before) has
+        begun after one turn of the event loop, and counts as started."""
+        if self._state is State.NEW and not self._run_scheduled:
+            await asyncio.sleep(0)
+        if self._state is State.NEW and not self._run_scheduled:
+            raise RuntimeError(
+                f"informer {self.name} was never started: use 'async with informer:', "
+                f"'await informer.run()' or its factory's start before {what}"
+            )
 
     def _not_synced(self) -> bool:
         """What a wait for sync answers once the informer stopped or failed: its failure

@@ -272,6 +272,9 @@ class SourceInfo:
     :data:`INITIAL_EVENTS_END_ANNOTATION`, as kube-apiserver 1.27+ does, or raises (an
     older server's 422, say). A reflector streams only from a source declaring it, and
     falls back to LIST+WATCH whenever a streaming list fails."""
+    server: str | None = None
+    """The API server it reads from (``"https://10.0.0.1:6443"``), for messages; ``None``
+    when it does not say (a plain source, a fake)."""
 
     def describe(self) -> str:
         """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``;

@@ -138,7 +138,7 @@ from aioinformer._pipeline.pending import (
     NotificationKind,
     PendingQueue,
 )
-from aioinformer.errors import InvalidObjectError
+from aioinformer.errors import CacheSyncError, InvalidObjectError
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
@@ -1258,6 +1258,13 @@ class _Listener(Protocol):
     def statistics(self) -> HandlerStatistics: ...
 
 
+async def _started_and_synced(informer: Any, fail_fast: bool) -> bool:
+    """The informer's wait for sync, once its run has begun."""
+    await informer.wait_started()
+    result: bool = await informer.wait_for_sync(fail_fast=fail_fast)
+    return result
+
+
 class HandlerRegistration:
     """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
 
@@ -1280,15 +1287,17 @@ class HandlerRegistration:
         handler is removed: whether it had by then."""
         return self._listener.has_synced()
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
         """Wait until :meth:`has_synced`: the informer has synced and every initial-list
         add has been handled (its call returned or raised; for an ``events()`` stream, it
         was taken). False when ``timeout`` (seconds) passes first, when the handler is
-        removed first, or when the informer stops first.
+        removed first, or when the informer stops first. An informer not started yet is
+        waited for (a handler is registered before its informer starts).
 
-        The per-handler form of ``informer.wait_for_sync()``: a handler that fills its
-        own state from the initial list (a work queue, an in-memory map) is complete
-        once this returns True."""
+        The per-handler form of ``informer.wait_for_sync()``, raising as it does, when
+        its first list failed in a way no retry alone heals (with ``fail_fast``) or its
+        run failed: a handler that fills its own state from the initial list (a work
+        queue, an in-memory map) is complete once this returns True."""
         listener = self._listener
         if listener.has_synced():
             return True
@@ -1299,7 +1308,7 @@ class HandlerRegistration:
             async with asyncio.timeout(timeout):
                 if not informer.has_synced():
                     first, wait = await first_completed(
-                        listener.wait_closed(), informer.wait_for_sync()
+                        listener.wait_closed(), _started_and_synced(informer, fail_fast)
                     )
                     if first == 0 or not wait.result():
                         return False
@@ -1308,6 +1317,8 @@ class HandlerRegistration:
                 while listener.initial_pending > 0 and not listener.closed:
                     await listener.wait_initial_handled()
                 return listener.has_synced()
+        except CacheSyncError:
+            raise  # the informer's, failing fast: a TimeoutError, but not this wait's
         except TimeoutError:
             return False
 

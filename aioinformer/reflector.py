@@ -64,6 +64,13 @@ Semantics are client-go v0.32's ``tools/cache/reflector.go``:
   to stream until a watch has opened, so a source that fails every request (a forbidden
   or unknown resource) costs one request per retry; once a watch opened, the next relist
   streams again, so a server upgraded meanwhile is used.
+* **Failing fast.** Before the first list succeeds, a failure that no retry alone heals
+  (:func:`~aioinformer.errors.fails_until_fixed`: an unknown resource, a 404, a 401 or
+  403, a refused connection, a rejected certificate, an unusable configuration) is kept
+  as :attr:`Reflector.sync_blocker`, which the waits for an informer's sync raise at once
+  (see :meth:`~aioinformer.informer.SharedIndexInformer.wait_for_sync`). The reflector
+  retries it all the same, with backoff: a CustomResourceDefinition installed later, a
+  RoleBinding granted, a server started, and the next list syncs the store.
 * **Backoff** between attempts is :class:`aioinformer._kernel.backoff.Backoff`: 0.8 s doubling
   to 30 s, with jitter, reset after two minutes without failures.
 * **Resync.** With ``resync_period > 0``, ``store.resync()`` is called every period while
@@ -170,6 +177,7 @@ from aioinformer.errors import (
     WatchError,
     WatchTimeout,
     error_from_watch_status,
+    fails_until_fixed,
 )
 
 # ListerWatcher, ListOptions, ObjectList and WatchEvent are re-exported: DESIGN.md names
@@ -438,6 +446,12 @@ class Reflector:
         self._relists = 0
         self._events = 0
         self._last_error: BaseException | None = None
+        # Before the first sync, the latest failure when no retry alone heals it (see
+        # fails_until_fixed); None otherwise, and from the first list that succeeds on.
+        # ``_blocked`` is set exactly while it is not None: the waits for sync that fail
+        # fast wait on it.
+        self._sync_blocker: BaseException | None = None
+        self._blocked = asyncio.Event()
         self._heard = LastHeard()
         self._watch_restarts = 0
         self._watch_list_retries = 0
@@ -474,6 +488,21 @@ class Reflector:
         the store's consumers have processed.
         """
         return self._cursor.resource_version
+
+    @property
+    def sync_blocker(self) -> BaseException | None:
+        """Before the first list succeeded: the latest failure, when it is one that no
+        retry alone heals (:func:`~aioinformer.errors.fails_until_fixed`: an unknown
+        resource, a 401 or 403, a refused connection...); ``None`` once a list succeeded,
+        while no failure happened, or when the latest was one that may heal (a 503). The
+        reflector retries it all the same."""
+        return self._sync_blocker
+
+    async def wait_sync_blocked(self) -> BaseException:
+        """Wait until :attr:`sync_blocker` is set, and return it (at once if it is)."""
+        while self._sync_blocker is None:
+            await self._blocked.wait()
+        return self._sync_blocker
 
     def set_watch_error_handler(self, handler: WatchErrorHandler | None) -> None:
         """Replace the failure hook (``None`` removes it); sync or async."""
@@ -646,7 +675,7 @@ class Reflector:
             self._metrics.listed(len(items), self._clock.monotonic() - started, list_rv)
             await self._store.replace(items, list_rv)
         self._cursor.resource_version = list_rv
-        self._synced_once = True
+        self._listed()
         logger.debug("%s: listed %d objects at %s", self._name, len(items), list_rv)
 
     async def _list_pages(
@@ -905,7 +934,7 @@ class Reflector:
             await stream.aclose()
             raise
         self._cursor.resource_version = cursor.resource_version
-        self._synced_once = True
+        self._listed()
         logger.debug(
             "%s: streamed %d objects at %s",
             self._name,
@@ -939,8 +968,23 @@ class Reflector:
         self._state = _BackingOff(delay)
         await self._clock.sleep(delay)
 
+    def _listed(self) -> None:
+        """A full list (plain or streaming) was committed to the store."""
+        self._synced_once = True
+        self._sync_blocker = None
+        self._blocked.clear()
+
     async def _report(self, error: BaseException) -> None:
         self._last_error = error
+        if not self._synced_once:
+            # The latest attempt says whether the store can sync by retrying alone: a
+            # failure that may heal (a 503 after a 403 fixed meanwhile) clears the blocker.
+            if fails_until_fixed(error):
+                self._sync_blocker = error
+                self._blocked.set()
+            else:
+                self._sync_blocker = None
+                self._blocked.clear()
         handler = self._handler
         if handler is None:
             return

@@ -10,16 +10,22 @@ read in the error, not dug out of retry warnings.
 Input: informers (anything shaped like :class:`SyncTarget`, which
 :class:`~aioinformer.informer.SharedIndexInformer` is), a timeout in seconds and a clock.
 Output: returns once every informer has synced; raises ``CacheSyncError`` when the
-timeout passes first, and at once when an informer stops unsynced (its run ended: it
-never will sync), naming why its run failed when it did (a strict index function's
-:class:`~aioinformer.errors.IndexFuncError`, chained as the cause). An informer not
-started yet (state ``new``) is waited for: its run may be about to begin; at the timeout
-it is reported as "never started".
+timeout passes first, at once when an informer stops unsynced (its run ended: it never
+will sync), naming why its run failed when it did (a strict index function's
+:class:`~aioinformer.errors.IndexFuncError`, chained as the cause), and at once, with
+``fail_fast`` (the default), when an informer's first list failed in a way no retry alone
+heals (:func:`~aioinformer.errors.fails_until_fixed`: an unknown resource, a 401 or 403,
+a refused connection), naming the resource, namespace, server and that error (the
+``cause``; the informer keeps retrying). With ``fail_fast=False`` such an informer is
+waited for, as one that may heal (a CustomResourceDefinition installed later). An
+informer not started yet (state ``new``) is waited for: its run may be about to begin;
+at the timeout it is reported as "never started".
 
 Ordering: when an informer stops and the timeout passes in the same loop turn, the stop
 is reported; when the last informer syncs as the timeout passes, the wait succeeds.
 
-Task model: one task per unsynced informer (its ``wait_for_sync()``) and one timer task
+Task model: one task per unsynced informer (its ``wait_started()``, then its
+``wait_for_sync()``) and one timer task
 on the clock, all owned by the wait and reaped before it returns or raises, cancellation
 included. This module sits below the informer: it reads informers through the
 :class:`SyncTarget` protocol only.
@@ -33,14 +39,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.runner import cancel_and_wait
-from aioinformer.errors import CacheSyncError, UnsyncedInformer
+from aioinformer.errors import CacheSyncError, UnsyncedInformer, describe_error
 from aioinformer.listwatch import ListerWatcher, source_info
 
 if TYPE_CHECKING:
     import enum
     from collections.abc import Callable, Sequence
 
-__all__ = ["SyncTarget", "Watched", "wait_for_cache_sync", "wait_synced"]
+__all__ = ["SyncTarget", "Watched", "blocked_error", "wait_for_cache_sync", "wait_synced"]
 
 
 class _ReflectorView(Protocol):
@@ -71,7 +77,15 @@ class SyncTarget(Protocol):
 
     def has_synced(self) -> bool: ...
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool: ...
+    async def wait_started(self) -> None:
+        """Return once its run has begun (at once if it has)."""
+        ...
+
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
+        """True once synced, False when it stopped first; raises a ``CacheSyncError``
+        with a ``cause`` when ``fail_fast`` and its first list met a failure no retry
+        alone heals, and its run's failure when it failed."""
+        ...
 
     def statistics(self) -> _StatisticsView: ...
 
@@ -85,16 +99,22 @@ class Watched:
     namespace: str | None
     run_failure: Callable[[], BaseException | None] | None = None
     """Why its run ended, when the owner of that run knows (a factory does)."""
+    server: str | None = None
+    """The API server its source reads from, when the source says."""
 
     @classmethod
     def of(cls, informer: SyncTarget) -> Watched:
-        """Read the resource and namespace off what the informer's source declares."""
+        """Read the resource, namespace and server off what the informer's source
+        declares."""
         info = source_info(informer.lister_watcher)
-        return cls(informer, info.resource, info.namespace)
+        return cls(informer, info.resource, info.namespace, server=info.server)
 
-    def record(self, failure: BaseException | None = None) -> UnsyncedInformer:
+    def record(
+        self, failure: BaseException | None = None, *, blocker: BaseException | None = None
+    ) -> UnsyncedInformer:
         """The informer as it stands now, for a :class:`CacheSyncError`; ``failure`` is
-        what its wait for sync raised (why its run ended), when it raised."""
+        what its wait for sync raised (why its run ended), when it raised; ``blocker``
+        the failure that keeps it from syncing, when its wait failed fast."""
         informer = self.informer
         state = str(informer.state.value)
         if state == "stopping":
@@ -105,7 +125,44 @@ class Watched:
             error = self.run_failure() or error
         if failure is not None:
             state, error = "stopped", failure
+        elif blocker is not None:
+            error = blocker
         return UnsyncedInformer(informer.name, self.resource, self.namespace, state, error)
+
+    def where(self) -> str:
+        """``"configmaps in kube-system at https://10.0.0.1:6443"``: what and where."""
+        place = "(all namespaces)" if self.namespace is None else f"in {self.namespace}"
+        server = f" at {self.server}" if self.server else ""
+        return f"{self.resource} {place}{server}"
+
+
+async def _wait_started_and_synced(target: SyncTarget, *, fail_fast: bool) -> bool:
+    await target.wait_started()
+    return await target.wait_for_sync(fail_fast=fail_fast)
+
+
+def blocked_error(
+    watched: Sequence[Watched], blocked: Watched, cause: BaseException
+) -> CacheSyncError:
+    """The :class:`CacheSyncError` of a wait that failed fast: ``blocked``'s first list
+    met ``cause``, which no retry alone heals. The message leads with that informer, its
+    server and the error, then names every other informer not synced, as ``unsynced``
+    does."""
+    parts = [f"{blocked.where()}: {describe_error(cause)}"]
+    records = []
+    for w in watched:
+        if w is blocked:
+            records.append(w.record(blocker=cause))
+        elif not w.informer.has_synced():
+            record = w.record()
+            records.append(record)
+            parts.append(record.describe())
+    return CacheSyncError(
+        f"caches cannot sync: {'; '.join(parts)}",
+        unsynced=tuple(records),
+        timeout=None,
+        cause=cause,
+    )
 
 
 def _error(
@@ -128,14 +185,18 @@ def _error(
 
 
 async def wait_synced(
-    watched: Sequence[Watched], *, timeout: float | None, clock: Clock = default_clock
+    watched: Sequence[Watched],
+    *,
+    timeout: float | None,
+    clock: Clock = default_clock,
+    fail_fast: bool = True,
 ) -> None:
     """Return once every informer has synced; raise :class:`CacheSyncError` as the module
     docstring says. ``timeout`` (seconds on ``clock``; ``None``: no limit) is checked."""
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be >= 0 or None, got {timeout}")
     pending = {
-        asyncio.ensure_future(w.informer.wait_for_sync()): w
+        asyncio.ensure_future(_wait_started_and_synced(w.informer, fail_fast=fail_fast)): w
         for w in watched
         if not w.informer.has_synced()
     }
@@ -153,6 +214,9 @@ async def wait_synced(
                     continue
                 # An informer whose run failed raises its failure from the wait.
                 failure = task.exception()
+                if isinstance(failure, CacheSyncError) and failure.cause is not None:
+                    cause = failure.cause
+                    raise blocked_error(watched, w, cause) from cause
                 if failure is not None:
                     raise _error(watched, timeout=None, stopped=w, failure=failure) from failure
                 if not task.result():
@@ -167,14 +231,20 @@ async def wait_synced(
 
 
 async def wait_for_cache_sync(
-    *informers: SyncTarget, timeout: float | None = None, clock: Clock | None = None
+    *informers: SyncTarget,
+    timeout: float | None = None,
+    clock: Clock | None = None,
+    fail_fast: bool = True,
 ) -> None:
     """Wait until every one of ``informers`` has synced, or raise
     :class:`~aioinformer.errors.CacheSyncError` naming those that did not.
 
-    Raises when ``timeout`` seconds pass first (``None``: wait as long as it takes), and at
-    once when an informer stops before it synced. An informer whose run has not begun yet
-    is waited for. ``clock`` times the timeout (default: the event loop's; tests pass a
+    Raises when ``timeout`` seconds pass first (``None``: wait as long as it takes), at
+    once when an informer stops before it synced, and at once when an informer's first
+    list failed in a way no retry alone heals (an unknown resource, a 401 or 403, a
+    refused connection: the error's ``cause``), unless ``fail_fast=False``, which waits
+    for the informer to get past it. An informer whose run has not begun yet is waited
+    for. ``clock`` times the timeout (default: the event loop's; tests pass a
     ``FakeClock``). The raising counterpart of ``informer.wait_for_sync(timeout) -> bool``,
     like client-go's ``cache.WaitForCacheSync`` but with the reasons::
 
@@ -185,4 +255,5 @@ async def wait_for_cache_sync(
         [Watched.of(informer) for informer in informers],
         timeout=timeout,
         clock=clock or default_clock,
+        fail_fast=fail_fast,
     )

@@ -208,10 +208,16 @@ def build_parser() -> argparse.ArgumentParser:
             "of --chunk-size objects, or one GET per name."
         ),
     )
+    # Optional here so that a missing RESOURCE gets the message of _no_resource, not
+    # argparse's, which asks for a NAME as well.
     get.add_argument(
-        "resource", metavar="RESOURCE", help="pods, v1/configmaps, apps/v1/deployments, ..."
+        "resource",
+        metavar="RESOURCE",
+        nargs="?",
+        help="pods, v1/configmaps, apps/v1/deployments, ...",
     )
     get.add_argument("names", metavar="NAME", nargs="*", help="objects to get by name")
+    get.set_defaults(usage_error=get.error)
     _add_target(get, verb="list")
     get.add_argument(
         "-o",
@@ -341,6 +347,14 @@ def _add_proxy(commands: Any) -> None:
     _add_verbose(proxy)
 
 
+_NO_RESOURCE = """you must specify the type of resource to get, for example:
+  aioinformer get pods                          pods in the context's namespace
+  aioinformer get pods web-0 -n shop            one pod by name
+  aioinformer get apps/v1/deployments -A -o wide
+  aioinformer get configmaps --fake             from an embedded fake API server
+'kubectl api-resources' lists the resources a cluster serves"""
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``) as the command does; usage errors exit 2.
 
@@ -350,6 +364,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if args.command == "get" and args.resource is None:
+        args.usage_error(_NO_RESOURCE)
     if extra and args.command == "get" and not any(word.startswith("-") for word in extra):
         args.names = [*args.names, *extra]
     elif extra:

@@ -381,7 +381,7 @@ async def _drive(
     async with factory, TaskRunner(name="demo") as shower:
         shower.start_soon(show_periodically(display, progress), name="display")
         sync_started = loop.time()
-        await first_completed(informer.wait_for_sync(), stop.wait())
+        await first_completed(informer.wait_for_sync(fail_fast=False), stop.wait())
         if informer.has_synced():
             progress.sync_seconds = loop.time() - sync_started
         if not stop.is_set():

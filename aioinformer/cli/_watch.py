@@ -272,7 +272,9 @@ async def _watch(options: WatchOptions, out: TextIO) -> int:
             handler = _RowHandler(printer)
             informer.add_event_handler(handler, name="watch rows")
             async with factory:
-                await first_completed(informer.wait_for_sync(), stop.wait())
+                # Failures are judged by on_watch_error, which ends the watch on those a
+                # retry cannot fix: the wait itself only waits.
+                await first_completed(informer.wait_for_sync(fail_fast=False), stop.wait())
                 if informer.has_synced():
                     handler.listed(sorted(informer.indexer.list(), key=meta_namespace_key))
                     listed.set()

@@ -60,6 +60,7 @@ from aioinformer.client._transport import (
     api_error_from_response,
     map_transport_errors,
 )
+from aioinformer.errors import Unauthorized
 from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -328,7 +329,12 @@ class HttpSession:
                     except (BodyTooLarge, BodyUnreadable):
                         # The status still says what went wrong; the body is not needed.
                         payload = b""
-                    raise api_error_from_response(response.status, payload, response.headers)
+                    error = api_error_from_response(response.status, payload, response.headers)
+                    if isinstance(error, Unauthorized):
+                        # Which credentials were refused, and where they come from.
+                        sent = self.config.describe_credentials()
+                        error = Unauthorized(error.status, credentials=sent)
+                    raise error
                 yield response
                 return
             finally:

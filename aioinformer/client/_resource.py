@@ -115,7 +115,7 @@ class ResourceClient(DescribedListerWatcher):
 
     def describe(self) -> SourceInfo:
         """The resource as it was named (``"pods"``, ``"apps/v1/deployments"``), the bound
-        namespace, ``metadata_only``, and streaming lists supported."""
+        namespace, ``metadata_only``, streaming lists supported, and the server's URL."""
         spec = self._spec
         resource = str(spec.gvr) if isinstance(spec, ResourceInfo) else str(spec)
         return SourceInfo(
@@ -123,6 +123,7 @@ class ResourceClient(DescribedListerWatcher):
             namespace=self._namespace,
             metadata_only=self._metadata_only,
             watch_list=True,
+            server=self._http.config.host,
         )
 
     def metadata_lister(self) -> ResourceClient:

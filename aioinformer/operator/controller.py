@@ -21,7 +21,10 @@ What a reconcile's outcome does (controller-runtime's rules):
 =================================================  ==========================================
 outcome                                            effect on the key
 =================================================  ==========================================
-returns (anything but a ``Requeue``)               success: its failure count is forgotten
+returns ``None``                                   success: its failure count is forgotten
+returns anything else (``True``, ``5``, a dict)    a :class:`TypeError` naming the function
+                                                   and the value, handled as a raised
+                                                   exception: logged, retried rate-limited
 raises an exception                                logged with the controller name and key;
                                                    retried after the rate limiter's delay
                                                    (5 ms, 10 ms, 20 ms, ... up to 1000 s)
@@ -105,6 +108,7 @@ import asyncio
 import enum
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -127,6 +131,7 @@ from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._event_gate import EventGate
 from aioinformer.operator.predicates import PredicateLike, as_predicates
 from aioinformer.operator.retry import is_conflict
+from aioinformer.processor import DEFAULT_SLOW_HANDLER_THRESHOLDS, handler_name
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
 
 if TYPE_CHECKING:
@@ -190,6 +195,10 @@ class ControllerStatistics:
     cache, retried rate-limited and logged at INFO; not counted in ``failures``."""
     timeouts: int = 0
     """Reconciles cancelled at ``reconcile_timeout``; also counted in ``failures``."""
+    slow_reconciles: int = 0
+    """Calls of a sync reconcile that held the event loop past 0.1 s (the bound of a sync
+    event handler, ``SlowHandlerThresholds().loop``); the first of each run of them is
+    logged as a warning."""
 
 
 def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
@@ -243,13 +252,16 @@ class Controller(Service):
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
     stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
     the wait for the informers, and the controller's handlers on them, to sync: past it,
-    or as soon as an informer stops unsynced, ``run()`` raises
-    :class:`~aioinformer.errors.CacheSyncError` naming each unsynced informer's resource,
-    namespace and last error, and no worker ever starts. ``predicates`` filter the events
-    of ``informers`` (see :meth:`watch`). ``reconcile_timeout`` (seconds on ``clock``;
-    ``None``, the default: no limit) cancels an async reconcile running longer, which
-    then counts as a failure; a sync reconcile cannot be interrupted, so with one it
-    raises ``ValueError`` here, as does a timeout that is not positive.
+    as soon as an informer stops unsynced, or as soon as an informer's first list fails
+    in a way no retry alone heals (an unknown resource, a 401 or 403, a refused
+    connection; ``cache_sync_fail_fast=False`` waits for those to heal instead),
+    ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming each unsynced
+    informer's resource, namespace and last error, and no worker ever starts.
+    ``predicates`` filter the events of ``informers`` (see :meth:`watch`).
+    ``reconcile_timeout`` (seconds on ``clock``; ``None``, the default: no limit)
+    cancels an async reconcile running longer, which then counts as a failure; a sync
+    reconcile cannot be interrupted, so with one it raises ``ValueError`` here, as does a
+    timeout that is not positive.
 
     It runs once: ``await controller.run()`` or ``async with controller:`` (see the
     module docstring for its states).
@@ -273,6 +285,7 @@ class Controller(Service):
         cache_sync_timeout: float | None = DEFAULT_CACHE_SYNC_TIMEOUT,
         predicates: Iterable[PredicateLike] = (),
         reconcile_timeout: float | None = None,
+        cache_sync_fail_fast: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -291,6 +304,7 @@ class Controller(Service):
         if cache_sync_timeout is not None and cache_sync_timeout < 0:
             raise ValueError(f"cache_sync_timeout must be >= 0 or None, got {cache_sync_timeout}")
         self._cache_sync_timeout = cache_sync_timeout
+        self._cache_sync_fail_fast = cache_sync_fail_fast
         # Set once, when run() gave up waiting for the informers to sync.
         self._sync_error: CacheSyncError | None = None
         self.name = name
@@ -324,6 +338,15 @@ class Controller(Service):
         self._requeues = 0
         self._conflicts = 0
         self._timeouts = 0
+        # A sync reconcile's name in warnings, and what times it: the wall clock (a
+        # blocked loop is real time), or the injected clock in tests.
+        self._reconcile_name = handler_name(None, reconcile)
+        self._timer: Callable[[], float] = (
+            time.perf_counter if self._clock is default_clock else self._clock.monotonic
+        )
+        self._slow_reconciles = 0
+        # True from a slow sync reconcile until one is fast again: one warning per episode.
+        self._slow_episode = False
         checks = as_predicates(predicates)
         for informer in informers:
             self.watch(informer, enqueue=enqueue, predicates=checks)
@@ -463,6 +486,7 @@ class Controller(Service):
             sync_error=self._sync_error,
             conflicts=self._conflicts,
             timeouts=self._timeouts,
+            slow_reconciles=self._slow_reconciles,
         )
 
     def __repr__(self) -> str:
@@ -536,7 +560,12 @@ class Controller(Service):
         ]
         first, wait = await first_completed(
             stop_requested.wait(),
-            wait_synced(watched, timeout=self._cache_sync_timeout, clock=self._clock),
+            wait_synced(
+                watched,
+                timeout=self._cache_sync_timeout,
+                clock=self._clock,
+                fail_fast=self._cache_sync_fail_fast,
+            ),
         )
         if first == 0:
             return False
@@ -622,7 +651,12 @@ class Controller(Service):
             elif self._is_async:
                 result = await self._reconcile(key)
             else:
-                result = self._reconcile(key)
+                timer = self._timer
+                began = timer()
+                try:
+                    result = self._reconcile(key)
+                finally:
+                    self._timed(key, timer() - began)
                 if inspect.isawaitable(result):
                     result = await result
         except Requeue as requeue:
@@ -646,6 +680,9 @@ class Controller(Service):
                 self._retry_failed(key, error, started)
             return
         self._reconciles += 1
+        if result is not None and not isinstance(result, Requeue):
+            self._retry_failed(key, self._wrong_return(key, result), started)
+            return
         if not isinstance(result, Requeue):
             self._successes += 1
             self._metrics.succeeded(started)
@@ -662,6 +699,36 @@ class Controller(Service):
         else:
             self._metrics.requeued(started)
             queue.add_rate_limited(key)
+
+    def _wrong_return(self, key: str, result: object) -> TypeError:
+        """The failure of a reconcile that returned neither ``None`` nor a ``Requeue``."""
+        return TypeError(
+            f"controller {self.name}: reconcile {self._reconcile_name} returned "
+            f"{_brief(result)} for {key}; a reconcile returns None (done) or a Requeue "
+            "(retry), or raises"
+        )
+
+    def _timed(self, key: str, seconds: float) -> None:
+        """Warn once per slow episode that a sync reconcile held the event loop past the
+        bound sync event handlers have (``SlowHandlerThresholds().loop``)."""
+        limit = DEFAULT_SLOW_HANDLER_THRESHOLDS.loop
+        if seconds <= limit:
+            self._slow_episode = False
+            return
+        self._slow_reconciles += 1
+        if self._slow_episode:
+            return
+        self._slow_episode = True
+        logger.warning(
+            "controller %s: sync reconcile %s held the event loop for %.3fs on %s (slow past "
+            "%ss; further slow reconciles are counted, not logged, until one is fast again; "
+            "make it async, or move its blocking work to a thread)",
+            self.name,
+            self._reconcile_name,
+            seconds,
+            key,
+            limit,
+        )
 
     def _retry_failed(self, key: str, error: BaseException, started: float) -> None:
         """Count, log and rate-limit a reconcile that failed with ``error``: a 409 from a
@@ -726,10 +793,21 @@ class _HandlerSync:
     def has_synced(self) -> bool:
         return self._registration.has_synced()
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_started(self) -> None:
+        await self._informer.wait_started()
+
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
         # False only when the informer stops first: the controller removes its handlers
         # only after this wait.
-        return await self._registration.wait_for_sync(timeout)
+        return await self._registration.wait_for_sync(timeout, fail_fast=fail_fast)
 
     def statistics(self) -> InformerStatistics:
         return self._informer.statistics()
+
+
+def _brief(value: object) -> str:
+    """``value``'s repr, cut to a readable length, with its type."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} (a {type(value).__name__})"

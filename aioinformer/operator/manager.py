@@ -13,10 +13,12 @@ Start order (controller-runtime's, with ``EnableWarmup``):
 1. the health endpoint (``/healthz`` and ``/livez`` answer 200, ``/readyz`` 503) and the
    metrics endpoint listen;
 2. the factory starts every informer asked for so far, and the manager waits until all
-   have synced, at most ``cache_sync_timeout`` seconds; past it (or as soon as an informer
-   stops unsynced) ``run()`` raises :class:`~aioinformer.errors.CacheSyncError` naming
-   each resource, namespace and last error, and nothing else has started: no lease was
-   written, no controller ran;
+   have synced, at most ``cache_sync_timeout`` seconds; past it, as soon as an informer
+   stops unsynced, or as soon as an informer's first list fails in a way no retry alone
+   heals (a resource the server does not serve, a 401 or 403, a refused connection;
+   ``cache_sync_fail_fast=False`` waits for those to heal instead) ``run()`` raises
+   :class:`~aioinformer.errors.CacheSyncError` naming each resource, namespace and last
+   error, and nothing else has started: no lease was written, no controller ran;
 3. runnables added with ``needs_leader_election=False`` start;
 4. with ``leader_election``, the manager campaigns for the Lease only now, with warm
    caches, so a new leader reconciles at once; controllers and leader-only runnables start
@@ -215,7 +217,11 @@ class Manager(Service):
     namespace (``None``: all); ``leader_election`` (``None``: every replica runs its
     controllers); ``health_address`` and ``metrics_address`` (``"host:port"``, port 0 for
     a free one; ``None``: not served); ``cache_sync_timeout`` (seconds of the event loop's
-    clock) and ``graceful_shutdown_timeout`` (one deadline for every runnable together,
+    clock); ``cache_sync_fail_fast`` (default true: the start raises at once when an
+    informer's first list meets an unknown resource, a 401 or 403, or a refused
+    connection; false: it waits for them to heal, such as a CustomResourceDefinition
+    installed after the operator, up to ``cache_sync_timeout``) and
+    ``graceful_shutdown_timeout`` (one deadline for every runnable together,
     from the start of stopping); ``clock`` for the election, the shutdown deadline and the
     factory's informers (tests pass a ``FakeClock``); ``cache_audit``, how every informer
     audits its cache (:class:`~aioinformer.audit.CacheAudit`: by default every ten minutes
@@ -245,6 +251,7 @@ class Manager(Service):
         health_address: str | None = None,
         metrics_address: str | None = None,
         cache_sync_timeout: float = 120.0,
+        cache_sync_fail_fast: bool = True,
         graceful_shutdown_timeout: float = 30.0,
         clock: Clock | None = None,
         cache_audit: CacheAudit | None = DEFAULT_CACHE_AUDIT,
@@ -265,6 +272,7 @@ class Manager(Service):
         )
         self._cached_client = CachedClient(client, self._factory, clock=clock)
         self._cache_sync_timeout = cache_sync_timeout
+        self._cache_sync_fail_fast = cache_sync_fail_fast
         self._graceful_shutdown_timeout = graceful_shutdown_timeout
         self._election = leader_election
         self._elector: LeaderElector | None = None
@@ -642,15 +650,15 @@ class Manager(Service):
         stop_requested = self._stop_requested
         first, wait = await first_completed(
             stop_requested.wait(),
-            self._factory.wait_for_cache_sync(timeout=self._cache_sync_timeout),
+            self._factory.wait_for_cache_sync(
+                timeout=self._cache_sync_timeout, fail_fast=self._cache_sync_fail_fast
+            ),
         )
         if first == 0:
             return False
-        try:
-            wait.result()
-        except CacheSyncError as error:
-            logger.error("manager: caches did not sync; nothing started: %s", error)
-            raise
+        # A CacheSyncError leaves run() as it is, logged once by whoever reports it
+        # (run_until_signal writes it out): logging it here too repeated it.
+        wait.result()
         self._synced = True
         logger.info("manager: caches synced")
         return not stop_requested.is_set()
@@ -837,10 +845,35 @@ class Manager(Service):
 
 
 def _report(message: str) -> None:
-    """The cause of a non-zero exit, on stderr for the operator reading the pod's logs."""
+    """The cause of a non-zero exit, logged, and on stderr for the operator reading the
+    pod's logs: written there only when the log does not already reach it, so it shows
+    once."""
     logger.error("%s", message)
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
+    if not _logs_reach_stderr(logging.ERROR):
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+
+def _logs_reach_stderr(level: int) -> bool:
+    """Whether a record of ``level`` from this module's logger is written to stderr: by
+    a stream handler on it or on an ancestor it propagates to, or, with no handler at
+    all, by logging's last resort."""
+    if not logger.isEnabledFor(level):
+        return False
+    current: logging.Logger | None = logger
+    found = False
+    while current is not None:
+        for handler in current.handlers:
+            found = True
+            stream = getattr(handler, "stream", None)
+            to_stderr = type(handler) is logging.StreamHandler and stream is sys.stderr
+            if to_stderr and level >= handler.level:
+                return True
+        if not current.propagate:
+            break
+        current = current.parent
+    last_resort = logging.lastResort
+    return not found and last_resort is not None and level >= last_resort.level
 
 
 def _metrics_answer() -> Callable[[], Awaitable[Answer]]:

@@ -62,12 +62,13 @@ async def test_a_403_and_an_unknown_resource_raise_one_error_naming_both(
         assert await allowed.wait_for_sync(timeout=10)
         await failed_once(denied, unknown)
         with pytest.raises(CacheSyncError) as caught:
-            await factory.wait_for_cache_sync(timeout=0)
+            await factory.wait_for_cache_sync(timeout=0, fail_fast=False)
     error = caught.value
     assert str(error) == (
         f"caches did not sync within 0s: {FORBIDDEN_CONFIGMAPS}; widgets (all namespaces): "
         "UnknownResourceError: the API server has no resource named 'widgets'"
     )
+    assert error.cause is None
     assert [(r.resource, r.namespace, r.state) for r in error.unsynced] == [
         ("configmaps", "kube-system", "starting"),
         ("widgets", None, "starting"),
@@ -108,7 +109,9 @@ async def test_a_controller_whose_informer_is_forbidden_raises_out_of_async_with
 
     async def serve(factory: SharedInformerFactory) -> None:
         denied = factory.informer_for("configmaps", namespace="kube-system")
-        controller = Controller("cms", reconcile, informers=[denied], clock=clock)
+        controller = Controller(
+            "cms", reconcile, informers=[denied], clock=clock, cache_sync_fail_fast=False
+        )
         async with controller:
             await failed_once(denied)
             await clock.wait_for_sleepers(2)  # the sync timeout and the list backoff

@@ -108,6 +108,8 @@ async def test_forbidden_resource_raises_cache_sync_error_and_never_campaigns(
             leader_election=election("a"),
             health_address="127.0.0.1:0",
             cache_sync_timeout=0.3,
+            # Waits out the timeout: the 403 does not fail the start at once.
+            cache_sync_fail_fast=False,
         )
         manager.add_runnable(side_job, needs_leader_election=False)
         run = asyncio.create_task(manager.run())
@@ -311,7 +313,9 @@ async def test_stop_while_waiting_for_sync_returns_without_campaigning(
 ) -> None:
     fake_apiserver.add_token("narrow", rules=[Rule(verbs=["*"], resources=["leases"])])
     async with fake_apiserver.client(token="narrow") as client:
-        manager, controller = recording_manager(client, [], leader_election=election("a"))
+        manager, controller = recording_manager(
+            client, [], leader_election=election("a"), cache_sync_fail_fast=False
+        )
         async with manager:
             assert manager.state is State.STARTING
             await wait_until(

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from aioinformer import State
 from aioinformer._kernel.backoff import Backoff
-from aioinformer.errors import ApiError, Forbidden, InformerStoppedError
+from aioinformer.errors import ApiError, Forbidden, InformerStoppedError, ServerError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer, meta_namespace_key, namespace_index_func
 from aioinformer.informer import (
     Event,
@@ -311,12 +311,23 @@ async def test_a_stray_cancellation_from_the_source_is_retried_and_the_informer_
 async def test_wait_for_sync_times_out_while_list_keeps_failing(
     source: FakeListerWatcher, clock: FakeClock
 ) -> None:
-    source.fail_next_list(*[Forbidden({"message": "no", "code": 403})] * 5)
+    source.fail_next_list(*[ServerError({"message": "no", "code": 503})] * 5)
     informer = SharedIndexInformer(
         source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
     )
     async with informer:
         assert not await informer.wait_for_sync(timeout=0.05)
+
+
+async def test_wait_for_sync_without_fail_fast_times_out_on_a_403(
+    source: FakeListerWatcher, clock: FakeClock
+) -> None:
+    source.fail_next_list(*[Forbidden({"message": "no", "code": 403})] * 5)
+    informer = SharedIndexInformer(
+        source, clock=clock, reflector=ReflectorOptions(use_watch_list=False)
+    )
+    async with informer:
+        assert not await informer.wait_for_sync(timeout=0.05, fail_fast=False)
 
 
 # -- configuration before start ---------------------------------------------------------

@@ -132,7 +132,9 @@ async def test_a_forbidden_list_raises_at_the_timeout_naming_resource_namespace_
         reflector=ReflectorOptions(use_watch_list=False),
     )
     async with denied, fine:
-        wait = asyncio.create_task(wait_for_cache_sync(denied, fine, timeout=120, clock=clock))
+        wait = asyncio.create_task(
+            wait_for_cache_sync(denied, fine, timeout=120, clock=clock, fail_fast=False)
+        )
         await clock.wait_for_sleepers(2)  # the wait's timer and the reflector's backoff
         await clock.advance(119)
         assert not wait.done()
@@ -237,7 +239,13 @@ async def test_the_controller_raises_at_its_sync_timeout_and_never_starts_worker
     informer = SharedIndexInformer(
         source, name="widgets", clock=clock, reflector=ReflectorOptions(use_watch_list=False)
     )
-    controller = Controller("widgets", reconcile_nothing, informers=[informer], clock=clock)
+    controller = Controller(
+        "widgets",
+        reconcile_nothing,
+        informers=[informer],
+        clock=clock,
+        cache_sync_fail_fast=False,
+    )
     controller.enqueue("default/early")
     async with informer:
         run = asyncio.create_task(controller.run())

@@ -26,7 +26,7 @@ def _exit_code(argv: list[str]) -> int | str | None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["get"], "RESOURCE"),
+        (["get"], "you must specify the type of resource to get"),
         (["get", "pods", "-o", "table"], "invalid choice"),
         (["get", "pods", "--chunk-size", "-1"], "--chunk-size"),
         (["get", "pods", "-n", "a", "-A"], "not allowed with"),
@@ -60,6 +60,16 @@ def test_usage_errors_exit_2_naming_the_problem(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert message in captured.err
+
+
+def test_get_without_a_resource_shows_examples_and_asks_for_no_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _exit_code(["get"]) == 2
+    err = capsys.readouterr().err
+    assert "aioinformer get: error: you must specify the type of resource to get" in err
+    assert "  aioinformer get pods web-0 -n shop" in err
+    assert "NAME" not in err.split("error:", 1)[1]
 
 
 @pytest.mark.parametrize(
