@@ -14,6 +14,8 @@ predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aioinformer._kernel.clock import Clock as Clock
 from aioinformer._kernel.lifecycle import State as State
 from aioinformer.audit import CacheAudit as CacheAudit
@@ -175,3 +177,15 @@ __all__ = [
     "split_meta_namespace_key",
     "strip_managed_fields",
 ]
+
+
+if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+
+    def __getattr__(name: str) -> object:
+        """The names that moved away from this module since the first release, for one
+        release more, each with a ``DeprecationWarning`` naming its new place."""
+        if name.startswith("__"):  # the import system asks for ``__path__`` at every import
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from aioinformer._kernel.deprecation import moved_attribute
+
+        return moved_attribute(__name__, name)

@@ -266,16 +266,17 @@ class WidgetOperator:
             current.get("data") != desired["data"]
             or current["metadata"].get("ownerReferences") != wanted_owners
         ):
-            # A merge patch of exactly the fields we own; a 409 from a stale cache is
-            # requeued quietly, anything else (5xx, a timeout) retried with backoff.
-            patched = await self._config_map_api.patch(
-                cm_name,
-                {"data": desired["data"], "metadata": {"ownerReferences": wanted_owners}},
-                namespace,
+            # The whole object at the cached resourceVersion, as controller-runtime's
+            # Update: a merge patch of ``data`` would leave a key someone added in place.
+            # A 409 from a stale cache is requeued quietly, anything else (5xx, a timeout)
+            # retried with backoff.
+            metadata = {**current["metadata"], "ownerReferences": wanted_owners}
+            written = await self._config_map_api.update(
+                {**current, "data": desired["data"], "metadata": metadata}, namespace
             )
-            logger.info("patched ConfigMap %s/%s", namespace, cm_name)
+            logger.info("updated ConfigMap %s/%s", namespace, cm_name)
             self._event(widget, "Normal", "Updated", "Update", f"updated ConfigMap {cm_name}")
-            await self._read_back(self.config_maps, patched)
+            await self._read_back(self.config_maps, written)
         await self._record_status(widget, cm_name)
         return None
 
@@ -437,9 +438,14 @@ async def demo() -> None:
             )
             print("widget edited:", managed_config_maps(server)["hello-config"])
 
-            server.patch("configmaps", "default", "bye-config", {"data": {"size": "99"}})
+            hand_edit = {"data": {"size": "99", "note": "by hand"}}
+            server.patch("configmaps", "default", "bye-config", hand_edit)
             await eventually(
-                lambda: managed_config_maps(server)["bye-config"]["size"] == "2", timeout=10
+                lambda: (
+                    managed_config_maps(server)["bye-config"]
+                    == {"greeting": "Goodbye", "size": "2"}
+                ),
+                timeout=10,
             )
             print("ConfigMap edited by hand, repaired:", managed_config_maps(server)["bye-config"])
 

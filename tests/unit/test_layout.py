@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import aioinformer
+from aioinformer._kernel.deprecation import MOVED_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(aioinformer.__file__).parent
@@ -31,10 +32,13 @@ def page_layers() -> list[set[str]]:
 
 
 def package_rooms() -> set[str]:
+    """The top-level modules and folders, without the shims left at moved modules' old
+    paths for one release (they are no rooms: each only re-exports its new module)."""
+    shims = {name.rpartition(".")[2] for name in MOVED_MODULES}
     return {
         path.stem if path.is_file() else path.name
         for path in PACKAGE.iterdir()
-        if (path.suffix == ".py" and path.name != "__init__.py")
+        if (path.suffix == ".py" and path.name != "__init__.py" and path.stem not in shims)
         or (path.is_dir() and (path / "__init__.py").exists())
     }
 

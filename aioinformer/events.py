@@ -1,0 +1,23 @@
+"""Deprecated: this module moved to :mod:`aioinformer.operator.recorder`.
+
+Kept for one release, then removed: importing it warns (:class:`DeprecationWarning`) and
+gives the new module's names, the same objects. ``RecorderState``, the old name of its
+states, is :class:`aioinformer.State` (read the changelog's migration notes for the members'
+new names), and warns too. Import from :mod:`aioinformer.operator` instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aioinformer._kernel.deprecation import moved_attribute, warn_moved_module
+from aioinformer.operator.recorder import *  # noqa: F403
+from aioinformer.operator.recorder import __all__ as __all__
+
+warn_moved_module(__name__)
+
+
+if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+
+    def __getattr__(name: str) -> object:
+        return moved_attribute(__name__, name)
