@@ -104,6 +104,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from aioinformer.client import Client
+    from aioinformer.testing._threaded import ThreadedFakeAPIServer
 
 __all__ = [
     "ADMIN_TOKEN",
@@ -287,6 +288,16 @@ class FakeAPIServer(Server):
             self.create_namespace(namespace)
 
     # -- lifecycle -----------------------------------------------------------------------
+
+    @staticmethod
+    def in_thread(*, call_timeout: float = 30.0, **options: Any) -> ThreadedFakeAPIServer:
+        """A server with these options, to be served from a thread of its own (``with
+        FakeAPIServer.in_thread() as fake:``), for code that runs no event loop of its own
+        to serve it on: a sync test, an app driven by Starlette's ``TestClient``. Its
+        methods block; see :class:`~aioinformer.testing.ThreadedFakeAPIServer`."""
+        from aioinformer.testing._threaded import ThreadedFakeAPIServer
+
+        return ThreadedFakeAPIServer(call_timeout=call_timeout, **options)
 
     @contextlib.asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:
