@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
+import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, Self, TypeVar, overload
 
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
     from types import TracebackType
 
     from pydantic import BaseModel
@@ -73,8 +75,8 @@ class ThreadedFakeAPIServer:
     ``delete``, ``get``, ``objects``, ``create_namespace``, ``register_crd``,
     ``compact``, ``add_token``, ``remove_token``, ``restart``, ``wait_for_watchers``,
     and :attr:`faults` (a :class:`ThreadedFaults`). They raise what the server raises.
-    Anything else runs on the server's loop through :meth:`run_sync` (a function) or
-    :meth:`run` (a coroutine function), e.g. ``fake.run_sync(setattr, fake.server,
+    Anything else runs on the server's loop through :meth:`call` (a function, awaited
+    there when it returns an awaitable), e.g. ``fake.call(setattr, fake.server,
     "watch_list", "forbidden")``. :meth:`client` gives an
     :class:`aioinformer.client.Client` that is bound to no loop until it is entered: it
     belongs to the code that enters it.
@@ -195,45 +197,48 @@ class ThreadedFakeAPIServer:
 
     @property
     def server(self) -> FakeAPIServer:
-        """The server itself: touch it only on its own loop (:meth:`run_sync`,
-        :meth:`run`)."""
+        """The server itself: touch it only on its own loop (through :meth:`call`)."""
         return self._server
 
-    def run_sync(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``function(*args, **kwargs)`` called on the server's loop; its result, or what
-        it raised."""
+    @overload
+    def call(
+        self, function: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    @overload
+    def call(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    def call(self, function: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """``function(*args, **kwargs)`` called on the server's loop, awaited there when
+        it returns an awaitable (as anyio's ``BlockingPortal.call``); its result, or what
+        it raised. On the server's own thread a plain function runs in place and an
+        awaitable raises ``RuntimeError`` (it would block the loop: await it there)."""
+        return self._call(functools.partial(function, *args, **kwargs), 0.0)
+
+    def _call(self, function: Callable[[], Any], bound: float) -> Any:
+        """Run ``function`` as :meth:`call` does, waiting ``bound`` seconds past the call
+        timeout (the call's own timeout, when it has one)."""
+        name = _name_of(function)
         if threading.current_thread() is self._thread:
-            return function(*args, **kwargs)
+            result = function()
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()
+                raise RuntimeError(
+                    f"{name} was called on the fake API server's own thread, whose loop "
+                    "it would block: await it there (on fake.server)"
+                )
+            return result
 
-        async def call() -> T:
-            return function(*args, **kwargs)
+        async def on_the_loop() -> Any:
+            result = function()
+            if inspect.isawaitable(result):
+                result = await result
+            return result
 
-        return self._wait(call(), self.call_timeout, getattr(function, "__name__", "call"))
+        return self._wait(on_the_loop(), self.call_timeout + bound, name)
 
-    def run(
-        self,
-        function: Callable[P, Coroutine[Any, Any, T]],
-        /,
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """``await function(*args, **kwargs)`` on the server's loop; its result, or what
-        it raised. Not from the server's own thread (await it there)."""
-        return self._wait_for(function(*args, **kwargs), 0.0)
-
-    def _wait_for(self, coro: Coroutine[Any, Any, T], bound: float) -> T:
-        """Run ``coro`` on the server's loop, waiting ``bound`` seconds past the call
-        timeout (the coroutine's own timeout, when it has one)."""
-        name = getattr(coro, "__qualname__", "call")
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise RuntimeError(
-                f"{name} was called on the fake API server's own thread, whose loop it "
-                "would block: await it on fake.server there"
-            )
-        return self._wait(coro, self.call_timeout + bound, name)
-
-    def _wait(self, coro: Coroutine[Any, Any, T], timeout: float, name: str) -> T:
+    def _wait(self, coro: Coroutine[Any, Any, Any], timeout: float, name: str) -> Any:
         loop = self._loop
         if loop is None or self._closed or not self._started.done():
             coro.close()
@@ -263,26 +268,26 @@ class ThreadedFakeAPIServer:
     @property
     def resource_version(self) -> str:
         """The newest resourceVersion."""
-        return self.run_sync(lambda: self._server.resource_version)
+        return self.call(lambda: self._server.resource_version)
 
     @property
     def watch_count(self) -> int:
         """How many watch streams are open now."""
-        return self.run_sync(lambda: self._server.watch_count)
+        return self.call(lambda: self._server.watch_count)
 
     @property
     def request_log(self) -> list[RequestRecord]:
         """A copy of every request served so far (a snapshot: read it again for more)."""
-        return self.run_sync(lambda: list(self._server.request_log))
+        return self.call(lambda: list(self._server.request_log))
 
     @property
     def require_namespaces(self) -> bool:
         """Whether a create in a namespace that does not exist is refused (404)."""
-        return self.run_sync(lambda: self._server.require_namespaces)
+        return self.call(lambda: self._server.require_namespaces)
 
     @require_namespaces.setter
     def require_namespaces(self, value: bool) -> None:
-        self.run_sync(setattr, self._server, "require_namespaces", value)
+        self.call(setattr, self._server, "require_namespaces", value)
 
     def client(self, *, token: str = ADMIN_TOKEN) -> Client:
         """An :class:`aioinformer.client.Client` for this server (``async with`` it on
@@ -291,7 +296,7 @@ class ThreadedFakeAPIServer:
 
     def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str = "default") -> str:
         """Write a kubeconfig pointing at this server; the file is removed on close."""
-        return self.run_sync(self._server.kubeconfig_path, token=token, namespace=namespace)
+        return self.call(self._server.kubeconfig_path, token=token, namespace=namespace)
 
     def register_crd(
         self,
@@ -307,7 +312,7 @@ class ThreadedFakeAPIServer:
         short_names: Iterable[str] = (),
     ) -> None:
         """Serve a custom resource from now on (see :meth:`FakeAPIServer.register_crd`)."""
-        self.run_sync(
+        self.call(
             self._server.register_crd,
             group,
             version,
@@ -322,24 +327,24 @@ class ThreadedFakeAPIServer:
 
     def resolve(self, resource: str) -> ResourceType:
         """The resource named ``pods``, ``deployments.apps`` or ``apps/v1/deployments``."""
-        return self.run_sync(self._server.resolve, resource)
+        return self.call(self._server.resolve, resource)
 
     def create(self, obj: Mapping[str, Any] | BaseModel) -> dict[str, Any]:
         """Store a new object as a POST would; the stored copy
         (:meth:`FakeAPIServer.create`)."""
-        return self.run_sync(self._server.create, obj)
+        return self.call(self._server.create, obj)
 
     def create_namespace(
         self, name: str, *, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         """Make sure namespace ``name`` exists; return it (idempotent)."""
-        return self.run_sync(self._server.create_namespace, name, labels=labels)
+        return self.call(self._server.create_namespace, name, labels=labels)
 
     def update(
         self, obj: Mapping[str, Any] | BaseModel, *, subresource: str | None = None
     ) -> dict[str, Any]:
         """Replace an object as a PUT would (:meth:`FakeAPIServer.update`)."""
-        return self.run_sync(self._server.update, obj, subresource=subresource)
+        return self.call(self._server.update, obj, subresource=subresource)
 
     def patch(
         self,
@@ -353,7 +358,7 @@ class ThreadedFakeAPIServer:
     ) -> dict[str, Any]:
         """Apply a ``merge``, ``strategic`` or ``json`` patch; the new object
         (:meth:`FakeAPIServer.patch`)."""
-        return self.run_sync(
+        return self.call(
             self._server.patch,
             resource,
             namespace,
@@ -365,43 +370,51 @@ class ThreadedFakeAPIServer:
 
     def delete(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
         """Delete an object (mark it, if it has finalizers); its last state."""
-        return self.run_sync(self._server.delete, resource, namespace, name)
+        return self.call(self._server.delete, resource, namespace, name)
 
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A copy of one object; :class:`aioinformer.errors.NotFound` when absent."""
-        return self.run_sync(self._server.get, resource, namespace, name)
+        return self.call(self._server.get, resource, namespace, name)
 
     def objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of every object of ``resource`` (in ``namespace``), sorted by key."""
-        return self.run_sync(self._server.objects, resource, namespace)
+        return self.call(self._server.objects, resource, namespace)
 
     def compact(self) -> None:
         """Forget all history: watches and exact reads at older versions answer 410."""
-        self.run_sync(self._server.compact)
+        self.call(self._server.compact)
 
     def add_token(
         self, token: str, *, user: str | None = None, rules: Iterable[Rule] | None = None
     ) -> None:
         """Accept ``token`` for ``user``, limited to ``rules`` (``None``: everything)."""
         frozen = None if rules is None else tuple(rules)
-        self.run_sync(self._server.add_token, token, user=user, rules=frozen)
+        self.call(self._server.add_token, token, user=user, rules=frozen)
 
     def remove_token(self, token: str) -> None:
         """Stop accepting ``token``."""
-        self.run_sync(self._server.remove_token, token)
+        self.call(self._server.remove_token, token)
 
     def restart(self, *, reset_history: bool = True) -> None:
         """Drop every connection and watch, then listen again (blocking; see
         :meth:`FakeAPIServer.restart`)."""
-        self.run(self._server.restart, reset_history=reset_history)
+        self.call(self._server.restart, reset_history=reset_history)
 
     def wait_for_watchers(
         self, count: int = 1, *, resource: str | None = None, timeout: float = 5.0
     ) -> None:
         """Block (in real time, bounded by ``timeout``) until ``count`` watches are open
         (on ``resource``); ``TimeoutError`` after."""
-        coro = self._server.wait_for_watchers(count, resource=resource, timeout=timeout)
-        self._wait_for(coro, timeout)
+        wait = functools.partial(
+            self._server.wait_for_watchers, count, resource=resource, timeout=timeout
+        )
+        self._call(wait, timeout)
+
+
+def _name_of(function: Callable[[], Any]) -> str:
+    """What a call is named in errors: the function a ``partial`` wraps, by its name."""
+    inner = function.func if isinstance(function, functools.partial) else function
+    return getattr(inner, "__qualname__", None) or repr(inner)
 
 
 class ThreadedFaults:
@@ -418,29 +431,29 @@ class ThreadedFaults:
     @property
     def log(self) -> list[FaultRecord]:
         """A copy of every fault that took effect so far."""
-        return self._owner.run_sync(lambda: list(self._faults.log))
+        return self._owner.call(lambda: list(self._faults.log))
 
     def drop_watch_after(
         self, n: int, *, resource: str | None = None, abrupt: bool = False
     ) -> None:
         """End the next watch after ``n`` lines (``abrupt``: without ending the body)."""
-        self._owner.run_sync(self._faults.drop_watch_after, n, resource=resource, abrupt=abrupt)
+        self._owner.call(self._faults.drop_watch_after, n, resource=resource, abrupt=abrupt)
 
     def close_mid_line(self, after: int = 0, *, resource: str | None = None) -> None:
         """After ``after`` lines, send half a line and close the connection."""
-        self._owner.run_sync(self._faults.close_mid_line, after, resource=resource)
+        self._owner.call(self._faults.close_mid_line, after, resource=resource)
 
     def garbage_line(self, after: int = 0, *, resource: str | None = None) -> None:
         """After ``after`` lines, send a line that is not JSON, then carry on."""
-        self._owner.run_sync(self._faults.garbage_line, after, resource=resource)
+        self._owner.call(self._faults.garbage_line, after, resource=resource)
 
     def stall_watch(self, after: int = 0, *, resource: str | None = None) -> None:
         """After ``after`` lines, keep the stream open but send nothing more."""
-        self._owner.run_sync(self._faults.stall_watch, after, resource=resource)
+        self._owner.call(self._faults.stall_watch, after, resource=resource)
 
     def freeze_watches(self, *, resource: str | None = None) -> int:
         """Silence every watch open now, as a dead network path does; how many."""
-        return self._owner.run_sync(self._faults.freeze_watches, resource=resource)
+        return self._owner.call(self._faults.freeze_watches, resource=resource)
 
     def drop_watch_events(
         self,
@@ -450,7 +463,7 @@ class ThreadedFaults:
         types: Iterable[str] = ("DELETED",),
     ) -> None:
         """Lose the events of the next ``count`` writes of ``types`` from every watch."""
-        self._owner.run_sync(
+        self._owner.call(
             self._faults.drop_watch_events, count, resource=resource, types=tuple(types)
         )
 
@@ -465,7 +478,7 @@ class ThreadedFaults:
         reason: str | None = None,
     ) -> None:
         """Answer the next ``k`` matching requests with ``status``."""
-        self._owner.run_sync(
+        self._owner.call(
             self._faults.fail_next,
             k,
             status=status,
@@ -477,30 +490,30 @@ class ThreadedFaults:
 
     def delay_watch_events(self, seconds: float, *, resource: str | None = None) -> None:
         """Hold back every watch event for ``seconds`` on the server's clock; 0 removes it."""
-        self._owner.run_sync(self._faults.delay_watch_events, seconds, resource=resource)
+        self._owner.call(self._faults.delay_watch_events, seconds, resource=resource)
 
     def latency(self, seconds: float) -> None:
         """Delay every request by ``seconds`` on the server's clock; 0 removes it."""
-        self._owner.run_sync(self._faults.latency, seconds)
+        self._owner.call(self._faults.latency, seconds)
 
     def refuse_connections(self, seconds: float | None = None) -> None:
         """Stop listening and drop open connections (for ``seconds``, or until
         :meth:`accept_connections`)."""
-        self._owner.run(self._faults.refuse_connections, seconds)
+        self._owner.call(self._faults.refuse_connections, seconds)
 
     def accept_connections(self) -> None:
         """Listen again after :meth:`refuse_connections`."""
-        self._owner.run(self._faults.accept_connections)
+        self._owner.call(self._faults.accept_connections)
 
     def clear(self) -> None:
         """Disarm every pending fault and remove latency (the log is kept)."""
-        self._owner.run_sync(self._faults.clear)
+        self._owner.call(self._faults.clear)
 
     def count(self, kind: str) -> int:
         """How many faults of ``kind`` took effect so far."""
-        return self._owner.run_sync(self._faults.count, kind)
+        return self._owner.call(self._faults.count, kind)
 
     def wait_for(self, kind: str, count: int = 1, *, timeout: float = 5.0) -> None:
         """Block (in real time, bounded) until ``count`` faults of ``kind`` took effect."""
-        coro = self._faults.wait_for(kind, count, timeout=timeout)
-        self._owner._wait_for(coro, timeout)
+        wait = functools.partial(self._faults.wait_for, kind, count, timeout=timeout)
+        self._owner._call(wait, timeout)
