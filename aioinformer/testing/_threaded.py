@@ -65,7 +65,7 @@ class ThreadedFakeAPIServer:
     Use it where no event loop of yours can serve the fake: a sync test, an app driven
     by Starlette's ``TestClient``, a program that is not async::
 
-        with FakeAPIServer.in_thread(require_namespaces=False) as fake:
+        with ThreadedFakeAPIServer(require_namespaces=False) as fake:
             fake.create(pod)                 # blocking; watches have it on return
             fake.url                         # "http://127.0.0.1:PORT"
             fake.kubeconfig_path()           # a kubeconfig for it (removed on exit)

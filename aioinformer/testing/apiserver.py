@@ -104,7 +104,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from aioinformer.client import Client
-    from aioinformer.testing._threaded import ThreadedFakeAPIServer
 
 __all__ = [
     "ADMIN_TOKEN",
@@ -184,6 +183,11 @@ class FakeAPIServer(Server):
     keeps every event since the server was created instead, for tests that replay
     seeded objects through a watch from an early version (a convenience a real cluster
     lacks).
+
+    Served from a thread of its own, for code that runs no event loop to serve it on (a
+    sync test, an app driven by Starlette's ``TestClient``):
+    :class:`~aioinformer.testing.ThreadedFakeAPIServer`, the same options and methods,
+    blocking.
 
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
     ``server.faults.fail_next(2, status=429)``, ``server.faults.freeze_watches()`` to
@@ -288,16 +292,6 @@ class FakeAPIServer(Server):
             self.create_namespace(namespace)
 
     # -- lifecycle -----------------------------------------------------------------------
-
-    @staticmethod
-    def in_thread(*, call_timeout: float = 30.0, **options: Any) -> ThreadedFakeAPIServer:
-        """A server with these options, to be served from a thread of its own (``with
-        FakeAPIServer.in_thread() as fake:``), for code that runs no event loop of its own
-        to serve it on: a sync test, an app driven by Starlette's ``TestClient``. Its
-        methods block; see :class:`~aioinformer.testing.ThreadedFakeAPIServer`."""
-        from aioinformer.testing._threaded import ThreadedFakeAPIServer
-
-        return ThreadedFakeAPIServer(call_timeout=call_timeout, **options)
 
     @contextlib.asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:

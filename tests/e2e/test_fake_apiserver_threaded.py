@@ -1,4 +1,4 @@
-"""``FakeAPIServer.in_thread()``: the fake served from a thread of its own answers code on
+"""``ThreadedFakeAPIServer``: the fake served from a thread of its own answers code on
 any thread and any loop, its blocking methods are the server's own, a blocked loop fails
 a call instead of hanging it, and closing leaves no thread, socket or file behind."""
 
@@ -21,7 +21,6 @@ from aioinformer.errors import AlreadyExists, NotFound
 from aioinformer.listwatch import ListOptions
 from aioinformer.testing import (
     ADMIN_TOKEN,
-    FakeAPIServer,
     Rule,
     ThreadedFakeAPIServer,
     eventually,
@@ -61,8 +60,7 @@ def refuses_connections(port: int) -> bool:
 
 
 def test_a_threaded_server_answers_blocking_http_and_leaves_nothing_behind() -> None:
-    fake = FakeAPIServer.in_thread()
-    assert isinstance(fake, ThreadedFakeAPIServer)
+    fake = ThreadedFakeAPIServer()
     assert "not started" in repr(fake)
     with fake:
         assert "serving" in repr(fake)
@@ -88,8 +86,8 @@ def test_a_threaded_server_answers_blocking_http_and_leaves_nothing_behind() -> 
 
 def test_options_are_the_servers_and_a_wrong_one_raises_in_the_callers_thread() -> None:
     with pytest.raises(ValueError, match="watch_list must be"):
-        FakeAPIServer.in_thread(watch_list="sometimes")
-    with FakeAPIServer.in_thread(history_size=7, require_namespaces=False) as fake:
+        ThreadedFakeAPIServer(watch_list="sometimes")
+    with ThreadedFakeAPIServer(history_size=7, require_namespaces=False) as fake:
         assert fake.server._store.history_size == 7
         assert fake.require_namespaces is False
         fake.create(pod("a", namespace="nowhere"))
@@ -112,7 +110,7 @@ def test_a_start_that_fails_raises_with_the_thread_ended() -> None:
 
 
 def test_the_blocking_methods_are_the_servers_own() -> None:
-    with FakeAPIServer.in_thread() as fake:
+    with ThreadedFakeAPIServer() as fake:
         created = fake.create(pod("a"))
         assert created["metadata"]["resourceVersion"] == fake.resource_version
         with pytest.raises(AlreadyExists):
@@ -157,7 +155,7 @@ def test_the_blocking_methods_are_the_servers_own() -> None:
 
 
 def test_faults_are_blocking_calls_on_the_servers_loop() -> None:
-    with FakeAPIServer.in_thread() as fake:
+    with ThreadedFakeAPIServer() as fake:
         fake.faults.fail_next(1, status=503)
         assert get_json(fake.url + "/api/v1/pods")[0] == 503
         assert get_json(fake.url + "/api/v1/pods")[0] == 200
@@ -198,7 +196,7 @@ def test_an_informer_on_another_loop_syncs_and_follows() -> None:
                 await eventually(lambda: informer.lister().get("web-1", namespace="default"))
                 return sorted(p["metadata"]["name"] for p in informer.lister().list())
 
-    with FakeAPIServer.in_thread() as fake:
+    with ThreadedFakeAPIServer() as fake:
         fake.create(pod("web-0"))
         assert asyncio.run(follow(fake)) == ["web-0", "web-1"]
         with pytest.raises(TimeoutError):
@@ -207,7 +205,7 @@ def test_an_informer_on_another_loop_syncs_and_follows() -> None:
 
 async def test_an_async_test_may_serve_it_from_a_thread_too() -> None:
     # Blocking calls from the test's loop are brief: the server answers on its own.
-    with FakeAPIServer.in_thread() as fake:
+    with ThreadedFakeAPIServer() as fake:
         fake.create(pod("a"))
         async with fake.client() as client:
             pods = client.resource("pods", "default")
@@ -222,7 +220,7 @@ async def test_an_async_test_may_serve_it_from_a_thread_too() -> None:
 
 
 def test_call_reaches_anything_else_on_the_servers_loop() -> None:
-    with FakeAPIServer.in_thread() as fake:
+    with ThreadedFakeAPIServer() as fake:
         fake.call(setattr, fake.server, "watch_list", "forbidden")
         assert fake.server.watch_list == "forbidden"
         loop_thread = fake.call(threading.current_thread)
@@ -245,7 +243,7 @@ def test_call_reaches_anything_else_on_the_servers_loop() -> None:
 
 def test_a_blocked_loop_fails_the_call_instead_of_hanging_it() -> None:
     release = threading.Event()
-    with FakeAPIServer.in_thread(call_timeout=0.1) as fake:
+    with ThreadedFakeAPIServer(call_timeout=0.1) as fake:
         with pytest.raises(TimeoutError, match="something on it blocks"):
             fake.call(release.wait, 5)
         release.set()

@@ -19,8 +19,6 @@ SERVER_ONLY = {
     "state",
     "stop",
     "wait_stopped",
-    # Starts a threaded one.
-    "in_thread",
 }
 """Public names of ``FakeAPIServer`` a threaded one does not repeat."""
 
