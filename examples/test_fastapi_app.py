@@ -8,7 +8,8 @@ The app is ``fastapi_app.py`` next to this file: its lifespan starts a
   an event loop of a thread of its own and blocks the test while it waits for it, so the
   fake must be served from a thread of its own too: in a sync test the ``fake_apiserver``
   fixture is just that (a ``ThreadedFakeAPIServer``: the same methods, blocking).
-  ``fake_apiserver.client`` makes the app a ``Client`` on the app's own loop.
+  ``fake_apiserver.client`` makes the app a ``Client`` on the app's own loop, and
+  ``eventually_sync`` waits for what the app does meanwhile.
 * **httpx's** ``AsyncClient`` over ``ASGITransport``, in ``async def`` tests: the app, its
   lifespan and the fake all run on the test's loop, and the test awaits between requests.
 
@@ -23,32 +24,23 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 import pytest_asyncio
 from fastapi.testclient import TestClient
 
+from aioinformer.testing import eventually, eventually_sync
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # to import the example app
 from fastapi_app import create_app, pod
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterator
+    from collections.abc import AsyncIterator, Iterator
 
     from aioinformer.testing import FakeAPIServer, ThreadedFakeAPIServer
-
-
-def wait_until(check: Callable[[], Any], *, timeout: float = 10.0) -> Any:
-    """Call ``check`` until it returns something truthy (a kubelet's probe loop)."""
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout} s: {check}")
-        time.sleep(0.01)
-    return result
 
 
 # -- with Starlette's TestClient: sync tests ------------------------------------------------
@@ -60,7 +52,7 @@ def http(fake_apiserver: ThreadedFakeAPIServer) -> Iterator[TestClient]:
     fake_apiserver.create(pod("web-0", app="web"))
     fake_apiserver.create(pod("db-0", app="db"))
     with TestClient(create_app(fake_apiserver.client)) as client:
-        wait_until(lambda: client.get("/readyz").status_code == 200)
+        eventually_sync(lambda: client.get("/readyz").status_code == 200, timeout=10)
         yield client
 
 
@@ -82,17 +74,17 @@ def test_the_caches_follow_the_server(
     def names() -> list[str]:
         return [p["name"] for p in http.get("/pods").json()]
 
-    wait_until(lambda: names() == ["web-0", "web-1"])
+    eventually_sync(lambda: names() == ["web-0", "web-1"])
 
 
 def test_readyz_fails_while_the_server_refuses_connections(
     http: TestClient, fake_apiserver: ThreadedFakeAPIServer
 ) -> None:
     fake_apiserver.faults.refuse_connections()  # every watch is cut, none reconnects
-    wait_until(lambda: http.get("/readyz").status_code == 503)
+    eventually_sync(lambda: http.get("/readyz").status_code == 503)
     assert http.get("/livez").status_code == 200  # a stale cache is not a dead process
     fake_apiserver.faults.accept_connections()
-    wait_until(lambda: http.get("/readyz").status_code == 200)
+    eventually_sync(lambda: http.get("/readyz").status_code == 200, timeout=10)
 
 
 # -- with httpx's AsyncClient: async tests --------------------------------------------------
@@ -120,9 +112,14 @@ async def test_an_async_test_drives_the_app_on_its_own_loop(
 ) -> None:
     assert [p["name"] for p in (await async_http.get("/pods")).json()] == ["web-0"]
     fake_apiserver.create(pod("web-1", app="web"))
-    async with asyncio.timeout(10):
-        while len((await async_http.get("/pods")).json()) != 2:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+
+    async def names() -> list[str]:
+        return [p["name"] for p in (await async_http.get("/pods")).json()]
+
+    async def both_cached() -> bool:
+        return await names() == ["web-0", "web-1"]
+
+    await eventually(both_cached)
 
 
 if __name__ == "__main__":
