@@ -152,10 +152,11 @@ if pytest_asyncio is not None:
 
 
 def _is_sync_test(request: pytest.FixtureRequest) -> bool:
-    """Whether the requesting test is a plain function, which no event loop runs."""
+    """Whether the requesting test is a plain function, which no event loop runs (a
+    doctest, or any other item that is not a Python function, is one too)."""
     node = request.node
     if not isinstance(node, pytest.Function):
-        return False
+        return True
     function = node.obj
     # Hypothesis wraps an async test in a sync one and keeps the original here.
     hypothesis = getattr(function, "hypothesis", None)

@@ -418,3 +418,37 @@ def test_test_client_works_in_a_sync_test_and_fails_fast_in_an_async_one(
             "fake_apiserver*def test_...()*httpx.ASGITransport*"
         ]
     )
+
+
+DOCTEST = """
+import json
+import urllib.request
+
+from aioinformer.testing import ADMIN_TOKEN
+
+
+def pods_at(url):
+    \"\"\"The names of the pods the server at ``url`` lists, over HTTP.
+
+    >>> fake = getfixture("fake_apiserver")
+    >>> _ = fake.create({"apiVersion": "v1", "kind": "Pod",
+    ...                  "metadata": {"name": "a", "namespace": "default"},
+    ...                  "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    >>> pods_at(fake.url)
+    ['a']
+    \"\"\"
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    request = urllib.request.Request(url + "/api/v1/pods", headers=headers)
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return [pod["metadata"]["name"] for pod in json.load(response)["items"]]
+"""
+
+
+def test_a_doctest_gets_the_fake_on_a_thread_of_its_own(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(user_module=DOCTEST)
+    result = run_suite(pytester, "--doctest-modules")
+    result.assert_outcomes(passed=1)
