@@ -10,8 +10,8 @@ Fixtures:
 * ``fake_apiserver_factory`` -- ``await fake_apiserver_factory(**options)`` starts more
   servers (each closed after the test).
 
-Sync tests: a plain ``def test_...()`` runs no event loop, so no server on one could
-answer it. There the fixtures serve the fake from a thread of its own: ``fake_apiserver``
+Sync tests: a plain ``def test_...()`` (or a doctest) runs no event loop, so no server
+on one could answer it. There the fixtures serve the fake from a thread of its own: ``fake_apiserver``
 is a :class:`ThreadedFakeAPIServer` (the same methods, blocking, run on the server's
 loop; :meth:`~ThreadedFakeAPIServer.client` makes a ``Client`` for the loop that enters
 it, such as an app's lifespan under Starlette's ``TestClient``), and
