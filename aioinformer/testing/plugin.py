@@ -11,13 +11,13 @@ Fixtures:
   servers (each closed after the test).
 
 Sync tests: a plain ``def test_...()`` (or a doctest) runs no event loop, so no server
-on one could answer it. There the fixtures serve the fake from a thread of its own: ``fake_apiserver``
-is a :class:`ThreadedFakeAPIServer` (the same methods, blocking, run on the server's
-loop; :meth:`~ThreadedFakeAPIServer.client` makes a ``Client`` for the loop that enters
-it, such as an app's lifespan under Starlette's ``TestClient``), and
+on one could answer it. There the fixtures serve the fake from a thread of its own:
+``fake_apiserver`` is a :class:`ThreadedFakeAPIServer` (the same methods, blocking, run
+on the server's loop; :meth:`~ThreadedFakeAPIServer.client` makes a ``Client`` for the
+loop that enters it, such as an app's lifespan under Starlette's ``TestClient``), and
 ``fake_apiserver_factory(**options)`` returns started ones without ``await``. No async
-plugin is needed. ``kube_client`` is async and fails a sync test at once, saying what to
-use instead.
+plugin is needed. ``kube_client`` is a ``Client`` for it, not entered: the code that
+runs a loop enters it there.
 
 Starlette's ``TestClient`` in an async test blocks the test's loop while the app's
 lifespan runs on a thread of the client's, so the app could never reach a fake on the
@@ -55,7 +55,7 @@ import contextlib
 import inspect
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import pytest
 
@@ -178,6 +178,15 @@ def _threaded_factory() -> Iterator[ThreadedFakeAPIServerFactory]:
 def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     marker = request.node.get_closest_marker("fake_apiserver")
     return dict(marker.kwargs) if marker is not None else {}
+
+
+_AWAITED_FACTORY: Final = (
+    "fake_apiserver_factory, as overridden here, returns an awaitable, which this sync "
+    "test cannot await: in a sync test the plugin's factory returns a started "
+    "ThreadedFakeAPIServer. Let an override return what the plugin's factory returns, "
+    "without awaiting it ('return fake_apiserver_factory(**options)' from a plain def), "
+    "and it serves sync and async tests alike"
+)
 
 
 _BLOCKED_LOOP: Final = (
@@ -305,8 +314,12 @@ def fake_apiserver(
     Options come from ``@pytest.mark.fake_apiserver(**options)`` when the test has it.
     """
     if _is_sync_test(request):
-        start = cast("ThreadedFakeAPIServerFactory", fake_apiserver_factory)
-        return start(**_marker_options(request))
+        threaded = fake_apiserver_factory(**_marker_options(request))
+        if not isinstance(threaded, ThreadedFakeAPIServer):
+            if inspect.iscoroutine(threaded):
+                threaded.close()
+            pytest.fail(_AWAITED_FACTORY, pytrace=False)
+        return threaded
     if _runs_on_anyio(request):
         with _anyio_runner(request) as runner:
             server: FakeAPIServer = runner.run_fixture(
@@ -317,11 +330,10 @@ def fake_apiserver(
     return result
 
 
-_SYNC_KUBE_CLIENT: Final = (
-    "kube_client is an async Client and this test is sync: no event loop here could "
-    "use it. Hand fake_apiserver.client to the code that runs on a loop (an app's "
-    "lifespan under TestClient, asyncio.run(...)) and enter it there, or make the test "
-    "'async def'"
+_SYNC_CLIENT_LEFT_OPEN: Final = (
+    "kube_client was used on an event loop of this sync test and left open, where "
+    "nothing can close it on that loop any more: enter it on the loop that uses it "
+    "('async with kube_client:' inside asyncio.run(...))"
 )
 
 
@@ -329,10 +341,18 @@ _SYNC_KUBE_CLIENT: Final = (
 def kube_client(
     request: pytest.FixtureRequest, fake_apiserver: FakeAPIServer | ThreadedFakeAPIServer
 ) -> Iterator[Client]:
-    """An :class:`aioinformer.client.Client` for ``fake_apiserver`` (admin token); async
-    tests only (a sync test fails at once, saying what to use instead)."""
-    if _is_sync_test(request):
-        pytest.fail(_SYNC_KUBE_CLIENT, pytrace=False)
+    """An :class:`aioinformer.client.Client` for ``fake_apiserver`` (admin token).
+
+    In a sync test it is not entered (no loop runs there to own its connections): code
+    that runs a loop enters it there (``async with kube_client:``), once. A client used
+    there and left open fails the test at teardown, saying so.
+    """
+    if isinstance(fake_apiserver, ThreadedFakeAPIServer):
+        client = fake_apiserver.client()
+        yield client
+        if client.session is not None:
+            pytest.fail(_SYNC_CLIENT_LEFT_OPEN, pytrace=False)
+        return
     if _runs_on_anyio(request):
         with _anyio_runner(request) as runner:
             yield from runner.run_asyncgen_fixture(_client_body, {"server": fake_apiserver})

@@ -181,6 +181,22 @@ async def test_it(fake_apiserver):
         [],
         "aioinformer's fixtures need the asyncio backend; anyio_backend is 'trio'",
     ),
+    "async-factory-override-in-a-sync-test": (
+        """
+import pytest
+
+@pytest.fixture
+def fake_apiserver_factory(fake_apiserver_factory):
+    async def start(**options):
+        return await fake_apiserver_factory(history_size=5, **options)
+    return start
+
+def test_it(fake_apiserver):
+    pass
+""",
+        [],
+        "fake_apiserver_factory, as overridden here, returns an awaitable*without awaiting*",
+    ),
     "no-async-plugin": (
         """
 async def test_it(fake_apiserver):
@@ -188,14 +204,6 @@ async def test_it(fake_apiserver):
 """,
         ["-p", "no:asyncio", "-p", "no:anyio"],
         "'fake_apiserver_factory' is an async fixture: run the test with pytest-asyncio",
-    ),
-    "kube-client-in-a-sync-test": (
-        """
-def test_it(kube_client):
-    pass
-""",
-        [],
-        "kube_client is an async Client and this test is sync*fake_apiserver.client*",
     ),
 }
 
@@ -257,7 +265,7 @@ import urllib.request
 
 import pytest
 
-from aioinformer import SharedIndexInformer
+from aioinformer import SharedIndexInformer, SharedInformerFactory
 from aioinformer.testing import ADMIN_TOKEN, ThreadedFakeAPIServer
 
 POD = {{"apiVersion": "v1", "kind": "Pod",
@@ -325,6 +333,17 @@ def test_the_factory_starts_more_without_await(fake_apiserver_factory, nothing_l
     assert first.objects("pods") == []
 
 
+def test_kube_client_is_entered_by_the_loop_that_uses_it(kube_client, fake_apiserver):
+    factory = SharedInformerFactory(kube_client)  # building needs no loop
+    assert factory.informer_for("pods") is factory.informer_for("pods")
+
+    async def namespace_kind():
+        async with kube_client:
+            return (await kube_client.resource("namespaces").get("default"))["kind"]
+
+    assert asyncio.run(namespace_kind()) == "Namespace"
+
+
 {async_test}
 """
 
@@ -339,10 +358,10 @@ async def test_an_async_test_beside_them_keeps_the_fake_on_its_loop(fake_apiserv
 @pytest.mark.parametrize(
     ("ini", "plugins", "async_test", "passed"),
     [
-        ("asyncio_mode = auto\n", ["-p", "no:anyio"], ASYNC_BESIDE_SYNC, 4),
-        ("asyncio_mode = strict\n", [], ASYNC_BESIDE_SYNC, 4),
-        ("", ["-p", "no:asyncio"], "", 3),
-        ("", ["-p", "no:asyncio", "-p", "no:anyio"], "", 3),
+        ("asyncio_mode = auto\n", ["-p", "no:anyio"], ASYNC_BESIDE_SYNC, 5),
+        ("asyncio_mode = strict\n", [], ASYNC_BESIDE_SYNC, 5),
+        ("", ["-p", "no:asyncio"], "", 4),
+        ("", ["-p", "no:asyncio", "-p", "no:anyio"], "", 4),
     ],
     ids=["pytest-asyncio-auto", "pytest-asyncio-strict", "anyio-only", "no-async-plugin"],
 )
@@ -354,6 +373,30 @@ def test_sync_tests_get_the_fake_on_a_thread_of_its_own(
     pytester.makepyfile(test_sync_user=SYNC_USER_TEST.format(async_test=async_test))
     result = run_suite(pytester, *plugins)
     result.assert_outcomes(passed=passed)
+
+
+KUBE_CLIENT_LEFT_OPEN = """
+import asyncio
+
+
+def test_it(kube_client):
+    async def use():
+        await kube_client.resource("namespaces").get("default")  # opens, never closes
+
+    asyncio.run(use())
+"""
+
+
+def test_a_kube_client_a_sync_test_left_open_fails_it_at_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nasyncio_mode = strict\n")
+    pytester.makepyfile(test_left_open=KUBE_CLIENT_LEFT_OPEN)
+    result = run_suite(pytester, "-p", "no:asyncio", "-p", "no:anyio")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*kube_client was used on an event loop of this sync test and left open*"]
+    )
 
 
 # -- Starlette's TestClient ----------------------------------------------------------------
