@@ -100,6 +100,7 @@ class ThreadedFakeAPIServer:
         self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._left_running: list[asyncio.Task[Any]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -183,6 +184,10 @@ class ThreadedFakeAPIServer:
             await self._stop.wait()
         finally:
             await self._server.close()
+            # What the server left running (none, as its close() promises): the Runner
+            # cancels them, and the tests read them here.
+            current = asyncio.current_task()
+            self._left_running = [t for t in asyncio.all_tasks() if t is not current]
 
     def __repr__(self) -> str:
         if self._thread is None:

@@ -201,6 +201,32 @@ def test_an_informer_on_another_loop_syncs_and_follows() -> None:
         assert asyncio.run(follow(fake)) == ["web-0", "web-1"]
         with pytest.raises(TimeoutError):
             fake.wait_for_watchers(1, timeout=0.05)
+    assert fake._left_running == []
+
+
+def test_closing_with_watches_open_ends_them_and_leaves_no_task() -> None:
+    opened = threading.Event()
+    ended: list[str] = []
+
+    async def watch_until_the_server_closes(fake: ThreadedFakeAPIServer) -> None:
+        async with fake.client() as client:
+            watch = client.resource("pods", "default").watch(ListOptions(resource_version="0"))
+            async with contextlib.aclosing(watch) as events:
+                async for _ in events:
+                    opened.set()
+            ended.append("ended")  # closing the server ended the stream, cleanly
+
+    with ThreadedFakeAPIServer() as fake:
+        fake.create(pod("a"))
+        watcher = threading.Thread(target=asyncio.run, args=(watch_until_the_server_closes(fake),))
+        watcher.start()
+        assert opened.wait(5)
+        fake.wait_for_watchers(1)
+    watcher.join(5)
+    assert not watcher.is_alive()
+    assert ended == ["ended"]
+    assert fake._left_running == []
+    assert server_threads() == []
 
 
 async def test_an_async_test_may_serve_it_from_a_thread_too() -> None:
