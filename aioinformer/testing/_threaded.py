@@ -34,6 +34,7 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, Self, TypeVar, overload
 
+from aioinformer._kernel.lifecycle import State
 from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 
 if TYPE_CHECKING:
@@ -99,7 +100,9 @@ class ThreadedFakeAPIServer:
         self._started: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._finished: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread: threading.Thread | None = None
-        self._closed = False
+        # NEW until start(), STARTING until the server answers, RUNNING until close()
+        # (or a failed start), STOPPING while it closes, STOPPED once the thread ended.
+        self._state = State.NEW
         self._left_running: list[asyncio.Task[Any]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -108,8 +111,9 @@ class ThreadedFakeAPIServer:
         """Start the thread and the server on it; return once requests are answered.
         Raises what made the start fail, with the thread ended; runs once
         (``RuntimeError`` after)."""
-        if self._thread is not None:
+        if self._state is not State.NEW:
             raise RuntimeError("a ThreadedFakeAPIServer runs once")
+        self._state = State.STARTING
         self._thread = threading.Thread(
             target=self._main, name="aioinformer fake API server", daemon=True
         )
@@ -122,19 +126,21 @@ class ThreadedFakeAPIServer:
                 f"the fake API server did not start within {self.call_timeout} s"
             ) from None
         except BaseException:
-            self._closed = True
+            self._state = State.STOPPING
             self._thread.join(_JOIN_TIMEOUT)
+            self._state = State.STOPPED
             raise
+        self._state = State.RUNNING
         self._thread.name = f"aioinformer fake API server {self.url}"
 
     def close(self) -> None:
         """Stop the server (every watch ends, the socket closes), then its loop, and join
         the thread; return once done. Idempotent. Raises what made closing fail."""
         thread = self._thread
-        if self._closed or thread is None:
-            self._closed = True
+        if thread is None or self._state in (State.STOPPING, State.STOPPED):
+            self._state = State.STOPPED if thread is None else self._state
             return
-        self._closed = True
+        self._state = State.STOPPING
         loop, stop = self._loop, self._stop
         if loop is not None and stop is not None:
             # The loop may have ended meanwhile: then there is nothing left to stop.
@@ -146,6 +152,7 @@ class ThreadedFakeAPIServer:
                 f"the fake API server's thread did not end within {_JOIN_TIMEOUT} s: "
                 "something on its loop blocks"
             )
+        self._state = State.STOPPED
         self._finished.result(timeout=0)
 
     def __enter__(self) -> Self:
@@ -189,14 +196,13 @@ class ThreadedFakeAPIServer:
             current = asyncio.current_task()
             self._left_running = [t for t in asyncio.all_tasks() if t is not current]
 
+    @property
+    def state(self) -> State:
+        """Where it is in its one run (``RUNNING``: requests are answered)."""
+        return self._state
+
     def __repr__(self) -> str:
-        if self._thread is None:
-            state = "not started"
-        elif self._closed:
-            state = "closed"
-        else:
-            state = "serving"
-        return f"<ThreadedFakeAPIServer {self.url} {state}>"
+        return f"<ThreadedFakeAPIServer {self.url} {self._state.name}>"
 
     # -- calls on the server's loop -----------------------------------------------------
 
@@ -245,7 +251,7 @@ class ThreadedFakeAPIServer:
 
     def _wait(self, coro: Coroutine[Any, Any, Any], timeout: float, name: str) -> Any:
         loop = self._loop
-        if loop is None or self._closed or not self._started.done():
+        if loop is None or self._state is not State.RUNNING:
             coro.close()
             raise RuntimeError(f"{name}: the threaded fake API server is not serving")
         future = asyncio.run_coroutine_threadsafe(coro, loop)

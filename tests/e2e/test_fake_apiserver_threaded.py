@@ -61,9 +61,11 @@ def refuses_connections(port: int) -> bool:
 
 def test_a_threaded_server_answers_blocking_http_and_leaves_nothing_behind() -> None:
     fake = ThreadedFakeAPIServer()
-    assert "not started" in repr(fake)
+    assert fake.state.name == "NEW"
+    assert repr(fake) == f"<ThreadedFakeAPIServer {fake.url} NEW>"
     with fake:
-        assert "serving" in repr(fake)
+        assert fake.state.name == "RUNNING"
+        assert "RUNNING" in repr(fake)
         (thread,) = server_threads()
         assert thread.daemon
         assert thread.name == f"aioinformer fake API server {fake.url}"
@@ -74,7 +76,7 @@ def test_a_threaded_server_answers_blocking_http_and_leaves_nothing_behind() -> 
         kubeconfig = fake.kubeconfig_path()
         assert os.path.exists(kubeconfig)
         port = fake.port
-    assert "closed" in repr(fake)
+    assert fake.state.name == "STOPPED"
     assert not thread.is_alive()
     assert server_threads() == []
     assert refuses_connections(port)
@@ -103,6 +105,7 @@ def test_a_start_that_fails_raises_with_the_thread_ended() -> None:
         fake = ThreadedFakeAPIServer(port=taken.getsockname()[1])
         with pytest.raises(OSError, match="in use"):
             fake.start()
+    assert fake.state.name == "STOPPED"
     assert server_threads() == []
     fake.close()
     with pytest.raises(RuntimeError, match="not serving"):

@@ -16,7 +16,6 @@ SERVER_ONLY = {
     # Its lifecycle is the thread's: ``with``, start() and close() (which block).
     "run",
     "service_name",
-    "state",
     "stop",
     "wait_stopped",
 }
