@@ -24,6 +24,12 @@ Runs against the embedded fake API server, driving the app in-process through ht
 
     python examples/fastapi_app.py
 
+Its tests, ``test_fastapi_app.py`` next to this file, drive it with Starlette's
+``TestClient`` in sync tests (the fake served from a thread of its own) and with httpx
+in an async one::
+
+    pytest examples/test_fastapi_app.py
+
 Serve it for real (a kubeconfig or in-cluster credentials, any ASGI server)::
 
     uvicorn examples.fastapi_app:app

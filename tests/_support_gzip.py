@@ -35,7 +35,7 @@ from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 from tests._support_http import serve
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable
 
     from aioinformer.testing.plugin import FakeAPIServerFactory
 
@@ -153,11 +153,12 @@ def fake_apiserver_factory(
     fake_apiserver_factory: FakeAPIServerFactory, compressed: bool
 ) -> FakeAPIServerFactory:
     """The plugin's factory, its servers compressing streaming lists when ``compressed``
-    (``fake_apiserver`` is made by it too)."""
+    (``fake_apiserver`` is made by it too). It returns what the plugin's factory returns,
+    unawaited: an awaitable in an async test, a started threaded server in a sync one."""
 
-    async def start(**options: Any) -> FakeAPIServer:
+    def start(**options: Any) -> Awaitable[FakeAPIServer]:
         options.setdefault("watch_list_compression", compressed)
-        return await fake_apiserver_factory(**options)
+        return fake_apiserver_factory(**options)
 
     return start
 

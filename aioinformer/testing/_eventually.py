@@ -26,17 +26,24 @@ the code under test runs on) the waits happen on that clock, so the test moves t
 
 Task model: runs in the caller's task and starts none.
 
+:func:`eventually_sync` is the same assertion for sync tests (a plain ``def test_...()``,
+where no loop runs to await on, e.g. one driving an app through Starlette's
+``TestClient``): a sync predicate, checked in the caller's thread, sleeping in real time
+between checks.
+
 Example::
 
     from aioinformer.testing import eventually
 
     await eventually(lambda: server.get("configmaps", "default", "web-config"))
     cm = await eventually(lambda: lister.get("web-config"), timeout=10)
+    eventually_sync(lambda: http.get("/readyz").status_code == 200)   # in a sync test
 """
 
 from __future__ import annotations
 
 import inspect
+import time
 from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 import anyio
@@ -46,7 +53,7 @@ if TYPE_CHECKING:
 
     from aioinformer._kernel.clock import Clock
 
-__all__ = ["describe", "eventually"]
+__all__ = ["describe", "eventually", "eventually_sync"]
 
 T = TypeVar("T")
 
@@ -131,6 +138,53 @@ async def eventually(
         _failure(
             message or describe(predicate), timeout, attempts, last_value, last_error, cut_short
         )
+    ) from last_error
+
+
+def eventually_sync(
+    predicate: Callable[[], T],
+    *,
+    timeout: float = 5.0,
+    interval: float = 0.01,
+    message: str | None = None,
+) -> T:
+    """Block until ``predicate()`` is truthy; return that value: :func:`eventually` for
+    sync tests, in real time (the same "not yet", the same failure).
+
+    ``TypeError`` for a predicate that returns an awaitable (``await eventually(...)``
+    awaits one, on a loop); ``ValueError`` as :func:`eventually`.
+    """
+    if not timeout >= 0:
+        raise ValueError(f"timeout must be 0 or more seconds, not {timeout!r}")
+    if not interval > 0:
+        raise ValueError(f"interval must be more than 0 seconds, not {interval!r}")
+    deadline = time.monotonic() + timeout
+    attempts = 0
+    last_value: Any = _NOTHING
+    last_error: BaseException | None = None
+    while True:
+        attempts += 1
+        try:
+            result = predicate()
+        except Exception as exc:  # noqa: BLE001 - any failure is "not yet", reported at the end
+            last_error, last_value = exc, _NOTHING
+        else:
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()
+                raise TypeError(
+                    f"{describe(predicate)} returned an awaitable: eventually_sync checks "
+                    "sync predicates; await eventually(...) on a loop instead"
+                )
+            if result:
+                return result
+            last_error, last_value = None, result
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        time.sleep(min(interval, remaining))
+    raise AssertionError(
+        _failure(message or describe(predicate), timeout, attempts, last_value, last_error, False)
     ) from last_error
 
 

@@ -197,6 +197,11 @@ class FakeAPIServer(Server):
     seeded objects through a watch from an early version (a convenience a real cluster
     lacks).
 
+    Served from a thread of its own, for code that runs no event loop to serve it on (a
+    sync test, an app driven by Starlette's ``TestClient``):
+    :class:`~aioinformer.testing.ThreadedFakeAPIServer`, the same options and methods,
+    blocking.
+
     Faults (:class:`Faults`) are under :attr:`faults`, e.g.
     ``server.faults.fail_next(2, status=429)``, ``server.faults.freeze_watches()`` to
     silence every open watch as a dead TCP path would, or

@@ -10,6 +10,21 @@ Fixtures:
 * ``fake_apiserver_factory`` -- ``await fake_apiserver_factory(**options)`` starts more
   servers (each closed after the test).
 
+Sync tests: a plain ``def test_...()`` (or a doctest) runs no event loop, so no server
+on one could answer it. There the fixtures serve the fake from a thread of its own:
+``fake_apiserver`` is a :class:`ThreadedFakeAPIServer` (the same methods, blocking, run
+on the server's loop; :meth:`~ThreadedFakeAPIServer.client` makes a ``Client`` for the
+loop that enters it, such as an app's lifespan under Starlette's ``TestClient``), and
+``fake_apiserver_factory(**options)`` returns started ones without ``await``. No async
+plugin is needed. ``kube_client`` is a ``Client`` for it, not entered: the code that
+runs a loop enters it there.
+
+Starlette's ``TestClient`` in an async test blocks the test's loop while the app's
+lifespan runs on a thread of the client's, so the app could never reach a fake on the
+test's loop: entering one there fails the test at once, saying how to write it (when
+``starlette.testclient`` was imported before the test started, as a module-level import
+does).
+
 Which event loop: the server must live on the loop that runs the test, and two plugins
 may run async tests. The public fixtures are therefore plain (sync) fixtures that look
 at the requesting test and run their async setup and teardown where the test runs:
@@ -35,13 +50,16 @@ Fixture loop scopes follow pytest-asyncio's ``asyncio_default_fixture_loop_scope
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import pytest
 
+from aioinformer.testing._threaded import ThreadedFakeAPIServer
 from aioinformer.testing.apiserver import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
 
@@ -50,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FakeAPIServerFactory",
+    "ThreadedFakeAPIServerFactory",
     "fake_apiserver",
     "fake_apiserver_factory",
     "fake_clock",
@@ -58,6 +77,12 @@ __all__ = [
 
 FakeAPIServerFactory = Callable[..., Awaitable[FakeAPIServer]]
 """``await factory(**options)``: start a :class:`FakeAPIServer` closed after the test."""
+
+ThreadedFakeAPIServerFactory = Callable[..., ThreadedFakeAPIServer]
+"""``factory(**options)`` in a sync test: a started :class:`ThreadedFakeAPIServer`, closed
+after the test."""
+
+_AnyFactory: TypeAlias = FakeAPIServerFactory | ThreadedFakeAPIServerFactory
 
 _ASYNCIO_FACTORY: Final = "_aioinformer_asyncio_fake_apiserver_factory"
 _ASYNCIO_SERVER: Final = "_aioinformer_asyncio_fake_apiserver"
@@ -89,9 +114,7 @@ async def _factory_body() -> AsyncIterator[FakeAPIServerFactory]:
 async def _server_body(
     request: pytest.FixtureRequest, factory: FakeAPIServerFactory
 ) -> FakeAPIServer:
-    marker = request.node.get_closest_marker("fake_apiserver")
-    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    return await factory(**options)
+    return await factory(**_marker_options(request))
 
 
 async def _client_body(server: FakeAPIServer) -> AsyncIterator[Client]:
@@ -123,6 +146,80 @@ if pytest_asyncio is not None:
     async def _asyncio_client(fake_apiserver: FakeAPIServer) -> AsyncIterator[Client]:
         async for client in _client_body(fake_apiserver):
             yield client
+
+
+# -- sync tests: the fake on a thread of its own ------------------------------------------------
+
+
+def _is_sync_test(request: pytest.FixtureRequest) -> bool:
+    """Whether the requesting test is a plain function, which no event loop runs (a
+    doctest, or any other item that is not a Python function, is one too)."""
+    node = request.node
+    if not isinstance(node, pytest.Function):
+        return True
+    function = node.obj
+    # Hypothesis wraps an async test in a sync one and keeps the original here.
+    hypothesis = getattr(function, "hypothesis", None)
+    inner = getattr(hypothesis, "inner_test", None)
+    if inner is not None:
+        function = inner
+    return not (inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function))
+
+
+def _threaded_factory() -> Iterator[ThreadedFakeAPIServerFactory]:
+    with contextlib.ExitStack() as stack:
+
+        def start(**options: Any) -> ThreadedFakeAPIServer:
+            return stack.enter_context(ThreadedFakeAPIServer(**options))
+
+        yield start
+
+
+def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("fake_apiserver")
+    return dict(marker.kwargs) if marker is not None else {}
+
+
+_AWAITED_FACTORY: Final = (
+    "fake_apiserver_factory, as overridden here, returns an awaitable, which this sync "
+    "test cannot await: in a sync test the plugin's factory returns a started "
+    "ThreadedFakeAPIServer. Let an override return what the plugin's factory returns, "
+    "without awaiting it ('return fake_apiserver_factory(**options)' from a plain def), "
+    "and it serves sync and async tests alike"
+)
+
+
+_BLOCKED_LOOP: Final = (
+    "starlette's TestClient blocks this async test's event loop, which serves "
+    "fake_apiserver: the app's informers could never reach the server and the test would "
+    "hang. Write the test as a plain 'def test_...()' (fake_apiserver is then served from "
+    "a thread of its own), or keep it async and drive the app with "
+    "httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) inside "
+    "'async with app.router.lifespan_context(app):'"
+)
+
+
+@contextlib.contextmanager
+def _refusing_blocking_test_clients() -> Iterator[None]:
+    """While an in-loop fake serves an async test: entering Starlette's ``TestClient``
+    on that test's loop fails at once instead of hanging (see the module docstring)."""
+    testclient = sys.modules.get("starlette.testclient")
+    if testclient is None:
+        yield
+        return
+    test_client = testclient.TestClient
+    original = test_client.__enter__
+
+    def enter(self: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop here to block: a thread of the test's own
+            return original(self)
+        pytest.fail(_BLOCKED_LOOP, pytrace=False)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(test_client, "__enter__", enter)
+        yield
 
 
 # -- choosing the loop ----------------------------------------------------------------------------
@@ -191,23 +288,38 @@ def fake_clock() -> FakeClock:
 
 
 @pytest.fixture
-def fake_apiserver_factory(request: pytest.FixtureRequest) -> Iterator[FakeAPIServerFactory]:
-    """A factory starting :class:`FakeAPIServer` instances; all are closed after the test."""
-    if _runs_on_anyio(request):
-        with _anyio_runner(request) as runner:
-            yield from runner.run_asyncgen_fixture(_factory_body, {})
-    else:
-        yield _asyncio_value(request, _ASYNCIO_FACTORY)
+def fake_apiserver_factory(request: pytest.FixtureRequest) -> Iterator[_AnyFactory]:
+    """A factory starting :class:`FakeAPIServer` instances (``await factory(**options)``;
+    in a sync test ``factory(**options)``, a :class:`ThreadedFakeAPIServer`); all are
+    closed after the test."""
+    if _is_sync_test(request):
+        yield from _threaded_factory()
+        return
+    with _refusing_blocking_test_clients():
+        if _runs_on_anyio(request):
+            with _anyio_runner(request) as runner:
+                yield from runner.run_asyncgen_fixture(_factory_body, {})
+        else:
+            yield _asyncio_value(request, _ASYNCIO_FACTORY)
 
 
 @pytest.fixture
 def fake_apiserver(
-    request: pytest.FixtureRequest, fake_apiserver_factory: FakeAPIServerFactory
-) -> FakeAPIServer:
-    """A started :class:`FakeAPIServer` on 127.0.0.1, closed after the test.
+    request: pytest.FixtureRequest, fake_apiserver_factory: _AnyFactory
+) -> FakeAPIServer | ThreadedFakeAPIServer:
+    """A started :class:`FakeAPIServer` on 127.0.0.1, closed after the test; in a sync
+    test a :class:`ThreadedFakeAPIServer` (served from a thread of its own, its methods
+    blocking).
 
     Options come from ``@pytest.mark.fake_apiserver(**options)`` when the test has it.
     """
+    if _is_sync_test(request):
+        threaded = fake_apiserver_factory(**_marker_options(request))
+        if not isinstance(threaded, ThreadedFakeAPIServer):
+            if inspect.iscoroutine(threaded):
+                threaded.close()
+            pytest.fail(_AWAITED_FACTORY, pytrace=False)
+        return threaded
     if _runs_on_anyio(request):
         with _anyio_runner(request) as runner:
             server: FakeAPIServer = runner.run_fixture(
@@ -218,9 +330,29 @@ def fake_apiserver(
     return result
 
 
+_SYNC_CLIENT_LEFT_OPEN: Final = (
+    "kube_client was used on an event loop of this sync test and left open, where "
+    "nothing can close it on that loop any more: enter it on the loop that uses it "
+    "('async with kube_client:' inside asyncio.run(...))"
+)
+
+
 @pytest.fixture
-def kube_client(request: pytest.FixtureRequest, fake_apiserver: FakeAPIServer) -> Iterator[Client]:
-    """An :class:`aioinformer.client.Client` for ``fake_apiserver`` (admin token)."""
+def kube_client(
+    request: pytest.FixtureRequest, fake_apiserver: FakeAPIServer | ThreadedFakeAPIServer
+) -> Iterator[Client]:
+    """An :class:`aioinformer.client.Client` for ``fake_apiserver`` (admin token).
+
+    In a sync test it is not entered (no loop runs there to own its connections): code
+    that runs a loop enters it there (``async with kube_client:``), once. A client used
+    there and left open fails the test at teardown, saying so.
+    """
+    if isinstance(fake_apiserver, ThreadedFakeAPIServer):
+        client = fake_apiserver.client()
+        yield client
+        if client.session is not None:
+            pytest.fail(_SYNC_CLIENT_LEFT_OPEN, pytrace=False)
+        return
     if _runs_on_anyio(request):
         with _anyio_runner(request) as runner:
             yield from runner.run_asyncgen_fixture(_client_body, {"server": fake_apiserver})

@@ -181,9 +181,25 @@ async def test_it(fake_apiserver):
         [],
         "aioinformer's fixtures need the asyncio backend; anyio_backend is 'trio'",
     ),
+    "async-factory-override-in-a-sync-test": (
+        """
+import pytest
+
+@pytest.fixture
+def fake_apiserver_factory(fake_apiserver_factory):
+    async def start(**options):
+        return await fake_apiserver_factory(history_size=5, **options)
+    return start
+
+def test_it(fake_apiserver):
+    pass
+""",
+        [],
+        "fake_apiserver_factory, as overridden here, returns an awaitable*without awaiting*",
+    ),
     "no-async-plugin": (
         """
-def test_it(fake_apiserver):
+async def test_it(fake_apiserver):
     pass
 """,
         ["-p", "no:asyncio", "-p", "no:anyio"],
@@ -235,3 +251,247 @@ def test_fixtures_see_pytest_asyncio_loaded_by_its_module_name(pytester: pytest.
     pytester.makepyfile(test_user=USER_TEST.format(marker="@pytest.mark.asyncio", extra=""))
     result = run_suite(pytester, "-p", "no:asyncio", "-p", "no:anyio")
     result.assert_outcomes(passed=4)
+
+
+# -- sync tests: the fake on a thread of its own -------------------------------------------
+
+SYNC_USER_TEST = """
+import asyncio
+import json
+import socket
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from aioinformer import SharedIndexInformer, SharedInformerFactory
+from aioinformer.testing import ADMIN_TOKEN, ThreadedFakeAPIServer
+
+POD = {{"apiVersion": "v1", "kind": "Pod",
+       "metadata": {{"name": "a", "namespace": "default"}},
+       "spec": {{"containers": [{{"name": "main", "image": "busybox"}}]}}}}
+
+
+def get(url):
+    request = urllib.request.Request(url, headers={{"Authorization": f"Bearer {{ADMIN_TOKEN}}"}})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, None
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    # Set up first, torn down last: after the fake's own teardown.
+    before = set(threading.enumerate())
+    ports = []
+    yield ports
+    assert set(threading.enumerate()) <= before
+    for port in ports:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+@pytest.mark.fake_apiserver(history_size=7)
+def test_a_sync_test_gets_a_fake_that_answers(fake_apiserver, nothing_left_behind):
+    nothing_left_behind.append(fake_apiserver.port)
+    assert isinstance(fake_apiserver, ThreadedFakeAPIServer)
+    assert fake_apiserver.server._store.history_size == 7
+    fake_apiserver.create(POD)
+    status, body = get(fake_apiserver.url + "/api/v1/namespaces/default/pods")
+    assert status == 200
+    assert [item["metadata"]["name"] for item in body["items"]] == ["a"]
+    fake_apiserver.faults.fail_next(1, status=429)
+    assert get(fake_apiserver.url + "/api/v1/pods")[0] == 429
+    assert fake_apiserver.faults.count("fail") == 1
+
+
+def test_code_on_a_loop_of_its_own_reaches_it(fake_apiserver, nothing_left_behind):
+    nothing_left_behind.append(fake_apiserver.port)
+    fake_apiserver.create(POD)
+
+    async def cached_names():
+        async with fake_apiserver.client() as client:
+            informer = SharedIndexInformer(client.resource("pods", "default"))
+            async with informer:
+                assert await informer.wait_for_sync(timeout=5)
+                return [pod["metadata"]["name"] for pod in informer.lister().list()]
+
+    assert asyncio.run(cached_names()) == ["a"]
+
+
+def test_the_factory_starts_more_without_await(fake_apiserver_factory, nothing_left_behind):
+    first = fake_apiserver_factory()
+    second = fake_apiserver_factory(require_namespaces=False)
+    nothing_left_behind.extend([first.port, second.port])
+    assert first.url != second.url
+    second.create({{**POD, "metadata": {{"name": "b", "namespace": "anywhere"}}}})
+    assert [p["metadata"]["name"] for p in second.objects("pods")] == ["b"]
+    assert first.objects("pods") == []
+
+
+def test_kube_client_is_entered_by_the_loop_that_uses_it(kube_client, fake_apiserver):
+    factory = SharedInformerFactory(kube_client)  # building needs no loop
+    assert factory.informer_for("pods") is factory.informer_for("pods")
+
+    async def namespace_kind():
+        async with kube_client:
+            return (await kube_client.resource("namespaces").get("default"))["kind"]
+
+    assert asyncio.run(namespace_kind()) == "Namespace"
+
+
+{async_test}
+"""
+
+ASYNC_BESIDE_SYNC = """
+@pytest.mark.asyncio
+async def test_an_async_test_beside_them_keeps_the_fake_on_its_loop(fake_apiserver, kube_client):
+    assert not isinstance(fake_apiserver, ThreadedFakeAPIServer)
+    assert (await kube_client.resource("namespaces").get("default"))["kind"] == "Namespace"
+"""
+
+
+@pytest.mark.parametrize(
+    ("ini", "plugins", "async_test", "passed"),
+    [
+        ("asyncio_mode = auto\n", ["-p", "no:anyio"], ASYNC_BESIDE_SYNC, 5),
+        ("asyncio_mode = strict\n", [], ASYNC_BESIDE_SYNC, 5),
+        ("", ["-p", "no:asyncio"], "", 4),
+        ("", ["-p", "no:asyncio", "-p", "no:anyio"], "", 4),
+    ],
+    ids=["pytest-asyncio-auto", "pytest-asyncio-strict", "anyio-only", "no-async-plugin"],
+)
+def test_sync_tests_get_the_fake_on_a_thread_of_its_own(
+    pytester: pytest.Pytester, ini: str, plugins: list[str], async_test: str, passed: int
+) -> None:
+    scope = "asyncio_default_fixture_loop_scope = function\n" if ini else ""
+    pytester.makeini(f"[pytest]\n{ini}{scope}filterwarnings = error\n")
+    pytester.makepyfile(test_sync_user=SYNC_USER_TEST.format(async_test=async_test))
+    result = run_suite(pytester, *plugins)
+    result.assert_outcomes(passed=passed)
+
+
+KUBE_CLIENT_LEFT_OPEN = """
+import asyncio
+
+
+def test_it(kube_client):
+    async def use():
+        await kube_client.resource("namespaces").get("default")  # opens, never closes
+
+    asyncio.run(use())
+"""
+
+
+def test_a_kube_client_a_sync_test_left_open_fails_it_at_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nasyncio_mode = strict\n")
+    pytester.makepyfile(test_left_open=KUBE_CLIENT_LEFT_OPEN)
+    result = run_suite(pytester, "-p", "no:asyncio", "-p", "no:anyio")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*kube_client was used on an event loop of this sync test and left open*"]
+    )
+
+
+# -- Starlette's TestClient ----------------------------------------------------------------
+
+TEST_CLIENT_SUITE = """
+import contextlib
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from aioinformer import SharedInformerFactory
+
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "a", "namespace": "default"},
+       "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+
+
+def make_app(client_factory):
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with client_factory() as client, SharedInformerFactory(client) as factory:
+            app.state.pods = factory.informer_for("pods")
+            await factory.wait_for_cache_sync(timeout=10)
+            yield
+
+    app = FastAPI(lifespan=lifespan)
+
+    @app.get("/pods")
+    async def pods():
+        return sorted(p["metadata"]["name"] for p in app.state.pods.lister().list())
+
+    return app
+
+
+def test_a_sync_test_drives_the_app_with_test_client(fake_apiserver):
+    fake_apiserver.create(POD)
+    with TestClient(make_app(fake_apiserver.client)) as http:
+        assert http.get("/pods").json() == ["a"]
+
+
+@pytest.mark.asyncio
+async def test_test_client_in_an_async_test_fails_at_once(fake_apiserver):
+    with TestClient(make_app(fake_apiserver.client)) as http:
+        http.get("/pods")
+"""
+
+
+def test_test_client_works_in_a_sync_test_and_fails_fast_in_an_async_one(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(test_app=TEST_CLIENT_SUITE)
+    result = run_suite(pytester, "-p", "no:anyio")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*starlette's TestClient blocks this async test's event loop, which serves "
+            "fake_apiserver*def test_...()*httpx.ASGITransport*"
+        ]
+    )
+
+
+DOCTEST = """
+import json
+import urllib.request
+
+from aioinformer.testing import ADMIN_TOKEN
+
+
+def pods_at(url):
+    \"\"\"The names of the pods the server at ``url`` lists, over HTTP.
+
+    >>> fake = getfixture("fake_apiserver")
+    >>> _ = fake.create({"apiVersion": "v1", "kind": "Pod",
+    ...                  "metadata": {"name": "a", "namespace": "default"},
+    ...                  "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    >>> pods_at(fake.url)
+    ['a']
+    \"\"\"
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    request = urllib.request.Request(url + "/api/v1/pods", headers=headers)
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return [pod["metadata"]["name"] for pod in json.load(response)["items"]]
+"""
+
+
+def test_a_doctest_gets_the_fake_on_a_thread_of_its_own(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(user_module=DOCTEST)
+    result = run_suite(pytester, "--doctest-modules")
+    result.assert_outcomes(passed=1)

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from aioinformer.errors import NotFound
-from aioinformer.testing import FakeClock, eventually
+from aioinformer.testing import FakeClock, eventually, eventually_sync
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -177,3 +177,42 @@ def test_runs_under_anyios_runner() -> None:
             assert await eventually(lambda: state.get("phase"), interval=0.001) == "Ready"
 
     anyio.run(main, backend="asyncio")
+
+
+# -- eventually_sync: the same assertion for sync tests ---------------------------------------
+
+
+def test_sync_returns_the_first_truthy_value_counting_exceptions_as_not_yet() -> None:
+    outcomes: Iterator[object] = iter([None, NotFound(), 0, {"ready": True}])
+
+    def check() -> object:
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert eventually_sync(check, interval=0.001) == {"ready": True}
+
+
+def test_sync_fails_as_an_assertion_naming_the_predicate_and_its_last_error() -> None:
+    def missing() -> bool:
+        raise NotFound()
+
+    with pytest.raises(AssertionError, match=r"not true within 0.02 s .*missing") as failed:
+        eventually_sync(missing, timeout=0.02, interval=0.005)
+    assert isinstance(failed.value.__cause__, NotFound)
+    assert "last raised NotFound" in str(failed.value)
+    with pytest.raises(AssertionError, match=r"\(1 check\): the pods.*\n  last value: False"):
+        eventually_sync(never, timeout=0, message="the pods")
+
+
+def test_sync_refuses_an_async_predicate_and_bad_bounds() -> None:
+    async def ready() -> bool:
+        return True
+
+    with pytest.raises(TypeError, match=r"returned an awaitable.*await eventually"):
+        _ = eventually_sync(ready)
+    with pytest.raises(ValueError, match="timeout"):
+        eventually_sync(never, timeout=-1)
+    with pytest.raises(ValueError, match="interval"):
+        eventually_sync(never, interval=0)
