@@ -273,8 +273,14 @@ class ThreadedFakeAPIServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
+        """``http://127.0.0.1:PORT``, or ``https://127.0.0.1:PORT`` with ``tls=True``."""
         return self._server.url
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The PEM certificate of the CA that issued the server's certificate (``tls=True``;
+        ``None`` over plain HTTP)."""
+        return self._server.ca_pem
 
     @property
     def resource_version(self) -> str:
@@ -305,9 +311,12 @@ class ThreadedFakeAPIServer:
         the loop that uses it: it is bound to none before)."""
         return self._server.client(token=token)
 
-    def kubeconfig_path(self, *, token: str = ADMIN_TOKEN, namespace: str = "default") -> str:
-        """Write a kubeconfig pointing at this server; the file is removed on close."""
-        return self.call(self._server.kubeconfig_path, token=token, namespace=namespace)
+    def kubeconfig_path(
+        self, *, token: str = ADMIN_TOKEN, namespace: str = "default", path: str | None = None
+    ) -> str:
+        """Write a kubeconfig pointing at this server (with its CA under ``tls=True``), to
+        ``path`` or a new temporary file; the file is removed on close."""
+        return self.call(self._server.kubeconfig_path, token=token, namespace=namespace, path=path)
 
     def register_crd(
         self,

@@ -278,3 +278,26 @@ def test_a_blocked_loop_fails_the_call_instead_of_hanging_it() -> None:
         release.set()
         fake.call_timeout = 5
         assert fake.get("namespaces", None, "default")["kind"] == "Namespace"
+
+
+def test_a_threaded_fake_over_tls_is_trusted_through_its_kubeconfig_alone() -> None:
+    """``tls=True`` on a thread: the kubeconfig carries the CA, so a client loaded from it
+    on a loop of its own verifies the server and lists; plain HTTPS without the CA fails."""
+    from aioinformer import Client
+    from aioinformer.config import load_kube_config
+
+    with ThreadedFakeAPIServer(tls=True) as fake:
+        assert fake.url.startswith("https://")
+        assert fake.ca_pem is not None
+        assert fake.ca_pem.startswith(b"-----BEGIN CERTIFICATE")
+        fake.create(pod("web-0"))
+        config = load_kube_config(fake.kubeconfig_path())
+
+        async def names() -> list[str]:
+            async with Client(config) as client:
+                page = await client.resource("pods", namespace="default").list()
+                return [item["metadata"]["name"] for item in page.items]
+
+        assert asyncio.run(names()) == ["web-0"]
+        with pytest.raises(urllib.error.URLError):
+            get_json(fake.url + "/api/v1/namespaces/default/pods")
