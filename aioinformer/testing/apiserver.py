@@ -31,9 +31,9 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   not) and holds the last ``history_size`` events after it; ``compact()`` and a
   restart that resets the history move its start to the newest version;
 * WATCH from a resourceVersion: a 200 stream of JSON lines; a version older than the
-  history window answers HTTP 410 ``Expired`` on open, as v1.36 does (or, with
-  ``expired_watch="error_event"``, one ``ERROR`` event inside a 200 stream, as older
-  servers did); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
+  history window gets, as from v1.36.2, HTTP 200 and one ``ERROR`` event carrying the 410
+  ``Expired`` Status (``too old resource version: 1 (216)``), then the end of the stream
+  (or, with ``expired_watch="status"``, HTTP 410 on open); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
   BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
   ADDED events then the ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an
   object into or out of a watch's selectors arrives as ADDED or DELETED;
@@ -170,8 +170,9 @@ class FakeAPIServer(Server):
     resourceVersion it read its storage at, the server keeps no history from before it
     started serving. Objects stored before :meth:`start` (seeded directly, and the
     default namespaces) are there and LIST shows them, but a WATCH from a version older
-    than the one the server started at answers HTTP 410 ``Expired`` on open (``too old
-    resource version: 3 (7)``), and so does an ``Exact`` LIST (``The resourceVersion for
+    than the one the server started at gets one ``ERROR`` event with the 410 ``Expired``
+    Status (``too old resource version: 3 (7)``) in a 200 stream that then ends, and an
+    ``Exact`` LIST answers 410 (``The resourceVersion for
     the provided list is too old.``: kube-apiserver passes that LIST on to etcd, which
     answers so once compacted past it; the fake keeps one history for both); a watch
     from the start version or later replays what happened since. LIST with
@@ -207,9 +208,10 @@ class FakeAPIServer(Server):
     gate off does) or ``"ignored"`` (``sendInitialEvents`` and ``resourceVersionMatch``
     dropped, as a proxy or aggregated server that does not know them: the watch carries
     on as a plain one, with no initial-events-end bookmark). It may be changed between
-    watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
-    compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
-    ERROR event, as servers before the watch cache answered it),
+    watches, as may ``expired_watch`` (``"error_event"``, the default: a watch from a
+    compacted resourceVersion gets a 200 stream with one ERROR event carrying the 410, as
+    kube-apiserver v1.36.2 answers it; ``"status"``: HTTP 410 on the request, for tests of
+    a client's handling of that answer),
     ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``).
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
@@ -238,7 +240,7 @@ class FakeAPIServer(Server):
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
         watch_list: WatchListSupport = "supported",
-        expired_watch: ExpiredWatch = "status",
+        expired_watch: ExpiredWatch = "error_event",
         watch_list_compression: bool = False,
         require_namespaces: bool = True,
         port: int = 0,

@@ -441,20 +441,31 @@ async def test_an_exact_list_at_a_compacted_resource_version_is_expired(
     )
 
 
-async def test_a_watch_from_a_compacted_resource_version_answers_410_on_open(
+async def test_a_watch_from_a_compacted_resource_version_gets_200_and_one_error_event(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
     fake_apiserver.create(configmap("cfg2"))
     fake_apiserver.compact()
     current = fake_apiserver.resource_version
-    code, body = await wire.send("GET", f"{CONFIGMAPS}?watch=1&resourceVersion=1")
-    assert code == 410
-    assert body == status_body(410, "Expired", f"too old resource version: 1 ({current})")
+    async with wire.session.get(
+        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=1",
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    ) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/json"
+        # The whole body arrives: the server ends the stream after the one line.
+        body = await resp.read()
+    assert body.count(b"\n") == 1
+    assert body.endswith(b"\n")
+    assert orjson.loads(body) == {
+        "type": "ERROR",
+        "object": status_body(410, "Expired", f"too old resource version: 1 ({current})"),
+    }
     assert fake_apiserver.watch_count == 0
 
 
-async def test_the_client_raises_gone_for_a_watch_answered_410_on_open(
+async def test_the_client_raises_gone_for_a_watch_from_a_compacted_resource_version(
     fake_apiserver: FakeAPIServer,
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
@@ -469,25 +480,25 @@ async def test_the_client_raises_gone_for_a_watch_answered_410_on_open(
     assert caught.value.reason == "Expired"
 
 
-@pytest.mark.fake_apiserver(expired_watch="error_event")
-async def test_the_old_error_event_answer_is_kept_as_an_option(
+@pytest.mark.fake_apiserver(expired_watch="status")
+async def test_a_410_on_open_is_kept_as_an_option(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
     fake_apiserver.compact()
-    async with wire.session.get(
-        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=0",
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-    ) as resp:
-        assert resp.status == 200
-    async with wire.session.get(
-        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=1",
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-    ) as resp:
-        assert resp.status == 200
-        event = orjson.loads(await resp.read())
-    assert event["type"] == "ERROR"
-    assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+    current = fake_apiserver.resource_version
+    code, body = await wire.send("GET", f"{CONFIGMAPS}?watch=1&resourceVersion=1")
+    assert (code, body) == (
+        410,
+        status_body(410, "Expired", f"too old resource version: 1 ({current})"),
+    )
+    async with fake_apiserver.client() as client:
+        stream = client.resource("configmaps", "default").watch(
+            ListOptions(resource_version="1"), inactivity_timeout=5
+        )
+        with pytest.raises(Gone):
+            async for _ in stream:
+                pass
 
 
 def test_an_unknown_expired_watch_option_is_refused() -> None:
