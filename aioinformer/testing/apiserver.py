@@ -33,10 +33,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 * WATCH from a resourceVersion: a 200 stream of JSON lines; a version older than the
   history window gets, as from v1.36.2, HTTP 200 and one ``ERROR`` event carrying the 410
   ``Expired`` Status (``too old resource version: 1 (216)``), then the end of the stream
-  (or, with ``expired_watch="status"``, HTTP 410 on open); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
-  BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
-  ADDED events then the ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an
-  object into or out of a watch's selectors arrives as ADDED or DELETED;
+  (or, with ``expired_watch="status"``, HTTP 410 on open); ``timeoutSeconds`` ends the
+  stream cleanly; ``allowWatchBookmarks`` adds a BOOKMARK every ``bookmark_interval``;
+  ``sendInitialEvents=true`` sends the state as ADDED events then the
+  ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an object into or out of a
+  watch's selectors arrives as ADDED or DELETED;
 * streaming lists compressed as kube-apiserver 1.37 compresses them, one gzip member per
   event, with ``watch_list_compression=True``;
 * create (409 ``AlreadyExists``), update with a resourceVersion precondition (409

@@ -121,12 +121,10 @@ async def test_a_watch_older_than_the_history_gets_200_and_one_error_event_then_
 ) -> None:
     async with proxied(server, history_size=1) as proxy, aiohttp.ClientSession(proxy.url) as http:
         old = server.resource_version
-        for name in ("x", "y"):
-            server.create(configmap(name))
-        async with asyncio.timeout(5):
-            # The proxy's cache has both writes once it serves the second.
-            while (await http.get("/api/v1/namespaces/default/configmaps/y")).status != 200:
-                await asyncio.sleep(0.01)
+        server.create(configmap("x"))
+        rv_of_y = server.create(configmap("y"))["metadata"]["resourceVersion"]
+        # The proxy's cache has both writes once it serves the second.
+        await eventually(lambda: proxy.statistics()["configmaps"].resource_version == rv_of_y)
         async with http.get(
             "/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": old}
         ) as response:

@@ -42,8 +42,8 @@ from aioinformer.testing.apiserver import ADMIN_TOKEN, FakeAPIServer
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
-    from aioinformer.testing._watchstream import ExpiredWatch
     from aioinformer.informer import CacheMode
+    from aioinformer.testing._watchstream import ExpiredWatch
 
 CONVERGE_TIMEOUT = 10.0
 
