@@ -16,9 +16,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 * refusals as kube-apiserver v1.36 words them: 400 ``BadRequest`` for a body that is not
   JSON, is of another kind, names another object than the URL (PUT), or has a field of
   the wrong type (a non-string label value, ConfigMap ``data`` that is not a map of
-  strings); 422 ``Invalid`` with a ``FieldValueInvalid`` cause for a name that is not a
-  DNS-1123 subdomain (a label for namespaces) or an invalid label key or value, and
-  ``FieldValueRequired`` for a missing name; 404 ``NotFound`` (``namespaces "x" not
+  strings, a port given as a string); 422 ``Invalid`` with a ``FieldValueInvalid`` cause
+  for a name that is not a DNS-1123 subdomain (a label for namespaces) or an invalid
+  label key or value, ``FieldValueRequired`` for a missing name, and the causes of an
+  invalid spec of a Pod, workload, Job, Service, ConfigMap or Secret (see
+  :class:`FakeAPIServer`); 404 ``NotFound`` (``namespaces "x" not
   found``) for a create in a namespace that does not exist, 403 for one being deleted;
 * LIST with ``limit``/``continue`` (pages of one consistent snapshot; a token whose
   version was compacted answers 410 ``Expired``), ``resourceVersion`` and
@@ -213,7 +215,8 @@ class FakeAPIServer(Server):
     compacted resourceVersion gets a 200 stream with one ERROR event carrying the 410, as
     kube-apiserver v1.36.2 answers it; ``"status"``: HTTP 410 on the request, for tests of
     a client's handling of that answer),
-    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``).
+    ``watch_list_compression`` (``False``), ``require_namespaces`` (``True``) and
+    ``validate_specs`` (``True``: see Spec validation below).
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -226,10 +229,26 @@ class FakeAPIServer(Server):
     then silence. Watches from a resourceVersion, and clients that do not accept gzip, are
     answered as before. Off by default: the fake answers as v1.36 does.
 
+    Spec validation: creates, updates and patches of the kinds users create most are
+    refused as kube-apiserver v1.36 refuses them, with its field paths and messages (422
+    ``Invalid``, one ``details.causes`` entry per error; ``Pod "web" is invalid:
+    spec.containers: Required value``): a Pod's containers (and init containers) need a
+    unique DNS-1123 ``name`` and an ``image``, ports 1..65535 and a known protocol; a
+    Deployment, ReplicaSet, StatefulSet or DaemonSet needs a ``selector`` that matches its
+    template's labels (```selector` does not match template `labels```), a valid pod
+    template and ``replicas`` >= 0; a Job's template restarts ``OnFailure`` or ``Never``;
+    a Service's ports need a valid ``port``, protocol and ``targetPort``, and unique
+    names once there are two; ConfigMap and Secret keys are alphanumerics, ``-``, ``_``
+    and ``.``. A port given as a string is the decoder's 400, as on the real server.
+    What kube-apiserver defaults (a port's protocol, a pod's restart policy) is checked
+    only when set, and not defaulted. ``validate_specs=False`` (also
+    ``@pytest.mark.fake_apiserver(validate_specs=False)``) admits any spec, for tests
+    that seed minimal objects; names, labels and namespaces are still checked.
+
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
-    plugins, validation beyond metadata (names, labels) and the types of labels,
-    annotations and ConfigMap/Secret data, and garbage collection are not modelled.
+    plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
+    and garbage collection are not modelled.
     """
 
     def __init__(
@@ -244,6 +263,7 @@ class FakeAPIServer(Server):
         expired_watch: ExpiredWatch = "error_event",
         watch_list_compression: bool = False,
         require_namespaces: bool = True,
+        validate_specs: bool = True,
         port: int = 0,
     ) -> None:
         if watch_list not in ("supported", "forbidden", "ignored"):
@@ -268,6 +288,7 @@ class FakeAPIServer(Server):
         self.request_log: list[RequestRecord] = []
         self._store = Store(history_size=history_size)
         self._store.require_namespaces = require_namespaces
+        self._store.validate_specs = validate_specs
         written = asyncio.Event()
         self._store.on_write = written.set
         self._store.loses_event = self.faults.loses
@@ -359,6 +380,16 @@ class FakeAPIServer(Server):
     @require_namespaces.setter
     def require_namespaces(self, value: bool) -> None:
         self._store.require_namespaces = value
+
+    @property
+    def validate_specs(self) -> bool:
+        """Whether writes of Pods, workloads, Jobs, Services, ConfigMaps and Secrets are
+        refused (422 ``Invalid``) when their spec or keys are invalid."""
+        return self._store.validate_specs
+
+    @validate_specs.setter
+    def validate_specs(self, value: bool) -> None:
+        self._store.validate_specs = value
 
     @property
     def resource_version(self) -> str:
