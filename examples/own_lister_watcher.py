@@ -80,7 +80,12 @@ class PodsOverHTTP:
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
 
 
 async def main() -> None:
