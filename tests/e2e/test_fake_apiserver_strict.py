@@ -26,6 +26,7 @@ from aioinformer.errors import (
 from aioinformer.listwatch import ListOptions
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 from tests._support_http import Api, status_body
+from tests._support_objects import deployment, pod_spec
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -157,14 +158,19 @@ async def test_a_namespace_name_must_be_a_dns_label_not_a_subdomain(wire: Wire) 
             "/api/v1/namespaces/default/pods",
             "Pod",
             None,
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Pod"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "Bad_Pod"},
+                "spec": pod_spec(),
+            },
             id="pod",
         ),
         pytest.param(
             "/apis/apps/v1/namespaces/default/deployments",
             "Deployment",
             "apps",
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "Bad_Deploy"}},
+            {**deployment("web"), "metadata": {"name": "Bad_Deploy"}},
             id="deployment",
         ),
     ],
@@ -545,9 +551,7 @@ async def test_managed_fields_are_set_on_create_and_updated_per_manager(
 async def test_a_status_write_is_recorded_with_its_subresource(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
-    fake_apiserver.create(
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {}}
-    )
+    fake_apiserver.create(deployment("web"))
     current = fake_apiserver.get("deployments.apps", "default", "web")
     current["status"] = {"replicas": 1}
     code, body = await wire.send(
@@ -577,10 +581,16 @@ async def test_generation_is_set_only_for_kinds_that_have_one(
     fake_apiserver: FakeAPIServer, api_version: str, kind: str, has_generation: bool
 ) -> None:
     metadata = {"name": "obj"} if kind == "Namespace" else {"name": "obj", "namespace": "default"}
-    created = fake_apiserver.create({"apiVersion": api_version, "kind": kind, "metadata": metadata})
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": metadata}
+    if kind == "Pod":
+        obj["spec"] = pod_spec()
+    elif kind == "Deployment":
+        obj["spec"] = deployment("obj")["spec"]
+    created = fake_apiserver.create(obj)
     assert ("generation" in created["metadata"]) is has_generation
-    changed = dict(created, spec={"changed": True})
-    updated = fake_apiserver.update(changed)
+    # A spec change, still valid where the kind has a validated spec.
+    spec = {**created.get("spec", {}), "changed": True}
+    updated = fake_apiserver.update(dict(created, spec=spec))
     assert updated["metadata"].get("generation") == (2 if has_generation else None)
 
 

@@ -25,6 +25,7 @@ from tests._support_gzip import RawInflater
 from tests._support_gzip import compressed as compressed
 from tests._support_gzip import fake_apiserver_factory as fake_apiserver_factory
 from tests._support_http import status_body
+from tests._support_objects import pod_spec
 
 PODS = "/api/v1/namespaces/default/pods"
 HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -38,7 +39,7 @@ def pod(name: str, *, namespace: str = "default", **labels: str) -> dict[str, An
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {},
+        "spec": pod_spec(),
     }
 
 
