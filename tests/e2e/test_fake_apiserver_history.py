@@ -307,8 +307,16 @@ async def test_a_restart_keeping_its_history_still_serves_versions_from_before_i
 # -- an informer -------------------------------------------------------------------------------
 
 
-async def test_an_informer_syncs_the_seeded_objects_and_relists_through_a_restart() -> None:
-    async with seeded_server() as (server, _), server.client() as client:
+# The re-watch after the restart is too old: kube-apiserver v1.36.2 says so with an ERROR
+# event in a 200 stream (the default); other servers answer HTTP 410 on open.
+@pytest.mark.parametrize("expired_watch", ["error_event", "status"])
+async def test_an_informer_syncs_the_seeded_objects_and_relists_through_a_restart(
+    expired_watch: Any,
+) -> None:
+    async with (
+        seeded_server(expired_watch=expired_watch) as (server, _),
+        server.client() as client,
+    ):
         heard: list[BaseException] = []
         deleted: list[Any] = []
         informer = SharedIndexInformer(
