@@ -51,12 +51,11 @@ from aioinformer.testing._validation import validate_metadata as _validate_metad
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-
-    from aioinformer.testing._validation import SpecRules
     from typing import Unpack
 
     from aioinformer._apiserver.requests import ListQuery, WatchQuery
     from aioinformer._apiserver.watch import ListResult
+    from aioinformer.testing._validation import SpecRules
 
 __all__ = ["Store"]
 
