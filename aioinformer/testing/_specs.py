@@ -190,7 +190,7 @@ def _container_errors(container: dict[str, Any], path: str) -> list[FieldError]:
     return errors
 
 
-def pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
+def _pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
     """``ValidatePodSpec``'s errors for what the fake checks (see the module docstring)."""
     spec = _dict(spec)
     errors: list[FieldError] = []
@@ -224,7 +224,7 @@ def _template_errors(template: dict[str, Any], path: str, *, pod_spec: bool) -> 
     meta = _dict(template.get("metadata"))
     errors = label_map_errors(meta.get("labels"), f"{path}.labels")
     if pod_spec:
-        errors.extend(pod_spec_errors(template.get("spec"), f"{path}.spec"))
+        errors.extend(_pod_spec_errors(template.get("spec"), f"{path}.spec"))
     return errors
 
 
@@ -529,7 +529,7 @@ def _secret(obj: Mapping[str, Any]) -> list[FieldError]:
 # -- the rules -----------------------------------------------------------------------------
 
 _SPEC_VALIDATORS: Final[dict[tuple[str, str], Callable[[dict[str, Any]], list[FieldError]]]] = {
-    ("", "pods"): lambda spec: pod_spec_errors(spec, "spec"),
+    ("", "pods"): lambda spec: _pod_spec_errors(spec, "spec"),
     ("", "services"): _service,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replica_set,
@@ -627,8 +627,7 @@ def _int32_problem(value: Any, struct: str, path: str) -> str | None:
     if value is None or _int(value) is not None:
         return None
     if isinstance(value, float):
-        if value.is_integer():
-            return None
+        # Go's decoder takes no fraction, not even ".0", into an integer field.
         shown = f"number {value}"
     elif isinstance(value, str):
         shown = "string"

@@ -691,8 +691,13 @@ def test_metadata_causes_come_before_the_specs() -> None:
             'Deployment in version "v1" cannot be handled as a Deployment: json: cannot '
             "unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
         ),
+        (
+            service({"port": 80.0}),
+            'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal '
+            "number 80.0 into Go struct field ServicePort.spec.ports.port of type int32",
+        ),
     ],
-    ids=["service-port", "container-port", "replicas"],
+    ids=["service-port", "container-port", "replicas", "fraction"],
 )
 def test_an_integer_field_given_a_string_is_the_decoders_400(
     obj: dict[str, Any], problem: str
