@@ -80,13 +80,18 @@ class PodsOverHTTP:
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
 
 
 async def main() -> None:
-    # A server that reports an expired watch as an ERROR event in the stream, as older
-    # kube-apiservers do.
-    async with FakeAPIServer(expired_watch="error_event") as server:
+    # The fake reports an expired watch as an ERROR event in the stream, as kube-apiserver
+    # v1.36.2 does.
+    async with FakeAPIServer() as server:
         for name in ("web-0", "web-1", "web-2"):
             server.create(pod(name))
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

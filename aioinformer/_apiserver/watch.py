@@ -6,7 +6,8 @@ it, shared by the fake API server (``aioinformer.testing``) and the caching prox
 resourceVersion order; output: encoded watch lines (each :class:`Event` encodes each of its
 forms once, however many watchers send it), LIST pages cut from a sorted snapshot with
 kube-apiserver's ``continue`` tokens, and the ``Status`` errors of reads at a
-resourceVersion outside what is kept (410 ``Expired``, 504 too large).
+resourceVersion outside what is kept (410 ``Expired``, 504 too large), and the ``ERROR``
+line a too-old watch is answered with.
 
 Ordering: a :class:`Watcher` is offered events in resourceVersion order and queues only
 those newer than where it started; an update that moves an object into or out of its
@@ -49,6 +50,7 @@ __all__ = [
     "continue_expired",
     "decode_continue",
     "encode_continue",
+    "error_line",
     "not_found",
     "page",
     "parse_rv",
@@ -263,6 +265,13 @@ def bookmark_line(
     else:
         obj = {"kind": "PartialObjectMetadata", "apiVersion": as_meta, "metadata": meta}
     return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def error_line(status: dict[str, Any]) -> bytes:
+    """An ``ERROR`` watch line carrying ``status``: how kube-apiserver v1.36 answers a
+    watch it cannot serve once the stream is open, a resourceVersion too old for its watch
+    cache included (HTTP 200, this one line, then the end of the stream)."""
+    return orjson.dumps({"type": "ERROR", "object": status}) + b"\n"
 
 
 def parse_rv(text: str) -> int:

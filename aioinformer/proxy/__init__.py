@@ -18,8 +18,8 @@ The guarantees and their limits (docs/explanation/proxy.md on the documentation 
 
 * resourceVersions are the upstream's; a LIST's pages are one consistent snapshot; a
   WATCH resumes from any resourceVersion still in the history (``history_size`` events
-  per resource), and an older one gets HTTP 410 ``Expired``, as kube-apiserver v1.36
-  answers.
+  per resource), and an older one gets HTTP 200 and one ``ERROR`` event carrying the 410
+  ``Expired`` Status, then the end of the stream, as kube-apiserver v1.36.2 answers.
 * After an upstream relist, downstream watchers receive the differences (deletes of
   objects gone meanwhile included) and converge without relisting.
 * The transform runs once per object change, before the change enters the history, so

@@ -35,8 +35,9 @@ Semantics:
   ``DELETED``. A transform that raises, or renames the object, hides it too (counted in
   ``transform_errors``, logged once per object): an untransformed object never leaks.
 * **History** keeps the last ``history_size`` events of the resource. A read at an older
-  resourceVersion answers 410 ``Expired``: a watch on open (HTTP 410, as kube-apiserver
-  v1.36 answers), an ``Exact`` LIST, an expired ``continue``.
+  resourceVersion answers 410 ``Expired``: a watch (answered, as kube-apiserver v1.36.2
+  answers it, with one ``ERROR`` event in a 200 stream), an ``Exact`` LIST, an expired
+  ``continue``.
 * **Slow watchers.** A watcher with more than ``watcher_buffer`` lines queued is closed
   (its ``abort`` callback ends the HTTP stream even if a write is blocked); its client
   re-watches from its last resourceVersion, or relists after a 410.

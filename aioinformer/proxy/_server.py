@@ -51,7 +51,7 @@ from aioinformer._apiserver.requests import (
     watch_query,
     watch_response,
 )
-from aioinformer._apiserver.watch import parse_rv
+from aioinformer._apiserver.watch import error_line, parse_rv
 from aioinformer._kernel.clock import call_later
 from aioinformer.errors import ApiError, TransportError
 
@@ -222,8 +222,20 @@ class Handler:
         rv = options["resource_version"]
         if rv and rv != "0":
             await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
-        watcher = cache.open_watch(namespace=target.namespace, **options)
         response = watch_response()
+        try:
+            watcher = cache.open_watch(namespace=target.namespace, **options)
+        except StatusError as exc:
+            if exc.code != 410:
+                raise
+            # As kube-apiserver v1.36.2: the stream opens, then says the version is gone.
+            try:
+                await response.prepare(request)
+                await response.write(error_line(exc.status))
+                await response.write_eof()
+            except ConnectionError:
+                logger.debug("watch client on %s went away before its 410", request.path)
+            return response
         transport = request.transport
         if transport is not None:
             watcher.abort = transport.abort

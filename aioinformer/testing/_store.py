@@ -18,7 +18,8 @@ history), so the window begins where a freshly started kube-apiserver's watch ca
 begins: at the version it started at.
 
 Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
-exist, names and labels must be valid, typed fields must have their type) and record
+exist, names and labels must be valid, typed fields must have their type; ``_specs``,
+unless ``validate_specs`` is off: the specs of the kinds users create most) and record
 ``managedFields`` (``_managed``). Errors are raised as :class:`StatusError`, carrying the
 ``Status`` body and HTTP headers the server answers with. The stored-object values
 (:class:`ResourceType`, :class:`Entry`) and the ``Status`` builders live in ``_objects``
@@ -44,6 +45,7 @@ from aioinformer._apiserver.objects import (
 from aioinformer._apiserver.watch import Event, Watcher, not_found
 from aioinformer._apiserver.watchcache import History, HistoryView, WatchCache
 from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
+from aioinformer.testing._specs import SPEC_RULES
 from aioinformer.testing._validation import admit_create, check_types, invalid_error
 from aioinformer.testing._validation import validate_metadata as _validate_metadata
 
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 
     from aioinformer._apiserver.requests import ListQuery, WatchQuery
     from aioinformer._apiserver.watch import ListResult
+    from aioinformer.testing._validation import SpecRules
 
 __all__ = ["Store"]
 
@@ -96,6 +99,14 @@ class Store(HistoryView):
         self.lost: set[int] = set()
         # Creates in a namespace that is not stored (or is being deleted) are refused.
         self.require_namespaces = True
+        # Writes of the kinds ``_specs`` knows are refused when their spec is invalid.
+        self.validate_specs = True
+
+    @property
+    def specs(self) -> SpecRules | None:
+        """The spec rules writes are admitted with (``None`` while specs are not
+        validated)."""
+        return SPEC_RULES if self.validate_specs else None
 
     @property
     def history_size(self) -> int:
@@ -140,7 +151,7 @@ class Store(HistoryView):
         """Store a new object (``obj`` is owned by the store from here on), admitted as
         kube-apiserver admits it (see ``_validation.admit_create``)."""
         namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
-        admit_create(namespaces, rt, obj)
+        admit_create(namespaces, rt, obj, self.specs)
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -184,7 +195,8 @@ class Store(HistoryView):
         become empty is deleted. ``managedFields`` are the server's: ``manager``'s entry
         is recorded, whatever the object carried.
         """
-        check_types(rt, obj)
+        specs = self.specs
+        check_types(rt, obj, specs)
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -220,11 +232,15 @@ class Store(HistoryView):
                     new.pop("status", None)
             if rt.generation and _spec_changed(new, old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
-            # The name cannot change on update; only new labels need validating.
+            # The name cannot change on update; only new labels need validating. The
+            # spec is validated whole, as kube-apiserver validates an update.
+            errors = []
             if new_meta.get("labels") != old_meta.get("labels"):
-                errors = _validate_metadata(rt, new_meta)
-                if errors:
-                    raise invalid_error(rt, name, errors)
+                errors.extend(_validate_metadata(rt, new_meta))
+            if specs is not None:
+                errors.extend(specs.errors(rt, new))
+            if errors:
+                raise invalid_error(rt, name, errors)
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         new["metadata"]["managedFields"] = record_write(

@@ -17,7 +17,8 @@ kube-apiserver answers with:
   field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces),
   a missing name without ``generateName`` (``FieldValueRequired``), a label key that is
   not a qualified name or a label value that is not a valid label value (both on
-  ``metadata.labels``).
+  ``metadata.labels``), and, when the server validates specs, the errors of the kind's
+  spec (:data:`SpecRules`, implemented in ``_specs``) after those of its metadata.
 
 The namespace admission (404 for a namespace that does not exist, 403 for one being
 deleted) needs the stored namespaces and lives in :func:`admit_namespace`.
@@ -33,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
@@ -45,13 +46,20 @@ if TYPE_CHECKING:
     from aioinformer._apiserver.objects import Entry
 
 __all__ = [
+    "NULL",
     "FieldError",
+    "SpecRules",
     "admit_create",
     "admit_namespace",
     "bad_request",
     "check_types",
     "decode_object",
+    "dns_label_errors",
     "invalid_error",
+    "label_key_errors",
+    "label_map_errors",
+    "label_value_errors",
+    "regex_error",
     "validate_metadata",
 ]
 
@@ -75,7 +83,7 @@ _STRING_MAPS: Final[dict[tuple[str, str], tuple[tuple[str, str], ...]]] = {
 }
 
 
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
+def regex_error(message: str, fmt: str, *examples: str) -> str:
     """A failed-pattern message worded as apimachinery's ``RegexError`` words it."""
     if not examples:
         return f"{message} (regex used for validation is '{fmt}')"
@@ -93,7 +101,7 @@ def _subdomain_errors(value: str) -> list[str]:
         errors.append(_max_len(253))
     if not _SUBDOMAIN_RE.fullmatch(value):
         errors.append(
-            _regex_error(
+            regex_error(
                 "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                 "characters, '-' or '.', and must start and end with an alphanumeric character",
                 _SUBDOMAIN_FMT,
@@ -103,7 +111,8 @@ def _subdomain_errors(value: str) -> list[str]:
     return errors
 
 
-def _label_errors(value: str) -> list[str]:
+def dns_label_errors(value: str) -> list[str]:
+    """What apimachinery's ``IsDNS1123Label`` says of ``value`` (empty: valid)."""
     errors = []
     if len(value) > 63:
         errors.append(_max_len(63))
@@ -112,7 +121,7 @@ def _label_errors(value: str) -> list[str]:
             errors.append("must not contain dots")
         else:
             errors.append(
-                _regex_error(
+                regex_error(
                     "a lowercase RFC 1123 label must consist of lower case alphanumeric "
                     "characters or '-', and must start and end with an alphanumeric character",
                     _LABEL_FMT,
@@ -129,13 +138,14 @@ _KEY_MESSAGE: Final = (
 )
 
 
-def _label_key_errors(key: str) -> list[str]:
+def label_key_errors(key: str) -> list[str]:
+    """What apimachinery's ``IsQualifiedName`` says of a label key (empty: valid)."""
     errors: list[str] = []
     parts = key.split("/")
     if len(parts) > 2:
         return [
             "a valid label key "
-            + _regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     name = parts[-1]
@@ -151,18 +161,19 @@ def _label_key_errors(key: str) -> list[str]:
         errors.append("name part " + _max_len(63))
     if not _KEY_RE.fullmatch(name):
         errors.append(
-            "name part " + _regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
+            "name part " + regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
         )
     return errors
 
 
-def _label_value_errors(value: str) -> list[str]:
+def label_value_errors(value: str) -> list[str]:
+    """What apimachinery's ``IsValidLabelValue`` says of a label value (empty: valid)."""
     errors = []
     if len(value) > 63:
         errors.append(_max_len(63))
     if not _VALUE_RE.fullmatch(value):
         errors.append(
-            _regex_error(
+            regex_error(
                 "a valid label must be an empty string or consist of alphanumeric characters, "
                 "'-', '_' or '.', and must start and end with an alphanumeric character",
                 _VALUE_FMT,
@@ -174,11 +185,37 @@ def _label_value_errors(value: str) -> list[str]:
     return errors
 
 
+class _Null:
+    """The bad value ``null`` (a nil map or pointer), as opposed to no value shown."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL: Final = _Null()
+"""A :class:`FieldError` value rendered ``null``, as Go renders a nil map it complains of."""
+
+# The words apimachinery's ErrorType.String() puts before a cause's value or detail.
+_HEADS: Final = {
+    "FieldValueRequired": "Required value",
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueForbidden": "Forbidden",
+}
+# The causes whose message never shows the bad value.
+_VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden"})
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One field's validation failure, as an apimachinery ``field.Error``: ``reason`` is
-    the cause type (``FieldValueInvalid``, ``FieldValueRequired``), ``value`` the bad
-    value (``None``: not shown, as for a required one), ``detail`` the explanation."""
+    the cause type (``FieldValueRequired``, ``FieldValueInvalid``,
+    ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``),
+    ``value`` the bad value (``None``: not shown; :data:`NULL`: shown as ``null``),
+    ``detail`` the explanation."""
 
     reason: str
     field: str
@@ -187,24 +224,37 @@ class FieldError:
 
     def body(self) -> str:
         """The error without its field path, as a ``details.causes[].message``."""
-        if self.reason == "FieldValueRequired":
-            head = "Required value"
-        elif self.value is None:
-            head = "Invalid value"
-        else:
-            head = "Invalid value: " + _render(self.value)
+        head = _HEADS[self.reason]
+        if self.reason not in _VALUELESS and self.value is not None:
+            head += ": " + _render(self.value)
         return f"{head}: {self.detail}" if self.detail else head
 
 
 def _render(value: Any) -> str:
-    """A bad value as Go's ``%q`` (strings), ``%v`` (numbers) or JSON renders it."""
+    """A bad value as apimachinery renders it: Go's ``%q`` (strings), ``%v`` (numbers,
+    booleans), JSON for maps, lists and structs (since kubernetes#132314, 1.34)."""
+    if value is NULL:
+        return "null"
     if isinstance(value, str):
         return orjson.dumps(value).decode()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return orjson.dumps(value).decode()
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class SpecRules(Protocol):
+    """The validation of a kind's spec, beyond its metadata (``_specs`` implements it;
+    the store passes it only while the server validates specs)."""
+
+    def type_problem(self, rt: ResourceType, obj: Mapping[str, Any]) -> str | None:
+        """The decoder's complaint about a spec field of the wrong JSON type, if any."""
+        ...
+
+    def errors(self, rt: ResourceType, obj: Mapping[str, Any]) -> list[FieldError]:
+        """The field errors of ``obj``'s spec (or data), in kube-apiserver's order."""
+        ...
 
 
 def invalid_error(rt: ResourceType, name: str, errors: list[FieldError]) -> StatusError:
@@ -261,9 +311,10 @@ def _string_map_error(value: Any, field: str) -> str | None:
     return None
 
 
-def check_types(rt: ResourceType, obj: Mapping[str, Any]) -> None:
+def check_types(rt: ResourceType, obj: Mapping[str, Any], specs: SpecRules | None = None) -> None:
     """Refuse, with the decoder's 400, an object whose typed fields have the wrong JSON
-    type (metadata, labels, annotations, and a ConfigMap's or Secret's data)."""
+    type (metadata, labels, annotations, a ConfigMap's or Secret's data, and with
+    ``specs`` the spec fields it checks)."""
     problem: str | None = None
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, dict):
@@ -276,6 +327,8 @@ def check_types(rt: ResourceType, obj: Mapping[str, Any]) -> None:
             problem = problem or _string_map_error(meta.get(key), f"ObjectMeta.metadata.{key}")
     for key, struct in _STRING_MAPS.get(rt.id, ()):
         problem = problem or _string_map_error(obj.get(key), f"{struct}.{key}")
+    if problem is None and specs is not None:
+        problem = specs.type_problem(rt, obj)
     if problem is not None:
         raise bad_request(
             f"{rt.kind} in version {orjson.dumps(rt.version).decode()} cannot be handled as "
@@ -339,7 +392,7 @@ def validate_metadata(rt: ResourceType, meta: Mapping[str, Any]) -> list[FieldEr
             FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")
         )
     else:
-        check = _label_errors if rt.id in _LABEL_NAMED else _subdomain_errors
+        check = dns_label_errors if rt.id in _LABEL_NAMED else _subdomain_errors
         errors.extend(
             FieldError("FieldValueInvalid", "metadata.name", message, name)
             for message in check(str(name))
@@ -348,17 +401,27 @@ def validate_metadata(rt: ResourceType, meta: Mapping[str, Any]) -> list[FieldEr
     if rt.namespaced and isinstance(namespace, str) and namespace:
         errors.extend(
             FieldError("FieldValueInvalid", "metadata.namespace", message, namespace)
-            for message in _label_errors(namespace)
+            for message in dns_label_errors(namespace)
         )
-    labels = meta.get("labels") or {}
+    errors.extend(label_map_errors(meta.get("labels"), "metadata.labels"))
+    return errors
+
+
+def label_map_errors(labels: Any, field: str) -> list[FieldError]:
+    """The field errors of a map of labels (or of a selector's ``matchLabels``) at
+    ``field``: a key that is not a qualified name, a value that is not a label value."""
+    if not isinstance(labels, dict):
+        return []
+    errors: list[FieldError] = []
     for key in sorted(labels):
         errors.extend(
-            FieldError("FieldValueInvalid", "metadata.labels", message, key)
-            for message in _label_key_errors(key)
+            FieldError("FieldValueInvalid", field, message, key)
+            for message in label_key_errors(key)
         )
+        value = labels[key]
         errors.extend(
-            FieldError("FieldValueInvalid", "metadata.labels", message, labels[key])
-            for message in _label_value_errors(labels[key])
+            FieldError("FieldValueInvalid", field, message, value)
+            for message in label_value_errors(str(value))
         )
     return errors
 
@@ -401,12 +464,16 @@ def admit_namespace(
 
 
 def admit_create(
-    namespaces: Mapping[str, Entry] | None, rt: ResourceType, obj: dict[str, Any]
+    namespaces: Mapping[str, Entry] | None,
+    rt: ResourceType,
+    obj: dict[str, Any],
+    specs: SpecRules | None = None,
 ) -> None:
-    """Admit a new object in kube-apiserver's order: its namespace must exist (unless
-    ``namespaces`` is ``None``), then a ``generateName`` is completed, then the name and
-    labels are validated (422). ``obj`` gets its generated name in place."""
-    check_types(rt, obj)
+    """Admit a new object in kube-apiserver's order: its fields must have their types,
+    its namespace must exist (unless ``namespaces`` is ``None``), then a ``generateName``
+    is completed, then the name and labels, and with ``specs`` the spec, are validated
+    (one 422). ``obj`` gets its generated name in place."""
+    check_types(rt, obj, specs)
     meta = obj["metadata"]
     if namespaces is not None:
         admit_namespace(namespaces, rt, meta.get("namespace"), str(meta.get("name") or ""))
@@ -414,5 +481,7 @@ def admit_create(
     if not meta.get("name") and isinstance(generate, str) and generate:
         meta["name"] = generate + os.urandom(4).hex()[:5]
     errors = validate_metadata(rt, meta)
+    if specs is not None:
+        errors.extend(specs.errors(rt, obj))
     if errors:
         raise invalid_error(rt, str(meta.get("name") or ""), errors)

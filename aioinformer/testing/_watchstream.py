@@ -8,10 +8,10 @@ and the armed watch faults; output is the response body: the initial events or t
 history since the requested resourceVersion, live events, a BOOKMARK every
 ``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
 line, a dropped, stalled or frozen stream), each recorded in the fault log. A version older than
-the history answers HTTP 410 ``Expired`` on the request itself, as kube-apiserver v1.36
-does (its watch cache refuses the watch before the stream starts); with
-``expired_watch="error_event"`` it answers, as older servers did, one ``ERROR`` line
-carrying the 410 inside a 200 stream.
+the history is answered as kube-apiserver v1.36.2 answers it: HTTP 200, one ``ERROR``
+line carrying the 410 ``Expired`` Status (``too old resource version: 1 (216)``), then the
+end of the stream; with ``expired_watch="status"`` the request itself answers HTTP 410,
+for tests of a client's handling of that answer (other servers and paths can give it).
 
 Compression (``watch_list_compression``, kube-apiserver 1.37's ``WatchListCompression``
 feature gate): a streaming list (:func:`~aioinformer._apiserver.requests.streams_a_list`)
@@ -43,8 +43,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-import orjson
-
 from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer._apiserver.requests import (
     Conversion,
@@ -54,7 +52,7 @@ from aioinformer._apiserver.requests import (
     watch_query,
     watch_response,
 )
-from aioinformer._apiserver.watch import Watcher, bookmark_line
+from aioinformer._apiserver.watch import Watcher, bookmark_line, error_line
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.runner import first_completed
 
@@ -79,7 +77,8 @@ __all__ = [
 
 ExpiredWatch: TypeAlias = Literal["status", "error_event"]
 """How a watch from a compacted resourceVersion is answered (see
-``FakeAPIServer(expired_watch=...)``): an HTTP 410, or an ERROR event in a 200 stream."""
+``FakeAPIServer(expired_watch=...)``): ``"error_event"``, one ERROR event in a 200 stream
+(kube-apiserver v1.36.2's answer), or ``"status"``, an HTTP 410 on the request."""
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +211,7 @@ class WatchStreams:
                 raise
             try:
                 await response.prepare(request)
-                await out.write([b'{"type":"ERROR","object":' + orjson.dumps(exc.status) + b"}\n"])
+                await out.write([error_line(exc.status)])
                 await response.write_eof()
             except ConnectionError:
                 logger.debug("watch client on %s went away before its 410", request.path)

@@ -16,9 +16,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 * refusals as kube-apiserver v1.36 words them: 400 ``BadRequest`` for a body that is not
   JSON, is of another kind, names another object than the URL (PUT), or has a field of
   the wrong type (a non-string label value, ConfigMap ``data`` that is not a map of
-  strings); 422 ``Invalid`` with a ``FieldValueInvalid`` cause for a name that is not a
-  DNS-1123 subdomain (a label for namespaces) or an invalid label key or value, and
-  ``FieldValueRequired`` for a missing name; 404 ``NotFound`` (``namespaces "x" not
+  strings, a port given as a string); 422 ``Invalid`` with a ``FieldValueInvalid`` cause
+  for a name that is not a DNS-1123 subdomain (a label for namespaces) or an invalid
+  label key or value, ``FieldValueRequired`` for a missing name, and the causes of an
+  invalid spec of a Pod, workload, Job, Service, ConfigMap or Secret (see
+  :class:`FakeAPIServer`); 404 ``NotFound`` (``namespaces "x" not
   found``) for a create in a namespace that does not exist, 403 for one being deleted;
 * LIST with ``limit``/``continue`` (pages of one consistent snapshot; a token whose
   version was compacted answers 410 ``Expired``), ``resourceVersion`` and
@@ -31,12 +33,13 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   not) and holds the last ``history_size`` events after it; ``compact()`` and a
   restart that resets the history move its start to the newest version;
 * WATCH from a resourceVersion: a 200 stream of JSON lines; a version older than the
-  history window answers HTTP 410 ``Expired`` on open, as v1.36 does (or, with
-  ``expired_watch="error_event"``, one ``ERROR`` event inside a 200 stream, as older
-  servers did); ``timeoutSeconds`` ends the stream cleanly; ``allowWatchBookmarks`` adds a
-  BOOKMARK every ``bookmark_interval``; ``sendInitialEvents=true`` sends the state as
-  ADDED events then the ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an
-  object into or out of a watch's selectors arrives as ADDED or DELETED;
+  history window gets, as from v1.36.2, HTTP 200 and one ``ERROR`` event carrying the 410
+  ``Expired`` Status (``too old resource version: 1 (216)``), then the end of the stream
+  (or, with ``expired_watch="status"``, HTTP 410 on open); ``timeoutSeconds`` ends the
+  stream cleanly; ``allowWatchBookmarks`` adds a BOOKMARK every ``bookmark_interval``;
+  ``sendInitialEvents=true`` sends the state as ADDED events then the
+  ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an object into or out of a
+  watch's selectors arrives as ADDED or DELETED;
 * streaming lists compressed as kube-apiserver 1.37 compresses them, one gzip member per
   event, with ``watch_list_compression=True``;
 * create (409 ``AlreadyExists``), update with a resourceVersion precondition (409
@@ -183,8 +186,9 @@ class FakeAPIServer(Server):
     resourceVersion it read its storage at, the server keeps no history from before it
     started serving. Objects stored before :meth:`start` (seeded directly, and the
     default namespaces) are there and LIST shows them, but a WATCH from a version older
-    than the one the server started at answers HTTP 410 ``Expired`` on open (``too old
-    resource version: 3 (7)``), and so does an ``Exact`` LIST (``The resourceVersion for
+    than the one the server started at gets one ``ERROR`` event with the 410 ``Expired``
+    Status (``too old resource version: 3 (7)``) in a 200 stream that then ends, and an
+    ``Exact`` LIST answers 410 (``The resourceVersion for
     the provided list is too old.``: kube-apiserver passes that LIST on to etcd, which
     answers so once compacted past it; the fake keeps one history for both); a watch
     from the start version or later replays what happened since. LIST with
@@ -225,10 +229,12 @@ class FakeAPIServer(Server):
     gate off does) or ``"ignored"`` (``sendInitialEvents`` and ``resourceVersionMatch``
     dropped, as a proxy or aggregated server that does not know them: the watch carries
     on as a plain one, with no initial-events-end bookmark). It may be changed between
-    watches, as may ``expired_watch`` (``"status"``, the default: a watch from a
-    compacted resourceVersion answers HTTP 410; ``"error_event"``: a 200 stream with one
-    ERROR event, as servers before the watch cache answered it),
-    ``watch_list_compression`` (``False``) and ``require_namespaces`` (``True``);
+    watches, as may ``expired_watch`` (``"error_event"``, the default: a watch from a
+    compacted resourceVersion gets a 200 stream with one ERROR event carrying the 410, as
+    kube-apiserver v1.36.2 answers it; ``"status"``: HTTP 410 on the request, for tests of
+    a client's handling of that answer),
+    ``watch_list_compression`` (``False``), ``require_namespaces`` (``True``) and
+    ``validate_specs`` (``True``: see Spec validation below);
     ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
     a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
     :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
@@ -245,13 +251,29 @@ class FakeAPIServer(Server):
     then silence. Watches from a resourceVersion, and clients that do not accept gzip, are
     answered as before. Off by default: the fake answers as v1.36 does.
 
+    Spec validation: creates, updates and patches of the kinds users create most are
+    refused as kube-apiserver v1.36 refuses them, with its field paths and messages (422
+    ``Invalid``, one ``details.causes`` entry per error; ``Pod "web" is invalid:
+    spec.containers: Required value``): a Pod's containers (and init containers) need a
+    unique DNS-1123 ``name`` and an ``image``, ports 1..65535 and a known protocol; a
+    Deployment, ReplicaSet, StatefulSet or DaemonSet needs a ``selector`` that matches its
+    template's labels (```selector` does not match template `labels```), a valid pod
+    template and ``replicas`` >= 0; a Job's template restarts ``OnFailure`` or ``Never``;
+    a Service's ports need a valid ``port``, protocol and ``targetPort``, and unique
+    names once there are two; ConfigMap and Secret keys are alphanumerics, ``-``, ``_``
+    and ``.``. A port given as a string is the decoder's 400, as on the real server.
+    What kube-apiserver defaults (a port's protocol, a pod's restart policy) is checked
+    only when set, and not defaulted. ``validate_specs=False`` (also
+    ``@pytest.mark.fake_apiserver(validate_specs=False)``) admits any spec, for tests
+    that seed minimal objects; names, labels and namespaces are still checked.
+
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
-    plugins, validation beyond metadata (names, labels) and the types of labels,
-    annotations and ConfigMap/Secret data, and garbage collection are not modelled.
-    Answers are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded
-    for ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents
-    carry no schemas (``kubectl explain`` finds nothing).
+    plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
+    and garbage collection are not modelled. Answers are JSON only (no protobuf, YAML or
+    ``Table``); protobuf bodies are decoded for ConfigMaps, Secrets, Namespaces and
+    ServiceAccounts only; the OpenAPI documents carry no schemas (``kubectl explain``
+    finds nothing).
     """
 
     def __init__(
@@ -263,9 +285,10 @@ class FakeAPIServer(Server):
         clock: Clock | None = None,
         too_large_rv_wait: float = 0.0,
         watch_list: WatchListSupport = "supported",
-        expired_watch: ExpiredWatch = "status",
+        expired_watch: ExpiredWatch = "error_event",
         watch_list_compression: bool = False,
         require_namespaces: bool = True,
+        validate_specs: bool = True,
         port: int = 0,
         tls: bool = False,
     ) -> None:
@@ -297,6 +320,7 @@ class FakeAPIServer(Server):
         self.request_log: list[RequestRecord] = []
         self._store = Store(history_size=history_size)
         self._store.require_namespaces = require_namespaces
+        self._store.validate_specs = validate_specs
         written = asyncio.Event()
         self._store.on_write = written.set
         self._store.loses_event = self.faults.loses
@@ -395,6 +419,16 @@ class FakeAPIServer(Server):
     @require_namespaces.setter
     def require_namespaces(self, value: bool) -> None:
         self._store.require_namespaces = value
+
+    @property
+    def validate_specs(self) -> bool:
+        """Whether writes of Pods, workloads, Jobs, Services, ConfigMaps and Secrets are
+        refused (422 ``Invalid``) when their spec or keys are invalid."""
+        return self._store.validate_specs
+
+    @validate_specs.setter
+    def validate_specs(self, value: bool) -> None:
+        self._store.validate_specs = value
 
     @property
     def resource_version(self) -> str:

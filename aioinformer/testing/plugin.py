@@ -95,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "fake_apiserver(**options): keyword options for the fake_apiserver fixture's "
         "FakeAPIServer (history_size, keep_history_before_start, bookmark_interval, clock, "
         "too_large_rv_wait, require_namespaces, watch_list, expired_watch, "
-        "watch_list_compression, ...)",
+        "watch_list_compression, validate_specs, ...)",
     )
 
 

@@ -27,6 +27,7 @@ from tests._support_cli import (
     pod,
     started_cli,
 )
+from tests._support_objects import deployment
 
 if TYPE_CHECKING:
     import contextlib
@@ -281,14 +282,7 @@ async def test_watch_json_output_is_one_event_per_line(fake_apiserver: FakeAPISe
 
 
 async def test_watch_name_output_prints_kind_slash_name(fake_apiserver: FakeAPIServer) -> None:
-    fake_apiserver.create(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"replicas": 1},
-        }
-    )
+    fake_apiserver.create(deployment("web"))
     kubeconfig = fake_apiserver.kubeconfig_path()
     async with _watch("apps/v1/deployments", "-o", "name", "--kubeconfig", kubeconfig) as cli:
         line = await cli.read_until(lambda line: True)

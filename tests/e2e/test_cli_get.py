@@ -20,6 +20,7 @@ import yaml
 
 from aioinformer.cli._get import GetOptions, run_get
 from tests._support_cli import cli_env, failing_args, pod
+from tests._support_objects import deployment
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -186,14 +187,7 @@ async def test_yaml_output_is_the_same_list_as_json(seeded: FakeAPIServer) -> No
 async def test_name_output_is_kind_slash_name_with_the_group_for_grouped_kinds(
     fake_apiserver: FakeAPIServer,
 ) -> None:
-    fake_apiserver.create(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"replicas": 1},
-        }
-    )
+    fake_apiserver.create(deployment("web"))
     fake_apiserver.create(pod("web-0"))
     kubeconfig = fake_apiserver.kubeconfig_path()
     code, out, err = await _get("apps/v1/deployments", "-o", "name", "--kubeconfig", kubeconfig)

@@ -268,7 +268,11 @@ async def test_delete_answers_a_success_status_naming_the_uid_and_removes_the_ob
     ("path", "body"),
     [
         pytest.param(PODS, pod("a"), id="pods"),
-        pytest.param("/api/v1/namespaces/default/services", {"metadata": {"name": "a"}}, id="svc"),
+        pytest.param(
+            "/api/v1/namespaces/default/services",
+            {"metadata": {"name": "a"}, "spec": {"ports": [{"port": 80}]}},
+            id="svc",
+        ),
         pytest.param(
             "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "a"}}, id="sa"
         ),

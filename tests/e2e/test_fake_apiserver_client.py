@@ -12,6 +12,7 @@ from aioinformer.errors import Gone, NotAnObjectError, PatchArgumentsError
 from aioinformer.k8s.core_v1 import ConfigMap
 from aioinformer.listwatch import ListOptions, WatchEvent
 from aioinformer.models import ObjectMeta
+from tests._support_objects import pod
 
 if TYPE_CHECKING:
     from aioinformer.client import Client, ResourceClient
@@ -26,9 +27,7 @@ async def first_event(resource: ResourceClient, options: ListOptions) -> WatchEv
 
 
 async def test_server_client_lists_pods(fake_apiserver: FakeAPIServer) -> None:
-    fake_apiserver.create(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "default"}}
-    )
+    fake_apiserver.create(pod("a"))
     async with fake_apiserver.client() as client:
         page = await client.resource("pods", namespace="default").list(ListOptions())
     assert [item["metadata"]["name"] for item in page.items] == ["a"]

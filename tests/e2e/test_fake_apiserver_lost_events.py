@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer, FakeClock
+from tests._support_objects import pod
 
 PODS = "/api/v1/namespaces/default/pods"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -21,10 +22,6 @@ HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 READ_TIMEOUT = 5.0
 
 Factory = Callable[..., Awaitable[FakeAPIServer]]
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}}
 
 
 def configmap(name: str) -> dict[str, Any]:

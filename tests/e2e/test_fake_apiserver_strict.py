@@ -26,6 +26,7 @@ from aioinformer.errors import (
 from aioinformer.listwatch import ListOptions
 from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 from tests._support_http import Api, status_body
+from tests._support_objects import deployment, pod_spec
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -157,14 +158,19 @@ async def test_a_namespace_name_must_be_a_dns_label_not_a_subdomain(wire: Wire) 
             "/api/v1/namespaces/default/pods",
             "Pod",
             None,
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Pod"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "Bad_Pod"},
+                "spec": pod_spec(),
+            },
             id="pod",
         ),
         pytest.param(
             "/apis/apps/v1/namespaces/default/deployments",
             "Deployment",
             "apps",
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "Bad_Deploy"}},
+            {**deployment("web"), "metadata": {"name": "Bad_Deploy"}},
             id="deployment",
         ),
     ],
@@ -441,20 +447,31 @@ async def test_an_exact_list_at_a_compacted_resource_version_is_expired(
     )
 
 
-async def test_a_watch_from_a_compacted_resource_version_answers_410_on_open(
+async def test_a_watch_from_a_compacted_resource_version_gets_200_and_one_error_event(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
     fake_apiserver.create(configmap("cfg2"))
     fake_apiserver.compact()
     current = fake_apiserver.resource_version
-    code, body = await wire.send("GET", f"{CONFIGMAPS}?watch=1&resourceVersion=1")
-    assert code == 410
-    assert body == status_body(410, "Expired", f"too old resource version: 1 ({current})")
+    async with wire.session.get(
+        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=1",
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    ) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/json"
+        # The whole body arrives: the server ends the stream after the one line.
+        body = await resp.read()
+    assert body.count(b"\n") == 1
+    assert body.endswith(b"\n")
+    assert orjson.loads(body) == {
+        "type": "ERROR",
+        "object": status_body(410, "Expired", f"too old resource version: 1 ({current})"),
+    }
     assert fake_apiserver.watch_count == 0
 
 
-async def test_the_client_raises_gone_for_a_watch_answered_410_on_open(
+async def test_the_client_raises_gone_for_a_watch_from_a_compacted_resource_version(
     fake_apiserver: FakeAPIServer,
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
@@ -469,25 +486,25 @@ async def test_the_client_raises_gone_for_a_watch_answered_410_on_open(
     assert caught.value.reason == "Expired"
 
 
-@pytest.mark.fake_apiserver(expired_watch="error_event")
-async def test_the_old_error_event_answer_is_kept_as_an_option(
+@pytest.mark.fake_apiserver(expired_watch="status")
+async def test_a_410_on_open_is_kept_as_an_option(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
     fake_apiserver.create(configmap("cfg"))
     fake_apiserver.compact()
-    async with wire.session.get(
-        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=0",
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-    ) as resp:
-        assert resp.status == 200
-    async with wire.session.get(
-        f"{wire.url}{CONFIGMAPS}?watch=1&resourceVersion=1",
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-    ) as resp:
-        assert resp.status == 200
-        event = orjson.loads(await resp.read())
-    assert event["type"] == "ERROR"
-    assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+    current = fake_apiserver.resource_version
+    code, body = await wire.send("GET", f"{CONFIGMAPS}?watch=1&resourceVersion=1")
+    assert (code, body) == (
+        410,
+        status_body(410, "Expired", f"too old resource version: 1 ({current})"),
+    )
+    async with fake_apiserver.client() as client:
+        stream = client.resource("configmaps", "default").watch(
+            ListOptions(resource_version="1"), inactivity_timeout=5
+        )
+        with pytest.raises(Gone):
+            async for _ in stream:
+                pass
 
 
 def test_an_unknown_expired_watch_option_is_refused() -> None:
@@ -534,9 +551,7 @@ async def test_managed_fields_are_set_on_create_and_updated_per_manager(
 async def test_a_status_write_is_recorded_with_its_subresource(
     wire: Wire, fake_apiserver: FakeAPIServer
 ) -> None:
-    fake_apiserver.create(
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {}}
-    )
+    fake_apiserver.create(deployment("web"))
     current = fake_apiserver.get("deployments.apps", "default", "web")
     current["status"] = {"replicas": 1}
     code, body = await wire.send(
@@ -566,10 +581,16 @@ async def test_generation_is_set_only_for_kinds_that_have_one(
     fake_apiserver: FakeAPIServer, api_version: str, kind: str, has_generation: bool
 ) -> None:
     metadata = {"name": "obj"} if kind == "Namespace" else {"name": "obj", "namespace": "default"}
-    created = fake_apiserver.create({"apiVersion": api_version, "kind": kind, "metadata": metadata})
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": metadata}
+    if kind == "Pod":
+        obj["spec"] = pod_spec()
+    elif kind == "Deployment":
+        obj["spec"] = deployment("obj")["spec"]
+    created = fake_apiserver.create(obj)
     assert ("generation" in created["metadata"]) is has_generation
-    changed = dict(created, spec={"changed": True})
-    updated = fake_apiserver.update(changed)
+    # A spec change, still valid where the kind has a validated spec.
+    spec = {**created.get("spec", {}), "changed": True}
+    updated = fake_apiserver.update(dict(created, spec=spec))
     assert updated["metadata"].get("generation") == (2 if has_generation else None)
 
 

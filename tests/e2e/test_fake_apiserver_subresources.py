@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer.errors import Conflict, NotFound
+from tests._support_objects import pod_spec
 
 if TYPE_CHECKING:
     from aioinformer.client import Client
@@ -29,7 +30,11 @@ def deployment(name: str, **spec: Any) -> dict[str, Any]:
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec()},
+            **spec,
+        },
     }
 
 
@@ -50,8 +55,8 @@ def widgets(fake_apiserver: FakeAPIServer) -> FakeAPIServer:
 
 
 RESOURCES = [
-    pytest.param("pods", pod, {"containers": []}, id="pods"),
-    pytest.param("deployments", deployment, {"replicas": 5}, id="deployments"),
+    pytest.param("pods", pod, {"containers": [{"name": "main", "image": "busybox:2"}]}, id="pods"),
+    pytest.param("deployments", deployment, deployment("x", replicas=5)["spec"], id="deployments"),
     pytest.param("widgets", widget, {"size": 9}, id="crd-with-status"),
 ]
 

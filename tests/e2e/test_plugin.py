@@ -33,7 +33,8 @@ from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 {marker}
 async def test_create_list_watch_and_fault(fake_apiserver: FakeAPIServer) -> None:
     fake_apiserver.create(
-        {{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "a", "namespace": "default"}}}}
+        {{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "a", "namespace": "default"}},
+          "spec": {{"containers": [{{"name": "main", "image": "busybox"}}]}}}}
     )
     headers = {{"Authorization": f"Bearer {{ADMIN_TOKEN}}"}}
     async with aiohttp.ClientSession(headers=headers) as session:
@@ -62,7 +63,8 @@ async def test_kube_client_lists_and_watches_on_the_tests_loop(fake_apiserver, k
     async with asyncio.timeout(5):
         page = await pods.list()
         meta = {{"name": "b", "namespace": "default"}}
-        fake_apiserver.create({{"apiVersion": "v1", "kind": "Pod", "metadata": meta}})
+        spec = {{"containers": [{{"name": "main", "image": "busybox"}}]}}
+        fake_apiserver.create({{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}})
         watch = pods.watch(ListOptions(resource_version=page.resource_version))
         async with contextlib.aclosing(watch) as events:
             async for event in events:

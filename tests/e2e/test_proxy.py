@@ -116,6 +116,29 @@ async def test_a_watch_streams_upstream_changes_with_upstream_resource_versions(
         response.close()
 
 
+async def test_a_watch_older_than_the_history_gets_200_and_one_error_event_then_ends(
+    server: FakeAPIServer,
+) -> None:
+    async with proxied(server, history_size=1) as proxy, aiohttp.ClientSession(proxy.url) as http:
+        old = server.resource_version
+        server.create(configmap("x"))
+        rv_of_y = server.create(configmap("y"))["metadata"]["resourceVersion"]
+        # The proxy's cache has both writes once it serves the second.
+        await eventually(lambda: proxy.statistics()["configmaps"].resource_version == rv_of_y)
+        async with http.get(
+            "/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": old}
+        ) as response:
+            assert response.status == 200
+            async with asyncio.timeout(5):
+                body = await response.read()
+    assert body.count(b"\n") == 1
+    event = orjson.loads(body)
+    assert event["type"] == "ERROR"
+    status = event["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
+    assert status["message"].startswith(f"too old resource version: {old} (")
+
+
 async def test_one_upstream_watch_serves_many_downstream_informers(server: FakeAPIServer) -> None:
     async with proxied(server) as proxy:
         clients = [Client(Config(host=proxy.url)) for _ in range(5)]

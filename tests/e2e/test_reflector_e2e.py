@@ -43,6 +43,7 @@ from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.informer import CacheMode
+    from aioinformer.testing._watchstream import ExpiredWatch
 
 CONVERGE_TIMEOUT = 10.0
 
@@ -372,10 +373,16 @@ async def test_a_refused_connection_backs_off_rewatches_and_converges_without_a_
         assert server.faults.count("refuse_connections") == 1
 
 
-async def test_a_watch_from_a_compacted_version_gets_410_and_relists(cache: CacheMode) -> None:
+@pytest.mark.parametrize("expired_watch", ["error_event", "status"])
+async def test_a_watch_from_a_compacted_version_gets_410_and_relists(
+    cache: CacheMode, expired_watch: ExpiredWatch
+) -> None:
     # A tiny history: the burst below overflows it while the first watch is being dropped,
-    # so the re-watch from the last version seen is too old.
-    async with FakeAPIServer(bookmark_interval=0.05, history_size=3) as server:
+    # so the re-watch from the last version seen is too old. The 410 comes as
+    # kube-apiserver v1.36.2 sends it (an ERROR event in a 200 stream) or on open.
+    async with FakeAPIServer(
+        bookmark_interval=0.05, history_size=3, expired_watch=expired_watch
+    ) as server:
         server.faults.drop_watch_after(1)
         async with pipeline(server, cache, use_watch_list=False) as pipe:
             await pipe.wait_converged()

@@ -1,0 +1,759 @@
+"""The fake API server's spec validation: each rule refuses what kube-apiserver v1.36
+refuses, with its field path and message, and admits what it admits.
+
+The cases follow those of kube-apiserver's own validation tests
+(``pkg/apis/core/validation``, ``pkg/apis/apps/validation``, ``pkg/apis/batch/validation``),
+written anew as tables of (object, expected causes)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from aioinformer.errors import BadRequest, UnprocessableEntity
+from aioinformer.testing import FakeAPIServer
+from tests._support_objects import IMAGE, deployment, pod, pod_spec
+
+LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+MISMATCH = "`selector` does not match template `labels`"
+KEY_MESSAGE = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """An object and the causes (reason, field, message) its create answers with."""
+
+    id: str
+    obj: dict[str, Any]
+    causes: list[tuple[str, str, str]]
+
+
+def containers(*items: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"containers": list(items), **fields}
+
+
+def workload(kind: str, spec: dict[str, Any], name: str = "w") -> dict[str, Any]:
+    group = "batch/v1" if kind == "Job" else "apps/v1"
+    return {
+        "apiVersion": group,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def template(labels: dict[str, str] | None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = {"labels": labels} if labels is not None else {}
+    return {"metadata": meta, "spec": spec if spec is not None else pod_spec()}
+
+
+def selected(app: str = "web", **spec: Any) -> dict[str, Any]:
+    """A workload spec whose selector matches its template."""
+    return {
+        "selector": {"matchLabels": {"app": app}},
+        "template": template({"app": app}),
+        **spec,
+    }
+
+
+def service(*ports: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "svc", "namespace": "default"},
+        "spec": {"ports": list(ports), **spec},
+    }
+
+
+def config_map(**data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "default"},
+        "data": data,
+    }
+
+
+def job(restart: str | None, **spec: Any) -> dict[str, Any]:
+    fields = {"restartPolicy": restart} if restart is not None else {}
+    return workload("Job", {"template": template(None, pod_spec(**fields)), **spec}, "j")
+
+
+REQ = "FieldValueRequired"
+INV = "FieldValueInvalid"
+DUP = "FieldValueDuplicate"
+UNS = "FieldValueNotSupported"
+FORB = "FieldValueForbidden"
+
+INVALID = [
+    # -- Pod -----------------------------------------------------------------------------
+    Case("pod-without-spec", pod("p", spec={}), [(REQ, "spec.containers", "Required value")]),
+    Case(
+        "pod-with-empty-containers",
+        pod("p", spec=containers()),
+        [(REQ, "spec.containers", "Required value")],
+    ),
+    Case(
+        "container-without-name-or-image",
+        pod("p", spec=containers({})),
+        [
+            (REQ, "spec.containers[0].name", "Required value"),
+            (REQ, "spec.containers[0].image", "Required value"),
+        ],
+    ),
+    Case(
+        "container-name-not-a-label",
+        pod("p", spec=containers({"name": "Web_1", "image": IMAGE})),
+        [(INV, "spec.containers[0].name", f'Invalid value: "Web_1": {LABEL_MESSAGE}')],
+    ),
+    Case(
+        "container-name-with-dots",
+        pod("p", spec=containers({"name": "a.b", "image": IMAGE})),
+        [(INV, "spec.containers[0].name", 'Invalid value: "a.b": must not contain dots')],
+    ),
+    Case(
+        "duplicate-container-names",
+        pod("p", spec=containers({"name": "a", "image": IMAGE}, {"name": "a", "image": IMAGE})),
+        [(DUP, "spec.containers[1].name", 'Duplicate value: "a"')],
+    ),
+    Case(
+        "init-container-reusing-a-container-name",
+        pod(
+            "p",
+            spec=containers(
+                {"name": "a", "image": IMAGE}, initContainers=[{"name": "a", "image": IMAGE}]
+            ),
+        ),
+        [(DUP, "spec.initContainers[0].name", 'Duplicate value: "a"')],
+    ),
+    Case(
+        "init-container-without-image",
+        pod("p", spec=containers({"name": "a", "image": IMAGE}, initContainers=[{"name": "i"}])),
+        [(REQ, "spec.initContainers[0].image", "Required value")],
+    ),
+    Case(
+        "container-port-zero",
+        pod("p", spec=containers({"name": "a", "image": IMAGE, "ports": [{}]})),
+        [(REQ, "spec.containers[0].ports[0].containerPort", "Required value")],
+    ),
+    Case(
+        "container-port-out-of-range",
+        pod(
+            "p",
+            spec=containers({"name": "a", "image": IMAGE, "ports": [{"containerPort": 65536}]}),
+        ),
+        [(INV, "spec.containers[0].ports[0].containerPort", f"Invalid value: 65536: {PORT_RANGE}")],
+    ),
+    Case(
+        "host-port-negative",
+        pod(
+            "p",
+            spec=containers(
+                {"name": "a", "image": IMAGE, "ports": [{"containerPort": 80, "hostPort": -1}]}
+            ),
+        ),
+        [(INV, "spec.containers[0].ports[0].hostPort", f"Invalid value: -1: {PORT_RANGE}")],
+    ),
+    Case(
+        "port-protocol-unknown",
+        pod(
+            "p",
+            spec=containers(
+                {"name": "a", "image": IMAGE, "ports": [{"containerPort": 80, "protocol": "HTTP"}]}
+            ),
+        ),
+        [
+            (
+                UNS,
+                "spec.containers[0].ports[0].protocol",
+                'Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"',
+            )
+        ],
+    ),
+    Case(
+        "port-names-invalid-and-duplicate",
+        pod(
+            "p",
+            spec=containers(
+                {
+                    "name": "a",
+                    "image": IMAGE,
+                    "ports": [
+                        {"containerPort": 80, "name": "http"},
+                        {"containerPort": 81, "name": "http"},
+                        {"containerPort": 82, "name": "-9"},
+                    ],
+                }
+            ),
+        ),
+        [
+            (DUP, "spec.containers[0].ports[1].name", 'Duplicate value: "http"'),
+            (
+                INV,
+                "spec.containers[0].ports[2].name",
+                'Invalid value: "-9": must contain at least one letter (a-z)',
+            ),
+            (
+                INV,
+                "spec.containers[0].ports[2].name",
+                'Invalid value: "-9": must not begin or end with a hyphen (-)',
+            ),
+        ],
+    ),
+    Case(
+        "restart-policy-unknown",
+        pod("p", spec=pod_spec(restartPolicy="Sometimes")),
+        [
+            (
+                UNS,
+                "spec.restartPolicy",
+                'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+            )
+        ],
+    ),
+    # -- Deployment, ReplicaSet, StatefulSet ---------------------------------------------
+    Case(
+        "deployment-without-selector",
+        workload("Deployment", {"template": template({"app": "web"})}),
+        [
+            (REQ, "spec.selector", "Required value"),
+            (INV, "spec.template.metadata.labels", f'Invalid value: {{"app":"web"}}: {MISMATCH}'),
+        ],
+    ),
+    Case(
+        "deployment-without-template",
+        workload("Deployment", {"selector": {"matchLabels": {"app": "web"}}}),
+        [
+            (INV, "spec.template.metadata.labels", f"Invalid value: null: {MISMATCH}"),
+            (REQ, "spec.template.spec.containers", "Required value"),
+        ],
+    ),
+    Case(
+        "deployment-selector-not-matching",
+        workload(
+            "Deployment",
+            {"selector": {"matchLabels": {"app": "db"}}, "template": template({"app": "web"})},
+        ),
+        [(INV, "spec.template.metadata.labels", f'Invalid value: {{"app":"web"}}: {MISMATCH}')],
+    ),
+    Case(
+        "deployment-empty-selector",
+        workload("Deployment", {"selector": {}, "template": template({"app": "web"})}),
+        [(INV, "spec.selector", "Invalid value: {}: empty selector is invalid for deployment")],
+    ),
+    Case(
+        "deployment-negative-replicas",
+        workload("Deployment", selected(replicas=-1)),
+        [(INV, "spec.replicas", "Invalid value: -1: must be greater than or equal to 0")],
+    ),
+    Case(
+        "deployment-template-container-without-image",
+        workload(
+            "Deployment",
+            {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}, containers({"name": "web"})),
+            },
+        ),
+        [(REQ, "spec.template.spec.containers[0].image", "Required value")],
+    ),
+    Case(
+        "deployment-template-restart-never",
+        workload(
+            "Deployment",
+            {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}, pod_spec(restartPolicy="Never")),
+            },
+        ),
+        [
+            (
+                UNS,
+                "spec.template.spec.restartPolicy",
+                'Unsupported value: "Never": supported values: "Always"',
+            )
+        ],
+    ),
+    Case(
+        "deployment-selector-bad-operator",
+        workload(
+            "Deployment",
+            {
+                "selector": {"matchExpressions": [{"key": "app", "operator": "Is"}]},
+                "template": template({"app": "web"}),
+            },
+        ),
+        [
+            (
+                INV,
+                "spec.selector.matchExpressions[0].operator",
+                'Invalid value: "Is": not a valid selector operator',
+            ),
+            (
+                INV,
+                "spec.selector",
+                'Invalid value: {"matchExpressions":[{"key":"app","operator":"Is"}]}: '
+                "invalid label selector",
+            ),
+        ],
+    ),
+    Case(
+        "deployment-selector-in-without-values",
+        workload(
+            "Deployment",
+            {
+                "selector": {"matchExpressions": [{"key": "app", "operator": "In"}]},
+                "template": template({"app": "web"}),
+            },
+        ),
+        [
+            (
+                REQ,
+                "spec.selector.matchExpressions[0].values",
+                "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            ),
+            (
+                INV,
+                "spec.selector",
+                'Invalid value: {"matchExpressions":[{"key":"app","operator":"In"}]}: '
+                "invalid label selector",
+            ),
+        ],
+    ),
+    Case(
+        "deployment-selector-exists-with-values",
+        workload(
+            "Deployment",
+            {
+                "selector": {
+                    "matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]
+                },
+                "template": template({"app": "web"}),
+            },
+        ),
+        [
+            (
+                FORB,
+                "spec.selector.matchExpressions[0].values",
+                "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            ),
+            (
+                INV,
+                "spec.selector",
+                'Invalid value: {"matchExpressions":[{"key":"app","operator":"Exists",'
+                '"values":["x"]}]}: invalid label selector',
+            ),
+        ],
+    ),
+    Case(
+        "replicaset-without-selector",
+        workload("ReplicaSet", {"template": template({"app": "web"})}),
+        [
+            (REQ, "spec.selector", "Required value"),
+            (INV, "spec.template.metadata.labels", f'Invalid value: {{"app":"web"}}: {MISMATCH}'),
+        ],
+    ),
+    Case(
+        "replicaset-empty-selector-words-it-as-a-deployment",
+        workload("ReplicaSet", {"selector": {}, "template": template({"app": "web"})}),
+        [(INV, "spec.selector", "Invalid value: {}: empty selector is invalid for deployment")],
+    ),
+    Case(
+        "statefulset-selector-not-matching",
+        workload(
+            "StatefulSet",
+            {"selector": {"matchLabels": {"app": "db"}}, "template": template({"app": "web"})},
+        ),
+        [(INV, "spec.template.metadata.labels", f'Invalid value: {{"app":"web"}}: {MISMATCH}')],
+    ),
+    Case(
+        "statefulset-empty-selector",
+        workload("StatefulSet", {"selector": {}, "template": template({"app": "web"})}),
+        [(INV, "spec.selector", "Invalid value: {}: empty selector is invalid for statefulset")],
+    ),
+    Case(
+        "statefulset-pod-management-policy",
+        workload("StatefulSet", selected(podManagementPolicy="Random")),
+        [
+            (
+                INV,
+                "spec.podManagementPolicy",
+                "Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'",
+            )
+        ],
+    ),
+    # -- DaemonSet ---------------------------------------------------------------------
+    Case(
+        "daemonset-without-selector-matches-nothing",
+        workload("DaemonSet", {"template": template({"app": "web"})}),
+        [(INV, "spec.template.metadata.labels", f'Invalid value: {{"app":"web"}}: {MISMATCH}')],
+    ),
+    Case(
+        "daemonset-empty-selector",
+        workload("DaemonSet", {"selector": {}, "template": template({"app": "web"})}),
+        [(INV, "spec.selector", "Invalid value: {}: empty selector is invalid for daemonset")],
+    ),
+    Case(
+        "daemonset-template-without-containers",
+        workload(
+            "DaemonSet",
+            {"selector": {"matchLabels": {"app": "a"}}, "template": template({"app": "a"}, {})},
+        ),
+        [(REQ, "spec.template.spec.containers", "Required value")],
+    ),
+    # -- Job ---------------------------------------------------------------------------
+    Case(
+        "job-restart-policy-unset",
+        job(None),
+        [
+            (
+                REQ,
+                "spec.template.spec.restartPolicy",
+                'Required value: valid values: "OnFailure", "Never"',
+            )
+        ],
+    ),
+    Case(
+        "job-restart-policy-always",
+        job("Always"),
+        [
+            (
+                REQ,
+                "spec.template.spec.restartPolicy",
+                'Required value: valid values: "OnFailure", "Never"',
+            )
+        ],
+    ),
+    Case(
+        "job-negative-counts",
+        job("Never", parallelism=-1, completions=-2, backoffLimit=-3),
+        [
+            (INV, "spec.parallelism", "Invalid value: -1: must be greater than or equal to 0"),
+            (INV, "spec.completions", "Invalid value: -2: must be greater than or equal to 0"),
+            (INV, "spec.backoffLimit", "Invalid value: -3: must be greater than or equal to 0"),
+        ],
+    ),
+    Case(
+        "job-template-without-containers",
+        workload("Job", {"template": {"spec": {"restartPolicy": "Never"}}}, "j"),
+        [(REQ, "spec.template.spec.containers", "Required value")],
+    ),
+    # -- Service -----------------------------------------------------------------------
+    Case("service-without-ports", service(), [(REQ, "spec.ports", "Required value")]),
+    Case(
+        "service-port-zero-defaults-the-target-port-too",
+        service({}),
+        [
+            (INV, "spec.ports[0].port", f"Invalid value: 0: {PORT_RANGE}"),
+            (INV, "spec.ports[0].targetPort", f"Invalid value: 0: {PORT_RANGE}"),
+        ],
+    ),
+    Case(
+        "service-port-names-required-past-one",
+        service({"port": 80}, {"port": 81}),
+        [
+            (REQ, "spec.ports[0].name", "Required value"),
+            (REQ, "spec.ports[1].name", "Required value"),
+        ],
+    ),
+    Case(
+        "service-port-names-unique",
+        service({"port": 80, "name": "web"}, {"port": 81, "name": "web"}),
+        [(DUP, "spec.ports[1].name", 'Duplicate value: "web"')],
+    ),
+    Case(
+        "service-port-name-not-a-label",
+        service({"port": 80, "name": "Web"}),
+        [(INV, "spec.ports[0].name", f'Invalid value: "Web": {LABEL_MESSAGE}')],
+    ),
+    Case(
+        "service-protocol-unknown",
+        service({"port": 80, "protocol": "tcp"}),
+        [
+            (
+                UNS,
+                "spec.ports[0].protocol",
+                'Unsupported value: "tcp": supported values: "SCTP", "TCP", "UDP"',
+            )
+        ],
+    ),
+    Case(
+        "service-target-port-name-not-iana",
+        service({"port": 80, "targetPort": "http_alt"}),
+        [
+            (
+                INV,
+                "spec.ports[0].targetPort",
+                'Invalid value: "http_alt": must contain only alpha-numeric characters '
+                "(a-z, 0-9), and hyphens (-)",
+            )
+        ],
+    ),
+    Case(
+        "service-target-port-out-of-range",
+        service({"port": 80, "targetPort": 70000}),
+        [(INV, "spec.ports[0].targetPort", f"Invalid value: 70000: {PORT_RANGE}")],
+    ),
+    Case(
+        "service-type-unknown",
+        service({"port": 80}, type="Internal"),
+        [
+            (
+                UNS,
+                "spec.type",
+                'Unsupported value: "Internal": supported values: "ClusterIP", '
+                '"ExternalName", "LoadBalancer", "NodePort"',
+            )
+        ],
+    ),
+    # -- ConfigMap and Secret ------------------------------------------------------------
+    Case(
+        "configmap-key-with-a-space",
+        config_map(**{"a b": "1"}),
+        [(INV, "data[a b]", f'Invalid value: "a b": {KEY_MESSAGE}')],
+    ),
+    Case(
+        "configmap-dot-keys",
+        config_map(**{".": "1", "..": "2", "..a": "3"}),
+        [
+            (INV, "data[.]", "Invalid value: \".\": must not be '.'"),
+            (INV, "data[..]", "Invalid value: \"..\": must not be '..'"),
+            (INV, "data[..a]", "Invalid value: \"..a\": must not start with '..'"),
+        ],
+    ),
+    Case(
+        "configmap-key-in-data-and-binary-data",
+        {**config_map(a="1"), "binaryData": {"a": "MQ=="}},
+        [(INV, "binaryData[a]", 'Invalid value: "a": duplicate of key present in data')],
+    ),
+    Case(
+        "secret-string-data-key-is-a-data-key",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"},
+            "stringData": {"pass word": "x"},
+        },
+        [
+            (
+                INV,
+                "data[pass word]",
+                'Invalid value: "pass word": ' + KEY_MESSAGE,
+            )
+        ],
+    ),
+]
+
+
+VALID = [
+    pod("p"),
+    pod(
+        "p",
+        spec=containers(
+            {
+                "name": "web",
+                "image": IMAGE,
+                "ports": [
+                    {"containerPort": 80, "name": "http", "protocol": "TCP"},
+                    {"containerPort": 53, "hostPort": 53, "protocol": "UDP"},
+                ],
+            },
+            initContainers=[{"name": "init", "image": IMAGE}],
+            restartPolicy="OnFailure",
+        ),
+    ),
+    deployment("web"),
+    workload("Deployment", selected(replicas=0)),
+    workload(
+        "Deployment",
+        {
+            "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]},
+            "template": template({"app": "a"}),
+        },
+    ),
+    workload("ReplicaSet", selected()),
+    workload("StatefulSet", selected(podManagementPolicy="Parallel")),
+    # kube-apiserver does not validate a StatefulSet template's pod spec.
+    workload(
+        "StatefulSet",
+        {"selector": {"matchLabels": {"app": "a"}}, "template": template({"app": "a"}, {})},
+    ),
+    workload("DaemonSet", selected()),
+    job("Never"),
+    job("OnFailure", parallelism=0, completions=1),
+    service({"port": 80}),
+    service({"port": 80, "name": "http", "targetPort": "http"}, {"port": 443, "name": "https"}),
+    service(clusterIP="None"),
+    service(type="ExternalName", externalName="example.com"),
+    config_map(**{"app.properties": "x", "KEY_NAME": "y", "key-name": "z", ".hidden": "w"}),
+]
+
+
+def causes(server: FakeAPIServer, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(copy.deepcopy(obj))
+    details = caught.value.status["details"]
+    return [(c["reason"], c["field"], c["message"]) for c in details["causes"]]
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[case.id for case in INVALID])
+def test_an_invalid_spec_is_refused_with_kube_apiservers_causes(case: Case) -> None:
+    server = FakeAPIServer()
+    assert causes(server, case.obj) == case.causes
+
+
+@pytest.mark.parametrize("obj", VALID, ids=lambda obj: f"{obj['kind']}")
+def test_a_valid_spec_is_admitted(obj: dict[str, Any]) -> None:
+    server = FakeAPIServer()
+    stored = server.create(copy.deepcopy(obj))
+    assert stored["spec" if "spec" in obj else "data"] == obj.get("spec", obj.get("data"))
+
+
+def test_the_422_is_built_as_kube_apiserver_builds_it() -> None:
+    server = FakeAPIServer()
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(workload("Deployment", {"template": template({"app": "web"})}, "web"))
+    assert caught.value.status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'Deployment.apps "web" is invalid: [spec.selector: Required value, '
+        'spec.template.metadata.labels: Invalid value: {"app":"web"}: '
+        "`selector` does not match template `labels`]",
+        "reason": "Invalid",
+        "details": {
+            "name": "web",
+            "group": "apps",
+            "kind": "Deployment",
+            "causes": [
+                {"reason": REQ, "message": "Required value", "field": "spec.selector"},
+                {
+                    "reason": INV,
+                    "message": 'Invalid value: {"app":"web"}: '
+                    "`selector` does not match template `labels`",
+                    "field": "spec.template.metadata.labels",
+                },
+            ],
+        },
+        "code": 422,
+    }
+
+
+def test_one_cause_gives_a_message_without_brackets() -> None:
+    server = FakeAPIServer()
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(pod("web-0", spec={}))
+    assert (
+        caught.value.status["message"] == 'Pod "web-0" is invalid: spec.containers: Required value'
+    )
+    assert caught.value.status["details"]["kind"] == "Pod"
+    assert "group" not in caught.value.status["details"]
+
+
+def test_metadata_causes_come_before_the_specs() -> None:
+    server = FakeAPIServer()
+    obj = pod("web-0", labels={"bad key": "x"}, spec={})
+    fields = [field for _, field, _ in causes(server, obj)]
+    assert fields == ["metadata.labels", "spec.containers"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "problem"),
+    [
+        (
+            service({"port": "http"}),
+            'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal '
+            "string into Go struct field ServicePort.spec.ports.port of type int32",
+        ),
+        (
+            pod(
+                "p",
+                spec=containers({"name": "a", "image": IMAGE, "ports": [{"containerPort": "80"}]}),
+            ),
+            'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into '
+            "Go struct field ContainerPort.spec.containers.ports.containerPort of type int32",
+        ),
+        (
+            workload("Deployment", selected(replicas="3")),
+            'Deployment in version "v1" cannot be handled as a Deployment: json: cannot '
+            "unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+        ),
+        (
+            service({"port": 80.0}),
+            'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal '
+            "number 80.0 into Go struct field ServicePort.spec.ports.port of type int32",
+        ),
+    ],
+    ids=["service-port", "container-port", "replicas", "fraction"],
+)
+def test_an_integer_field_given_a_string_is_the_decoders_400(
+    obj: dict[str, Any], problem: str
+) -> None:
+    server = FakeAPIServer()
+    with pytest.raises(BadRequest) as caught:
+        server.create(obj)
+    assert caught.value.status["message"] == problem
+
+
+def test_updates_and_patches_are_validated_too() -> None:
+    server = FakeAPIServer()
+    server.create(deployment("web"))
+    stored = server.get("deployments.apps", "default", "web")
+    stored["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.update(stored)
+    assert [c["field"] for c in caught.value.status["details"]["causes"]] == [
+        "spec.template.metadata.labels"
+    ]
+    server.create(pod("web-0"))
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.patch("pods", "default", "web-0", {"spec": {"containers": [{"name": "app"}]}})
+    assert [c["field"] for c in caught.value.status["details"]["causes"]] == [
+        "spec.containers[0].image"
+    ]
+    assert server.get("pods", "default", "web-0")["spec"] == pod_spec()
+
+
+def test_a_status_update_does_not_validate_the_spec() -> None:
+    server = FakeAPIServer(validate_specs=False)
+    server.create(pod("web-0", spec={}))
+    server.validate_specs = True
+    stored = server.get("pods", "default", "web-0")
+    stored["status"] = {"phase": "Running"}
+    assert server.update(stored, subresource="status")["status"] == {"phase": "Running"}
+
+
+def test_validate_specs_false_admits_any_spec_but_still_checks_names() -> None:
+    server = FakeAPIServer(validate_specs=False)
+    assert not server.validate_specs
+    server.create(pod("web-0", spec={}))
+    server.create(workload("Deployment", {}))
+    server.create(service())
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(pod("Bad_Name", spec={}))
+    assert [c["field"] for c in caught.value.status["details"]["causes"]] == ["metadata.name"]
+
+
+def test_other_kinds_have_no_spec_rules() -> None:
+    server = FakeAPIServer()
+    server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "data", "namespace": "default"},
+            "subsets": [],
+        }
+    )
