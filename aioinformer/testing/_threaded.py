@@ -306,6 +306,15 @@ class ThreadedFakeAPIServer:
     def require_namespaces(self, value: bool) -> None:
         self.call(setattr, self._server, "require_namespaces", value)
 
+    @property
+    def validate_specs(self) -> bool:
+        """Whether writes with an invalid spec or ConfigMap/Secret key are refused (422)."""
+        return self.call(lambda: self._server.validate_specs)
+
+    @validate_specs.setter
+    def validate_specs(self, value: bool) -> None:
+        self.call(setattr, self._server, "validate_specs", value)
+
     def client(self, *, token: str = ADMIN_TOKEN) -> Client:
         """An :class:`aioinformer.client.Client` for this server (``async with`` it on
         the loop that uses it: it is bound to none before)."""

@@ -301,3 +301,18 @@ def test_a_threaded_fake_over_tls_is_trusted_through_its_kubeconfig_alone() -> N
         assert asyncio.run(names()) == ["web-0"]
         with pytest.raises(urllib.error.URLError):
             get_json(fake.url + "/api/v1/namespaces/default/pods")
+
+
+def test_spec_validation_is_switched_from_the_test_thread() -> None:
+    """``validate_specs`` reads and sets the served fake's rule: a Pod without containers is
+    refused, then admitted once the rule is off."""
+    from aioinformer.errors import UnprocessableEntity
+
+    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"}, "spec": {}}
+    with ThreadedFakeAPIServer() as fake:
+        assert fake.validate_specs
+        with pytest.raises(UnprocessableEntity, match="spec.containers: Required value"):
+            fake.create(bare)
+        fake.validate_specs = False
+        assert not fake.validate_specs
+        assert fake.create(bare)["metadata"]["name"] == "bare"
