@@ -311,7 +311,7 @@ def test_spec_validation_is_switched_from_the_test_thread() -> None:
     bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"}, "spec": {}}
     with ThreadedFakeAPIServer() as fake:
         assert fake.validate_specs
-        with pytest.raises(UnprocessableEntity, match="spec.containers: Required value"):
+        with pytest.raises(UnprocessableEntity, match=r"spec\.containers: Required value"):
             fake.create(bare)
         fake.validate_specs = False
         assert not fake.validate_specs
