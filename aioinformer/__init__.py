@@ -180,12 +180,6 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+    from aioinformer._kernel.moved import moved_names
 
-    def __getattr__(name: str) -> object:
-        """The names that moved away from this module since the first release, for one
-        release more, each with a ``DeprecationWarning`` naming its new place."""
-        if name.startswith("__"):  # the import system asks for ``__path__`` at every import
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from aioinformer._kernel.deprecation import moved_attribute
-
-        return moved_attribute(__name__, name)
+    __getattr__ = moved_names(__name__)
