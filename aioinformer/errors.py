@@ -8,7 +8,8 @@ error mappings (:func:`api_error_from_status`, :func:`error_from_watch_status`) 
 imports nothing third-party::
 
     AioinformerError
-    ├── ConfigError                      kubeconfig / in-cluster config unusable      (not retried)
+    ├── ConfigError                      kubeconfig / in-cluster config unusable (informers
+    │                                    retry it; their waits for sync fail fast)
     ├── KeyFuncError (ValueError)        an object has no usable metadata for a key   (not retried)
     ├── IndexFuncError                   an index function failed on an object: kept out of
     │                                    that index (reported), or the informer stopped
@@ -39,7 +40,8 @@ imports nothing third-party::
     ├── QueueEmpty                       WorkQueue.get_nowait() with nothing ready
     ├── TransportError                   no usable HTTP answer: timeout, bad JSON (reflectors retry)
     │   ├── ConnectionFailed             cannot connect (``refused`` tells refusal apart)
-    │   │   └── TLSVerificationError     the server's certificate was rejected        (not retried)
+    │   │   └── TLSVerificationError     the server's certificate was rejected (informers
+    │   │                                retry it; their waits for sync fail fast)
     │   └── WatchError                   a watch stream broke: garbage/truncated line (re-watched)
     │       └── WatchTimeout             silent past the inactivity deadline (re-watched)
     └── ApiError                         the server answered with a non-2xx ``Status``
@@ -125,7 +127,10 @@ class AioinformerError(Exception):
 class ConfigError(AioinformerError):
     """Raised when a kubeconfig or the in-cluster environment cannot be used.
 
-    The message names the file, the context and the field at fault. Never retried.
+    The message names the file, the context and the field at fault. A direct call (loading
+    the configuration, a request whose credentials cannot be refreshed) raises it; an
+    informer that meets it retries with backoff, and its waits for sync fail fast
+    (:func:`fails_until_fixed`).
     """
 
 

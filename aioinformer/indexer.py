@@ -229,7 +229,7 @@ def _values_error(func: IndexFunc, values: Any, bad: Any) -> IndexValuesError:
     if isinstance(values, str | bytes):
         shown = repr(values)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        what = f"{shown} (a {type(values).__name__}, which would index each character)"
+        what = f"{shown} (of type {type(values).__name__}, which would index each character)"
         hint = f"[{shown}]"
     elif isinstance(values, set | frozenset):
         what, hint = f"a {type(values).__name__}", "sorted(values)"
@@ -250,7 +250,7 @@ def _brief(value: Any) -> str:
         return "None"
     shown = repr(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return f"{shown} (a {type(value).__name__})"
+    return f"{shown} (of type {type(value).__name__})"
 
 
 class _Unfit(Exception):

@@ -96,8 +96,12 @@ class CachedClient:
     ``timeout`` bounds, in seconds, how long a read waits for the cache to show the
     client's own writes; ``sync_timeout`` how long a read waits for a new informer's
     initial sync. Both are timed on ``clock`` (default: the event loop's; tests pass a
-    ``FakeClock``). Writes are tracked per client: another ``CachedClient`` over the same
-    factory does not wait for them.
+    ``FakeClock``). ``fail_fast`` (default true) makes a read raise
+    :class:`~aioinformer.errors.CacheSyncError` at once when its informer's first list
+    failed in a way no retry alone heals (a resource the server does not serve, a 401 or
+    403, a refused connection); ``False`` waits up to ``sync_timeout`` for a fix, such as a
+    CRD installed later. Writes are tracked per client: another ``CachedClient`` over the
+    same factory does not wait for them.
     """
 
     def __init__(
@@ -108,6 +112,7 @@ class CachedClient:
         timeout: float = 10.0,
         sync_timeout: float = 120.0,
         clock: Clock | None = None,
+        fail_fast: bool = True,
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
@@ -117,6 +122,7 @@ class CachedClient:
         self._factory = factory
         self._timeout = float(timeout)
         self._sync_timeout = float(sync_timeout)
+        self._fail_fast = fail_fast
         self._clock = clock if clock is not None else default_clock
         # One record of this client's writes per informer it reads from.
         self._writes: dict[SharedIndexInformer, OwnWrites] = {}
@@ -175,7 +181,9 @@ class CachedClient:
                 f"cannot read {informer.name} from the cache: the informer factory has not "
                 "been started (use 'async with factory:', or a Manager, which starts it)"
             )
-        await wait_for_cache_sync(informer, timeout=self._sync_timeout, clock=self._clock)
+        await wait_for_cache_sync(
+            informer, timeout=self._sync_timeout, clock=self._clock, fail_fast=self._fail_fast
+        )
 
     def statistics(self) -> CachedClientStatistics:
         """What the client still waits for, and how often reads waited or timed out."""

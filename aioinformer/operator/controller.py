@@ -810,4 +810,4 @@ def _brief(value: object) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{text} (a {type(value).__name__})"
+    return f"{text} (of type {type(value).__name__})"

@@ -220,7 +220,8 @@ class Manager(Service):
     clock); ``cache_sync_fail_fast`` (default true: the start raises at once when an
     informer's first list meets an unknown resource, a 401 or 403, or a refused
     connection; false: it waits for them to heal, such as a CustomResourceDefinition
-    installed after the operator, up to ``cache_sync_timeout``) and
+    installed after the operator, up to ``cache_sync_timeout``; the cached client's reads
+    alike) and
     ``graceful_shutdown_timeout`` (one deadline for every runnable together,
     from the start of stopping); ``clock`` for the election, the shutdown deadline and the
     factory's informers (tests pass a ``FakeClock``); ``cache_audit``, how every informer
@@ -270,7 +271,9 @@ class Manager(Service):
         self._factory = SharedInformerFactory(
             client, namespace=namespace, clock=clock, cache_audit=cache_audit, **factory_options
         )
-        self._cached_client = CachedClient(client, self._factory, clock=clock)
+        self._cached_client = CachedClient(
+            client, self._factory, clock=clock, fail_fast=cache_sync_fail_fast
+        )
         self._cache_sync_timeout = cache_sync_timeout
         self._cache_sync_fail_fast = cache_sync_fail_fast
         self._graceful_shutdown_timeout = graceful_shutdown_timeout

@@ -179,3 +179,41 @@ async def test_a_401_names_the_user_context_and_kubeconfig(fake_apiserver: FakeA
         f"'aioinformer-fake-user', context 'aioinformer-fake' in {path}"
     )
     assert "not-a-known-token" not in str(caught.value)
+
+
+async def test_a_cached_read_fails_fast_unless_the_manager_waits_for_a_fix(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    """The cached client follows its Manager: failing fast, a read whose list is forbidden
+    raises at once; with ``cache_sync_fail_fast=False`` the read waits, and answers once
+    RBAC grants the list."""
+    from aioinformer.operator.cached_client import CachedClient
+
+    clock = FakeClock()
+    async with (
+        forbidding_client(fake_apiserver) as client,
+        SharedInformerFactory(client, clock=clock) as factory,
+    ):
+        with pytest.raises(CacheSyncError) as caught:
+            await (
+                CachedClient(client, factory, clock=clock, sync_timeout=LONG)
+                .resource("configmaps", namespace="default")
+                .list()
+            )
+        assert isinstance(caught.value.cause, Forbidden)
+
+    manager = Manager(
+        forbidding_client(fake_apiserver),
+        clock=clock,
+        cache_sync_fail_fast=False,
+        cache_audit=None,
+    )
+    async with manager.client, manager.factory:
+        configmaps = manager.cached_client.resource("configmaps", namespace="default")
+        reading = asyncio.create_task(configmaps.list())
+        await clock.wait_for_sleepers(1)  # the informer backs off after the 403
+        await asyncio.wait({reading}, timeout=0.2)  # a read failing fast is done by now
+        assert reading.done() is False
+        fake_apiserver.add_token("leases-only")  # the same token, now allowed everything
+        await clock.advance(60)
+        assert await asyncio.wait_for(reading, timeout=10) == []

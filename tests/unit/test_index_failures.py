@@ -228,7 +228,7 @@ def test_a_str_returned_is_refused_never_indexed_character_by_character(
     assert isinstance(error.error, TypeError)
     assert str(error.error) == (
         "index function test_a_str_returned_is_refused_never_indexed_character_by_character"
-        ".<locals>.team_as_str returned 'abc' (a str, which would index each character): "
+        ".<locals>.team_as_str returned 'abc' (of type str, which would index each character): "
         "return a list of strings, e.g. ['abc']"
     )
 
@@ -239,8 +239,8 @@ def test_a_str_returned_is_refused_never_indexed_character_by_character(
         pytest.param(None, "returned None: return a list of strings, e.g. [] for no value"),
         pytest.param([None], "returned a list holding None: return a list of strings, e.g. "),
         pytest.param({"a"}, "returned a set: return a list of strings, e.g. sorted(values)"),
-        pytest.param(["a", 1], "returned a list holding 1 (a int): return a list of strings"),
-        pytest.param(b"a", "returned b'a' (a bytes, which would index each character)"),
+        pytest.param(["a", 1], "returned a list holding 1 (of type int): return a list of strings"),
+        pytest.param(b"a", "returned b'a' (of type bytes, which would index each character)"),
         pytest.param(iter(["a"]), "returned a list_iterator: return a list of strings"),
     ],
 )

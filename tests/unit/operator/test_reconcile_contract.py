@@ -61,7 +61,7 @@ async def test_a_reconcile_returning_something_else_is_a_type_error_and_retried(
     assert isinstance(error, TypeError)
     assert str(error) == (
         "controller widgets: reconcile test_a_reconcile_returning_something_else_is_a_type_"
-        f"error_and_retried.<locals>.reconcile_widget returned {value!r} (a "
+        f"error_and_retried.<locals>.reconcile_widget returned {value!r} (of type "
         f"{type(value).__name__}) for default/a; a reconcile returns None (done) or a "
         "Requeue (retry), or raises"
     )
