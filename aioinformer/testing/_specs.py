@@ -53,7 +53,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from aioinformer.testing._validation import (
     NULL,
     FieldError,
+    GoStruct,
     dns_label_errors,
+    dns_subdomain_errors,
     label_key_errors,
     label_map_errors,
     label_value_errors,
@@ -113,16 +115,16 @@ def _port_num_errors(port: int) -> list[str]:
 def _port_name_errors(name: str) -> list[str]:
     """apimachinery's ``IsValidPortName`` (an IANA service name)."""
     errors = []
-    if len(name) > 15:
+    if len(name.encode()) > 15:
         errors.append("must be no more than 15 characters")
     if not _PORT_NAME_CHARSET.fullmatch(name):
         errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not re.search("[a-z]", name):
         errors.append("must contain at least one letter (a-z)")
     if "--" in name:
-        errors.append("must not contain consecutive hyphens (-)")
+        errors.append("must not contain consecutive hyphens")
     if name and (name[0] == "-" or name[-1] == "-"):
-        errors.append("must not begin or end with a hyphen (-)")
+        errors.append("must not begin or end with a hyphen")
     return errors
 
 
@@ -204,14 +206,16 @@ def _pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
         if name in names:
             errors.append(_duplicate(f"{at}.name", name))
         names.add(name)
-    # Init containers may not reuse a name of any container, init or regular.
+    # Init containers may not reuse a name of any container, init or regular; a nameless
+    # one (already refused as such) is not remembered, as kube-apiserver does not.
     for i, container in enumerate(_dicts(spec.get("initContainers"))):
         at = f"{path}.initContainers[{i}]"
         errors.extend(_container_errors(container, at))
         name = container.get("name") or ""
         if name in names:
             errors.append(_duplicate(f"{at}.name", name))
-        names.add(name)
+        elif name:
+            names.add(name)
     policy = spec.get("restartPolicy")
     if policy and policy not in _RESTART_POLICIES:
         errors.append(_not_supported(f"{path}.restartPolicy", policy, _RESTART_POLICIES))
@@ -298,44 +302,54 @@ def _empty(selector: Mapping[str, Any]) -> bool:
 # -- workloads ---------------------------------------------------------------------------
 
 
-def _workload_errors(
-    spec: dict[str, Any],
-    *,
-    kind: str,
-    invalid_selector: str,
-    pod_spec: bool,
-) -> list[FieldError]:
-    """``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec`` and
-    ``ValidateStatefulSetSpec``'s checks of replicas, selector and template."""
-    errors = _nonnegative(spec.get("replicas"), "spec.replicas")
+def _selector_value(selector: Mapping[str, Any]) -> GoStruct:
+    """A ``LabelSelector`` as a bad value, as ``encoding/json`` writes it: ``matchLabels``
+    then ``matchExpressions``, each requirement's ``key``, ``operator`` and ``values``,
+    the empty ones (``omitempty``) left out."""
+    value = GoStruct()
+    labels = selector.get("matchLabels")
+    if labels:
+        value["matchLabels"] = labels
+    requirements = []
+    for requirement in _dicts(selector.get("matchExpressions")):
+        shown = GoStruct(
+            key=requirement.get("key") or "", operator=requirement.get("operator") or ""
+        )
+        if requirement.get("values"):
+            shown["values"] = requirement["values"]
+        requirements.append(shown)
+    if requirements:
+        value["matchExpressions"] = requirements
+    return value
+
+
+def _required_selector(spec: dict[str, Any], kind: str) -> tuple[list[FieldError], bool]:
+    """A workload's ``selector``: required, valid and not empty. Returns its errors and
+    whether ``metav1.LabelSelectorAsSelector`` can parse it (a selector that fails
+    validation cannot; no selector parses, to one that selects nothing)."""
+    raw = spec.get("selector")
+    if not isinstance(raw, dict):
+        return [_required("spec.selector")], True
+    errors = _selector_errors(raw, "spec.selector")
+    parsed = not errors
+    if _empty(raw):
+        errors.append(
+            _invalid("spec.selector", _selector_value(raw), f"empty selector is invalid for {kind}")
+        )
+    return errors, parsed
+
+
+def _selects_template(spec: dict[str, Any]) -> list[FieldError]:
+    """The template's labels must be selected by the (parsed) selector; an empty selector
+    is not compared with them, and no selector selects nothing."""
     raw = spec.get("selector")
     selector = raw if isinstance(raw, dict) else None
-    # A selector that fails validation cannot be parsed either, and then the template's
-    # labels are not compared with it.
-    parsed = True
-    if selector is None:
-        errors.append(_required("spec.selector"))
-    else:
-        selector_errors = _selector_errors(selector, "spec.selector")
-        parsed = not selector_errors
-        errors.extend(selector_errors)
-        if _empty(selector):
-            errors.append(
-                _invalid("spec.selector", selector, f"empty selector is invalid for {kind}")
-            )
-    template = _dict(spec.get("template"))
-    if not parsed:
-        errors.append(_invalid("spec.selector", selector, invalid_selector))
-    else:
-        labels = _dict(template.get("metadata")).get("labels")
-        # No selector selects nothing; an empty one is not compared with the labels.
-        if not (selector is not None and _empty(selector)) and not selector_matches(
-            selector, _dict(labels)
-        ):
-            errors.append(_invalid("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
-        errors.extend(_template_errors(template, "spec.template", pod_spec=pod_spec))
-    errors.extend(_always_restarts(template))
-    return errors
+    if selector is not None and _empty(selector):
+        return []
+    labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+    if selector_matches(selector, _dict(labels)):
+        return []
+    return [_invalid("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH)]
 
 
 def _always_restarts(template: dict[str, Any]) -> list[FieldError]:
@@ -346,27 +360,78 @@ def _always_restarts(template: dict[str, Any]) -> list[FieldError]:
     return []
 
 
+def _replica_set_template(spec: dict[str, Any]) -> list[FieldError]:
+    """``ValidatePodTemplateSpecForReplicaSet``: the template is selected, valid, and its
+    pods restart always."""
+    template = _dict(spec.get("template"))
+    errors = _selects_template(spec)
+    errors.extend(_template_errors(template, "spec.template", pod_spec=True))
+    errors.extend(_always_restarts(template))
+    return errors
+
+
 def _deployment(spec: dict[str, Any]) -> list[FieldError]:
-    return _workload_errors(
-        spec, kind="deployment", invalid_selector="invalid label selector", pod_spec=True
-    )
+    """``ValidateDeploymentSpec``: replicas, selector, template (only with a selector that
+    parses), then the counts that follow the strategy."""
+    errors = _nonnegative(spec.get("replicas"), "spec.replicas")
+    selector_errors, parsed = _required_selector(spec, "deployment")
+    errors.extend(selector_errors)
+    if parsed:
+        errors.extend(_replica_set_template(spec))
+    else:
+        errors.append(_invalid_selector(spec, "invalid label selector"))
+    errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+    errors.extend(_nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
+    deadline = _int(spec.get("progressDeadlineSeconds"))
+    if deadline is not None:
+        errors.extend(_nonnegative(deadline, "spec.progressDeadlineSeconds"))
+        if deadline <= (_int(spec.get("minReadySeconds")) or 0):
+            errors.append(
+                _invalid(
+                    "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
+                )
+            )
+    return errors
+
+
+def _invalid_selector(spec: dict[str, Any], detail: str) -> FieldError:
+    return _invalid("spec.selector", _selector_value(_dict(spec.get("selector"))), detail)
 
 
 def _replica_set(spec: dict[str, Any]) -> list[FieldError]:
-    # kube-apiserver's ReplicaSet validation words an empty selector as a Deployment's.
-    return _workload_errors(
-        spec, kind="deployment", invalid_selector="invalid label selector", pod_spec=True
-    )
+    """``ValidateReplicaSetSpec``, which words an empty selector as a Deployment's."""
+    errors = _nonnegative(spec.get("replicas"), "spec.replicas")
+    errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+    selector_errors, parsed = _required_selector(spec, "deployment")
+    errors.extend(selector_errors)
+    if parsed:
+        errors.extend(_replica_set_template(spec))
+    else:
+        errors.append(_invalid_selector(spec, "invalid label selector"))
+    return errors
 
 
 def _stateful_set(spec: dict[str, Any]) -> list[FieldError]:
+    """``ValidateStatefulSetSpec``: kube-apiserver validates the template's labels, not
+    its pod spec, and refuses a restart policy other than Always even when the selector
+    does not parse."""
     errors: list[FieldError] = []
     policy = spec.get("podManagementPolicy")
     if policy and policy not in ("OrderedReady", "Parallel"):
         errors.append(
             _invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
         )
-    errors.extend(_workload_errors(spec, kind="statefulset", invalid_selector="", pod_spec=False))
+    errors.extend(_nonnegative(spec.get("replicas"), "spec.replicas"))
+    errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+    selector_errors, parsed = _required_selector(spec, "statefulset")
+    errors.extend(selector_errors)
+    template = _dict(spec.get("template"))
+    if parsed:
+        errors.extend(_selects_template(spec))
+        errors.extend(_template_errors(template, "spec.template", pod_spec=False))
+    else:
+        errors.append(_invalid_selector(spec, ""))
+    errors.extend(_always_restarts(template))
     return errors
 
 
@@ -382,17 +447,30 @@ def _daemon_set(spec: dict[str, Any]) -> list[FieldError]:
         errors.append(_invalid("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
     if selector is not None and _empty(selector):
         errors.append(
-            _invalid("spec.selector", selector, "empty selector is invalid for daemonset")
+            _invalid(
+                "spec.selector",
+                _selector_value(selector),
+                "empty selector is invalid for daemonset",
+            )
         )
     errors.extend(_template_errors(template, "spec.template", pod_spec=True))
     errors.extend(_always_restarts(template))
+    errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+    errors.extend(_nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
     return errors
 
 
 def _job(spec: dict[str, Any]) -> list[FieldError]:
-    """``validateJobSpec`` and, with ``manualSelector``, ``ValidateJobSpec``'s selector."""
+    """``validateJobSpec`` and, with ``manualSelector``, ``ValidateJobSpec``'s selector
+    (otherwise the server generates it, and the template's labels, itself)."""
     errors: list[FieldError] = []
-    for field in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"):
+    for field in (
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+    ):
         errors.extend(_nonnegative(spec.get(field), f"spec.{field}"))
     template = _dict(spec.get("template"))
     errors.extend(_template_errors(template, "spec.template", pod_spec=True))
@@ -406,9 +484,12 @@ def _job(spec: dict[str, Any]) -> list[FieldError]:
         raw = spec.get("selector")
         if not isinstance(raw, dict):
             errors.append(_required("spec.selector"))
-        labels = _dict(template.get("metadata")).get("labels")
-        if isinstance(raw, dict) and not _empty(raw) and not selector_matches(raw, _dict(labels)):
-            errors.append(_invalid("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH))
+        selector_errors = _selector_errors(raw, "spec.selector") if isinstance(raw, dict) else []
+        errors.extend(selector_errors)
+        # A selector that parses (no selector does, to one selecting nothing) must select
+        # the template's labels.
+        if not selector_errors:
+            errors.extend(_selects_template(spec))
     return errors
 
 
@@ -425,6 +506,8 @@ def _service(spec: dict[str, Any]) -> list[FieldError]:
     ports = _dicts(spec.get("ports"))
     if not ports and not headless and service_type != "ExternalName":
         errors.append(_required("spec.ports"))
+    if service_type == "ExternalName":
+        errors.extend(_external_name_errors(spec.get("externalName")))
     names: set[str] = set()
     for i, port in enumerate(ports):
         errors.extend(_service_port_errors(port, f"spec.ports[{i}]", len(ports) > 1, names))
@@ -432,7 +515,26 @@ def _service(spec: dict[str, Any]) -> list[FieldError]:
         errors.extend(label_map_errors(spec["selector"], "spec.selector"))
     if spec.get("type") and service_type not in _SERVICE_TYPES:
         errors.append(_not_supported("spec.type", service_type, _SERVICE_TYPES))
+    if service_type == "ClusterIP":
+        errors.extend(
+            FieldError(
+                "FieldValueForbidden",
+                f"spec.ports[{i}].nodePort",
+                "may not be used when `type` is 'ClusterIP'",
+            )
+            for i, port in enumerate(ports)
+            if _int(port.get("nodePort"))
+        )
     return errors
+
+
+def _external_name_errors(value: Any) -> list[FieldError]:
+    """An ExternalName Service's ``externalName``: required, a DNS-1123 subdomain (a CNAME,
+    so a trailing dot is allowed)."""
+    name = value.removesuffix(".") if isinstance(value, str) else ""
+    if not name:
+        return [_required("spec.externalName")]
+    return [_invalid("spec.externalName", name, message) for message in dns_subdomain_errors(name)]
 
 
 def _service_port_errors(
@@ -476,7 +578,7 @@ def _service_port_errors(
 def _key_errors(key: str) -> list[str]:
     """apimachinery's ``IsConfigMapKey``."""
     errors = []
-    if len(key) > 253:
+    if len(key.encode()) > 253:
         errors.append("must be no more than 253 characters")
     if not _KEY_RE.fullmatch(key):
         errors.append(
@@ -497,25 +599,25 @@ def _key_errors(key: str) -> list[str]:
     return errors
 
 
-def _keys_errors(data: Any, field: str) -> list[FieldError]:
+def _keys_errors(data: Any, field: str, other: Mapping[str, Any] | None = None) -> list[FieldError]:
+    """The errors of a map's keys, key by key (sorted, where Go's map order is random): each
+    key's own, then, with ``other``, a key ``other`` has too."""
     if not isinstance(data, dict):
         return []
-    return [
-        _invalid(f"{field}[{key}]", key, message)
-        for key in sorted(data)
-        for message in _key_errors(key)
-    ]
+    errors: list[FieldError] = []
+    for key in sorted(data):
+        at = f"{field}[{key}]"
+        errors.extend(_invalid(at, key, message) for message in _key_errors(key))
+        if other is not None and key in other:
+            errors.append(_invalid(at, key, "duplicate of key present in binaryData"))
+    return errors
 
 
 def _config_map(obj: Mapping[str, Any]) -> list[FieldError]:
-    errors = _keys_errors(obj.get("data"), "data")
+    """``ValidateConfigMap``: a key of ``data`` may not be one of ``binaryData`` too (the
+    error is the ``data`` key's)."""
+    errors = _keys_errors(obj.get("data"), "data", _dict(obj.get("binaryData")))
     errors.extend(_keys_errors(obj.get("binaryData"), "binaryData"))
-    data = _dict(obj.get("data"))
-    errors.extend(
-        _invalid(f"binaryData[{key}]", key, "duplicate of key present in data")
-        for key in sorted(_dict(obj.get("binaryData")))
-        if key in data
-    )
     return errors
 
 

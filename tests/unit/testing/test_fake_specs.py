@@ -208,7 +208,7 @@ INVALID = [
             (
                 INV,
                 "spec.containers[0].ports[2].name",
-                'Invalid value: "-9": must not begin or end with a hyphen (-)',
+                'Invalid value: "-9": must not begin or end with a hyphen',
             ),
         ],
     ),
@@ -536,7 +536,7 @@ INVALID = [
     Case(
         "configmap-key-in-data-and-binary-data",
         {**config_map(a="1"), "binaryData": {"a": "MQ=="}},
-        [(INV, "binaryData[a]", 'Invalid value: "a": duplicate of key present in data')],
+        [(INV, "data[a]", 'Invalid value: "a": duplicate of key present in binaryData')],
     ),
     Case(
         "secret-string-data-key-is-a-data-key",
