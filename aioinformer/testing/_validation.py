@@ -242,16 +242,18 @@ _HEADS: Final = {
     "FieldValueDuplicate": "Duplicate value",
     "FieldValueNotSupported": "Unsupported value",
     "FieldValueForbidden": "Forbidden",
+    "FieldValueTooLong": "Too long",
 }
 # The causes whose message never shows the bad value.
-_VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden"})
+_VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong"})
 
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One field's validation failure, as an apimachinery ``field.Error``: ``reason`` is
     the cause type (``FieldValueRequired``, ``FieldValueInvalid``,
-    ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``),
+    ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``,
+    ``FieldValueTooLong``),
     ``value`` the bad value (``None``: not shown; :data:`NULL`: shown as ``null``),
     ``detail`` the explanation."""
 

@@ -104,6 +104,17 @@ def config_map(**data: str) -> dict[str, Any]:
     }
 
 
+def secret(kind: str | None = None, **fields: Any) -> dict[str, Any]:
+    typed = {"type": kind} if kind is not None else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default"},
+        **typed,
+        **fields,
+    }
+
+
 def job(restart: str | None, **spec: Any) -> dict[str, Any]:
     fields = {"restartPolicy": restart} if restart is not None else {}
     return workload("Job", {"template": template(None, pod_spec(**fields)), **spec}, "j")
@@ -950,6 +961,47 @@ INVALID = [
         ],
     ),
     Case(
+        "configmap-over-one-mebibyte",
+        {**config_map(a="x" * (512 * 1024)), "binaryData": {"b": "eHh4" * (512 * 1024 // 3 + 1)}},
+        [("FieldValueTooLong", "", "Too long: may not be more than 1048576 bytes")],
+    ),
+    Case(
+        "secret-over-one-mebibyte",
+        secret(stringData={"a": "x" * (1024 * 1024 + 1)}),
+        [("FieldValueTooLong", "data", "Too long: may not be more than 1048576 bytes")],
+    ),
+    Case(
+        "secret-tls-without-its-keys",
+        secret("kubernetes.io/tls", data={"ca.crt": "eA=="}),
+        [(REQ, "data[tls.crt]", "Required value"), (REQ, "data[tls.key]", "Required value")],
+    ),
+    Case(
+        "secret-basic-auth-with-neither-key",
+        secret("kubernetes.io/basic-auth"),
+        [(REQ, "data[username]", "Required value"), (REQ, "data[password]", "Required value")],
+    ),
+    Case(
+        "secret-ssh-auth-with-an-empty-key",
+        secret("kubernetes.io/ssh-auth", data={"ssh-privatekey": ""}),
+        [(REQ, "data[ssh-privatekey]", "Required value")],
+    ),
+    Case(
+        "secret-docker-config-without-its-key",
+        secret("kubernetes.io/dockerconfigjson", data={"config.json": "e30="}),
+        [(REQ, "data[.dockerconfigjson]", "Required value")],
+    ),
+    Case(
+        "secret-service-account-token-without-its-account",
+        secret("kubernetes.io/service-account-token"),
+        [
+            (
+                REQ,
+                "metadata.annotations[kubernetes.io/service-account.name]",
+                "Required value",
+            )
+        ],
+    ),
+    Case(
         "secret-string-data-key-is-a-data-key",
         {
             "apiVersion": "v1",
@@ -1021,6 +1073,9 @@ VALID = [
     ),
     workload("Deployment", selected(minReadySeconds=5, progressDeadlineSeconds=600)),
     config_map(**{"app.properties": "x", "KEY_NAME": "y", "key-name": "z", ".hidden": "w"}),
+    secret("kubernetes.io/tls", data={"tls.crt": "eA==", "tls.key": "eA=="}),
+    secret("kubernetes.io/basic-auth", data={"password": ""}),
+    secret("Opaque", data={"a": "eA=="}),
 ]
 
 
@@ -1084,6 +1139,15 @@ def test_one_cause_gives_a_message_without_brackets() -> None:
     )
     assert caught.value.status["details"]["kind"] == "Pod"
     assert "group" not in caught.value.status["details"]
+
+
+def test_an_error_of_the_whole_object_has_an_empty_field_in_the_message_too() -> None:
+    server = FakeAPIServer()
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(config_map(a="x" * (1024 * 1024 + 1)))
+    assert caught.value.status["message"] == (
+        'ConfigMap "cfg" is invalid: : Too long: may not be more than 1048576 bytes'
+    )
 
 
 def test_metadata_causes_come_before_the_specs() -> None:
