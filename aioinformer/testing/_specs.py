@@ -71,6 +71,10 @@ __all__ = ["SPEC_RULES", "KubeSpecRules", "selector_matches"]
 
 _PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+_DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
+_PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
+_MAX_INT32: Final = 2**31 - 1
 _SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _PORT_RANGE: Final = "must be between 1 and 65535, inclusive"
 _NEGATIVE: Final = "must be greater than or equal to 0"
@@ -180,7 +184,8 @@ def _container_port_errors(ports: Any, path: str) -> list[FieldError]:
 
 
 def _container_errors(container: dict[str, Any], path: str) -> list[FieldError]:
-    """``validateContainerCommon``: name, image, ports."""
+    """``validateContainerCommon``: name, image, termination message policy, ports, pull
+    policy."""
     errors: list[FieldError] = []
     name = container.get("name")
     if not name:
@@ -191,7 +196,15 @@ def _container_errors(container: dict[str, Any], path: str) -> list[FieldError]:
         )
     if not container.get("image"):
         errors.append(_required(f"{path}.image"))
+    message_policy = container.get("terminationMessagePolicy")
+    if message_policy and message_policy not in _MESSAGE_POLICIES:
+        errors.append(
+            _not_supported(f"{path}.terminationMessagePolicy", message_policy, _MESSAGE_POLICIES)
+        )
     errors.extend(_container_port_errors(container.get("ports"), f"{path}.ports"))
+    pull_policy = container.get("imagePullPolicy")
+    if pull_policy and pull_policy not in _PULL_POLICIES:
+        errors.append(_not_supported(f"{path}.imagePullPolicy", pull_policy, _PULL_POLICIES))
     return errors
 
 
@@ -223,6 +236,59 @@ def _pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
     policy = spec.get("restartPolicy")
     if policy and policy not in _RESTART_POLICIES:
         errors.append(_not_supported(f"{path}.restartPolicy", policy, _RESTART_POLICIES))
+    dns_policy = spec.get("dnsPolicy")
+    if dns_policy and dns_policy not in _DNS_POLICIES:
+        errors.append(_not_supported(f"{path}.dnsPolicy", dns_policy, _DNS_POLICIES))
+    errors.extend(label_map_errors(spec.get("nodeSelector"), f"{path}.nodeSelector"))
+    errors.extend(_pod_names_errors(spec, path))
+    return errors
+
+
+def _pod_names_errors(spec: dict[str, Any], path: str) -> list[FieldError]:
+    """The names a pod spec gives, in ``ValidatePodSpec``'s order: its service account
+    and node (DNS-1123 subdomains), its deadline (1..2^31-1), its hostname and subdomain
+    (DNS-1123 labels)."""
+    errors: list[FieldError] = []
+    for field in ("serviceAccountName", "nodeName"):
+        value = spec.get(field)
+        if isinstance(value, str) and value:
+            errors.extend(
+                _invalid(f"{path}.{field}", value, message)
+                for message in dns_subdomain_errors(value)
+            )
+    deadline = _int(spec.get("activeDeadlineSeconds"))
+    if deadline is not None and not 1 <= deadline <= _MAX_INT32:
+        errors.append(
+            _invalid(
+                f"{path}.activeDeadlineSeconds",
+                deadline,
+                f"must be between 1 and {_MAX_INT32}, inclusive",
+            )
+        )
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field)
+        if isinstance(value, str) and value:
+            errors.extend(
+                _invalid(f"{path}.{field}", value, message) for message in dns_label_errors(value)
+            )
+    return errors
+
+
+def _pod_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """``validatePodMetadataAndSpec``: the pod spec, then what only a Pod (not a template)
+    is refused: an image with leading or trailing whitespace."""
+    errors = _pod_spec_errors(spec, "spec")
+    for key in ("containers", "initContainers"):
+        for i, container in enumerate(_dicts(spec.get(key))):
+            image = container.get("image")
+            if isinstance(image, str) and image != image.strip():
+                errors.append(
+                    _invalid(
+                        f"spec.{key}[{i}].image",
+                        image,
+                        "must not have leading or trailing whitespace",
+                    )
+                )
     return errors
 
 
@@ -356,12 +422,23 @@ def _selects_template(spec: dict[str, Any]) -> list[FieldError]:
     return [_invalid("spec.template.metadata.labels", labels, _SELECTOR_MISMATCH)]
 
 
-def _always_restarts(template: dict[str, Any]) -> list[FieldError]:
-    """A workload's pods restart always: another policy, when set, is refused."""
-    policy = _dict(template.get("spec")).get("restartPolicy")
+def _always_restarts(template: dict[str, Any], kind: str) -> list[FieldError]:
+    """A workload's pods restart always and run without a deadline: another policy, when
+    set, is refused, as is a deadline (in words that name ``kind``)."""
+    spec = _dict(template.get("spec"))
+    errors: list[FieldError] = []
+    policy = spec.get("restartPolicy")
     if policy and policy != "Always":
-        return [_not_supported("spec.template.spec.restartPolicy", policy, ("Always",))]
-    return []
+        errors.append(_not_supported("spec.template.spec.restartPolicy", policy, ("Always",)))
+    if spec.get("activeDeadlineSeconds") is not None:
+        errors.append(
+            FieldError(
+                "FieldValueForbidden",
+                "spec.template.spec.activeDeadlineSeconds",
+                f"activeDeadlineSeconds in {kind} is not Supported",
+            )
+        )
+    return errors
 
 
 def _replica_set_template(spec: dict[str, Any]) -> list[FieldError]:
@@ -370,7 +447,8 @@ def _replica_set_template(spec: dict[str, Any]) -> list[FieldError]:
     template = _dict(spec.get("template"))
     errors = _selects_template(spec)
     errors.extend(_template_errors(template, "spec.template", pod_spec=True))
-    errors.extend(_always_restarts(template))
+    # A Deployment's template is checked as its ReplicaSets' is, and worded so.
+    errors.extend(_always_restarts(template, "ReplicaSet"))
     return errors
 
 
@@ -435,7 +513,7 @@ def _stateful_set(spec: dict[str, Any]) -> list[FieldError]:
         errors.extend(_template_errors(template, "spec.template", pod_spec=False))
     else:
         errors.append(_invalid_selector(spec, ""))
-    errors.extend(_always_restarts(template))
+    errors.extend(_always_restarts(template, "StatefulSet"))
     return errors
 
 
@@ -458,7 +536,7 @@ def _daemon_set(spec: dict[str, Any]) -> list[FieldError]:
             )
         )
     errors.extend(_template_errors(template, "spec.template", pod_spec=True))
-    errors.extend(_always_restarts(template))
+    errors.extend(_always_restarts(template, "DaemonSet"))
     errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
     errors.extend(_nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
     return errors
@@ -692,7 +770,7 @@ def _secret(obj: Mapping[str, Any]) -> list[FieldError]:
 # -- the rules -----------------------------------------------------------------------------
 
 _SPEC_VALIDATORS: Final[dict[tuple[str, str], Callable[[dict[str, Any]], list[FieldError]]]] = {
-    ("", "pods"): lambda spec: _pod_spec_errors(spec, "spec"),
+    ("", "pods"): _pod_errors,
     ("", "services"): _service,
     ("apps", "deployments"): _deployment,
     ("apps", "replicasets"): _replica_set,

@@ -358,6 +358,96 @@ INVALID = [
         [(INV, "spec.containers[0].ports[0].hostPort", f"Invalid value: 65536: {PORT_RANGE}")],
     ),
     Case(
+        "container-policies-unknown",
+        pod(
+            "p",
+            spec=containers(
+                {
+                    "name": "a",
+                    "image": IMAGE,
+                    "terminationMessagePolicy": "Stderr",
+                    "ports": [{}],
+                    "imagePullPolicy": "Sometimes",
+                }
+            ),
+        ),
+        [
+            (
+                UNS,
+                "spec.containers[0].terminationMessagePolicy",
+                'Unsupported value: "Stderr": supported values: "File", "FallbackToLogsOnError"',
+            ),
+            (REQ, "spec.containers[0].ports[0].containerPort", "Required value"),
+            (
+                UNS,
+                "spec.containers[0].imagePullPolicy",
+                'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", '
+                '"Never"',
+            ),
+        ],
+    ),
+    Case(
+        "pod-image-with-surrounding-space-after-the-spec",
+        pod(
+            "p",
+            spec=containers(
+                {"name": "a", "image": " " + IMAGE},
+                initContainers=[{"name": "i", "image": IMAGE + " "}],
+                restartPolicy="Sometimes",
+            ),
+        ),
+        [
+            (
+                UNS,
+                "spec.restartPolicy",
+                'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+            ),
+            (
+                INV,
+                "spec.containers[0].image",
+                f'Invalid value: " {IMAGE}": must not have leading or trailing whitespace',
+            ),
+            (
+                INV,
+                "spec.initContainers[0].image",
+                f'Invalid value: "{IMAGE} ": must not have leading or trailing whitespace',
+            ),
+        ],
+    ),
+    Case(
+        "pod-names-and-deadline-in-order",
+        pod(
+            "p",
+            spec=pod_spec(
+                hostname="Web",
+                activeDeadlineSeconds=0,
+                nodeName="node_1",
+                serviceAccountName="a..b",
+                nodeSelector={"disk": "ssd!"},
+                dnsPolicy="Cluster",
+                subdomain="a.b",
+            ),
+        ),
+        [
+            (
+                UNS,
+                "spec.dnsPolicy",
+                'Unsupported value: "Cluster": supported values: "ClusterFirstWithHostNet", '
+                '"ClusterFirst", "Default", "None"',
+            ),
+            (INV, "spec.nodeSelector", f'Invalid value: "ssd!": {LABEL_VALUE_MESSAGE}'),
+            (INV, "spec.serviceAccountName", f'Invalid value: "a..b": {SUBDOMAIN_MESSAGE}'),
+            (INV, "spec.nodeName", f'Invalid value: "node_1": {SUBDOMAIN_MESSAGE}'),
+            (
+                INV,
+                "spec.activeDeadlineSeconds",
+                "Invalid value: 0: must be between 1 and 2147483647, inclusive",
+            ),
+            (INV, "spec.hostname", f'Invalid value: "Web": {LABEL_MESSAGE}'),
+            (INV, "spec.subdomain", 'Invalid value: "a.b": must not contain dots'),
+        ],
+    ),
+    Case(
         "restart-policy-unknown",
         pod("p", spec=pod_spec(restartPolicy="Sometimes")),
         [
@@ -620,6 +710,40 @@ INVALID = [
             ),
             (INV, "spec.template.labels", f'Invalid value: "a<b": {LABEL_VALUE_MESSAGE}'),
             (INV, "spec.template.labels", f'Invalid value: "x\\x00": {LABEL_VALUE_MESSAGE}'),
+        ],
+    ),
+    Case(
+        "deployment-template-with-a-deadline-worded-as-a-replicasets",
+        workload(
+            "Deployment",
+            {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}, pod_spec(activeDeadlineSeconds=30)),
+            },
+        ),
+        [
+            (
+                FORB,
+                "spec.template.spec.activeDeadlineSeconds",
+                "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported",
+            )
+        ],
+    ),
+    Case(
+        "statefulset-template-with-a-deadline",
+        workload(
+            "StatefulSet",
+            {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}, {"activeDeadlineSeconds": 0}),
+            },
+        ),
+        [
+            (
+                FORB,
+                "spec.template.spec.activeDeadlineSeconds",
+                "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported",
+            )
         ],
     ),
     Case(
@@ -1047,6 +1171,14 @@ VALID = [
         },
     ),
     workload("ReplicaSet", selected()),
+    # Only a Pod's images are refused for surrounding whitespace, not a template's.
+    workload(
+        "ReplicaSet",
+        {
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": template({"app": "a"}, containers({"name": "a", "image": IMAGE + " "})),
+        },
+    ),
     workload("StatefulSet", selected(podManagementPolicy="Parallel")),
     # kube-apiserver does not validate a StatefulSet template's pod spec.
     workload(
