@@ -488,15 +488,24 @@ def decode_object(rt: ResourceType, body: bytes) -> dict[str, Any]:
 
 
 def validate_metadata(rt: ResourceType, meta: Mapping[str, Any]) -> list[FieldError]:
-    """The field errors of an object's name and labels (empty when it is valid)."""
+    """The field errors of an object's name and labels (empty when it is valid): first a
+    ``generateName`` that would not make a valid name (its trailing dash masked, as
+    apimachinery's ``maskTrailingDash`` masks it), then the name itself."""
     errors: list[FieldError] = []
+    check = _NAME_RULES.get(rt.id, dns_subdomain_errors)
+    generate = meta.get("generateName")
+    if isinstance(generate, str) and generate:
+        masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.generateName", message, generate)
+            for message in check(masked)
+        )
     name = meta.get("name")
     if not name:
         errors.append(
             FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")
         )
     else:
-        check = _NAME_RULES.get(rt.id, dns_subdomain_errors)
         errors.extend(
             FieldError("FieldValueInvalid", "metadata.name", message, name)
             for message in check(str(name))

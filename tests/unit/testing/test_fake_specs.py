@@ -1282,6 +1282,20 @@ def test_an_error_of_the_whole_object_has_an_empty_field_in_the_message_too() ->
     )
 
 
+def test_a_generate_name_that_makes_no_valid_name_is_refused_before_the_name() -> None:
+    server = FakeAPIServer()
+    obj = config_map()
+    obj["metadata"] = {"generateName": "Bad_", "namespace": "default"}
+    with pytest.raises(UnprocessableEntity) as caught:
+        server.create(obj)
+    found = caught.value.status["details"]["causes"]
+    assert [cause["field"] for cause in found] == ["metadata.generateName", "metadata.name"]
+    assert found[0]["message"] == f'Invalid value: "Bad_": {SUBDOMAIN_MESSAGE}'
+    # A trailing dash is allowed: the server appends to it.
+    obj["metadata"]["generateName"] = "settings-"
+    assert server.create(obj)["metadata"]["name"].startswith("settings-")
+
+
 def test_metadata_causes_come_before_the_specs() -> None:
     server = FakeAPIServer()
     obj = pod("web-0", labels={"bad key": "x"}, spec={})
