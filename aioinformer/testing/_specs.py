@@ -41,8 +41,10 @@ values kube-apiserver's validation finds, with its field paths and messages
   ``externalName`` required, a DNS-1123 subdomain; each port's ``name`` a DNS-1123
   label, required and unique once there are two ports, ``port`` 1..65535, ``protocol``
   TCP, UDP or SCTP, ``targetPort`` a port number or an IANA service name (defaulted to
-  ``port``); ``selector`` valid labels; ``type`` one of the four; no ``nodePort`` on a
-  ClusterIP Service.
+  ``port``), ``appProtocol`` a qualified name; ``selector`` valid labels;
+  ``sessionAffinity`` ClientIP or None; ``type`` one of the four; no ``nodePort`` on a
+  ClusterIP Service; ``externalTrafficPolicy`` Cluster or Local, and only on a Service
+  reachable from outside; ``internalTrafficPolicy`` Cluster or Local.
 * **ConfigMap** and **Secret**: every key of ``data`` (and ``binaryData``, and a
   Secret's ``stringData``, which kube-apiserver folds into ``data``) consists of
   alphanumerics, ``-``, ``_`` and ``.``, and is not ``.``, ``..`` or ``..``-prefixed; a
@@ -96,6 +98,8 @@ _MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
 _PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 _MAX_INT32: Final = 2**31 - 1
 _SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_AFFINITIES: Final = ("ClientIP", "None")
+_TRAFFIC_POLICIES: Final = ("Cluster", "Local")
 _PORT_RANGE: Final = "must be between 1 and 65535, inclusive"
 _NEGATIVE: Final = "must be greater than or equal to 0"
 _SELECTOR_MISMATCH: Final = "`selector` does not match template `labels`"
@@ -599,7 +603,8 @@ def _job(spec: dict[str, Any]) -> list[FieldError]:
 
 
 def _service(spec: dict[str, Any]) -> list[FieldError]:
-    """``ValidateService``'s checks of ports, type and selector."""
+    """``ValidateService``'s checks of ports, selector, session affinity, type and traffic
+    policies."""
     errors: list[FieldError] = []
     service_type = spec.get("type") or "ClusterIP"
     cluster_ips = spec.get("clusterIPs") if isinstance(spec.get("clusterIPs"), list) else []
@@ -615,6 +620,7 @@ def _service(spec: dict[str, Any]) -> list[FieldError]:
         errors.extend(_service_port_errors(port, f"spec.ports[{i}]", len(ports) > 1, names))
     if isinstance(spec.get("selector"), dict):
         errors.extend(label_map_errors(spec["selector"], "spec.selector"))
+    errors.extend(_session_affinity_errors(spec))
     if spec.get("type") and service_type not in _SERVICE_TYPES:
         errors.append(_not_supported("spec.type", service_type, _SERVICE_TYPES))
     if service_type == "ClusterIP":
@@ -627,6 +633,41 @@ def _service(spec: dict[str, Any]) -> list[FieldError]:
             for i, port in enumerate(ports)
             if _int(port.get("nodePort"))
         )
+    errors.extend(_traffic_policy_errors(spec, service_type))
+    return errors
+
+
+def _session_affinity_errors(spec: dict[str, Any]) -> list[FieldError]:
+    """``sessionAffinity`` ClientIP or None (the default, under which kube-apiserver drops
+    a ``sessionAffinityConfig`` before validating)."""
+    affinity = spec.get("sessionAffinity")
+    if affinity and affinity not in _AFFINITIES:
+        return [_not_supported("spec.sessionAffinity", affinity, _AFFINITIES)]
+    return []
+
+
+def _traffic_policy_errors(spec: dict[str, Any], service_type: str) -> list[FieldError]:
+    """``externalTrafficPolicy`` only for a Service reachable from outside (NodePort,
+    LoadBalancer, or with external IPs), Cluster or Local; ``internalTrafficPolicy``
+    Cluster or Local."""
+    errors: list[FieldError] = []
+    external = spec.get("externalTrafficPolicy")
+    reachable = service_type in ("NodePort", "LoadBalancer") or (
+        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+    if external and not reachable:
+        errors.append(
+            _invalid(
+                "spec.externalTrafficPolicy",
+                external,
+                "may only be set for externally-accessible services",
+            )
+        )
+    elif external and external not in _TRAFFIC_POLICIES:
+        errors.append(_not_supported("spec.externalTrafficPolicy", external, _TRAFFIC_POLICIES))
+    internal = spec.get("internalTrafficPolicy")
+    if internal and internal not in _TRAFFIC_POLICIES:
+        errors.append(_not_supported("spec.internalTrafficPolicy", internal, _TRAFFIC_POLICIES))
     return errors
 
 
@@ -670,6 +711,12 @@ def _service_port_errors(
         errors.extend(
             _invalid(f"{path}.targetPort", target_number, message)
             for message in _port_num_errors(target_number)
+        )
+    app_protocol = port.get("appProtocol")
+    if isinstance(app_protocol, str):
+        errors.extend(
+            _invalid(f"{path}.appProtocol", app_protocol, message)
+            for message in label_key_errors(app_protocol)
         )
     return errors
 

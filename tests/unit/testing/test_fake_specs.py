@@ -1033,6 +1033,64 @@ INVALID = [
         [(FORB, "spec.ports[0].nodePort", "Forbidden: may not be used when `type` is 'ClusterIP'")],
     ),
     Case(
+        "service-app-protocol-not-a-qualified-name",
+        service({"port": 80, "appProtocol": "my protocol"}),
+        [
+            (
+                INV,
+                "spec.ports[0].appProtocol",
+                'Invalid value: "my protocol": name part must consist of alphanumeric '
+                "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            )
+        ],
+    ),
+    Case(
+        "service-affinity-and-traffic-policies-in-order",
+        service(
+            {"port": 80},
+            sessionAffinity="Sticky",
+            type="Internal",
+            externalTrafficPolicy="Local",
+            internalTrafficPolicy="Node",
+        ),
+        [
+            (
+                UNS,
+                "spec.sessionAffinity",
+                'Unsupported value: "Sticky": supported values: "ClientIP", "None"',
+            ),
+            (
+                UNS,
+                "spec.type",
+                'Unsupported value: "Internal": supported values: "ClusterIP", '
+                '"ExternalName", "LoadBalancer", "NodePort"',
+            ),
+            (
+                INV,
+                "spec.externalTrafficPolicy",
+                'Invalid value: "Local": may only be set for externally-accessible services',
+            ),
+            (
+                UNS,
+                "spec.internalTrafficPolicy",
+                'Unsupported value: "Node": supported values: "Cluster", "Local"',
+            ),
+        ],
+    ),
+    Case(
+        "service-external-traffic-policy-unknown",
+        service({"port": 80}, type="NodePort", externalTrafficPolicy="Nearest"),
+        [
+            (
+                UNS,
+                "spec.externalTrafficPolicy",
+                'Unsupported value: "Nearest": supported values: "Cluster", "Local"',
+            )
+        ],
+    ),
+    Case(
         "service-type-unknown",
         service({"port": 80}, type="Internal"),
         [
@@ -1194,6 +1252,8 @@ VALID = [
     service(type="ExternalName", externalName="example.com"),
     service(type="ExternalName", externalName="example.com."),
     service({"port": 80, "nodePort": 30080}, type="NodePort"),
+    service({"port": 80}, externalIPs=["192.0.2.1"], externalTrafficPolicy="Local"),
+    service({"port": 80}, sessionAffinity="ClientIP"),
     workload(
         "Job",
         {
