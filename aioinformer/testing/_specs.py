@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from aioinformer.testing._validation import (
     NULL,
     FieldError,
+    GoEnum,
     GoStruct,
     dns_label_errors,
     dns_subdomain_errors,
@@ -119,8 +120,10 @@ def _invalid(field: str, value: Any, detail: str) -> FieldError:
 
 
 def _not_supported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
+    """An enum field's unsupported value (of a named string type, so shown as JSON)."""
     quoted = ", ".join(f'"{option}"' for option in supported)
-    return FieldError("FieldValueNotSupported", field, f"supported values: {quoted}", value)
+    shown = GoEnum(value) if isinstance(value, str) else value
+    return FieldError("FieldValueNotSupported", field, f"supported values: {quoted}", shown)
 
 
 def _duplicate(field: str, value: Any) -> FieldError:
@@ -354,7 +357,9 @@ def _selector_errors(selector: dict[str, Any], path: str) -> list[FieldError]:
                     )
                 )
         else:
-            errors.append(_invalid(f"{at}.operator", operator, "not a valid selector operator"))
+            errors.append(
+                _invalid(f"{at}.operator", GoEnum(operator), "not a valid selector operator")
+            )
         key = str(requirement.get("key") or "")
         errors.extend(_invalid(f"{at}.key", key, message) for message in label_key_errors(key))
         for j, value in enumerate(values):
@@ -525,7 +530,11 @@ def _stateful_set(spec: dict[str, Any]) -> list[FieldError]:
     policy = spec.get("podManagementPolicy")
     if policy and policy not in ("OrderedReady", "Parallel"):
         errors.append(
-            _invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
+            _invalid(
+                "spec.podManagementPolicy",
+                GoEnum(policy),
+                "must be 'OrderedReady' or 'Parallel'",
+            )
         )
     errors.extend(_nonnegative(spec.get("replicas"), "spec.replicas"))
     errors.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
@@ -659,7 +668,7 @@ def _traffic_policy_errors(spec: dict[str, Any], service_type: str) -> list[Fiel
         errors.append(
             _invalid(
                 "spec.externalTrafficPolicy",
-                external,
+                GoEnum(external),
                 "may only be set for externally-accessible services",
             )
         )

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NULL",
     "FieldError",
+    "GoEnum",
     "GoStruct",
     "SpecRules",
     "admit_create",
@@ -270,6 +271,14 @@ class FieldError:
         return f"{head}: {self.detail}" if self.detail else head
 
 
+class GoEnum(str):
+    """A bad value of a named Go string type (``Protocol``, ``RestartPolicy``, a selector
+    operator): apimachinery quotes only a plain ``string`` with ``%q``, and writes these
+    with ``encoding/json``, which escapes ``<``, ``>`` and ``&``."""
+
+    __slots__ = ()
+
+
 class GoStruct(dict[str, Any]):
     """A bad value that is a Go struct (a ``LabelSelector``), not a map: ``encoding/json``
     writes a struct's fields in their declaration order, the order this dict's keys are
@@ -327,6 +336,8 @@ def _go_json_value(value: Any) -> Any:
         return {key: _go_json_value(value[key]) for key in sorted(value)}
     if isinstance(value, list):
         return [_go_json_value(item) for item in value]
+    if isinstance(value, GoEnum):
+        return str(value)
     return value
 
 
@@ -336,7 +347,7 @@ def _render(value: Any) -> str:
     1.34)."""
     if value is NULL:
         return "null"
-    if isinstance(value, str):
+    if isinstance(value, str) and not isinstance(value, GoEnum):
         return _go_quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"

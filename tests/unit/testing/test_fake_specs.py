@@ -982,6 +982,19 @@ INVALID = [
         ],
     ),
     Case(
+        # An enum's value is written by encoding/json, a plain string's by %q.
+        "service-enum-and-string-values-shown-apart",
+        service({"port": 80, "protocol": "<tcp>", "name": "<web>"}),
+        [
+            (INV, "spec.ports[0].name", f'Invalid value: "<web>": {LABEL_MESSAGE}'),
+            (
+                UNS,
+                "spec.ports[0].protocol",
+                'Unsupported value: "\\u003ctcp\\u003e": supported values: "SCTP", "TCP", "UDP"',
+            ),
+        ],
+    ),
+    Case(
         "service-target-port-name-not-iana",
         service({"port": 80, "targetPort": "http_alt"}),
         [
