@@ -79,11 +79,6 @@ _SUBDOMAIN_RE: Final = re.compile(_SUBDOMAIN_FMT)
 _KEY_RE: Final = re.compile(_KEY_FMT)
 _VALUE_RE: Final = re.compile(_VALUE_FMT)
 
-# Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace
-# and StatefulSet names end up in DNS labels (a StatefulSet's in its pods' hostnames), a
-# Service's in a DNS-1035 label.
-_NAME_RULES: Final[dict[tuple[str, str], Callable[[str], list[str]]]] = {}
-
 # Fields that must be maps of strings, per resource: (field, Go struct name).
 _STRING_MAPS: Final[dict[tuple[str, str], tuple[tuple[str, str], ...]]] = {
     ("", "configmaps"): (("data", "ConfigMap"),),
@@ -161,13 +156,14 @@ def dns1035_label_errors(value: str) -> list[str]:
     return errors
 
 
-_NAME_RULES.update(
-    {
-        ("", "namespaces"): dns_label_errors,
-        ("apps", "statefulsets"): dns_label_errors,
-        ("", "services"): dns1035_label_errors,
-    }
-)
+# Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace
+# and StatefulSet names end up in DNS labels (a StatefulSet's in its pods' hostnames), a
+# Service's in a DNS-1035 label.
+_NAME_RULES: Final[dict[tuple[str, str], Callable[[str], list[str]]]] = {
+    ("", "namespaces"): dns_label_errors,
+    ("apps", "statefulsets"): dns_label_errors,
+    ("", "services"): dns1035_label_errors,
+}
 
 _KEY_MESSAGE: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
