@@ -14,8 +14,8 @@ kube-apiserver answers with:
   annotations must be maps of strings, as must a ConfigMap's ``data`` and a Secret's
   ``data`` and ``stringData``;
 * 422 ``Invalid`` (``apimachinery`` ``NewInvalid``) with one ``details.causes`` entry per
-  field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces
-  and StatefulSets, a DNS-1035 label for Services),
+  field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces,
+  StatefulSets and Services),
   a missing name without ``generateName`` (``FieldValueRequired``), a label key that is
   not a qualified name or a label value that is not a valid label value (both on
   ``metadata.labels``), and, when the server validates specs, the errors of the kind's
@@ -57,7 +57,6 @@ __all__ = [
     "bad_request",
     "check_types",
     "decode_object",
-    "dns1035_label_errors",
     "dns_label_errors",
     "dns_subdomain_errors",
     "invalid_error",
@@ -69,12 +68,10 @@ __all__ = [
 ]
 
 _LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT: Final = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
 _KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _VALUE_FMT: Final = "(" + _KEY_FMT + ")?"
 _LABEL_RE: Final = re.compile(_LABEL_FMT)
-_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 _SUBDOMAIN_RE: Final = re.compile(_SUBDOMAIN_FMT)
 _KEY_RE: Final = re.compile(_KEY_FMT)
 _VALUE_RE: Final = re.compile(_VALUE_FMT)
@@ -138,31 +135,14 @@ def dns_label_errors(value: str) -> list[str]:
     return errors
 
 
-def dns1035_label_errors(value: str) -> list[str]:
-    """What apimachinery's ``IsDNS1035Label`` says of ``value`` (empty: valid)."""
-    errors = []
-    if len(value.encode()) > 63:
-        errors.append(_max_len(63))
-    if not _DNS1035_RE.fullmatch(value):
-        errors.append(
-            regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_FMT,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errors
-
-
-# Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace
-# and StatefulSet names end up in DNS labels (a StatefulSet's in its pods' hostnames), a
-# Service's in a DNS-1035 label.
+# Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace,
+# StatefulSet (its pods' hostnames) and Service names end up in DNS labels. A new
+# Service's name is a DNS-1123 label since v1.36, where RelaxedServiceNameValidation is
+# on by default (before, a DNS-1035 label, which may not start with a digit).
 _NAME_RULES: Final[dict[tuple[str, str], Callable[[str], list[str]]]] = {
     ("", "namespaces"): dns_label_errors,
     ("apps", "statefulsets"): dns_label_errors,
-    ("", "services"): dns1035_label_errors,
+    ("", "services"): dns_label_errors,
 }
 
 _KEY_MESSAGE: Final = (
