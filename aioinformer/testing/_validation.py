@@ -14,7 +14,8 @@ kube-apiserver answers with:
   annotations must be maps of strings, as must a ConfigMap's ``data`` and a Secret's
   ``data`` and ``stringData``;
 * 422 ``Invalid`` (``apimachinery`` ``NewInvalid``) with one ``details.causes`` entry per
-  field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces),
+  field error: a name that is not a DNS-1123 subdomain (a DNS-1123 label for namespaces,
+  StatefulSets and Services),
   a missing name without ``generateName`` (``FieldValueRequired``), a label key that is
   not a qualified name or a label value that is not a valid label value (both on
   ``metadata.labels``), and, when the server validates specs, the errors of the kind's
@@ -41,13 +42,15 @@ import orjson
 from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from aioinformer._apiserver.objects import Entry
 
 __all__ = [
     "NULL",
     "FieldError",
+    "GoEnum",
+    "GoStruct",
     "SpecRules",
     "admit_create",
     "admit_namespace",
@@ -55,6 +58,7 @@ __all__ = [
     "check_types",
     "decode_object",
     "dns_label_errors",
+    "dns_subdomain_errors",
     "invalid_error",
     "label_key_errors",
     "label_map_errors",
@@ -72,10 +76,6 @@ _SUBDOMAIN_RE: Final = re.compile(_SUBDOMAIN_FMT)
 _KEY_RE: Final = re.compile(_KEY_FMT)
 _VALUE_RE: Final = re.compile(_VALUE_FMT)
 
-# Resources whose names are DNS-1123 labels rather than subdomains (namespace names end
-# up in DNS names and label values).
-_LABEL_NAMED: Final = frozenset({("", "namespaces")})
-
 # Fields that must be maps of strings, per resource: (field, Go struct name).
 _STRING_MAPS: Final[dict[tuple[str, str], tuple[tuple[str, str], ...]]] = {
     ("", "configmaps"): (("data", "ConfigMap"),),
@@ -91,14 +91,17 @@ def regex_error(message: str, fmt: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
-def _max_len(length: int) -> str:
-    return f"must be no more than {length} characters"
+def _max_len(length: int, unit: str = "characters") -> str:
+    """apimachinery's ``MaxLenError``: ``util/validation`` counts characters, the newer
+    ``api/validate/content`` (label keys and values) counts bytes."""
+    return f"must be no more than {length} {unit}"
 
 
-def _subdomain_errors(value: str) -> list[str]:
+def dns_subdomain_errors(value: str, unit: str = "characters") -> list[str]:
+    """What apimachinery's ``IsDNS1123Subdomain`` says of ``value`` (empty: valid)."""
     errors = []
-    if len(value) > 253:
-        errors.append(_max_len(253))
+    if len(value.encode()) > 253:
+        errors.append(_max_len(253, unit))
     if not _SUBDOMAIN_RE.fullmatch(value):
         errors.append(
             regex_error(
@@ -114,7 +117,7 @@ def _subdomain_errors(value: str) -> list[str]:
 def dns_label_errors(value: str) -> list[str]:
     """What apimachinery's ``IsDNS1123Label`` says of ``value`` (empty: valid)."""
     errors = []
-    if len(value) > 63:
+    if len(value.encode()) > 63:
         errors.append(_max_len(63))
     if not _LABEL_RE.fullmatch(value):
         if _SUBDOMAIN_RE.fullmatch(value):
@@ -131,6 +134,16 @@ def dns_label_errors(value: str) -> list[str]:
             )
     return errors
 
+
+# Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace,
+# StatefulSet (its pods' hostnames) and Service names end up in DNS labels. A new
+# Service's name is a DNS-1123 label since v1.36, where RelaxedServiceNameValidation is
+# on by default (before, a DNS-1035 label, which may not start with a digit).
+_NAME_RULES: Final[dict[tuple[str, str], Callable[[str], list[str]]]] = {
+    ("", "namespaces"): dns_label_errors,
+    ("apps", "statefulsets"): dns_label_errors,
+    ("", "services"): dns_label_errors,
+}
 
 _KEY_MESSAGE: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
@@ -154,11 +167,13 @@ def label_key_errors(key: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            errors.extend("prefix part " + message for message in _subdomain_errors(prefix))
+            errors.extend(
+                "prefix part " + message for message in dns_subdomain_errors(prefix, "bytes")
+            )
     if not name:
         errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part " + _max_len(63))
+    elif len(name.encode()) > 63:
+        errors.append("name part " + _max_len(63, "bytes"))
     if not _KEY_RE.fullmatch(name):
         errors.append(
             "name part " + regex_error(_KEY_MESSAGE, _KEY_FMT, "MyName", "my.name", "123-abc")
@@ -169,8 +184,8 @@ def label_key_errors(key: str) -> list[str]:
 def label_value_errors(value: str) -> list[str]:
     """What apimachinery's ``IsValidLabelValue`` says of a label value (empty: valid)."""
     errors = []
-    if len(value) > 63:
-        errors.append(_max_len(63))
+    if len(value.encode()) > 63:
+        errors.append(_max_len(63, "bytes"))
     if not _VALUE_RE.fullmatch(value):
         errors.append(
             regex_error(
@@ -204,16 +219,18 @@ _HEADS: Final = {
     "FieldValueDuplicate": "Duplicate value",
     "FieldValueNotSupported": "Unsupported value",
     "FieldValueForbidden": "Forbidden",
+    "FieldValueTooLong": "Too long",
 }
 # The causes whose message never shows the bad value.
-_VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden"})
+_VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong"})
 
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One field's validation failure, as an apimachinery ``field.Error``: ``reason`` is
     the cause type (``FieldValueRequired``, ``FieldValueInvalid``,
-    ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``),
+    ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``,
+    ``FieldValueTooLong``),
     ``value`` the bad value (``None``: not shown; :data:`NULL`: shown as ``null``),
     ``detail`` the explanation."""
 
@@ -230,18 +247,92 @@ class FieldError:
         return f"{head}: {self.detail}" if self.detail else head
 
 
+class GoEnum(str):
+    """A bad value of a named Go string type (``Protocol``, ``RestartPolicy``, a selector
+    operator): apimachinery quotes only a plain ``string`` with ``%q``, and writes these
+    with ``encoding/json``, which escapes ``<``, ``>`` and ``&``."""
+
+    __slots__ = ()
+
+
+class GoStruct(dict[str, Any]):
+    """A bad value that is a Go struct (a ``LabelSelector``), not a map: ``encoding/json``
+    writes a struct's fields in their declaration order, the order this dict's keys are
+    given in, where it sorts a map's keys."""
+
+    __slots__ = ()
+
+
+_GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+# encoding/json escapes these in strings, so that its output is safe to embed in HTML.
+_JSON_HTML_ESCAPES: Final = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def _go_quote(value: str) -> str:
+    """``value`` as Go's ``%q`` (``strconv.Quote``) writes it: printable characters as
+    they are, others as ``\\xHH``, ``\\uHHHH`` or ``\\UHHHHHHHH``."""
+    out = ['"']
+    for char in value:
+        code = ord(char)
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char == " " or (char.isprintable() and not char.isspace()):
+            out.append(char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _go_json_value(value: Any) -> Any:
+    """``value`` with its maps' keys sorted and its structs' fields kept in order."""
+    if isinstance(value, GoStruct):
+        return {key: _go_json_value(item) for key, item in value.items()}
+    if isinstance(value, dict):
+        return {key: _go_json_value(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_go_json_value(item) for item in value]
+    if isinstance(value, GoEnum):
+        return str(value)
+    return value
+
+
 def _render(value: Any) -> str:
     """A bad value as apimachinery renders it: Go's ``%q`` (strings), ``%v`` (numbers,
-    booleans), JSON for maps, lists and structs (since kubernetes#132314, 1.34)."""
+    booleans), ``encoding/json`` for maps, lists and structs (since kubernetes#132314,
+    1.34)."""
     if value is NULL:
         return "null"
-    if isinstance(value, str):
-        return orjson.dumps(value).decode()
+    if isinstance(value, str) and not isinstance(value, GoEnum):
+        return _go_quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    text = orjson.dumps(_go_json_value(value)).decode()
+    for char, escape in _JSON_HTML_ESCAPES.items():
+        text = text.replace(char, escape)
+    return text
 
 
 class SpecRules(Protocol):
@@ -384,15 +475,24 @@ def decode_object(rt: ResourceType, body: bytes) -> dict[str, Any]:
 
 
 def validate_metadata(rt: ResourceType, meta: Mapping[str, Any]) -> list[FieldError]:
-    """The field errors of an object's name and labels (empty when it is valid)."""
+    """The field errors of an object's name and labels (empty when it is valid): first a
+    ``generateName`` that would not make a valid name (its trailing dash masked, as
+    apimachinery's ``maskTrailingDash`` masks it), then the name itself."""
     errors: list[FieldError] = []
+    check = _NAME_RULES.get(rt.id, dns_subdomain_errors)
+    generate = meta.get("generateName")
+    if isinstance(generate, str) and generate:
+        masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        errors.extend(
+            FieldError("FieldValueInvalid", "metadata.generateName", message, generate)
+            for message in check(masked)
+        )
     name = meta.get("name")
     if not name:
         errors.append(
             FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")
         )
     else:
-        check = dns_label_errors if rt.id in _LABEL_NAMED else _subdomain_errors
         errors.extend(
             FieldError("FieldValueInvalid", "metadata.name", message, name)
             for message in check(str(name))

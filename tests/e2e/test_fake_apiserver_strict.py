@@ -216,7 +216,7 @@ async def test_generate_name_still_creates_a_valid_name(wire: Wire) -> None:
     ("labels", "value", "rule"),
     [
         pytest.param({"app": "has space"}, "has space", LABEL_VALUE_RULE, id="value-space"),
-        pytest.param({"app": "x" * 64}, "x" * 64, "must be no more than 63 characters", id="long"),
+        pytest.param({"app": "x" * 64}, "x" * 64, "must be no more than 63 bytes", id="long"),
         pytest.param(
             {"bad key": "v"},
             "bad key",
