@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "AioinformerError",
@@ -747,3 +747,11 @@ def fails_until_fixed(error: BaseException) -> bool:
         | ConfigError
         | ConnectionRefusedError,
     )
+
+
+if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+    # The one import upwards (pyproject.toml's contract names it): the hook that serves
+    # this module's names of the first release, for one release more.
+    from aioinformer._kernel.moved import moved_names
+
+    __getattr__ = moved_names(__name__)

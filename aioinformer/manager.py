@@ -2,8 +2,10 @@
 
 Kept for one release, then removed: importing it warns (:class:`DeprecationWarning`) and
 gives the new module's names, the same objects. ``ManagerState``, the old name of its
-states, is :class:`aioinformer.State` (read the changelog's migration notes for the members'
-new names), and warns too. Import from :mod:`aioinformer.operator` instead.
+states, warns too and stands for :class:`aioinformer.State`: each of its old members is the
+``State`` member now meant (``ManagerState.SYNCING`` is ``State.STARTING``, with a warning
+naming it; the changelog's migration notes list them all). Import from
+:mod:`aioinformer.operator` instead.
 """
 
 from __future__ import annotations

@@ -14,22 +14,38 @@ Either way the caller gets the new object itself (``old is new``) and a
 ``from aioinformer import Old`` asks the package twice, so it warns twice at that line;
 the default filters show it once). The tests hold every entry of the tables to that, and
 the changelog's "Deprecated" section to listing each of them.
+
+Two kinds of old name give something else. The five state enums that became
+:class:`aioinformer.State` (:data:`OLD_STATE_ENUMS`) give an :class:`OldStateEnum`, a
+stand-in whose every old member is the ``State`` member now meant (a renamed one warns
+again, naming it), since their members were not all ``State``'s. A name with no public
+successor (:data:`RETIRED_NAMES`) gives the private object it became, with a warning that
+says what to write instead.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from aioinformer._kernel.lifecycle import State
+
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
 __all__ = [
     "MOVED_MODULES",
     "MOVED_NAMES",
+    "OLD_STATE_ENUMS",
+    "RETIRED_NAMES",
+    "OldStateEnum",
+    "Retired",
     "moved_attribute",
+    "old_state_enum",
     "warn_moved_module",
 ]
 
@@ -163,7 +179,171 @@ MOVED_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
 """By module, each name it no longer has and the dotted path of the object now meant. The
 root's are the names 0.1.0's root exported (the pipeline's parts, the work queue's rate
 limiters and metrics, selectors, kubeconfig models, ...) that now live only in their
-modules; the five state enums are :class:`aioinformer.State`."""
+modules; the five state enums are :class:`aioinformer.State`, served as
+:class:`OldStateEnum` (:data:`OLD_STATE_ENUMS`)."""
+
+OLD_STATE_ENUMS: Final[Mapping[str, Mapping[str, tuple[str, str]]]] = {
+    "ControllerState": {
+        "NEW": ("new", "NEW"),
+        "WAITING_FOR_SYNC": ("waiting for sync", "STARTING"),
+        "RUNNING": ("running", "RUNNING"),
+        "DRAINING": ("draining", "STOPPING"),
+        "STOPPED": ("stopped", "STOPPED"),
+    },
+    "ElectorState": {
+        "IDLE": ("IDLE", "NEW"),
+        "ACQUIRING": ("ACQUIRING", "STARTING"),
+        "LEADING": ("LEADING", "RUNNING"),
+        "STOPPING": ("STOPPING", "STOPPING"),
+        "STOPPED": ("STOPPED", "STOPPED"),
+    },
+    "InformerState": {
+        "NEW": ("new", "NEW"),
+        "RUNNING": ("running", "RUNNING"),
+        "STOPPED": ("stopped", "STOPPED"),
+    },
+    "ManagerState": {
+        "NEW": ("new", "NEW"),
+        "SYNCING": ("syncing", "STARTING"),
+        "CAMPAIGNING": ("campaigning", "RUNNING"),
+        "RUNNING": ("running", "RUNNING"),
+        "STOPPING": ("stopping", "STOPPING"),
+        "STOPPED": ("stopped", "STOPPED"),
+    },
+    "RecorderState": {
+        "NEW": ("new", "NEW"),
+        "RUNNING": ("running", "RUNNING"),
+        "CLOSING": ("closing", "STOPPING"),
+        "CLOSED": ("closed", "STOPPED"),
+    },
+}
+"""Each old state enum, and each of its members: the value it had and the
+:class:`~aioinformer.State` member it is now (the changelog's migration table). A manager
+is ``RUNNING`` once its caches synced, campaigning or leading; an elector, once leading."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """A name of the first release with no public successor: for one release more, the
+    private object it became."""
+
+    path: str
+    """The dotted path of the object the old name still gives."""
+    instead: str
+    """What to write instead, as the warning and the changelog say it."""
+
+
+_CLOCK: Final = (
+    "give no clock= (every component then uses the event loop's clock), an "
+    "aioinformer.Clock of your own, or aioinformer.testing.FakeClock in tests"
+)
+_FROM_RESPONSE: Final = Retired(
+    "aioinformer.client._transport.api_error_from_response",
+    "the client raises each answer's ApiError itself; build one from a decoded Status "
+    "with aioinformer.errors.api_error_from_status",
+)
+_TRANSPORT: Final = Retired(
+    "aioinformer.client._transport.map_transport_errors",
+    "the client translates transport failures itself; catch aioinformer.errors.TransportError",
+)
+
+RETIRED_NAMES: Final[Mapping[str, Mapping[str, Retired]]] = {
+    "aioinformer": {
+        "LoopClock": Retired("aioinformer._kernel.clock.LoopClock", _CLOCK),
+        "api_error_from_response": _FROM_RESPONSE,
+        "default_clock": Retired("aioinformer._kernel.clock.default_clock", _CLOCK),
+        "map_transport_errors": _TRANSPORT,
+    },
+    "aioinformer.errors": {
+        "api_error_from_response": _FROM_RESPONSE,
+        "map_transport_errors": _TRANSPORT,
+    },
+}
+"""By module, each name it no longer has that no public name replaces: the object it gives
+for one release more, and what to use instead."""
+
+
+class OldStateEnum:
+    """One of the state enums that became :class:`aioinformer.State`, kept for one release.
+
+    Each member of the old enum is the ``State`` member now meant, per
+    :data:`OLD_STATE_ENUMS`: ``ElectorState.LEADING is State.RUNNING``, with a
+    :class:`DeprecationWarning` naming ``State.RUNNING`` for a member that was renamed.
+    ``Old["NAME"]``, ``Old(value)`` (old values too), iteration (``State``'s members),
+    ``in`` and ``isinstance(state, Old)`` work as ``State`` does. A mapped member is
+    ``State``'s: its ``name`` and ``value`` are the new ones (``ElectorState.LEADING.value``
+    is ``"running"``, not ``"LEADING"``).
+    """
+
+    __slots__ = ("_members", "_name")
+
+    def __init__(self, name: str, members: Mapping[str, tuple[str, str]]) -> None:
+        self._name = name
+        self._members = members
+
+    def _member(self, name: str, stacklevel: int) -> State:
+        """The ``State`` member the old member ``name`` is now (a ``State`` name is itself),
+        warning for a renamed one; ``KeyError`` for any other name."""
+        old = self._members.get(name)
+        if old is None:
+            return State[name]
+        new = old[1]
+        if new != name:
+            self._warn(name, new, stacklevel + 1)
+        return State[new]
+
+    def _warn(self, old: str, new: str, stacklevel: int) -> None:
+        warnings.warn(
+            f"{self._name}.{old} is deprecated: use aioinformer.State.{new} ({_KEPT})",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+    def __getattr__(self, name: str) -> State:
+        try:
+            return self._member(name, 2)
+        except KeyError:
+            raise AttributeError(f"{self._name} has no member {name!r}") from None
+
+    def __getitem__(self, name: str) -> State:
+        try:
+            return self._member(name, 2)
+        except KeyError:
+            raise KeyError(name) from None
+
+    def __call__(self, value: object) -> State:
+        for old, (old_value, new) in self._members.items():
+            if value == old_value:
+                if State[new].value != old_value:
+                    self._warn(old, new, 2)
+                return State[new]
+        return State(value)
+
+    @property
+    def __members__(self) -> Mapping[str, State]:
+        """Each old member's name and the ``State`` member it is now."""
+        return {old: State[new] for old, (_, new) in self._members.items()}
+
+    def __iter__(self) -> Iterator[State]:
+        return iter(State)
+
+    def __len__(self) -> int:
+        return len(State)
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, State)
+
+    def __instancecheck__(self, instance: object) -> bool:
+        return isinstance(instance, State)
+
+    def __repr__(self) -> str:
+        return f"<deprecated {self._name}: aioinformer.State>"
+
+
+@functools.cache
+def old_state_enum(name: str) -> OldStateEnum:
+    """The one stand-in for the old state enum ``name``, whichever module it is asked of."""
+    return OldStateEnum(name, OLD_STATE_ENUMS[name])
 
 
 def _resolve(path: str) -> object:
@@ -188,14 +368,23 @@ def moved_attribute(module: str, name: str) -> object:
     name (the caller of that ``__getattr__``).
     """
     new = MOVED_NAMES.get(module, {}).get(name)
-    if new is None:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{module}.{name} is deprecated: use {new} ({_KEPT})",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return _resolve(new)
+    if new is not None:
+        warnings.warn(
+            f"{module}.{name} is deprecated: use {new} ({_KEPT})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return old_state_enum(name) if name in OLD_STATE_ENUMS else _resolve(new)
+    retired = RETIRED_NAMES.get(module, {}).get(name)
+    if retired is not None:
+        warnings.warn(
+            f"{module}.{name} is deprecated and has no public successor: {retired.instead} "
+            f"({_KEPT})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return _resolve(retired.path)
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
 
 _IMPORT_HOOKS: Final = frozenset({"importlib", "_pytest"})
