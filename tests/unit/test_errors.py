@@ -300,7 +300,15 @@ def test_errors_module_imports_nothing_third_party() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.level == 0
     }
-    assert imported - {"__future__"} <= sys.stdlib_module_names
+    assert imported - {"__future__", "aioinformer"} <= sys.stdlib_module_names
+    # Of the package, only the hook serving the first release's names (an import the
+    # layering contract names).
+    own = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aioinformer")
+    }
+    assert own <= {"aioinformer._kernel.moved"}
 
 
 @pytest.mark.parametrize(
