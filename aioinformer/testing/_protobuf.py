@@ -53,7 +53,8 @@ class _Field:
     message, whose fields join the parent's); ``kind`` one of ``string``, ``int``,
     ``bool``, ``bytes`` (base64 in JSON), ``quantity`` (``resource.Quantity``, a string in
     JSON), ``int_or_string`` (``intstr.IntOrString``), ``time`` (``metav1.Time``, RFC 3339),
-    ``message`` (decoded by ``schema``) or ``skip`` (set by the server; dropped).
+    ``micro_time`` (``metav1.MicroTime``, to the microsecond), ``message`` (decoded by
+    ``schema``) or ``skip`` (set by the server; dropped).
     ``repeated`` makes it a list, ``map`` a ``map<string, kind>``; ``optional`` marks a Go
     pointer, kept as sent even when zero or empty (a value field is left out then, as its
     ``omitempty`` JSON would be)."""
@@ -211,14 +212,14 @@ _POD_TEMPLATE_SPEC: Final[_Schema] = {
     2: _Field("spec", "message", _POD_SPEC),
 }
 
-_ROLLING_UPDATE_DEPLOYMENT: Final[_Schema] = {
+_ROLLING_UPDATE: Final[_Schema] = {  # a Deployment's and a DaemonSet's
     1: _Field("maxUnavailable", "int_or_string", optional=True),
     2: _Field("maxSurge", "int_or_string", optional=True),
 }
 
 _DEPLOYMENT_STRATEGY: Final[_Schema] = {
     1: _Field("type", "string"),
-    2: _Field("rollingUpdate", "message", _ROLLING_UPDATE_DEPLOYMENT, optional=True),
+    2: _Field("rollingUpdate", "message", _ROLLING_UPDATE, optional=True),
 }
 
 _DEPLOYMENT_SPEC: Final[_Schema] = {
@@ -408,6 +409,182 @@ _INGRESS: Final[_Schema] = {
     3: _Field("status", "message", _INGRESS_STATUS),
 }
 
+_REPLICA_SET_SPEC: Final[_Schema] = {
+    1: _Field("replicas", "int", optional=True),
+    2: _Field("selector", "message", _LABEL_SELECTOR, optional=True),
+    3: _Field("template", "message", _POD_TEMPLATE_SPEC),
+    4: _Field("minReadySeconds", "int"),
+}
+
+_REPLICA_SET_STATUS: Final[_Schema] = {
+    1: _Field("replicas", "int"),
+    2: _Field("fullyLabeledReplicas", "int"),
+    3: _Field("observedGeneration", "int"),
+    4: _Field("readyReplicas", "int"),
+    5: _Field("availableReplicas", "int"),
+    7: _Field("terminatingReplicas", "int", optional=True),
+}
+
+_REPLICA_SET: Final[_Schema] = {
+    1: _METADATA,
+    2: _Field("spec", "message", _REPLICA_SET_SPEC),
+    3: _Field("status", "message", _REPLICA_SET_STATUS),
+}
+
+_DAEMON_SET_UPDATE_STRATEGY: Final[_Schema] = {
+    1: _Field("type", "string"),
+    2: _Field("rollingUpdate", "message", _ROLLING_UPDATE, optional=True),
+}
+
+_DAEMON_SET_SPEC: Final[_Schema] = {
+    1: _Field("selector", "message", _LABEL_SELECTOR, optional=True),
+    2: _Field("template", "message", _POD_TEMPLATE_SPEC),
+    3: _Field("updateStrategy", "message", _DAEMON_SET_UPDATE_STRATEGY),
+    4: _Field("minReadySeconds", "int"),
+    6: _Field("revisionHistoryLimit", "int", optional=True),
+}
+
+_DAEMON_SET_STATUS: Final[_Schema] = {
+    1: _Field("currentNumberScheduled", "int"),
+    2: _Field("numberMisscheduled", "int"),
+    3: _Field("desiredNumberScheduled", "int"),
+    4: _Field("numberReady", "int"),
+    5: _Field("observedGeneration", "int"),
+    6: _Field("updatedNumberScheduled", "int"),
+    7: _Field("numberAvailable", "int"),
+    8: _Field("numberUnavailable", "int"),
+    9: _Field("collisionCount", "int", optional=True),
+}
+
+_DAEMON_SET: Final[_Schema] = {
+    1: _METADATA,
+    2: _Field("spec", "message", _DAEMON_SET_SPEC),
+    3: _Field("status", "message", _DAEMON_SET_STATUS),
+}
+
+_ROLLING_UPDATE_STATEFUL_SET_STRATEGY: Final[_Schema] = {
+    1: _Field("partition", "int", optional=True),
+    2: _Field("maxUnavailable", "int_or_string", optional=True),
+}
+
+_STATEFUL_SET_UPDATE_STRATEGY: Final[_Schema] = {
+    1: _Field("type", "string"),
+    2: _Field("rollingUpdate", "message", _ROLLING_UPDATE_STATEFUL_SET_STRATEGY, optional=True),
+}
+
+_STATEFUL_SET_SPEC: Final[_Schema] = {
+    1: _Field("replicas", "int", optional=True),
+    2: _Field("selector", "message", _LABEL_SELECTOR, optional=True),
+    3: _Field("template", "message", _POD_TEMPLATE_SPEC),
+    # 4, volumeClaimTemplates (whole PersistentVolumeClaims), is not read.
+    5: _Field("serviceName", "string"),
+    6: _Field("podManagementPolicy", "string"),
+    7: _Field("updateStrategy", "message", _STATEFUL_SET_UPDATE_STRATEGY),
+    8: _Field("revisionHistoryLimit", "int", optional=True),
+    9: _Field("minReadySeconds", "int"),
+    10: _Field(
+        "persistentVolumeClaimRetentionPolicy",
+        "message",
+        {1: _Field("whenDeleted", "string"), 2: _Field("whenScaled", "string")},
+        optional=True,
+    ),
+    11: _Field("ordinals", "message", {1: _Field("start", "int")}, optional=True),
+}
+
+_STATEFUL_SET_STATUS: Final[_Schema] = {
+    1: _Field("observedGeneration", "int"),
+    2: _Field("replicas", "int"),
+    3: _Field("readyReplicas", "int"),
+    4: _Field("currentReplicas", "int"),
+    5: _Field("updatedReplicas", "int"),
+    6: _Field("currentRevision", "string"),
+    7: _Field("updateRevision", "string"),
+    9: _Field("collisionCount", "int", optional=True),
+    11: _Field("availableReplicas", "int"),
+}
+
+_STATEFUL_SET: Final[_Schema] = {
+    1: _METADATA,
+    2: _Field("spec", "message", _STATEFUL_SET_SPEC),
+    3: _Field("status", "message", _STATEFUL_SET_STATUS),
+}
+
+# -- what client-go's machinery writes: leader election's Leases, recorders' Events,
+# controllers' Endpoints.
+
+_LEASE_SPEC: Final[_Schema] = {
+    1: _Field("holderIdentity", "string", optional=True),
+    2: _Field("leaseDurationSeconds", "int", optional=True),
+    3: _Field("acquireTime", "micro_time", optional=True),
+    4: _Field("renewTime", "micro_time", optional=True),
+    5: _Field("leaseTransitions", "int", optional=True),
+    6: _Field("strategy", "string", optional=True),
+    7: _Field("preferredHolder", "string", optional=True),
+}
+
+_ENDPOINT_ADDRESS: Final[_Schema] = {
+    1: _Field("ip", "string"),
+    2: _Field("targetRef", "message", _OBJECT_REFERENCE, optional=True),
+    3: _Field("hostname", "string"),
+    4: _Field("nodeName", "string", optional=True),
+}
+
+_ENDPOINT_PORT: Final[_Schema] = {
+    1: _Field("name", "string"),
+    2: _Field("port", "int"),
+    3: _Field("protocol", "string"),
+    4: _Field("appProtocol", "string", optional=True),
+}
+
+_ENDPOINT_SUBSET: Final[_Schema] = {
+    1: _Field("addresses", "message", _ENDPOINT_ADDRESS, repeated=True),
+    2: _Field("notReadyAddresses", "message", _ENDPOINT_ADDRESS, repeated=True),
+    3: _Field("ports", "message", _ENDPOINT_PORT, repeated=True),
+}
+
+_EVENT_SOURCE: Final[_Schema] = {1: _Field("component", "string"), 2: _Field("host", "string")}
+
+_EVENT_SERIES: Final[_Schema] = {
+    1: _Field("count", "int"),
+    2: _Field("lastObservedTime", "micro_time"),
+}
+
+_CORE_EVENT: Final[_Schema] = {
+    1: _METADATA,
+    2: _Field("involvedObject", "message", _OBJECT_REFERENCE),
+    3: _Field("reason", "string"),
+    4: _Field("message", "string"),
+    5: _Field("source", "message", _EVENT_SOURCE),
+    6: _Field("firstTimestamp", "time"),
+    7: _Field("lastTimestamp", "time"),
+    8: _Field("count", "int"),
+    9: _Field("type", "string"),
+    10: _Field("eventTime", "micro_time"),
+    11: _Field("series", "message", _EVENT_SERIES, optional=True),
+    12: _Field("action", "string"),
+    13: _Field("related", "message", _OBJECT_REFERENCE, optional=True),
+    14: _Field("reportingComponent", "string"),
+    15: _Field("reportingInstance", "string"),
+}
+
+_EVENT: Final[_Schema] = {
+    1: _METADATA,
+    2: _Field("eventTime", "micro_time"),
+    3: _Field("series", "message", _EVENT_SERIES, optional=True),
+    4: _Field("reportingController", "string"),
+    5: _Field("reportingInstance", "string"),
+    6: _Field("action", "string"),
+    7: _Field("reason", "string"),
+    8: _Field("regarding", "message", _OBJECT_REFERENCE),
+    9: _Field("related", "message", _OBJECT_REFERENCE, optional=True),
+    10: _Field("note", "string"),
+    11: _Field("type", "string"),
+    12: _Field("deprecatedSource", "message", _EVENT_SOURCE),
+    13: _Field("deprecatedFirstTimestamp", "time"),
+    14: _Field("deprecatedLastTimestamp", "time"),
+    15: _Field("deprecatedCount", "int"),
+}
+
 _IP: Final[_Schema] = {1: _Field("ip", "string")}
 
 _POD_STATUS: Final[_Schema] = {
@@ -461,10 +638,20 @@ _KINDS: Final[dict[tuple[str, str], _Schema]] = {
     },
     ("v1", "Pod"): _POD,
     ("v1", "Service"): _SERVICE,
+    ("v1", "Endpoints"): {
+        1: _METADATA,
+        2: _Field("subsets", "message", _ENDPOINT_SUBSET, repeated=True),
+    },
+    ("v1", "Event"): _CORE_EVENT,
     ("apps/v1", "Deployment"): _DEPLOYMENT,
+    ("apps/v1", "ReplicaSet"): _REPLICA_SET,
+    ("apps/v1", "StatefulSet"): _STATEFUL_SET,
+    ("apps/v1", "DaemonSet"): _DAEMON_SET,
     ("batch/v1", "Job"): _JOB,
     ("batch/v1", "CronJob"): _CRON_JOB,
     ("networking.k8s.io/v1", "Ingress"): _INGRESS,
+    ("coordination.k8s.io/v1", "Lease"): {1: _METADATA, 2: _Field("spec", "message", _LEASE_SPEC)},
+    ("events.k8s.io/v1", "Event"): _EVENT,
 }
 
 _TYPE_META: Final[_Schema] = {1: _Field("apiVersion", "string"), 2: _Field("kind", "string")}
@@ -485,7 +672,7 @@ def is_protobuf(content_type: str) -> bool:
 
 def _decoded_kinds() -> list[str]:
     """The kinds whose protobuf bodies are decoded, sorted."""
-    return sorted(kind for _, kind in _KINDS)
+    return sorted({kind for _, kind in _KINDS})
 
 
 def decode_protobuf_object(body: bytes) -> dict[str, Any]:
@@ -580,7 +767,7 @@ def _set(out: dict[str, Any], field: _Field, wire: int, value: int | bytes, wher
         out.setdefault(field.name, []).append(decoded)
     elif not field.name:
         out.update(decoded)
-    elif field.optional or decoded:
+    elif decoded is not None and (field.optional or decoded):
         out[field.name] = decoded
 
 
@@ -606,7 +793,7 @@ def _value(field: _Field, wire: int, value: int | bytes, where: str) -> Any:
         return _message(value, _QUANTITY, where).get("string", "")
     if kind == "int_or_string":
         return _int_or_string(_message(value, _INT_OR_STRING, where))
-    return _time(_message(value, _TIME, where))
+    return _time(_message(value, _TIME, where), micro=kind == "micro_time")
 
 
 _QUANTITY: Final[_Schema] = {1: _Field("string", "string")}
@@ -631,10 +818,14 @@ def _int_or_string(decoded: Mapping[str, Any]) -> int | str:
     return number
 
 
-def _time(decoded: Mapping[str, Any]) -> str:
-    """RFC 3339 to the second, as ``metav1.Time`` is written in JSON."""
-    moment = datetime.fromtimestamp(decoded.get("seconds", 0), UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _time(decoded: Mapping[str, Any], *, micro: bool) -> str | None:
+    """RFC 3339 as JSON writes a ``metav1.Time`` (to the second) or a ``MicroTime`` (to the
+    microsecond); ``None`` for the zero time, which Go encodes as an empty message."""
+    if not decoded:
+        return None
+    seconds, nanos = decoded.get("seconds", 0), decoded.get("nanos", 0)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanos // 1000)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _map_entry(data: bytes, field: _Field, where: str) -> tuple[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 
 from aioinformer._apiserver.objects import StatusError
 from aioinformer.testing._protobuf import MAGIC, decode_protobuf_object, is_protobuf
+from tests._support_protobuf import entry, envelope, field, text
 
 KUBECTL_CONFIGMAP = (
     b'k8s\x00\n\x0f\n\x02v1\x12\tConfigMap\x123\n\x18\n\x08settings\x12\x00\x1a\x00"\x00*'
@@ -88,41 +89,6 @@ KUBECTL_JOB_FROM_CRONJOB = (
     b"\x00\x1a\tOnFailure2\x00B\x00J\x00R\x00X\x00`\x00h\x00\x82\x01\x00\x8a\x01\x00\x9a"
     b'\x01\x00\xc2\x01\x00\x1a\x08 \x00(\x000\x00:\x00\x1a\x00"\x00'
 )
-STATEFULSET = b"k8s\x00\n\x16\n\x07apps/v1\x12\x0bStatefulSet\x12\x06\n\x04\n\x02ab"
-
-
-# -- a hand encoder of the wire format ------------------------------------------------------
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def field(number: int, value: bytes | int | bool) -> bytes:
-    if isinstance(value, bytes):
-        return varint(number << 3 | 2) + varint(len(value)) + value
-    return varint(number << 3) + varint(int(value))
-
-
-def text(number: int, value: str) -> bytes:
-    return field(number, value.encode())
-
-
-def entry(number: int, key: str, value: bytes) -> bytes:
-    return field(number, text(1, key) + field(2, value))
-
-
-def envelope(api_version: str, kind: str, raw: bytes, *, encoding: str = "") -> bytes:
-    type_meta = text(1, api_version) + text(2, kind)
-    return MAGIC + field(1, type_meta) + field(2, raw) + text(3, encoding) + text(4, "")
 
 
 def decoded(body: bytes) -> dict[str, Any]:
@@ -337,13 +303,14 @@ def test_kubectl_generator_bodies_decode_to_the_json_kube_apiserver_would_read(
 
 
 def test_a_kind_that_is_not_decoded_answers_415_naming_it_and_asking_for_json() -> None:
-    status = refusal(STATEFULSET)
+    status = refusal(envelope("rbac.authorization.k8s.io/v1", "Role", field(1, text(1, "r"))))
     assert (status["code"], status["reason"]) == (415, "UnsupportedMediaType")
-    assert "protobuf StatefulSet" in status["message"]
+    assert "protobuf Role" in status["message"]
     assert "send it as JSON" in status["message"]
     assert (
-        "ConfigMap, CronJob, Deployment, Ingress, Job, Namespace, Pod, Secret, Service, "
-        "ServiceAccount)" in status["message"]
+        "(for ConfigMap, CronJob, DaemonSet, Deployment, Endpoints, Event, Ingress, Job, "
+        "Lease, Namespace, Pod, ReplicaSet, Secret, Service, ServiceAccount, StatefulSet)"
+        in status["message"]
     )
 
 
@@ -530,6 +497,115 @@ def test_pod_status_times_and_a_service_target_port_by_name_decode() -> None:
     }
 
 
+def test_replica_sets_daemon_sets_and_stateful_sets_decode_their_pod_templates() -> None:
+    labels = field(11, text(1, "app") + text(2, "db"))
+    pod_template = field(1, labels) + field(2, field(2, text(1, "c") + text(2, "postgres")))
+    selector, template = field(2, entry(1, "app", b"db")), field(3, pod_template)
+    expected_template = {
+        "metadata": {"labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "c", "image": "postgres"}]},
+    }
+    replica_set = field(1, text(1, "rs")) + field(2, field(1, 0) + selector + template)
+    assert decoded(envelope("apps/v1", "ReplicaSet", replica_set))["spec"] == {
+        "replicas": 0,
+        "selector": {"matchLabels": {"app": "db"}},
+        "template": expected_template,
+    }
+    strategy = text(1, "RollingUpdate") + field(2, field(1, field(1, 1) + text(3, "10%")))
+    daemon_set = field(1, text(1, "ds")) + field(
+        2, field(1, entry(1, "app", b"db")) + field(2, pod_template) + field(3, strategy)
+    )
+    assert decoded(envelope("apps/v1", "DaemonSet", daemon_set))["spec"] == {
+        "selector": {"matchLabels": {"app": "db"}},
+        "template": expected_template,
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+    }
+    stateful_set = field(1, text(1, "db")) + field(
+        2,
+        field(1, 3)
+        + selector
+        + template
+        + text(5, "db")
+        + field(7, text(1, "RollingUpdate") + field(2, field(1, 0)))
+        + field(10, text(1, "Delete"))
+        + field(11, field(1, 1)),
+    )
+    assert decoded(envelope("apps/v1", "StatefulSet", stateful_set))["spec"] == {
+        "replicas": 3,
+        "selector": {"matchLabels": {"app": "db"}},
+        "template": expected_template,
+        "serviceName": "db",
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"},
+        "ordinals": {"start": 1},
+    }
+
+
+def test_leases_events_and_endpoints_decode_with_micro_times() -> None:
+    renew = field(1, 1_700_000_000) + field(2, 123_456_789)
+    lease = field(1, text(1, "leader")) + field(
+        2, text(1, "pod-a") + field(2, 15) + field(4, renew) + field(5, 0)
+    )
+    assert decoded(envelope("coordination.k8s.io/v1", "Lease", lease))["spec"] == {
+        "holderIdentity": "pod-a",
+        "leaseDurationSeconds": 15,
+        "renewTime": "2023-11-14T22:13:20.123456Z",
+        "leaseTransitions": 0,
+    }
+    regarding = text(1, "Pod") + text(2, "default") + text(3, "web-0")
+    event = (
+        field(1, text(1, "web-0.1") + text(3, "default"))
+        + field(2, renew)
+        + text(4, "kubelet")
+        + text(7, "Pulled")
+        + field(8, regarding)
+        + text(10, "pulled")
+        + text(11, "Normal")
+        + field(12, b"")
+        + field(13, b"")  # the zero time: JSON null, left out
+        + field(15, 0)
+    )
+    assert decoded(envelope("events.k8s.io/v1", "Event", event)) == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "web-0.1", "namespace": "default"},
+        "eventTime": "2023-11-14T22:13:20.123456Z",
+        "reportingController": "kubelet",
+        "reason": "Pulled",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "web-0"},
+        "note": "pulled",
+        "type": "Normal",
+    }
+    core = (
+        field(1, text(1, "web-0.2"))
+        + field(2, regarding)
+        + text(3, "Started")
+        + field(5, text(1, "kubelet"))
+        + field(6, field(1, 1_700_000_000))
+        + field(8, 2)
+        + field(10, b"")
+    )
+    assert decoded(envelope("v1", "Event", core)) == {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "web-0.2"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web-0"},
+        "reason": "Started",
+        "source": {"component": "kubelet"},
+        "firstTimestamp": "2023-11-14T22:13:20Z",
+        "count": 2,
+    }
+    address = text(1, "10.0.0.7") + field(2, text(1, "Pod") + text(3, "web-0"))
+    subset = field(1, address) + field(3, text(1, "http") + field(2, 80) + text(3, "TCP"))
+    endpoints = field(1, text(1, "web")) + field(2, subset)
+    assert decoded(envelope("v1", "Endpoints", endpoints))["subsets"] == [
+        {
+            "addresses": [{"ip": "10.0.0.7", "targetRef": {"kind": "Pod", "name": "web-0"}}],
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+        }
+    ]
+
+
 def test_a_large_varint_and_a_negative_integer_decode() -> None:
     meta = text(1, "x") + field(10, (1 << 64) - 5) + field(7, 300)
     obj = decoded(envelope("v1", "ConfigMap", field(1, meta)))
@@ -567,6 +643,12 @@ def test_a_field_the_fake_does_not_decode_is_refused_rather_than_dropped() -> No
             id="condition",
         ),
         pytest.param(
+            "StatefulSet",
+            field(2, field(4, field(1, text(1, "data")))),
+            "field 4 of StatefulSet.spec is not decoded",
+            id="volume-claim-template",
+        ),
+        pytest.param(
             "Service",
             field(3, field(1, field(1, text(1, "1.2.3.4")))),
             "field 1 of Service.status.loadBalancer is not decoded",
@@ -577,7 +659,9 @@ def test_a_field_the_fake_does_not_decode_is_refused_rather_than_dropped() -> No
 def test_a_nested_message_the_fake_does_not_decode_is_refused(
     kind: str, raw: bytes, words: str
 ) -> None:
-    api_version = {"Deployment": "apps/v1", "Job": "batch/v1"}.get(kind, "v1")
+    api_version = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}.get(
+        kind, "v1"
+    )
     status = refusal(envelope(api_version, kind, raw))
     assert status["code"] == 415
     assert words in status["message"]
