@@ -3,7 +3,9 @@
 Role: lets the fake API server take the writes client-go's typed clients encode as
 ``application/vnd.kubernetes.protobuf``: ``kubectl create configmap``, ``secret``,
 ``namespace``, ``serviceaccount``, ``deployment``, ``service``, ``job``, ``cronjob`` and
-``ingress`` (``kubectl run`` and ``expose`` send JSON), and a Pod from a typed client.
+``ingress`` (``kubectl run`` and ``expose`` send JSON), and what other client-go
+programs write: Pods, ReplicaSets, StatefulSets, DaemonSets, Endpoints, leader election's
+Leases and recorders' Events (both ``v1`` and ``events.k8s.io/v1``).
 Input is a request body in that media type; output is the object as the JSON mapping
 kube-apiserver would have decoded, or the ``Status`` it answers with: 415
 ``UnsupportedMediaType`` naming any other kind (send it as JSON), 400 ``BadRequest`` for a

@@ -64,7 +64,8 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
   generators send: ``create configmap``, ``secret``, ``namespace``, ``serviceaccount``,
   ``deployment``, ``service``, ``job``, ``cronjob``, ``ingress``) decoded for those
-  kinds and Pods; another kind, or a field the fake does not decode, answers 415
+  kinds and for the other workloads, Endpoints, Leases and Events client-go programs
+  write; another kind, or a field the fake does not decode, answers 415
   ``UnsupportedMediaType`` saying to send JSON; answers are JSON;
 * bearer-token authentication (401) and per-token rules (403 with kube-apiserver's
   message); HTTPS with ``tls=True``, from a CA of the server's own that its kubeconfig
