@@ -7,8 +7,8 @@ configmap`` and the other generators, which send protobuf bodies; ``create -f`` 
 ``apply -f`` with kubectl's default strict validation, which reads ``/openapi/v3`` and
 leaves validation to the server; ``run``, ``expose``, ``create job --from``; ``label``,
 ``annotate``, ``patch``, ``replace``, ``delete``; and a protobuf field the fake does not
-decode is refused with a 415 that says to send JSON. The library's own client reaches the server through the same
-kubeconfig.
+decode is refused with a 415 that says to send JSON. The library's own client reaches
+the server through the same kubeconfig.
 """
 
 from __future__ import annotations
