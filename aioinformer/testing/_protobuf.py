@@ -1,4 +1,4 @@
-"""Kubernetes protobuf request bodies, decoded for the kinds kubectl's generators send.
+"""Kubernetes protobuf request bodies, decoded for the kinds kubectl and client-go write.
 
 Role: lets the fake API server take the writes client-go's typed clients encode as
 ``application/vnd.kubernetes.protobuf``: ``kubectl create configmap``, ``secret``,
@@ -113,8 +113,8 @@ _OBJECT_REFERENCE: Final[_Schema] = {
 _METADATA: Final = _Field("metadata", "message", _OBJECT_META)
 
 # -- the workloads kubectl's generators write (create deployment, job, cronjob, service,
-# ingress; expose); a message left out below (volumes, probes, affinity, conditions ...)
-# is refused where it appears.
+# ingress) and the others typed clients do; a message left out below (volumes, probes,
+# affinity, conditions ...) is refused where it appears.
 
 _LABEL_SELECTOR_REQUIREMENT: Final[_Schema] = {
     1: _Field("key", "string"),
