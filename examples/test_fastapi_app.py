@@ -22,7 +22,6 @@ the async tests and ``httpx2`` for Starlette's ``TestClient``).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,9 +99,11 @@ async def async_http(fake_apiserver: FakeAPIServer) -> AsyncIterator[httpx.Async
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://app") as client,
     ):
-        async with asyncio.timeout(10):
-            while (await client.get("/readyz")).status_code != 200:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
+
+        async def ready() -> bool:
+            return (await client.get("/readyz")).status_code == 200
+
+        await eventually(ready, timeout=10)
         yield client
 
 

@@ -62,9 +62,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
-  ``create configmap``, ``create secret``, ``create namespace`` and ``create
-  serviceaccount`` send) decoded for those four kinds; any other kind in protobuf
-  answers 415 ``UnsupportedMediaType`` saying to send JSON; answers are JSON;
+  generators send: ``create configmap``, ``secret``, ``namespace``, ``serviceaccount``,
+  ``deployment``, ``service``, ``job``, ``cronjob``, ``ingress``) decoded for those
+  kinds and for the other workloads, Endpoints, Leases and Events client-go programs
+  write; another kind, or a field the fake does not decode, answers 415
+  ``UnsupportedMediaType`` saying to send JSON; answers are JSON;
 * bearer-token authentication (401) and per-token rules (403 with kube-apiserver's
   message); HTTPS with ``tls=True``, from a CA of the server's own that its kubeconfig
   carries, so kubectl (which sends no token over plain HTTP) authenticates.

@@ -21,9 +21,9 @@ runs a loop enters it there.
 
 Starlette's ``TestClient`` in an async test blocks the test's loop while the app's
 lifespan runs on a thread of the client's, so the app could never reach a fake on the
-test's loop: entering one there fails the test at once, saying how to write it (when
-``starlette.testclient`` was imported before the test started, as a module-level import
-does).
+test's loop: entering one there fails the test at once, saying how to write it, whether
+the module imports ``TestClient`` at its top or the test in its body (with Starlette
+installed, the plugin imports ``starlette.testclient`` before such a test starts).
 
 Which event loop: the server must live on the loop that runs the test, and two plugins
 may run async tests. The public fixtures are therefore plain (sync) fixtures that look
@@ -52,8 +52,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import inspect
 import sys
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -199,15 +201,31 @@ _BLOCKED_LOOP: Final = (
 )
 
 
+def _starlette_test_client() -> type[Any] | None:
+    """Starlette's ``TestClient`` when Starlette is installed, imported now so that a test
+    that imports it in its own body (``from fastapi.testclient import TestClient``) meets
+    the guard too; ``None`` without Starlette, or without the HTTP client it needs."""
+    if importlib.util.find_spec("starlette") is None:
+        return None
+    with warnings.catch_warnings():
+        # Starlette warns when it finds httpx but not httpx2: that is the test's to see,
+        # when it imports TestClient itself, not the fixture's to fail on.
+        warnings.simplefilter("ignore")
+        try:
+            from starlette.testclient import TestClient
+        except (ImportError, RuntimeError):  # neither httpx2 nor httpx: no TestClient
+            return None
+    return TestClient
+
+
 @contextlib.contextmanager
 def _refusing_blocking_test_clients() -> Iterator[None]:
     """While an in-loop fake serves an async test: entering Starlette's ``TestClient``
     on that test's loop fails at once instead of hanging (see the module docstring)."""
-    testclient = sys.modules.get("starlette.testclient")
-    if testclient is None:
+    test_client = _starlette_test_client()
+    if test_client is None:
         yield
         return
-    test_client = testclient.TestClient
     original = test_client.__enter__
 
     def enter(self: Any) -> Any:

@@ -5,10 +5,10 @@ and the admin token, which kubectl sends only over TLS. What must hold, as again
 kube-apiserver: discovery (aggregated, as kubectl asks for it); ``get``; ``create
 configmap`` and the other generators, which send protobuf bodies; ``create -f`` and
 ``apply -f`` with kubectl's default strict validation, which reads ``/openapi/v3`` and
-leaves validation to the server; ``label``, ``annotate``, ``patch``, ``replace``,
-``delete``; and a kind whose protobuf the fake does not decode is refused with a 415 that
-says to send JSON. The library's own client reaches the server through the same
-kubeconfig.
+leaves validation to the server; ``run``, ``expose``, ``create job --from``; ``label``,
+``annotate``, ``patch``, ``replace``, ``delete``; and a protobuf field the fake does not
+decode is refused with a 415 that says to send JSON. The library's own client reaches
+the server through the same kubeconfig.
 """
 
 from __future__ import annotations
@@ -145,6 +145,41 @@ async def test_kubectl_gets_with_the_fakes_own_kubeconfig(
             "robot",
             id="serviceaccount",
         ),
+        pytest.param(
+            ("create", "deployment", "web", "--image=busybox", "--port=8080", "--replicas=0"),
+            "deployments.apps",
+            "default",
+            "web",
+            id="deployment",
+        ),
+        pytest.param(
+            ("create", "service", "clusterip", "web", "--tcp=80:8080"),
+            "services",
+            "default",
+            "web",
+            id="service",
+        ),
+        pytest.param(
+            ("create", "job", "once", "--image=busybox"),
+            "jobs.batch",
+            "default",
+            "once",
+            id="job",
+        ),
+        pytest.param(
+            ("create", "cronjob", "tick", "--image=busybox", "--schedule=*/1 * * * *"),
+            "cronjobs.batch",
+            "default",
+            "tick",
+            id="cronjob",
+        ),
+        pytest.param(
+            ("create", "ingress", "web", "--rule=example.com/api=web:80"),
+            "ingresses.networking.k8s.io",
+            "default",
+            "web",
+            id="ingress",
+        ),
     ],
 )
 async def test_kubectl_generators_send_protobuf_the_fake_decodes(
@@ -166,17 +201,88 @@ async def test_kubectl_generators_send_protobuf_the_fake_decodes(
         assert created["data"] == {"mode": "blue"}
     if resource == "secrets":
         assert base64.b64decode(created["data"]["key"]) == b"s3cr=t"
+    if resource == "deployments.apps":
+        assert created["spec"]["replicas"] == 0
+        [container] = created["spec"]["template"]["spec"]["containers"]
+        assert container == {
+            "name": "busybox",
+            "image": "busybox",
+            "ports": [{"containerPort": 8080}],
+        }
+    if resource == "services":
+        assert created["spec"]["ports"] == [
+            {"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}
+        ]
+    if resource == "cronjobs.batch":
+        assert created["spec"]["schedule"] == "*/1 * * * *"
+    if resource == "ingresses.networking.k8s.io":
+        [path] = created["spec"]["rules"][0]["http"]["paths"]
+        assert path["backend"] == {"service": {"name": "web", "port": {"number": 80}}}
 
 
-async def test_kubectl_create_of_a_kind_the_fake_does_not_decode_is_told_to_send_json(
+async def test_kubectl_run_expose_and_a_job_from_a_cronjob_reach_the_fake(
     fake_apiserver: FakeAPIServer, tmp_path: Path
 ) -> None:
+    # run and expose send JSON; create job --from copies the CronJob's template, in protobuf.
+    code, out, err = await kubectl(fake_apiserver, tmp_path, "run", "one", "--image=busybox")
+    assert code == 0, err
+    assert "pod/one created" in out
     code, _, err = await kubectl(
-        fake_apiserver, tmp_path, "create", "deployment", "web", "--image=nginx"
+        fake_apiserver, tmp_path, "create", "deployment", "web", "--image=busybox"
+    )
+    assert code == 0, err
+    code, out, err = await kubectl(
+        fake_apiserver, tmp_path, "expose", "deployment", "web", "--port=80", "--target-port=8080"
+    )
+    assert code == 0, err
+    assert "service/web exposed" in out
+    assert fake_apiserver.get("services", "default", "web")["spec"]["selector"] == {"app": "web"}
+    code, _, err = await kubectl(
+        fake_apiserver,
+        tmp_path,
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=@daily",
+    )
+    assert code == 0, err
+    code, out, err = await kubectl(
+        fake_apiserver, tmp_path, "create", "job", "now", "--from=cronjob/tick"
+    )
+    assert code == 0, err
+    job = fake_apiserver.get("jobs.batch", "default", "now")
+    [owner] = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("CronJob", "tick", True)
+
+
+async def test_kubectl_create_with_a_field_the_fake_does_not_decode_is_told_to_send_json(
+    fake_apiserver: FakeAPIServer, tmp_path: Path
+) -> None:
+    probe = {"exec": {"command": ["true"]}}
+    container = {"name": "c", "image": "busybox", "livenessProbe": probe}
+    fake_apiserver.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "probed", "namespace": "default"},
+            "spec": {
+                "schedule": "@daily",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {"spec": {"containers": [container], "restartPolicy": "Never"}}
+                    }
+                },
+            },
+        }
+    )
+    code, _, err = await kubectl(
+        fake_apiserver, tmp_path, "create", "job", "now", "--from=cronjob/probed"
     )
     assert code == 1
-    assert "does not decode a protobuf Deployment: send it as JSON" in err
-    assert fake_apiserver.objects("deployments") == []
+    assert "does not decode a protobuf Job (field 10 of Job.spec.template" in err
+    assert "send it as JSON" in err
+    assert fake_apiserver.objects("jobs.batch") == []
 
 
 async def test_kubectl_create_and_apply_files_validate_on_the_server(

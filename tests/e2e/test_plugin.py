@@ -9,6 +9,8 @@ hangs fails on ``SUITE_TIMEOUT`` with its output, well before this test's own ti
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -446,6 +448,35 @@ async def test_test_client_in_an_async_test_fails_at_once(fake_apiserver):
         http.get("/pods")
 """
 
+# The same, with nothing importing Starlette's TestClient before the async test does.
+IN_TEST_IMPORT_SUITE = """
+import contextlib
+
+import pytest
+from fastapi import FastAPI
+
+from aioinformer import SharedInformerFactory
+
+
+def make_app(client_factory):
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with client_factory() as client, SharedInformerFactory(client) as factory:
+            factory.informer_for("pods")
+            await factory.wait_for_cache_sync(timeout=10)
+            yield
+
+    return FastAPI(lifespan=lifespan)
+
+
+@pytest.mark.asyncio
+async def test_test_client_imported_in_the_test(fake_apiserver):
+    from fastapi.testclient import TestClient
+
+    with TestClient(make_app(fake_apiserver.client)):
+        pass
+"""
+
 
 def test_test_client_works_in_a_sync_test_and_fails_fast_in_an_async_one(
     pytester: pytest.Pytester,
@@ -463,6 +494,25 @@ def test_test_client_works_in_a_sync_test_and_fails_fast_in_an_async_one(
             "fake_apiserver*def test_...()*httpx.ASGITransport*"
         ]
     )
+
+
+def test_test_client_imported_only_inside_an_async_test_fails_at_once(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(test_app=IN_TEST_IMPORT_SUITE)
+    started = time.monotonic()
+    result = run_suite(pytester, "-p", "no:anyio")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*starlette's TestClient blocks this async test's event loop, which serves *"]
+    )
+    result.stdout.no_fnmatch_line("*CacheSyncError*")
+    # Without the guard, the lifespan's wait for the caches gives up after its 10 s.
+    assert time.monotonic() - started < 10
 
 
 DOCTEST = """
