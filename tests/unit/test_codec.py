@@ -119,7 +119,8 @@ def test_the_compact_codec_keeps_bytes_and_shares_one_decode_per_event() -> None
     convert = codec.handler_converter(keys_only=False, to_model=None)
     assert convert is not None
     first, second = convert(entry), convert(entry)
-    assert type(first) is ObjectView and first is not second
+    assert type(first) is ObjectView
+    assert first is not second
     assert first == second == entry.decode()
     assert type(ObjectsCodec().new_indexer(None)) is Indexer
 
