@@ -82,7 +82,7 @@ class ReadOnlyDict(dict[str, Any]):
             dict.__setitem__(self, key, value)
         return value
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             return self[key]
         except KeyError:
@@ -102,7 +102,7 @@ class ReadOnlyDict(dict[str, Any]):
             if kind is dict or kind is list:
                 dict.__setitem__(self, key, freeze(value))
 
-    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+    def copy(self) -> dict[str, Any]:
         return thaw(self)  # type: ignore[no-any-return]
 
     def __copy__(self) -> dict[str, Any]:
@@ -120,7 +120,7 @@ class ReadOnlyDict(dict[str, Any]):
     def __delitem__(self, key: str) -> NoReturn:
         _refuse(f"cannot delete {key!r}")
 
-    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc,override]
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
         _refuse("cannot update it")
 
     def clear(self) -> NoReturn:
@@ -145,10 +145,10 @@ class _ReadOnlyStrings(ReadOnlyDict):
 
     __slots__ = ()
 
-    __getitem__ = dict.__getitem__  # type: ignore[assignment]
+    __getitem__ = dict.__getitem__
     get = dict.get  # type: ignore[assignment]
-    values = dict.values  # type: ignore[assignment]
-    items = dict.items  # type: ignore[assignment]
+    values = dict.values
+    items = dict.items
 
 
 class ReadOnlyList(list[Any]):
@@ -203,7 +203,7 @@ class ReadOnlyList(list[Any]):
     def __iadd__(self, other: Iterable[Any]) -> NoReturn:  # type: ignore[misc]
         _refuse("cannot extend it")
 
-    def __imul__(self, count: SupportsIndex) -> NoReturn:  # type: ignore[misc]
+    def __imul__(self, count: SupportsIndex) -> NoReturn:
         _refuse("cannot extend it")
 
     def append(self, value: Any) -> NoReturn:
@@ -322,7 +322,7 @@ class _LazyObject(Mapping[str, Any]):
         if isinstance(other, _LazyObject):
             return self.to_dict() == other.to_dict()
         if isinstance(other, Mapping):
-            return self.to_dict() == thaw(other)
+            return bool(self.to_dict() == thaw(other))
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
