@@ -6,7 +6,8 @@ instead of a decoded ``dict``. A :class:`CompactEntry` holds the object's JSON e
 came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
 fields every stage needs without decoding it: the store key, namespace, name,
 resourceVersion, kind, apiVersion and labels. ``decode()`` turns it into a fresh ``dict``
-each time it is called.
+each time it is called; what user code gets for one is a read-only view of it
+(:mod:`aioinformer._pipeline.view`).
 
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
 hundreds of them. A cache of decoded objects is walked by every full collection, and
