@@ -34,10 +34,11 @@ its own life only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final, NoReturn, SupportsIndex
+from typing import Any, ClassVar, Final, NoReturn, SupportsIndex
 
 import msgspec
 import orjson
+from pydantic_core import SchemaSerializer, core_schema
 
 from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.errors import ReadOnlyObjectError
@@ -258,11 +259,24 @@ def thaw(value: Any) -> Any:
 # -- views -----------------------------------------------------------------------------
 
 
+def _plain(view: _LazyObject) -> dict[str, Any]:
+    return view.to_dict()
+
+
+# How pydantic (and so FastAPI) serialises a view it meets as ``Any``, in a response
+# annotated ``dict[str, Any]`` say: as the plain object.
+_SERIALIZER: Final = SchemaSerializer(
+    core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(_plain))
+)
+
+
 class _LazyObject(Mapping[str, Any]):
     """A read-only mapping over one JSON object's bytes: split into raw fields on first
     need, each field decoded (and frozen) the first time it is read."""
 
     __slots__ = ("_fields", "_values")
+
+    __pydantic_serializer__: ClassVar[SchemaSerializer] = _SERIALIZER
 
     _fields: dict[str, msgspec.Raw] | None
     _values: dict[str, Any] | None

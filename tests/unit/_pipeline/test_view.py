@@ -17,6 +17,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from aioinformer import ObjectView, ReadOnlyObjectError, json_default
 from aioinformer._pipeline.raw import CompactEntry, decode_list, decode_watch_line
@@ -327,3 +328,15 @@ def test_frozen_containers_read_as_their_plain_selves() -> None:
     assert sorted(frozen.items()) == [("a", [1, {"b": 2}]), ("c", {"d": []})]
     assert next(reversed(ReadOnlyList([{"x": 1}]))) == {"x": 1}
     assert type(next(reversed(ReadOnlyList([{"x": 1}])))) is ReadOnlyDict
+
+
+def test_pydantic_serialises_a_view_met_as_any() -> None:
+    # What FastAPI does with a response annotated dict[str, Any], Mapping or Any.
+    obj = pod()
+    for annotation in (Any, dict[str, Any], Mapping[str, Any], list[Any]):
+        value: Any = [view(obj)] if annotation == list[Any] else view(obj)
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        # Validated, then serialised, as FastAPI answers with a response annotation.
+        dumped = adapter.dump_json(adapter.validate_python(value))
+        assert orjson.loads(dumped) == ([obj] if annotation == list[Any] else obj)
+    assert TypeAdapter(Any).dump_python(view(obj), mode="json") == obj
