@@ -83,7 +83,7 @@ async def main() -> None:
             print("my copy says:", mine["metadata"]["labels"])
             print("cache still says:", cached["metadata"]["labels"])
 
-            # Selectors are matched on the stored labels; only matches are decoded.
+            # Selectors are matched on the stored labels: nothing is decoded to filter.
             web = lister.list(label_selector="app=web")
             print("app=web:", sorted(p["metadata"]["name"] for p in web))
 
