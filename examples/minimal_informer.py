@@ -68,7 +68,9 @@ async def main() -> None:
             await asyncio.wait_for(gone.wait(), timeout=10)
 
             print("cache:", sorted(p["metadata"]["name"] for p in lister.list()))
-            print("web-1 labels:", lister.get("web-1", namespace="default")["metadata"]["labels"])
+            web_1 = lister.get("web-1", namespace="default")
+            assert web_1 is not None
+            print("web-1 labels:", web_1["metadata"]["labels"])
 
 
 if __name__ == "__main__":
