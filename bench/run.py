@@ -153,6 +153,7 @@ class Scenario:
             rate=params.get("rate", 0.0),
             hold=params.get("hold", False),
             initial_events=params.get("initial_events", False),
+            chunk_per_event=params.get("chunk_per_event", False),
         )
 
 
@@ -200,8 +201,9 @@ _FLAT_RSS_MIB = 5.0
 _PACED = {"handlers": 10, "hold": True}
 """Paced streams start once the measured side is ready (every handler has the initial
 list), so that a backlog left by the sync is not measured as steady-state latency."""
-_WATCH_BASE = {"objects": 10_000, "events": 100_000}
-_WATCH_QUICK = {"objects": 1_000, "events": 5_000}
+_WATCH_BASE = {"objects": 10_000, "events": 100_000, "chunk_per_event": True}
+_WATCH_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
+"""Full-speed watch streams send one HTTP chunk per event, as kube-apiserver does."""
 _CPU = Metric("cpu_cores", "CPU while events flowed (cores)", "{:,.2f}")
 """The measured process's CPU time over the stream's wall time (``measure.observed``)."""
 _LATENCY_METRICS = (

@@ -768,7 +768,11 @@ async def placement_separate(url: str, params: dict[str, Any]) -> dict[str, floa
 
 
 async def placement_same_loop(_url: str, params: dict[str, Any]) -> dict[str, float]:
-    config = ReplayConfig(objects=params["objects"], watch_events=params["events"])
+    config = ReplayConfig(
+        objects=params["objects"],
+        watch_events=params["events"],
+        chunk_per_event=params.get("chunk_per_event", False),
+    )
     data = ReplayData(config)
     gc.collect()
     async with start_replay_server(data) as url:

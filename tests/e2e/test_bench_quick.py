@@ -511,6 +511,39 @@ async def test_replay_watch_streams_events_after_the_requested_resource_version(
     assert object_key(first) == object_key(make_pod((10 - 5 - 1) % 5))
 
 
+async def _watch_chunks(url: str, query: str) -> list[bytes]:
+    """The payloads of the HTTP chunks of one watch response, read off the socket (a
+    client library would join them), until the stream's last chunk."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        request = f"GET /api/v1/pods?{query} HTTP/1.1\r\nHost: {host}\r\nConnection: close"
+        writer.write(request.encode() + b"\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert b"transfer-encoding: chunked" in head.lower()
+        chunks: list[bytes] = []
+        while size := int((await reader.readuntil(b"\r\n")).strip(), 16):
+            chunks.append(await reader.readexactly(size))
+            assert await reader.readexactly(2) == b"\r\n"
+        return chunks
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("per_event", [True, False], ids=["chunk-per-event", "batched"])
+async def test_replay_watch_sends_one_http_chunk_per_event_when_asked(per_event: bool) -> None:
+    data = ReplayData(ReplayConfig(objects=5, watch_events=12, chunk_per_event=per_event))
+    async with start_replay_server(data) as url:
+        chunks = await _watch_chunks(url, "watch=1&resourceVersion=5&timeoutSeconds=1")
+    lines = b"".join(chunks).splitlines(keepends=True)
+    assert lines == [data.event_line(event) for event in range(1, 13)]
+    if per_event:
+        # As kube-apiserver flushes: every chunk is exactly one event's line.
+        assert chunks == lines
+    else:
+        assert len(chunks) < len(lines)
+
+
 async def test_replay_watch_at_a_rate_stamps_the_emit_time() -> None:
     data = ReplayData(ReplayConfig(objects=3, watch_events=20, rate=2_000.0))
     async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
