@@ -414,6 +414,21 @@ def test_collector_watch_counts_full_collections() -> None:
     assert figures["gc_longest_ms"] >= 0
 
 
+def test_collector_watch_counts_each_generation_and_the_time_spent() -> None:
+    with CollectorWatch() as watch:
+        gc.collect(0)
+        gc.collect(1)
+        gc.collect(2)
+    figures = watch.summary()
+    # Other collections may run too (allocations in between): at least these.
+    assert figures["gc_gen0"] >= 1
+    assert figures["gc_gen1"] >= 1
+    assert figures["gc_gen2"] >= 1
+    assert figures["gc_gen2"] == figures["gc_full_collections"]
+    assert figures["gc_gen0"] + figures["gc_gen1"] + figures["gc_gen2"] == figures["gc_collections"]
+    assert figures["gc_ms"] >= figures["gc_longest_ms"] >= 0
+
+
 @pytest.mark.parametrize(
     ("make", "low", "high"),
     [
