@@ -28,6 +28,7 @@ __all__ = [
     "APP_LABEL",
     "EMITTED_ANNOTATION",
     "KINDS",
+    "TEAM_LABEL",
     "TIER_LABEL",
     "WatchLineTemplate",
     "encode_item",
@@ -45,6 +46,10 @@ APP_LABEL: Final = "app.kubernetes.io/name"
 
 TIER_LABEL: Final = "tier"
 """Label indexed by the watch scenarios (the other label index)."""
+
+TEAM_LABEL: Final = "team"
+"""Label indexed, beside :data:`APP_LABEL`, by the scenarios that run the independent
+harness's client code (its Pods carry both)."""
 
 _RV_MARK: Final = b"@@RV@@"
 _TS_MARK: Final = b"@@TS@@"
@@ -182,7 +187,7 @@ def make_pod(index: int, *, namespaces: int = 50, resource_version: str = "1") -
                 APP_LABEL: app,
                 "pod-template-hash": template_hash,
                 TIER_LABEL: tier,
-                "team": team,
+                TEAM_LABEL: team,
                 "version": f"v1.{index % 40}",
             },
             "annotations": {

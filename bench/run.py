@@ -204,6 +204,23 @@ list), so that a backlog left by the sync is not measured as steady-state latenc
 _WATCH_BASE = {"objects": 10_000, "events": 100_000, "chunk_per_event": True}
 _WATCH_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
 """Full-speed watch streams send one HTTP chunk per event, as kube-apiserver does."""
+_HARNESS = {"objects": 10_000, "events": 50_000, "chunk_per_event": True}
+_HARNESS_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
+"""The independent harness's ``run_peers.py --objects 10000 --events 50000``."""
+_COLLECTOR = (
+    Metric("gc_gen0", "gen0 collections", "{:,.0f}"),
+    Metric("gc_gen1", "gen1 collections", "{:,.0f}"),
+    Metric("gc_gen2", "gen2 collections", "{:,.0f}"),
+    Metric("gc_ms", "ms in the collector", "{:,.1f}"),
+)
+"""The cyclic collector's work while events flowed (``measure.CollectorWatch``)."""
+_USER_WATCH_METRICS = (
+    _EPS,
+    Metric("events_per_cpu_s", "events per CPU second", "{:,.0f}"),
+    *_COLLECTOR,
+    Metric("cpu_s", "CPU s while events flowed", "{:,.2f}", summary=False),
+    *_LOOP,
+)
 _CPU = Metric("cpu_cores", "CPU while events flowed (cores)", "{:,.2f}")
 """The measured process's CPU time over the stream's wall time (``measure.observed``)."""
 _LATENCY_METRICS = (
@@ -417,6 +434,28 @@ SCENARIOS: tuple[Scenario, ...] = (
             Target("ours", "events_per_s", ">=", 6.0, ratio=True, default_cache=True),
             Target("ours", "events_per_s", ">=", 100_000.0, ratio=False, default_cache=True),
         ),
+    ),
+    Scenario(
+        name="watch-user-code",
+        kind="user-watch",
+        title="watch throughput as the independent harness's aioinformer client: your own"
+        " index functions, a handler reading each object",
+        params={**_HARNESS, "shape": "user"},
+        quick_params={**_HARNESS_QUICK, "shape": "user"},
+        variants=with_cache_modes("baseline", "ours", "baseline-chunks"),
+        quick_variants=_BOTH,
+        metrics=_USER_WATCH_METRICS,
+    ),
+    Scenario(
+        name="watch-controller-shape",
+        kind="user-watch",
+        title="watch throughput as the harness's aioinformer-keys client: built-in label"
+        " indexes, a keys_only handler",
+        params={**_HARNESS, "shape": "controller"},
+        quick_params={**_HARNESS_QUICK, "shape": "controller"},
+        variants=_BOTH,
+        quick_variants=_BOTH,
+        metrics=_USER_WATCH_METRICS,
     ),
     Scenario(
         name="stages",

@@ -14,6 +14,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -34,7 +35,7 @@ from bench.run import (
     render_summary,
     render_table,
 )
-from bench.scenarios import CASES, _paced_figures
+from bench.scenarios import CASES, _paced_figures, label_index
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -272,7 +273,8 @@ def test_only_runs_the_named_scenarios_in_their_order_and_refuses_unknown_ones()
         list(_selected(["stages", "no-such-scenario"]))
 
 
-_LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}
+_LOOP_KINDS = {"watch", "controller", "user-watch", "latency", "slow-handler", "service"}
+_COLLECTOR_FIGURES = ("gc_gen0", "gc_gen1", "gc_gen2", "gc_ms")
 
 
 def _check_new_figures(results: dict[str, Any]) -> None:
@@ -287,6 +289,11 @@ def _check_new_figures(results: dict[str, Any]) -> None:
             medians = {name: stats["median"] for name, stats in data["metrics"].items()}
             if entry["kind"] in _LOOP_KINDS:
                 assert medians["loop_lag_max_ms"] >= medians["loop_lag_p99_ms"] >= 0
+                # The collector over the stream, per generation, on every side.
+                assert all(medians[name] >= 0 for name in _COLLECTOR_FIGURES), variant
+            if entry["kind"] == "user-watch":
+                assert medians["events_per_s"] > 0
+                assert medians["events_per_cpu_s"] > 0
             if entry["kind"] == "lister":
                 assert medians["get_us"] > 0
                 assert medians["list_us_per_object"] > 0
@@ -427,6 +434,16 @@ def test_collector_watch_counts_each_generation_and_the_time_spent() -> None:
     assert figures["gc_gen2"] == figures["gc_full_collections"]
     assert figures["gc_gen0"] + figures["gc_gen1"] + figures["gc_gen2"] == figures["gc_collections"]
     assert figures["gc_ms"] >= figures["gc_longest_ms"] >= 0
+
+
+def test_the_harness_index_function_reads_any_mapping_as_a_user_writes_it() -> None:
+    # Handlers and index functions may get read-only mappings rather than dicts.
+    index = label_index("team")
+    pod = make_pod(3)
+    assert index(MappingProxyType(pod)) == [pod["metadata"]["labels"]["team"]]
+    assert index(MappingProxyType({"metadata": {"labels": {"app": "x"}}})) == []
+    assert index(MappingProxyType({"metadata": None})) == []
+    assert index({}) == []
 
 
 @pytest.mark.parametrize(
