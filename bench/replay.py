@@ -62,6 +62,8 @@ from bench.objects import KINDS, WatchLineTemplate, encode_item
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from bench.objects import Shape
+
 __all__ = [
     "REPO_ROOT",
     "START_PATH",
@@ -112,6 +114,9 @@ class ReplayConfig:
     (see :data:`START_PATH`), so that each side starts it once it is ready."""
     namespaces: int = 50
     """Objects spread round-robin over this many namespaces."""
+    object_shape: Shape = "bench"
+    """Whose Pods: the bench's (``"bench"``) or the independent harness's (``"harness"``,
+    :func:`bench.objects.make_harness_pod`)."""
     initial_events: bool = False
     """Whether streaming lists are served (their lines are encoded at start)."""
     chunk_per_event: bool = False
@@ -138,12 +143,14 @@ class ReplayData:
             raise ValueError(f"unknown resource {config.resource!r}")
         self.config = config
         self.items: list[bytes] = [
-            encode_item(config.resource, i, namespaces=config.namespaces)
+            encode_item(config.resource, i, namespaces=config.namespaces, shape=config.object_shape)
             for i in range(config.objects)
         ]
         self.templates: list[WatchLineTemplate] = (
             [
-                WatchLineTemplate.for_object(config.resource, i, namespaces=config.namespaces)
+                WatchLineTemplate.for_object(
+                    config.resource, i, namespaces=config.namespaces, shape=config.object_shape
+                )
                 for i in range(config.objects)
             ]
             if config.watch_events

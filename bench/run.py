@@ -154,6 +154,8 @@ class Scenario:
             hold=params.get("hold", False),
             initial_events=params.get("initial_events", False),
             chunk_per_event=params.get("chunk_per_event", False),
+            namespaces=params.get("namespaces", 50),
+            object_shape=params.get("object_shape", "bench"),
         )
 
 
@@ -204,9 +206,16 @@ list), so that a backlog left by the sync is not measured as steady-state latenc
 _WATCH_BASE = {"objects": 10_000, "events": 100_000, "chunk_per_event": True}
 _WATCH_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
 """Full-speed watch streams send one HTTP chunk per event, as kube-apiserver does."""
-_HARNESS = {"objects": 10_000, "events": 50_000, "chunk_per_event": True}
-_HARNESS_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
-"""The independent harness's ``run_peers.py --objects 10000 --events 50000``."""
+_HARNESS = {
+    "objects": 10_000,
+    "events": 50_000,
+    "chunk_per_event": True,
+    "namespaces": 1,
+    "object_shape": "harness",
+}
+_HARNESS_QUICK = {**_HARNESS, "objects": 1_000, "events": 5_000}
+"""The independent harness's ``run_peers.py --objects 10000 --events 50000``: its Pods
+(``objects.make_harness_pod``), all in one namespace, one HTTP chunk per event."""
 _COLLECTOR = (
     Metric("gc_gen0", "gen0 collections", "{:,.0f}"),
     Metric("gc_gen1", "gen1 collections", "{:,.0f}"),
@@ -217,6 +226,7 @@ _COLLECTOR = (
 _USER_WATCH_METRICS = (
     _EPS,
     Metric("events_per_cpu_s", "events per CPU second", "{:,.0f}"),
+    Metric("events_per_cpu_s_outside_gc", "events per CPU second outside the collector", "{:,.0f}"),
     *_COLLECTOR,
     Metric("cpu_s", "CPU s while events flowed", "{:,.2f}", summary=False),
     *_LOOP,
@@ -442,7 +452,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         " index functions, a handler reading each object",
         params={**_HARNESS, "shape": "user"},
         quick_params={**_HARNESS_QUICK, "shape": "user"},
-        variants=with_cache_modes("baseline", "ours", "baseline-chunks"),
+        variants=with_cache_modes("baseline", "ours", "baseline-page-dropped", "baseline-chunks"),
         quick_variants=_BOTH,
         metrics=_USER_WATCH_METRICS,
     ),

@@ -22,9 +22,19 @@ import orjson
 import pytest
 
 from bench import sharding
+from bench.baseline import harness_raw_list, harness_raw_watch
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
-from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
+from bench.objects import (
+    APP_LABEL,
+    EMITTED_ANNOTATION,
+    TEAM_LABEL,
+    encode_item,
+    make_configmap,
+    make_harness_pod,
+    make_pod,
+    object_key,
+)
 from bench.page import page_markdown
 from bench.replay import START_PATH, ReplayConfig, ReplayData, start_replay_server
 from bench.run import (
@@ -450,6 +460,7 @@ def test_the_harness_index_function_reads_any_mapping_as_a_user_writes_it() -> N
     ("make", "low", "high"),
     [
         pytest.param(make_pod, 3_500, 5_500, id="pod-about-4-KiB"),
+        pytest.param(make_harness_pod, 3_500, 4_500, id="harness-pod-about-4-KiB"),
         pytest.param(make_configmap, 800, 1_400, id="configmap-about-1-KiB"),
     ],
 )
@@ -458,6 +469,28 @@ def test_generated_objects_have_realistic_sizes(
 ) -> None:
     sizes = [len(orjson.dumps(make(i))) for i in range(0, 50_000, 997)]
     assert all(low <= size <= high for size in sizes), sizes
+
+
+def _containers(value: object) -> int:
+    """The dicts and lists in ``value``: what the cyclic collector tracks of a decode."""
+    if isinstance(value, dict):
+        return 1 + sum(_containers(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_containers(item) for item in value)
+    return 0
+
+
+def test_harness_pods_have_the_harness_generators_shape() -> None:
+    # bench-harness/replay_server.py's make_pod: 68 dicts and lists, one container, the
+    # labels its clients index (six apps, one team).
+    pods = [make_harness_pod(i, namespaces=1) for i in range(12)]
+    assert {_containers(pod) for pod in pods} == {68}
+    assert {pod["metadata"]["labels"][TEAM_LABEL] for pod in pods} == {"commerce"}
+    assert len({pod["metadata"]["labels"][APP_LABEL] for pod in pods}) == 6
+    assert {pod["metadata"]["namespace"] for pod in pods} == {"ns-000"}
+    assert len({object_key(make_harness_pod(i)) for i in range(5_000)}) == 5_000
+    assert encode_item("pods", 9, shape="harness") == encode_item("pods", 9, shape="harness")
+    assert _containers(make_pod(0)) > 100
 
 
 def test_generated_pods_are_deterministic_and_uniquely_keyed() -> None:
@@ -574,6 +607,25 @@ async def test_replay_watch_sends_one_http_chunk_per_event_when_asked(per_event:
         assert chunks == lines
     else:
         assert len(chunks) < len(lines)
+
+
+async def test_the_harness_raw_loops_list_and_apply_every_event() -> None:
+    config = ReplayConfig(
+        objects=5, watch_events=12, chunk_per_event=True, namespaces=1, object_shape="harness"
+    )
+    data = ReplayData(config)
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        cache, rv, last_page = await harness_raw_list(session, url, "pods")
+        assert rv == "5"
+        assert len(cache) == 5
+        # The page the harness's client keeps holds the very objects of the cache.
+        assert all(cache[object_key(item)] is item for item in last_page["items"])
+        applied, _ = await harness_raw_watch(
+            session, url, "pods", cache, resource_version=rv, events=12
+        )
+    assert applied == 12
+    versions = sorted(int(obj["metadata"]["resourceVersion"]) for obj in cache.values())
+    assert versions == list(range(13, 18))
 
 
 async def test_replay_watch_at_a_rate_stamps_the_emit_time() -> None:
