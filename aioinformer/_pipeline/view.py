@@ -65,7 +65,38 @@ def _refuse(what: str) -> NoReturn:
 # -- frozen containers -----------------------------------------------------------------
 
 
-class ReadOnlyDict(dict[str, Any]):
+class _RefusesChanges:
+    """The mapping mutators, each raising :class:`~aioinformer.errors.ReadOnlyObjectError`:
+    put first among the bases of a read-only mapping, they shadow ``dict``'s."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        _refuse(f"cannot set {key!r}")
+
+    def __delitem__(self, key: str) -> NoReturn:
+        _refuse(f"cannot delete {key!r}")
+
+    def __ior__(self, other: Any) -> NoReturn:
+        _refuse("cannot update it")
+
+    def clear(self) -> NoReturn:
+        _refuse("cannot clear it")
+
+    def pop(self, key: str, *default: Any) -> NoReturn:
+        _refuse(f"cannot pop {key!r}")
+
+    def popitem(self) -> NoReturn:
+        _refuse("cannot pop an item")
+
+    def setdefault(self, key: str, default: Any = None) -> NoReturn:
+        _refuse(f"cannot set {key!r}")
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse("cannot update it")
+
+
+class ReadOnlyDict(_RefusesChanges, dict[str, Any]):
     """A ``dict`` decoded from a cached object that refuses changes.
 
     Reads work as on any dict (C code such as ``json.dumps`` or orjson reads it directly);
@@ -114,30 +145,6 @@ class ReadOnlyDict(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (thaw(self),))
-
-    def __setitem__(self, key: str, value: Any) -> NoReturn:
-        _refuse(f"cannot set {key!r}")
-
-    def __delitem__(self, key: str) -> NoReturn:
-        _refuse(f"cannot delete {key!r}")
-
-    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
-        _refuse("cannot update it")
-
-    def clear(self) -> NoReturn:
-        _refuse("cannot clear it")
-
-    def pop(self, key: str, *default: Any) -> NoReturn:
-        _refuse(f"cannot pop {key!r}")
-
-    def popitem(self) -> NoReturn:
-        _refuse("cannot pop an item")
-
-    def setdefault(self, key: str, default: Any = None) -> NoReturn:
-        _refuse(f"cannot set {key!r}")
-
-    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse("cannot update it")
 
 
 class _ReadOnlyStrings(ReadOnlyDict):
@@ -270,7 +277,7 @@ _SERIALIZER: Final = SchemaSerializer(
 )
 
 
-class _LazyObject(Mapping[str, Any]):
+class _LazyObject(_RefusesChanges, Mapping[str, Any]):
     """A read-only mapping over one JSON object's bytes: split into raw fields on first
     need, each field decoded (and frozen) the first time it is read."""
 
@@ -345,30 +352,6 @@ class _LazyObject(Mapping[str, Any]):
         if isinstance(other, Mapping):
             return self.to_dict() | dict(other)
         return NotImplemented
-
-    def __setitem__(self, key: str, value: Any) -> NoReturn:
-        _refuse(f"cannot set {key!r}")
-
-    def __delitem__(self, key: str) -> NoReturn:
-        _refuse(f"cannot delete {key!r}")
-
-    def __ior__(self, other: Any) -> NoReturn:
-        _refuse("cannot update it")
-
-    def clear(self) -> NoReturn:
-        _refuse("cannot clear it")
-
-    def pop(self, key: str, *default: Any) -> NoReturn:
-        _refuse(f"cannot pop {key!r}")
-
-    def popitem(self) -> NoReturn:
-        _refuse("cannot pop an item")
-
-    def setdefault(self, key: str, default: Any = None) -> NoReturn:
-        _refuse(f"cannot set {key!r}")
-
-    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse("cannot update it")
 
 
 class MetadataView(_LazyObject):
