@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from aioinformer._kernel.clock import Clock as Clock
 from aioinformer._kernel.lifecycle import State as State
+from aioinformer._pipeline.view import ObjectView as ObjectView
+from aioinformer._pipeline.view import json_default as json_default
 from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client
@@ -45,6 +47,7 @@ from aioinformer.errors import KeyFuncError as KeyFuncError
 from aioinformer.errors import LeadershipLost as LeadershipLost
 from aioinformer.errors import NotFound as NotFound
 from aioinformer.errors import QueueEmpty as QueueEmpty
+from aioinformer.errors import ReadOnlyObjectError as ReadOnlyObjectError
 from aioinformer.errors import Requeue as Requeue
 from aioinformer.errors import SelectorError as SelectorError
 from aioinformer.errors import ServerError as ServerError
@@ -140,10 +143,12 @@ __all__ = [
     "NotFound",
     "ObjectList",
     "ObjectMeta",
+    "ObjectView",
     "PatchType",
     "QueueEmpty",
     "RateLimiter",
     "RateLimitingQueue",
+    "ReadOnlyObjectError",
     "Reconcile",
     "ReflectorOptions",
     "Requeue",
@@ -168,6 +173,7 @@ __all__ = [
     "WorkQueue",
     "default_controller_rate_limiter",
     "enqueue_owner",
+    "json_default",
     "load_config",
     "load_incluster_config",
     "load_kube_config",

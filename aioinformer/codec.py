@@ -16,8 +16,9 @@ walks, and decodes on read. Everything that depends on the representation is a m
   encodes a dict for the compact cache), the head a reader checks (:meth:`Codec.head`),
   the store (:meth:`Codec.new_indexer`: its reads are what a lister returns);
 * delivery: what a notification carries (:meth:`Codec.carry`,
-  :meth:`Codec.carry_deleted`), what a handler receives (:meth:`Codec.handler_converter`)
-  and the key of a carried object without decoding it (:meth:`Codec.carried_key`);
+  :meth:`Codec.carry_deleted`), what a handler receives (:meth:`Codec.handler_converter`:
+  for the compact cache, a read-only :class:`~aioinformer._pipeline.view.ObjectView` per
+  call) and the key of a carried object without decoding it (:meth:`Codec.carried_key`);
 * transforms: :meth:`Codec.wrap_transform` hands a user's transform decoded objects, or
   the entries themselves to a transform that edits bytes, and checks that what a user's
   transform returns is an object to cache (:class:`~aioinformer.errors.TransformError`
@@ -27,16 +28,12 @@ Input: bytes from a source, objects from a source of dicts, entries from the cac
 Output: entries, notification payloads, handler arguments. Nothing outside this module
 tells the two representations apart along the pipeline.
 
-Task model: pure functions of the codec's state, run by the task that calls them; a
-:class:`CompactCodec` holds its informer's :class:`DecodeWindow`, so it belongs to one
-informer.
+Task model: pure functions, run by the task that calls them; a codec holds no state.
 """
 
 from __future__ import annotations
 
 import abc
-import weakref
-from collections import deque
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 import orjson
@@ -46,10 +43,10 @@ from aioinformer._pipeline.raw import (
     READS_RAW,
     CompactDecodeError,
     CompactEntry,
-    SharedDecode,
     decode_list,
     decode_watch_line,
 )
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import KeyFuncError, TransformError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc
 from aioinformer.listwatch import ObjectList, WatchEvent
@@ -62,8 +59,6 @@ __all__ = [
     "CacheMode",
     "Codec",
     "CompactCodec",
-    "DECODE_WINDOW",
-    "DecodeWindow",
     "Head",
     "OBJECTS",
     "ObjectsCodec",
@@ -86,37 +81,6 @@ fewer are alive at once, the younger they die. Handing a read of 50 Pods on at o
 instead makes every one outlive a young collection, and the collector then promotes the
 whole cache to the oldest generation (measured: 4k events/s that way, 17k this way, on
 10k cached Pods)."""
-
-DECODE_WINDOW: Final = 512
-"""How many newer decodes a shared decode outlives while a handler still holds it: once
-this many more objects have been decoded for the handlers, an older wrapper forgets its
-decode, and a handler lagging that far decodes for itself. Handlers that keep up share
-every decode: a handler's turn delivers at most 256 notifications (the processor's
-batch), so the others reach each decode well within the window. The window holds its
-wrappers weakly: a decode every handler is done with dies with its notification, young,
-before the collector promotes it; only a lagging handler's are bounded by the window.
-Counting decodes rather than events keeps this true however many events the pop task
-hands over at once."""
-
-
-class DecodeWindow:
-    """The :class:`~aioinformer._pipeline.raw.SharedDecode` wrappers that decoded last, oldest
-    first, held weakly; one more past :data:`DECODE_WINDOW` makes the oldest forget its
-    decode, if a handler still holds it."""
-
-    __slots__ = ("_recent",)
-
-    def __init__(self) -> None:
-        self._recent: deque[weakref.ref[SharedDecode]] = deque()
-
-    def add(self, shared: SharedDecode) -> SharedDecode:
-        recent = self._recent
-        recent.append(weakref.ref(shared))
-        if len(recent) > DECODE_WINDOW:
-            oldest = recent.popleft()()
-            if oldest is not None:
-                oldest.forget()
-        return shared
 
 
 class Codec(abc.ABC):
@@ -293,19 +257,16 @@ class ObjectsCodec(Codec):
 
 
 class CompactCodec(Codec):
-    """Each object's JSON bytes and head (:class:`~aioinformer._pipeline.raw.CompactEntry`) in the
-    cache, decoded on read; each event's objects carried to the handlers in one
-    :class:`~aioinformer._pipeline.raw.SharedDecode`, decoded once for all of them, its life
-    bounded by this codec's :class:`DecodeWindow`. Objects from a source of dicts (or a
-    transform) are encoded as they are stored, and handed to the handlers as they came."""
+    """Each object's JSON bytes and head (:class:`~aioinformer._pipeline.raw.CompactEntry`) in
+    the cache and in every notification; each handler call, like each lister read, gets its
+    own read-only :class:`~aioinformer._pipeline.view.ObjectView` of the entry, which decodes
+    only the fields it is asked for and dies with the call. Objects from a source of dicts
+    (or a transform) are encoded as they are stored."""
 
-    __slots__ = ("window",)
+    __slots__ = ()
 
     cache: ClassVar[CacheMode] = "compact"
     event_batch: ClassVar[int | None] = None
-
-    def __init__(self) -> None:
-        self.window = DecodeWindow()
 
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
         page = decode_list(body, kind=kind, api_version=api_version)
@@ -346,20 +307,16 @@ class CompactCodec(Codec):
         return same_resource_version(old, new)
 
     def carry(self, entry: Any, obj: Any = None) -> Any:
-        if type(entry) is not CompactEntry:
-            return SharedDecode(entry)
-        if obj is not None and type(obj) is dict:
-            # The handlers get this very dict: nothing to decode.
-            return SharedDecode(entry, obj, window=self.window)
-        return SharedDecode(entry, window=self.window)
+        # The entry itself: each handler makes its own view of it, so no decode outlives
+        # the call that made it.
+        return entry
 
     def carry_deleted(self, obj: Any) -> Any:
-        if type(obj) is DeletedFinalStateUnknown:
-            inner = obj.obj
-            if type(inner) is CompactEntry:
-                return DeletedFinalStateUnknown(obj.key, SharedDecode(inner, window=self.window))
-            return obj
-        return SharedDecode(obj, window=self.window)
+        if type(obj) is dict:
+            return CompactEntry.from_dict(obj)
+        if type(obj) is DeletedFinalStateUnknown and type(obj.obj) is dict:
+            return DeletedFinalStateUnknown(obj.key, CompactEntry.from_dict(obj.obj))
+        return obj
 
     def handler_converter(
         self, *, keys_only: bool, to_model: Callable[[Any], Any] | None
@@ -369,11 +326,11 @@ class CompactCodec(Codec):
         if to_model is None:
             return _materialize
         validate = to_model
-        return lambda obj: validate(_materialize(obj))
+        return lambda obj: validate(_decoded(obj))
 
     def carried_key(self, carried: Any) -> str:
-        if type(carried) is SharedDecode:
-            carried = carried.entry
+        if type(carried) is CompactEntry and carried.key:
+            return carried.key
         return meta_namespace_key(carried)
 
     def wrap_transform(self, transform: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -439,20 +396,28 @@ OBJECTS: Final = ObjectsCodec()
 
 
 def _materialize(obj: Any) -> Any:
-    """What a handler receives for a carried object: the (shared) decoded object, or a
-    tombstone holding it."""
+    """What a handler receives for a carried object: a view of an entry, or a tombstone
+    holding one."""
     kind = type(obj)
-    if kind is SharedDecode:
-        return obj.get()
+    if kind is CompactEntry:
+        return ObjectView(obj)
     if kind is DeletedFinalStateUnknown:
         inner = obj.obj
-        if type(inner) is SharedDecode:
-            return DeletedFinalStateUnknown(obj.key, inner.get())
         if type(inner) is CompactEntry:
-            return DeletedFinalStateUnknown(obj.key, inner.decode())
-        return obj
+            return DeletedFinalStateUnknown(obj.key, ObjectView(inner))
+    return obj
+
+
+def _decoded(obj: Any) -> Any:
+    """What a typed handler's model is validated from: a fresh dict of an entry (or a
+    tombstone holding one)."""
+    kind = type(obj)
     if kind is CompactEntry:
         return obj.decode()
+    if kind is DeletedFinalStateUnknown:
+        inner = obj.obj
+        if type(inner) is CompactEntry:
+            return DeletedFinalStateUnknown(obj.key, inner.decode())
     return obj
 
 
@@ -466,7 +431,7 @@ def head_of(obj: Any) -> Head | None:
 
 
 def codec_for(cache: CacheMode) -> Codec:
-    """A new codec for ``cache`` (one per informer: a compact one holds its window)."""
+    """A codec for ``cache``."""
     if cache == "compact":
         return CompactCodec()
     if cache == "objects":

@@ -27,6 +27,7 @@ imports nothing third-party::
     │   └── AlreadyOwnedError            another controller already controls the object
     ├── NotAnObjectError (TypeError)     create/update given a list or a str, not one object
     ├── PatchArgumentsError (TypeError)  patch() with the namespace where its body goes
+    ├── ReadOnlyObjectError (TypeError)  an object from a compact cache changed in place
     ├── CacheSyncError (TimeoutError)    caches did not sync in time, an informer stopped first,
     │                                    or (``cause``) a failure no retry alone heals
     ├── CacheDivergence                  a cache audit found the cache differing from the server
@@ -98,6 +99,7 @@ __all__ = [
     "OwnerReferenceError",
     "PatchArgumentsError",
     "QueueEmpty",
+    "ReadOnlyObjectError",
     "Requeue",
     "ResourceExpired",
     "SelectorError",
@@ -507,6 +509,18 @@ class PatchArgumentsError(AioinformerError, TypeError):
     where the namespace or the name goes, as when the namespace is passed where
     ``get(name, namespace)`` takes it. The message gives the call to write. Not
     retried."""
+
+
+class ReadOnlyObjectError(AioinformerError, TypeError):
+    """An object from a compact cache (a handler's argument, a lister's answer) was
+    changed in place. Such objects are views of the cache, shared with every other reader;
+    ``obj.to_dict()`` or ``copy.deepcopy(obj)`` gives a plain copy to change."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"objects from a compact cache are read-only ({what}): obj.to_dict() or "
+            "copy.deepcopy(obj) gives a copy to change (cache='objects' keeps plain dicts)"
+        )
 
 
 class TransportError(AioinformerError):

@@ -60,10 +60,10 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, Type
 
 import msgspec
 
-from aioinformer._kernel.gcpolicy import collector_paused
 from aioinformer._pipeline.meta import describe, labels_of, metadata_of, namespace_of
 from aioinformer._pipeline.meta import meta_namespace_key as meta_namespace_key
-from aioinformer._pipeline.raw import CompactEntry, SharedDecode
+from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import (
     IndexerArgumentsError,
     IndexFuncError,
@@ -157,9 +157,8 @@ def label_index_func(label: str) -> IndexFunc:
     """An index function indexing objects by the value of their label ``label`` (no value
     for an object without it): ``indexers={"app": label_index_func("app")}``.
 
-    It reads only labels, which a compact cache keeps decoded beside each object, so it
-    never makes the informer decode an object (a function of your own reading
-    ``obj["metadata"]["labels"]`` would)."""
+    It reads the labels a compact cache keeps beside each object directly, without even
+    the small view a function of your own reading ``obj["metadata"]["labels"]`` gets."""
 
     def index(obj: Any) -> list[str]:
         labels = labels_of(obj)
@@ -755,7 +754,7 @@ def _discard_everywhere(index: Index, key: str) -> None:
 
 def _reads_head_only(func: IndexFunc) -> bool:
     """Whether ``func`` reads only an object's head (namespace, labels), so a CompactEntry
-    is passed to it as it is; every other index function gets the decoded object."""
+    is passed to it as it is; every other index function gets a read-only view of it."""
     return func is namespace_index_func or getattr(func, "_aioinformer_head_only", False)
 
 
@@ -803,18 +802,16 @@ class _Values(msgspec.Struct, frozen=True, gc=False):
     per_index: tuple[_Packed, ...]
 
 
-def _compute(funcs: Iterable[IndexFunc], entry: Any, shared: SharedDecode) -> tuple[_Packed, ...]:
-    """Every function's values for ``entry`` (decoded through ``shared`` only for the
-    functions that need the object)."""
-    return tuple(
-        [_pack(func(entry) if _reads_head_only(func) else func(shared.get())) for func in funcs]
-    )
+def _compute(funcs: Iterable[IndexFunc], entry: Any, view: Any) -> tuple[_Packed, ...]:
+    """Every function's values for ``entry`` (``view`` of it for the functions that need
+    the object)."""
+    return tuple([_pack(func(entry) if _reads_head_only(func) else func(view)) for func in funcs])
 
 
-def _run(func: IndexFunc, entry: Any, shared: SharedDecode) -> _Packed:
+def _run(func: IndexFunc, entry: Any, view: Any) -> _Packed:
     """One function's checked values for ``entry``: what :func:`_compute` gives, with
     :class:`~aioinformer.errors.IndexValuesError` saying what is wrong with them."""
-    values = func(entry) if _reads_head_only(func) else func(shared.get())
+    values = func(entry) if _reads_head_only(func) else func(view)
     try:
         return _pack(values)
     except _Unfit:
@@ -822,23 +819,20 @@ def _run(func: IndexFunc, entry: Any, shared: SharedDecode) -> _Packed:
         return _pack([str(value) for value in _checked_values(func, values)])
 
 
-_PAUSE_FROM: Final = 64
-"""Bulk reads of at least this many entries decode with the collector paused."""
-
-
 class CompactIndexer(Indexer[Any]):
     """An :class:`Indexer` whose entries are :class:`~aioinformer._pipeline.raw.CompactEntry`: each
     object's JSON bytes and head, which the cyclic collector never walks.
 
-    Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) decode a fresh
-    ``dict`` each time, which the caller may keep or change without touching the cache.
+    Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) return a read-only
+    :class:`~aioinformer._pipeline.view.ObjectView` of each entry, which decodes only the
+    fields its reader asks for (``obj.to_dict()`` gives a copy to change).
     Writes accept CompactEntry objects, decoded dicts (encoded here) or any other object (kept as it
     is, decoded to itself). Each entry's index values are kept beside it, so an update or
     a delete never decodes the old object. :func:`namespace_index_func` and the functions
     :func:`label_index_func` makes read the stored head; any other index function gets
-    the decoded object (decoded once per write, and shared with the handlers when the
-    informer passes its decode along). An index function failing on an entry leaves it
-    out of that index as the :class:`Indexer` does (its stored values there are none).
+    a view of the entry (one per write, shared by the index functions). An index function
+    failing on an entry leaves it out of that index as the :class:`Indexer` does (its
+    stored values there are none).
     """
 
     __slots__ = ("_entries_view", "_values")
@@ -867,32 +861,24 @@ class CompactIndexer(Indexer[Any]):
         return self._entries_view
 
     def decode(self, entry: Any) -> Any:
-        return entry.decode() if type(entry) is CompactEntry else entry
+        return ObjectView(entry) if type(entry) is CompactEntry else entry
 
     def decode_all(self, entries: builtins.list[Any]) -> builtins.list[Any]:
-        decode = self.decode
-        if len(entries) < _PAUSE_FROM:
-            return [decode(entry) for entry in entries]
-        # Like a LIST, a bulk read allocates containers that all survive it: left on, the
-        # collector would run again and again over them meanwhile (4x the time).
-        with collector_paused("pause"):
-            return [decode(entry) for entry in entries]
+        # Views are small and decode nothing until read: no collector pause is needed.
+        return [ObjectView(entry) if type(entry) is CompactEntry else entry for entry in entries]
 
     # -- writes --------------------------------------------------------------------
 
     def put_entry(self, key: str, entry: Any, carried: Any = None) -> None:
-        """Store ``entry`` under ``key``; ``carried`` is its decode
-        (:class:`~aioinformer._pipeline.raw.SharedDecode`), shared with the handlers, for index
-        functions that need the object (made here when not given)."""
+        """Store ``entry`` under ``key`` (``carried`` is unused: index functions get a view
+        of their own, which dies with the write)."""
         if type(entry) is dict:
             entry = CompactEntry.from_dict(entry)
-        shared: SharedDecode | None = carried
         pairs = self._pairs
         if not pairs:
             self._items[key] = entry
             return
-        if shared is None:
-            shared = SharedDecode(entry)
+        shared = ObjectView(entry) if type(entry) is CompactEntry else entry
         # Every index function runs, and its values are checked, before anything changes;
         # one that fails (or failed on the stored entry) sends the write down the careful
         # path, which runs them one by one.
@@ -926,7 +912,7 @@ class CompactIndexer(Indexer[Any]):
         funcs: Iterable[tuple[str, IndexFunc]],
         key: str,
         entry: Any,
-        shared: SharedDecode,
+        shared: Any,
     ) -> tuple[tuple[_Packed, ...], builtins.list[tuple[str, IndexFuncError]]]:
         """Each named function's values for ``entry``, no values for one that fails, and
         the failures (raised at the first one, when strict)."""
@@ -965,7 +951,7 @@ class CompactIndexer(Indexer[Any]):
         computed: dict[str, tuple[_Packed, ...]] = {}
         failed: builtins.list[tuple[str, str, IndexFuncError]] = []
         for key, entry in self._items.items():
-            shared = SharedDecode(entry)
+            shared = ObjectView(entry) if type(entry) is CompactEntry else entry
             try:
                 computed[key] = _compute(indexers.values(), entry, shared)
                 continue
@@ -986,7 +972,7 @@ class CompactIndexer(Indexer[Any]):
         self._pairs.extend((indexers[name], built[name]) for name, _ in funcs)
         self._add_failing(failed)
 
-    # -- reads: each a fresh decode ------------------------------------------------
+    # -- reads: each a view of its own ----------------------------------------------
 
     def get(self, obj: Any) -> Any:
         entry = self._items.get(self._key_func(obj))

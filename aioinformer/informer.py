@@ -172,9 +172,11 @@ class SharedIndexInformer(Service):
     ``cache`` chooses how objects are kept. ``"compact"`` (the default) keeps each one as
     its JSON bytes as received plus its key, namespace, name, resourceVersion, kind and
     labels: the cyclic garbage collector never walks such a cache, however large, and it
-    takes a fraction of the memory. Reads decode a fresh dict each time (yours to keep or
-    change); handlers receive dicts decoded once per event and shared between them, and
-    a ``keys_only`` handler receives keys without any decode. ``"objects"`` keeps the
+    takes a fraction of the memory. Reads, index functions and handlers receive read-only
+    views (:class:`~aioinformer._pipeline.view.ObjectView`): the head fields are read
+    without a decode, any other field is decoded on its first read, changes raise
+    :class:`~aioinformer.errors.ReadOnlyObjectError` (``obj.to_dict()`` is a copy to
+    change); a ``keys_only`` handler receives keys. ``"objects"`` keeps the
     decoded dicts, as client-go does: reads and handlers get the cached objects
     themselves, to be treated as read-only.
 
@@ -513,7 +515,7 @@ class SharedIndexInformer(Service):
 
     @property
     def indexer(self) -> Indexer[Any]:
-        """The cache itself: a :class:`~aioinformer.indexer.CompactIndexer` (reads decode)
+        """The cache itself: a :class:`~aioinformer.indexer.CompactIndexer` (reads are views)
         or, with ``cache="objects"``, an :class:`~aioinformer.indexer.Indexer` of the
         decoded objects. Never write to it; prefer :meth:`lister` for reads."""
         return self._indexer

@@ -8,8 +8,8 @@ Role: what users read, as opposed to what the pipeline writes. A :class:`Lister`
 :mod:`aioinformer.informer` builds both and re-exports every name here.
 
 Input: the cache (for listers) and a listener's queue (for streams). Output: the cached
-objects (decoded afresh from a compact cache, the cached ones themselves from an
-``"objects"`` cache), or a pydantic model validated from each when the informer has a
+objects (read-only views of a compact cache's entries, the cached ones themselves from
+an ``"objects"`` cache), or a pydantic model validated from each when the informer has a
 ``model``; :class:`Event` records.
 
 One bad object never breaks a read: with a ``model``, an object that does not validate
@@ -93,8 +93,10 @@ class Lister(Generic[T]):
 
     Reads never block and never go to the server: they return what the cache holds now,
     which may be behind the server. From a compact cache (the default) every read returns
-    freshly decoded objects, yours to keep or change; from a ``cache="objects"`` cache
-    they are the cached objects themselves: treat those as read-only. With ``model=``,
+    read-only views (:class:`~aioinformer._pipeline.view.ObjectView`), which decode only
+    the fields read and refuse changes (``obj.to_dict()`` is a copy to change); from a
+    ``cache="objects"`` cache they are the cached objects themselves: treat those as
+    read-only. With ``model=``,
     every read validates the returned objects into that model (a fresh copy either way);
     the cache itself stays raw. An object that does not validate is left out of
     ``list()`` and ``by_index()`` (a WARNING names it, once per key and resourceVersion)
@@ -173,7 +175,7 @@ class Lister(Generic[T]):
         ``namespace`` ``None`` and ``""`` both mean all namespaces (``""`` is Kubernetes'
         ``NamespaceAll``), cluster-scoped objects included. Uses the namespace index when
         the informer has one, else scans the cache. A compact cache is filtered on each
-        entry's head, so only the objects returned are decoded.
+        entry's head, and what is returned decodes nothing until read.
         """
         indexer = self._indexer
         if not namespace:

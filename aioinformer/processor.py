@@ -946,9 +946,9 @@ def _call_in_turn(
 ) -> None:
     """Call ``listeners`` for each of ``notifications`` in turn (every handler for one
     notification, then the next). With ``release`` (the list is the caller's to change),
-    each notification is dropped from the list once all have had it: a compact cache's
-    shared decode of it then dies with it, young, instead of a whole batch of decoded
-    objects living until the end of the batch. A listener whose call
+    each notification is dropped from the list once all have had it: what it holds then
+    dies with it, young, instead of a whole batch of objects living until the end of the
+    batch. A listener whose call
     was slow, or that was removed meanwhile, is left out of the rest; what it did not get
     is queued for its own task."""
     active = listeners

@@ -10,8 +10,8 @@
 * :class:`LoopLagProbe` — a small task on the measured loop that asks to wake every
   millisecond and records how late each wake-up was: the longest time the loop could not
   run anything else.
-* :class:`CollectorWatch` — counts the cyclic collector's runs and their durations while
-  inside ``with``.
+* :class:`CollectorWatch` — counts the cyclic collector's runs (per generation) and their
+  durations while inside ``with``.
 * :func:`observed` — both of the above over an ``async with`` block.
 * :class:`BusyApplication` — the rest of a service sharing the loop: small objects left in
   reference cycles every few milliseconds, so the collector runs as it does in real
@@ -290,21 +290,32 @@ class LoopLagProbe(_Periodic):
 
 class CollectorWatch:
     """The cyclic collector's runs while inside ``with``: how many, how many were full
-    (oldest generation), and the longest one. Uses ``gc.callbacks``."""
+    (oldest generation), the longest one, and per generation how many and how long they
+    took in all. Uses ``gc.callbacks``, as the independent harness does (its
+    ``watch_gc_runs`` / ``watch_gc_s``)."""
 
     def __init__(self) -> None:
         self.collections = 0
         self.full_collections = 0
         self.longest = 0.0
+        self.per_generation = [0, 0, 0]
+        """Collections of generation 0, 1 and 2."""
+        self.seconds = 0.0
+        """Time spent in all of them."""
         self._started_at = 0.0
 
     def _callback(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started_at = time.perf_counter()
             return
-        self.longest = max(self.longest, time.perf_counter() - self._started_at)
+        took = time.perf_counter() - self._started_at
+        self.longest = max(self.longest, took)
+        self.seconds += took
         self.collections += 1
-        if info.get("generation") == 2:
+        generation = info.get("generation", 0)
+        if 0 <= generation < len(self.per_generation):
+            self.per_generation[generation] += 1
+        if generation == 2:
             self.full_collections += 1
 
     def __enter__(self) -> CollectorWatch:
@@ -315,10 +326,15 @@ class CollectorWatch:
         gc.callbacks.remove(self._callback)
 
     def summary(self) -> dict[str, float]:
+        gen0, gen1, gen2 = self.per_generation
         return {
             "gc_collections": float(self.collections),
             "gc_full_collections": float(self.full_collections),
             "gc_longest_ms": self.longest * 1e3,
+            "gc_gen0": float(gen0),
+            "gc_gen1": float(gen1),
+            "gc_gen2": float(gen2),
+            "gc_ms": self.seconds * 1e3,
         }
 
 
@@ -327,10 +343,10 @@ async def observed(figures: dict[str, float]) -> AsyncIterator[None]:
     """Watch the loop's lag, the collector's runs and the process's CPU over the block;
     their figures are added to ``figures`` when it ends.
 
-    ``cpu_cores`` is the process's CPU time (user and system, every thread) over the
-    block's wall time: the share of one core the measured side used while events flowed.
-    The replay server runs in its own process, so it is not counted; the lag probe's own
-    wake-ups are, on both sides alike.
+    ``cpu_s`` is the process's CPU time (user and system, every thread) over the block,
+    ``cpu_cores`` that over the block's wall time: the share of one core the measured side
+    used while events flowed. The replay server runs in its own process, so it is not
+    counted; the lag probe's own wake-ups are, on both sides alike.
     """
     probe = LoopLagProbe()
     collector = CollectorWatch()
@@ -342,4 +358,6 @@ async def observed(figures: dict[str, float]) -> AsyncIterator[None]:
     wall = time.perf_counter() - wall_started
     figures.update(probe.summary())
     figures.update(collector.summary())
-    figures["cpu_cores"] = (time.process_time() - cpu_started) / wall if wall > 0 else 0.0
+    cpu = time.process_time() - cpu_started
+    figures["cpu_s"] = cpu
+    figures["cpu_cores"] = cpu / wall if wall > 0 else 0.0

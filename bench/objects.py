@@ -9,6 +9,11 @@ Output:
 * :func:`make_pod` — a Pod of about 4 KiB as the API server returns it: labels, annotations,
   an owner reference, ``managedFields`` from two managers, two containers with probes,
   resources, env and mounts, and a full ``status``.
+* :func:`make_harness_pod` — a Pod of about 4 KiB in the shape of the independent
+  harness's replay server (``bench-harness/replay_server.py``): one container, no
+  ``managedFields`` but the kubelet's, about half the dicts and lists of :func:`make_pod`.
+  The scenarios that stand for the harness's clients serve it (``shape="harness"``), since
+  what a decode leaves for the cyclic collector grows with the containers decoded.
 * :func:`make_configmap` — a ConfigMap of about 1 KiB.
 * :class:`WatchLineTemplate` — one watch line (``{"type":"MODIFIED","object":...}``) split
   around two placeholders, the object's ``resourceVersion`` and the emit timestamp
@@ -19,8 +24,9 @@ Objects are a pure function of ``(index, namespaces)``: no randomness, no clock.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import orjson
 
@@ -28,10 +34,14 @@ __all__ = [
     "APP_LABEL",
     "EMITTED_ANNOTATION",
     "KINDS",
+    "SHAPES",
+    "TEAM_LABEL",
+    "Shape",
     "TIER_LABEL",
     "WatchLineTemplate",
     "encode_item",
     "make_configmap",
+    "make_harness_pod",
     "make_object",
     "make_pod",
     "object_key",
@@ -45,6 +55,10 @@ APP_LABEL: Final = "app.kubernetes.io/name"
 
 TIER_LABEL: Final = "tier"
 """Label indexed by the watch scenarios (the other label index)."""
+
+TEAM_LABEL: Final = "team"
+"""Label indexed, beside :data:`APP_LABEL`, by the scenarios that run the independent
+harness's client code (its Pods carry both)."""
 
 _RV_MARK: Final = b"@@RV@@"
 _TS_MARK: Final = b"@@TS@@"
@@ -182,7 +196,7 @@ def make_pod(index: int, *, namespaces: int = 50, resource_version: str = "1") -
                 APP_LABEL: app,
                 "pod-template-hash": template_hash,
                 TIER_LABEL: tier,
-                "team": team,
+                TEAM_LABEL: team,
                 "version": f"v1.{index % 40}",
             },
             "annotations": {
@@ -302,6 +316,220 @@ def make_pod(index: int, *, namespaces: int = 50, resource_version: str = "1") -
     }
 
 
+_HARNESS_APPS: Final = ("checkout", "payments", "catalog", "frontend", "search", "cart")
+_HARNESS_TS: Final = "2026-11-01T12:00:00Z"
+
+
+def _hex(index: int, salt: str, digits: int) -> str:
+    """``digits`` hex digits that look random and depend only on ``(index, salt)``."""
+    return hashlib.blake2b(f"{salt}:{index}".encode(), digest_size=32).hexdigest()[:digits]
+
+
+def _harness_uid(index: int, salt: str) -> str:
+    h = _hex(index, salt, 32)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+
+def make_harness_pod(
+    index: int, *, namespaces: int = 50, resource_version: str = "1"
+) -> dict[str, Any]:
+    """The ``index``-th Pod in the independent harness's shape (its ``make_pod``, field for
+    field, with hashes of the index where it draws random hex), as found in a LIST answer.
+
+    Labels: ``app.kubernetes.io/name`` (six apps), ``team`` (one team), and the others the
+    harness sets; the emit-time annotation stands where the harness's MODIFIED events
+    carry their sequence annotation.
+    """
+    app = _HARNESS_APPS[index % len(_HARNESS_APPS)]
+    ts = _HARNESS_TS
+    rs = _hex(index, "rs", 10)
+    name = f"{app}-{rs}-{_hex(index, 'name', 5)}"
+    vol = f"kube-api-access-{_hex(index, 'vol', 5)}"
+    node = f"ip-10-{index // 250 % 256}-{index % 250}-7.eu-west-1.compute.internal"
+    image = f"registry.example.com/shop/{app}:1.{index % 40}.3"
+    pod_ip = f"10.{100 + index // 65536 % 100}.{index // 256 % 256}.{index % 256}"
+    host_ip = f"10.0.{index % 200}.7"
+    probe = {
+        "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+        "initialDelaySeconds": 10,
+        "timeoutSeconds": 1,
+        "periodSeconds": 10,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+    return {
+        "metadata": {
+            "name": name,
+            "generateName": f"{app}-{rs}-",
+            "namespace": f"ns-{index % namespaces:03d}",
+            "uid": _harness_uid(index, "uid"),
+            "resourceVersion": resource_version,
+            "creationTimestamp": ts,
+            "labels": {
+                APP_LABEL: app,
+                "app.kubernetes.io/instance": f"{app}-prod",
+                "app.kubernetes.io/component": "server",
+                "app.kubernetes.io/part-of": "shop",
+                "pod-template-hash": rs,
+                TEAM_LABEL: "commerce",
+            },
+            "annotations": {
+                "kubectl.kubernetes.io/restartedAt": ts,
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "checksum/config": _hex(index, "config", 16),
+                EMITTED_ANNOTATION: "0",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-{rs}",
+                    "uid": _harness_uid(index, "owner"),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "kubelet",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": ts,
+                    "fieldsType": "FieldsV1",
+                    "subresource": "status",
+                    "fieldsV1": {
+                        "f:status": {
+                            "f:conditions": {},
+                            "f:containerStatuses": {},
+                            "f:hostIP": {},
+                            "f:phase": {},
+                            "f:podIP": {},
+                            "f:startTime": {},
+                        }
+                    },
+                }
+            ],
+        },
+        "spec": {
+            "volumes": [
+                {
+                    "name": vol,
+                    "projected": {
+                        "defaultMode": 420,
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {
+                                "configMap": {
+                                    "name": "kube-root-ca.crt",
+                                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                                }
+                            },
+                            {
+                                "downwardAPI": {
+                                    "items": [
+                                        {
+                                            "path": "namespace",
+                                            "fieldRef": {
+                                                "apiVersion": "v1",
+                                                "fieldPath": "metadata.namespace",
+                                            },
+                                        }
+                                    ]
+                                }
+                            },
+                        ],
+                    },
+                }
+            ],
+            "containers": [
+                {
+                    "name": app,
+                    "image": image,
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                    "env": [
+                        {"name": "LOG_LEVEL", "value": "info"},
+                        {
+                            "name": "POD_NAME",
+                            "valueFrom": {
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}
+                            },
+                        },
+                    ],
+                    "resources": {
+                        "limits": {"cpu": "500m", "memory": "512Mi"},
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                    },
+                    "volumeMounts": [
+                        {
+                            "name": vol,
+                            "readOnly": True,
+                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                        }
+                    ],
+                    "readinessProbe": probe,
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "nodeName": node,
+            "securityContext": {},
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {
+                    "key": f"node.kubernetes.io/{taint}",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+                for taint in ("not-ready", "unreachable")
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": ts}
+                for kind in (
+                    "PodReadyToStartContainers",
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                )
+            ],
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": ts,
+            "containerStatuses": [
+                {
+                    "name": app,
+                    "state": {"running": {"startedAt": ts}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": image,
+                    "imageID": f"registry.example.com/shop/{app}@sha256:"
+                    + _hex(index, "image", 64),
+                    "containerID": "containerd://" + _hex(index, "container", 64),
+                    "started": True,
+                }
+            ],
+            "qosClass": "Burstable",
+        },
+    }
+
+
 def make_configmap(
     index: int, *, namespaces: int = 50, resource_version: str = "1"
 ) -> dict[str, Any]:
@@ -345,12 +573,23 @@ _MAKERS: Final = {"pods": make_pod, "configmaps": make_configmap}
 KINDS: Final = {"pods": "Pod", "configmaps": "ConfigMap"}
 """The resources objects are generated for, and the kind of each."""
 
+Shape = Literal["bench", "harness"]
+"""Whose objects: the bench's own (:func:`make_pod`) or, for Pods, the independent
+harness's (:func:`make_harness_pod`; ConfigMaps have one shape)."""
+SHAPES: Final[tuple[Shape, ...]] = ("bench", "harness")
+
 
 def make_object(
-    resource: str, index: int, *, namespaces: int = 50, resource_version: str = "1"
+    resource: str,
+    index: int,
+    *,
+    namespaces: int = 50,
+    resource_version: str = "1",
+    shape: Shape = "bench",
 ) -> dict[str, Any]:
     """The ``index``-th object of ``resource`` (``"pods"`` or ``"configmaps"``)."""
-    return _MAKERS[resource](index, namespaces=namespaces, resource_version=resource_version)
+    make = make_harness_pod if shape == "harness" and resource == "pods" else _MAKERS[resource]
+    return make(index, namespaces=namespaces, resource_version=resource_version)
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -359,10 +598,14 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{meta['namespace']}/{meta['name']}"
 
 
-def encode_item(resource: str, index: int, *, namespaces: int = 50) -> bytes:
+def encode_item(
+    resource: str, index: int, *, namespaces: int = 50, shape: Shape = "bench"
+) -> bytes:
     """The LIST-item bytes of object ``index``; its resourceVersion is ``index + 1``."""
     return orjson.dumps(
-        make_object(resource, index, namespaces=namespaces, resource_version=str(index + 1))
+        make_object(
+            resource, index, namespaces=namespaces, resource_version=str(index + 1), shape=shape
+        )
     )
 
 
@@ -382,8 +625,12 @@ class WatchLineTemplate:
     """Everything after the emit timestamp, newline included."""
 
     @classmethod
-    def for_object(cls, resource: str, index: int, *, namespaces: int = 50) -> WatchLineTemplate:
-        obj = make_object(resource, index, namespaces=namespaces, resource_version="@@RV@@")
+    def for_object(
+        cls, resource: str, index: int, *, namespaces: int = 50, shape: Shape = "bench"
+    ) -> WatchLineTemplate:
+        obj = make_object(
+            resource, index, namespaces=namespaces, resource_version="@@RV@@", shape=shape
+        )
         obj["apiVersion"] = "v1"
         obj["kind"] = KINDS[resource]
         obj["metadata"]["annotations"][EMITTED_ANNOTATION] = "@@TS@@"

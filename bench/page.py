@@ -249,7 +249,7 @@ def _scenario_bars(
 
 
 def _throughput(results: dict[str, Any]) -> Plot | None:
-    entries = _entries(results, "watch", "controller")
+    entries = _entries(results, "watch", "controller", "user-watch")
     if not entries:
         return None
     (ceiling,) = [

@@ -17,7 +17,10 @@ Output: a loopback HTTP server that answers, for its one resource (``pods`` or
 * ``GET /api/v1/<resource>?watch=1&resourceVersion=R`` — the configured MODIFIED events with
   a resourceVersion above ``R``, in order. Event ``e`` (1-based) modifies object
   ``(e - 1) % objects`` and has resourceVersion ``objects + e``. With ``rate == 0`` they go
-  out as fast as the socket takes them (in large writes); with ``rate > 0`` at that many
+  out as fast as the socket takes them: with ``chunk_per_event``, each event in an HTTP
+  chunk of its own, one write per event (as kube-apiserver flushes after every event, and
+  as the independent harness's replay server frames them); without it, many
+  events per chunk in large writes. With ``rate > 0`` at that many
   per second, each stamped in the ``bench.aioinformer.io/emitted-ns`` annotation with
   ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the same clock in every process on the
   machine) at the moment it is written. After the last event the stream stays open,
@@ -58,6 +61,8 @@ from bench.objects import KINDS, WatchLineTemplate, encode_item
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from bench.objects import Shape
 
 __all__ = [
     "REPO_ROOT",
@@ -109,8 +114,16 @@ class ReplayConfig:
     (see :data:`START_PATH`), so that each side starts it once it is ready."""
     namespaces: int = 50
     """Objects spread round-robin over this many namespaces."""
+    object_shape: Shape = "bench"
+    """Whose Pods: the bench's (``"bench"``) or the independent harness's (``"harness"``,
+    :func:`bench.objects.make_harness_pod`)."""
     initial_events: bool = False
     """Whether streaming lists are served (their lines are encoded at start)."""
+    chunk_per_event: bool = False
+    """Whether a full-speed watch stream sends each event as an HTTP chunk of its own
+    (one write per event, as kube-apiserver flushes), rather than many events per
+    chunk in writes of about 256 KiB. The client's framing work is per chunk received, so
+    the watch throughput scenarios use it: it is what a client meets in production."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,12 +143,14 @@ class ReplayData:
             raise ValueError(f"unknown resource {config.resource!r}")
         self.config = config
         self.items: list[bytes] = [
-            encode_item(config.resource, i, namespaces=config.namespaces)
+            encode_item(config.resource, i, namespaces=config.namespaces, shape=config.object_shape)
             for i in range(config.objects)
         ]
         self.templates: list[WatchLineTemplate] = (
             [
-                WatchLineTemplate.for_object(config.resource, i, namespaces=config.namespaces)
+                WatchLineTemplate.for_object(
+                    config.resource, i, namespaces=config.namespaces, shape=config.object_shape
+                )
                 for i in range(config.objects)
             ]
             if config.watch_events
@@ -323,6 +338,13 @@ def build_app(data: ReplayData) -> web.Application:
         await response.write(data.initial_events_end_line())
 
     async def _full_speed(response: web.StreamResponse, first: int) -> None:
+        if data.config.chunk_per_event:
+            # One write per event: aiohttp frames each write as one HTTP chunk, hands it to
+            # the transport at once and waits for the socket to drain after every 64 KiB
+            # (the harness's server drains after every 128 KiB of such chunks).
+            for event in range(first, data.config.watch_events + 1):
+                await response.write(data.event_line(event))
+            return
         batch: list[bytes] = []
         size = 0
         for event in range(first, data.config.watch_events + 1):

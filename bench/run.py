@@ -153,6 +153,9 @@ class Scenario:
             rate=params.get("rate", 0.0),
             hold=params.get("hold", False),
             initial_events=params.get("initial_events", False),
+            chunk_per_event=params.get("chunk_per_event", False),
+            namespaces=params.get("namespaces", 50),
+            object_shape=params.get("object_shape", "bench"),
         )
 
 
@@ -200,8 +203,34 @@ _FLAT_RSS_MIB = 5.0
 _PACED = {"handlers": 10, "hold": True}
 """Paced streams start once the measured side is ready (every handler has the initial
 list), so that a backlog left by the sync is not measured as steady-state latency."""
-_WATCH_BASE = {"objects": 10_000, "events": 100_000}
-_WATCH_QUICK = {"objects": 1_000, "events": 5_000}
+_WATCH_BASE = {"objects": 10_000, "events": 100_000, "chunk_per_event": True}
+_WATCH_QUICK = {"objects": 1_000, "events": 5_000, "chunk_per_event": True}
+"""Full-speed watch streams send one HTTP chunk per event, as kube-apiserver does."""
+_HARNESS = {
+    "objects": 10_000,
+    "events": 50_000,
+    "chunk_per_event": True,
+    "namespaces": 1,
+    "object_shape": "harness",
+}
+_HARNESS_QUICK = {**_HARNESS, "objects": 1_000, "events": 5_000}
+"""The independent harness's ``run_peers.py --objects 10000 --events 50000``: its Pods
+(``objects.make_harness_pod``), all in one namespace, one HTTP chunk per event."""
+_COLLECTOR = (
+    Metric("gc_gen0", "gen0 collections", "{:,.0f}"),
+    Metric("gc_gen1", "gen1 collections", "{:,.0f}"),
+    Metric("gc_gen2", "gen2 collections", "{:,.0f}"),
+    Metric("gc_ms", "ms in the collector", "{:,.1f}"),
+)
+"""The cyclic collector's work while events flowed (``measure.CollectorWatch``)."""
+_USER_WATCH_METRICS = (
+    _EPS,
+    Metric("events_per_cpu_s", "events per CPU second", "{:,.0f}"),
+    Metric("events_per_cpu_s_outside_gc", "events per CPU second outside the collector", "{:,.0f}"),
+    *_COLLECTOR,
+    Metric("cpu_s", "CPU s while events flowed", "{:,.2f}", summary=False),
+    *_LOOP,
+)
 _CPU = Metric("cpu_cores", "CPU while events flowed (cores)", "{:,.2f}")
 """The measured process's CPU time over the stream's wall time (``measure.observed``)."""
 _LATENCY_METRICS = (
@@ -415,6 +444,28 @@ SCENARIOS: tuple[Scenario, ...] = (
             Target("ours", "events_per_s", ">=", 6.0, ratio=True, default_cache=True),
             Target("ours", "events_per_s", ">=", 100_000.0, ratio=False, default_cache=True),
         ),
+    ),
+    Scenario(
+        name="watch-user-code",
+        kind="user-watch",
+        title="watch throughput as the independent harness's aioinformer client: your own"
+        " index functions, a handler reading each object",
+        params={**_HARNESS, "shape": "user"},
+        quick_params={**_HARNESS_QUICK, "shape": "user"},
+        variants=with_cache_modes("baseline", "ours", "baseline-page-dropped", "baseline-chunks"),
+        quick_variants=_BOTH,
+        metrics=_USER_WATCH_METRICS,
+    ),
+    Scenario(
+        name="watch-controller-shape",
+        kind="user-watch",
+        title="watch throughput as the harness's aioinformer-keys client: built-in label"
+        " indexes, a keys_only handler",
+        params={**_HARNESS, "shape": "controller"},
+        quick_params={**_HARNESS_QUICK, "shape": "controller"},
+        variants=_BOTH,
+        quick_variants=_BOTH,
+        metrics=_USER_WATCH_METRICS,
     ),
     Scenario(
         name="stages",

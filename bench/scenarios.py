@@ -40,6 +40,14 @@ Kinds and what they report:
 * ``controller`` — events per second from the watch into a ``Controller``'s work queue
   (its informer handler enqueues keys, its reconcile does nothing, no index): the
   key-only path. Variants: ``baseline`` (the raw watch loop, every line decoded), ``ours``.
+* ``user-watch`` — the independent harness's list+watch clients (``run_peers.py`` in
+  ``bench-harness``): MODIFIED events per second from synced to the last event, events per
+  CPU second, and the collector's runs per generation and time during the watch. Variants:
+  ``baseline`` (its ``raw-aiohttp-orjson``: readline framing), ``baseline-chunks`` (the
+  chunk-splitting framing of the other baselines) and ``ours``, whose shape is the
+  scenario's ``shape`` parameter: ``"user"`` (its ``aioinformer``: Python index functions
+  and a handler reading each object) or ``"controller"`` (its ``aioinformer-keys``:
+  built-in label indexes and a ``keys_only`` handler).
 * ``latency`` — emit → handler entered (p50/p99/max) at a fixed rate. Variants:
   ``baseline`` (emit → stored in the dict), ``ours``, ``ours-gc-frozen`` (``gc.freeze()``
   once synced), and ``baseline-busy-app`` / ``ours-busy-app``: the same beside the rest
@@ -89,7 +97,14 @@ from aioinformer.models import KubeObject
 from aioinformer.operator._own_writes import OwnWrites, Scope
 from bench import fanout, harness, sharding, stages
 from bench.audit import audit_baseline, audit_ours
-from bench.baseline import Framing, raw_list, raw_watch, raw_watch_list
+from bench.baseline import (
+    Framing,
+    harness_raw_list,
+    harness_raw_watch,
+    raw_list,
+    raw_watch,
+    raw_watch_list,
+)
 from bench.measure import (
     BusyApplication,
     LatencyRecorder,
@@ -100,7 +115,7 @@ from bench.measure import (
     percentile,
     settled_rss,
 )
-from bench.objects import WatchLineTemplate
+from bench.objects import APP_LABEL, TEAM_LABEL, WatchLineTemplate
 from bench.replay import ReplayConfig, ReplayData, start_replay_server
 from bench.service import lister_baseline, lister_ours, service_baseline, service_ours
 
@@ -110,7 +125,7 @@ if TYPE_CHECKING:
     from aioinformer.processor import OverflowPolicy
     from bench.harness import CacheMode
 
-__all__ = ["CASES", "BenchPod", "Case", "run_case"]
+__all__ = ["CASES", "BenchPod", "Case", "label_index", "run_case"]
 
 Case = Callable[[str, dict[str, Any]], Awaitable[dict[str, float]]]
 """``(url, params) -> metrics``."""
@@ -385,6 +400,173 @@ async def watch_ours_gc_frozen(
     url: str, params: dict[str, Any], *, cache: CacheMode
 ) -> dict[str, float]:
     return await watch_ours(url, params, cache=cache, freeze_gc=True)
+
+
+# --- the independent harness's client code ---------------------------------------------
+
+
+def label_index(key: str) -> Callable[[Any], list[str]]:
+    """An index function on label ``key`` as a user writes one, and as the independent
+    harness's aioinformer client does (``clients/peer_aioinformer.py``): plain Python over
+    the object's mapping interface, not the library's ``label_index_func``."""
+
+    def index(o: Any) -> list[str]:
+        labels = (o.get("metadata") or {}).get("labels") or {}
+        return [labels[key]] if key in labels else []
+
+    return index
+
+
+async def user_watch_baseline(
+    url: str,
+    params: dict[str, Any],
+    *,
+    framing: Framing | None = None,
+    keep_last_page: bool = True,
+) -> dict[str, float]:
+    """The harness's ``raw-aiohttp-orjson`` client: LIST into a dict, then watch from the
+    list's resourceVersion, both with its own loops (:func:`~bench.baseline.harness_raw_list`,
+    :func:`~bench.baseline.harness_raw_watch`: aiohttp's readline, ``orjson.loads``, the
+    dict), its last LIST page kept referenced through the watch as the harness's client
+    keeps it, unless not ``keep_last_page``. With ``framing``, the other baselines' watch
+    loop framed that way instead. Timed as the harness times it: from the watch request
+    to the last event stored."""
+    resource = params.get("resource", "pods")
+    async with harness.session() as session:
+        cache, rv, last_page = await harness_raw_list(session, url, resource)
+        if not keep_last_page:
+            del last_page
+        figures: dict[str, float] = {}
+        async with observed(figures):
+            started = time.perf_counter()
+            if framing is None:
+                applied, last_at = await harness_raw_watch(
+                    session, url, resource, cache, resource_version=rv, events=params["events"]
+                )
+            else:
+                run = await raw_watch(
+                    session,
+                    url,
+                    resource,
+                    cache,
+                    resource_version=rv,
+                    until_resource_version=params["objects"] + params["events"],
+                    framing=framing,
+                )
+                applied, last_at = run.applied, run.last_at
+        if keep_last_page:
+            del last_page
+    if applied != params["events"]:
+        raise RuntimeError(f"applied {applied} of {params['events']} events")
+    return _user_watch_figures(figures, applied, last_at - started)
+
+
+def _user_watch_figures(figures: dict[str, float], events: int, seconds: float) -> dict[str, float]:
+    outside = figures["cpu_s"] - figures["gc_ms"] / 1e3
+    figures.update(
+        {
+            "events_per_s": events / seconds,
+            "events_per_cpu_s": events / figures["cpu_s"] if figures["cpu_s"] > 0 else 0.0,
+            # Whether a collection of the older generations lands inside the watch is an
+            # accident of what ran before it (the list, the imports): this one leaves the
+            # collector out, so that two runs compare the rest of the work.
+            "events_per_cpu_s_outside_gc": events / outside if outside > 0 else 0.0,
+            "seconds": seconds,
+        }
+    )
+    return figures
+
+
+async def user_watch_ours(
+    url: str, params: dict[str, Any], *, cache: CacheMode
+) -> dict[str, float]:
+    """The harness's aioinformer client, in one of its two shapes (``params["shape"]``):
+
+    * ``"user"`` (its ``aioinformer`` row): a namespace index and two label indexes written
+      as Python functions (:func:`label_index`), and one handler that reads each object's
+      resourceVersion, so every event is handed over as an object;
+    * ``"controller"`` (its ``aioinformer-keys`` row): the library's ``label_index_func``
+      for the same two labels and a ``keys_only`` handler, what a controller enqueues.
+
+    Timed as the harness times it: from synced (the cache, and the handler's initial list)
+    until the handler has counted ``events`` events after the initial list."""
+    from aioinformer.indexer import NAMESPACE_INDEX, label_index_func, namespace_index_func
+
+    resource = params.get("resource", "pods")
+    events = params["events"]
+    seen = [0]
+    last_rv: list[str | None] = [None]
+    done = asyncio.Event()
+
+    def count() -> None:
+        seen[0] += 1
+        if seen[0] >= events:
+            done.set()
+
+    async with harness.client(url) as client:
+        if params["shape"] == "user":
+            informer = harness.informer(
+                client,
+                resource,
+                cache=cache,
+                indexers={
+                    NAMESPACE_INDEX: namespace_index_func,
+                    "app": label_index(APP_LABEL),
+                    "team": label_index(TEAM_LABEL),
+                },
+            )
+
+            def on_add(o: Any, is_in_initial_list: bool) -> None:
+                if not is_in_initial_list:
+                    last_rv[0] = o["metadata"]["resourceVersion"]
+                    count()
+
+            def on_update(_old: Any, new: Any) -> None:
+                last_rv[0] = new["metadata"]["resourceVersion"]
+                count()
+
+            def on_delete(_o: Any) -> None:
+                count()
+
+            registration = informer.add_event_handler(
+                on_add=on_add, on_update=on_update, on_delete=on_delete
+            )
+        else:
+            informer = harness.informer(
+                client,
+                resource,
+                cache=cache,
+                indexers={
+                    NAMESPACE_INDEX: namespace_index_func,
+                    "app": label_index_func(APP_LABEL),
+                    "team": label_index_func(TEAM_LABEL),
+                },
+            )
+
+            def on_key(_key: str, is_in_initial_list: bool) -> None:
+                if not is_in_initial_list:
+                    count()
+
+            registration = informer.add_event_handler(
+                on_add=on_key,
+                on_update=lambda _old, _key: count(),
+                on_delete=lambda _key: count(),
+                keys_only=True,
+            )
+        async with informer:
+            if not await informer.wait_for_sync():
+                raise RuntimeError("informer did not report synced")
+            if not await registration.wait_for_sync(timeout=600):
+                raise RuntimeError("the handler did not get the initial list")
+            figures: dict[str, float] = {}
+            async with observed(figures):
+                started = time.perf_counter()
+                await done.wait()
+                seconds = time.perf_counter() - started
+    expected = str(params["objects"] + events)
+    if params["shape"] == "user" and last_rv[0] != expected:
+        raise RuntimeError(f"the last event's resourceVersion was {last_rv[0]}, not {expected}")
+    return _user_watch_figures(figures, events, seconds)
 
 
 # --- key-only controller ------------------------------------------------------------
@@ -768,7 +950,11 @@ async def placement_separate(url: str, params: dict[str, Any]) -> dict[str, floa
 
 
 async def placement_same_loop(_url: str, params: dict[str, Any]) -> dict[str, float]:
-    config = ReplayConfig(objects=params["objects"], watch_events=params["events"])
+    config = ReplayConfig(
+        objects=params["objects"],
+        watch_events=params["events"],
+        chunk_per_event=params.get("chunk_per_event", False),
+    )
     data = ReplayData(config)
     gc.collect()
     async with start_replay_server(data) as url:
@@ -784,6 +970,13 @@ _RAW_CASES: dict[tuple[str, str], Case] = {
     ("watch", "baseline-readline"): watch_baseline_readline,
     ("watch", "baseline-gc-frozen"): watch_baseline_gc_frozen,
     ("controller", "baseline"): watch_baseline,
+    ("user-watch", "baseline"): user_watch_baseline,
+    ("user-watch", "baseline-page-dropped"): functools.partial(
+        user_watch_baseline, keep_last_page=False
+    ),
+    ("user-watch", "baseline-chunks"): functools.partial(
+        user_watch_baseline, framing="chunks", keep_last_page=False
+    ),
     ("latency", "baseline"): latency_baseline,
     ("latency", "baseline-busy-app"): latency_baseline_busy,
     ("slow-handler", "baseline"): slow_handler_baseline,
@@ -819,6 +1012,7 @@ _OURS_CASES: dict[tuple[str, str], Callable[..., Awaitable[dict[str, float]]]] =
     ("watch", "ours-gc-frozen"): watch_ours_gc_frozen,
     ("watch", "ours-delete-observer"): functools.partial(watch_ours, delete_observer=True),
     ("controller", "ours"): controller_ours,
+    ("user-watch", "ours"): user_watch_ours,
     ("latency", "ours"): latency_ours,
     ("latency", "ours-gc-frozen"): latency_ours_gc_frozen,
     ("latency", "ours-busy-app"): latency_ours_busy,

@@ -30,19 +30,19 @@ The rows (metric names in brackets):
    them.
 4. store and indexes (``store_us``): each popped key applied to a synced cache with the
    informer's three built-in indexes (``namespace_index_func``, two ``label_index_func``):
-   the cache write, the index updates, and the notifications built (compact: in their
-   ``SharedDecode`` wrappers) and handed to nobody, which frees the object the cache
+   the cache write, the index updates, and the notifications built (compact: carrying
+   the entries) and handed to nobody, which frees the object the cache
    replaced here (what they carry of the new object is kept for the handler); naive:
    ``cache[key] = obj``.
 5. dispatch (``dispatch_us``): the processor handing each batch's notifications to one
    handler's queue (a loop callback stands in for the pop task), and that handler's
    delivery task taking them and calling a handler that does nothing.
 6. handler call (``handler_us``): the call the informer binds for a handler reading
-   ``new["metadata"]["resourceVersion"]``: for compact, the decode it needs, freed once
-   the notification is let go of.
+   ``new["metadata"]["resourceVersion"]``: for compact, the read-only view it gets (read
+   from the entry's head, no decode), freed as the call returns.
 
 Each stage frees what the pipeline frees in it and nothing else: the object the cache
-replaced in the store, a handler's decode in the handler call; whatever else a slice's
+replaced in the store, a handler's view in the handler call; whatever else a slice's
 input holds (the decoded objects the cache keeps) is let go of untimed, while a later
 slice is prepared. Stepping out of the count costs two reads of the clock per slice: what
 they add is measured once per case and taken off (:class:`Stopwatch`).
@@ -369,9 +369,9 @@ def replaced_objects(notification: Notification) -> Any:
 
 
 def replaced_compact(notification: Notification) -> Any:
-    """The entry the cache replaced, as a compact codec's update carries it (wrapped
-    for a shared decode)."""
-    return notification.a.entry
+    """The entry the cache replaced, as a compact codec's update carries it (each handler
+    call makes its own view of it)."""
+    return notification.a
 
 
 # 5. dispatch
@@ -947,8 +947,7 @@ class _Stages:
 
 def _keeping_new(kept: list[Any]) -> Distribute:
     """A ``distribute`` handing notifications to nobody, keeping only what each carries of
-    the new object in ``kept`` (a compact codec's wrapper may hold a decode an index
-    function made, which the handler would read and free): the notifications, and the
+    the new object in ``kept`` (for the handler stage to read): the notifications, and the
     objects the cache replaced, are freed at once."""
 
     def keep_new(notification: Notification, _is_sync: bool) -> None:

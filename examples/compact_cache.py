@@ -1,22 +1,27 @@
-"""The compact cache: what it stores, what reads return, and a handler that needs only keys.
+"""The compact cache: what it stores, what reads return (read-only views), and a handler
+that needs only keys.
 
 Runs against the embedded fake API server, so it needs no cluster::
 
     python examples/compact_cache.py
 
 An informer's cache is compact by default: each object is kept as its JSON bytes plus the
-few fields the pipeline reads, which CPython's garbage collector never walks. Reads decode
-fresh dicts (yours to change); handlers get one decode per event, shared between them; a
-``keys_only`` handler gets keys and costs no decode. ``cache="objects"`` keeps decoded
-dicts instead, as client-go does.
+few fields the pipeline reads, which CPython's garbage collector never walks. Reads and
+handler arguments are read-only views (``aioinformer.ObjectView``, a ``Mapping``): the
+name, namespace, resourceVersion and labels come from the stored head, any other field is
+decoded alone when first read, and changing one raises ``ReadOnlyObjectError``;
+``obj.to_dict()`` gives a plain copy to change. A ``keys_only`` handler gets keys and
+costs no decode. ``cache="objects"`` keeps decoded dicts instead, as client-go does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Mapping
 from typing import Any
 
+from aioinformer import ObjectView, ReadOnlyObjectError
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing import FakeAPIServer
 
@@ -57,16 +62,28 @@ async def main() -> None:
             print("stored:", entry)
             print("tracked by the collector:", gc.is_tracked(entry))
 
-            # Reads decode a fresh dict each time: changing it does not touch the cache.
+            # Reads return read-only views: a Mapping, not a dict. The name and the labels
+            # come from the stored head; spec is decoded alone, on this first read.
             lister = informer.lister()
-            mine = lister.get("web-0", namespace="default")
-            assert mine is not None
+            view = lister.get("web-0", namespace="default")
+            assert view is not None
+            print("read:", type(view).__name__, isinstance(view, Mapping), isinstance(view, dict))
+            assert isinstance(view, ObjectView)
+            print("image:", view["spec"]["containers"][0]["image"])
+
+            # Changing a view raises; to_dict() gives a plain dict that is yours to change.
+            try:
+                view["metadata"]["labels"]["app"] = "changed locally"
+            except ReadOnlyObjectError as error:
+                print("refused:", type(error).__name__)
+            mine = view.to_dict()
             mine["metadata"]["labels"]["app"] = "changed locally"
             cached = lister.get("web-0", namespace="default")
             assert cached is not None
+            print("my copy says:", mine["metadata"]["labels"])
             print("cache still says:", cached["metadata"]["labels"])
 
-            # Selectors are matched on the stored labels; only matches are decoded.
+            # Selectors are matched on the stored labels: nothing is decoded to filter.
             web = lister.list(label_selector="app=web")
             print("app=web:", sorted(p["metadata"]["name"] for p in web))
 

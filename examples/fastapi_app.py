@@ -6,6 +6,10 @@
   traffic.
 * Endpoints read listers only: no request ever reaches the API server, so they are fast
   and cannot overload it. The answers are a cache, a watch latency behind the cluster.
+  What a lister returns is a read-only view (:class:`aioinformer.ObjectView`, a
+  ``Mapping``): the list endpoint reads a few fields of each, which decodes nothing, and
+  the get endpoint answers with the object's JSON as the server sent it
+  (``obj.to_json()``), without decoding it at all.
 * ``/readyz`` and ``/livez`` come from :func:`aioinformer.contrib.fastapi.health_router`.
   ``/readyz`` answers 200 only while every informer is *live*: synced, watching, and
   heard from the server (an event or a bookmark) within three quarters of its watch's
@@ -53,7 +57,7 @@ from aioinformer.testing import FakeAPIServer
 from aioinformer.transforms import strip_managed_fields
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from aioinformer import Clock
     from aioinformer.informer import SharedIndexInformer
@@ -62,7 +66,7 @@ RESOURCES = {"pods": "v1/pods", "configmaps": "v1/configmaps"}
 """The informers the app runs: URL name -> resource."""
 
 
-def summary(obj: dict[str, Any]) -> dict[str, Any]:
+def summary(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     return {
         "namespace": meta.get("namespace"),
@@ -134,14 +138,15 @@ def create_app(
         return sorted((summary(obj) for obj in objs), key=lambda s: (s["namespace"], s["name"]))
 
     @app.get("/{resource}/{namespace}/{name}")
-    async def get_object(
-        request: Request, resource: str, namespace: str, name: str
-    ) -> dict[str, Any]:
+    async def get_object(request: Request, resource: str, namespace: str, name: str) -> Response:
         obj = informer_of(request, resource).lister().get(name, namespace=namespace)
         if obj is None:
             raise HTTPException(status_code=404, detail=f"{resource} {namespace}/{name} not found")
-        result: dict[str, Any] = obj
-        return result
+        # A compact cache's view holds the bytes the server sent: answer with them as they
+        # are. (Returning the view itself works too, through FastAPI's jsonable_encoder,
+        # but not with a ``-> dict[str, Any]`` annotation: pydantic cannot serialise the
+        # view's metadata. A ``cache="objects"`` informer gives dicts, with no to_json.)
+        return Response(obj.to_json(), media_type="application/json")
 
     return app
 

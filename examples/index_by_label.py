@@ -8,7 +8,8 @@ An index maps each object to index values (here: its ``app`` label); the cache k
 up to date on every event, so ``by_index`` is a dictionary lookup, not a scan.
 ``label_index_func("app")`` builds that index function; it reads only the labels a
 compact cache keeps beside each object, so indexing decodes nothing. A function of your
-own (``tier_index`` below) receives the decoded object.
+own (``tier_index`` below) receives a read-only view of the object (a ``Mapping``), which
+reads the labels from the same stored head, so it decodes nothing either.
 
 An index function that fails on an object (``team_index`` below assumes every pod has a
 ``team`` label) never costs the object: it stays cached and in every other index, only
@@ -20,19 +21,22 @@ cache says which index failed on which object.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.errors import CacheSyncError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.indexer import label_index_func
 from aioinformer.testing import FakeAPIServer
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 BY_APP = "by-app"
 BY_TIER = "by-tier"
 BY_TEAM = "by-team"
 
 
-def tier_index(obj: dict[str, Any]) -> list[str]:
+def tier_index(obj: Mapping[str, Any]) -> list[str]:
     """Index values of a pod: its ``tier`` label, if it has one."""
     tier = obj["metadata"].get("labels", {}).get("tier")
     return [tier] if tier else []

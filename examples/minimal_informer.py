@@ -11,12 +11,15 @@ Against a real cluster, replace the server with ``Client.from_env()`` and drop t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.testing import FakeAPIServer
 from aioinformer.transforms import strip_managed_fields
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -38,11 +41,11 @@ async def main() -> None:
         )
         gone = asyncio.Event()
 
-        def on_add(obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        def on_add(obj: Mapping[str, Any], is_in_initial_list: bool) -> None:
             origin = "initial list" if is_in_initial_list else "watch"
             print(f"added   {obj['metadata']['name']} ({origin})")
 
-        def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+        def on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             labels = new["metadata"].get("labels", {})
             print(f"updated {new['metadata']['name']}: labels {labels}")
 
@@ -65,7 +68,9 @@ async def main() -> None:
             await asyncio.wait_for(gone.wait(), timeout=10)
 
             print("cache:", sorted(p["metadata"]["name"] for p in lister.list()))
-            print("web-1 labels:", lister.get("web-1", namespace="default")["metadata"]["labels"])
+            web_1 = lister.get("web-1", namespace="default")
+            assert web_1 is not None
+            print("web-1 labels:", web_1["metadata"]["labels"])
 
 
 if __name__ == "__main__":

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing import FakeAPIServer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 def configmap(name: str) -> dict[str, Any]:
@@ -36,10 +39,10 @@ class Auditor:
         self.counts: Counter[str] = Counter()
         self.resynced = asyncio.Event()
 
-    def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
+    def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool) -> None:
         self.counts["added"] += 1
 
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
             self.counts["resynced"] += 1
             if self.counts["resynced"] >= 4:  # two rounds of two objects
@@ -54,11 +57,11 @@ class SlowNotifier:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
 
-    async def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
+    async def on_add(self, obj: Mapping[str, Any], is_in_initial_list: bool) -> None:
         await asyncio.sleep(0.01)
         self.counts["added"] += 1
 
-    async def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+    async def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         await asyncio.sleep(0.01)
         self.counts["updated"] += 1
 

@@ -29,6 +29,7 @@ import pytest
 
 from aioinformer._kernel.backoff import Backoff
 from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
@@ -155,18 +156,27 @@ def _as_raw(event: WatchEvent) -> WatchEvent:
 
 
 class Decodes:
-    """Counts the whole-object decodes (:meth:`CompactEntry.decode`) while installed."""
+    """Counts, while installed, what parses an object's bytes past its head: whole-object
+    decodes (:meth:`CompactEntry.decode`) and the first field read of a view
+    (:class:`~aioinformer._pipeline.view.ObjectView` splits the bytes into fields once)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Counts from now until the test ends (``monkeypatch`` undoes it)."""
         self.count = 0
         decode = CompactEntry.decode
+        split = ObjectView._split
 
         def counting(entry: CompactEntry) -> dict[str, Any]:
             self.count += 1
             return decode(entry)
 
+        def counting_split(view: ObjectView) -> Any:
+            if view._fields is None:
+                self.count += 1
+            return split(view)
+
         monkeypatch.setattr(CompactEntry, "decode", counting)
+        monkeypatch.setattr(ObjectView, "_split", counting_split)
 
 
 class Recorder:

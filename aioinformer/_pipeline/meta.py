@@ -6,7 +6,8 @@ case), any other mapping, or a model with a ``.metadata`` attribute (a
 :class:`~aioinformer.models.KubeObject` or a user's pydantic model), whose metadata may
 itself be a mapping or a model with snake_case attributes, or a compact cache's
 :class:`~aioinformer._pipeline.raw.CompactEntry`, which carries the fields read here
-beside its bytes (annotations and owner references are decoded from those bytes). These
+beside its bytes (annotations and owner references are decoded from those bytes), or a
+read-only :class:`~aioinformer._pipeline.view.ObjectView` of one (read through its entry). These
 functions accept all of them, so no caller repeats the "dict or model" dance.
 
 Input: an object (and for :func:`same_resource_version`, two). Output: the field, or a
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -65,6 +67,8 @@ def _field(meta: Any, key: str, attribute: str) -> Any:
 def describe(obj: Any) -> str:
     """Name ``obj`` in an error message by its type, kind and whatever identifying
     metadata it has, never by its content (it may be a Secret)."""
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is CompactEntry:
         return repr(obj)
     parts = [type(obj).__name__]
@@ -87,6 +91,8 @@ def meta_namespace_key(obj: Any) -> str:
     model) and a :class:`DeletedFinalStateUnknown`, whose ``key`` is returned as is.
     Raises :class:`KeyFuncError` when there is no usable ``metadata.name``.
     """
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is dict:
         meta = obj.get("metadata")
         if type(meta) is dict:
@@ -114,6 +120,8 @@ def meta_namespace_key(obj: Any) -> str:
 def namespace_of(obj: Any) -> str:
     """The object's namespace; ``""`` for a cluster-scoped object or one without
     metadata."""
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is CompactEntry:
         return obj.namespace
     return _field(metadata_of(obj), "namespace", "namespace") or ""
@@ -121,6 +129,8 @@ def namespace_of(obj: Any) -> str:
 
 def name_of(obj: Any) -> str | None:
     """The object's name, or ``None`` when it has none."""
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is CompactEntry:
         return obj.name or None
     value = _field(metadata_of(obj), "name", "name")
@@ -129,6 +139,8 @@ def name_of(obj: Any) -> str | None:
 
 def resource_version_of(obj: Any) -> str | None:
     """The object's resourceVersion, or ``None`` when it has none."""
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is CompactEntry:
         return obj.resource_version or None
     value = _field(metadata_of(obj), "resourceVersion", "resource_version")
@@ -154,6 +166,8 @@ def same_resource_version(old: Any, new: Any) -> bool:
 
 def labels_of(obj: Any) -> Mapping[str, str] | None:
     """The object's labels, or ``None`` when it has none."""
+    if type(obj) is ObjectView:
+        obj = obj.entry
     if type(obj) is CompactEntry:
         return obj.labels
     labels: Mapping[str, str] | None = _field(metadata_of(obj), "labels", "labels")

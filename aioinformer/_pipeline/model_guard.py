@@ -28,6 +28,7 @@ import logging
 from typing import Any, Generic, TypeVar
 
 from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import InvalidObjectError, KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -59,6 +60,9 @@ class ModelGuard(Generic[M]):
         :class:`InvalidObjectError` when it does not validate."""
         if isinstance(obj, self.model):
             return obj
+        if type(obj) is ObjectView:
+            # One decode of the whole object is cheaper to validate than a view's fields.
+            obj = obj.to_dict()
         try:
             return self._validate(obj)  # type: ignore[no-any-return]
         except ValueError as error:

@@ -6,7 +6,8 @@ instead of a decoded ``dict``. A :class:`CompactEntry` holds the object's JSON e
 came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
 fields every stage needs without decoding it: the store key, namespace, name,
 resourceVersion, kind, apiVersion and labels. ``decode()`` turns it into a fresh ``dict``
-each time it is called.
+each time it is called; what user code gets for one is a read-only view of it
+(:mod:`aioinformer._pipeline.view`).
 
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
 hundreds of them. A cache of decoded objects is walked by every full collection, and
@@ -18,7 +19,7 @@ nothing however large it grows, and its bytes are a fraction of the decoded dict
 Input: a LIST body (:func:`decode_list`), one watch line (:func:`decode_watch_line`), or
 an already decoded ``dict`` (:meth:`CompactEntry.from_dict`, for sources that produce dicts).
 Output: ``CompactEntry`` items and events, decoded with msgspec reading only the head of each
-object; :class:`SharedDecode`, the one decode of an event that all its consumers share.
+object (what readers get for an entry is a view of it: :mod:`aioinformer._pipeline.view`).
 
 Ordering and task model: pure, synchronous functions; nothing here suspends or keeps
 state. A ``CompactEntry`` is immutable, so it may be shared between the cache, the DeltaFIFO
@@ -40,7 +41,6 @@ __all__ = [
     "CompactDecodeError",
     "ListBody",
     "CompactEntry",
-    "SharedDecode",
     "decode_list",
     "decode_watch_line",
     "without_fields",
@@ -98,15 +98,26 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             raise KeyFuncError(f"object has no metadata.name: kind={obj.get('kind')!r}")
         namespace = meta.get("namespace") or ""
         labels = meta.get("labels")
+        if (
+            type(labels) is not dict
+            or not labels
+            or not all(type(value) is str for value in labels.values())
+        ):
+            # The head holds labels only as strings; others are read from the bytes.
+            labels = None
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
         return cls(
             raw=orjson.dumps(obj),
             key=f"{namespace}/{name}" if namespace else name,
             name=name,
             namespace=namespace,
             resource_version=_text(meta.get("resourceVersion")),
-            kind=_text(obj.get("kind")),
-            api_version=_text(obj.get("apiVersion")),
-            labels=dict(labels) if type(labels) is dict and labels else None,
+            kind=_text(kind),
+            api_version=_text(api_version),
+            labels=dict(labels) if labels is not None else None,
+            # A kind or apiVersion that is absent (or not a string) is not in the head.
+            add_type=type(kind) is not str or type(api_version) is not str,
         )
 
     def __repr__(self) -> str:
@@ -119,60 +130,6 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 def _text(value: Any) -> str:
     return value if type(value) is str else ""
-
-
-_UNSET: Final[Any] = object()
-
-
-class SharedDecode:
-    """The decode of one event's object, shared by every consumer of that event.
-
-    The informer wraps each object it hands to its handlers in one of these: the first
-    handler that needs the ``dict`` decodes it and the others get the same ``dict``. It is
-    freed with the wrapper once the last handler queue has let go of the notification, or
-    earlier by :meth:`forget`, once a few more objects have been decoded: a handler that
-    lags that far decodes its own copy rather than keep every decode alive long enough
-    for the garbage collector to promote it. A consumer that only needs the key never
-    decodes.
-    """
-
-    __slots__ = ("__weakref__", "_value", "_window", "entry")
-
-    def __init__(self, entry: Any, value: Any = _UNSET, *, window: Any = None) -> None:
-        self.entry = entry
-        """A :class:`CompactEntry`, or any other cached object (delivered as it is)."""
-        # Told of every decode this wrapper holds (``window.add(self)``), so that it can
-        # make the wrapper forget it later; None: kept for the wrapper's life.
-        self._window = window
-        if value is _UNSET and type(entry) is not CompactEntry:
-            value = entry
-        elif value is not _UNSET and window is not None:
-            window.add(self)
-        self._value = value
-
-    def get(self) -> Any:
-        """The decoded object (decoded on the first call)."""
-        value = self._value
-        if value is _UNSET:
-            value = self._value = self.entry.decode()
-            window = self._window
-            if window is not None:
-                window.add(self)
-        return value
-
-    @property
-    def decoded(self) -> bool:
-        """Whether :meth:`get` has been answered (or needs no decode)."""
-        return self._value is not _UNSET
-
-    def forget(self) -> None:
-        """Drop the decoded object (a later :meth:`get` decodes again): what a handler
-        far behind the others holds must not keep a decode alive for them all."""
-        if type(self.entry) is CompactEntry:
-            self._value = _UNSET
-
-    def __repr__(self) -> str:
-        return f"SharedDecode({self.entry!r})"
 
 
 # -- decoding: only the head of each object --------------------------------------------

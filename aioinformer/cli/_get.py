@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 import orjson
 import yaml
 
+from aioinformer._pipeline.view import json_default, thaw
 from aioinformer.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -197,10 +198,11 @@ def render(
     if output == "json":
         document = _document(listing, single=single)
         flags = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-        return orjson.dumps(document, option=flags).decode()
+        return orjson.dumps(document, option=flags, default=json_default).decode()
     if output == "yaml":
+        # YAML's safe dumper knows plain dicts and lists only: a cache's views are copied.
         text: str = yaml.dump(
-            _document(listing, single=single),
+            thaw(_document(listing, single=single)),
             Dumper=_YAML_DUMPER,
             sort_keys=True,
             default_flow_style=False,

@@ -35,6 +35,7 @@ import orjson
 
 from aioinformer._kernel.runner import first_completed
 from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._pipeline.view import json_default
 from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -155,7 +156,7 @@ class _Printer:
             obj = obj.obj
         meta = obj.get("metadata") or {}
         if self._output == "json":
-            self._write(orjson.dumps({"type": event, "object": obj}).decode())
+            self._write(orjson.dumps({"type": event, "object": obj}, default=json_default).decode())
             return
         if self._output == "name":
             self._write(f"{self._kind_prefix}/{meta.get('name', '')}")

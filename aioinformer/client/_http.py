@@ -51,6 +51,7 @@ import yarl
 
 from aioinformer._kernel.clock import default_clock
 from aioinformer._pipeline.metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
+from aioinformer._pipeline.view import json_default
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._encoding import GZIP, IDENTITY, body_reader
 from aioinformer.client._tls import ssl_context
@@ -360,7 +361,7 @@ class HttpSession:
 
         An answer over ``max_bytes`` (default: ``max_object_bytes``) raises
         :class:`~aioinformer.errors.TransportError` without being read past the limit."""
-        body = None if json is None else orjson.dumps(json)
+        body = None if json is None else orjson.dumps(json, default=json_default)
         if body is not None and content_type is None:
             content_type = JSON
         url, payload = await self.request_bytes(

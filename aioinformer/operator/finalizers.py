@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, Final
 from aioinformer._kernel.runner import is_async_callable
 from aioinformer._pipeline.meta import _field, describe, metadata_of, name_of, namespace_of
 from aioinformer._pipeline.meta import resource_version_of as _resource_version_of
-from aioinformer.errors import NotFound
+from aioinformer._pipeline.view import ObjectView
+from aioinformer.errors import NotFound, ReadOnlyObjectError
 from aioinformer.labels import _DNS1123_SUBDOMAIN_RE, _NAME_RE
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ def is_being_deleted(obj: Any) -> bool:
 
 
 def _set_finalizers(obj: Any, finalizers: list[str]) -> None:
+    if isinstance(obj, ObjectView):
+        raise ReadOnlyObjectError("finalizers are changed on a copy")
     if isinstance(obj, MutableMapping):
         meta = obj.get("metadata")
         if meta is None:

@@ -47,7 +47,8 @@ from aioinformer._pipeline.meta import (
     uid_of,
 )
 from aioinformer._pipeline.meta import owner_references_of as _owner_references_of
-from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
+from aioinformer._pipeline.view import ObjectView
+from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError, ReadOnlyObjectError
 from aioinformer.models import OwnerReference
 
 __all__ = [
@@ -105,6 +106,8 @@ def _same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 def _write_references(obj: Any, refs: list[dict[str, Any]]) -> None:
     """Store ``refs`` as ``obj``'s ``metadata.ownerReferences``, in ``obj``'s own shape."""
+    if isinstance(obj, ObjectView):
+        raise ReadOnlyObjectError("owner references are set on a copy")
     if isinstance(obj, MutableMapping):
         meta = obj.get("metadata")
         if meta is None:

@@ -105,6 +105,7 @@ from aioinformer._apiserver.lifecycle import Server
 from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, status_body
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.runner import finish_regardless
+from aioinformer._pipeline.view import json_default
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
@@ -546,7 +547,7 @@ class FakeAPIServer(Server):
         obj = object_body(obj, call="FakeAPIServer.create")
         rt = self._registry.for_object(obj)
         with _as_api_error():
-            data = prepare_new(rt, orjson.loads(orjson.dumps(obj)), None)
+            data = prepare_new(rt, orjson.loads(orjson.dumps(obj, default=json_default)), None)
             entry = self._store.create(rt, data)
         return _copy(rt, entry)
 
@@ -579,7 +580,7 @@ class FakeAPIServer(Server):
         :meth:`create`."""
         obj = object_body(obj, call="FakeAPIServer.update")
         rt = self._registry.for_object(obj)
-        data = orjson.loads(orjson.dumps(obj))
+        data = orjson.loads(orjson.dumps(obj, default=json_default))
         if not isinstance(data.get("metadata"), dict) or not data["metadata"].get("name"):
             raise BadRequest(
                 status_body(400, "BadRequest", "the object to update has no metadata.name")

@@ -30,7 +30,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 _SECTIONS = {
-    "## Throughput": ("watch-1-handler", "watch-10-handlers", "controller-key-only"),
+    "## Throughput": (
+        "watch-1-handler",
+        "watch-10-handlers",
+        "controller-key-only",
+        "watch-user-code",
+        "watch-controller-shape",
+    ),
     "## Latency": (
         "latency-5k-per-s-10-handlers",
         "fastapi-under-churn",

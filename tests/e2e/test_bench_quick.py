@@ -14,6 +14,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -21,9 +22,19 @@ import orjson
 import pytest
 
 from bench import sharding
+from bench.baseline import harness_raw_list, harness_raw_watch
 from bench.harness import COMPACT_SUFFIX, with_cache_modes
 from bench.measure import CollectorWatch, LatencyRecorder, LoopLagProbe
-from bench.objects import EMITTED_ANNOTATION, encode_item, make_configmap, make_pod, object_key
+from bench.objects import (
+    APP_LABEL,
+    EMITTED_ANNOTATION,
+    TEAM_LABEL,
+    encode_item,
+    make_configmap,
+    make_harness_pod,
+    make_pod,
+    object_key,
+)
 from bench.page import page_markdown
 from bench.replay import START_PATH, ReplayConfig, ReplayData, start_replay_server
 from bench.run import (
@@ -34,7 +45,7 @@ from bench.run import (
     render_summary,
     render_table,
 )
-from bench.scenarios import CASES, _paced_figures
+from bench.scenarios import CASES, _paced_figures, label_index
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -272,7 +283,8 @@ def test_only_runs_the_named_scenarios_in_their_order_and_refuses_unknown_ones()
         list(_selected(["stages", "no-such-scenario"]))
 
 
-_LOOP_KINDS = {"watch", "controller", "latency", "slow-handler", "service"}
+_LOOP_KINDS = {"watch", "controller", "user-watch", "latency", "slow-handler", "service"}
+_COLLECTOR_FIGURES = ("gc_gen0", "gc_gen1", "gc_gen2", "gc_ms")
 
 
 def _check_new_figures(results: dict[str, Any]) -> None:
@@ -287,6 +299,11 @@ def _check_new_figures(results: dict[str, Any]) -> None:
             medians = {name: stats["median"] for name, stats in data["metrics"].items()}
             if entry["kind"] in _LOOP_KINDS:
                 assert medians["loop_lag_max_ms"] >= medians["loop_lag_p99_ms"] >= 0
+                # The collector over the stream, per generation, on every side.
+                assert all(medians[name] >= 0 for name in _COLLECTOR_FIGURES), variant
+            if entry["kind"] == "user-watch":
+                assert medians["events_per_s"] > 0
+                assert medians["events_per_cpu_s"] > 0
             if entry["kind"] == "lister":
                 assert medians["get_us"] > 0
                 assert medians["list_us_per_object"] > 0
@@ -414,10 +431,36 @@ def test_collector_watch_counts_full_collections() -> None:
     assert figures["gc_longest_ms"] >= 0
 
 
+def test_collector_watch_counts_each_generation_and_the_time_spent() -> None:
+    with CollectorWatch() as watch:
+        gc.collect(0)
+        gc.collect(1)
+        gc.collect(2)
+    figures = watch.summary()
+    # Other collections may run too (allocations in between): at least these.
+    assert figures["gc_gen0"] >= 1
+    assert figures["gc_gen1"] >= 1
+    assert figures["gc_gen2"] >= 1
+    assert figures["gc_gen2"] == figures["gc_full_collections"]
+    assert figures["gc_gen0"] + figures["gc_gen1"] + figures["gc_gen2"] == figures["gc_collections"]
+    assert figures["gc_ms"] >= figures["gc_longest_ms"] >= 0
+
+
+def test_the_harness_index_function_reads_any_mapping_as_a_user_writes_it() -> None:
+    # Handlers and index functions may get read-only mappings rather than dicts.
+    index = label_index("team")
+    pod = make_pod(3)
+    assert index(MappingProxyType(pod)) == [pod["metadata"]["labels"]["team"]]
+    assert index(MappingProxyType({"metadata": {"labels": {"app": "x"}}})) == []
+    assert index(MappingProxyType({"metadata": None})) == []
+    assert index({}) == []
+
+
 @pytest.mark.parametrize(
     ("make", "low", "high"),
     [
         pytest.param(make_pod, 3_500, 5_500, id="pod-about-4-KiB"),
+        pytest.param(make_harness_pod, 3_500, 4_500, id="harness-pod-about-4-KiB"),
         pytest.param(make_configmap, 800, 1_400, id="configmap-about-1-KiB"),
     ],
 )
@@ -426,6 +469,28 @@ def test_generated_objects_have_realistic_sizes(
 ) -> None:
     sizes = [len(orjson.dumps(make(i))) for i in range(0, 50_000, 997)]
     assert all(low <= size <= high for size in sizes), sizes
+
+
+def _containers(value: object) -> int:
+    """The dicts and lists in ``value``: what the cyclic collector tracks of a decode."""
+    if isinstance(value, dict):
+        return 1 + sum(_containers(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_containers(item) for item in value)
+    return 0
+
+
+def test_harness_pods_have_the_harness_generators_shape() -> None:
+    # bench-harness/replay_server.py's make_pod: 68 dicts and lists, one container, the
+    # labels its clients index (six apps, one team).
+    pods = [make_harness_pod(i, namespaces=1) for i in range(12)]
+    assert {_containers(pod) for pod in pods} == {68}
+    assert {pod["metadata"]["labels"][TEAM_LABEL] for pod in pods} == {"commerce"}
+    assert len({pod["metadata"]["labels"][APP_LABEL] for pod in pods}) == 6
+    assert {pod["metadata"]["namespace"] for pod in pods} == {"ns-000"}
+    assert len({object_key(make_harness_pod(i)) for i in range(5_000)}) == 5_000
+    assert encode_item("pods", 9, shape="harness") == encode_item("pods", 9, shape="harness")
+    assert _containers(make_pod(0)) > 100
 
 
 def test_generated_pods_are_deterministic_and_uniquely_keyed() -> None:
@@ -509,6 +574,58 @@ async def test_replay_watch_streams_events_after_the_requested_resource_version(
     assert isinstance(first, dict)
     assert first["kind"] == "Pod"
     assert object_key(first) == object_key(make_pod((10 - 5 - 1) % 5))
+
+
+async def _watch_chunks(url: str, query: str) -> list[bytes]:
+    """The payloads of the HTTP chunks of one watch response, read off the socket (a
+    client library would join them), until the stream's last chunk."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        request = f"GET /api/v1/pods?{query} HTTP/1.1\r\nHost: {host}\r\nConnection: close"
+        writer.write(request.encode() + b"\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert b"transfer-encoding: chunked" in head.lower()
+        chunks: list[bytes] = []
+        while size := int((await reader.readuntil(b"\r\n")).strip(), 16):
+            chunks.append(await reader.readexactly(size))
+            assert await reader.readexactly(2) == b"\r\n"
+        return chunks
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("per_event", [True, False], ids=["chunk-per-event", "batched"])
+async def test_replay_watch_sends_one_http_chunk_per_event_when_asked(per_event: bool) -> None:
+    data = ReplayData(ReplayConfig(objects=5, watch_events=12, chunk_per_event=per_event))
+    async with start_replay_server(data) as url:
+        chunks = await _watch_chunks(url, "watch=1&resourceVersion=5&timeoutSeconds=1")
+    lines = b"".join(chunks).splitlines(keepends=True)
+    assert lines == [data.event_line(event) for event in range(1, 13)]
+    if per_event:
+        # As kube-apiserver flushes: every chunk is exactly one event's line.
+        assert chunks == lines
+    else:
+        assert len(chunks) < len(lines)
+
+
+async def test_the_harness_raw_loops_list_and_apply_every_event() -> None:
+    config = ReplayConfig(
+        objects=5, watch_events=12, chunk_per_event=True, namespaces=1, object_shape="harness"
+    )
+    data = ReplayData(config)
+    async with start_replay_server(data) as url, aiohttp.ClientSession() as session:
+        cache, rv, last_page = await harness_raw_list(session, url, "pods")
+        assert rv == "5"
+        assert len(cache) == 5
+        # The page the harness's client keeps holds the very objects of the cache.
+        assert all(cache[object_key(item)] is item for item in last_page["items"])
+        applied, _ = await harness_raw_watch(
+            session, url, "pods", cache, resource_version=rv, events=12
+        )
+    assert applied == 12
+    versions = sorted(int(obj["metadata"]["resourceVersion"]) for obj in cache.values())
+    assert versions == list(range(13, 18))
 
 
 async def test_replay_watch_at_a_rate_stamps_the_emit_time() -> None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,7 +156,7 @@ class Recorder:
 
 
 def _uid(obj: Any) -> str | None:
-    uid = obj.get("metadata", {}).get("uid") if isinstance(obj, dict) else None
+    uid = obj.get("metadata", {}).get("uid") if isinstance(obj, Mapping) else None
     return uid if isinstance(uid, str) else None
 
 

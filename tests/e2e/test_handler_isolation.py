@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -201,7 +202,7 @@ async def test_a_sync_handler_raising_on_every_kind_keeps_receiving_events(
     bad_done = asyncio.Event()
 
     def explode(*args: Any) -> None:
-        seen.append("update" if len(args) == 2 and isinstance(args[1], dict) else "other")
+        seen.append("update" if len(args) == 2 and isinstance(args[1], Mapping) else "other")
         if len(seen) == 3:
             bad_done.set()
         raise ValueError("always")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry, SharedDecode
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.indexer import NAMESPACE_INDEX
 from aioinformer.k8s.core_v1 import Pod
 from aioinformer.processor import NotificationKind
@@ -366,9 +366,9 @@ async def test_dispatch_hands_every_notification_to_the_one_handler(body: Body) 
             await asyncio.sleep(0)
         await all_got.wait()
         running.cancel()
-    # Given as distributed: the compact codec's wrappers, undecoded.
+    # Given as distributed: the compact codec's entries, undecoded.
     assert [(a, b) for _kind, a, b in notifications] == got
-    assert all(type(new) is SharedDecode and not new.decoded for _old, new in got)
+    assert all(type(new) is CompactEntry for _old, new in got)
 
 
 def _update(codec: Codec, body: Body) -> tuple[Any, Any, str]:

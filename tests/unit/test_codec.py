@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry, SharedDecode
+from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.codec import CompactCodec, ObjectsCodec, codec_for, head_of
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import CompactIndexer, Indexer
@@ -85,10 +86,16 @@ def test_what_a_handler_gets_is_the_object_whatever_the_cache_keeps(
     codec = make()
     convert = codec.handler_converter(keys_only=False, to_model=None)
     source = pod("a")
-    # From a source of dicts: the handler gets the source's very dict.
+    # From a source of dicts: the objects codec hands over the source's very dict, the
+    # compact one a read-only view of what it stored, equal to it.
     entry = codec.entry(source)
     carried = codec.carry(entry, source)
-    assert (convert or (lambda obj: obj))(carried) is source
+    delivered_object = (convert or (lambda obj: obj))(carried)
+    if make is ObjectsCodec:
+        assert delivered_object is source
+    else:
+        assert type(delivered_object) is ObjectView
+        assert delivered_object == source
     # From the cache (a late handler's snapshot, an update's old object): equal dicts.
     assert (convert or (lambda obj: obj))(codec.carry(entry)) == source
     # Keys without decoding.
@@ -107,9 +114,14 @@ def test_the_compact_codec_keeps_bytes_and_shares_one_decode_per_event() -> None
     entry = codec.entry(pod("a"))
     assert type(entry) is CompactEntry
     assert isinstance(codec.new_indexer(None), CompactIndexer)
-    carried = codec.carry(entry)
-    assert type(carried) is SharedDecode
-    assert carried.get() is carried.get()  # decoded once, shared
+    # The entry itself is carried; each handler call gets a view of its own.
+    assert codec.carry(entry) is entry
+    convert = codec.handler_converter(keys_only=False, to_model=None)
+    assert convert is not None
+    first, second = convert(entry), convert(entry)
+    assert type(first) is ObjectView
+    assert first is not second
+    assert first == second == entry.decode()
     assert type(ObjectsCodec().new_indexer(None)) is Indexer
 
 

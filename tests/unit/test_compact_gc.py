@@ -10,6 +10,7 @@ import gc
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
     CompactIndexer,
@@ -73,7 +74,7 @@ def test_no_part_of_a_compact_store_is_tracked() -> None:
     assert tracked_parts(indexer) == []
 
 
-def test_a_bulk_read_decodes_with_the_collector_paused_and_resumes_it(
+def test_a_bulk_read_hands_out_views_without_decoding_or_pausing_the_collector(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     indexer = CompactIndexer(indexers={NAMESPACE_INDEX: namespace_index_func})
@@ -87,13 +88,14 @@ def test_a_bulk_read_decodes_with_the_collector_paused_and_resumes_it(
         return decode(entry)
 
     monkeypatch.setattr(CompactEntry, "decode", recording)
-    assert gc.isenabled()
-    assert len(indexer.list()) == 100
-    assert states == [False] * 100
-    assert gc.isenabled()
-    states.clear()
-    # A small read is not worth pausing for.
+    paused: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: paused.append("disable"))
+    listed = indexer.list()
+    assert len(listed) == 100
+    assert all(type(obj) is ObjectView for obj in listed)
     assert len(indexer.by_index(NAMESPACE_INDEX, "ns0")) == 34
-    assert states == [True] * 34
     assert indexer.get_by_key("ns1/p1") is not None
-    assert states[-1] is True
+    assert (states, paused) == ([], [])
+    # Reading one past its head decodes that one, with the collector left as it was.
+    assert listed[0].to_dict()["spec"]["containers"][0]["image"] == "x"
+    assert states == [True]

@@ -1,10 +1,12 @@
-"""A compact cache's reads decode only the objects they return.
+"""A compact cache's reads decode only what their caller reads.
 
-Every read of a compact cache decodes a fresh dict, so its cost is one decode per object
-returned, and nothing more: a namespace or a label selector is matched on each entry's
-stored head, the namespace index is kept from heads, and counting or listing keys decodes
-nothing. The tests count the calls of :meth:`aioinformer._pipeline.raw.CompactEntry.decode` around
-each read of a synced informer fed CompactEntry objects, as the real client feeds it.
+Every read of a compact cache returns a read-only view per object, which decodes nothing
+until a field past the head is read, and then that object only: a namespace or a label
+selector is matched on each entry's stored head, the namespace index is kept from heads,
+reading names, resourceVersions and labels decodes nothing, and counting or listing keys
+decodes nothing. The tests count what parses an object's bytes
+(:class:`~tests._support_cache.Decodes`) around each read of a synced informer fed
+CompactEntry objects, as the real client feeds it.
 
 Input: a :class:`~tests._support_cache.CompactFakeListerWatcher`. Output: assertions only.
 Task model: each test runs one informer in ``async with``.
@@ -72,7 +74,7 @@ async def informer(request: pytest.FixtureRequest) -> AsyncIterator[SharedIndexI
         pytest.param(lambda lister: lister.list(label_selector="tier=db"), 0, id="list-no-match"),
     ],
 )
-async def test_a_lister_read_decodes_exactly_the_objects_it_returns(
+async def test_a_lister_read_decodes_exactly_the_objects_whose_body_is_read(
     informer: SharedIndexInformer,
     read: Callable[[Lister[Any]], list[Any]],
     returned: int,
@@ -81,6 +83,13 @@ async def test_a_lister_read_decodes_exactly_the_objects_it_returns(
     decodes = Decodes(monkeypatch)
     found = [obj for obj in read(informer.lister()) if obj is not None]
     assert len(found) == returned
+    heads = [
+        (obj["metadata"]["name"], obj["metadata"]["resourceVersion"], obj["kind"]) for obj in found
+    ]
+    assert all(heads)
+    assert decodes.count == 0
+    assert all(obj["spec"] for obj in found)
+    assert all(obj["spec"] for obj in found)  # decoded once per view
     assert decodes.count == returned
 
 

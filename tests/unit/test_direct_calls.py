@@ -240,25 +240,30 @@ async def test_a_handler_stopping_the_informer_mid_batch_ends_it_cleanly(
     assert source.open_watches == 0
 
 
-async def test_two_handlers_reading_objects_share_one_decode_per_event(
+async def test_handlers_reading_labels_decode_nothing_and_a_body_read_decodes_its_view(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A source of CompactEntry objects, as the real client is for a compact cache.
     source = CompactFakeListerWatcher(objects=[pod("a")])
     informer = SharedIndexInformer(source, cache="compact")
     got: list[str] = []
+    specs: list[Any] = []
     for name in ("one", "two"):
         informer.add_event_handler(
             on_update=lambda old, new: got.append(new["metadata"]["labels"]["step"]), name=name
         )
+    informer.add_event_handler(
+        on_update=lambda old, new: specs.append(new.get("spec")), name="spec"
+    )
     async with informer:
         await synced(informer, source)
         decodes = Decodes(monkeypatch)
         for step in range(1, 6):
             source.modify(pod("a", step))
-        await wait_until(lambda: len(got) == 10)
+        await wait_until(lambda: len(got) == 10 and len(specs) == 5)
 
     assert got == [str(step) for step in range(1, 6) for _ in range(2)]
+    # Labels come from the head; the one handler reading the spec parses each event once.
     assert decodes.count == 5
 
 

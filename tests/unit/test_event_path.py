@@ -13,12 +13,13 @@ arrives as one read.
 
 The per-event path is the six stages (``watch``: framing; ``codec``: decoding;
 ``delta_fifo``; ``informer``: applying a key's deltas; ``indexer``; ``processor``: the
-handler calls) and four modules that are no stage of their own: the vocabulary's
+handler calls) and five modules that are no stage of their own: the vocabulary's
 :class:`WatchEvent` (``listwatch``, whose dataclass constructor runs once per decoded
-line); the compact entry's value types (``_pipeline.raw``: each notification's
-:class:`SharedDecode`, which the indexer reads too, so the module sits below both the
-indexer and the codec, and folding it into the codec would close an import circle); the
-default key function (``_pipeline.meta``, which the FIFO calls for every object); and the
+line); the compact entry's decoding (``_pipeline.raw``: the head of each line, which the
+codec calls); the read-only view each handler call gets (``_pipeline.view``, which the
+indexer makes for index functions too, so the module sits below both the indexer and the
+codec, and folding it into the codec would close an import circle); the default key
+function (``_pipeline.meta``, which the FIFO calls for every object); and the
 base class the two FIFOs share (``_pipeline.fifo_waits``, whose ``has_synced()`` the
 informer asks once per popped key, client-go's *isInInitialList*).
 
@@ -60,6 +61,7 @@ PER_EVENT = {
     "aioinformer.processor",
     "aioinformer.listwatch",
     "aioinformer._pipeline.raw",
+    "aioinformer._pipeline.view",
     "aioinformer._pipeline.meta",
     "aioinformer._pipeline.fifo_waits",
 }
@@ -144,7 +146,7 @@ def entered_modules() -> Iterator[collections.Counter[str]]:
         sys.setprofile(previous)
 
 
-async def test_a_modified_event_enters_the_six_stages_and_four_helpers_on_its_way() -> None:
+async def test_a_modified_event_enters_the_six_stages_and_five_helpers_on_its_way() -> None:
     fake = FakeListerWatcher(objects=[pod(i) for i in range(OBJECTS)])
     informer = SharedIndexInformer(OnTheWire(fake), clock=FakeClock(), cache="compact")
     seen: list[Any] = []

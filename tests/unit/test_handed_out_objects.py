@@ -5,9 +5,9 @@ returned, must be able to read them later although the informer has since applie
 updates to the same objects. Each cache mode gets there its own way:
 
 * ``cache="compact"``: the cache holds bytes, and every read (lister, indexer, a
-  notification) decodes a fresh dict, so nothing the cache holds is ever handed out.
-  Mutating what a lister returned changes nothing in the cache: a later read returns
-  the server's state again.
+  notification) gets a read-only view of its own: every attempt to change one, at any
+  depth, raises :class:`~aioinformer.errors.ReadOnlyObjectError` and changes nothing;
+  ``to_dict()`` and ``copy.deepcopy`` give plain copies whose changes reach no one.
 * ``cache="objects"``: the cache holds the decoded dicts and hands out those very
   dicts. Updates *replace* a cached dict, never mutate it, so a kept object is a
   snapshot of its time; but lister results *are* the cached objects, so they must be
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from aioinformer import ObjectView, ReadOnlyObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.models import KubeObject
@@ -36,6 +38,8 @@ from tests._support_cache import Recorder, pod
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer.informer import CacheMode
 
 UPDATES = 5
@@ -144,7 +148,7 @@ async def test_a_handler_suspended_on_an_object_reads_it_unchanged_after_the_cac
     assert obj["metadata"]["labels"]["step"] == "0"
 
 
-async def test_in_compact_mode_every_read_is_a_fresh_decode(
+async def test_in_compact_mode_every_read_is_a_view_of_its_own(
     source_type: type[FakeListerWatcher],
 ) -> None:
     source = source_type(objects=[pod("a")])
@@ -157,13 +161,31 @@ async def test_in_compact_mode_every_read_is_a_fresh_decode(
         assert first == second
         assert first is not second
         assert first["spec"] is not (second or {})["spec"]
-        assert type(first) is dict
+        assert type(first) is ObjectView
+        assert isinstance(first, Mapping)
+        assert isinstance(first["spec"], dict)
         [listed] = lister.list()
         assert listed == first
         assert listed is not first
 
 
-async def test_mutating_a_compact_lister_result_leaves_the_cache_as_the_server_sent_it(
+def attempts(obj: Any) -> list[Callable[[], object]]:
+    """Every way to change a handed-out object in place, at each depth."""
+    return [
+        lambda: obj["metadata"]["labels"].__setitem__("touched-by", "handler"),
+        lambda: obj["metadata"]["labels"].update({"app": "mutated"}),
+        lambda: obj["spec"]["containers"].clear(),
+        lambda: obj["spec"]["containers"].append({}),
+        lambda: obj["spec"]["containers"][0].__setitem__("image", "mutated"),
+        lambda: [c.pop("image") for c in obj["spec"]["containers"]],
+        lambda: obj.__setitem__("status", None),
+        lambda: obj["metadata"].__delitem__("annotations"),
+        lambda: obj["metadata"]["annotations"].setdefault("x", "y"),
+        lambda: obj["spec"].popitem(),
+    ]
+
+
+async def test_every_change_to_a_compact_read_raises_and_leaves_the_cache_as_the_server_sent_it(
     source_type: type[FakeListerWatcher],
 ) -> None:
     source = source_type(objects=[pod("a")])
@@ -173,30 +195,40 @@ async def test_mutating_a_compact_lister_result_leaves_the_cache_as_the_server_s
         cache="compact",
         indexers={NAMESPACE_INDEX: namespace_index_func},
     )
-    handled: list[dict[str, Any]] = []
+    refused: list[str] = []
 
-    def mutate_on_add(obj: dict[str, Any], is_in_initial_list: bool) -> None:
-        obj["metadata"]["labels"]["touched-by"] = "handler"
-        obj["spec"]["containers"].clear()
-        handled.append(obj)
+    def mutate_on_add(obj: Any, is_in_initial_list: bool) -> None:
+        for attempt in attempts(obj):
+            try:
+                attempt()
+            except ReadOnlyObjectError as error:
+                refused.append(str(error))
 
     informer.add_event_handler(on_add=mutate_on_add)
     lister = informer.lister()
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
-        await wait_until(lambda: len(handled) == 1)
+        await wait_until(lambda: len(refused) == len(attempts({})))
+        assert all("obj.to_dict()" in message for message in refused)
         server = source.get("default/a")
         got = lister.get("a", "default")
         assert got == server
         assert got is not None
-        got["metadata"]["labels"]["app"] = "mutated"
-        got["spec"]["containers"][0]["image"] = "mutated"
-        got["status"] = None
-        del got["metadata"]["annotations"]
         [listed] = lister.list()
-        listed["metadata"]["name"] = "renamed"
         [indexed] = lister.by_index(NAMESPACE_INDEX, "default")
-        indexed["spec"].clear()
+        for obj in (got, listed, indexed):
+            for attempt in attempts(obj):
+                try:
+                    attempt()
+                except ReadOnlyObjectError:
+                    continue
+                raise AssertionError("a change to a compact read went through")
+        # A copy changes freely, and reaches no one.
+        for copied in (got.to_dict(), copy.deepcopy(got), copy.copy(listed)):
+            assert type(copied) is dict
+            copied["metadata"]["labels"]["app"] = "mutated"
+            copied["spec"]["containers"].clear()
+            assert copied != server
 
         assert lister.get("a", "default") == server
         assert informer.indexer.get_by_key("default/a") == server
@@ -210,7 +242,7 @@ async def test_objects_mode_lister_results_are_the_cached_objects_so_treat_them_
     """In ``cache="objects"`` a lister hands out the cached dicts themselves (no copy is
     made, for speed): reading them is safe, since updates replace a cached object rather
     than mutate it, but a caller that mutates one corrupts the cache for everyone. Treat
-    them as read-only, or use ``cache="compact"``, where every read is a private copy."""
+    them as read-only, or use ``cache="compact"``, where every read is a read-only view."""
     source = FakeListerWatcher(objects=[pod("a")])
     informer = SharedIndexInformer(source, clock=FakeClock(), cache="objects")
     lister = informer.lister()

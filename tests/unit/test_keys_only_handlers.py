@@ -22,6 +22,7 @@ Task model: each test runs one informer in ``async with``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -118,12 +119,15 @@ async def test_keys_only_handlers_cost_no_whole_object_decode_in_compact_mode(
         assert len(first.calls) >= 10
         assert first.calls == second.calls
         assert decodes.count == 0
-        # The counter does see decodes: a lister read is one.
-        assert informer.lister().get("a", "default") is not None
+        # The counter does see decodes: reading a lister's object past its head is one.
+        got = informer.lister().get("a", "default")
+        assert got is not None
+        assert decodes.count == 0
+        assert got["spec"]
         assert decodes.count == 1
 
 
-async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
+async def test_full_handlers_beside_a_keys_only_one_get_views_decoded_only_when_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     decodes = Decodes(monkeypatch)
@@ -141,13 +145,24 @@ async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
         source.delete("default/b")
         await until_idle(informer, source)
         decoded = decodes.count
+    # The recorders read nothing: nothing was decoded for them.
+    assert decoded == 0
     for first, *others in zip(*(r.calls for r in full), strict=True):
         for position, arg in enumerate(first[1:], start=1):
-            if isinstance(arg, dict):
-                assert all(other[position] is arg for other in others), first
+            if isinstance(arg, Mapping):
+                # Each handler its own view, of the same object.
+                assert all(other[position] is not arg for other in others), first
+                assert all(other[position] == arg for other in others), first
     assert [c[0] for c in full[0].calls] == ["add", "add", "add", "update", "delete"]
-    # Three adds, the update's old and new, the delete's last state: one decode each.
-    assert decoded == 6
+    # Three adds, the update's old and new, the delete's last state, in each of three
+    # handlers: each view parses its object once, when first read past its head.
+    compared = decodes.count
+    for recorder in full:
+        for call in recorder.calls:
+            for arg in call[1:]:
+                if isinstance(arg, Mapping):
+                    assert arg["spec"] == arg["spec"]
+    assert decodes.count - compared == 3 * 6
     assert [c[1] for c in keys.calls] == [
         "default/a",
         "default/b",
@@ -157,15 +172,21 @@ async def test_full_handlers_beside_a_keys_only_one_share_one_decode_per_event(
     ]
 
 
-def by_step(obj: dict[str, Any]) -> list[str]:
+def by_step(obj: Mapping[str, Any]) -> list[str]:
     return [obj["metadata"]["labels"]["step"]]
+
+
+def by_image(obj: Mapping[str, Any]) -> list[str]:
+    return [container["image"] for container in obj["spec"]["containers"]]
 
 
 @pytest.mark.parametrize(
     ("indexers", "decoded"),
     [
-        # An index function of the user's needs the object: one decode per stored object.
-        pytest.param({"by-step": by_step}, 3, id="user-index-function"),
+        # An index function of the user's reading labels reads its view's head: no decode.
+        pytest.param({"by-step": by_step}, 0, id="user-index-function-of-labels"),
+        # One reading the spec parses each object it indexes once.
+        pytest.param({"by-step": by_step, "by-image": by_image}, 3, id="user-index-function"),
         # The namespace index and label indexes read the stored head: no decode.
         pytest.param(
             {NAMESPACE_INDEX: namespace_index_func, "by-step": label_index_func("step")},

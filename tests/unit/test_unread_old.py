@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.view import ObjectView
 from aioinformer.informer import CacheMode, SharedIndexInformer
 from aioinformer.models import KubeObject
 from aioinformer.testing.clock import FakeClock
@@ -28,15 +29,23 @@ def pod(name: str, phase: str) -> dict[str, Any]:
 
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The keys of every CompactEntry decoded during the test."""
+    """The keys of every CompactEntry decoded, or read past its head through a view,
+    during the test."""
     seen: list[str] = []
     original = CompactEntry.decode
+    split = ObjectView._split
 
     def counting(self: CompactEntry) -> dict[str, Any]:
         seen.append(self.key)
         return original(self)
 
+    def counting_split(view: ObjectView) -> Any:
+        if view._fields is None:
+            seen.append(view.entry.key)
+        return split(view)
+
     monkeypatch.setattr(CompactEntry, "decode", counting)
+    monkeypatch.setattr(ObjectView, "_split", counting_split)
     return seen
 
 
@@ -51,9 +60,9 @@ async def test_a_compact_cache_does_not_decode_an_old_object_nobody_reads(
         assert await informer.wait_for_sync(timeout=5)
         source.modify(pod("a", "Running"))
         await wait_until(lambda: len(received) == 1)
-    # The watch event arrived decoded from the fake, and old was never asked for.
+    # The new state was read (once), and old was never asked for.
     assert received == ["Running"]
-    assert decodes == []
+    assert decodes == ["default/a"]
 
 
 @pytest.mark.parametrize("cache", ["compact", "objects"])
@@ -71,7 +80,7 @@ async def test_a_callback_that_reads_old_gets_the_previous_state(
         source.modify(pod("a", "Running"))
         await wait_until(lambda: len(received) == 1)
     assert received == [("Pending", "Running")]
-    assert decodes == (["default/a"] if cache == "compact" else [])
+    assert decodes == (["default/a", "default/a"] if cache == "compact" else [])
 
 
 class Pod(KubeObject):

@@ -21,7 +21,6 @@ from aioinformer._pipeline.meta import (
 from aioinformer._pipeline.raw import (
     CompactDecodeError,
     CompactEntry,
-    SharedDecode,
     decode_list,
     decode_watch_line,
 )
@@ -276,23 +275,3 @@ def test_an_odd_list_item_is_decoded_whole_with_the_list_kind() -> None:
 def test_a_malformed_list_raises_a_clear_error(body: bytes) -> None:
     with pytest.raises(CompactDecodeError):
         decode_list(body)
-
-
-# -- the shared decode -------------------------------------------------------------------
-
-
-def test_a_shared_decode_decodes_once_for_every_consumer() -> None:
-    entry = CompactEntry.from_dict(pod())
-    shared = SharedDecode(entry)
-    before = shared.decoded
-    first = shared.get()
-    assert (before, shared.decoded) == (False, True)
-    assert shared.get() is first
-    assert first == pod()
-
-
-def test_a_shared_decode_of_a_decoded_object_is_that_object() -> None:
-    obj = pod()
-    assert SharedDecode(CompactEntry.from_dict(obj), obj).get() is obj
-    model_like = object()
-    assert SharedDecode(model_like).get() is model_like

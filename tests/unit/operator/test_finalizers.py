@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from aioinformer import ObjectView, ReadOnlyObjectError
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.models import KubeObject, ObjectMeta
 from aioinformer.operator.finalizers import (
     Finalizer,
@@ -161,3 +163,16 @@ def test_a_result_says_whether_to_stop_and_carries_the_resource_version(
     assert result.stop is stop
     assert result.resource_version == "12"
     assert FinalizerResult(action, None).resource_version is None
+
+
+def test_a_compact_cache_view_is_refused_with_the_way_to_a_copy() -> None:
+    obj = {"metadata": {"name": "a", "namespace": "ns", "finalizers": ["example.com/x"]}}
+    view = ObjectView(CompactEntry.from_dict(obj))
+    with pytest.raises(ReadOnlyObjectError, match=r"obj\.to_dict\(\)"):
+        add_finalizer(view, "example.com/y")
+    with pytest.raises(ReadOnlyObjectError):
+        remove_finalizer(view, "example.com/x")
+    assert has_finalizer(view, "example.com/x")
+    copied = view.to_dict()
+    assert add_finalizer(copied, "example.com/y")
+    assert finalizers_of(copied) == ["example.com/x", "example.com/y"]

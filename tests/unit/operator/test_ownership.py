@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from aioinformer import ObjectView, ReadOnlyObjectError
+from aioinformer._pipeline.raw import CompactEntry
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
 from aioinformer.models import KubeObject, ObjectMeta, OwnerReference
 from aioinformer.operator.controller import enqueue_owner
@@ -190,3 +192,16 @@ def test_enqueue_owner_finds_what_set_controller_reference_writes() -> None:
     ]
     plain = set_owner_reference(widget("hello"), obj("hello-config"))
     assert list(enqueue_owner("Widget")(plain)) == []
+
+
+def test_a_compact_cache_view_is_refused_with_the_way_to_a_copy() -> None:
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns", "uid": "u-1"},
+    }
+    child = ObjectView(CompactEntry.from_dict({"metadata": {"name": "c", "namespace": "ns"}}))
+    with pytest.raises(ReadOnlyObjectError, match=r"obj\.to_dict\(\)"):
+        set_controller_reference(ObjectView(CompactEntry.from_dict(owner)), child)
+    copied = set_controller_reference(ObjectView(CompactEntry.from_dict(owner)), child.to_dict())
+    assert copied["metadata"]["ownerReferences"][0]["uid"] == "u-1"
