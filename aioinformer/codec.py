@@ -326,7 +326,8 @@ class CompactCodec(Codec):
         if to_model is None:
             return _materialize
         validate = to_model
-        return lambda obj: validate(_decoded(obj))
+        # The model guard validates a view from one decode of its entry.
+        return lambda obj: validate(_materialize(obj))
 
     def carried_key(self, carried: Any) -> str:
         if type(carried) is CompactEntry and carried.key:
@@ -405,19 +406,6 @@ def _materialize(obj: Any) -> Any:
         inner = obj.obj
         if type(inner) is CompactEntry:
             return DeletedFinalStateUnknown(obj.key, ObjectView(inner))
-    return obj
-
-
-def _decoded(obj: Any) -> Any:
-    """What a typed handler's model is validated from: a fresh dict of an entry (or a
-    tombstone holding one)."""
-    kind = type(obj)
-    if kind is CompactEntry:
-        return obj.decode()
-    if kind is DeletedFinalStateUnknown:
-        inner = obj.obj
-        if type(inner) is CompactEntry:
-            return DeletedFinalStateUnknown(obj.key, inner.decode())
     return obj
 
 
