@@ -37,6 +37,7 @@ import orjson
 from aioinformer.errors import KeyFuncError
 
 __all__ = [
+    "FIELDS_DECODER",
     "READS_RAW",
     "CompactDecodeError",
     "ListBody",
@@ -336,7 +337,8 @@ READS_RAW: Final = "_aioinformer_reads_raw"
 """The attribute marking a transform that accepts a :class:`CompactEntry` as it is (and
 returns one), so a compact informer hands it entries without decoding them."""
 
-_fields_decoder: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+FIELDS_DECODER: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
+"""Splits one JSON object into its fields, each value left as raw bytes."""
 _encode: Final = msgspec.json.encode
 
 
@@ -351,7 +353,7 @@ def without_fields(
     with a ``metadata`` object is returned unchanged.
     """
     try:
-        fields = _fields_decoder.decode(entry.raw)
+        fields = FIELDS_DECODER.decode(entry.raw)
     except _DecodeError:
         return entry
     changed = False
@@ -361,7 +363,7 @@ def without_fields(
         fields = kept
     if metadata and "metadata" in fields:
         try:
-            meta = _fields_decoder.decode(fields["metadata"])
+            meta = FIELDS_DECODER.decode(fields["metadata"])
         except _DecodeError:
             return entry
         if any(name in meta for name in metadata):

@@ -40,7 +40,7 @@ import msgspec
 import orjson
 from pydantic_core import SchemaSerializer, core_schema
 
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._pipeline.raw import FIELDS_DECODER, CompactEntry
 from aioinformer.errors import ReadOnlyObjectError
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "view_of",
 ]
 
-_fields_decoder: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _loads: Final = orjson.loads
 
 
@@ -294,7 +293,7 @@ class _LazyObject(_RefusesChanges, Mapping[str, Any]):
     def _split(self) -> dict[str, msgspec.Raw]:
         fields = self._fields
         if fields is None:
-            fields = self._fields = _fields_decoder.decode(self._raw())
+            fields = self._fields = FIELDS_DECODER.decode(self._raw())
         return fields
 
     def _decoded(self, key: str) -> Any:
@@ -440,7 +439,7 @@ class ObjectView(_LazyObject):
         fields = self._fields
         if fields is None:
             entry = self._entry
-            fields = self._fields = _fields_decoder.decode(entry.raw)
+            fields = self._fields = FIELDS_DECODER.decode(entry.raw)
             if entry.add_type:
                 # A LIST item: its kind and apiVersion are the list's.
                 if "apiVersion" not in fields and entry.api_version:
