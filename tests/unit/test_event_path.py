@@ -34,21 +34,14 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-import orjson
-import yarl
-
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.listwatch import DescribedListerWatcher, WatchStreamBase
 from aioinformer.testing import FakeClock, FakeListerWatcher
-from aioinformer.watch import WatchStream
 from tests._support_wait import wait_until
+from tests._support_wire import OnTheWire
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import Iterator
     from types import FrameType
-
-    from aioinformer.codec import Codec
-    from aioinformer.listwatch import ListOptions, ObjectList, SourceInfo
 
 OBJECTS = 200
 
@@ -72,58 +65,6 @@ def pod(index: int, step: int = 0) -> dict[str, Any]:
         "metadata": {"name": f"pod-{index}", "namespace": "default"},
         "spec": {"step": step},
     }
-
-
-class _Body:
-    """A response body whose chunks are the fake watch's reads, one JSON line per event."""
-
-    def __init__(self, stream: WatchStreamBase) -> None:
-        self._stream = stream
-
-    async def iter_chunked(self, size: int) -> AsyncIterator[bytes]:
-        async for batch in self._stream.batches():
-            yield b"".join(
-                orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
-                for event in batch
-            )
-
-
-class _Response:
-    url = yarl.URL("http://127.0.0.1/api/v1/pods")
-
-    def __init__(self, stream: WatchStreamBase) -> None:
-        self.content = _Body(stream)
-
-
-class OnTheWire(DescribedListerWatcher):
-    """``fake``'s lists as they are, its watches sent through the wire reader."""
-
-    def __init__(self, fake: FakeListerWatcher, codec: Codec | None = None) -> None:
-        self.fake = fake
-        self.codec = codec
-
-    def describe(self) -> SourceInfo:
-        return self.fake.describe()
-
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
-        return OnTheWire(self.fake, codec)
-
-    async def list(self, options: ListOptions) -> ObjectList:
-        return await self.fake.list(options)
-
-    def watch(self, options: ListOptions) -> WatchStream:
-        inner = self.fake.watch(options)
-        assert isinstance(inner, WatchStreamBase)
-
-        @contextlib.asynccontextmanager
-        async def open_response() -> AsyncIterator[Any]:
-            try:
-                yield _Response(inner)
-            finally:
-                await inner.aclose()
-
-        assert self.codec is not None
-        return WatchStream(open_response, codec=self.codec)
 
 
 @contextlib.contextmanager
