@@ -6,10 +6,13 @@ Role: a compact cache (``cache="compact"``, the default) stores each object as a
 pipeline reads. What the user's code gets for one is an :class:`ObjectView`: a read-only
 ``Mapping`` that answers ``obj["metadata"]["name"]``, ``["namespace"]``,
 ``["resourceVersion"]``, ``["labels"]``, ``obj["kind"]`` and ``obj["apiVersion"]`` from the
-entry's head without decoding anything, and any other field by decoding that field alone,
-once per view. A user's index function reading labels, or a handler reading the
-resourceVersion, thus allocates a few small objects that die as it returns: nothing lives
-long enough for the cyclic collector to run, however many events go by.
+entry's head without decoding anything; ``uid``, ``generation``, ``deletionTimestamp``,
+``annotations``, ``finalizers`` and ``ownerReferences`` by decoding the few bytes the entry
+holds for that field; and any other field by decoding that field alone, once per view. A
+user's index function reading labels, or a handler reading an annotation, thus allocates a
+few small objects that die as it returns, by reference counting (a view and its metadata
+share the object's split fields without referring to each other, so they form no cycle):
+nothing lives long enough for the cyclic collector to run, however many events go by.
 
 Why read-only: a view is a window on the cache. The same entry is the lister's answer
 and every handler's argument, so a change made through one would be a change to what every
@@ -353,22 +356,45 @@ class _LazyObject(_RefusesChanges, Mapping[str, Any]):
         return NotImplemented
 
 
+# The metadata fields a compact entry holds as their own JSON: the wire name, and the
+# entry's attribute.
+_HELD: Final = {
+    "uid": "uid",
+    "generation": "generation",
+    "deletionTimestamp": "deletion_timestamp",
+    "annotations": "annotations",
+    "finalizers": "finalizers",
+    "ownerReferences": "owner_references",
+}
+
+
 class MetadataView(_LazyObject):
     """An object's ``metadata`` in a view: ``name``, ``namespace``, ``resourceVersion``
-    and ``labels`` come from the cache entry's head; any other field (``annotations``,
-    ``uid``, ``ownerReferences``, ...) is decoded from the bytes on first read."""
+    and ``labels`` come from the cache entry's head, ``uid``, ``generation``,
+    ``deletionTimestamp``, ``annotations``, ``finalizers`` and ``ownerReferences`` from
+    the few bytes of JSON it holds for each; any other field (``managedFields``,
+    ``creationTimestamp``, ...) is decoded from the object's bytes on first read."""
 
-    __slots__ = ("_entry", "_labels", "_parent")
+    __slots__ = ("_entry", "_labels", "_top")
 
-    def __init__(self, parent: ObjectView) -> None:
+    def __init__(self, entry: CompactEntry, top: dict[str, msgspec.Raw] | None) -> None:
         self._fields = None
         self._values = None
         self._labels: _ReadOnlyStrings | None = None
-        self._parent = parent
-        self._entry = parent._entry
+        self._entry = entry
+        # The object's raw top-level fields, shared with the view that made this one. No
+        # reference back to that view: the pair would be a cycle, and every view would
+        # then outlive its call until the collector ran.
+        self._top = top
+
+    def _top_fields(self) -> dict[str, msgspec.Raw]:
+        top = self._top
+        if top is None:
+            top = self._top = FIELDS_DECODER.decode(self._entry.raw)
+        return top
 
     def _raw(self) -> msgspec.Raw:
-        return self._parent._split()["metadata"]
+        return self._top_fields()["metadata"]
 
     def __getitem__(self, key: str) -> Any:
         entry = self._entry
@@ -381,12 +407,31 @@ class MetadataView(_LazyObject):
         elif key == "resourceVersion":
             if entry.resource_version:
                 return entry.resource_version
-        elif key == "labels" and entry.labels is not None:
-            labels = self._labels
-            if labels is None:
-                labels = self._labels = _ReadOnlyStrings(entry.labels)
-            return labels
+        elif key == "labels":
+            if entry.labels is not None:
+                labels = self._labels
+                if labels is None:
+                    labels = self._labels = _ReadOnlyStrings(entry.labels)
+                return labels
+        else:
+            attribute = _HELD.get(key)
+            if attribute is not None:
+                held = getattr(entry, attribute)
+                if held is not None:
+                    return self._from_held(key, held)
         return self._decoded(key)
+
+    def _from_held(self, key: str, held: bytes) -> Any:
+        """``key``'s value from the JSON the entry holds for it (``b""``: no such field)."""
+        if not held:
+            raise KeyError(key)
+        values = self._values
+        if values is None:
+            values = self._values = {}
+        elif key in values:
+            return values[key]
+        value = values[key] = freeze(_loads(held))
+        return value
 
     def __contains__(self, key: object) -> bool:
         entry = self._entry
@@ -397,6 +442,11 @@ class MetadataView(_LazyObject):
             or (key == "labels" and entry.labels is not None)
         ):
             return True
+        attribute = _HELD.get(key) if type(key) is str else None
+        if attribute is not None:
+            held = getattr(entry, attribute)
+            if held is not None:
+                return bool(held)
         return key in self._split()
 
     def __bool__(self) -> bool:
@@ -439,7 +489,12 @@ class ObjectView(_LazyObject):
         fields = self._fields
         if fields is None:
             entry = self._entry
-            fields = self._fields = FIELDS_DECODER.decode(entry.raw)
+            metadata = self._metadata
+            if metadata is not None:
+                # One split of the bytes for the view and its metadata, whichever came first.
+                fields = self._fields = metadata._top_fields()
+            else:
+                fields = self._fields = FIELDS_DECODER.decode(entry.raw)
             if entry.add_type:
                 # A LIST item: its kind and apiVersion are the list's.
                 if "apiVersion" not in fields and entry.api_version:
@@ -452,7 +507,7 @@ class ObjectView(_LazyObject):
         if key == "metadata":
             metadata = self._metadata
             if metadata is None and self._entry.name:
-                metadata = self._metadata = MetadataView(self)
+                metadata = self._metadata = MetadataView(self._entry, self._fields)
             if metadata is not None:
                 return metadata
         elif not self._entry.add_type:
