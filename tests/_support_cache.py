@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._pipeline import view as view_module
+from aioinformer._pipeline.raw import FIELDS_DECODER, CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
@@ -157,26 +157,30 @@ def _as_raw(event: WatchEvent) -> WatchEvent:
 
 class Decodes:
     """Counts, while installed, what parses an object's bytes past its head: whole-object
-    decodes (:meth:`CompactEntry.decode`) and the first field read of a view
-    (:class:`~aioinformer._pipeline.view.ObjectView` splits the bytes into fields once)."""
+    decodes (:meth:`CompactEntry.decode`) and splits of the whole object into its fields
+    (a :class:`~aioinformer._pipeline.view.ObjectView` makes one, on its first read past
+    what the entry holds)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Counts from now until the test ends (``monkeypatch`` undoes it)."""
         self.count = 0
         decode = CompactEntry.decode
-        split = ObjectView._split
+        counts = self
 
         def counting(entry: CompactEntry) -> dict[str, Any]:
             self.count += 1
             return decode(entry)
 
-        def counting_split(view: ObjectView) -> Any:
-            if view._fields is None:
-                self.count += 1
-            return split(view)
+        class CountingSplitter:
+            @staticmethod
+            def decode(data: Any) -> Any:
+                # An entry's bytes, not one field's raw value (metadata is split alone).
+                if type(data) is bytes:
+                    counts.count += 1
+                return FIELDS_DECODER.decode(data)
 
         monkeypatch.setattr(CompactEntry, "decode", counting)
-        monkeypatch.setattr(ObjectView, "_split", counting_split)
+        monkeypatch.setattr(view_module, "FIELDS_DECODER", CountingSplitter())
 
 
 class Recorder:

@@ -5,8 +5,11 @@ Role: what a compact cache (``cache="compact"``, see :mod:`aioinformer.informer`
 instead of a decoded ``dict``. A :class:`CompactEntry` holds the object's JSON exactly as it
 came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
 fields every stage needs without decoding it: the store key, namespace, name,
-resourceVersion, kind, apiVersion and labels. ``decode()`` turns it into a fresh ``dict``
-each time it is called; what user code gets for one is a read-only view of it
+resourceVersion, kind, apiVersion and labels. Beside them it holds, each as its own JSON,
+the metadata user code reads most (uid, generation, deletionTimestamp, annotations,
+finalizers, ownerReferences), so that reading one decodes a few bytes rather than
+splitting the whole object. ``decode()`` turns it into a fresh ``dict`` each time it is
+called; what user code gets for one is a read-only view of it
 (:mod:`aioinformer._pipeline.view`).
 
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
@@ -38,6 +41,7 @@ from aioinformer.errors import KeyFuncError
 
 __all__ = [
     "FIELDS_DECODER",
+    "HELD_LIMIT",
     "READS_RAW",
     "CompactDecodeError",
     "ListBody",
@@ -73,6 +77,15 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     add_type: bool = False
     """True when ``raw`` lacks ``kind``/``apiVersion`` (LIST items do): :meth:`decode`
     adds ``kind`` and ``api_version``, as the decoding client does for a list."""
+    # Held metadata fields, each the JSON of its value as in ``raw``: ``b""`` when the
+    # object has no such field, ``None`` when it is not held (read it from ``raw``), as
+    # for a value over HELD_LIMIT bytes or an entry made without them.
+    uid: bytes | None = None
+    generation: bytes | None = None
+    deletion_timestamp: bytes | None = None
+    annotations: bytes | None = None
+    finalizers: bytes | None = None
+    owner_references: bytes | None = None
 
     def decode(self) -> dict[str, Any]:
         """A fresh ``dict`` of the object; the caller may keep or change it."""
@@ -108,8 +121,9 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             labels = None
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
+        raw = orjson.dumps(obj)  # first: it raises TypeError for what cannot be encoded
         return cls(
-            raw=orjson.dumps(obj),
+            raw=raw,
             key=f"{namespace}/{name}" if namespace else name,
             name=name,
             namespace=namespace,
@@ -119,6 +133,12 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             labels=dict(labels) if labels is not None else None,
             # A kind or apiVersion that is absent (or not a string) is not in the head.
             add_type=type(kind) is not str or type(api_version) is not str,
+            uid=_held(meta, "uid"),
+            generation=_held(meta, "generation"),
+            deletion_timestamp=_held(meta, "deletionTimestamp"),
+            annotations=_held(meta, "annotations"),
+            finalizers=_held(meta, "finalizers"),
+            owner_references=_held(meta, "ownerReferences"),
         )
 
     def __repr__(self) -> str:
@@ -133,6 +153,22 @@ def _text(value: Any) -> str:
     return value if type(value) is str else ""
 
 
+HELD_LIMIT: Final = 4096
+"""The largest held field, in bytes of JSON: a bigger one (``kubectl apply``'s
+last-applied-configuration annotation holds a whole copy of the object) is read from the
+object's bytes, so the head never doubles what the entry weighs."""
+
+_ABSENT: Final = object()
+
+
+def _held(meta: dict[str, Any], field: str) -> bytes | None:
+    value = meta.get(field, _ABSENT)
+    if value is _ABSENT:
+        return b""
+    held = orjson.dumps(value)
+    return held if len(held) <= HELD_LIMIT else None
+
+
 # -- decoding: only the head of each object --------------------------------------------
 
 
@@ -141,11 +177,20 @@ def _text(value: Any) -> str:
 # whole and reports or keeps it exactly as a dict-producing source would.
 
 
+_NONE: Final = msgspec.Raw(b"")
+
+
 class _Meta(msgspec.Struct, gc=False, rename="camel"):
     name: str = ""
     namespace: str = ""
     resource_version: str = ""
     labels: dict[str, str] | None = None
+    uid: msgspec.Raw = _NONE
+    generation: msgspec.Raw = _NONE
+    deletion_timestamp: msgspec.Raw = _NONE
+    annotations: msgspec.Raw = _NONE
+    finalizers: msgspec.Raw = _NONE
+    owner_references: msgspec.Raw = _NONE
 
 
 class _Head(msgspec.Struct, gc=False, rename="camel"):
@@ -195,11 +240,24 @@ def _entry(
     if meta is None:
         name = namespace = resource_version = ""
         labels = None
+        uid = generation = deletion_timestamp = annotations = finalizers = owners = None
     else:
         name = meta.name
         namespace = meta.namespace
         resource_version = meta.resource_version
         labels = meta.labels or None
+        # Each copied out of the line (an absent one is the empty default); the three
+        # that can grow large are held only up to the limit. Spelled out, not a helper:
+        # this runs for every event.
+        uid = bytes(meta.uid)
+        generation = bytes(meta.generation)
+        deletion_timestamp = bytes(meta.deletion_timestamp)
+        value = meta.annotations
+        annotations = bytes(value) if len(value) <= HELD_LIMIT else None
+        value = meta.finalizers
+        finalizers = bytes(value) if len(value) <= HELD_LIMIT else None
+        value = meta.owner_references
+        owners = bytes(value) if len(value) <= HELD_LIMIT else None
     kind = head.kind
     api_version = head.api_version
     add_type = False
@@ -219,6 +277,12 @@ def _entry(
         api_version=intern(api_version),
         labels=labels,
         add_type=add_type,
+        uid=uid,
+        generation=generation,
+        deletion_timestamp=deletion_timestamp,
+        annotations=annotations,
+        finalizers=finalizers,
+        owner_references=owners,
     )
 
 

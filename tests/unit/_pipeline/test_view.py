@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from aioinformer import ObjectView, ReadOnlyObjectError, json_default
-from aioinformer._pipeline.raw import CompactEntry, decode_list, decode_watch_line
+from aioinformer._pipeline.raw import HELD_LIMIT, CompactEntry, decode_list, decode_watch_line
 from aioinformer._pipeline.view import ReadOnlyDict, ReadOnlyList, thaw
 from aioinformer.models import KubeObject
 from tests._support_cache import Decodes
@@ -37,6 +37,9 @@ def pod(**meta: Any) -> dict[str, Any]:
             "labels": {"app": "web"},
             "annotations": {"note": "kept"},
             "uid": "u-1",
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "shop-rs", "uid": "u-0"}
+            ],
             **meta,
         },
         "spec": {"containers": [{"name": "main", "image": "nginx", "ports": [{"port": 80}]}]},
@@ -95,10 +98,39 @@ def test_the_head_fields_cost_no_decode(monkeypatch: pytest.MonkeyPatch) -> None
     )
     assert head == ("web-1", "shop", "42", "web", "web", "Pod", "v1", True, True, True, True)
     assert decodes.count == 0
-    assert got["metadata"]["annotations"]["note"] == "kept"
+    # The metadata a handler reads most is held apart: a few bytes each, no split.
+    held = (
+        meta["annotations"]["note"],
+        meta["uid"],
+        meta.get("generation"),
+        "finalizers" in meta,
+        meta.get("deletionTimestamp"),
+        meta["ownerReferences"][0]["name"],
+    )
+    assert held == ("kept", "u-1", None, False, None, "shop-rs")
+    assert meta["annotations"] is meta["annotations"]
+    assert decodes.count == 0
     assert got["spec"]
     assert got["status"]
     assert decodes.count == 1  # one split of the bytes, whatever is read after
+
+
+def test_a_held_field_over_the_limit_is_read_from_the_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    applied = "x" * HELD_LIMIT
+    obj = pod(annotations={"kubectl.kubernetes.io/last-applied-configuration": applied})
+    line = orjson.dumps({"type": "MODIFIED", "object": obj})
+    decoded = decode_watch_line(line)
+    assert decoded is not None
+    for entry in (decoded[1], CompactEntry.from_dict(obj)):
+        assert entry.annotations is None
+        assert entry.uid == b'"u-1"'
+        decodes = Decodes(monkeypatch)
+        got = ObjectView(entry)
+        assert got["metadata"]["annotations"] == obj["metadata"]["annotations"]
+        assert decodes.count == 1
+        monkeypatch.undo()
 
 
 def test_a_field_is_decoded_once_per_view() -> None:
@@ -289,13 +321,28 @@ _json = st.recursive(
     labels=st.none() | st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3),
     namespace=st.sampled_from(["", "ns"]),
     rest=st.dictionaries(st.sampled_from(["spec", "status", "data", "x"]), _json, max_size=3),
-    extra_meta=st.dictionaries(st.sampled_from(["uid", "annotations", "generation"]), _json),
+    extra_meta=st.dictionaries(
+        st.sampled_from(
+            [
+                "uid",
+                "annotations",
+                "generation",
+                "deletionTimestamp",
+                "finalizers",
+                "ownerReferences",
+                "managedFields",
+            ]
+        ),
+        _json,
+    ),
+    wire=st.booleans(),
 )
 def test_any_object_reads_alike_through_a_view(
     labels: dict[str, str] | None,
     namespace: str,
     rest: dict[str, Any],
     extra_meta: dict[str, Any],
+    wire: bool,
 ) -> None:
     meta: dict[str, Any] = {"name": "n", "resourceVersion": "1", **extra_meta}
     if namespace:
@@ -303,7 +350,16 @@ def test_any_object_reads_alike_through_a_view(
     if labels is not None:
         meta["labels"] = labels
     obj = {"kind": "Thing", "apiVersion": "x/v1", "metadata": meta, **rest}
-    got = view(obj)
+    if wire:
+        # As a client reads it: the head decoded from a watch line, or the careful path.
+        decoded = decode_watch_line(orjson.dumps({"type": "ADDED", "object": obj}))
+        entry = decoded[1] if decoded is not None else None
+        got = ObjectView(entry) if type(entry) is CompactEntry else view(obj)
+    else:
+        got = view(obj)
+    for key in ("uid", "generation", "deletionTimestamp", "annotations", "finalizers"):
+        assert (key in got["metadata"]) == (key in meta)
+        assert thaw(got["metadata"].get(key, "absent")) == meta.get(key, "absent")
     assert got == obj
     assert thaw(got) == obj
     assert orjson.loads(orjson.dumps(got, default=json_default)) == obj

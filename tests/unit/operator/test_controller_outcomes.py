@@ -188,18 +188,28 @@ async def test_a_missed_delete_is_judged_by_its_tombstones_last_state(clock: Fak
     assert "judged" not in keys[3:]
 
 
+def same_spec(old: Any, new: Any) -> bool:
+    """A predicate of the user's own, reading past the metadata."""
+    return bool(old.get("spec") == new.get("spec"))
+
+
 @pytest.mark.parametrize(
     ("predicates", "decodes"),
-    [pytest.param([], 0, id="none"), pytest.param([generation_changed], 2, id="some")],
+    [
+        pytest.param([], 0, id="none"),
+        pytest.param([generation_changed], 0, id="held-fields"),
+        pytest.param([same_spec], 2, id="past-the-metadata"),
+    ],
 )
 async def test_the_states_are_read_past_their_heads_only_for_predicates(
-    monkeypatch: pytest.MonkeyPatch, predicates: list[Predicate], decodes: int
+    monkeypatch: pytest.MonkeyPatch, predicates: list[Any], decodes: int
 ) -> None:
     run = Keyed("decodes", enqueue=lambda obj: [obj["metadata"]["name"]], predicates=predicates)
     async with run.informer, run.controller:
         await wait_until(lambda: run.keys == ["a"])
         counter = Decodes(monkeypatch)
-        # The name is read from the head; the generation, old and new, from the bytes.
+        # The name is read from the head, the generation from the few bytes the entry holds
+        # for it; the spec, old and new, from the object's bytes.
         run.lw.modify(pod("a", generation=2))
         await wait_until(lambda: run.keys == ["a", "a"])
     assert counter.count == decodes
