@@ -16,7 +16,8 @@ Output: a loopback HTTP server that answers, for its one resource (``pods`` or
   ``PartialObjectMetadata`` (encoded on the first such request).
 * ``GET /api/v1/<resource>?watch=1&resourceVersion=R`` — the configured MODIFIED events with
   a resourceVersion above ``R``, in order. Event ``e`` (1-based) modifies object
-  ``(e - 1) % objects`` and has resourceVersion ``objects + e``. With ``rate == 0`` they go
+  ``(e - 1) % objects`` (with ``order_seed``, an object drawn at random, as the independent
+  harness's server draws them) and has resourceVersion ``objects + e``. With ``rate == 0`` they go
   out as fast as the socket takes them: with ``chunk_per_event``, each event in an HTTP
   chunk of its own, one write per event (as kube-apiserver flushes after every event, and
   as the independent harness's replay server frames them); without it, many
@@ -46,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import select
 import subprocess
 import sys
@@ -124,6 +126,11 @@ class ReplayConfig:
     (one write per event, as kube-apiserver flushes), rather than many events per
     chunk in writes of about 256 KiB. The client's framing work is per chunk received, so
     the watch throughput scenarios use it: it is what a client meets in production."""
+    order_seed: int | None = None
+    """With a seed, each watch event modifies an object drawn from ``random.Random(seed)``
+    (as the independent harness's server does, whose default seed is 1) rather than the
+    objects in turn. Which objects an update replaces, and so which memory it frees, is
+    part of what a client's collector and allocator meet."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,7 +143,7 @@ class ReplayData:
     no watch events, else it holds one template per object.
     """
 
-    __slots__ = ("_metadata_items", "added_lines", "config", "items", "templates")
+    __slots__ = ("_metadata_items", "added_lines", "config", "items", "order", "templates")
 
     def __init__(self, config: ReplayConfig) -> None:
         if config.resource not in KINDS:
@@ -156,6 +163,11 @@ class ReplayData:
             if config.watch_events
             else []
         )
+        self.order: list[int] | None = None
+        """Per event, the object it modifies, when the config draws them at random."""
+        if config.order_seed is not None and self.templates:
+            draw = random.Random(config.order_seed).randrange
+            self.order = [draw(config.objects) for _ in range(config.watch_events)]
         head = b'{"type":"ADDED","object":{"apiVersion":"v1","kind":"%b",' % (
             KINDS[config.resource].encode()
         )
@@ -226,8 +238,9 @@ class ReplayData:
 
     def event_line(self, event: int, emitted_ns: int = 0) -> bytes:
         """The line of 1-based event ``event``."""
-        template = self.templates[(event - 1) % len(self.templates)]
-        return template.render(self.config.objects + event, emitted_ns)
+        order = self.order
+        index = order[(event - 1) % len(order)] if order else (event - 1) % len(self.templates)
+        return self.templates[index].render(self.config.objects + event, emitted_ns)
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:

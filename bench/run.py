@@ -156,6 +156,7 @@ class Scenario:
             chunk_per_event=params.get("chunk_per_event", False),
             namespaces=params.get("namespaces", 50),
             object_shape=params.get("object_shape", "bench"),
+            order_seed=params.get("order_seed"),
         )
 
 
@@ -212,10 +213,12 @@ _HARNESS = {
     "chunk_per_event": True,
     "namespaces": 1,
     "object_shape": "harness",
+    "order_seed": 1,
 }
 _HARNESS_QUICK = {**_HARNESS, "objects": 1_000, "events": 5_000}
 """The independent harness's ``run_peers.py --objects 10000 --events 50000``: its Pods
-(``objects.make_harness_pod``), all in one namespace, one HTTP chunk per event."""
+(``objects.make_harness_pod``), all in one namespace, one HTTP chunk per event, each event
+modifying an object drawn at random."""
 _COLLECTOR = (
     Metric("gc_gen0", "gen0 collections", "{:,.0f}"),
     Metric("gc_gen1", "gen1 collections", "{:,.0f}"),

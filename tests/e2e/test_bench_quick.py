@@ -595,6 +595,31 @@ async def _watch_chunks(url: str, query: str) -> list[bytes]:
         writer.close()
 
 
+def test_replay_events_modify_objects_drawn_at_random_with_a_seed() -> None:
+    def modified(config: ReplayConfig) -> list[str]:
+        data = ReplayData(config)
+        return [
+            orjson.loads(data.event_line(event))["object"]["metadata"]["name"]
+            for event in range(1, 41)
+        ]
+
+    in_turn = modified(ReplayConfig(objects=8, watch_events=40))
+    assert in_turn == in_turn[:8] * 5
+    assert len(set(in_turn)) == 8
+    drawn = modified(ReplayConfig(objects=8, watch_events=40, order_seed=1))
+    assert drawn == modified(ReplayConfig(objects=8, watch_events=40, order_seed=1))
+    assert drawn != in_turn
+    assert drawn != modified(ReplayConfig(objects=8, watch_events=40, order_seed=2))
+    assert set(drawn) <= set(in_turn)
+    # The resourceVersions still rise by one per event.
+    data = ReplayData(ReplayConfig(objects=8, watch_events=40, order_seed=1))
+    versions = [
+        orjson.loads(data.event_line(e))["object"]["metadata"]["resourceVersion"]
+        for e in range(1, 41)
+    ]
+    assert versions == [str(8 + event) for event in range(1, 41)]
+
+
 @pytest.mark.parametrize("per_event", [True, False], ids=["chunk-per-event", "batched"])
 async def test_replay_watch_sends_one_http_chunk_per_event_when_asked(per_event: bool) -> None:
     data = ReplayData(ReplayConfig(objects=5, watch_events=12, chunk_per_event=per_event))
