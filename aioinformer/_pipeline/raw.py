@@ -5,12 +5,12 @@ Role: what a compact cache (``cache="compact"``, see :mod:`aioinformer.informer`
 instead of a decoded ``dict``. A :class:`CompactEntry` holds the object's JSON exactly as it
 came off the wire (one item of a LIST body, or the ``object`` of a watch line) and the few
 fields every stage needs without decoding it: the store key, namespace, name,
-resourceVersion, kind, apiVersion and labels. Beside them it holds, each as its own JSON,
-the metadata user code reads most (uid, generation, deletionTimestamp, annotations,
-finalizers, ownerReferences), so that reading one decodes a few bytes rather than
-splitting the whole object. ``decode()`` turns it into a fresh ``dict`` each time it is
-called; what user code gets for one is a read-only view of it
-(:mod:`aioinformer._pipeline.view`).
+resourceVersion, kind, apiVersion and labels. Beside them it holds where in those bytes
+the metadata user code reads most lies (uid, generation, deletionTimestamp, annotations,
+finalizers, ownerReferences: a ``msgspec.Raw`` over each value, which copies nothing), so
+that reading one decodes a few bytes rather than splitting the whole object. ``decode()``
+turns it into a fresh ``dict`` each time it is called; what user code gets for one is a
+read-only view of it (:mod:`aioinformer._pipeline.view`).
 
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
 hundreds of them. A cache of decoded objects is walked by every full collection, and
@@ -41,7 +41,6 @@ from aioinformer.errors import KeyFuncError
 
 __all__ = [
     "FIELDS_DECODER",
-    "HELD_LIMIT",
     "READS_RAW",
     "CompactDecodeError",
     "ListBody",
@@ -77,15 +76,15 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     add_type: bool = False
     """True when ``raw`` lacks ``kind``/``apiVersion`` (LIST items do): :meth:`decode`
     adds ``kind`` and ``api_version``, as the decoding client does for a list."""
-    # Held metadata fields, each the JSON of its value as in ``raw``: ``b""`` when the
-    # object has no such field, ``None`` when it is not held (read it from ``raw``), as
-    # for a value over HELD_LIMIT bytes or an entry made without them.
-    uid: bytes | None = None
-    generation: bytes | None = None
-    deletion_timestamp: bytes | None = None
-    annotations: bytes | None = None
-    finalizers: bytes | None = None
-    owner_references: bytes | None = None
+    # Held metadata fields: each the JSON of its value, a msgspec.Raw over ``raw`` (no
+    # copy), empty when the object has no such field; ``None`` when it is not held (read
+    # it from ``raw``), as for an object whose head is unusual or an entry made without.
+    uid: msgspec.Raw | None = None
+    generation: msgspec.Raw | None = None
+    deletion_timestamp: msgspec.Raw | None = None
+    annotations: msgspec.Raw | None = None
+    finalizers: msgspec.Raw | None = None
+    owner_references: msgspec.Raw | None = None
 
     def decode(self) -> dict[str, Any]:
         """A fresh ``dict`` of the object; the caller may keep or change it."""
@@ -110,6 +109,13 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
         name = meta.get("name")
         if not name or type(name) is not str:
             raise KeyFuncError(f"object has no metadata.name: kind={obj.get('kind')!r}")
+        raw = orjson.dumps(obj)  # first: it raises TypeError for what cannot be encoded
+        try:
+            head = _head_decoder.decode(raw)
+        except _DecodeError:
+            pass  # a head the strict decoder refuses: read from the dict below
+        else:
+            return _entry(raw, head)
         namespace = meta.get("namespace") or ""
         labels = meta.get("labels")
         if (
@@ -121,7 +127,6 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             labels = None
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
-        raw = orjson.dumps(obj)  # first: it raises TypeError for what cannot be encoded
         return cls(
             raw=raw,
             key=f"{namespace}/{name}" if namespace else name,
@@ -133,12 +138,6 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
             labels=dict(labels) if labels is not None else None,
             # A kind or apiVersion that is absent (or not a string) is not in the head.
             add_type=type(kind) is not str or type(api_version) is not str,
-            uid=_held(meta, "uid"),
-            generation=_held(meta, "generation"),
-            deletion_timestamp=_held(meta, "deletionTimestamp"),
-            annotations=_held(meta, "annotations"),
-            finalizers=_held(meta, "finalizers"),
-            owner_references=_held(meta, "ownerReferences"),
         )
 
     def __repr__(self) -> str:
@@ -151,22 +150,6 @@ class CompactEntry(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
 def _text(value: Any) -> str:
     return value if type(value) is str else ""
-
-
-HELD_LIMIT: Final = 4096
-"""The largest held field, in bytes of JSON: a bigger one (``kubectl apply``'s
-last-applied-configuration annotation holds a whole copy of the object) is read from the
-object's bytes, so the head never doubles what the entry weighs."""
-
-_ABSENT: Final = object()
-
-
-def _held(meta: dict[str, Any], field: str) -> bytes | None:
-    value = meta.get(field, _ABSENT)
-    if value is _ABSENT:
-        return b""
-    held = orjson.dumps(value)
-    return held if len(held) <= HELD_LIMIT else None
 
 
 # -- decoding: only the head of each object --------------------------------------------
@@ -213,11 +196,6 @@ class _List(msgspec.Struct, gc=False, rename="camel"):
     items: list[msgspec.Raw] | None = None
 
 
-class _Line(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    type: str
-    object: _Head
-
-
 class _RawLine(msgspec.Struct, gc=False):
     type: str | None = None
     # Raw cannot be part of a union: an absent object is an empty Raw.
@@ -226,7 +204,6 @@ class _RawLine(msgspec.Struct, gc=False):
 
 _head_decoder: Final = msgspec.json.Decoder(_Head)
 _list_decoder: Final = msgspec.json.Decoder(_List)
-_line_decoder: Final = msgspec.json.Decoder(_Line)
 _raw_line_decoder: Final = msgspec.json.Decoder(_RawLine)
 _DecodeError: Final = msgspec.DecodeError
 
@@ -234,8 +211,9 @@ _DecodeError: Final = msgspec.DecodeError
 def _entry(
     raw: bytes, head: _Head, *, default_kind: str = "", default_api_version: str = ""
 ) -> CompactEntry:
-    """The entry for ``raw`` whose head is ``head``; kind/apiVersion absent from it are
-    taken from the defaults (a LIST's items)."""
+    """The entry for ``raw`` whose head is ``head``, decoded from ``raw`` itself (its
+    held fields are views into it, so anything else would keep other bytes alive);
+    kind/apiVersion absent from it are taken from the defaults (a LIST's items)."""
     meta = head.metadata
     if meta is None:
         name = namespace = resource_version = ""
@@ -246,18 +224,14 @@ def _entry(
         namespace = meta.namespace
         resource_version = meta.resource_version
         labels = meta.labels or None
-        # Each copied out of the line (an absent one is the empty default); the three
-        # that can grow large are held only up to the limit. Spelled out, not a helper:
-        # this runs for every event.
-        uid = bytes(meta.uid)
-        generation = bytes(meta.generation)
-        deletion_timestamp = bytes(meta.deletion_timestamp)
-        value = meta.annotations
-        annotations = bytes(value) if len(value) <= HELD_LIMIT else None
-        value = meta.finalizers
-        finalizers = bytes(value) if len(value) <= HELD_LIMIT else None
-        value = meta.owner_references
-        owners = bytes(value) if len(value) <= HELD_LIMIT else None
+        # Views into ``raw``, which the head was decoded from (an absent field is the
+        # shared empty default).
+        uid = meta.uid
+        generation = meta.generation
+        deletion_timestamp = meta.deletion_timestamp
+        annotations = meta.annotations
+        finalizers = meta.finalizers
+        owners = meta.owner_references
     kind = head.kind
     api_version = head.api_version
     add_type = False
@@ -316,15 +290,16 @@ def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBo
     decode_head = _head_decoder.decode
     items: list[CompactEntry] = []
     append = items.append
-    for raw in page.items or ():
+    for item in page.items or ():
+        # Copied out of the body first: the head's held fields are views into what it is
+        # decoded from, and must not keep the whole body alive.
+        raw = bytes(item)
         try:
             head = decode_head(raw)
         except _DecodeError:
             append(_odd_item(raw, item_kind, item_api_version))
             continue
-        append(
-            _entry(bytes(raw), head, default_kind=item_kind, default_api_version=item_api_version)
-        )
+        append(_entry(raw, head, default_kind=item_kind, default_api_version=item_api_version))
     meta = page.metadata
     return ListBody(
         items=items,
@@ -336,10 +311,10 @@ def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBo
     )
 
 
-def _odd_item(raw: msgspec.Raw, kind: str, api_version: str) -> Any:
+def _odd_item(raw: bytes, kind: str, api_version: str) -> Any:
     """An item whose head does not fit the usual shape, decoded whole: the store then
     judges it as it judges any decoded object."""
-    item = orjson.loads(bytes(raw))
+    item = orjson.loads(raw)
     if type(item) is not dict:
         raise CompactDecodeError("a list item is not a JSON object")
     item.setdefault("apiVersion", api_version)
@@ -347,7 +322,8 @@ def _odd_item(raw: msgspec.Raw, kind: str, api_version: str) -> Any:
     return item
 
 
-_OBJECT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_OBJECT_TYPES: Final = {b"ADDED": "ADDED", b"MODIFIED": "MODIFIED", b"DELETED": "DELETED"}
+"""The event types that carry an object, by their bytes on the wire."""
 _PREFIX: Final = b'{"type":"'
 _OBJECT_KEY: Final = b'","object":'
 
@@ -358,24 +334,26 @@ def decode_watch_line(line: bytes | memoryview) -> tuple[str, Any] | None:
     which the caller decodes the careful way.
 
     The usual line, ``{"type":"…","object":{…}}`` as kube-apiserver writes it, is read in
-    one pass: the head of the object is decoded and its bytes are the slice between the
-    two keys' framing. Any other spelling of the two keys decodes the object as a raw
-    value first, then its head.
+    one pass: its framing is checked byte by byte, the object is the slice between the two
+    keys' framing and the line's closing brace, and its head is decoded from that slice
+    (which must be one JSON object and nothing more). Any other spelling of the line
+    decodes it as a raw value first, then the object's head.
     """
-    try:
-        parsed = _line_decoder.decode(line)
-    except _DecodeError:
-        return _decode_watch_line_slowly(line)
-    kind = parsed.type
-    if kind not in _OBJECT_TYPES:
-        return None
-    start = len(_PREFIX) + len(kind) + len(_OBJECT_KEY)
     data = bytes(line)
-    if data.startswith(_PREFIX) and data.startswith(_OBJECT_KEY, len(_PREFIX) + len(kind)):
-        end = data.rfind(b"}")
-        # Only two keys were allowed and "type" came first, so what follows "object": up
-        # to the line's closing brace is exactly the object.
-        return kind, _entry(data[start:end], parsed.object)
+    if data.startswith(_PREFIX):
+        closing = data.find(b'"', len(_PREFIX))
+        kind = _OBJECT_TYPES.get(data[len(_PREFIX) : closing])
+        if kind is not None and data.startswith(_OBJECT_KEY, closing):
+            start = closing + len(_OBJECT_KEY)
+            end = data.rfind(b"}")
+            if end > start and not data[end + 1 :].strip():
+                raw = data[start:end]
+                try:
+                    head = _head_decoder.decode(raw)
+                except _DecodeError:
+                    pass  # not one object between the framing: the careful spelling
+                else:
+                    return kind, _entry(raw, head)
     return _decode_watch_line_slowly(data)
 
 
@@ -385,7 +363,7 @@ def _decode_watch_line_slowly(line: bytes | memoryview) -> tuple[str, Any] | Non
     except _DecodeError:
         return None
     kind = parsed.type
-    if kind not in _OBJECT_TYPES or not parsed.object:
+    if kind is None or kind not in _OBJECT_TYPES.values() or not parsed.object:
         return None
     raw = bytes(parsed.object)
     try:
@@ -437,4 +415,20 @@ def without_fields(
             changed = True
     if not changed:
         return entry
-    return msgspec.structs.replace(entry, raw=_encode(fields))
+    raw = _encode(fields)
+    try:
+        head = _head_decoder.decode(raw)
+    except _DecodeError:
+        # The held fields were views into the old bytes: none is held for the new ones.
+        return msgspec.structs.replace(
+            entry,
+            raw=raw,
+            uid=None,
+            generation=None,
+            deletion_timestamp=None,
+            annotations=None,
+            finalizers=None,
+            owner_references=None,
+        )
+    # The same head, its held fields now views into the new bytes.
+    return _entry(raw, head, default_kind=entry.kind, default_api_version=entry.api_version)

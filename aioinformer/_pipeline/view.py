@@ -421,8 +421,8 @@ class MetadataView(_LazyObject):
                     return self._from_held(key, held)
         return self._decoded(key)
 
-    def _from_held(self, key: str, held: bytes) -> Any:
-        """``key``'s value from the JSON the entry holds for it (``b""``: no such field)."""
+    def _from_held(self, key: str, held: msgspec.Raw) -> Any:
+        """``key``'s value from the JSON the entry holds for it (empty: no such field)."""
         if not held:
             raise KeyError(key)
         values = self._values
@@ -430,7 +430,7 @@ class MetadataView(_LazyObject):
             values = self._values = {}
         elif key in values:
             return values[key]
-        value = values[key] = freeze(_loads(held))
+        value = values[key] = freeze(_loads(memoryview(held)))
         return value
 
     def __contains__(self, key: object) -> bool:

@@ -156,6 +156,7 @@ def test_a_canonical_line_gives_the_object_bytes_exactly_as_sent(kind: str) -> N
         pytest.param(b'{ "type" : "ADDED" , "object" : %s }', id="spaced"),
         pytest.param(b'{"type":"ADDED","object":%s,"extra":{"a":1}}', id="extra-key"),
         pytest.param(b'{"type":"ADDED","object":%s}\r', id="carriage-return"),
+        pytest.param(b'{"type":"ADDED","object":{"metadata":{}},"object":%s}', id="twice"),
     ],
 )
 def test_other_spellings_of_a_line_give_the_same_object(text: bytes) -> None:
@@ -181,6 +182,9 @@ def test_other_spellings_of_a_line_give_the_same_object(text: bytes) -> None:
             line("ADDED", {"metadata": {"name": "a", "labels": {"n": 1}}}), id="odd-labels"
         ),
         pytest.param(line("ADDED", {"metadata": "nope"}), id="odd-metadata"),
+        pytest.param(line("ADDED", {"metadata": {"name": "a"}}) + b"}", id="trailing-brace"),
+        pytest.param(line("ADDED", {"metadata": {"name": "a"}})[:-2], id="truncated"),
+        pytest.param(b'{"type":"ADDED","object":{"metadata":{"name":"a"}}', id="unclosed"),
     ],
 )
 def test_every_other_line_is_left_to_the_careful_path(text: bytes) -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from aioinformer import ObjectView, ReadOnlyObjectError, json_default
-from aioinformer._pipeline.raw import HELD_LIMIT, CompactEntry, decode_list, decode_watch_line
+from aioinformer._pipeline.raw import CompactEntry, decode_list, decode_watch_line
 from aioinformer._pipeline.view import ReadOnlyDict, ReadOnlyList, thaw
 from aioinformer.models import KubeObject
 from tests._support_cache import Decodes
@@ -115,22 +115,22 @@ def test_the_head_fields_cost_no_decode(monkeypatch: pytest.MonkeyPatch) -> None
     assert decodes.count == 1  # one split of the bytes, whatever is read after
 
 
-def test_a_held_field_over_the_limit_is_read_from_the_bytes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    applied = "x" * HELD_LIMIT
+def test_the_held_fields_are_views_into_the_entrys_own_bytes() -> None:
+    applied = "x" * 10_000  # kubectl's last-applied annotation: a copy of the object
     obj = pod(annotations={"kubectl.kubernetes.io/last-applied-configuration": applied})
     line = orjson.dumps({"type": "MODIFIED", "object": obj})
+    body = orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [obj]})
     decoded = decode_watch_line(line)
     assert decoded is not None
-    for entry in (decoded[1], CompactEntry.from_dict(obj)):
-        assert entry.annotations is None
-        assert entry.uid == b'"u-1"'
-        decodes = Decodes(monkeypatch)
-        got = ObjectView(entry)
-        assert got["metadata"]["annotations"] == obj["metadata"]["annotations"]
-        assert decodes.count == 1
-        monkeypatch.undo()
+    for entry in (decoded[1], decode_list(body).items[0], CompactEntry.from_dict(obj)):
+        assert entry.annotations is not None
+        assert entry.uid is not None
+        assert bytes(entry.uid) == b'"u-1"'
+        assert entry.generation is not None
+        assert not entry.generation  # held, and absent
+        # Each is a slice of the entry's bytes, so nothing is stored twice.
+        assert bytes(entry.annotations) in entry.raw
+        assert ObjectView(entry)["metadata"]["annotations"] == obj["metadata"]["annotations"]
 
 
 def test_a_field_is_decoded_once_per_view() -> None:
