@@ -299,13 +299,16 @@ class _LazyObject(_RefusesChanges, Mapping[str, Any]):
             fields = self._fields = FIELDS_DECODER.decode(self._raw())
         return fields
 
-    def _decoded(self, key: str) -> Any:
+    def _decoded(self, key: str, held: msgspec.Raw | None = None) -> Any:
+        """``key``'s value, decoded (and frozen) on its first read: from ``held``, the
+        bytes an entry holds for the field, or else from the object's split fields."""
         values = self._values
         if values is None:
             values = self._values = {}
         elif key in values:
             return values[key]
-        value = values[key] = freeze(_loads(memoryview(self._split()[key])))
+        raw = self._split()[key] if held is None else held
+        value = values[key] = freeze(_loads(memoryview(raw)))
         return value
 
     def __getitem__(self, key: str) -> Any:
@@ -418,20 +421,10 @@ class MetadataView(_LazyObject):
             if attribute is not None:
                 held = getattr(entry, attribute)
                 if held is not None:
-                    return self._from_held(key, held)
+                    if not held:  # held, and the object has no such field
+                        raise KeyError(key)
+                    return self._decoded(key, held)
         return self._decoded(key)
-
-    def _from_held(self, key: str, held: msgspec.Raw) -> Any:
-        """``key``'s value from the JSON the entry holds for it (empty: no such field)."""
-        if not held:
-            raise KeyError(key)
-        values = self._values
-        if values is None:
-            values = self._values = {}
-        elif key in values:
-            return values[key]
-        value = values[key] = freeze(_loads(memoryview(held)))
-        return value
 
     def __contains__(self, key: object) -> bool:
         entry = self._entry
