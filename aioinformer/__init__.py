@@ -9,7 +9,10 @@ work queues, errors. Each lives in the module named for its concept. The pipelin
 ``aioinformer.delta_fifo``'s ``DeltaFIFO``, ``Delta``, ``DeltaType``; ``.processor``,
 ``.workqueue``'s ``MetricsProvider``, ``.labels``, ``.listwatch``, ``.watch``, ...) are
 exported by their modules, not here; the operator toolkit (``Manager``, finalizers,
-predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.operator`.
+predicates, ``EventRecorder``, leader election) comes through :mod:`aioinformer.operator`;
+the few operator names kept here (``Controller``, ``Reconcile``, ``enqueue_owner``,
+``LeaderElector``, ``LeaseLock``) are imported the first time they are read, so ``import
+aioinformer`` loads neither the toolkit nor aiohttp's web server.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aioinformer._kernel.clock import Clock as Clock
+from aioinformer._kernel.lazy import lazy_exports
 from aioinformer._kernel.lifecycle import State as State
 from aioinformer._pipeline.view import ObjectView as ObjectView
 from aioinformer._pipeline.view import json_default as json_default
@@ -83,11 +87,6 @@ from aioinformer.models import DeletedFinalStateUnknown as DeletedFinalStateUnkn
 from aioinformer.models import KubeObject as KubeObject
 from aioinformer.models import ObjectMeta as ObjectMeta
 from aioinformer.models import Status as Status
-from aioinformer.operator.controller import Controller as Controller
-from aioinformer.operator.controller import Reconcile as Reconcile
-from aioinformer.operator.controller import enqueue_owner as enqueue_owner
-from aioinformer.operator.leaderelection import LeaderElector as LeaderElector
-from aioinformer.operator.leaderelection import LeaseLock as LeaseLock
 from aioinformer.processor import HandlerRegistration as HandlerRegistration
 from aioinformer.processor import HandlerStatistics as HandlerStatistics
 from aioinformer.reflector import ReflectorOptions as ReflectorOptions
@@ -98,6 +97,13 @@ from aioinformer.workqueue import RateLimitingQueue as RateLimitingQueue
 from aioinformer.workqueue import WorkQueue as WorkQueue
 from aioinformer.workqueue import default_controller_rate_limiter as default_controller_rate_limiter
 from aioinformer.workqueue import set_metrics_provider as set_metrics_provider
+
+if TYPE_CHECKING:
+    from aioinformer.operator.controller import Controller as Controller
+    from aioinformer.operator.controller import Reconcile as Reconcile
+    from aioinformer.operator.controller import enqueue_owner as enqueue_owner
+    from aioinformer.operator.leaderelection import LeaderElector as LeaderElector
+    from aioinformer.operator.leaderelection import LeaseLock as LeaseLock
 
 __all__ = [
     "AioinformerError",
@@ -185,7 +191,14 @@ __all__ = [
 ]
 
 
-if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+# The operator's names, imported the first time one is read: an informer does not pay for
+# the toolkit (18 modules, and aiohttp's web server behind the Manager's endpoints).
+_HOMES = {
+    "aioinformer.operator.controller": ("Controller", "Reconcile", "enqueue_owner"),
+    "aioinformer.operator.leaderelection": ("LeaderElector", "LeaseLock"),
+}
+
+if not TYPE_CHECKING:  # type checkers read the imports above, and report old names as missing
     from aioinformer._kernel.moved import moved_names
 
-    __getattr__ = moved_names(__name__)
+    __getattr__, __dir__ = lazy_exports(__name__, _HOMES, otherwise=moved_names(__name__, frames=1))

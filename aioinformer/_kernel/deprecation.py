@@ -360,19 +360,20 @@ def _resolve(path: str) -> object:
     raise ImportError(f"no module in {path!r}")
 
 
-def moved_attribute(module: str, name: str) -> object:
+def moved_attribute(module: str, name: str, *, frames: int = 0) -> object:
     """What ``module.name`` now is, with a :class:`DeprecationWarning` naming the new name;
     :class:`AttributeError` as Python words it for a name that never moved.
 
     For a module's ``__getattr__``: the warning points at the line that asked for the
-    name (the caller of that ``__getattr__``).
+    name (the caller of that ``__getattr__``, ``frames`` calls further out when the
+    ``__getattr__`` reaches this through helpers of its own).
     """
     new = MOVED_NAMES.get(module, {}).get(name)
     if new is not None:
         warnings.warn(
             f"{module}.{name} is deprecated: use {new} ({_KEPT})",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=3 + frames,
         )
         return old_state_enum(name) if name in OLD_STATE_ENUMS else _resolve(new)
     retired = RETIRED_NAMES.get(module, {}).get(name)
@@ -381,7 +382,7 @@ def moved_attribute(module: str, name: str) -> object:
             f"{module}.{name} is deprecated and has no public successor: {retired.instead} "
             f"({_KEPT})",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=3 + frames,
         )
         return _resolve(retired.path)
     raise AttributeError(f"module {module!r} has no attribute {name!r}")

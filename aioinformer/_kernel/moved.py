@@ -13,16 +13,17 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def moved_names(module: str) -> Callable[[str], object]:
+def moved_names(module: str, *, frames: int = 0) -> Callable[[str], object]:
     """A module ``__getattr__`` for ``module``: each name that moved away from it, for one
     release more, with a ``DeprecationWarning`` naming its new place; ``AttributeError``
-    for any other."""
+    for any other. ``frames``: the calls between the reader and this function, when a
+    module's own ``__getattr__`` (a lazy façade's) hands the name on to it."""
 
     def module_getattr(name: str) -> object:
         if name.startswith("__"):  # the import system asks for ``__path__`` at every import
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         from aioinformer._kernel.deprecation import moved_attribute
 
-        return moved_attribute(module, name)
+        return moved_attribute(module, name, frames=frames)
 
     return module_getattr
