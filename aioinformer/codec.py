@@ -11,7 +11,10 @@ walks, and decodes on read. Everything that depends on the representation is a m
   (:meth:`Codec.decode_event`), for a source that decodes with the codec (a
   :class:`~aioinformer.client.ResourceClient` through
   :meth:`~aioinformer.listwatch.DescribedListerWatcher.decoded_with`), and how many decoded
-  events are handed on at a time (:attr:`Codec.event_batch`);
+  events are handed on at a time (:attr:`Codec.event_batch`): a codec is the
+  :class:`~aioinformer.listwatch.Decoder` such a source is given, and inherits these from
+  the decoder of its representation in :mod:`aioinformer._pipeline.raw`, which the client
+  uses without knowing the cache;
 * the cache: what is stored for an object from any source (:meth:`Codec.entry`, which
   encodes a dict for the compact cache), the head a reader checks (:meth:`Codec.head`),
   the store (:meth:`Codec.new_indexer`: its reads are what a lister returns);
@@ -36,29 +39,29 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
-import orjson
-
 from aioinformer._pipeline.meta import meta_namespace_key, same_resource_version
 from aioinformer._pipeline.raw import (
+    DICT_BATCH,
     READS_RAW,
-    CompactDecodeError,
+    CompactDecoder,
     CompactEntry,
-    decode_list,
-    decode_watch_line,
+    ObjectsDecoder,
 )
 from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import KeyFuncError, TransformError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc
-from aioinformer.listwatch import ObjectList, WatchEvent
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from aioinformer.listwatch import ObjectList, WatchEvent
+
 __all__ = [
     "CacheMode",
     "Codec",
     "CompactCodec",
+    "DICT_BATCH",
     "Head",
     "OBJECTS",
     "ObjectsCodec",
@@ -74,14 +77,6 @@ Head: TypeAlias = tuple[Any, Any, str]
 """What a reader checks of a watch event's object: ``(kind, apiVersion, resourceVersion)``
 (the first two ``None`` when absent)."""
 
-DICT_BATCH: Final = 4
-"""Events decoded into dicts are handed on this many at a time (a compact stream hands on
-a whole read): each dict is a few hundred objects the cyclic collector tracks, and the
-fewer are alive at once, the younger they die. Handing a read of 50 Pods on at once
-instead makes every one outlive a young collection, and the collector then promotes the
-whole cache to the oldest generation (measured: 4k events/s that way, 17k this way, on
-10k cached Pods)."""
-
 
 class Codec(abc.ABC):
     """How one informer's pipeline represents objects (see the module notes)."""
@@ -93,21 +88,15 @@ class Codec(abc.ABC):
     event_batch: ClassVar[int | None]
     """How many decoded events a reader hands on at a time; ``None``: a whole read."""
 
-    # -- decoding ---------------------------------------------------------------------
+    # -- decoding (the client's Decoder, inherited from _pipeline.raw's decoders) ------
 
     @abc.abstractmethod
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
-        """One LIST answer's page; ``kind``/``api_version`` are the resource's, given to
-        items that lack them. A body that is not a list of objects raises
-        :class:`~aioinformer._pipeline.raw.CompactDecodeError` (orjson's error when it is not even
-        JSON); the client turns either into a ``TransportError``."""
+        """See :meth:`aioinformer.listwatch.Decoder.decode_list`."""
 
     @abc.abstractmethod
     def decode_event(self, line: bytes) -> WatchEvent | None:
-        """The usual watch line: an ``ADDED``, ``MODIFIED`` or ``DELETED`` event whose
-        object is a JSON object (the objects codec takes a bookmark here too, as it
-        decodes it whole anyway). ``None`` for anything else, which the reader decodes the
-        careful way (errors, garbage, and the compact codec's bookmarks)."""
+        """See :meth:`aioinformer.listwatch.Decoder.decode_event`."""
 
     # -- the cache ----------------------------------------------------------------------
 
@@ -171,50 +160,13 @@ class Codec(abc.ABC):
         skipped (and logged), a list fails and is retried."""
 
 
-class ObjectsCodec(Codec):
+class ObjectsCodec(ObjectsDecoder, Codec):
     """Decoded dicts everywhere: sources' objects are cached, carried and handed over as
     they are (to be treated as read-only), as client-go does."""
 
     __slots__ = ()
 
     cache: ClassVar[CacheMode] = "objects"
-    event_batch: ClassVar[int | None] = DICT_BATCH
-
-    def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
-        data = orjson.loads(body)
-        if type(data) is not dict:
-            raise CompactDecodeError("the list is not a JSON object")
-        items = data.get("items") or []
-        if type(items) is not list:
-            raise CompactDecodeError("the list's items are not a JSON array")
-        list_api_version = data.get("apiVersion") or api_version
-        list_kind = data.get("kind") or ""
-        item_kind = list_kind[:-4] if list_kind.endswith("List") else kind
-        for item in items:
-            if type(item) is not dict:
-                raise CompactDecodeError("a list item is not a JSON object")
-            item.setdefault("apiVersion", list_api_version)
-            item.setdefault("kind", item_kind)
-        meta = data.get("metadata") or {}
-        return ObjectList(
-            items=items,
-            resource_version=meta.get("resourceVersion") or "",
-            continue_=meta.get("continue") or None,
-            remaining_item_count=meta.get("remainingItemCount"),
-            kind=item_kind or None,
-            api_version=list_api_version,
-        )
-
-    def decode_event(self, line: bytes) -> WatchEvent | None:
-        try:
-            raw = orjson.loads(line)
-            kind = raw["type"]
-            obj = raw["object"]
-        except (orjson.JSONDecodeError, TypeError, KeyError):
-            return None
-        if type(kind) is str and kind != "ERROR" and type(obj) is dict:
-            return WatchEvent(kind, obj)
-        return None
 
     def entry(self, obj: Any) -> Any:
         return obj
@@ -256,7 +208,7 @@ class ObjectsCodec(Codec):
         return _checked(transform, transform, meta_namespace_key)
 
 
-class CompactCodec(Codec):
+class CompactCodec(CompactDecoder, Codec):
     """Each object's JSON bytes and head (:class:`~aioinformer._pipeline.raw.CompactEntry`) in
     the cache and in every notification; each handler call, like each lister read, gets its
     own read-only :class:`~aioinformer._pipeline.view.ObjectView` of the entry, which decodes
@@ -266,22 +218,6 @@ class CompactCodec(Codec):
     __slots__ = ()
 
     cache: ClassVar[CacheMode] = "compact"
-    event_batch: ClassVar[int | None] = None
-
-    def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
-        page = decode_list(body, kind=kind, api_version=api_version)
-        return ObjectList(
-            items=page.items,
-            resource_version=page.resource_version,
-            continue_=page.continue_,
-            remaining_item_count=page.remaining_item_count,
-            kind=page.kind or None,
-            api_version=page.api_version,
-        )
-
-    def decode_event(self, line: bytes) -> WatchEvent | None:
-        decoded = decode_watch_line(line)
-        return WatchEvent(*decoded) if decoded is not None else None
 
     def entry(self, obj: Any) -> Any:
         # From a source of dicts or a transform: encoded here; anything but a dict (a

@@ -68,9 +68,8 @@ if TYPE_CHECKING:
     from aioinformer._kernel.backoff import Backoff
     from aioinformer._kernel.clock import Clock
     from aioinformer.audit import CacheAudit
-    from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
-    from aioinformer.listwatch import ListOptions, ObjectList, WatchEvent
+    from aioinformer.listwatch import Decoder, ListOptions, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
 
 __all__ = ["InformerKey", "SharedInformerFactory", "resource_key"]
@@ -476,7 +475,7 @@ class _SelectedResource(DescribedListerWatcher):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         return self._resource.watch(self._options(options))
 
-    def decoded_with(self, codec: Codec) -> _SelectedResource:
+    def decoded_with(self, codec: Decoder) -> _SelectedResource:
         return _SelectedResource(self._resource.decoded_with(codec), self._key)
 
     def metadata_lister(self) -> _SelectedResource | None:

@@ -81,11 +81,16 @@ from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_m
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import Watched, blocked_error
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
-from aioinformer._pipeline.audit import CacheAuditor, KeyRecorder
 from aioinformer._pipeline.metric_recorders import IndexMetrics, new_index_metrics
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer._pipeline.store_rv import wait_applied
-from aioinformer.audit import AuditReport, CacheAudit, CacheAuditStatistics
+from aioinformer.audit import (
+    AuditReport,
+    CacheAudit,
+    CacheAuditor,
+    CacheAuditStatistics,
+    KeyRecorder,
+)
 from aioinformer.codec import CacheMode, CompactCodec, codec_for
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, DeltaFIFO, Deltas, DeltaType
 from aioinformer.errors import FIFOClosedError, IndexFuncError, InformerStoppedError

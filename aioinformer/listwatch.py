@@ -47,6 +47,7 @@ __all__ = [
     "ADDED",
     "BOOKMARK",
     "DELETED",
+    "Decoder",
     "DescribedListerWatcher",
     "ERROR",
     "EventFailures",
@@ -144,6 +145,34 @@ class WatchEvent:
     """A decoded ``dict``, or, for the objects of ``ADDED``/``MODIFIED``/``DELETED``
     events, what the informer's codec decodes them into (see
     :meth:`DescribedListerWatcher.decoded_with`)."""
+
+
+class Decoder(Protocol):
+    """How a source that reads bytes turns them into what an informer caches.
+
+    A source that reads the server's answers itself (the REST client's
+    :class:`~aioinformer.client.ResourceClient`, the watch reader of
+    :mod:`aioinformer.watch`) decodes through one: ``dict`` objects by default, or a
+    compact cache's entries when an informer asks (:meth:`DescribedListerWatcher.decoded_with`
+    with its :class:`aioinformer.codec.Codec`). Declared here, with the seam, so that the
+    client knows how to decode without knowing the cache.
+    """
+
+    @property
+    def event_batch(self) -> int | None:
+        """How many decoded events a reader hands on at a time; ``None``: a whole read."""
+
+    def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
+        """One LIST answer's page; ``kind``/``api_version`` are the resource's, given to
+        items that lack them. A body that is not a list of objects raises
+        :class:`~aioinformer._pipeline.raw.CompactDecodeError` (orjson's error when it is
+        not even JSON); the client turns either into a ``TransportError``."""
+
+    def decode_event(self, line: bytes) -> WatchEvent | None:
+        """The usual watch line: an ``ADDED``, ``MODIFIED`` or ``DELETED`` event whose
+        object is a JSON object (a decoder of dicts takes a bookmark here too, as it
+        decodes it whole anyway). ``None`` for anything else, which the reader decodes
+        the careful way (errors, garbage, and a compact decoder's bookmarks)."""
 
 
 class ListerWatcher(Protocol):
@@ -325,13 +354,13 @@ class DescribedListerWatcher(abc.ABC):
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         """Open a watch: see :meth:`ListerWatcher.watch`."""
 
-    def decoded_with(self, codec: Any) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         """This source, its lists' items and its watch events' objects decoded by
-        ``codec`` (a :class:`aioinformer.codec.Codec`, a layer above this seam, hence
-        untyped here) from the bytes the server sent; an informer
-        reads its source through it. A source that only has decoded dicts to give
-        returns itself (this default): the informer's codec takes its dicts as they are,
-        or encodes them as it caches them."""
+        ``codec`` (the informer's :class:`aioinformer.codec.Codec`, which is a
+        :class:`Decoder`) from the bytes the server sent; an informer reads its source
+        through it. A source that only has decoded dicts to give returns itself (this
+        default): the informer's codec takes its dicts as they are, or encodes them as it
+        caches them."""
         return self
 
     def metadata_lister(self) -> DescribedListerWatcher | None:

@@ -43,9 +43,8 @@ from tests._support_wait import wait_until
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer.codec import Codec
     from aioinformer.informer import CacheMode
-    from aioinformer.listwatch import ListOptions, ObjectList, SourceInfo
+    from aioinformer.listwatch import Decoder, ListOptions, ObjectList, SourceInfo
     from aioinformer.testing.clock import FakeClock
 
 CACHE_MODES: tuple[CacheMode, ...] = ("objects", "compact")
@@ -105,7 +104,7 @@ class CompactFakeListerWatcher(FakeListerWatcher):
     CompactEntry objects, as the real client does for a compact informer: each is encoded from the
     dict the fake would have sent."""
 
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         return _AsCompactEntries(self) if isinstance(codec, CompactCodec) else self
 
 

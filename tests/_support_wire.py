@@ -21,8 +21,7 @@ from aioinformer.watch import WatchStream
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from aioinformer.codec import Codec
-    from aioinformer.listwatch import ListOptions, ObjectList, SourceInfo
+    from aioinformer.listwatch import Decoder, ListOptions, ObjectList, SourceInfo
     from aioinformer.testing import FakeListerWatcher
 
 
@@ -50,14 +49,14 @@ class _Response:
 class OnTheWire(DescribedListerWatcher):
     """``fake``'s lists as they are, its watches sent through the wire reader."""
 
-    def __init__(self, fake: FakeListerWatcher, codec: Codec | None = None) -> None:
+    def __init__(self, fake: FakeListerWatcher, codec: Decoder | None = None) -> None:
         self.fake = fake
         self.codec = codec
 
     def describe(self) -> SourceInfo:
         return self.fake.describe()
 
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         return OnTheWire(self.fake, codec)
 
     async def list(self, options: ListOptions) -> ObjectList:

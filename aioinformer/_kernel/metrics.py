@@ -9,7 +9,7 @@ metrics), whose recorders are in :mod:`aioinformer._pipeline.metric_recorders`, 
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
 informer), recorded by the processor and the informer themselves, and the optional
 :class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by
-:mod:`aioinformer._pipeline.audit`) and the optional :class:`IndexMetricsProvider` (index
+:mod:`aioinformer.audit`) and the optional :class:`IndexMetricsProvider` (index
 functions that failed, recorded by :mod:`aioinformer._pipeline.metric_recorders`). One
 provider object
 usually implements them all; :func:`set_metrics_provider` installs it for every

@@ -13,7 +13,6 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on),
   :mod:`~aioinformer._pipeline.fifo_producers` (the per-event producers subclasses
   override) and :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
-- the store's: :mod:`~aioinformer._pipeline.audit` (the cache audit at work);
 - the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``)
   and :mod:`~aioinformer._pipeline.model_guard`.
 

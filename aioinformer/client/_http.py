@@ -61,8 +61,8 @@ from aioinformer.client._transport import (
     api_error_from_response,
     map_transport_errors,
 )
+from aioinformer.client._watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
 from aioinformer.errors import Unauthorized
-from aioinformer.watch import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import ssl

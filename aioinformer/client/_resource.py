@@ -24,13 +24,13 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from aioinformer._pipeline.raw import OBJECTS_DECODER
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.client._transport import map_transport_errors
+from aioinformer.client._watch import WatchStream
 from aioinformer.client._write_args import check_patch_arguments, object_body
-from aioinformer.codec import OBJECTS
 from aioinformer.listwatch import DescribedListerWatcher, ListOptions, ObjectList, SourceInfo
-from aioinformer.watch import WatchStream
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from aioinformer.client._discovery import Discovery
-    from aioinformer.codec import Codec
+    from aioinformer.listwatch import Decoder
 
 __all__ = ["PatchType", "ResourceClient", "watch_read_timeout"]
 
@@ -158,9 +158,9 @@ class ResourceClient(DescribedListerWatcher):
     async def list(self, options: ListOptions | None = None) -> ObjectList:
         """One page of the collection. Each item gets ``apiVersion`` and ``kind`` from the
         list (the server leaves them out), in place, without copying."""
-        return await self._list(options, OBJECTS)
+        return await self._list(options, OBJECTS_DECODER)
 
-    async def _list(self, options: ListOptions | None, codec: Codec) -> ObjectList:
+    async def _list(self, options: ListOptions | None, codec: Decoder) -> ObjectList:
         info = await self.info()
         url, body = await self._http.request_bytes(
             "GET",
@@ -175,7 +175,7 @@ class ResourceClient(DescribedListerWatcher):
     def _list_accept(self) -> str:
         return _META_LIST_ACCEPT + "," + JSON if self._metadata_only else JSON
 
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         """This resource, listed and watched through ``codec``: its items and events'
         objects are what ``codec`` decodes the bytes into (a compact cache's
         :class:`~aioinformer._pipeline.raw.CompactEntry`, read without building a ``dict``)."""
@@ -195,10 +195,10 @@ class ResourceClient(DescribedListerWatcher):
         client was built with ``watch_compression=True``; a gzip body is read whole
         either way, every member of it.
         """
-        return self._watch(options, OBJECTS, inactivity_timeout)
+        return self._watch(options, OBJECTS_DECODER, inactivity_timeout)
 
     def _watch(
-        self, options: ListOptions | None, codec: Codec, inactivity_timeout: float | None = None
+        self, options: ListOptions | None, codec: Decoder, inactivity_timeout: float | None = None
     ) -> WatchStream:
         opts = options or ListOptions()
         deadline = watch_read_timeout(inactivity_timeout, self._http.watch_read_timeout)
@@ -378,7 +378,7 @@ class _Decoded(DescribedListerWatcher):
 
     __slots__ = ("_codec", "_resource")
 
-    def __init__(self, resource: ResourceClient, codec: Codec) -> None:
+    def __init__(self, resource: ResourceClient, codec: Decoder) -> None:
         self._resource = resource
         self._codec = codec
 
@@ -391,7 +391,7 @@ class _Decoded(DescribedListerWatcher):
     def watch(self, options: ListOptions) -> WatchStream:
         return self._resource._watch(options, self._codec)
 
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         return self._resource.decoded_with(codec)
 
     def metadata_lister(self) -> DescribedListerWatcher:

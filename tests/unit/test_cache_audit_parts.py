@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.audit import KeyRecorder
 from aioinformer._pipeline.raw import CompactEntry
-from aioinformer.audit import AuditOutcome, CacheAudit
+from aioinformer.audit import AuditOutcome, CacheAudit, KeyRecorder
 from aioinformer.client import Client
-from aioinformer.codec import Codec, CompactCodec
+from aioinformer.codec import CompactCodec
 from aioinformer.config import Config
 from aioinformer.delta_fifo import Delta, Deltas, DeltaType
 from aioinformer.errors import CacheDivergence
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from aioinformer._kernel.gcpolicy import GCPolicy
-    from aioinformer.listwatch import WatchEvent
+    from aioinformer.listwatch import Decoder, WatchEvent
     from aioinformer.testing.clock import FakeClock
 
 
@@ -229,7 +228,7 @@ class _Recording(FakeListerWatcher):
         self.calls.append(("list", gc.isenabled()))
         return await super().list(options)
 
-    def decoded_with(self, codec: Codec) -> DescribedListerWatcher:
+    def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         return _RecordingCompact(self) if isinstance(codec, CompactCodec) else self
 
     async def list_compact(self, options: ListOptions) -> ObjectList:

@@ -1,13 +1,18 @@
 """The layout page of the docs (docs/explanation/layout.md), the import contract in
 pyproject.toml and the package's rooms (its top-level modules and folders) say the same
 thing: every room sits in exactly one layer, and the page's table lists the contract's
-layers, top first."""
+layers, top first. The package keeps the contract: no import runs back up a layer or
+across rooms that share one, and the client reaches no stage of the cache."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from pathlib import Path
+from typing import Any
+
+import grimp
+import pytest
 
 import aioinformer
 from aioinformer._kernel.deprecation import MOVED_MODULES
@@ -16,10 +21,27 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(aioinformer.__file__).parent
 
 
-def contract_layers() -> list[set[str]]:
+def contract(kind: str) -> dict[str, Any]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = config["tool"]["importlinter"]["contracts"]
-    return [{name.strip() for name in re.split(r"[|:]", layer)} for layer in contract["layers"]]
+    (found,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == kind]
+    return dict(found)
+
+
+def contract_layers() -> list[set[str]]:
+    return [{name.strip() for name in re.split(r"[|:]", layer)} for layer in layers_contract()]
+
+
+def layers_contract() -> list[str]:
+    return list(contract("layers")["layers"])
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("aioinformer")
+
+
+def room_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
 
 
 def page_layers() -> list[set[str]]:
@@ -55,4 +77,39 @@ def test_the_layout_page_lists_the_contracts_layers_top_first() -> None:
 
 
 def test_the_contract_is_short_enough_to_read_aloud() -> None:
-    assert len(contract_layers()) <= 10
+    assert len(contract_layers()) <= 16
+
+
+def test_every_layer_is_a_layer_its_rooms_independent_of_each_other() -> None:
+    # ":" would let a layer's rooms import each other, which is how arrows back up hide.
+    assert [layer for layer in layers_contract() if ":" in layer] == []
+
+
+def test_no_import_runs_back_up_a_layer_or_across_a_layer(graph: grimp.ImportGraph) -> None:
+    level = {room: depth for depth, layer in enumerate(contract_layers()) for room in layer}
+    ignored = {tuple(rule.split(" -> ")) for rule in contract("layers")["ignore_imports"]}
+    wrong = sorted(
+        (importer, imported)
+        for importer in graph.modules
+        for imported in graph.find_modules_directly_imported_by(importer)
+        # a room of the contract (not a moved module's shim) importing another room of
+        # its own layer, or of one above
+        if (mine := room_of(importer)) in level
+        and (theirs := room_of(imported)) in level
+        and mine != theirs
+        and level[theirs] <= level[mine]
+        and (importer, imported) not in ignored
+    )
+    assert wrong == []
+
+
+def test_the_client_reaches_no_stage_of_the_cache(graph: grimp.ImportGraph) -> None:
+    forbidden = contract("forbidden")
+    assert forbidden["source_modules"] == ["aioinformer.client"]
+    assert {"aioinformer.codec", "aioinformer.indexer"} <= set(forbidden["forbidden_modules"])
+    reached = [
+        stage
+        for stage in forbidden["forbidden_modules"]
+        if graph.chain_exists("aioinformer.client", stage, as_packages=True)
+    ]
+    assert reached == []
