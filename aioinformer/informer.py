@@ -81,6 +81,7 @@ from aioinformer._kernel.metrics import new_handler_metrics, new_queued_deltas_m
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import Watched, blocked_error
 from aioinformer._kernel.sync import wait_for_cache_sync as wait_for_cache_sync
+from aioinformer._pipeline.handlers import handler_name
 from aioinformer._pipeline.metric_recorders import IndexMetrics, new_index_metrics
 from aioinformer._pipeline.model_guard import ModelGuard
 from aioinformer._pipeline.store_rv import wait_applied
@@ -110,7 +111,6 @@ from aioinformer.processor import (
     SharedProcessor,
     SlowHandlerThresholds,
     determine_resync_period,
-    handler_name,
 )
 from aioinformer.processor import EventHandler as EventHandler
 from aioinformer.processor import HandlerRegistration as HandlerRegistration

@@ -117,20 +117,34 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import math
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.metrics import HandlerMetricsProvider
 from aioinformer._kernel.runner import (
     TaskRunner,
-    first_completed,
     is_async_callable,
     reads_argument,
 )
+from aioinformer._pipeline.handlers import (
+    DEFAULT_SLOW_HANDLER_THRESHOLDS,
+    KIND_NAMES,
+    LATENCY_WINDOW,
+    HandlerFunc,
+    handler_name,
+    latency_summary,
+    report_running_call,
+    report_slow_call,
+)
+from aioinformer._pipeline.handlers import MINIMUM_RESYNC_PERIOD as MINIMUM_RESYNC_PERIOD
+from aioinformer._pipeline.handlers import EventHandler as EventHandler
+from aioinformer._pipeline.handlers import HandlerRegistration as HandlerRegistration
+from aioinformer._pipeline.handlers import HandlerStatistics as HandlerStatistics
+from aioinformer._pipeline.handlers import OverflowPolicy as OverflowPolicy
+from aioinformer._pipeline.handlers import SlowHandlerThresholds as SlowHandlerThresholds
+from aioinformer._pipeline.handlers import determine_resync_period as determine_resync_period
 from aioinformer._pipeline.pending import (
     CLOSED,
     CoalescingQueue,
@@ -138,11 +152,11 @@ from aioinformer._pipeline.pending import (
     NotificationKind,
     PendingQueue,
 )
-from aioinformer.errors import CacheSyncError, InvalidObjectError
+from aioinformer.errors import InvalidObjectError
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
+    from collections.abc import Callable, Coroutine, Hashable, Iterator
     from contextlib import AbstractContextManager
 
     from aioinformer._kernel.metrics import HandlerMetrics
@@ -166,10 +180,6 @@ logger = logging.getLogger(__name__)
 
 _ADD: Final = NotificationKind.ADD
 
-_KIND_NAMES: Final = ("add", "update", "delete")
-
-MINIMUM_RESYNC_PERIOD: Final = 1.0
-"""Handlers may not ask for resyncs more often than this (seconds)."""
 
 _BATCH: Final = 256
 # How many notifications a listener delivers before yielding to the event loop, so a busy
@@ -180,104 +190,10 @@ _BATCH: Final = 256
 #
 # How a listener calls a single handler. bind_calls() settles once, at registration, how
 # each callback is called (awaited or not, converted first or not, in a worker thread or
-# on the event loop) and how long it may take before it counts as slow; report_slow_call()
-# writes the warning of a slow episode; latency_summary() turns the recent delivery
-# latencies into the percentiles of HandlerStatistics. The module docstring says how slow
-# calls and worker threads behave.
-
-
-HandlerFunc: TypeAlias = "Callable[..., Any]"
-
-
-@runtime_checkable
-class _OnAdd(Protocol):
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> Any: ...
-
-
-@runtime_checkable
-class _OnUpdate(Protocol):
-    def on_update(self, old: Any, new: Any) -> Any: ...
-
-
-@runtime_checkable
-class _OnDelete(Protocol):
-    def on_delete(self, obj: Any) -> Any: ...
-
-
-EventHandler: TypeAlias = _OnAdd | _OnUpdate | _OnDelete
-"""What ``add_event_handler(handler)`` calls: an object with at least one of these methods,
-each sync or async; it leaves out the ones it does not need.
-
-* ``on_add(obj, is_in_initial_list)``: the object appeared; ``is_in_initial_list`` is
-  true for objects of the initial list (and of the snapshot a late handler receives).
-* ``on_update(old, new)``: the object changed, or is being resynced (``old`` and
-  ``new`` then have the same resourceVersion).
-* ``on_delete(obj)``: the object is gone; ``obj`` is the last state seen or a
-  :class:`~aioinformer.models.DeletedFinalStateUnknown` tombstone.
-"""
-
-LATENCY_WINDOW: Final = 1024
-"""How many recent calls of a handler its latency percentiles are computed over."""
-
-
-@dataclass(frozen=True, slots=True)
-class SlowHandlerThresholds:
-    """How long a handler call may take before it is reported as slow (seconds).
-
-    Example: ``SlowHandlerThresholds(loop=0.05)`` reports a sync handler holding the
-    event loop for more than 50 ms and keeps the default bound for async handlers.
-    """
-
-    loop: float = 0.1
-    """For a sync callback run on the event loop: how long it may hold the loop."""
-    total: float = 5.0
-    """For an async callback, or a sync one run in a worker thread: how long the whole
-    call may take."""
-
-    def __post_init__(self) -> None:
-        for field, value in (("loop", self.loop), ("total", self.total)):
-            if not value > 0:
-                raise ValueError(f"SlowHandlerThresholds.{field} must be > 0, got {value}")
-
-
-DEFAULT_SLOW_HANDLER_THRESHOLDS: Final = SlowHandlerThresholds()
-
-
-OverflowPolicy = Literal["block", "coalesce"]
-"""What a bounded handler queue does at its bound (see :mod:`aioinformer.processor`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HandlerStatistics:
-    """A snapshot of one handler's delivery counters."""
-
-    name: str
-    """The handler's name (its ``name=`` or its function's qualified name)."""
-    pending: int
-    """Notifications queued and not yet delivered."""
-    delivered: int
-    """Notifications handed to the handler (including those it failed on)."""
-    failed: int
-    """Calls that raised."""
-    coalesced: int
-    """Notifications merged into a pending one (``overflow="coalesce"`` only)."""
-    max_pending: int | None
-    """The queue bound, or ``None`` for unbounded."""
-    overflow: OverflowPolicy
-    """What happens at the bound."""
-    resync_period: float
-    """The effective resync period in seconds (0 = never)."""
-    slow_calls: int = 0
-    """Calls that ran past the handler's slow bound (see :class:`SlowHandlerThresholds`);
-    each episode of them is logged once."""
-    latency_p50: float | None = None
-    """Delivery latency, median: seconds from a notification being queued for this
-    handler to its call returning, over its last 1024 calls; ``None`` before the first
-    call (and always for an ``events()`` stream, which is pulled, not called)."""
-    latency_p99: float | None = None
-    """Delivery latency, 99th percentile, over the same calls."""
-    latency_max: float | None = None
-    """Delivery latency, maximum, over the same calls."""
+# on the event loop) and how long it may take before it counts as slow. The warning of a
+# slow episode and the latency percentiles of HandlerStatistics are
+# aioinformer._pipeline.handlers', with the rest of what a handler is outside delivery.
+# The module docstring says how slow calls and worker threads behave.
 
 
 class SkipDelivery(Exception):
@@ -374,7 +290,7 @@ def bind_calls(
         if run_in_thread:
             if is_async:
                 raise TypeError(
-                    f"run_in_thread=True needs sync callbacks; on_{_KIND_NAMES[kind]} "
+                    f"run_in_thread=True needs sync callbacks; on_{KIND_NAMES[kind]} "
                     f"({handler_name(None, fn)}) is async"
                 )
             target = _in_worker_thread(fn)
@@ -434,94 +350,7 @@ def _converting(
     return lambda old, new: target(None, new_state(new))
 
 
-def report_slow_call(
-    name: str, kind: int, seconds: float, limit: float, *, awaited: bool, threaded: bool
-) -> None:
-    """Warn that handler ``name``'s ``kind`` call took ``seconds``, past ``limit``."""
-    if not awaited:
-        how = "held the event loop for"
-    elif threaded:
-        how = "ran in its worker thread for"
-    else:
-        how = "took"
-    logger.warning(
-        "event handler %s %s %.3fs on %s (slow past %ss; further slow calls are counted, "
-        "not logged, until one is fast again)",
-        name,
-        how,
-        seconds,
-        _KIND_NAMES[kind],
-        limit,
-    )
-
-
-def report_running_call(
-    name: str, awaiting: tuple[int, float, float], now: float, *, threaded: bool
-) -> bool:
-    """Warn, and return True, if the call ``awaiting`` describes (its kind, start and
-    bound) has run past its bound by ``now``; return False otherwise."""
-    kind, started, limit = awaiting
-    if now - started <= limit:
-        return False
-    logger.warning(
-        "event handler %s has been running for %.3fs on %s%s (slow past %ss; further slow "
-        "calls are counted, not logged, until one is fast again)",
-        name,
-        now - started,
-        _KIND_NAMES[kind],
-        " in its worker thread" if threaded else "",
-        limit,
-    )
-    return True
-
-
-def latency_summary(samples: Iterable[float]) -> tuple[float | None, float | None, float | None]:
-    """The 50th and 99th percentiles (nearest rank) and the maximum of ``samples``;
-    ``None`` for each when there are none."""
-    ordered = sorted(samples)
-    count = len(ordered)
-    if not count:
-        return None, None, None
-    return (
-        ordered[max(0, math.ceil(0.5 * count) - 1)],
-        ordered[max(0, math.ceil(0.99 * count) - 1)],
-        ordered[-1],
-    )
-
-
-def handler_name(handler: object, *funcs: Callable[..., Any] | None) -> str:
-    """The name a handler is known by when none is given: its class's qualified name, or
-    its first callback's."""
-    if handler is not None:
-        return type(handler).__qualname__
-    for func in funcs:
-        if func is not None:
-            qualname = getattr(func, "__qualname__", None)
-            return qualname or type(func).__qualname__
-    return "handler"
-
-
 # -- the listeners and the processor -----------------------------------------------------
-
-
-def determine_resync_period(desired: float, check: float) -> float:
-    """The resync period a handler gets for a ``desired`` period, given the informer's
-    resync check period (both in seconds; 0 disables).
-
-    An informer that does not resync (``check == 0``) gives every handler 0, and a handler
-    cannot resync more often than the informer checks.
-    """
-    if desired == 0:
-        return 0.0
-    if check == 0:
-        logger.warning(
-            "resync period %ss ignored: this informer was created without resync", desired
-        )
-        return 0.0
-    if desired < check:
-        logger.warning("resync period %ss raised to the resync check period %ss", desired, check)
-        return check
-    return desired
 
 
 class ProcessorListener:
@@ -769,13 +598,10 @@ class ProcessorListener:
                 fn(a, b)
         except SkipDelivery:
             pass
-        except (Exception, asyncio.CancelledError):
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - logged by _failed
             # A sync handler cannot be cancelled: a CancelledError out of it is its own,
             # a failure like any other, never the dispatcher's end.
-            self.failed += 1
-            if self.metrics is not None:
-                self.metrics.errors.inc()
-            logger.exception("event handler %s failed on %s", self.name, _KIND_NAMES[kind])
+            self._failed(kind)
         ended = timer()
         latency = ended - now
         self._latencies.append(latency)
@@ -783,10 +609,31 @@ class ProcessorListener:
             self.metrics.latency.observe(latency)
         if ended - started <= limit:
             return True
-        self.slow_calls += 1
-        self._slow_episode = True
-        report_slow_call(self.name, kind, ended - started, limit, awaited=False, threaded=False)
+        self._slow(kind, ended - started, limit, awaited=False)
         return False
+
+    def _failed(self, kind: int, *, stray: bool = False) -> None:
+        """Count a call that raised and log it with its traceback; called from the
+        ``except`` block that caught it, by both ways of delivering (:meth:`run` and
+        :meth:`call_now`). ``stray``: a ``CancelledError`` nobody asked for."""
+        self.failed += 1
+        if self.metrics is not None:
+            self.metrics.errors.inc()
+        logger.exception(
+            "event handler %s failed on %s%s",
+            self.name,
+            KIND_NAMES[kind],
+            " with a stray cancellation" if stray else "",
+        )
+
+    def _slow(self, kind: int, seconds: float, limit: float, *, awaited: bool) -> None:
+        """Count a call that ran past its bound; the first of an episode is logged."""
+        self.slow_calls += 1
+        if not self._slow_episode:
+            self._slow_episode = True
+            report_slow_call(
+                self.name, kind, seconds, limit, awaited=awaited, threaded=self.run_in_thread
+            )
 
     # -- consumer side ------------------------------------------------------------------
 
@@ -865,42 +712,20 @@ class ProcessorListener:
                         # The object failed the informer's model: already reported
                         # (and counted) by its guard, and no fault of the handler.
                         pass
-                    except Exception:
-                        self.failed += 1
-                        if metrics is not None:
-                            metrics.errors.inc()
-                        logger.exception(
-                            "event handler %s failed on %s", self.name, _KIND_NAMES[kind]
-                        )
+                    except Exception:  # noqa: BLE001 - logged by _failed
+                        self._failed(kind)
                     except asyncio.CancelledError:
                         if task.cancelling():
                             raise
                         # Nobody cancelled this task: the handler let a CancelledError out
                         # of something it awaited. Ending here would silently stop this
                         # handler's deliveries for good, so it is a failure like any other.
-                        self.failed += 1
-                        if metrics is not None:
-                            metrics.errors.inc()
-                        logger.exception(
-                            "event handler %s failed on %s with a stray cancellation",
-                            self.name,
-                            _KIND_NAMES[kind],
-                        )
+                        self._failed(kind, stray=True)
                     ended = timer()
                     if is_async:
                         self._awaiting = None
                     if ended - started > limit:
-                        self.slow_calls += 1
-                        if not self._slow_episode:
-                            self._slow_episode = True
-                            report_slow_call(
-                                self.name,
-                                kind,
-                                ended - started,
-                                limit,
-                                awaited=is_async,
-                                threaded=self.run_in_thread,
-                            )
+                        self._slow(kind, ended - started, limit, awaited=is_async)
                     elif self._slow_episode:
                         self._slow_episode = False
                     if taken > stamp_end:
@@ -1233,101 +1058,6 @@ class SharedProcessor:
 
     def __repr__(self) -> str:
         return f"<SharedProcessor listeners={len(self._listeners)}>"
-
-
-# -- the handle of one registered handler --------------------------------------------------
-
-
-class _Listener(Protocol):
-    """What a registration reads from its :class:`ProcessorListener`."""
-
-    name: str
-
-    @property
-    def closed(self) -> bool: ...
-
-    @property
-    def initial_pending(self) -> int: ...
-
-    def has_synced(self) -> bool: ...
-
-    async def wait_closed(self) -> None: ...
-
-    async def wait_initial_handled(self) -> None: ...
-
-    def statistics(self) -> HandlerStatistics: ...
-
-
-async def _started_and_synced(informer: Any, fail_fast: bool) -> bool:
-    """The informer's wait for sync, once its run has begun."""
-    await informer.wait_started()
-    result: bool = await informer.wait_for_sync(fail_fast=fail_fast)
-    return result
-
-
-class HandlerRegistration:
-    """The handle ``add_event_handler()`` returns: pass it to ``remove_event_handler()``."""
-
-    __slots__ = ("_informer", "_listener")
-
-    def __init__(self, informer: Any, listener: _Listener) -> None:
-        # The informer that issued it, compared by identity when it is handed back.
-        self._informer = informer
-        # The processor's ProcessorListener; its informer reads it back.
-        self._listener = listener
-
-    @property
-    def name(self) -> str:
-        """The handler's name, as used in logs and statistics."""
-        return self._listener.name
-
-    def has_synced(self) -> bool:
-        """True once the informer has synced and this handler has been handed every object
-        of the initial list (for a late handler: of the snapshot it was given). Once the
-        handler is removed: whether it had by then."""
-        return self._listener.has_synced()
-
-    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
-        """Wait until :meth:`has_synced`: the informer has synced and every initial-list
-        add has been handled (its call returned or raised; for an ``events()`` stream, it
-        was taken). False when ``timeout`` (seconds) passes first, when the handler is
-        removed first, or when the informer stops first. An informer not started yet is
-        waited for (a handler is registered before its informer starts).
-
-        The per-handler form of ``informer.wait_for_sync()``, raising as it does, when
-        its first list failed in a way no retry alone heals (with ``fail_fast``) or its
-        run failed: a handler that fills its own state from the initial list (a work
-        queue, an in-memory map) is complete once this returns True."""
-        listener = self._listener
-        if listener.has_synced():
-            return True
-        if listener.closed:
-            return False
-        informer = self._informer
-        try:
-            async with asyncio.timeout(timeout):
-                if not informer.has_synced():
-                    first, wait = await first_completed(
-                        listener.wait_closed(), _started_and_synced(informer, fail_fast)
-                    )
-                    if first == 0 or not wait.result():
-                        return False
-                # Past the informer's sync no initial-list add is queued any more: the
-                # count only falls from here.
-                while listener.initial_pending > 0 and not listener.closed:
-                    await listener.wait_initial_handled()
-                return listener.has_synced()
-        except CacheSyncError:
-            raise  # the informer's, failing fast: a TimeoutError, but not this wait's
-        except TimeoutError:
-            return False
-
-    def statistics(self) -> HandlerStatistics:
-        """This handler's counters."""
-        return self._listener.statistics()
-
-    def __repr__(self) -> str:
-        return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
 
 
 if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should

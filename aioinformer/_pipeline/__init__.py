@@ -9,12 +9,14 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
   :mod:`~aioinformer._pipeline.metric_recorders` (the reflector, leader-election,
   controller and REST client metrics);
 - the objects' representation the codecs share: :mod:`~aioinformer._pipeline.raw` (a compact
-  cache's entries) and :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);
+  cache's entries, and the decoders of a source's bytes the client reads through) and
+  :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on),
   :mod:`~aioinformer._pipeline.fifo_producers` (the per-event producers subclasses
   override) and :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
-- the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``)
-  and :mod:`~aioinformer._pipeline.model_guard`.
+- the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),
+  :mod:`~aioinformer._pipeline.model_guard` and :mod:`~aioinformer._pipeline.handlers` (a
+  handler outside delivery: its protocol, settings, statistics and registration).
 
 What a stage does for every event lives in the stage's own module, not here: the reading
 of a watch stream in :mod:`~aioinformer.reflector`, applying a key's deltas in

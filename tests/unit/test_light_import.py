@@ -33,6 +33,7 @@ MAY_LOAD = {
     "aioinformer._pipeline",
     "aioinformer._pipeline.fifo_producers",
     "aioinformer._pipeline.fifo_waits",
+    "aioinformer._pipeline.handlers",
     "aioinformer._pipeline.list_policy",
     "aioinformer._pipeline.meta",
     "aioinformer._pipeline.metric_recorders",
