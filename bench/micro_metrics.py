@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from aioinformer._kernel.clock import default_clock
 from aioinformer._kernel.metrics import set_metrics_provider
-from aioinformer._pipeline.metric_recorders import new_rest_client_metrics
+from aioinformer.client._metrics import new_rest_client_metrics
 from aioinformer.contrib.prometheus import PrometheusMetricsProvider
 from aioinformer.operator.controller import Controller
 from aioinformer.testing import FakeAPIServer

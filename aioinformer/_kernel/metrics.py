@@ -4,8 +4,10 @@ The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven me
 recorded by this module), the optional :class:`ReflectorMetricsProvider`,
 :class:`LeaderMetricsProvider`, :class:`ControllerMetricsProvider` (controller-runtime's
 reconcile metrics) and :class:`RestClientMetricsProvider` (client-go's REST client
-metrics), whose recorders are in :mod:`aioinformer._pipeline.metric_recorders`, and the optional
-:class:`HandlerMetricsProvider`
+metrics), whose recorders live with what they record (the reflector's in
+:mod:`aioinformer._pipeline.metric_recorders`, the elector's, sharder's and controller's in
+:mod:`aioinformer.operator._metrics`, the REST client's in :mod:`aioinformer.client._metrics`),
+and the optional :class:`HandlerMetricsProvider`
 (pending notifications, delivery latency and errors per handler, DeltaFIFO depth per
 informer), recorded by the processor and the informer themselves, and the optional
 :class:`CacheAuditMetricsProvider` (an informer's cache audits, recorded by

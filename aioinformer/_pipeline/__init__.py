@@ -6,8 +6,8 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
   batches), :mod:`~aioinformer._pipeline.watch_policy` (what follows the end of a watch),
   :mod:`~aioinformer._pipeline.list_policy` (what the next list asks for),
   :mod:`~aioinformer._pipeline.reflector_status` and
-  :mod:`~aioinformer._pipeline.metric_recorders` (the reflector, leader-election,
-  controller and REST client metrics);
+  :mod:`~aioinformer._pipeline.metric_recorders` (the reflector's and the indexes' metrics;
+  the operator's and the client's recorders live in their wings);
 - the objects' representation the codecs share: :mod:`~aioinformer._pipeline.raw` (a compact
   cache's entries, and the decoders of a source's bytes the client reads through) and
   :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);

@@ -1,54 +1,40 @@
-"""Reflector, leader-election, controller, REST client and index metrics: what a component
-reports, turned into metrics.
+"""Reflector and index metrics: what a reflector and an informer's indexes report, turned
+into metrics.
 
-Role: a reflector (or a leader elector, a controller, a client's HTTP layer) reports the
-milestones of its cycle to a *recorder*, which writes them to the metric objects a
-provider made for the component
-(:class:`~aioinformer._kernel.metrics.ReflectorMetricsProvider`,
-:class:`~aioinformer._kernel.metrics.LeaderMetricsProvider`,
-:class:`~aioinformer._kernel.metrics.ControllerMetricsProvider`,
-:class:`~aioinformer._kernel.metrics.RestClientMetricsProvider`,
-:class:`~aioinformer._kernel.metrics.IndexMetricsProvider`).
+Role: a reflector reports the milestones of its cycle to a *recorder*, which writes them to
+the metric objects a provider made for it
+(:class:`~aioinformer._kernel.metrics.ReflectorMetricsProvider`, and
+:class:`~aioinformer._kernel.metrics.IndexMetricsProvider` for an informer's index
+functions). The recorders of the other wings live with them: the leader elector's, the
+sharder's and the controller's in :mod:`aioinformer.operator._metrics`, the REST client's in
+:mod:`aioinformer.client._metrics`.
 
-Input: the component's calls, sync, on its event loop: a reflector's list started or
-done, watch opened, stream being read (its :class:`~aioinformer.reflector.WatchRead`)
-and ended (its :class:`~aioinformer._pipeline.watch_policy.WatchEnd`), relist; an elector's run
-started, lease acquired, renewal failed, leadership left; a controller's reconcile
-started, ended with its result, and its worker freed; an HTTP request answered (or not)
-and finished; an informer's index function failed.
-Output: ``inc``/``dec``/``set``/``observe`` calls on the provider's metric objects; for the
-seconds-since-heard gauge, one function handed to the provider, which it calls when it
-is read.
+Input: the reflector's calls, sync, on its event loop: a list started or done, watch
+opened, stream being read (its :class:`~aioinformer.reflector.WatchRead`) and ended (its
+:class:`~aioinformer._pipeline.watch_policy.WatchEnd`), relist; an informer's index function
+failed. Output: ``inc``/``dec``/``set``/``observe`` calls on the provider's metric objects;
+for the seconds-since-heard gauge, one function handed to the provider, which it calls when
+it is read.
 
 Cost: nothing happens per watch event. Events are counted by the stream's own counters,
 and what they gained is added to the metrics every :data:`FLUSH_PERIOD` seconds while the
 stream is read (a timer on the reflector's clock, no task) and when the read ends; the
-last resourceVersion moves at the same moments. Seconds-since-heard is computed
-whenever it is read. A reconcile costs two clock reads and four metric updates, on
-objects resolved when the controller was created; a request one dictionary lookup per
-metric (its label set's object is made on first use) and, for the duration, building its
-URL template; an index function's failure one dictionary lookup and an increment (a
+last resourceVersion moves at the same moments. Seconds-since-heard is computed whenever
+it is read. An index function's failure costs one dictionary lookup and an increment (a
 succeeding one costs nothing). A component with no provider, or one lacking its protocol,
 gets the no-op recorder.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
 import math
 import weakref
 from typing import TYPE_CHECKING, Final, Protocol
-from urllib.parse import quote_plus, urlsplit
 
 from aioinformer._kernel.clock import call_later
 from aioinformer._kernel.metrics import (
-    ControllerMetricsProvider,
     IndexMetricsProvider,
-    LeaderMetricsProvider,
     ReflectorMetricsProvider,
-    RestClientMetricsProvider,
-    ShardingMetricsProvider,
     WatchListMetricsProvider,
     get_metrics_provider,
 )
@@ -57,28 +43,18 @@ from aioinformer.errors import ApiError
 from aioinformer.listwatch import ADDED, BOOKMARK, DELETED, MODIFIED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable
 
     from aioinformer._kernel.clock import Clock, TimerHandle
-    from aioinformer._kernel.metrics import CounterMetric, HistogramMetric
+    from aioinformer._kernel.metrics import CounterMetric
     from aioinformer._pipeline.watch_policy import WatchEnd
 
 __all__ = [
     "FLUSH_PERIOD",
-    "NO_REST_CLIENT_METRICS",
-    "ControllerMetrics",
     "IndexMetrics",
-    "LeaderMetrics",
-    "ReconcileResult",
     "ReflectorMetrics",
-    "RestClientMetrics",
-    "new_controller_metrics",
     "new_index_metrics",
-    "new_leader_metrics",
-    "new_sharding_metrics",
     "new_reflector_metrics",
-    "new_rest_client_metrics",
-    "url_template",
 ]
 
 
@@ -351,125 +327,6 @@ def _weakly(function: Callable[[], float]) -> Callable[[], float]:
     return call
 
 
-class LeaderMetrics:
-    """A leader elector's recorder. This base records nothing."""
-
-    __slots__ = ()
-
-    def started(self) -> None:
-        """The election begins: not leading yet."""
-
-    def acquired(self) -> None:
-        """The lease was acquired: leading."""
-
-    def renewal_failed(self) -> None:
-        """A renewal attempt failed while leading."""
-
-    def stopped_leading(self) -> None:
-        """Leadership ended (or the election ended without it)."""
-
-
-class _ProviderLeaderMetrics(LeaderMetrics):
-    """Records an election through a :class:`LeaderMetricsProvider`."""
-
-    __slots__ = ("_acquisitions", "_renewal_failures", "_status")
-
-    def __init__(self, provider: LeaderMetricsProvider, name: str) -> None:
-        self._status = provider.new_leader_status_metric(name)
-        self._acquisitions = provider.new_leader_acquisitions_metric(name)
-        self._renewal_failures = provider.new_leader_renewal_failures_metric(name)
-
-    def started(self) -> None:
-        self._status.set(0)
-
-    def acquired(self) -> None:
-        self._acquisitions.inc()
-        self._status.set(1)
-
-    def renewal_failed(self) -> None:
-        self._renewal_failures.inc()
-
-    def stopped_leading(self) -> None:
-        self._status.set(0)
-
-
-_NO_LEADER_METRICS: Final = LeaderMetrics()
-
-
-def new_leader_metrics(name: str, provider: LeaderMetricsProvider | None) -> LeaderMetrics:
-    """The recorder for an election on the lease ``name``: ``provider``'s, else the
-    installed provider's when it implements :class:`LeaderMetricsProvider`, else the
-    no-op one."""
-    chosen = provider if provider is not None else get_metrics_provider()
-    if not isinstance(chosen, LeaderMetricsProvider):
-        return _NO_LEADER_METRICS
-    return _ProviderLeaderMetrics(chosen, name)
-
-
-class ShardingMetrics:
-    """A sharder's recorder. This base records nothing."""
-
-    __slots__ = ()
-
-    def members(self, count: int) -> None:
-        """The ring has ``count`` members now."""
-
-    def membership_changed(self) -> None:
-        """The set of members changed."""
-
-    def assigned(self) -> None:
-        """An object was labelled with a shard."""
-
-    def drained(self) -> None:
-        """A drain label was written."""
-
-    def took_over(self) -> None:
-        """An expired shard Lease was taken over."""
-
-
-class _ProviderShardingMetrics(ShardingMetrics):
-    """Records a sharder through a :class:`ShardingMetricsProvider`."""
-
-    __slots__ = ("_assignments", "_changes", "_drains", "_members", "_takeovers")
-
-    def __init__(self, provider: ShardingMetricsProvider, ring: str) -> None:
-        self._members = provider.new_ring_members_metric(ring)
-        self._changes = provider.new_ring_membership_changes_metric(ring)
-        self._assignments = provider.new_sharder_assignments_metric(ring)
-        self._drains = provider.new_sharder_drains_metric(ring)
-        self._takeovers = provider.new_sharder_takeovers_metric(ring)
-
-    def members(self, count: int) -> None:
-        self._members.set(count)
-
-    def membership_changed(self) -> None:
-        self._changes.inc()
-
-    def assigned(self) -> None:
-        self._assignments.inc()
-
-    def drained(self) -> None:
-        self._drains.inc()
-
-    def took_over(self) -> None:
-        self._takeovers.inc()
-
-
-_NO_SHARDING_METRICS: Final = ShardingMetrics()
-
-
-def new_sharding_metrics(ring: str) -> ShardingMetrics:
-    """The recorder for the sharder of ``ring``: the installed provider's when it
-    implements :class:`ShardingMetricsProvider`, else the no-op one."""
-    chosen = get_metrics_provider()
-    if not isinstance(chosen, ShardingMetricsProvider):
-        return _NO_SHARDING_METRICS
-    return _ProviderShardingMetrics(chosen, ring)
-
-
-# -- index functions ---------------------------------------------------------------------
-
-
 class IndexMetrics:
     """An informer's recorder of failing index functions. This base records nothing."""
 
@@ -524,305 +381,3 @@ def new_index_metrics(informer: str, indexes: Iterable[str]) -> IndexMetrics:
 
 
 # -- controllers ---------------------------------------------------------------------------
-
-
-class ReconcileResult(enum.StrEnum):
-    """The ``result`` label values of ``controller_runtime_reconcile_total``, as
-    controller-runtime writes them."""
-
-    ERROR = "error"
-    """Failed (raised, ``Requeue(err)``, or timed out): retried rate-limited."""
-    REQUEUE_AFTER = "requeue_after"
-    """Asked for a retry after a delay: ``Requeue(after=s)`` with ``s > 0``."""
-    REQUEUE = "requeue"
-    """Asked for a rate-limited retry without an error: ``Requeue()``, or a 409
-    ``Conflict``, which the controller retries that way without calling it a failure."""
-    SUCCESS = "success"
-    """Returned without asking for a retry."""
-
-
-class ControllerMetrics:
-    """A controller's recorder. This base records nothing: controllers without a
-    provider use it.
-
-    A worker calls :meth:`started` when it takes a key and :meth:`stopped` once it is
-    done with it, however the reconcile ended; in between, one of the result methods
-    when the reconcile ended with an outcome, none when the controller's stop cancelled
-    it. The result methods take what :meth:`started` returned.
-    """
-
-    __slots__ = ()
-
-    def started(self) -> float:
-        """A worker took a key and reconciles it; returns the start time."""
-        return 0.0
-
-    def stopped(self) -> None:
-        """The worker is done with the key."""
-
-    def succeeded(self, started: float) -> None:
-        """The reconcile returned without asking for a retry."""
-
-    def requeued(self, started: float) -> None:
-        """The reconcile asked for a rate-limited retry without an error (or hit a
-        409 conflict, retried the same way)."""
-
-    def requeued_after(self, started: float) -> None:
-        """The reconcile asked for a retry after a delay."""
-
-    def failed(self, started: float, *, timed_out: bool = False) -> None:
-        """The reconcile failed; ``timed_out`` when ``reconcile_timeout`` cancelled it."""
-
-
-class _ProviderControllerMetrics(ControllerMetrics):
-    """Records a controller's reconciles through a :class:`ControllerMetricsProvider`."""
-
-    __slots__ = (
-        "_active",
-        "_clock",
-        "_error",
-        "_errors",
-        "_requeue",
-        "_requeue_after",
-        "_success",
-        "_time",
-        "_timeouts",
-    )
-
-    def __init__(
-        self, provider: ControllerMetricsProvider, name: str, clock: Clock, workers: int
-    ) -> None:
-        self._clock = clock
-        # Every result's series exists from the start, at zero, as controller-runtime
-        # makes them: a rate over a series that appears late misses its first increase.
-        results = {
-            result: provider.new_controller_reconciles_metric(name, result.value)
-            for result in ReconcileResult
-        }
-        self._success = results[ReconcileResult.SUCCESS]
-        self._error = results[ReconcileResult.ERROR]
-        self._requeue = results[ReconcileResult.REQUEUE]
-        self._requeue_after = results[ReconcileResult.REQUEUE_AFTER]
-        self._errors = provider.new_controller_reconcile_errors_metric(name)
-        self._time = provider.new_controller_reconcile_time_metric(name)
-        self._timeouts = provider.new_controller_reconcile_timeouts_metric(name)
-        self._active = provider.new_controller_active_workers_metric(name)
-        provider.new_controller_max_concurrent_reconciles_metric(name).set(workers)
-
-    def started(self) -> float:
-        self._active.inc()
-        return self._clock.monotonic()
-
-    def stopped(self) -> None:
-        self._active.dec()
-
-    def succeeded(self, started: float) -> None:
-        self._time.observe(self._clock.monotonic() - started)
-        self._success.inc()
-
-    def requeued(self, started: float) -> None:
-        self._time.observe(self._clock.monotonic() - started)
-        self._requeue.inc()
-
-    def requeued_after(self, started: float) -> None:
-        self._time.observe(self._clock.monotonic() - started)
-        self._requeue_after.inc()
-
-    def failed(self, started: float, *, timed_out: bool = False) -> None:
-        self._time.observe(self._clock.monotonic() - started)
-        self._errors.inc()
-        self._error.inc()
-        if timed_out:
-            self._timeouts.inc()
-
-
-_NO_CONTROLLER_METRICS: Final = ControllerMetrics()
-
-
-def new_controller_metrics(name: str, *, clock: Clock, workers: int) -> ControllerMetrics:
-    """The recorder for a controller called ``name`` running ``workers`` workers: the
-    installed provider's when it implements :class:`ControllerMetricsProvider`, else the
-    no-op one. Durations are read on ``clock``."""
-    provider = get_metrics_provider()
-    if not isinstance(provider, ControllerMetricsProvider):
-        return _NO_CONTROLLER_METRICS
-    return _ProviderControllerMetrics(provider, name, clock, workers)
-
-
-# -- REST client ---------------------------------------------------------------------------
-
-_NO_ANSWER: Final = 0
-"""The status a recorder files a request without an answer under."""
-_NO_ANSWER_CODE: Final = "<error>"
-"""client-go's ``code`` for a request without an answer: an error's text would make the
-label unbounded."""
-_UNNAMED_SUBRESOURCES: Final = frozenset(("finalize", "status"))
-"""The subresources client-go's template recognises after a name."""
-_NAME: Final = "%7Bname%7D"
-_NAMESPACE: Final = "%7Bnamespace%7D"
-
-
-def url_template(base: str, path: str, query: Mapping[str, str] | None = None) -> str:
-    """client-go's URL template of a request (its ``finalURLTemplate``): the URL with
-    bounded cardinality that labels a request's duration.
-
-    ``base`` is the server's URL as configured (it may carry a path prefix), ``path``
-    the request's path under it (``/api/...`` or ``/apis/...``), ``query`` its
-    parameters. Under ``/api/<version>`` and ``/apis/<group>/<version>``, the namespace
-    after ``namespaces/`` becomes ``{namespace}`` and the object's name ``{name}``
-    (kept before ``status`` and ``finalize``); every query value becomes ``{value}``,
-    keys sorted; braces are escaped as Go writes them (``%7Bname%7D``). A path of one
-    segment (``/version``) is kept as it is; any other path outside ``/api`` and
-    ``/apis`` becomes ``/{prefix}``, without its query or the base's path.
-    """
-    parts = urlsplit(base)
-    return _template(f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/"), path, query)
-
-
-def _template(origin: str, base_path: str, path: str, query: Mapping[str, str] | None) -> str:
-    """:func:`url_template` with the base already split into its origin and its path."""
-    if not path.startswith("/"):
-        path = "/" + path
-    segments = path.split("/")
-    if len(segments) <= 2:
-        return origin + base_path + path + _query_template(query)
-    if segments[1] == "api":
-        index = 3
-    elif segments[1] == "apis":
-        index = 4
-    else:
-        return origin + "/%7Bprefix%7D"
-    # The placeholders are written escaped: the path is already quoted, so it holds no
-    # brace of its own to escape.
-    after = len(segments) - index
-    if after == 2:
-        segments[index + 1] = _NAME
-    elif after == 3:
-        if segments[index + 2] in _UNNAMED_SUBRESOURCES:
-            segments[index + 1] = _NAME
-        else:
-            segments[index + 1] = _NAMESPACE
-    elif after >= 4:
-        segments[index + 1] = _NAMESPACE
-        if segments[index + 3] not in _UNNAMED_SUBRESOURCES:
-            segments[index + 3] = _NAME
-    # Empty segments drop out and a trailing slash goes, as Go's path.Join cleans them.
-    joined = "/".join([part for part in segments if part])
-    return f"{origin}{base_path}/{joined}{_query_template(query)}"
-
-
-def _query_template(query: Mapping[str, str] | None) -> str:
-    if not query:
-        return ""
-    return _query_keys_template(tuple(sorted(query)))
-
-
-@functools.lru_cache(maxsize=256)
-def _query_keys_template(keys: tuple[str, ...]) -> str:
-    # A client sends a handful of parameter names: the template of each set is kept.
-    return "?" + "&".join(f"{quote_plus(key)}=%7Bvalue%7D" for key in keys)
-
-
-class RestClientMetrics:
-    """A client's recorder. This base records nothing: clients without a provider use
-    it.
-
-    Every request sent is reported once it is :meth:`answered` (its response headers
-    arrived) or :meth:`unanswered` (it failed first); a retried request once per
-    attempt. A request whose answer is read whole (not a stream) is also reported when
-    it is :meth:`finished`, with what :meth:`started` returned when it began.
-    """
-
-    __slots__ = ()
-
-    def started(self) -> float:
-        """A request whose answer is read whole begins; returns the start time."""
-        return 0.0
-
-    def answered(self, method: str, status: int) -> None:
-        """A request's response headers arrived with ``status``."""
-
-    def unanswered(self, method: str) -> None:
-        """A request failed before any answer: connection, TLS, timeout."""
-
-    def finished(
-        self, method: str, path: str, query: Mapping[str, str] | None, started: float
-    ) -> None:
-        """The request begun at ``started`` ended: its answer read, or failed."""
-
-
-class _ProviderRestClientMetrics(RestClientMetrics):
-    """Records a client's requests through a :class:`RestClientMetricsProvider`."""
-
-    __slots__ = (
-        "_base_path",
-        "_clock",
-        "_durations",
-        "_host",
-        "_origin",
-        "_provider",
-        "_results",
-    )
-
-    def __init__(self, provider: RestClientMetricsProvider, base: str, clock: Clock) -> None:
-        self._provider = provider
-        parts = urlsplit(base)
-        # Split once: the URL template of each request only adds its path and query.
-        self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._base_path = parts.path.rstrip("/")
-        # client-go's host label: the server's host[:port] as configured.
-        self._host = parts.netloc.rpartition("@")[2]
-        self._clock = clock
-        # (status, method) -> counter; status _NO_ANSWER for a request without an answer.
-        self._results: dict[tuple[int, str], CounterMetric] = {}
-        # (method, URL template) -> histogram.
-        self._durations: dict[tuple[str, str], HistogramMetric] = {}
-
-    def started(self) -> float:
-        return self._clock.monotonic()
-
-    def answered(self, method: str, status: int) -> None:
-        counter = self._results.get((status, method))
-        if counter is None:
-            counter = self._result_metric(method, status, str(status))
-        counter.inc()
-
-    def unanswered(self, method: str) -> None:
-        counter = self._results.get((_NO_ANSWER, method))
-        if counter is None:
-            counter = self._result_metric(method, _NO_ANSWER, _NO_ANSWER_CODE)
-        counter.inc()
-
-    def _result_metric(self, method: str, status: int, code: str) -> CounterMetric:
-        counter = self._provider.new_rest_client_requests_metric(code, method, self._host)
-        self._results[status, method] = counter
-        return counter
-
-    def finished(
-        self, method: str, path: str, query: Mapping[str, str] | None, started: float
-    ) -> None:
-        key = (method, _template(self._origin, self._base_path, path, query))
-        histogram = self._durations.get(key)
-        if histogram is None:
-            histogram = self._provider.new_rest_client_request_duration_metric(
-                method, key[1], self._host
-            )
-            self._durations[key] = histogram
-        histogram.observe(self._clock.monotonic() - started)
-
-
-NO_REST_CLIENT_METRICS: Final = RestClientMetrics()
-"""The recorder of a client that has not opened its session yet, or has no provider."""
-
-
-def new_rest_client_metrics(
-    base: str, provider: RestClientMetricsProvider | None, *, clock: Clock
-) -> RestClientMetrics:
-    """The recorder for a client of the server at ``base`` (its configured URL):
-    ``provider``'s, else the installed provider's when it implements
-    :class:`RestClientMetricsProvider`, else the no-op one. Durations are read on
-    ``clock``."""
-    chosen = provider if provider is not None else get_metrics_provider()
-    if not isinstance(chosen, RestClientMetricsProvider):
-        return NO_REST_CLIENT_METRICS
-    return _ProviderRestClientMetrics(chosen, base, clock)

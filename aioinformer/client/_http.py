@@ -50,10 +50,10 @@ import orjson
 import yarl
 
 from aioinformer._kernel.clock import default_clock
-from aioinformer._pipeline.metric_recorders import NO_REST_CLIENT_METRICS, new_rest_client_metrics
 from aioinformer._pipeline.view import json_default
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._encoding import GZIP, IDENTITY, body_reader
+from aioinformer.client._metrics import NO_REST_CLIENT_METRICS, new_rest_client_metrics
 from aioinformer.client._tls import ssl_context
 from aioinformer.client._transport import (
     BodyTooLarge,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from aiohappyeyeballs import AddrInfoType
 
-    from aioinformer._pipeline.metric_recorders import RestClientMetrics
+    from aioinformer.client._metrics import RestClientMetrics
     from aioinformer.config import Config
 
 __all__ = [

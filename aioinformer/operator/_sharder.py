@@ -53,11 +53,11 @@ from aioinformer._kernel.lifecycle import Service
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync
 from aioinformer._pipeline.meta import labels_of, name_of, namespace_of, resource_version_of
-from aioinformer._pipeline.metric_recorders import new_sharding_metrics
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.listwatch import ListOptions
 from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.operator._metrics import new_sharding_metrics
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.sharding import (

@@ -125,11 +125,11 @@ from aioinformer._kernel.runner import (
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer._pipeline.handlers import DEFAULT_SLOW_HANDLER_THRESHOLDS, handler_name
 from aioinformer._pipeline.meta import namespace_of, owner_references_of
-from aioinformer._pipeline.metric_recorders import new_controller_metrics
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._event_gate import EventGate
+from aioinformer.operator._metrics import new_controller_metrics
 from aioinformer.operator.predicates import PredicateLike, as_predicates
 from aioinformer.operator.retry import is_conflict
 from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue

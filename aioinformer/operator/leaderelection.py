@@ -77,9 +77,9 @@ from aioinformer._kernel.runner import (
     first_completed,
     is_async_callable,
 )
-from aioinformer._pipeline.metric_recorders import new_leader_metrics
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.errors import LeadershipLost as LeadershipLost
+from aioinformer.operator._metrics import new_leader_metrics
 from aioinformer.operator._resourcelock import (
     LeaderElectionRecord,
     LeaseLock,

@@ -52,6 +52,7 @@ MAY_LOAD = {
     "aioinformer.client._discovery",
     "aioinformer.client._encoding",
     "aioinformer.client._http",
+    "aioinformer.client._metrics",
     "aioinformer.client._names",
     "aioinformer.client._resource",
     "aioinformer.client._tls",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from aioinformer._kernel.metrics import RestClientMetricsProvider, set_metrics_provider
-from aioinformer._pipeline.metric_recorders import (
+from aioinformer.client._metrics import (
     NO_REST_CLIENT_METRICS,
     new_rest_client_metrics,
     url_template,

@@ -13,7 +13,7 @@ from aioinformer._kernel.metrics import (
     RestClientMetricsProvider,
     set_metrics_provider,
 )
-from aioinformer._pipeline.metric_recorders import new_rest_client_metrics
+from aioinformer.client._metrics import new_rest_client_metrics
 from aioinformer.contrib.prometheus import (
     RECONCILE_TIME_BUCKETS,
     REQUEST_DURATION_BUCKETS,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aioinformer._kernel.metrics import ControllerMetricsProvider, set_metrics_provider
-from aioinformer._pipeline.metric_recorders import ControllerMetrics, ReconcileResult
 from aioinformer.errors import Conflict, Requeue
+from aioinformer.operator._metrics import ControllerMetrics, ReconcileResult
 from aioinformer.operator.controller import Controller
 from aioinformer.testing.clock import FakeClock
 from tests._support_controller import limiter
