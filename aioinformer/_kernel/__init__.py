@@ -6,6 +6,9 @@ and reaping tasks (:mod:`~aioinformer._kernel.runner`, on anyio's task groups), 
 (:mod:`~aioinformer._kernel.gcpolicy`), waiting for caches to sync
 (:mod:`~aioinformer._kernel.sync`) and the metrics seam (:mod:`~aioinformer._kernel.metrics`).
 
-Nothing here knows an informer, a queue or the API: the pipeline and the operator toolkit
-import the kernel, never the other way round.
+Nothing here knows an informer's or a queue's insides, nor speaks to the API: the pipeline
+and the operator toolkit import the kernel, never the other way round. The one word of the
+API the kernel reads is the vocabulary's, below it: the wait for sync names each informer's
+source through :func:`aioinformer.listwatch.source_info` (the resource and namespace an
+error names), reading informers through a protocol of its own.
 """
