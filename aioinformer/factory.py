@@ -102,7 +102,7 @@ class InformerKey:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             metadata_only=self.metadata_only,
-        ).describe()
+        ).label
 
 
 def _canonical(resource: str | GVR | ResourceInfo) -> GVR | ResourceInfo | str:

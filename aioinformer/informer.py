@@ -248,7 +248,7 @@ class SharedIndexInformer(Service):
         self._source = source_info(lister_watcher)
         # What the informer is called: the name given, else what its source describes.
         # Made unique among running informers when it starts (see _Names).
-        self._wanted_name = name or self._source.describe()
+        self._wanted_name = name or self._source.label
         self.name: str = self._wanted_name
         # The namespace the source watches (None: all), where a lister's get(name) looks.
         self._namespace = self._source.namespace

@@ -37,6 +37,7 @@ which a cache audit uses instead of listing whole objects.
 from __future__ import annotations
 
 import abc
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -279,7 +280,7 @@ class SourceInfo:
 
     Returned by :meth:`DescribedListerWatcher.describe`; :func:`source_info` gives the
     one of any source. The informer built on a source takes its name from
-    :meth:`describe` (unless given ``name=``), and its lister looks up a bare name in
+    :attr:`label` (unless given ``name=``), and its lister looks up a bare name in
     :attr:`namespace`.
     """
 
@@ -305,7 +306,8 @@ class SourceInfo:
     """The API server it reads from (``"https://10.0.0.1:6443"``), for messages; ``None``
     when it does not say (a plain source, a fake)."""
 
-    def describe(self) -> str:
+    @property
+    def label(self) -> str:
         """A readable name: ``"pods"``, ``"apps/v1/deployments ns=default l=app=web"``;
         sources of different resources, namespaces or selectors never share one."""
         parts = [self.resource]
@@ -318,6 +320,17 @@ class SourceInfo:
         if self.metadata_only:
             parts.append("metadata-only")
         return " ".join(parts)
+
+    def describe(self) -> str:
+        """Deprecated: :attr:`label`. A source's ``describe()`` gives its ``SourceInfo``,
+        and this one's gave its label, so ``source.describe().describe()`` read as one
+        thing twice; it warns (``DeprecationWarning``) and is removed in the next release."""
+        warnings.warn(
+            "SourceInfo.describe() is deprecated: use SourceInfo.label (kept for one release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.label
 
 
 class DescribedListerWatcher(abc.ABC):

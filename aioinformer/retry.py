@@ -7,8 +7,16 @@ instead.
 
 from __future__ import annotations
 
-from aioinformer._kernel.deprecation import warn_moved_module
+from typing import TYPE_CHECKING
+
+from aioinformer._kernel.deprecation import moved_attribute, warn_moved_module
 from aioinformer.operator.retry import *  # noqa: F403
 from aioinformer.operator.retry import __all__ as __all__
 
 warn_moved_module(__name__)
+
+
+if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+
+    def __getattr__(name: str) -> object:
+        return moved_attribute(__name__, name)

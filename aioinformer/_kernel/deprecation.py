@@ -170,11 +170,14 @@ MOVED_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "aioinformer.leaderelection": {"ElectorState": "aioinformer.State"},
     "aioinformer.lister": {"EventType": "aioinformer.lister.NotificationType"},
     "aioinformer.manager": {"ManagerState": "aioinformer.State"},
+    # Named apart from the reflector's Backoff, which is another thing.
+    "aioinformer.operator.retry": {"Backoff": "aioinformer.operator.retry.RetryBackoff"},
     "aioinformer.processor": {
         "ADD": "aioinformer.processor.NotificationKind.ADD",
         "DELETE": "aioinformer.processor.NotificationKind.DELETE",
         "UPDATE": "aioinformer.processor.NotificationKind.UPDATE",
     },
+    "aioinformer.retry": {"Backoff": "aioinformer.operator.retry.RetryBackoff"},
 }
 """By module, each name it no longer has and the dotted path of the object now meant. The
 root's are the names 0.1.0's root exported (the pipeline's parts, the work queue's rate

@@ -25,8 +25,8 @@ places::
 A reconcile gets a key (``"namespace/name"``), not a controller-runtime ``Request``, and
 tells what to do next by returning or raising :class:`Requeue`, not by a ``Result``; see
 :mod:`aioinformer.operator.controller`. ``retry_on_conflict`` takes the retry policy of
-:mod:`aioinformer.operator.retry` (``DEFAULT_RETRY``), which is not the reflector's ``Backoff``,
-so no ``Backoff`` is exported here.
+:mod:`aioinformer.operator.retry` (``DEFAULT_RETRY``, or a :class:`RetryBackoff` of your own),
+named apart from the reflector's ``Backoff``, which paces relists.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from aioinformer.operator.recorder import EventType as EventType
     from aioinformer.operator.recorder import object_reference as object_reference
     from aioinformer.operator.retry import DEFAULT_RETRY as DEFAULT_RETRY
+    from aioinformer.operator.retry import RetryBackoff as RetryBackoff
     from aioinformer.operator.retry import is_conflict as is_conflict
     from aioinformer.operator.retry import on_error as on_error
     from aioinformer.operator.retry import retry_on_conflict as retry_on_conflict
@@ -107,6 +108,7 @@ __all__ = [
     "PredicateLike",
     "Reconcile",
     "Requeue",
+    "RetryBackoff",
     "ShardRing",
     "ShardedResource",
     "UpdatePredicate",
@@ -185,7 +187,13 @@ _HOMES = {
         "EventType",
         "object_reference",
     ),
-    "aioinformer.operator.retry": ("DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"),
+    "aioinformer.operator.retry": (
+        "DEFAULT_RETRY",
+        "RetryBackoff",
+        "is_conflict",
+        "on_error",
+        "retry_on_conflict",
+    ),
     "aioinformer.operator.sharding": ("ShardedResource", "ShardRing"),
 }
 

@@ -6,11 +6,12 @@ the read came from a stale cache). :func:`retry_on_conflict` calls the whole fun
 again, after a short backoff, until it succeeds, fails otherwise, or the attempts run out;
 :func:`on_error` does the same for any error a predicate calls retriable.
 
-Input: an async function (and its positional arguments), a :class:`Backoff` and, for
+Input: an async function (and its positional arguments), a :class:`RetryBackoff` and, for
 tests, a clock. Output: the function's result; or the first error that is not retriable;
 or, once ``backoff.steps`` attempts all failed retriably, the last of those errors.
 
-Backoff policy (client-go's ``wait.Backoff`` as ``retry`` uses it): at most ``steps``
+Backoff policy (client-go's ``wait.Backoff`` as ``retry`` uses it, here :class:`RetryBackoff`,
+named apart from the reflector's :class:`~aioinformer.reflector.Backoff`): at most ``steps``
 calls; before call ``n + 1`` it waits ``duration * factor**n`` seconds, stretched by a
 random fraction of itself up to ``jitter`` (``d + U[0, jitter) * d``); ``cap`` (when
 positive) bounds that base delay. Unlike client-go, reaching ``cap`` does not end the
@@ -56,9 +57,9 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
 __all__ = [
-    "Backoff",
     "DEFAULT_BACKOFF",
     "DEFAULT_RETRY",
+    "RetryBackoff",
     "is_conflict",
     "on_error",
     "retry_on_conflict",
@@ -69,7 +70,7 @@ Ts = TypeVarTuple("Ts")
 
 
 @dataclass(frozen=True, slots=True)
-class Backoff:
+class RetryBackoff:
     """How often to try and how long to wait in between (client-go ``wait.Backoff``).
 
     Raises ``ValueError`` for ``steps < 1`` or a negative ``duration``, ``factor``,
@@ -89,11 +90,11 @@ class Backoff:
 
     def __post_init__(self) -> None:
         if self.steps < 1:
-            raise ValueError(f"Backoff.steps must be at least 1, got {self.steps}")
+            raise ValueError(f"RetryBackoff.steps must be at least 1, got {self.steps}")
         for field in ("duration", "factor", "jitter", "cap"):
             value = getattr(self, field)
             if not value >= 0:
-                raise ValueError(f"Backoff.{field} must be >= 0, got {value}")
+                raise ValueError(f"RetryBackoff.{field} must be >= 0, got {value}")
 
     def delays(self, rng: random.Random | None = None) -> list[float]:
         """The ``steps - 1`` waits between the calls, jitter drawn from ``rng`` (the
@@ -110,11 +111,11 @@ class Backoff:
         return delays
 
 
-DEFAULT_RETRY: Final = Backoff(steps=5, duration=0.010, factor=1.0, jitter=0.1)
+DEFAULT_RETRY: Final = RetryBackoff(steps=5, duration=0.010, factor=1.0, jitter=0.1)
 """For a conflict between several clients changing the same object (client-go
 ``DefaultRetry``)."""
 
-DEFAULT_BACKOFF: Final = Backoff(steps=4, duration=0.010, factor=5.0, jitter=0.1)
+DEFAULT_BACKOFF: Final = RetryBackoff(steps=4, duration=0.010, factor=5.0, jitter=0.1)
 """For a change to an object that controllers actively manage (client-go
 ``DefaultBackoff``)."""
 
@@ -127,7 +128,7 @@ def is_conflict(error: BaseException) -> bool:
 
 
 async def on_error(
-    backoff: Backoff,
+    backoff: RetryBackoff,
     retriable: Callable[[Exception], bool],
     fn: Callable[[*Ts], Awaitable[T]],
     *args: *Ts,
@@ -154,7 +155,7 @@ async def on_error(
 async def retry_on_conflict(
     fn: Callable[[*Ts], Awaitable[T]],
     *args: *Ts,
-    backoff: Backoff = DEFAULT_RETRY,
+    backoff: RetryBackoff = DEFAULT_RETRY,
     clock: Clock | None = None,
 ) -> T:
     """Await ``fn(*args)``, calling it again after each 409
@@ -166,3 +167,9 @@ async def retry_on_conflict(
     and the last ``Conflict`` once ``backoff.steps`` calls have all hit one.
     """
     return await on_error(backoff, is_conflict, fn, *args, clock=clock)
+
+
+if not TYPE_CHECKING:  # type checkers report the old names as missing, as they should
+    from aioinformer._kernel.moved import moved_names
+
+    __getattr__ = moved_names(__name__)

@@ -84,7 +84,7 @@ from aioinformer.errors import (
     UnsyncedInformer,
     describe_error,
 )
-from aioinformer.proxy._cache import CacheStatistics, Transform, WatchCache
+from aioinformer.proxy._cache import CacheStatistics, ProxyWatchCache, Transform
 from aioinformer.proxy._server import Handler, WritePolicy
 from aioinformer.reflector import Reflector, ReflectorOptions, ReflectorState
 
@@ -225,7 +225,7 @@ class CachingProxy(Server):
         self._sync_timeout = cache_sync_timeout
         self._clock: Clock = clock if clock is not None else default_clock
         self._options = reflector
-        self._caches: dict[tuple[str, str, str], WatchCache] = {}
+        self._caches: dict[tuple[str, str, str], ProxyWatchCache] = {}
         self._reflectors: list[tuple[str, Reflector]] = []
         self._runner: web.ServerRunner | None = None
         self._handler: Handler | None = None
@@ -277,7 +277,7 @@ class CachingProxy(Server):
                 singular=info.singular,
                 short_names=info.short_names,
             )
-            cache = WatchCache(
+            cache = ProxyWatchCache(
                 rt,
                 transform=self._transform,
                 history_size=self._history_size,

@@ -4,7 +4,7 @@ with a bounded history of changes that downstream watches are served from.
 Role: kube-apiserver's watch cache (:class:`aioinformer._apiserver.watchcache.WatchCache`,
 shared with the fake API server, holds its history, snapshots, paged lists,
 resourceVersion rules, watchers and bookmarks) fed by a reflector. A
-:class:`~aioinformer.reflector.Reflector` writes to a :class:`WatchCache` (it is a
+:class:`~aioinformer.reflector.Reflector` writes to a :class:`ProxyWatchCache` (it is a
 ``ReflectorStore``): ``replace`` with every list, ``add``/``update``/``delete`` with every
 watch event, ``bookmark`` with every upstream BOOKMARK. The cache runs the user's
 transform once per object change, encodes the result once
@@ -12,8 +12,8 @@ transform once per object change, encodes the result once
 offers it to every open downstream :class:`ProxyWatcher`, which queues the same encoded
 line bytes as every other watcher; the lines go out in one flush per loop iteration (or
 per ``flush_interval``). Output: LIST pages at a resourceVersion
-(:meth:`WatchCache.list`), single objects (:meth:`WatchCache.get`) and watchers
-(:meth:`WatchCache.open_watch`).
+(:meth:`ProxyWatchCache.list`), single objects (:meth:`ProxyWatchCache.get`) and watchers
+(:meth:`ProxyWatchCache.open_watch`).
 
 Semantics:
 
@@ -42,7 +42,7 @@ Semantics:
   (its ``abort`` callback ends the HTTP stream even if a write is blocked); its client
   re-watches from its last resourceVersion, or relists after a 410.
 
-Task model: synchronous methods on one event loop, except :meth:`WatchCache.wait_fresh`,
+Task model: synchronous methods on one event loop, except :meth:`ProxyWatchCache.wait_fresh`,
 which suspends until the cache reaches a resourceVersion. Nothing here reads a clock.
 """
 
@@ -60,7 +60,7 @@ from aioinformer._apiserver.watch import Watcher, too_large
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["CacheStatistics", "ProxyWatcher", "Transform", "WatchCache"]
+__all__ = ["CacheStatistics", "ProxyWatcher", "Transform", "ProxyWatchCache"]
 
 logger = logging.getLogger("aioinformer.proxy")
 
@@ -85,7 +85,7 @@ class ProxyWatcher(Watcher):
 
 
 class CacheStatistics:
-    """Counters of one :class:`WatchCache` (read them, do not write them)."""
+    """Counters of one :class:`ProxyWatchCache` (read them, do not write them)."""
 
     __slots__ = ("events", "malformed", "relists", "slow_watchers_closed", "transform_errors")
 
@@ -102,7 +102,7 @@ class CacheStatistics:
         """Upstream objects skipped for having no ``metadata.name``."""
 
 
-class WatchCache(watchcache.WatchCache[ProxyWatcher]):
+class ProxyWatchCache(watchcache.WatchCache[ProxyWatcher]):
     """One resource's transformed objects, history and watchers (see the module notes):
     the shared watch cache, with a history of its own, written by a reflector.
 
@@ -138,7 +138,7 @@ class WatchCache(watchcache.WatchCache[ProxyWatcher]):
 
     def __repr__(self) -> str:
         return (
-            f"<WatchCache {self.rt.qualified} objects={len(self.entries)} rv={self.rv} "
+            f"<ProxyWatchCache {self.rt.qualified} objects={len(self.entries)} rv={self.rv} "
             f"history={len(self.history)} watchers={len(self.watchers)}>"
         )
 

@@ -2,7 +2,7 @@
 
 Role: one aiohttp handler for every request. Input: a downstream request (kubectl,
 client-go, this library, anything that speaks the API); output: what kube-apiserver
-v1.36 answers, from the :class:`~aioinformer.proxy._cache.WatchCache` of the resource
+v1.36 answers, from the :class:`~aioinformer.proxy._cache.ProxyWatchCache` of the resource
 named by the path, or a ``Status`` error. Served: LIST (``limit``/``continue``,
 ``resourceVersion``/``resourceVersionMatch``, label and field selectors), GET by name,
 WATCH (from a resourceVersion, initial events, ``sendInitialEvents`` with the
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from aioinformer._apiserver.requests import Conversion
     from aioinformer._kernel.clock import Clock
     from aioinformer.client import Client
-    from aioinformer.proxy._cache import ProxyWatcher, WatchCache
+    from aioinformer.proxy._cache import ProxyWatchCache, ProxyWatcher
 
 __all__ = ["Handler", "WritePolicy"]
 
@@ -86,7 +86,7 @@ def _unauthorized() -> StatusError:
 
 @dataclass(slots=True)
 class _Target:
-    cache: WatchCache
+    cache: ProxyWatchCache
     namespace: str | None
     name: str | None
     subresource: str | None
@@ -101,7 +101,7 @@ class Handler:
 
     def __init__(
         self,
-        caches: Mapping[tuple[str, str, str], WatchCache],
+        caches: Mapping[tuple[str, str, str], ProxyWatchCache],
         *,
         client: Client,
         namespace: str | None,

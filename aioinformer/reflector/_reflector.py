@@ -178,7 +178,7 @@ class Reflector:
         self._lw = lister_watcher
         self._store = store
         info = source_info(lister_watcher)
-        self._name = name or info.describe()
+        self._name = name or info.label
         # Streaming lists are asked of a source that declares them, and only then.
         self._use_watch_list = options.use_watch_list and info.watch_list
         # Whether the next list tries streaming: false from a failed streaming list

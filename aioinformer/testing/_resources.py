@@ -24,12 +24,12 @@ from aioinformer.errors import UnknownResourceError
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["BUILTIN_RESOURCES", "ResourceRegistry"]
+__all__ = ["BUILTIN_TYPES", "ResourceRegistry"]
 
 _BASE: Final = frozenset({"metadata.name", "metadata.namespace"})
 
 
-BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
+BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
     ResourceType(
         "",
         "v1",
@@ -182,7 +182,7 @@ class ResourceRegistry:
     own key; registering a key again replaces the type but keeps its first position.
     """
 
-    def __init__(self, resources: Iterable[ResourceType] = BUILTIN_RESOURCES) -> None:
+    def __init__(self, resources: Iterable[ResourceType] = BUILTIN_TYPES) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._by_kind: dict[tuple[str, str], ResourceType] = {}
         for rt in resources:

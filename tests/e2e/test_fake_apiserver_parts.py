@@ -20,10 +20,10 @@ from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer.errors import UnknownResourceError
 from aioinformer.testing._faults import Failure, FaultPlan, WatchFault, failure_error
 from aioinformer.testing._listener import Listener
-from aioinformer.testing._resources import BUILTIN_RESOURCES, ResourceRegistry
+from aioinformer.testing._resources import BUILTIN_TYPES, ResourceRegistry
 
-PODS = next(rt for rt in BUILTIN_RESOURCES if rt.plural == "pods")
-DEPLOYMENTS = next(rt for rt in BUILTIN_RESOURCES if rt.plural == "deployments")
+PODS = next(rt for rt in BUILTIN_TYPES if rt.plural == "pods")
+DEPLOYMENTS = next(rt for rt in BUILTIN_TYPES if rt.plural == "deployments")
 
 
 # -- failure_error -------------------------------------------------------------------------
@@ -162,8 +162,8 @@ def test_registry_finds_an_object_by_api_version_and_kind_and_a_url_by_its_parts
 
 
 def test_registering_a_resource_again_replaces_it_in_its_first_place() -> None:
-    registry = ResourceRegistry(BUILTIN_RESOURCES[:2])
-    first, second = BUILTIN_RESOURCES[:2]
+    registry = ResourceRegistry(BUILTIN_TYPES[:2])
+    first, second = BUILTIN_TYPES[:2]
     replaced = ResourceType(first.group, first.version, first.plural, first.kind, True)
     registry.add(replaced)
     assert list(registry) == [replaced, second]

@@ -247,7 +247,13 @@ OPERATOR_HOMES = {
         "EventType",
         "object_reference",
     ],
-    "aioinformer.operator.retry": ["DEFAULT_RETRY", "is_conflict", "on_error", "retry_on_conflict"],
+    "aioinformer.operator.retry": [
+        "DEFAULT_RETRY",
+        "RetryBackoff",
+        "is_conflict",
+        "on_error",
+        "retry_on_conflict",
+    ],
 }
 
 

@@ -143,9 +143,16 @@ def test_what_our_sources_declare_names_their_informers() -> None:
         field_selector="metadata.name=front",
         metadata_only=True,
     )
-    assert described.describe() == (
+    assert described.label == (
         "apps/v1/deployments ns=web l=app=web f=metadata.name=front metadata-only"
     )
+
+
+def test_a_source_infos_old_describe_warns_and_gives_its_label() -> None:
+    info = SourceInfo(resource="pods", namespace="default")
+    with pytest.warns(DeprecationWarning, match=r"SourceInfo.label") as record:
+        assert info.describe() == info.label == "pods ns=default"
+    assert {warning.filename for warning in record} == {__file__}
 
 
 async def test_two_running_informers_never_share_a_name() -> None:

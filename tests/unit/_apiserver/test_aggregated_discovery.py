@@ -12,7 +12,7 @@ import pytest
 from aioinformer._apiserver.aggregated import AGGREGATED, aggregated_response, wants_aggregated
 from aioinformer._apiserver.discovery import VERBS, discovery_response
 from aioinformer._apiserver.objects import ResourceType, StatusError
-from aioinformer.testing._resources import BUILTIN_RESOURCES
+from aioinformer.testing._resources import BUILTIN_TYPES
 
 KUBECTL_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -30,7 +30,7 @@ WIDGETS = ResourceType(
     status_subresource=True,
     scale_subresource=True,
 )
-REGISTRY = [*BUILTIN_RESOURCES, WIDGETS]
+REGISTRY = [*BUILTIN_TYPES, WIDGETS]
 
 
 def aggregated(path: str, registry: list[ResourceType] = REGISTRY) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from aioinformer._apiserver.discovery import VERBS
 from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer._apiserver.openapi import is_openapi, openapi_response
-from aioinformer.testing._resources import BUILTIN_RESOURCES
+from aioinformer.testing._resources import BUILTIN_TYPES
 
 WIDGETS = ResourceType("example.com", "v1", "widgets", "Widget", namespaced=True)
 
@@ -45,7 +45,7 @@ def supports_field_validation(document: dict[str, Any], group: str, kind: str) -
 
 
 def test_the_index_lists_every_group_version_core_first_with_its_document_url() -> None:
-    registry = [*BUILTIN_RESOURCES, WIDGETS]
+    registry = [*BUILTIN_TYPES, WIDGETS]
     index = answer("/openapi/v3", registry)
     paths = list(index["paths"])
     assert paths[0] == "api/v1"
@@ -56,15 +56,15 @@ def test_the_index_lists_every_group_version_core_first_with_its_document_url() 
 
 
 def test_a_document_hash_changes_when_its_group_version_changes() -> None:
-    before = answer("/openapi/v3", [*BUILTIN_RESOURCES])["paths"]
+    before = answer("/openapi/v3", [*BUILTIN_TYPES])["paths"]
     gadgets = ResourceType("apps", "v1", "gadgets", "Gadget", namespaced=False)
-    after = answer("/openapi/v3", [*BUILTIN_RESOURCES, gadgets])["paths"]
+    after = answer("/openapi/v3", [*BUILTIN_TYPES, gadgets])["paths"]
     assert after["apis/apps/v1"] != before["apis/apps/v1"]
     assert after["api/v1"] == before["api/v1"]
 
 
 def test_a_group_version_document_lets_kubectl_validate_on_the_server() -> None:
-    document = answer("/openapi/v3/api/v1", [*BUILTIN_RESOURCES])
+    document = answer("/openapi/v3/api/v1", [*BUILTIN_TYPES])
     assert document["openapi"].startswith("3.")
     for kind in ("ConfigMap", "Pod", "Namespace", "Secret"):
         assert supports_field_validation(document, "", kind), kind
@@ -76,7 +76,7 @@ def test_a_group_version_document_lets_kubectl_validate_on_the_server() -> None:
 
 
 def test_a_custom_resource_is_in_its_group_version_document() -> None:
-    document = answer("/openapi/v3/apis/example.com/v1", [*BUILTIN_RESOURCES, WIDGETS])
+    document = answer("/openapi/v3/apis/example.com/v1", [*BUILTIN_TYPES, WIDGETS])
     assert list(document["paths"]) == ["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]
     patch = document["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
     assert patch["operationId"] == "patchExampleComV1NamespacedWidget"
@@ -84,7 +84,7 @@ def test_a_custom_resource_is_in_its_group_version_document() -> None:
 
 
 def test_a_read_only_server_offers_no_write_operations() -> None:
-    document = answer("/openapi/v3/api/v1", [*BUILTIN_RESOURCES], ("get", "list", "watch"))
+    document = answer("/openapi/v3/api/v1", [*BUILTIN_TYPES], ("get", "list", "watch"))
     operations = {op for item in document["paths"].values() for op in item if op != "parameters"}
     assert operations == {"get"}
     assert not supports_field_validation(document, "", "ConfigMap")
@@ -103,7 +103,7 @@ def test_other_requests_are_refused_as_kube_apiserver_refuses_them(
 ) -> None:
     parts = [part for part in path.split("/") if part]
     with pytest.raises(StatusError) as caught:
-        openapi_response(method, parts, [*BUILTIN_RESOURCES], verbs=VERBS)
+        openapi_response(method, parts, [*BUILTIN_TYPES], verbs=VERBS)
     assert caught.value.code == code
 
 

@@ -16,7 +16,7 @@ from aioinformer.reflector import Cursor, TemporaryStore, WatchRead
 from aioinformer.resource_version import compare_resource_versions, parse_resource_version
 from aioinformer.testing import FakeClock, FakeListerWatcher
 from aioinformer.testing._faults import FaultPlan
-from aioinformer.testing._resources import BUILTIN_RESOURCES
+from aioinformer.testing._resources import BUILTIN_TYPES
 from tests.unit.test_reflector_watch_read import Scripted, initial_events_end, pod
 
 
@@ -320,7 +320,7 @@ async def test_a_streaming_list_keeps_its_closing_bookmark_from_the_temporary_st
 
 def test_a_watch_event_delay_applies_to_its_resource_and_clears() -> None:
     plan = FaultPlan()
-    by_plural = {rt.plural: rt for rt in BUILTIN_RESOURCES}
+    by_plural = {rt.plural: rt for rt in BUILTIN_TYPES}
     configmaps, pods = by_plural["configmaps"], by_plural["pods"]
     assert plan.watch_event_delay(configmaps) == 0.0
     plan.event_delay, plan.event_delay_resource = 2.0, "configmaps"

@@ -9,7 +9,7 @@ import pytest
 
 from aioinformer.client import GVR
 from aioinformer.client._builtin import BUILTIN_RESOURCES, builtin_gvr
-from aioinformer.testing._resources import BUILTIN_RESOURCES as SERVED
+from aioinformer.testing._resources import BUILTIN_TYPES as SERVED
 
 if TYPE_CHECKING:
     from aioinformer._apiserver.objects import ResourceType

@@ -14,7 +14,7 @@ from aioinformer.errors import AlreadyExists, Conflict, NotFound, ServerError
 from aioinformer.operator.retry import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRY,
-    Backoff,
+    RetryBackoff,
     is_conflict,
     on_error,
     retry_on_conflict,
@@ -40,7 +40,7 @@ def conflict() -> Conflict:
     return Conflict({"code": 409, "reason": "Conflict", "message": "the object has been modified"})
 
 
-THREE = Backoff(steps=3, duration=0.0, factor=1.0)
+THREE = RetryBackoff(steps=3, duration=0.0, factor=1.0)
 
 
 class Calls:
@@ -141,7 +141,7 @@ async def test_on_error_retries_what_its_predicate_calls_retriable() -> None:
 async def test_a_cancellation_during_the_wait_ends_the_retries() -> None:
     clock = FakeClock()
     fn = Calls(conflict(), conflict())
-    backoff = Backoff(steps=3, duration=1.0)
+    backoff = RetryBackoff(steps=3, duration=1.0)
     task = asyncio.ensure_future(retry_on_conflict(fn, backoff=backoff, clock=clock))
     await clock.wait_for_sleepers(1)
     task.cancel()
@@ -153,7 +153,7 @@ async def test_a_cancellation_during_the_wait_ends_the_retries() -> None:
 async def test_the_waits_run_on_the_given_clock() -> None:
     clock = FakeClock()
     fn = Calls(conflict())
-    backoff = Backoff(steps=2, duration=5.0)
+    backoff = RetryBackoff(steps=2, duration=5.0)
     task = asyncio.ensure_future(retry_on_conflict(fn, backoff=backoff, clock=clock))
     await clock.wait_for_sleepers(1)
     await clock.advance(4.9)
@@ -162,16 +162,16 @@ async def test_the_waits_run_on_the_given_clock() -> None:
     assert await task == 2
 
 
-# -- Backoff ----------------------------------------------------------------------------------
+# -- RetryBackoff ----------------------------------------------------------------------------------
 
 
 def test_backoff_delays_grow_by_the_factor_up_to_the_cap() -> None:
-    backoff = Backoff(steps=6, duration=1.0, factor=2.0, cap=5.0)
+    backoff = RetryBackoff(steps=6, duration=1.0, factor=2.0, cap=5.0)
     assert backoff.delays() == [1.0, 2.0, 4.0, 5.0, 5.0]
 
 
 def test_backoff_jitter_stretches_each_delay_by_a_fraction_of_itself() -> None:
-    backoff = Backoff(steps=4, duration=1.0, factor=3.0, jitter=0.5)
+    backoff = RetryBackoff(steps=4, duration=1.0, factor=3.0, jitter=0.5)
     delays = backoff.delays(random.Random(3))
     replay = random.Random(3)
     assert delays == [base + replay.random() * 0.5 * base for base in (1.0, 3.0, 9.0)]
@@ -179,7 +179,7 @@ def test_backoff_jitter_stretches_each_delay_by_a_fraction_of_itself() -> None:
 
 
 def test_a_backoff_of_one_step_waits_never() -> None:
-    assert Backoff(steps=1, duration=1.0).delays() == []
+    assert RetryBackoff(steps=1, duration=1.0).delays() == []
 
 
 @pytest.mark.parametrize(
@@ -194,4 +194,4 @@ def test_a_backoff_of_one_step_waits_never() -> None:
 )
 def test_a_backoff_that_cannot_work_is_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        Backoff(**options)
+        RetryBackoff(**options)

@@ -16,7 +16,7 @@ import pytest
 
 from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer.labels import parse_label_selector
-from aioinformer.proxy._cache import WatchCache
+from aioinformer.proxy._cache import ProxyWatchCache
 from tests._support_watchcache import lines, listed, watch
 
 PODS = ResourceType("", "v1", "pods", "Pod", True)
@@ -29,12 +29,12 @@ def pod(name: str, rv: int, *, ns: str = "default", **labels: str) -> dict[str, 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"n": rv}}
 
 
-def names(cache: WatchCache, **kwargs: Any) -> list[str]:
+def names(cache: ProxyWatchCache, **kwargs: Any) -> list[str]:
     return [entry.name for entry in listed(cache, **kwargs).entries]
 
 
-async def loaded(*objs: dict[str, Any], rv: int = 10, **options: Any) -> WatchCache:
-    cache = WatchCache(PODS, **options)
+async def loaded(*objs: dict[str, Any], rv: int = 10, **options: Any) -> ProxyWatchCache:
+    cache = ProxyWatchCache(PODS, **options)
     await cache.replace(list(objs), str(rv))
     return cache
 
@@ -254,9 +254,9 @@ async def test_a_delete_of_an_object_the_transform_hid_is_not_sent() -> None:
 
 def test_sizes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="history_size"):
-        WatchCache(PODS, history_size=0)
+        ProxyWatchCache(PODS, history_size=0)
     with pytest.raises(ValueError, match="watcher_buffer"):
-        WatchCache(PODS, watcher_buffer=0)
+        ProxyWatchCache(PODS, watcher_buffer=0)
 
 
 async def test_writers_are_woken_once_per_flush_for_all_the_changes_since() -> None:
