@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from aioinformer.operator.manager import LeaderElection as LeaderElection
     from aioinformer.operator.manager import Manager as Manager
     from aioinformer.operator.manager import ManagerHealth as ManagerHealth
+    from aioinformer.operator.manager import ManagerOptions as ManagerOptions
     from aioinformer.operator.ownership import has_controller_reference as has_controller_reference
     from aioinformer.operator.ownership import remove_owner_reference as remove_owner_reference
     from aioinformer.operator.ownership import set_controller_reference as set_controller_reference
@@ -104,6 +105,7 @@ __all__ = [
     "LeaseLock",
     "Manager",
     "ManagerHealth",
+    "ManagerOptions",
     "Predicate",
     "PredicateLike",
     "Reconcile",
@@ -160,7 +162,12 @@ _HOMES = {
         "remove_finalizer",
     ),
     "aioinformer.operator.leaderelection": ("LeaderElector", "LeadershipLost", "LeaseLock"),
-    "aioinformer.operator.manager": ("LeaderElection", "Manager", "ManagerHealth"),
+    "aioinformer.operator.manager": (
+        "LeaderElection",
+        "Manager",
+        "ManagerHealth",
+        "ManagerOptions",
+    ),
     "aioinformer.operator.ownership": (
         "has_controller_reference",
         "remove_owner_reference",

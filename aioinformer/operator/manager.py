@@ -73,11 +73,9 @@ import contextlib
 import importlib
 import logging
 import signal
-import socket
 import sys
-import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
@@ -91,11 +89,14 @@ from aioinformer._kernel.runner import (
     is_async_callable,
 )
 from aioinformer._pipeline.meta import name_of
-from aioinformer.audit import CacheAudit
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory, resource_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
+from aioinformer.operator._options import DEFAULT_CACHE_AUDIT as DEFAULT_CACHE_AUDIT
+from aioinformer.operator._options import LeaderElection as LeaderElection
+from aioinformer.operator._options import ManagerOptions as ManagerOptions
+from aioinformer.operator._options import default_identity as default_identity
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator._shard import ShardView
@@ -108,63 +109,25 @@ from aioinformer.operator.sharding import RingMembership
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from contextlib import AbstractAsyncContextManager
+    from typing import Unpack
 
     from anyio.abc import TaskStatus
 
-    from aioinformer._kernel.clock import Clock
     from aioinformer.client import GVR, Client, ResourceInfo
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
-    from aioinformer.operator.sharding import ShardRing
+    from aioinformer.operator._options import ManagerKeywords
 
 __all__ = [
     "DEFAULT_CACHE_AUDIT",
     "LeaderElection",
     "Manager",
     "ManagerHealth",
+    "ManagerOptions",
     "default_identity",
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_CACHE_AUDIT: Final = CacheAudit()
-"""How a :class:`Manager`'s informers audit their caches unless told otherwise: every
-ten minutes, with up to 20 % jitter (see :mod:`aioinformer.audit`)."""
-
-
-def default_identity() -> str:
-    """``"<hostname>_<random uuid>"``, controller-runtime's default leader identity: unique
-    per process even when two replicas share a host name."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderElection:
-    """How a :class:`Manager` campaigns for leadership: a ``coordination.k8s.io/v1`` Lease
-    and client-go's timings (see :class:`~aioinformer.operator.leaderelection.LeaderElector`, which
-    checks them: ``lease_duration > renew_deadline > 1.2 * retry_period > 0``)."""
-
-    lease_name: str
-    """The Lease's name; every replica of one operator uses the same."""
-    lease_namespace: str = "default"
-    """The Lease's namespace (controller-runtime: ``LeaderElectionNamespace``)."""
-    identity: str = field(default_factory=default_identity)
-    """This replica's identity in the Lease; unique per process."""
-    lease_duration: float = 15.0
-    """Seconds a standby waits, from the last renewal it saw, before taking over."""
-    renew_deadline: float = 10.0
-    """Seconds the leader keeps retrying a renewal before it gives up leading."""
-    retry_period: float = 2.0
-    """Seconds between attempts to acquire or renew."""
-    release_on_cancel: bool = True
-    """Release the Lease on a graceful stop, so a standby takes over at once
-    (controller-runtime: ``LeaderElectionReleaseOnCancel``)."""
-
-    def __post_init__(self) -> None:
-        if not self.lease_name:
-            raise ValueError("LeaderElection.lease_name is empty")
-        if not self.lease_namespace:
-            raise ValueError("LeaderElection.lease_namespace is empty")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,70 +176,58 @@ _RUNNING_STATES = frozenset({State.STARTING, State.RUNNING})
 class Manager(Service):
     """Runs an operator's informers, controllers and runnables (see the module docstring).
 
-    Arguments: ``client`` (not closed by the manager); ``namespace``, the factory's default
-    namespace (``None``: all); ``leader_election`` (``None``: every replica runs its
-    controllers); ``health_address`` and ``metrics_address`` (``"host:port"``, port 0 for
-    a free one; ``None``: not served); ``cache_sync_timeout`` (seconds of the event loop's
-    clock); ``cache_sync_fail_fast`` (default true: the start raises at once when an
-    informer's first list meets an unknown resource, a 401 or 403, or a refused
-    connection; false: it waits for them to heal, such as a CustomResourceDefinition
-    installed after the operator, up to ``cache_sync_timeout``; the cached client's reads
-    alike) and
-    ``graceful_shutdown_timeout`` (one deadline for every runnable together,
-    from the start of stopping); ``clock`` for the election, the shutdown deadline and the
-    factory's informers (tests pass a ``FakeClock``); ``cache_audit``, how every informer
-    audits its cache (:class:`~aioinformer.audit.CacheAudit`: by default every ten minutes
-    with 20 % jitter, each a paged metadata-only LIST; ``None`` turns audits off); any
-    other keyword goes to the :class:`~aioinformer.factory.SharedInformerFactory`
-    (``resync_period``, ``reflector``, ``cache``, ...).
+    Built from ``client`` (not closed by the manager) and its options: a
+    :class:`ManagerOptions`, the same settings as keywords, or both (the keywords replace
+    the object's fields)::
 
-    Audits are on here, while a bare informer or factory leaves them off: an operator
-    acts on what its cache says, and a cache that silently lost a deletion (a faulty
-    watch cache, kubernetes/kubernetes#123072) would keep it acting on an object that is
-    gone until the process restarts; the audit finds and repairs that within a period,
-    and ``/readyz`` answers 503 meanwhile.
+        Manager(client, leader_election=LeaderElection(lease_name="my-operator"))
+        Manager(client, ManagerOptions(health_address="0.0.0.0:8081"), cache_sync_timeout=60)
 
-    ``metrics_address`` needs ``prometheus_client`` (``pip install 'aioinformer[prometheus]'``):
-    without it the constructor raises ``RuntimeError`` saying so. ``/metrics`` serves its
-    default registry; install
-    :class:`aioinformer.contrib.prometheus.PrometheusMetricsProvider` with
-    :func:`aioinformer.set_metrics_provider` before building informers to fill it.
+    :class:`ManagerOptions` says what each setting does. Audits are on by default here,
+    while a bare informer or factory leaves them off (see ``ManagerOptions.cache_audit``).
     """
 
     def __init__(
         self,
         client: Client,
-        *,
-        namespace: str | None = None,
-        leader_election: LeaderElection | None = None,
-        health_address: str | None = None,
-        metrics_address: str | None = None,
-        cache_sync_timeout: float = 120.0,
-        cache_sync_fail_fast: bool = True,
-        graceful_shutdown_timeout: float = 30.0,
-        clock: Clock | None = None,
-        cache_audit: CacheAudit | None = DEFAULT_CACHE_AUDIT,
-        shard: ShardRing | None = None,
-        **factory_options: Any,
+        options: ManagerOptions | None = None,
+        **keywords: Unpack[ManagerKeywords],
     ) -> None:
-        if not cache_sync_timeout > 0:
-            raise ValueError(f"cache_sync_timeout must be > 0, got {cache_sync_timeout}")
-        if graceful_shutdown_timeout < 0:
-            raise ValueError(
-                f"graceful_shutdown_timeout must be >= 0, got {graceful_shutdown_timeout}"
-            )
+        self.options: ManagerOptions = (options or ManagerOptions()).replace(**keywords)
+        """What this manager was built with (checked once, in :class:`ManagerOptions`)."""
+        options = self.options
+        clock = options.clock
+        namespace = options.namespace
+        cache_sync_fail_fast = options.cache_sync_fail_fast
+        leader_election = options.leader_election
+        shard = options.shard
+        health_address = options.health_address
+        metrics_address = options.metrics_address
         self._client = client
         self._namespace = namespace
         self._clock = clock if clock is not None else default_clock
         self._factory = SharedInformerFactory(
-            client, namespace=namespace, clock=clock, cache_audit=cache_audit, **factory_options
+            client,
+            namespace=namespace,
+            resync_period=options.resync_period,
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            transform=options.transform,
+            clock=clock,
+            backoff=options.backoff,
+            reflector=options.reflector,
+            cache=options.cache,
+            slow_handler_thresholds=options.slow_handler_thresholds,
+            in_order=options.in_order,
+            cache_audit=options.cache_audit,
+            strict_indexes=options.strict_indexes,
         )
         self._cached_client = CachedClient(
             client, self._factory, clock=clock, fail_fast=cache_sync_fail_fast
         )
-        self._cache_sync_timeout = cache_sync_timeout
+        self._cache_sync_timeout = options.cache_sync_timeout
         self._cache_sync_fail_fast = cache_sync_fail_fast
-        self._graceful_shutdown_timeout = graceful_shutdown_timeout
+        self._graceful_shutdown_timeout = options.graceful_shutdown_timeout
         self._election = leader_election
         self._elector: LeaderElector | None = None
         if leader_election is not None:

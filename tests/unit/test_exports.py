@@ -219,7 +219,12 @@ OPERATOR_HOMES = {
         "LeadershipLost",
         "LeaseLock",
     ],
-    "aioinformer.operator.manager": ["LeaderElection", "Manager", "ManagerHealth"],
+    "aioinformer.operator.manager": [
+        "LeaderElection",
+        "Manager",
+        "ManagerHealth",
+        "ManagerOptions",
+    ],
     "aioinformer.operator.sharding": ["ShardRing", "ShardedResource"],
     "aioinformer.operator.ownership": [
         "has_controller_reference",
