@@ -19,6 +19,10 @@ their own:
   owner cancels it with :meth:`Running.cancel` and reaps it with :meth:`Running.stop`.
 * :class:`BlockRun` is such a run for the duration of an ``async with`` body, whose
   failure cancels the body and is raised from the block instead of going unseen.
+* :class:`Interruptible` runs a coroutine in the current task so that one call of
+  :meth:`Interruptible.interrupt` cancels it once, asyncio's edge cancellation (its cleanup
+  may still await, where a cancelled anyio scope would cancel every await of it), and
+  tells that interruption apart from any other cancellation of the task, which passes.
 * :func:`first_completed` waits for the first of several coroutines and reaps the rest;
   :func:`wait_regardless`, :func:`cancel_and_wait` and :func:`finish_regardless` are the
   shielded waits everything else is built on.
@@ -42,6 +46,7 @@ import asyncio
 import contextlib
 import dis
 import inspect
+import math
 import types
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -56,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlockRun",
+    "Interruptible",
     "Running",
     "TaskRunner",
     "cancel_and_wait",
@@ -485,3 +491,57 @@ class BlockRun:
         await running.wait()
         if running.failure is not None and exc is None:
             raise running.failure
+
+
+class Interruptible:
+    """A coroutine run in the current task, which :meth:`interrupt` may cancel once.
+
+    An interruption is one ``task.cancel()``: the coroutine sees a ``CancelledError`` where
+    it awaits, and its cleanup may await on (an anyio scope's cancellation is level-
+    triggered and would cut that cleanup short). :meth:`run` takes the interruption back
+    (``uncancel()``) and returns ``None``; a cancellation of the task by anyone else, an
+    enclosing anyio scope's included, still propagates. Interrupting before :meth:`run`
+    or after it ended does nothing; only the first interruption counts.
+
+    Example, a stop that asks a runnable without a stop of its own to end::
+
+        run = Interruptible()
+        ...  # in the runnable's task
+        await run.run(runnable())
+        ...  # in the stopper
+        run.interrupt()
+    """
+
+    __slots__ = ("_interrupted", "_task")
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
+        self._interrupted = False
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` cancelled the run."""
+        return self._interrupted
+
+    def interrupt(self) -> None:
+        """Cancel the run once, if it is running and was not interrupted yet."""
+        if self._task is not None and not self._interrupted:
+            self._interrupted = True
+            self._task.cancel()
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T | None:
+        """``coro``'s result, or ``None`` when it ended on the interruption."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            if not self._interrupted:
+                raise
+            task.uncancel()  # the interruption is spent; any other cancellation remains
+            if task.cancelling() or anyio.current_effective_deadline() == -math.inf:
+                raise
+            return None
+        finally:
+            self._task = None

@@ -39,6 +39,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
+from aioinformer._kernel.runner import Interruptible
 from aioinformer.cli._common import (
     DEFAULT_LISTEN,
     EXIT_INTERRUPTED,
@@ -214,9 +215,15 @@ async def _preflight(client: Client, options: ProxyOptions) -> None:
 
 
 async def _serve(options: ProxyOptions, serving: _Serving, out: TextIO) -> int:
+    start = Interruptible()
+    ended = await start.run(_start_and_serve(options, serving, out, start))
+    return EXIT_INTERRUPTED if ended is None else ended
+
+
+async def _start_and_serve(
+    options: ProxyOptions, serving: _Serving, out: TextIO, start: Interruptible
+) -> int:
     stop = asyncio.Event()
-    main = asyncio.current_task()
-    assert main is not None
     serving_now = False
 
     def on_signal() -> None:
@@ -225,43 +232,35 @@ async def _serve(options: ProxyOptions, serving: _Serving, out: TextIO) -> int:
         if serving_now:
             stop.set()
         else:
-            main.cancel()
+            start.interrupt()
 
-    try:
-        with stop_signals_call(on_signal):
-            async with contextlib.AsyncExitStack() as stack:
-                started = asyncio.Event()
-                if options.fake:
-                    kubeconfig = await start_fake_server(stack, started)
-                    config = load_cli_config(kubeconfig, None)
-                else:
-                    config = load_cli_config(options.kubeconfig, options.context)
-                client = await stack.enter_async_context(Client(config))
-                proxy = _proxy(options, serving, client)
-                await _preflight(client, options)
-                with reported_as(ProxyFailure):
-                    try:
-                        await stack.enter_async_context(proxy)
-                    except OSError as exc:
-                        raise ProxyFailure(f"cannot listen on {options.listen}: {exc}") from exc
-                where = ""
-                if options.write_kubeconfig:
-                    _write_kubeconfig(proxy, options, serving)
-                    where = f"; clients' kubeconfig: {options.write_kubeconfig}"
-                served = ", ".join(options.resources)
-                out.write(
-                    f"serving {served} at {proxy.url} (one upstream watch per resource){where}\n"
-                )
-                out.flush()
-                serving_now = True
-                started.set()
-                await stop.wait()
-            return EXIT_OK
-    except asyncio.CancelledError:
-        if serving_now or main.cancelling() != 1:
-            raise
-        main.uncancel()
-        return EXIT_INTERRUPTED
+    with stop_signals_call(on_signal):
+        async with contextlib.AsyncExitStack() as stack:
+            started = asyncio.Event()
+            if options.fake:
+                kubeconfig = await start_fake_server(stack, started)
+                config = load_cli_config(kubeconfig, None)
+            else:
+                config = load_cli_config(options.kubeconfig, options.context)
+            client = await stack.enter_async_context(Client(config))
+            proxy = _proxy(options, serving, client)
+            await _preflight(client, options)
+            with reported_as(ProxyFailure):
+                try:
+                    await stack.enter_async_context(proxy)
+                except OSError as exc:
+                    raise ProxyFailure(f"cannot listen on {options.listen}: {exc}") from exc
+            where = ""
+            if options.write_kubeconfig:
+                _write_kubeconfig(proxy, options, serving)
+                where = f"; clients' kubeconfig: {options.write_kubeconfig}"
+            served = ", ".join(options.resources)
+            out.write(f"serving {served} at {proxy.url} (one upstream watch per resource){where}\n")
+            out.flush()
+            serving_now = True
+            started.set()
+            await stop.wait()
+        return EXIT_OK
 
 
 def _proxy(options: ProxyOptions, serving: _Serving, client: Client) -> CachingProxy:

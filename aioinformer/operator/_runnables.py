@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-import anyio
-
-from aioinformer._kernel.runner import TaskRunner
+from aioinformer._kernel.runner import Interruptible, TaskRunner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -82,10 +79,9 @@ class RunnableGroup:
         """The children's runner, while the group's block runs and it has not stopped."""
         self._block: TaskRunner | None = None
         """The same runner, until the block is left."""
-        self._tasks: dict[Runnable, asyncio.Task[Any]] = {}
-        """Runnable → the task it runs in, while it runs."""
-        self._hinted: set[Runnable] = set()
-        """Runnables without ``stop`` cancelled once by :meth:`stop`."""
+        self._runs: dict[Runnable, Interruptible] = {}
+        """Runnable → its run, while it runs: :meth:`stop` interrupts those without a
+        ``stop`` of their own."""
         self._stopped = False
         self._cut_short: list[str] = []
         """Runnables the grace period ran out on, cancelled by the drain."""
@@ -130,28 +126,24 @@ class RunnableGroup:
         runner.start_soon(self._run_one(runnable), name=runnable.name)
 
     async def _run_one(self, runnable: Runnable) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks[runnable] = task
+        run = self._runs[runnable] = Interruptible()
         try:
-            await runnable.run()
+            await run.run(runnable.run())
+            # Ended by itself, or on the interruption, as asked: a child must not end
+            # cancelled, as anyio's task group would take that for a failure and cancel
+            # every sibling.
         except asyncio.CancelledError:
-            if runnable in self._hinted:
-                task.uncancel()  # the hint is spent; only the runner's own scope remains
-            if anyio.current_effective_deadline() == -math.inf:
-                # The runner's cancellation: the grace period ran out, or the owner's
-                # block is cancelled. Its scope takes the error back.
-                if self._stopped:
-                    self._cut_short.append(runnable.name)
-                raise
-            # Ended on the hint, as asked: a child must not end cancelled, as anyio's
-            # task group would take that for a failure and cancel every sibling.
+            # The runner's cancellation: the grace period ran out, or the owner's block
+            # is cancelled. Its scope takes the error back.
+            if self._stopped:
+                self._cut_short.append(runnable.name)
+            raise
         except Exception as error:  # noqa: BLE001 - handed to the owner, which stops
             self._on_failure(runnable, error)
         else:
             logger.debug("%s: %s returned", self.name, runnable.name)
         finally:
-            del self._tasks[runnable]
+            del self._runs[runnable]
 
     async def stop(self) -> None:
         """Stop every runnable: ask or cancel, give them ``grace()`` seconds on the clock,
@@ -162,14 +154,13 @@ class RunnableGroup:
         if runner is None:
             return
         self._runner = None
-        for runnable, task in list(self._tasks.items()):
+        for runnable, run in list(self._runs.items()):
             if runnable.stop is not None:
                 runnable.stop()
             else:
-                # Once, as a hint (the level-triggered cancel scope would cut the
-                # runnable's cleanup short): the drain cancels it for good later.
-                self._hinted.add(runnable)
-                task.cancel()
+                # Once, as an interruption (the level-triggered cancel scope would cut
+                # the runnable's cleanup short): the drain cancels it for good later.
+                run.interrupt()
         grace = self._grace()
         if not await runner.drain(grace, self._clock):
             logger.warning(

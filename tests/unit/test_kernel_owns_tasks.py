@@ -137,3 +137,31 @@ def test_the_check_finds_each_way_of_starting_a_task_by_hand(
 def test_the_quick_filter_keeps_every_source_the_check_finds_a_site_in(source: str) -> None:
     assert task_sites(source)
     assert _MAY_HOLD_A_SITE.search(source)
+
+
+def uncancel_sites(source: str) -> list[int]:
+    """The lines of ``source`` that call ``uncancel()`` on anything: taking a cancellation
+    back is how edge and level cancellation get mixed by hand."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "uncancel"
+    )
+
+
+def test_no_module_outside_the_kernel_takes_a_cancellation_back() -> None:
+    found = [
+        f"{path.relative_to(_ROOT).as_posix()}:{line}"
+        for path in sorted(_PACKAGE.rglob("*.py"))
+        if not path.relative_to(_PACKAGE).as_posix().startswith("_kernel/")
+        and "uncancel" in (source := path.read_text(encoding="utf-8"))
+        for line in uncancel_sites(source)
+    ]
+    assert not found, (
+        "interrupt a run through aioinformer._kernel.runner.Interruptible, which takes its "
+        "own cancellation back, instead of cancel() and uncancel() by hand:\n  "
+        + "\n  ".join(found)
+    )
+    assert uncancel_sites("task.uncancel()\n'uncancel() in a string'\n") == [1]
