@@ -132,6 +132,7 @@ class Sharder(Service):
         clock: Clock | None = None,
         workers: int = 8,
         cache_sync_timeout: float = 120.0,
+        membership: RingMembership | None = None,
     ) -> None:
         self._client = client
         self._namespace = namespace
@@ -140,7 +141,11 @@ class Sharder(Service):
         self._clock = clock if clock is not None else default_clock
         self._workers = workers
         self._cache_sync_timeout = cache_sync_timeout
-        self._membership = RingMembership()
+        # The ring's members as the Leases show them. A Manager shares its own, which its
+        # one Lease handler feeds (telling this sharder through lease_event()); alone, the
+        # sharder keeps one and follows the Leases itself.
+        self._follows_leases = membership is None
+        self._membership = membership if membership is not None else RingMembership()
         self._resources: list[_Sharded] = []
         self._controller: Controller | None = None
         self._leases: SharedIndexInformer | None = None
@@ -184,12 +189,15 @@ class Sharder(Service):
         leases = self._leases = factory.informer_for(
             LEASES_RESOURCE, namespace=ring.namespace, label_selector=ring.lease_selector
         )
-        leases.add_event_handler(
-            on_add=lambda lease, _initial: self._lease_seen(lease),
-            on_update=lambda _old, lease: self._lease_seen(lease),
-            on_delete=self._lease_gone,
-            name=self.service_name,
-        )
+        if self._follows_leases:
+            leases.add_event_handler(
+                on_add=lambda lease, _initial: self._lease_seen(lease),
+                on_update=lambda _old, lease: self._lease_seen(lease),
+                on_delete=self._lease_gone,
+                name=self.service_name,
+            )
+        elif self._membership.members():
+            self._members_changed()  # the members its owner has seen so far
         controller = self._controller = Controller(
             self.service_name,
             self._assign,
@@ -238,16 +246,19 @@ class Sharder(Service):
 
     # -- membership ----------------------------------------------------------------------
 
-    def _lease_seen(self, lease: Any) -> None:
-        if self._membership.observe(lease, self._clock.monotonic()):
+    def lease_event(self, changed: bool) -> None:
+        """What the owner of a shared membership tells after each Lease event it applied:
+        whether the members changed."""
+        if changed:
             self._members_changed()
         self._wake.set()
 
+    def _lease_seen(self, lease: Any) -> None:
+        self.lease_event(self._membership.observe(lease, self._clock.monotonic()))
+
     def _lease_gone(self, lease: Any) -> None:
         name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
-        if name is not None and self._membership.forget(name):
-            self._members_changed()
-        self._wake.set()
+        self.lease_event(name is not None and self._membership.forget(name))
 
     def _members_changed(self) -> None:
         self._changes += 1

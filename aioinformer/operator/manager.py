@@ -334,16 +334,26 @@ class Manager(Service):
         # What ``async with`` calls once the informers have started (readiness comes at sync).
         self._on_started: Callable[[], None] | None = None
 
+    # The ring's one Lease handler: it feeds the one membership, which the sharder this
+    # replica runs (while it holds the sharder Lease) shares and is told about.
+
     def _lease_seen(self, lease: Any) -> None:
         membership = self._membership
-        if membership is not None and membership.observe(lease, self._clock.monotonic()):
-            logger.info("manager: ring members now %s", ", ".join(membership.members()) or "none")
+        if membership is not None:
+            self._members_seen(membership.observe(lease, self._clock.monotonic()))
 
     def _lease_gone(self, lease: Any) -> None:
         membership = self._membership
         name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
-        if membership is not None and name is not None and membership.forget(name):
-            logger.info("manager: ring members now %s", ", ".join(membership.members()) or "none")
+        if membership is not None:
+            self._members_seen(name is not None and membership.forget(name))
+
+    def _members_seen(self, changed: bool) -> None:
+        if changed and self._membership is not None:
+            members = self._membership.members()
+            logger.info("manager: ring members now %s", ", ".join(members) or "none")
+        if self._sharder is not None:
+            self._sharder.lease_event(changed)
 
     def _ring_elector(
         self, lock: LeaseLock, work: Callable[[], Coroutine[Any, Any, None]]
@@ -708,6 +718,7 @@ class Manager(Service):
             namespace=self._namespace,
             clock=self._clock,
             cache_sync_timeout=self._cache_sync_timeout,
+            membership=self._membership,
         )
         logger.info("manager: running the sharder of ring %s", ring.name)
         await sharder.run()

@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from aioinformer.client import Client
+from aioinformer.config import Config
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.operator._sharder import Sharder
 from aioinformer.operator.sharding import (
     ORPHAN_AFTER,
     RING_LABEL,
@@ -21,6 +25,7 @@ from aioinformer.operator.sharding import (
     rendezvous,
     shard_label,
 )
+from aioinformer.testing.clock import FakeClock
 
 
 def ring(**overrides: Any) -> ShardRing:
@@ -237,3 +242,24 @@ def test_a_lease_without_a_name_is_ignored() -> None:
     members = RingMembership()
     assert members.observe({"metadata": {}}, now=0.0) is False
     assert len(members) == 0
+
+
+# -- one membership for a replica ----------------------------------------------------------
+
+
+async def test_a_sharder_sharing_its_managers_membership_follows_what_the_manager_tells() -> None:
+    # The Manager's one Lease handler feeds the membership and tells its sharder: the
+    # sharder adds no handler of its own and sees every member the Manager saw before it.
+    async with Client(Config(host="http://127.0.0.1:1", token="t")) as client:
+        membership = RingMembership()
+        membership.observe(lease("shard-a"), 0.0)
+        sharder = Sharder(
+            client, SharedInformerFactory(client), ring(), membership=membership, clock=FakeClock()
+        )
+        assert sharder.members == ["shard-a"]
+        sharder.lease_event(membership.observe(lease("shard-b"), 1.0))
+        sharder.lease_event(membership.observe(lease("shard-b", renew="t1"), 2.0))
+        assert sharder.members == ["shard-a", "shard-b"]
+        assert sharder.statistics().membership_changes == 1  # a renewal is no change
+        alone = Sharder(client, SharedInformerFactory(client), ring(), clock=FakeClock())
+        assert alone.members == []  # one of its own, fed by its own handler when it runs
