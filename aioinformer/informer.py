@@ -73,7 +73,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import Service, State
@@ -218,6 +218,10 @@ class SharedIndexInformer(Service):
 
     It runs once: ``await informer.run()`` or ``async with informer:``.
     """
+
+    _enters_when: ClassVar[Literal["ready", "started"]] = "started"
+    """``async with`` returns once the run has started, not synced (a test's fake is often
+    filled in the body); :meth:`wait_for_sync` waits for the rest."""
 
     def __init__(
         self,
@@ -763,15 +767,12 @@ class SharedIndexInformer(Service):
         """
         await super().run(task_status=task_status)
 
-    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
-        """``async with`` is ready once started, not synced: the starter is told before
-        the run begins, so that it resumes ahead of the stages' first step; the state
-        still turns RUNNING once synced."""
-        task_status.started()
-        await self._run_claimed(None)
-
     async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
-        """The run: start the stages, tell ``task_status`` once synced, stop on request."""
+        """The run: start the stages, tell ``task_status`` once synced, stop on request.
+        ``async with`` returns once started, not synced: it is told before the stages
+        begin, so that it resumes ahead of their first step; the state still turns
+        RUNNING once synced."""
+        self._mark_started()
         fifo, reflector = self._begin()
         try:
             async with TaskRunner(name=self.name) as stages:

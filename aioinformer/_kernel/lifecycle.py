@@ -14,11 +14,14 @@ and the mixin gives it the rest, the same way everywhere:
   ``RuntimeError``); the state goes NEW → STARTING → RUNNING (at ``started()``) →
   STOPPING (at :meth:`Service.stop`) → STOPPED (when ``_serve`` has returned or raised);
 * :meth:`Service.stop`: idempotent, safe before the start and after the end;
-* ``async with service:``: runs it in a task of its own for the body, returning once it
-  is ready. The failure rule: should the run fail meanwhile with one of
-  ``_cancels_body_on`` (every ``Exception`` unless a service narrows it), the body is
-  cancelled and the run's error leaves the block in place of the cancellation. Leaving
-  the block stops the service and waits until it has stopped.
+* ``async with service:``: runs it in a task of its own for the body, returning once it is
+  ready, or, for a service whose readiness waits on what the body starts (an informer synced
+  by a fake the body fills, a controller whose informers the body starts), once it has
+  started: the service says which (``_enters_when``) and calls ``_mark_started()``. The failure
+  rule: should the run fail meanwhile with one of ``_cancels_body_on`` (every ``Exception``
+  unless a service narrows it), the body is cancelled and the run's error leaves the block
+  in place of the cancellation. Leaving the block stops the service and waits until it has
+  stopped.
 
 A service that also needs to wait until it has stopped from outside awaits
 :meth:`Service.wait_stopped`. One started in one place and stopped in another (client-go's
@@ -37,13 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 import anyio.abc
 
 from aioinformer._kernel.runner import BlockRun, Running
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
 
 __all__ = ["Service", "State"]
@@ -78,6 +82,7 @@ class _Readiness(anyio.abc.TaskStatus[Any]):
         service = self._service
         if service._state is State.STARTING:
             service._state = State.RUNNING
+        service._mark_started()  # ready is started too: an ``async with`` waiting resumes
         if self._starter is not None:
             self._starter.started(value)
 
@@ -97,6 +102,12 @@ class Service:
     """The run :meth:`_start_in_task` began, until :meth:`_stop_and_wait` reaps it."""
     _cancels_body_on: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
     """The failures of the run that cancel an ``async with`` body (see the module notes)."""
+    _enters_when: ClassVar[Literal["ready", "started"]] = "ready"
+    """When ``async with`` returns: once the run is ready (``task_status.started()``, the
+    default), or once it has started (:meth:`_mark_started`), for a service whose readiness
+    waits on what the body itself starts (an informer, a controller, a Manager)."""
+    _on_started: Callable[[], None] | None = None
+    """Tells the ``async with`` waiting for the start, until :meth:`_mark_started` has."""
 
     @property
     def service_name(self) -> str:
@@ -169,9 +180,22 @@ class Service:
         await running.wait()
         return running.failure
 
+    def _mark_started(self) -> None:
+        """The run has started (called by ``_serve``, before it is ready): an ``async
+        with`` that enters at the start (:attr:`_enters_when`) returns now. Once only;
+        readiness calls it too."""
+        notify, self._on_started = self._on_started, None
+        if notify is not None:
+            notify()
+
     async def _serve_in_block(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
-        """What ``async with`` runs: the same run, already claimed."""
-        await self._run_claimed(task_status)
+        """What ``async with`` runs: the same run, already claimed, entered at the point
+        :attr:`_enters_when` names."""
+        if self._enters_when == "started":
+            self._on_started = task_status.started
+            await self._run_claimed(None)
+        else:
+            await self._run_claimed(task_status)
 
     async def __aenter__(self) -> Self:
         self._claim()

@@ -111,7 +111,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from aioinformer._kernel.clock import CancelAfter, Clock, default_clock
 from aioinformer._kernel.lifecycle import Service, State
@@ -267,6 +267,9 @@ class Controller(Service):
     module docstring for its states).
     """
 
+    _enters_when: ClassVar[Literal["ready", "started"]] = "started"
+    """``async with`` returns once the run has started, before the informers have synced:
+    they are often started in the same block, after the controller."""
     _cancels_body_on: ClassVar[tuple[type[BaseException], ...]] = (CacheSyncError,)
     """The failure that ends an ``async with`` body: the informers did not sync."""
 
@@ -330,8 +333,6 @@ class Controller(Service):
         self._in_flight: dict[int, str] = {}
         # Keys whose reconcile the drain cancelled, for its warning.
         self._cut_short: list[str] = []
-        # What ``async with`` calls once the run has started (readiness comes at sync).
-        self._on_started: Callable[[], None] | None = None
         self._reconciles = 0
         self._successes = 0
         self._failures = 0
@@ -512,8 +513,7 @@ class Controller(Service):
 
     async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
         stop_requested = self._stop_requested
-        if self._on_started is not None:
-            self._on_started()
+        self._mark_started()
         try:
             if not await self._wait_for_sync(stop_requested):
                 return
@@ -534,12 +534,6 @@ class Controller(Service):
             for informer, registration in self._watches:
                 informer.remove_event_handler(registration)
             await finish_regardless(self._queue.aclose())
-
-    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
-        # ``async with`` returns once the run has started, before the informers have
-        # synced: they are often started in the same block, after the controller.
-        self._on_started = task_status.started
-        await self._run_claimed(None)
 
     def _request_stop(self) -> None:
         self._stop_requested.set()

@@ -75,7 +75,7 @@ import logging
 import signal
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import anyio
 import orjson
@@ -186,6 +186,9 @@ class Manager(Service):
     :class:`ManagerOptions` says what each setting does. Audits are on by default here,
     while a bare informer or factory leaves them off (see ``ManagerOptions.cache_audit``).
     """
+
+    _enters_when: ClassVar[Literal["ready", "started"]] = "started"
+    """``async with`` returns once the informers have started, before they have synced."""
 
     def __init__(
         self,
@@ -331,8 +334,6 @@ class Manager(Service):
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
-        # What ``async with`` calls once the informers have started (readiness comes at sync).
-        self._on_started: Callable[[], None] | None = None
 
     # The ring's one Lease handler: it feeds the one membership, which the sharder this
     # replica runs (while it holds the sharder Lease) shares and is told about.
@@ -586,8 +587,7 @@ class Manager(Service):
                 await endpoint.start()
                 logger.info("manager: serving %s on %s", endpoint.name, endpoint.address)
             await self._factory.start()
-            if self._on_started is not None:
-                self._on_started()
+            self._mark_started()
             if await self._wait_for_sync():
                 task_status.started()
                 async with self._unelected:
@@ -602,11 +602,6 @@ class Manager(Service):
             await self._shutdown()
         if self._failure is not None:
             raise self._failure
-
-    async def _serve_in_block(self, *, task_status: TaskStatus[Any]) -> None:
-        # ``async with`` returns once the informers have started, before they have synced.
-        self._on_started = task_status.started
-        await self._run_claimed(None)
 
     async def _wait_for_sync(self) -> bool:
         """True once the caches synced; False when asked to stop first; raises

@@ -250,3 +250,50 @@ async def test_stop_and_wait_on_a_service_run_elsewhere_waits_for_that_run() -> 
     async with service:
         assert await service._stop_and_wait() is None
         assert _state(service) is State.STOPPED
+
+
+class _EntersAtStart(_Service):
+    """Started as soon as it runs, ready only once ``ready`` is set (an informer whose
+    body fills its source)."""
+
+    _enters_when = "started"
+
+    def __init__(self, *, marks: bool = True) -> None:
+        super().__init__()
+        self.marks = marks
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[Any]) -> None:
+        if self.marks:
+            self._mark_started()
+        await super()._serve(task_status=task_status)
+
+
+async def test_a_service_entered_at_its_start_returns_before_it_is_ready() -> None:
+    service = _EntersAtStart()
+    async with service:
+        assert _state(service) is State.STARTING  # started, not ready
+        service.ready.set()
+        await settle()
+        assert _state(service) is State.RUNNING
+    assert _state(service) is State.STOPPED
+
+
+async def test_a_service_entered_when_ready_waits_for_its_readiness() -> None:
+    service = _Service()
+
+    async def ready_soon() -> None:
+        await settle()
+        assert _state(service) is State.STARTING  # the block has not returned yet
+        service.ready.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ready_soon)
+        async with service:
+            assert _state(service) is State.RUNNING
+
+
+async def test_readiness_also_releases_a_block_waiting_for_a_start_never_marked() -> None:
+    service = _EntersAtStart(marks=False)
+    service.ready.set()
+    async with service:
+        assert _state(service) is State.RUNNING
