@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Sequence
+    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 
 __all__ = [
     "ADDED",
@@ -252,6 +252,19 @@ class WatchStreamBase(abc.ABC):
     @abc.abstractmethod
     async def aclose(self) -> None:
         """Stop reading and close the stream (idempotent)."""
+
+    @staticmethod
+    async def one_by_one(
+        batches: AsyncGenerator[list[WatchEvent], None],
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """The events of ``batches`` one at a time, closing ``batches`` when closed: what
+        a stream's ``__aiter__`` can return over its own :meth:`batches`."""
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()
 
 
 EventFailures: TypeAlias = "list[tuple[WatchEvent, Exception]] | None"

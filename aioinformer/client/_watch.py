@@ -263,7 +263,7 @@ def read_watch_stream(
     stream saying whether the server accepted the request, and handing its events out
     by the batch.
     """
-    return _one_by_one(
+    return WatchStreamBase.one_by_one(
         _batches(open_response, _Acceptance(), max_line_bytes, codec, raw_body=raw_body)
     )
 
@@ -308,7 +308,7 @@ class WatchStream(WatchStreamBase):
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         events = self._events
         if events is None:
-            events = self._events = _one_by_one(self._batches)
+            events = self._events = self.one_by_one(self._batches)
         return events
 
     async def aclose(self) -> None:
@@ -316,17 +316,6 @@ class WatchStream(WatchStreamBase):
         if self._events is not None:
             await self._events.aclose()
         await self._batches.aclose()
-
-
-async def _one_by_one(
-    batches: AsyncGenerator[list[WatchEvent], None],
-) -> AsyncGenerator[WatchEvent, None]:
-    try:
-        async for batch in batches:
-            for event in batch:
-                yield event
-    finally:
-        await batches.aclose()
 
 
 def _event_lists(

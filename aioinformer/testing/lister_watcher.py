@@ -656,7 +656,7 @@ class _WatchStream(WatchStreamBase):
 
     def __aiter__(self) -> AsyncGenerator[WatchEvent, None]:
         if self._events is None:
-            self._events = _one_by_one(self.batches())
+            self._events = self.one_by_one(self.batches())
         return self._events
 
     async def aclose(self) -> None:
@@ -665,17 +665,6 @@ class _WatchStream(WatchStreamBase):
             await self._events.aclose()
         if self.source is not None:
             await self.source.aclose()
-
-
-async def _one_by_one(
-    batches: AsyncGenerator[list[WatchEvent], None],
-) -> AsyncGenerator[WatchEvent, None]:
-    try:
-        async for batch in batches:
-            for event in batch:
-                yield event
-    finally:
-        await batches.aclose()
 
 
 def _parse_rv(value: str | None) -> int | None:

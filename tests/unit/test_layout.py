@@ -46,7 +46,9 @@ def room_of(module: str) -> str:
 
 def page_layers() -> list[set[str]]:
     page = (ROOT / "docs" / "explanation" / "layout.md").read_text()
-    rows = [line for line in page.splitlines() if line.startswith("| ")][1:]
+    # The first table of the page, the layers' (another, further down, says what moved).
+    table = page[page.index("| layer |") :].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
     return [
         {re.sub(r"(/|\.py)$", "", room) for room in re.findall(r"`([^`]+)`", row.split(" | ")[1])}
         for row in rows
