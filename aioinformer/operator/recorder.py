@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import Service, State
-from aioinformer._kernel.runner import Running, TaskRunner, first_completed
+from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._pipeline.meta import (
     api_version_and_kind_of,
     describe,
@@ -295,7 +295,6 @@ class EventRecorder(Service):
         """Held by whoever changes the cache across a write: the writer or the timer."""
         self._anchor: tuple[float, float] | None = None
         self._last_suffix = 0
-        self._running: Running | None = None
         self._failing = False
         self._dropped = self._created = self._patched = self._failed = 0
 
@@ -378,7 +377,7 @@ class EventRecorder(Service):
     async def start(self) -> None:
         """Run the recorder in a task of its own; returns once the writer runs. Stop it
         with :meth:`aclose`. ``RuntimeError`` if it ran already."""
-        self._running = await Running.start(self.run, name=self.service_name)
+        await self._start_in_task()
 
     async def aclose(self) -> None:
         """:meth:`stop` and wait until the run has ended: what is queued and the counted
@@ -389,11 +388,7 @@ class EventRecorder(Service):
             self._stop_requested.set()
             await self.run()  # ends at once, dropping the queue
             return
-        self.stop()
-        running, self._running = self._running, None
-        if running is not None:
-            await running.wait()
-        await self.wait_stopped()
+        await self._stop_and_wait()
 
     def statistics(self) -> EventRecorderStatistics:
         """The recorder's counters, as a frozen record."""
