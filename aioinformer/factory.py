@@ -418,9 +418,12 @@ class SharedInformerFactory(Service):
         )
 
     async def shutdown(self) -> None:
-        """Stop every informer and wait until all have stopped (client-go's ``Shutdown``:
-        :meth:`stop`, then wait for the run). Idempotent; before the start, it only
-        refuses later informers and starts.
+        """client-go's ``Shutdown``: the same as :meth:`aclose`."""
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop every informer and wait until all have stopped (:meth:`stop`, then wait for
+        the run). Idempotent; before the start, it only refuses later informers and starts.
 
         An informer whose run ended with an error is logged as the factory stops, so
         that one failure does not hide the others.

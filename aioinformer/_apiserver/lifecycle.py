@@ -64,10 +64,9 @@ class Server(Service, abc.ABC):
         await self._start_in_task()
 
     async def close(self) -> None:
-        """Stop listening and end every open watch; return once done. Idempotent, and safe
-        inside ``async with``. A caller cancelled while it waits still gets all of it done
-        before the cancellation is raised. Raises what made a run begun by :meth:`start`
-        fail (``async with`` raises it from the block)."""
-        failure = await self._stop_and_wait()
-        if failure is not None:
-            raise failure
+        """Stop listening and end every open watch; return once done: :meth:`aclose`
+        under the name asyncio's servers use. Idempotent, and safe inside ``async with``.
+        A caller cancelled while it waits still gets all of it done before the
+        cancellation is raised. Raises what made a run begun by :meth:`start` fail
+        (``async with`` raises it from the block)."""
+        await self.aclose()

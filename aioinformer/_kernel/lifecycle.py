@@ -14,6 +14,7 @@ and the mixin gives it the rest, the same way everywhere:
   ``RuntimeError``); the state goes NEW → STARTING → RUNNING (at ``started()``) →
   STOPPING (at :meth:`Service.stop`) → STOPPED (when ``_serve`` has returned or raised);
 * :meth:`Service.stop`: idempotent, safe before the start and after the end;
+  :meth:`Service.aclose`, the same and then a wait until the run has ended;
 * ``async with service:``: runs it in a task of its own for the body, returning once it is
   ready, or, for a service whose readiness waits on what the body starts (an informer synced
   by a fake the body fills, a controller whose informers the body starts), once it has
@@ -153,6 +154,17 @@ class Service:
         if self._state in (State.STARTING, State.RUNNING):
             self._state = State.STOPPING
             self._request_stop()
+
+    async def aclose(self) -> None:
+        """:meth:`stop`, then wait until the run has ended: the one async stop verb of every
+        service (a factory's ``shutdown()`` and a server's ``close()`` are this, under
+        client-go's and asyncio's names). Idempotent; returns at once for a service never
+        started. Raises what made a run begun by ``start()`` fail (``async with`` and
+        ``run()`` raise theirs themselves). A caller cancelled while it waits still waits
+        for the run to end before the cancellation is raised."""
+        failure = await self._stop_and_wait()
+        if failure is not None:
+            raise failure
 
     async def wait_stopped(self) -> None:
         """Wait until the run has ended (at once if it never started)."""

@@ -288,6 +288,7 @@ async def test_factory_is_a_service_with_client_gos_start_and_shutdown_besides(
             pass
     await factory.shutdown()
     await factory.shutdown()  # idempotent, as client-go's Shutdown
+    await factory.aclose()  # the name every service answers to, the same stop
     assert (factory.state, pods.state) == (State.STOPPED, State.STOPPED)
     await _watches_closed(fake_apiserver)
     with pytest.raises(RuntimeError, match="shut down"):

@@ -13,7 +13,9 @@ import pytest
 from aioinformer.testing import FakeAPIServer, Faults, ThreadedFakeAPIServer, ThreadedFaults
 
 SERVER_ONLY = {
-    # Its lifecycle is the thread's: ``with``, start() and close() (which block).
+    # Its lifecycle is the thread's: ``with``, start() and close() (which block; a
+    # blocking aclose() would only repeat close()).
+    "aclose",
     "run",
     "service_name",
     "stop",

@@ -297,3 +297,28 @@ async def test_readiness_also_releases_a_block_waiting_for_a_start_never_marked(
     service.ready.set()
     async with service:
         assert _state(service) is State.RUNNING
+
+
+async def test_aclose_stops_a_service_and_waits_until_its_run_has_ended() -> None:
+    service = _Service()
+    await service.aclose()  # never started: nothing to wait for
+    assert _state(service) is State.NEW
+    running = _Service()
+    running.ready.set()
+    async with anyio.create_task_group() as group:
+        await group.start(running.run)
+        await running.aclose()
+        assert _state(running) is State.STOPPED
+        await running.aclose()  # idempotent
+
+
+async def test_aclose_raises_what_made_a_run_begun_by_start_fail() -> None:
+    service = _Service()
+    service.ready.set()
+    await service._start_in_task()
+    service.fail = ValueError("broken")
+    service.failing.set()
+    await settle()
+    with pytest.raises(ValueError, match="broken"):
+        await service.aclose()
+    assert _state(service) is State.STOPPED
