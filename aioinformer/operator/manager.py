@@ -200,18 +200,11 @@ class Manager(Service):
         """What this manager was built with (checked once, in :class:`ManagerOptions`)."""
         options = self.options
         clock = options.clock
-        namespace = options.namespace
-        cache_sync_fail_fast = options.cache_sync_fail_fast
-        leader_election = options.leader_election
-        shard = options.shard
-        health_address = options.health_address
-        metrics_address = options.metrics_address
         self._client = client
-        self._namespace = namespace
         self._clock = clock if clock is not None else default_clock
         self._factory = SharedInformerFactory(
             client,
-            namespace=namespace,
+            namespace=options.namespace,
             resync_period=options.resync_period,
             label_selector=options.label_selector,
             field_selector=options.field_selector,
@@ -226,12 +219,9 @@ class Manager(Service):
             strict_indexes=options.strict_indexes,
         )
         self._cached_client = CachedClient(
-            client, self._factory, clock=clock, fail_fast=cache_sync_fail_fast
+            client, self._factory, clock=clock, fail_fast=options.cache_sync_fail_fast
         )
-        self._cache_sync_timeout = options.cache_sync_timeout
-        self._cache_sync_fail_fast = cache_sync_fail_fast
-        self._graceful_shutdown_timeout = options.graceful_shutdown_timeout
-        self._election = leader_election
+        leader_election = options.leader_election
         self._elector: LeaderElector | None = None
         if leader_election is not None:
             lock = LeaseLock(
@@ -249,7 +239,7 @@ class Manager(Service):
                 on_started_leading=self._lead,
                 clock=clock,
             )
-        self._ring = shard
+        shard = options.shard
         # Each sharded resource's key, and whether the ring reconciles it (not only
         # follows its owner); informers of them watch this shard's objects only.
         self._sharded: dict[str, bool] = {}
@@ -296,16 +286,18 @@ class Manager(Service):
         self._endpoints: list[HttpEndpoint] = []
         self._health_endpoint: HttpEndpoint | None = None
         self._metrics_endpoint: HttpEndpoint | None = None
-        if health_address is not None:
+        if options.health_address is not None:
             ready = self._probe(lambda h: h.ready)
             live = self._probe(lambda h: h.live)
             self._health_endpoint = HttpEndpoint(
-                "health", health_address, {"/readyz": ready, "/healthz": live, "/livez": live}
+                "health",
+                options.health_address,
+                {"/readyz": ready, "/healthz": live, "/livez": live},
             )
             self._endpoints.append(self._health_endpoint)
-        if metrics_address is not None:
+        if options.metrics_address is not None:
             self._metrics_endpoint = HttpEndpoint(
-                "metrics", metrics_address, {"/metrics": _metrics_answer()}
+                "metrics", options.metrics_address, {"/metrics": _metrics_answer()}
             )
             self._endpoints.append(self._metrics_endpoint)
         self._controllers: list[Controller] = []
@@ -361,7 +353,7 @@ class Manager(Service):
     ) -> LeaderElector:
         """An elector on one of the ring's Leases, with the ring's timings, releasing the
         Lease on a graceful stop (so the sharder moves a leaving shard's objects at once)."""
-        ring = self._ring
+        ring = self.options.shard
         assert ring is not None
         return LeaderElector(
             lock,
@@ -404,7 +396,7 @@ class Manager(Service):
         With ``shard``, an informer of a sharded resource (one the ring reconciles, or
         one they control) watches this shard's objects only: the ring's shard label
         selector is added to ``label_selector``."""
-        ring = self._ring
+        ring = self.options.shard
         sharded = self._sharded.get(resource_key(resource)) if ring is not None else None
         if ring is None or sharded is None:
             return self._factory.informer_for(resource, **options)
@@ -442,7 +434,7 @@ class Manager(Service):
         if not sharded:
             self._elected_group.add(runnable)
             return
-        ring = self._ring
+        ring = self.options.shard
         assert ring is not None
         for informer, resource, view in sharded:
             if view is None:
@@ -513,7 +505,7 @@ class Manager(Service):
         )
 
     def _shard_health(self) -> dict[str, Any] | None:
-        ring = self._ring
+        ring = self.options.shard
         if ring is None:
             return None
         return {
@@ -560,7 +552,7 @@ class Manager(Service):
         deadline for all runnables, however many groups they are stopped in."""
         now = self._clock.monotonic()
         if self._shutdown_deadline is None:
-            self._shutdown_deadline = now + self._graceful_shutdown_timeout
+            self._shutdown_deadline = now + self.options.graceful_shutdown_timeout
         return max(0.0, self._shutdown_deadline - now)
 
     def _failed(self, runnable: Runnable, error: BaseException) -> None:
@@ -610,7 +602,7 @@ class Manager(Service):
         first, wait = await first_completed(
             stop_requested.wait(),
             self._factory.wait_for_cache_sync(
-                timeout=self._cache_sync_timeout, fail_fast=self._cache_sync_fail_fast
+                timeout=self.options.cache_sync_timeout, fail_fast=self.options.cache_sync_fail_fast
             ),
         )
         if first == 0:
@@ -704,15 +696,15 @@ class Manager(Service):
 
     async def _run_sharder(self) -> None:
         """The sharder Lease's work: assign the ring's objects until cancelled."""
-        ring = self._ring
+        ring = self.options.shard
         assert ring is not None
         sharder = self._sharder = Sharder(
             self._client,
             self._factory,
             ring,
-            namespace=self._namespace,
+            namespace=self.options.namespace,
             clock=self._clock,
-            cache_sync_timeout=self._cache_sync_timeout,
+            cache_sync_timeout=self.options.cache_sync_timeout,
             membership=self._membership,
         )
         logger.info("manager: running the sharder of ring %s", ring.name)
