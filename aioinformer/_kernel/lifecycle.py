@@ -13,8 +13,11 @@ and the mixin gives it the rest, the same way everywhere:
 * ``await service.run(task_status=...)``: runs once (a second run raises
   ``RuntimeError``); the state goes NEW → STARTING → RUNNING (at ``started()``) →
   STOPPING (at :meth:`Service.stop`) → STOPPED (when ``_serve`` has returned or raised);
-* :meth:`Service.stop`: idempotent, safe before the start and after the end;
-  :meth:`Service.aclose`, the same and then a wait until the run has ended;
+* :meth:`Service.stop`: idempotent and safe after the end; before the start it stops the
+  service for good, as client-go's ``Run`` given a closed stop channel: the state goes
+  straight to STOPPED, and the one run it allows (``run()``, ``async with`` or a start)
+  returns at once without serving; :meth:`Service.aclose`, the same and then a wait until
+  the run has ended;
 * ``async with service:``: runs it in a task of its own for the body, returning once it is
   ready, or, for a service whose readiness waits on what the body starts (an informer synced
   by a fake the body fills, a controller whose informers the body starts), once it has
@@ -98,6 +101,9 @@ class Service:
 
     _state: State = State.NEW
     _stopped: asyncio.Event | None = None
+    _stopped_before_start: bool = False
+    """Set by :meth:`stop` in NEW, until the one run the service allows has returned at
+    once without serving."""
     _block: BlockRun | None = None
     _in_task: Running | None = None
     """The run :meth:`_start_in_task` began, until :meth:`_stop_and_wait` reaps it."""
@@ -126,17 +132,26 @@ class Service:
     def _request_stop(self) -> None:
         raise NotImplementedError
 
-    def _claim(self) -> None:
-        """Leave NEW, or refuse a second run."""
+    def _claim(self) -> bool:
+        """Leave NEW (True), or say the service was stopped before it started (False: the
+        run returns at once), or refuse a second run."""
+        if self._stopped_before_start:
+            self._stopped_before_start = False  # the one run it allows is this one
+            return False
         if self._state is not State.NEW:
             raise RuntimeError(f"{self.service_name} runs only once")
         self._state = State.STARTING
         self._stopped = asyncio.Event()
+        return True
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[Any] | None = None) -> None:
         """Serve until stopped; runs once. With anyio, ``await group.start(service.run)``
-        returns once it is ready."""
-        self._claim()
+        returns once it is ready. Returns at once, its starter told, when the service was
+        stopped before it started."""
+        if not self._claim():
+            if task_status is not None:
+                task_status.started()
+            return
         await self._run_claimed(task_status)
 
     async def _run_claimed(self, task_status: anyio.abc.TaskStatus[Any] | None) -> None:
@@ -149,11 +164,15 @@ class Service:
             stopped.set()
 
     def stop(self) -> None:
-        """Ask the service to stop: its run returns soon. Idempotent; does nothing before
-        the start or after the end."""
-        if self._state in (State.STARTING, State.RUNNING):
+        """Ask the service to stop: its run returns soon. Idempotent; does nothing after
+        the end. Before the start, the service never serves: a later run returns at once."""
+        state = self._state
+        if state in (State.STARTING, State.RUNNING):
             self._state = State.STOPPING
             self._request_stop()
+        elif state is State.NEW:
+            self._state = State.STOPPED
+            self._stopped_before_start = True
 
     async def aclose(self) -> None:
         """:meth:`stop`, then wait until the run has ended: the one async stop verb of every
@@ -175,8 +194,10 @@ class Service:
     async def _start_in_task(self) -> None:
         """Run in a task of its own, returning once ready (or raising what the run raised
         before, with the run ended): the start of a service stopped elsewhere by
-        :meth:`_stop_and_wait`. Runs once, as :meth:`run`."""
-        self._claim()
+        :meth:`_stop_and_wait`. Runs once, as :meth:`run`; returns at once when the
+        service was stopped before it started."""
+        if not self._claim():
+            return
         self._in_task = await Running.start(self._serve_in_block, name=self.service_name)
 
     async def _stop_and_wait(self) -> BaseException | None:
@@ -210,7 +231,8 @@ class Service:
             await self._run_claimed(task_status)
 
     async def __aenter__(self) -> Self:
-        self._claim()
+        if not self._claim():
+            return self  # stopped before it started: the body runs, the service does not
         block = self._block = BlockRun(
             self._serve_in_block,
             name=self.service_name,

@@ -325,7 +325,8 @@ class Controller(Service):
         self._metrics = new_controller_metrics(name, clock=self._clock, workers=workers)
         # Every informer watched, with its registration; all must sync before workers start.
         self._watches: list[tuple[SharedIndexInformer, HandlerRegistration]] = []
-        # Set by stop(), even before run(): run() then returns at once.
+        # Set when asked to stop while running (stopped before the start, run() returns
+        # at once without serving: Service).
         self._stop_requested = asyncio.Event()
         # The workers' runner while they run; None before and after.
         self._workers_runner: TaskRunner | None = None
@@ -537,12 +538,6 @@ class Controller(Service):
 
     def _request_stop(self) -> None:
         self._stop_requested.set()
-
-    def stop(self) -> None:
-        """Ask :meth:`run` to stop gracefully and return. Idempotent; before ``run()`` it
-        makes ``run()`` return at once."""
-        self._stop_requested.set()
-        super().stop()
 
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
         """True once every handler of the controller synced; False when asked to stop

@@ -316,7 +316,8 @@ class Manager(Service):
         self.sharding = asyncio.Event()
         """Set while this replica holds its shard Lease and runs its sharded controllers
         (never without ``shard``); ``await manager.sharding.wait()``."""
-        # Set by stop(), even before run(): run() then returns at once.
+        # Set when asked to stop while running (stopped before the start, run() returns
+        # at once without serving: Service).
         self._stop_requested = asyncio.Event()
         # The first failure of a runnable; run() raises it once everything has stopped.
         self._failure: BaseException | None = None
@@ -537,12 +538,6 @@ class Manager(Service):
         )
 
     # -- running ---------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Ask ``run()`` to stop gracefully and return. Idempotent; before ``run()``, makes
-        it return at once."""
-        self._stop_requested.set()
-        super().stop()
 
     def _request_stop(self) -> None:
         self._stop_requested.set()

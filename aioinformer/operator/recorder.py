@@ -379,16 +379,15 @@ class EventRecorder(Service):
         with :meth:`aclose`. ``RuntimeError`` if it ran already."""
         await self._start_in_task()
 
-    async def aclose(self) -> None:
-        """:meth:`stop` and wait until the run has ended: what is queued and the counted
-        series totals are written, bounded by ``flush_timeout`` on the clock; later
-        occurrences are dropped. Idempotent. A recorder never started drops what it
-        queued and will not start."""
+    def stop(self) -> None:
+        """Ask the run to end: what is queued and the counted series totals are written,
+        bounded by ``flush_timeout`` on the clock; later occurrences are dropped.
+        Idempotent. A recorder stopped before it started drops what it queued and will
+        not start. :meth:`aclose` also waits until the run has ended."""
         if self._state is State.NEW:
-            self._stop_requested.set()
-            await self.run()  # ends at once, dropping the queue
-            return
-        await self._stop_and_wait()
+            self._dropped += len(self._queue)
+            self._queue.clear()
+        super().stop()
 
     def statistics(self) -> EventRecorderStatistics:
         """The recorder's counters, as a frozen record."""
@@ -404,11 +403,6 @@ class EventRecorder(Service):
     # -- the writer and the series timer -----------------------------------------------------
 
     async def _serve(self, *, task_status: TaskStatus[Any]) -> None:
-        if self._stop_requested.is_set():
-            # Stopped before it started: what was queued will not be written.
-            self._dropped += len(self._queue)
-            self._queue.clear()
-            return
         self._now()
         async with TaskRunner(name=self.service_name) as runner:
             runner.start_soon(self._tick(), name="series timer")

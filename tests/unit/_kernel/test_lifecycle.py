@@ -75,16 +75,41 @@ async def test_a_service_runs_only_once() -> None:
             pass
 
 
-async def test_stop_before_the_start_and_after_the_end_does_nothing() -> None:
+async def test_stop_after_the_end_does_nothing() -> None:
     service = _Service()
-    service.stop()
-    assert _state(service) is State.NEW
-    await service.wait_stopped()  # never started: returns at once
     service.ready.set()
     async with service:
         pass
     service.stop()
     assert _state(service) is State.STOPPED
+    assert service.seen == [State.STARTING, State.RUNNING, State.STOPPING]
+
+
+async def test_stop_before_the_start_makes_its_one_run_return_at_once() -> None:
+    """client-go's Run given a closed stop channel: the service never serves, whichever
+    way it is started, waiting for its end returns at once, and it still runs only once."""
+    for start in ("run", "group", "async with", "in task"):
+        service = _Service()
+        service.stop()
+        service.stop()  # idempotent
+        assert _state(service) is State.STOPPED
+        await service.wait_stopped()
+        if start == "run":
+            await service.run()
+        elif start == "group":
+            async with anyio.create_task_group() as group:
+                assert await group.start(service.run) is None
+        elif start == "async with":
+            async with service as entered:
+                assert entered is service
+                assert _state(service) is State.STOPPED
+        else:
+            await service._start_in_task()
+        await service.aclose()
+        assert service.seen == []  # _serve never ran
+        assert _state(service) is State.STOPPED
+        with pytest.raises(RuntimeError, match="runs only once"):
+            await service.run()
 
 
 async def test_async_with_returns_once_ready_and_stops_on_leaving() -> None:
@@ -301,8 +326,8 @@ async def test_readiness_also_releases_a_block_waiting_for_a_start_never_marked(
 
 async def test_aclose_stops_a_service_and_waits_until_its_run_has_ended() -> None:
     service = _Service()
-    await service.aclose()  # never started: nothing to wait for
-    assert _state(service) is State.NEW
+    await service.aclose()  # never started: nothing to wait for, and it never will
+    assert _state(service) is State.STOPPED
     running = _Service()
     running.ready.set()
     async with anyio.create_task_group() as group:

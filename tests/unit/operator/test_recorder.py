@@ -390,6 +390,20 @@ async def test_closing_a_recorder_never_started_drops_what_it_queued(
     assert sink.calls == []
 
 
+async def test_a_recorder_stopped_before_its_run_never_writes(fake_clock: FakeClock) -> None:
+    sink = FakeSink()
+    rec = recorder(sink, fake_clock)
+    rec.event(widget(), type="Normal", reason="A", action="A")
+    rec.stop()
+    rec.event(widget(), type="Normal", reason="B", action="A")  # dropped: stopped
+    async with anyio.create_task_group() as task_group:
+        await task_group.start(rec.run)  # returns at once: the run does not serve
+    assert rec.statistics().dropped == 2
+    assert sink.calls == []
+    with pytest.raises(RuntimeError, match="runs only once"):
+        await rec.run()
+
+
 async def test_a_recorder_goes_through_every_state_once_and_flushes_while_stopping(
     fake_clock: FakeClock,
 ) -> None:
