@@ -316,7 +316,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     labels=st.none() | st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3),
     namespace=st.sampled_from(["", "ns"]),
