@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from aioinformer import Client, split_meta_namespace_key
-from aioinformer.operator import Controller, LeaderElection, Manager
+from aioinformer.operator import LeaderElection, Manager
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from aioinformer import SharedIndexInformer
+    from aioinformer.operator import Reconcile
 
 logger = logging.getLogger("manager_operator")
 
@@ -52,8 +53,8 @@ def checksum(config_map: dict[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def checksum_controller(client: Client, config_maps: SharedIndexInformer) -> Controller:
-    """A controller keeping each ConfigMap's checksum annotation equal to its data's."""
+def checksum_reconcile(client: Client, config_maps: SharedIndexInformer) -> Reconcile:
+    """A reconcile keeping each ConfigMap's checksum annotation equal to its data's."""
     api = client.resource("configmaps")
 
     async def reconcile(key: str) -> None:
@@ -68,7 +69,7 @@ def checksum_controller(client: Client, config_maps: SharedIndexInformer) -> Con
         await api.patch(name, patch, namespace)
         logger.info("stamped %s with %s", key, wanted[:12])
 
-    return Controller("checksum", reconcile, informers=[config_maps], workers=2)
+    return reconcile
 
 
 def build_manager(
@@ -79,7 +80,11 @@ def build_manager(
 ) -> Manager:
     """The operator: one informer, one controller, leader election, probes."""
     manager = Manager(client, leader_election=election, health_address=health_address)
-    manager.add(checksum_controller(client, manager.informer_for("configmaps")))
+    config_maps = manager.informer_for("configmaps")
+    # Built by the manager: its clock and its cache-sync settings, added at once.
+    manager.controller(
+        "checksum", checksum_reconcile(client, config_maps), informers=[config_maps], workers=2
+    )
     return manager
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CancelAfter",
     "Clock",
+    "ClockSlot",
     "LoopClock",
     "TimerClock",
     "TimerHandle",
@@ -82,6 +83,30 @@ class LoopClock:
 
     def __repr__(self) -> str:
         return "<LoopClock>"
+
+
+class ClockSlot:
+    """A clock keeping another's time, chosen after the components reading it were built:
+    a controller made without ``clock=`` reads one, and the Manager it joins puts its own
+    clock in it, so the queue, the rate limiter and the drain built with the controller
+    all keep the manager's time. ``clock`` is the one read now (the event loop's until set)."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else default_clock
+
+    def monotonic(self) -> float:
+        return self.clock.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await self.clock.sleep(seconds)
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> TimerHandle:
+        return call_later(self.clock, delay, callback)
+
+    def __repr__(self) -> str:
+        return f"<ClockSlot of {self.clock!r}>"
 
 
 class _SleepingTimer:

@@ -120,8 +120,9 @@ class ManagerOptions:
     """One deadline, in seconds from the start of stopping, for every runnable together.
     Never negative."""
     clock: Clock | None = None
-    """For the election, the shutdown deadline, the factory's informers and the cached
-    client; ``None``: the event loop's (tests pass a ``FakeClock``)."""
+    """For the election, the shutdown deadline, the factory's informers, the cached
+    client and every controller added (their queues, rate limiters and drains);
+    ``None``: the event loop's (tests pass a ``FakeClock``)."""
     cache_audit: CacheAudit | None = DEFAULT_CACHE_AUDIT
     """How every informer audits its cache (by default every ten minutes with 20 % jitter,
     each a paged metadata-only LIST); ``None`` turns audits off. On here, while a bare

@@ -113,7 +113,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
-from aioinformer._kernel.clock import CancelAfter, Clock, default_clock
+from aioinformer._kernel.clock import CancelAfter, Clock, ClockSlot, default_clock
 from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.metrics import ControllerMetricsProvider as ControllerMetricsProvider
 from aioinformer._kernel.runner import (
@@ -235,6 +235,13 @@ def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
     return owner_keys
 
 
+def _timer_for(clock: Clock) -> Callable[[], float]:
+    """What times a sync reconcile: the wall clock on the event loop's time (a blocked
+    loop is real time), else the injected clock, as tests move it."""
+    kept = clock.clock if isinstance(clock, ClockSlot) else clock
+    return time.perf_counter if kept is default_clock else clock.monotonic
+
+
 class Controller(Service):
     """Runs ``reconcile(key)`` on ``workers`` workers for every key the informers' events
     (and :meth:`enqueue`) produce, retrying failures with rate-limited backoff.
@@ -248,7 +255,8 @@ class Controller(Service):
 
     Keyword arguments: ``rate_limiter`` decides failure delays (default
     :func:`~aioinformer.workqueue.default_controller_rate_limiter`); ``clock`` drives the
-    queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``);
+    queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``;
+    without it, the event loop's, or the clock of the Manager it is added to);
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
     stopping. ``cache_sync_timeout`` (seconds, default 120; ``None`` waits forever) bounds
     the wait for the informers, and the controller's handlers on them, to sync: past it,
@@ -317,7 +325,9 @@ class Controller(Service):
         self._guards: list[Callable[[str], Awaitable[bool]]] = []
         """Run before each reconcile, in order; one returning True handled the key (see
         :meth:`_add_guard`)."""
-        self._clock = clock if clock is not None else default_clock
+        # Without ``clock=``, a slot: the event loop's time until a Manager adding this
+        # controller puts its own clock in it (see _keep_time_of).
+        self._clock: Clock = clock if clock is not None else ClockSlot()
         self._drain_timeout = float(drain_timeout)
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(
             rate_limiter, name=name, clock=self._clock
@@ -343,15 +353,26 @@ class Controller(Service):
         # A sync reconcile's name in warnings, and what times it: the wall clock (a
         # blocked loop is real time), or the injected clock in tests.
         self._reconcile_name = handler_name(None, reconcile)
-        self._timer: Callable[[], float] = (
-            time.perf_counter if self._clock is default_clock else self._clock.monotonic
-        )
+        self._timer = _timer_for(self._clock)
         self._slow_reconciles = 0
         # True from a slow sync reconcile until one is fast again: one warning per episode.
         self._slow_episode = False
         checks = as_predicates(predicates)
         for informer in informers:
             self.watch(informer, enqueue=enqueue, predicates=checks)
+
+    def _keep_time_of(self, clock: Clock) -> None:
+        """Keep ``clock``'s time: the Manager adding this controller gives its own. One built
+        without ``clock=`` takes it; one built with another clock raises ``ValueError``, as
+        its delays and drain would keep another time than the manager's grace and election."""
+        if isinstance(self._clock, ClockSlot):
+            self._clock.clock = clock
+            self._timer = _timer_for(self._clock)
+        elif self._clock is not clock:
+            raise ValueError(
+                f"controller {self.name!r} runs on {self._clock!r}, its manager on {clock!r}:"
+                " build it without clock= (it then keeps the manager's) or with the manager's"
+            )
 
     # -- inputs ------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ Example::
             health_address=":8081",
         )
         config_maps = manager.informer_for("configmaps")
-        manager.add(Controller("labeler", reconcile, informers=[config_maps]))
+        manager.controller("labeler", reconcile, informers=[config_maps])
         exit_code = await manager.run_until_signal()
 """
 
@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
     from aioinformer.operator._options import ManagerKeywords
+    from aioinformer.operator.controller import Reconcile
 
 __all__ = [
     "DEFAULT_CACHE_AUDIT",
@@ -411,7 +412,9 @@ class Manager(Service):
 
     def add(self, controller: Controller) -> None:
         """Run ``controller`` while this manager leads (at once without leader election).
-        Stopping drains it gracefully; its failure stops the manager.
+        Stopping drains it gracefully; its failure stops the manager. It keeps the
+        manager's clock: one built without ``clock=`` takes it, one built with another
+        clock raises ``ValueError``.
 
         With ``shard``, a controller watching a sharded informer of this manager's is
         sharded instead: it runs while this replica holds its shard Lease, on this
@@ -425,6 +428,7 @@ class Manager(Service):
         if any(c is controller for c in self._controllers):
             raise ValueError(f"controller {controller.name!r} was already added")
         self._check_open()
+        controller._keep_time_of(self._clock)
         self._controllers.append(controller)
         runnable = Runnable(f"controller {controller.name}", controller.run, controller.stop)
         sharded = [
@@ -444,6 +448,20 @@ class Manager(Service):
             controller.watch(informer, enqueue=guard.keys)
             controller._add_guard(guard)
         self._shard_group.add(runnable)
+
+    def controller(self, name: str, reconcile: Reconcile, **options: Any) -> Controller:
+        """Build a :class:`~aioinformer.operator.Controller` that waits for its informers as
+        the manager does (its ``cache_sync_timeout`` and ``cache_sync_fail_fast``),
+        :meth:`add` it, and return it: controller-runtime's ``ControllerManagedBy(mgr)``.
+        ``options`` are the Controller's keyword arguments; one given here wins over the
+        manager's. Like every controller added, it keeps the manager's clock."""
+        settings: dict[str, Any] = {
+            "cache_sync_timeout": self.options.cache_sync_timeout,
+            "cache_sync_fail_fast": self.options.cache_sync_fail_fast,
+        }
+        controller = Controller(name, reconcile, **{**settings, **options})
+        self.add(controller)
+        return controller
 
     def add_runnable(
         self,

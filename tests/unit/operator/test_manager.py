@@ -14,6 +14,7 @@ import pytest
 from aioinformer import State
 from aioinformer.client import Client
 from aioinformer.config import Config
+from aioinformer.errors import CacheSyncError
 from aioinformer.operator._endpoints import parse_address
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.controller import Controller
@@ -21,6 +22,7 @@ from aioinformer.operator.manager import LeaderElection, Manager, default_identi
 from aioinformer.testing.clock import FakeClock
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
 from tests._support_tasks import settle
+from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Coroutine
@@ -248,3 +250,56 @@ async def test_async_with_manager_returns_before_its_caches_sync(client: Client)
         assert not manager.health().ready
         assert manager.health().live
     assert (inside, manager.state) == (State.STARTING, State.STOPPED)
+
+
+# -- the manager's clock reaches its controllers ---------------------------------------
+
+
+async def test_a_controller_built_without_a_clock_keeps_its_managers(client: Client) -> None:
+    clock = FakeClock(start=100)
+    times: list[float] = []
+    controller = Controller("delayed", lambda key: times.append(clock.monotonic()))
+    Manager(client, clock=clock).add(controller)
+    controller.enqueue_after("k", 5)  # on the event loop's time, due in five real seconds
+    async with controller:
+        await clock.wait_for_sleepers(1)
+        await clock.advance(4.9)
+        await settle()
+        assert times == []
+        await clock.advance(0.1)
+        await wait_until(lambda: controller.statistics().successes == 1)
+    assert times == [105.0]
+
+
+def test_a_controller_built_on_another_clock_is_refused_naming_both(client: Client) -> None:
+    manager = Manager(client, clock=FakeClock())
+    controller = Controller("own", lambda key: None, clock=FakeClock(start=7))
+    with pytest.raises(ValueError, match=r"'own' runs on <FakeClock now=7.*its manager on <Fake"):
+        manager.add(controller)
+    manager.add(Controller("same", lambda key: None, clock=manager.options.clock))
+
+
+async def test_a_controller_the_manager_builds_waits_for_its_caches_as_the_manager_does(
+    client: Client,
+) -> None:
+    clock = FakeClock()
+    manager = Manager(client, clock=clock, cache_sync_timeout=3, cache_sync_fail_fast=False)
+    config_maps = manager.informer_for("configmaps")  # never started: never synced
+    controller = manager.controller("cms", lambda key: None, informers=[config_maps])
+    with pytest.raises(ValueError, match="already added"):
+        manager.add(controller)
+    async with anyio.create_task_group() as task_group:
+
+        async def run() -> None:
+            with pytest.raises(CacheSyncError, match="configmaps"):
+                await controller.run()
+
+        task_group.start_soon(run)
+        await clock.wait_for_sleepers(1)
+        await clock.advance(2.9)
+        await settle()
+        assert controller.state is State.STARTING
+        await clock.advance(0.1)
+    assert controller.state is State.STOPPED
+    patient = manager.controller("patient", lambda key: None, cache_sync_timeout=None)
+    assert patient.name == "patient"
