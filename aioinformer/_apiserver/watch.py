@@ -3,7 +3,7 @@
 Role: what a server of the list/watch API keeps between a write and the clients that read
 it, shared by the fake API server (``aioinformer.testing``) and the caching proxy
 (``aioinformer.proxy``). Input: stored :class:`~aioinformer._apiserver.objects.Entry` values in
-resourceVersion order; output: encoded watch lines (each :class:`Event` encodes each of its
+resourceVersion order; output: encoded watch lines (each :class:`Change` encodes each of its
 forms once, however many watchers send it), LIST pages cut from a sorted snapshot with
 kube-apiserver's ``continue`` tokens, and the ``Status`` errors of reads at a
 resourceVersion outside what is kept (410 ``Expired``, 504 too large), and the ``ERROR``
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTINUE_EXPIRED",
-    "Event",
+    "Change",
     "INITIAL_EVENTS_END",
     "ListResult",
     "Watcher",
@@ -65,7 +65,7 @@ INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
 
 
 @dataclass(slots=True)
-class Event:
+class Change:
     """One change in history: ``entry`` is the new state (for DELETED the last state at
     the deletion's resourceVersion), ``prev`` the state before (``None`` for ADDED)."""
 
@@ -148,12 +148,12 @@ class Watcher:
             self.label_selector, self.field_selector, fields_need_object=self.fields_need_object
         )
 
-    def offer(self, event: Event) -> None:
+    def offer(self, event: Change) -> None:
         """:meth:`queue` ``event`` and, when a line was queued, wake the writer."""
         if self.queue(event):
             self.wake.set()
 
-    def queue(self, event: Event) -> bool:
+    def queue(self, event: Change) -> bool:
         """Queue ``event`` if it concerns this watch, translated as the watch cache does
         (an update that moves an object into (out of) the selection is ADDED (DELETED));
         whether a line was queued. The writer is not woken: the caller does that."""

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 from aioinformer._apiserver.objects import StatusError, object_key, status_body
 from aioinformer._apiserver.watch import (
-    Event,
+    Change,
     ListResult,
     Watcher,
     bookmark_line,
@@ -91,7 +91,7 @@ class History:
         if size < 1:
             raise ValueError(f"history_size must be at least 1, not {size}")
         self.size = size
-        self.events: collections.deque[Event] = collections.deque()
+        self.events: collections.deque[Change] = collections.deque()
         self.rv = 0
         self.compacted_rv = 0
 
@@ -101,7 +101,7 @@ class History:
     def __repr__(self) -> str:
         return f"<History rv={self.rv} compacted_rv={self.compacted_rv} events={len(self.events)}>"
 
-    def record(self, event: Event) -> None:
+    def record(self, event: Change) -> None:
         """Append ``event`` (the newest change); the oldest leaves a full window."""
         events = self.events
         events.append(event)
@@ -183,7 +183,7 @@ class WatchCache(HistoryView, Generic[W]):
         prev: Entry | None,
         *,
         rt: ResourceType | None = None,
-    ) -> Event:
+    ) -> Change:
         """Make ``entry`` the state of ``key`` (for ``DELETED``: remove it; ``entry`` is
         its last state) and record the change in the history, without offering it to the
         watchers (see :meth:`deliver`). ``rt``: the version of the resource the change was
@@ -194,7 +194,7 @@ class WatchCache(HistoryView, Generic[W]):
         history stays in resourceVersion order; the object keeps its own version.
         """
         rv = entry.rv if entry.rv > self.last_write_rv else self.last_write_rv
-        event = Event(rv, rt or self.rt, event_type, key, entry, prev)
+        event = Change(rv, rt or self.rt, event_type, key, entry, prev)
         if event_type == "DELETED":
             del self.entries[key]
         else:
@@ -204,12 +204,12 @@ class WatchCache(HistoryView, Generic[W]):
         self.history.record(event)
         return event
 
-    def deliver(self, event: Event) -> None:
+    def deliver(self, event: Change) -> None:
         """Offer ``event`` to every watcher, waking those that queued it."""
         for watcher in self.watchers:
             watcher.offer(event)
 
-    def replays(self, event: Event) -> bool:
+    def replays(self, event: Change) -> bool:
         """Whether a watch opened from before ``event`` is sent it; every change is,
         unless a subclass withholds some (the fake's lost-event fault)."""
         return True

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from aioinformer._kernel.runner import first_completed
+from aioinformer._pipeline.pending import NotificationKind
 from aioinformer.errors import CacheSyncError
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ __all__ = [
 
 logger = logging.getLogger("aioinformer.processor")
 
-KIND_NAMES: Final = ("add", "update", "delete")
+KIND_NAMES: Final = tuple(kind.name.lower() for kind in NotificationKind)
+"""Each notification kind as its callback is named, without ``on_``: ``KIND_NAMES[kind]``."""
 
 
 MINIMUM_RESYNC_PERIOD: Final = 1.0

@@ -31,7 +31,7 @@ from aioinformer._apiserver.objects import ResourceType, StatusError, status_bod
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Iterable
 
-    from aioinformer._apiserver.watch import Event
+    from aioinformer._apiserver.watch import Change
     from aioinformer._kernel.clock import Clock
 
 __all__ = [
@@ -329,7 +329,7 @@ class Faults:
             )
         self._plan.lost.append(LostEvents(count, resource, kinds))
 
-    def loses(self, event: Event) -> bool:
+    def loses(self, event: Change) -> bool:
         """The store's question for each write: is ``event`` lost by the watch cache?
         (see :meth:`drop_watch_events`); records it when it is."""
         if not self._plan.lost or not self._plan.take_lost_event(event.rt, event.type):

@@ -42,7 +42,7 @@ from aioinformer._apiserver.objects import (
     object_key,
     status_body,
 )
-from aioinformer._apiserver.watch import Event, Watcher, not_found
+from aioinformer._apiserver.watch import Change, Watcher, not_found
 from aioinformer._apiserver.watchcache import History, HistoryView, WatchCache
 from aioinformer.testing._managed import UNKNOWN_MANAGER, record_write
 from aioinformer.testing._specs import SPEC_RULES
@@ -75,7 +75,7 @@ class _Table(WatchCache[Watcher]):
         super().__init__(rt, history, Watcher)
         self.lost = lost
 
-    def replays(self, event: Event) -> bool:
+    def replays(self, event: Change) -> bool:
         return event.rv not in self.lost
 
 
@@ -93,7 +93,7 @@ class Store(HistoryView):
         self._tables: dict[tuple[str, str], _Table] = {}
         self.on_write: Callable[[], None] | None = None
         # Asked for every write: true when the watch cache loses its event (a fault).
-        self.loses_event: Callable[[Event], bool] | None = None
+        self.loses_event: Callable[[Change], bool] | None = None
         # The resourceVersions of the events lost so: never sent to a watch, replays
         # included; lists still show their changes.
         self.lost: set[int] = set()

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from aioinformer._apiserver.objects import Entry, ResourceType, StatusError
-from aioinformer._apiserver.watch import Event, Watcher, decode_continue, encode_continue
+from aioinformer._apiserver.watch import Change, Watcher, decode_continue, encode_continue
 from aioinformer._apiserver.watchcache import History, WatchCache
 from aioinformer.labels import parse_label_selector
 from tests._support_watchcache import lines, listed, watch
@@ -37,7 +37,7 @@ def new_cache(size: int = 100, rt: ResourceType = PODS) -> WatchCache[Watcher]:
 
 def write(
     cache: WatchCache[Watcher], name: str, rv: int, *, deleted: bool = False, **labels: str
-) -> Event:
+) -> Change:
     """Record the change the server made at ``rv`` and offer it to the watchers."""
     key = f"default/{name}"
     prev = cache.entries.get(key)
@@ -453,7 +453,7 @@ def test_a_watch_may_be_served_at_another_version_of_the_resource() -> None:
 
 def test_a_subclass_may_withhold_changes_from_watches_opened_after_them() -> None:
     class Withholding(WatchCache[Watcher]):
-        def replays(self, event: Event) -> bool:
+        def replays(self, event: Change) -> bool:
             return event.rv != 2
 
     cache = Withholding(PODS, History(10), Watcher)
