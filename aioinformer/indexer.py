@@ -54,27 +54,43 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import msgspec
-
-from aioinformer._pipeline.meta import describe, labels_of, metadata_of, namespace_of
+from aioinformer._pipeline.indexes import NAMESPACE_INDEX as NAMESPACE_INDEX
+from aioinformer._pipeline.indexes import (
+    NO_VALUES,
+    Packed,
+    PackedValues,
+    Unfit,
+    add_key,
+    checked_values,
+    discard_key,
+    discard_key_everywhere,
+    move_key,
+    pack,
+    reads_head_only,
+    unpack,
+)
+from aioinformer._pipeline.indexes import Index as Index
+from aioinformer._pipeline.indexes import Indexers as Indexers
+from aioinformer._pipeline.indexes import IndexFunc as IndexFunc
+from aioinformer._pipeline.indexes import KeyFunc as KeyFunc
+from aioinformer._pipeline.indexes import as_indexers as as_indexers
+from aioinformer._pipeline.indexes import label_index_func as label_index_func
+from aioinformer._pipeline.indexes import namespace_index_func as namespace_index_func
+from aioinformer._pipeline.indexes import split_meta_namespace_key as split_meta_namespace_key
 from aioinformer._pipeline.meta import meta_namespace_key as meta_namespace_key
 from aioinformer._pipeline.raw import CompactEntry
 from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import (
-    IndexerArgumentsError,
     IndexFuncError,
-    IndexValuesError,
-    KeyFuncError,
 )
 from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = [
     "CompactIndexer",
@@ -96,165 +112,7 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-
-class KeyFunc(Protocol):
-    """Maps an object to its store key; raises :class:`KeyFuncError` when it cannot."""
-
-    def __call__(self, obj: Any, /) -> str: ...
-
-
-class IndexFunc(Protocol):
-    """Maps an object to its index values (possibly none, possibly several)."""
-
-    def __call__(self, obj: Any, /) -> list[str]: ...
-
-
-Indexers: TypeAlias = dict[str, IndexFunc]
-"""Index functions by index name."""
-
-Index: TypeAlias = dict[str, dict[str, None]]
-"""One index: index value -> keys of the objects producing it, as the keys of a dict (an
-insertion-ordered set the garbage collector does not track); never empty."""
-
 _ABSENT: Any = object()
-
-NAMESPACE_INDEX = "namespace"
-"""The conventional name of the index built by :func:`namespace_index_func`."""
-
-
-def split_meta_namespace_key(key: str) -> tuple[str, str]:
-    """Split a key made by :func:`meta_namespace_key` into ``(namespace, name)``.
-
-    A cluster-scoped key gives ``("", name)``. Raises :class:`KeyFuncError` for a key
-    with more than one ``/``.
-    """
-    namespace, sep, name = key.partition("/")
-    if not sep:
-        return "", key
-    if "/" in name:
-        raise KeyFuncError(f"unexpected key format: {key!r}")
-    return namespace, name
-
-
-def namespace_index_func(obj: Any) -> list[str]:
-    """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
-
-    Raises :class:`KeyFuncError` for an object without metadata. Reads only the head of a
-    compact cache's :class:`~aioinformer._pipeline.raw.CompactEntry`, so it never decodes one.
-    """
-    if type(obj) is CompactEntry:
-        return [obj.namespace]
-    if type(obj) is dict:
-        meta = obj.get("metadata")
-        if type(meta) is dict:
-            return [meta.get("namespace") or ""]
-    elif not isinstance(obj, DeletedFinalStateUnknown) and metadata_of(obj) is not None:
-        return [namespace_of(obj)]
-    raise KeyFuncError(f"object has no metadata: {describe(obj)}")
-
-
-def label_index_func(label: str) -> IndexFunc:
-    """An index function indexing objects by the value of their label ``label`` (no value
-    for an object without it): ``indexers={"app": label_index_func("app")}``.
-
-    It reads the labels a compact cache keeps beside each object directly, without even
-    the small view a function of your own reading ``obj["metadata"]["labels"]`` gets."""
-
-    def index(obj: Any) -> list[str]:
-        labels = labels_of(obj)
-        value = labels.get(label) if labels else None
-        return [value] if isinstance(value, str) else []
-
-    index.__name__ = index.__qualname__ = f"label_index_func({label!r})"
-    index._aioinformer_head_only = True  # type: ignore[attr-defined]
-    return index
-
-
-def as_indexers(indexers: Mapping[str, IndexFunc] | None) -> Indexers:
-    """``indexers`` as a new dict of index functions by name (``{}`` for ``None``), checked
-    before anything is indexed: anything but a mapping of ``str`` names to callables
-    raises :class:`~aioinformer.errors.IndexerArgumentsError` saying what to write (a
-    function passed on its own gets ``indexers={"by_team": by_team}``)."""
-    given: object = indexers  # typed a mapping, but what callers pass is checked here
-    if given is None:
-        return {}
-    if not isinstance(given, Mapping):
-        if callable(given):
-            name = _func_name(given)
-            raise IndexerArgumentsError(
-                f"indexers= takes a mapping of index names to index functions, not the "
-                f"function {name} itself: write indexers={{{name.rsplit('.', 1)[-1]!r}: "
-                f"{name}}}"
-            )
-        raise IndexerArgumentsError(
-            f"indexers= takes a mapping of index names to index functions, not a "
-            f"{type(given).__name__}: write indexers={{'by-team': by_team}}"
-        )
-    checked: Indexers = {}
-    for name, func in given.items():
-        if not isinstance(name, str):
-            raise IndexerArgumentsError(
-                f"an index name must be a str, not {name!r}: write indexers={{'by-team': by_team}}"
-            )
-        if not callable(func):
-            raise IndexerArgumentsError(
-                f"index {name!r} maps to a {type(func).__name__}, not an index function: "
-                f"write indexers={{{name!r}: by_team}}, by_team(obj) returning a list of strings"
-            )
-        checked[name] = func
-    return checked
-
-
-def _func_name(func: Any) -> str:
-    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or func)
-
-
-def _checked_values(func: IndexFunc, values: Any) -> Sequence[str]:
-    """``values`` when it is a list (or tuple) of strings, which is what an index function
-    returns; else :class:`~aioinformer.errors.IndexValuesError` saying what to return.
-
-    The per-write paths make the same test inline (``type(...) is``) and come here only
-    when it fails, so a ``str`` subclass (a ``StrEnum``'s member) passes here, slower."""
-    if isinstance(values, list | tuple):
-        for value in values:
-            if not isinstance(value, str):
-                raise _values_error(func, values, value)
-        return values
-    raise _values_error(func, values, None)
-
-
-def _values_error(func: IndexFunc, values: Any, bad: Any) -> IndexValuesError:
-    name = _func_name(func)
-    if isinstance(values, str | bytes):
-        shown = repr(values)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        what = f"{shown} (of type {type(values).__name__}, which would index each character)"
-        hint = f"[{shown}]"
-    elif isinstance(values, set | frozenset):
-        what, hint = f"a {type(values).__name__}", "sorted(values)"
-    elif values is None:
-        what, hint = "None", "[] for no value"
-    elif isinstance(values, list | tuple):
-        what = f"a {type(values).__name__} holding {_brief(bad)}"
-        hint = "[value] if value is not None else []" if bad is None else "[str(value)]"
-    else:
-        what, hint = f"a {type(values).__name__}", "[value]"
-    return IndexValuesError(
-        f"index function {name} returned {what}: return a list of strings, e.g. {hint}"
-    )
-
-
-def _brief(value: Any) -> str:
-    if value is None:
-        return "None"
-    shown = repr(value)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return f"{shown} (of type {type(value).__name__})"
-
-
-class _Unfit(Exception):
-    """An index function's values failed the per-write paths' inline test: the write
-    takes the careful path, which says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,12 +317,12 @@ class Indexer(Generic[T]):
             index: Index = {}
             for key, obj in self._items.items():
                 try:
-                    values = _checked_values(func, func(obj))
+                    values = checked_values(func, func(obj))
                 except Exception as exc:  # noqa: BLE001 - a user's function: reported
                     failed.append((key, name, self._index_failed(name, key, exc)))
                     continue
                 for value in values:
-                    _insert(index, value, key)
+                    add_key(index, value, key)
             built[name] = index
         self._indexers.update(indexers)
         self._indices.update(built)
@@ -493,10 +351,10 @@ class Indexer(Generic[T]):
                 ]
                 for _, values in computed:
                     if type(values) is not list and type(values) is not tuple:
-                        raise _Unfit
+                        raise Unfit
                     for value in values:
                         if type(value) is not str:
-                            raise _Unfit
+                            raise Unfit
             else:
                 changes: builtins.list[tuple[Index, Sequence[str], Sequence[str]]] = []
                 for func, index in pairs:
@@ -506,10 +364,10 @@ class Indexer(Generic[T]):
                         # The old values were checked as they were stored; equal new
                         # ones need no check.
                         if type(new_values) is not list and type(new_values) is not tuple:
-                            raise _Unfit
+                            raise Unfit
                         for value in new_values:
                             if type(value) is not str:
-                                raise _Unfit
+                                raise Unfit
                         changes.append((index, old_values, new_values))
         except Exception:  # noqa: BLE001 - a user's function: the careful path reports it
             pass
@@ -518,10 +376,10 @@ class Indexer(Generic[T]):
             if old is _ABSENT:
                 for index, values in computed:
                     for value in values:
-                        _insert(index, value, key)
+                        add_key(index, value, key)
                 return
             for index, before, after in changes:
-                _move(index, key, before, after)
+                move_key(index, key, before, after)
             return
         # Outside the handler: what the careful path logs is not chained to this.
         self._put_carefully(key, obj)
@@ -536,14 +394,14 @@ class Indexer(Generic[T]):
         failed: builtins.list[tuple[str, IndexFuncError]] = []
         for name, func in self._indexers.items():
             try:
-                new_values = _checked_values(func, func(obj))
+                new_values = checked_values(func, func(obj))
             except Exception as exc:  # noqa: BLE001 - a user's function: reported
                 failed.append((name, self._index_failed(name, key, exc)))
                 new_values = ()
             old_values: Sequence[str] | None = ()
             if old is not _ABSENT and name not in was_failing:
                 try:
-                    old_values = _checked_values(func, func(old))
+                    old_values = checked_values(func, func(old))
                 except Exception:  # noqa: BLE001 - it succeeded once: the key is found below
                     old_values = None
             plan.append((self._indices[name], old_values, new_values))
@@ -552,10 +410,10 @@ class Indexer(Generic[T]):
             if old_values is None:
                 # A function that succeeded on the stored object fails on it now: where
                 # it indexed the key is found by looking.
-                _discard_everywhere(index, key)
+                discard_key_everywhere(index, key)
                 old_values = ()
             if list(old_values) != list(new_values):
-                _move(index, key, old_values, new_values)
+                move_key(index, key, old_values, new_values)
         self._set_failing(key, was_failing, failed)
 
     def _index_failed(self, name: str, key: str, exc: Exception) -> IndexFuncError:
@@ -608,7 +466,7 @@ class Indexer(Generic[T]):
             try:
                 for func, index in self._pairs:
                     for value in func(old):
-                        _discard(index, value, key)
+                        discard_key(index, value, key)
                 return
             except Exception:  # noqa: BLE001 - it succeeded once: the key is found below
                 pass
@@ -618,12 +476,12 @@ class Indexer(Generic[T]):
                 continue
             index = self._indices[name]
             try:
-                values = _checked_values(func, func(old))
+                values = checked_values(func, func(old))
             except Exception:  # noqa: BLE001 - it succeeded once: the key is found by looking
-                _discard_everywhere(index, key)
+                discard_key_everywhere(index, key)
                 continue
             for value in values:
-                _discard(index, value, key)
+                discard_key(index, value, key)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -647,7 +505,7 @@ class Indexer(Generic[T]):
         """Objects sharing at least one of ``obj``'s values in index ``index_name``."""
         func = self._indexers[index_name]
         index = self._indices[index_name]
-        values = _checked_values(func, func(obj))
+        values = checked_values(func, func(obj))
         if len(values) == 1:
             keys: Iterable[str] = index.get(values[0], ())
         else:
@@ -714,109 +572,21 @@ class Indexer(Generic[T]):
         return self
 
 
-def _insert(index: Index, value: str, key: str) -> None:
-    keys = index.get(value)
-    if keys is None:
-        index[value] = {key: None}
-    else:
-        keys[key] = None
-
-
-def _move(index: Index, key: str, old: Sequence[str], new: Sequence[str]) -> None:
-    """Re-index ``key`` from values ``old`` to values ``new`` (which differ)."""
-    if len(old) == 1 and len(new) == 1:
-        _discard(index, old[0], key)
-        _insert(index, new[0], key)
-        return
-    old_set = set(old)
-    new_set = set(new)
-    for value in old_set - new_set:
-        _discard(index, value, key)
-    for value in new_set - old_set:
-        _insert(index, value, key)
-
-
-def _discard(index: Index, value: str, key: str) -> None:
-    keys = index.get(value)
-    if keys is None:
-        return
-    keys.pop(key, None)
-    if not keys:
-        del index[value]
-
-
-def _discard_everywhere(index: Index, key: str) -> None:
-    """Remove ``key`` from every value of ``index``: for when its values are not known
-    (a function that succeeded on an object fails on it later)."""
-    for value in [value for value, keys in index.items() if key in keys]:
-        _discard(index, value, key)
-
-
-def _reads_head_only(func: IndexFunc) -> bool:
-    """Whether ``func`` reads only an object's head (namespace, labels), so a CompactEntry
-    is passed to it as it is; every other index function gets a read-only view of it."""
-    return func is namespace_index_func or getattr(func, "_aioinformer_head_only", False)
-
-
-class _Several(msgspec.Struct, frozen=True, gc=False):
-    """An index function's values for one object when there are none or several."""
-
-    values: tuple[str, ...]
-
-
-_Packed: TypeAlias = str | _Several
-"""One index function's values for one object: the value itself when there is exactly
-one (the usual case), else the values in an untracked struct. Either way the tuple that
-holds them is one of strings and structs, which the collector untracks at its first look
-(a tuple holding tuples may outlive several looks, and be promoted meanwhile)."""
-
-_NONE: Final = _Several(())
-
-
-def _pack(values: Sequence[str]) -> _Packed:
-    """``values`` packed, once found to be a list or tuple of strings (``_Unfit``
-    otherwise: the careful path says why). Tested inline, as :meth:`Indexer._put` does."""
-    if type(values) is list or type(values) is tuple:
-        if len(values) == 1:
-            value = values[0]
-            if type(value) is str:
-                return value
-        elif not values:
-            return _NONE
-        else:
-            for value in values:
-                if type(value) is not str:
-                    raise _Unfit
-            return _Several(tuple(values))
-    raise _Unfit
-
-
-def _unpack(packed: _Packed) -> tuple[str, ...]:
-    return (packed,) if type(packed) is str else packed.values  # type: ignore[union-attr]
-
-
-class _Values(msgspec.Struct, frozen=True, gc=False):
-    """One entry's values in every index, in ``_pairs`` order. A struct the collector
-    does not track, so the dict holding them stays untracked too."""
-
-    per_index: tuple[_Packed, ...]
-
-
-def _compute(funcs: Iterable[IndexFunc], entry: Any, view: Any) -> tuple[_Packed, ...]:
+def _compute(funcs: Iterable[IndexFunc], entry: Any, view: Any) -> tuple[Packed, ...]:
     """Every function's values for ``entry`` (``view`` of it for the functions that need
     the object)."""
-    return tuple([_pack(func(entry) if _reads_head_only(func) else func(view)) for func in funcs])
+    return tuple([pack(func(entry) if reads_head_only(func) else func(view)) for func in funcs])
 
 
-def _run(func: IndexFunc, entry: Any, view: Any) -> _Packed:
+def _run(func: IndexFunc, entry: Any, view: Any) -> Packed:
     """One function's checked values for ``entry``: what :func:`_compute` gives, with
     :class:`~aioinformer.errors.IndexValuesError` saying what is wrong with them."""
-    values = func(entry) if _reads_head_only(func) else func(view)
+    values = func(entry) if reads_head_only(func) else func(view)
     try:
-        return _pack(values)
-    except _Unfit:
+        return pack(values)
+    except Unfit:
         # A list of str subclasses (a StrEnum's members) packs as the plain strings.
-        return _pack([str(value) for value in _checked_values(func, values)])
+        return pack([str(value) for value in checked_values(func, values)])
 
 
 class CompactIndexer(Indexer[Any]):
@@ -837,7 +607,7 @@ class CompactIndexer(Indexer[Any]):
 
     __slots__ = ("_entries_view", "_values")
 
-    _values: dict[str, _Values]
+    _values: dict[str, PackedValues]
     """For each key: its values in every index, in ``_pairs`` order (only while indexes
     exist). Invariant: ``_values[k].per_index[i]`` is what ``_pairs[i]``'s function gave
     for ``_items[k]``."""
@@ -882,7 +652,7 @@ class CompactIndexer(Indexer[Any]):
         # Every index function runs, and its values are checked, before anything changes;
         # one that fails (or failed on the stored entry) sends the write down the careful
         # path, which runs them one by one.
-        new_values: tuple[_Packed, ...] | None = None
+        new_values: tuple[Packed, ...] | None = None
         failing = self._failing
         if not (failing and key in failing):
             # Not contextlib.suppress: a context manager per write costs more than the try.
@@ -897,15 +667,15 @@ class CompactIndexer(Indexer[Any]):
             self._set_failing(key, was_failing, failed)
         old = self._values.get(key)
         self._items[key] = entry
-        self._values[key] = _Values(new_values)
+        self._values[key] = PackedValues(new_values)
         if old is None:
             for (_, index), values in zip(pairs, new_values, strict=True):
-                for value in _unpack(values):
-                    _insert(index, value, key)
+                for value in unpack(values):
+                    add_key(index, value, key)
             return
         for (_, index), before, after in zip(pairs, old.per_index, new_values, strict=True):
             if before != after:
-                _move(index, key, _unpack(before), _unpack(after))
+                move_key(index, key, unpack(before), unpack(after))
 
     def _compute_carefully(
         self,
@@ -913,17 +683,17 @@ class CompactIndexer(Indexer[Any]):
         key: str,
         entry: Any,
         shared: Any,
-    ) -> tuple[tuple[_Packed, ...], builtins.list[tuple[str, IndexFuncError]]]:
+    ) -> tuple[tuple[Packed, ...], builtins.list[tuple[str, IndexFuncError]]]:
         """Each named function's values for ``entry``, no values for one that fails, and
         the failures (raised at the first one, when strict)."""
-        values: builtins.list[_Packed] = []
+        values: builtins.list[Packed] = []
         failed: builtins.list[tuple[str, IndexFuncError]] = []
         for name, func in funcs:
             try:
                 values.append(_run(func, entry, shared))
             except Exception as exc:  # noqa: BLE001 - a user's function: reported
                 failed.append((name, self._index_failed(name, key, exc)))
-                values.append(_NONE)
+                values.append(NO_VALUES)
         return tuple(values), failed
 
     def _put(self, key: str, obj: Any) -> None:
@@ -939,8 +709,8 @@ class CompactIndexer(Indexer[Any]):
         if values is None:
             return
         for (_, index), previous in zip(self._pairs, values.per_index, strict=True):
-            for value in _unpack(previous):
-                _discard(index, value, key)
+            for value in unpack(previous):
+                discard_key(index, value, key)
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         indexers = as_indexers(indexers)
@@ -948,7 +718,7 @@ class CompactIndexer(Indexer[Any]):
         if clash:
             raise ValueError(f"indexer conflict: {clash}")
         funcs = list(indexers.items())
-        computed: dict[str, tuple[_Packed, ...]] = {}
+        computed: dict[str, tuple[Packed, ...]] = {}
         failed: builtins.list[tuple[str, str, IndexFuncError]] = []
         for key, entry in self._items.items():
             shared = ObjectView(entry) if type(entry) is CompactEntry else entry
@@ -963,10 +733,11 @@ class CompactIndexer(Indexer[Any]):
         built: dict[str, Index] = {name: {} for name, _ in funcs}
         for key, values in computed.items():
             for (name, _), index_values in zip(funcs, values, strict=True):
-                for value in _unpack(index_values):
-                    _insert(built[name], value, key)
+                for value in unpack(index_values):
+                    add_key(built[name], value, key)
             known = self._values.get(key)
-            self._values[key] = _Values((known.per_index if known is not None else ()) + values)
+            before = known.per_index if known is not None else ()
+            self._values[key] = PackedValues(before + values)
         self._indexers.update(indexers)
         self._indices.update(built)
         self._pairs.extend((indexers[name], built[name]) for name, _ in funcs)

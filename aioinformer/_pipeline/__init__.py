@@ -14,6 +14,8 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on),
   :mod:`~aioinformer._pipeline.fifo_producers` (the per-event producers subclasses
   override) and :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
+- the indexer's: :mod:`~aioinformer._pipeline.indexes` (the index-function seam, the
+  functions shipped, the check of their answers, and the value-to-keys maps);
 - the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),
   :mod:`~aioinformer._pipeline.model_guard` and :mod:`~aioinformer._pipeline.handlers` (a
   handler outside delivery: its protocol, settings, statistics and registration).

@@ -25,6 +25,7 @@ MAY_LOAD = {
     "aioinformer._pipeline.fifo_producers",
     "aioinformer._pipeline.fifo_waits",
     "aioinformer._pipeline.handlers",
+    "aioinformer._pipeline.indexes",
     "aioinformer._pipeline.list_policy",
     "aioinformer._pipeline.meta",
     "aioinformer._pipeline.metric_recorders",
