@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 from aioinformer._pipeline.meta import labels_of, namespace_of
-from aioinformer._pipeline.model_guard import ModelGuard
+from aioinformer._pipeline.model_guard import ModelGuard, converted_deleted, converted_old
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
 from aioinformer.labels import LabelSelector, parse_label_selector
@@ -40,8 +40,6 @@ from aioinformer.processor import (
     HandlerRegistration,
     NotificationKind,
     ProcessorListener,
-    converted_deleted,
-    converted_old,
 )
 
 if TYPE_CHECKING:

@@ -115,7 +115,6 @@ stuck handler never holds up its informer's stop; the call's result is dropped.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import time
 from collections import deque
@@ -134,6 +133,7 @@ from aioinformer._pipeline.handlers import (
     LATENCY_WINDOW,
     HandlerFunc,
     handler_name,
+    in_worker_thread,
     latency_summary,
     report_running_call,
     report_slow_call,
@@ -145,6 +145,11 @@ from aioinformer._pipeline.handlers import HandlerStatistics as HandlerStatistic
 from aioinformer._pipeline.handlers import OverflowPolicy as OverflowPolicy
 from aioinformer._pipeline.handlers import SlowHandlerThresholds as SlowHandlerThresholds
 from aioinformer._pipeline.handlers import determine_resync_period as determine_resync_period
+from aioinformer._pipeline.model_guard import (
+    SkipDelivery,
+    converted_deleted,
+    converted_old,
+)
 from aioinformer._pipeline.pending import (
     CLOSED,
     CoalescingQueue,
@@ -153,10 +158,9 @@ from aioinformer._pipeline.pending import (
     PendingQueue,
 )
 from aioinformer.errors import InvalidObjectError
-from aioinformer.models import DeletedFinalStateUnknown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Hashable, Iterator
+    from collections.abc import Callable, Hashable, Iterator
     from contextlib import AbstractContextManager
 
     from aioinformer._kernel.metrics import HandlerMetrics
@@ -196,65 +200,9 @@ _BATCH: Final = 256
 # The module docstring says how slow calls and worker threads behave.
 
 
-class SkipDelivery(Exception):
-    """Raised by a bound call, before the handler is called, when the object to deliver
-    does not validate into the informer's model: the listener skips that notification.
-    Its own type, so an :class:`~aioinformer.errors.InvalidObjectError` the handler
-    itself lets out still counts as the handler's failure."""
-
-
-def converted_old(convert: Callable[[Any], Any], old: Any) -> Any:
-    """An update's ``old`` converted, or ``None`` when it does not validate: the update
-    still carries the valid new state."""
-    try:
-        return convert(old)
-    except InvalidObjectError:
-        return None
-
-
-def converted_deleted(convert: Callable[[Any], Any], obj: Any) -> Any:
-    """A deleted object converted, or, when it does not validate, a tombstone without a
-    last state: the deletion itself must still reach the reader."""
-    try:
-        return convert(obj)
-    except InvalidObjectError as error:
-        return DeletedFinalStateUnknown(error.key, None)
-
-
 Call: TypeAlias = "tuple[HandlerFunc, bool, bool, float]"
 """A callback bound for delivery: (function, is it awaited, does it take one argument,
 seconds past which a call is slow)."""
-
-
-def _in_worker_thread(fn: HandlerFunc) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """An async function that runs ``fn`` in the loop's default executor and returns what
-    it returned. Cancelled meanwhile, it ends at once: a thread cannot be stopped, so the
-    running call is left to finish on its own (its result dropped) and a warning says so;
-    waiting for it would let one stuck handler hold up its informer's stop for good."""
-
-    async def call(*args: Any) -> Any:
-        context = contextvars.copy_context()
-        returned = False
-
-        def run() -> Any:
-            nonlocal returned
-            try:
-                return context.run(fn, *args)
-            finally:
-                returned = True
-
-        try:
-            return await asyncio.get_running_loop().run_in_executor(None, run)
-        except asyncio.CancelledError:
-            if not returned:
-                logger.warning(
-                    "event handler %s was still running in its worker thread when its"
-                    " informer stopped; the call is left to finish on its own",
-                    handler_name(None, fn),
-                )
-            raise
-
-    return call
 
 
 def bind_calls(
@@ -293,7 +241,7 @@ def bind_calls(
                     f"run_in_thread=True needs sync callbacks; on_{KIND_NAMES[kind]} "
                     f"({handler_name(None, fn)}) is async"
                 )
-            target = _in_worker_thread(fn)
+            target = in_worker_thread(fn)
         limit = thresholds.total if is_async or run_in_thread else thresholds.loop
         bound.append(
             (

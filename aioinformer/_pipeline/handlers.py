@@ -16,6 +16,7 @@ its informer from the caller's task. The warnings are logged as ``aioinformer.pr
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from aioinformer._pipeline.pending import NotificationKind
 from aioinformer.errors import CacheSyncError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Coroutine, Iterable
 
 __all__ = [
     "DEFAULT_SLOW_HANDLER_THRESHOLDS",
@@ -41,6 +42,7 @@ __all__ = [
     "SlowHandlerThresholds",
     "determine_resync_period",
     "handler_name",
+    "in_worker_thread",
     "latency_summary",
     "report_running_call",
     "report_slow_call",
@@ -328,3 +330,34 @@ class HandlerRegistration:
 
     def __repr__(self) -> str:
         return f"<HandlerRegistration {self.name!r} of {self._informer.name!r}>"
+
+
+def in_worker_thread(fn: HandlerFunc) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """An async function that runs ``fn`` in the loop's default executor and returns what
+    it returned. Cancelled meanwhile, it ends at once: a thread cannot be stopped, so the
+    running call is left to finish on its own (its result dropped) and a warning says so;
+    waiting for it would let one stuck handler hold up its informer's stop for good."""
+
+    async def call(*args: Any) -> Any:
+        context = contextvars.copy_context()
+        returned = False
+
+        def run() -> Any:
+            nonlocal returned
+            try:
+                return context.run(fn, *args)
+            finally:
+                returned = True
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, run)
+        except asyncio.CancelledError:
+            if not returned:
+                logger.warning(
+                    "event handler %s was still running in its worker thread when its"
+                    " informer stopped; the call is left to finish on its own",
+                    handler_name(None, fn),
+                )
+            raise
+
+    return call

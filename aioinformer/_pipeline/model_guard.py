@@ -25,14 +25,17 @@ Only typed informers have a guard: a raw informer's per-event path never reaches
 from __future__ import annotations
 
 import logging
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
 from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import InvalidObjectError, KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
-__all__ = ["ModelGuard"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["ModelGuard", "SkipDelivery", "converted_deleted", "converted_old"]
 
 logger = logging.getLogger("aioinformer.informer")
 
@@ -110,3 +113,28 @@ class ModelGuard(Generic[M]):
 
     def __repr__(self) -> str:
         return f"<ModelGuard {self.model.__name__} invalid_objects={self.invalid_objects}>"
+
+
+class SkipDelivery(Exception):
+    """Raised by a bound call, before the handler is called, when the object to deliver
+    does not validate into the informer's model: the listener skips that notification.
+    Its own type, so an :class:`~aioinformer.errors.InvalidObjectError` the handler
+    itself lets out still counts as the handler's failure."""
+
+
+def converted_old(convert: Callable[[Any], Any], old: Any) -> Any:
+    """An update's ``old`` converted, or ``None`` when it does not validate: the update
+    still carries the valid new state."""
+    try:
+        return convert(old)
+    except InvalidObjectError:
+        return None
+
+
+def converted_deleted(convert: Callable[[Any], Any], obj: Any) -> Any:
+    """A deleted object converted, or, when it does not validate, a tombstone without a
+    last state: the deletion itself must still reach the reader."""
+    try:
+        return convert(obj)
+    except InvalidObjectError as error:
+        return DeletedFinalStateUnknown(error.key, None)
