@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from aioinformer._kernel.clock import Clock as Clock
 from aioinformer._kernel.lazy import lazy_exports
 from aioinformer._kernel.lifecycle import State as State
-from aioinformer._pipeline.view import ObjectView as ObjectView
-from aioinformer._pipeline.view import json_default as json_default
+from aioinformer._objects.view import ObjectView as ObjectView
+from aioinformer._objects.view import json_default as json_default
 from aioinformer.audit import CacheAudit as CacheAudit
 from aioinformer.client import GVR as GVR
 from aioinformer.client import Client as Client

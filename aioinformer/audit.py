@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from aioinformer._kernel.clock import CancelAfter
 from aioinformer._kernel.gcpolicy import collector_paused
 from aioinformer._kernel.metrics import CacheAuditMetricsProvider, get_metrics_provider
-from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
+from aioinformer._objects.meta import meta_namespace_key, resource_version_of
 from aioinformer.delta_fifo import DeltaType
 from aioinformer.errors import CacheDivergence, InformerStoppedError, describe_error
 from aioinformer.listwatch import ListOptions

@@ -4,7 +4,7 @@ Role: the one seam between the pipeline and the two ways an informer can keep it
 :class:`ObjectsCodec` (``cache="objects"``) keeps the decoded ``dict`` of each object, as
 client-go keeps its objects; :class:`CompactCodec` (``cache="compact"``, the default) keeps
 each object's JSON bytes beside the few fields the pipeline reads
-(:class:`~aioinformer._pipeline.raw.CompactEntry`), which the cyclic collector never
+(:class:`~aioinformer._objects.raw.CompactEntry`), which the cyclic collector never
 walks, and decodes on read. Everything that depends on the representation is a method here:
 
 * decoding: a LIST body (:meth:`Codec.decode_list`) and one watch line
@@ -13,14 +13,14 @@ walks, and decodes on read. Everything that depends on the representation is a m
   :meth:`~aioinformer.listwatch.DescribedListerWatcher.decoded_with`), and how many decoded
   events are handed on at a time (:attr:`Codec.event_batch`): a codec is the
   :class:`~aioinformer.listwatch.Decoder` such a source is given, and inherits these from
-  the decoder of its representation in :mod:`aioinformer._pipeline.raw`, which the client
+  the decoder of its representation in :mod:`aioinformer._objects.raw`, which the client
   uses without knowing the cache;
 * the cache: what is stored for an object from any source (:meth:`Codec.entry`, which
   encodes a dict for the compact cache), the head a reader checks (:meth:`Codec.head`),
   the store (:meth:`Codec.new_indexer`: its reads are what a lister returns);
 * delivery: what a notification carries (:meth:`Codec.carry`,
   :meth:`Codec.carry_deleted`), what a handler receives (:meth:`Codec.handler_converter`:
-  for the compact cache, a read-only :class:`~aioinformer._pipeline.view.ObjectView` per
+  for the compact cache, a read-only :class:`~aioinformer._objects.view.ObjectView` per
   call) and the key of a carried object without decoding it (:meth:`Codec.carried_key`);
 * transforms: :meth:`Codec.wrap_transform` hands a user's transform decoded objects, or
   the entries themselves to a transform that edits bytes, and checks that what a user's
@@ -28,8 +28,25 @@ walks, and decodes on read. Everything that depends on the representation is a m
   otherwise).
 
 Input: bytes from a source, objects from a source of dicts, entries from the cache.
-Output: entries, notification payloads, handler arguments. Nothing outside this module
-tells the two representations apart along the pipeline.
+Output: entries, notification payloads, handler arguments.
+
+No stage of the pipeline tells the two representations apart: the reflector, the FIFOs,
+the informer and the processor ask the codec. What still checks an object's type does so
+because it is a function a user hands the pipeline or calls on what it got, which sees
+whatever the informer's cache holds and has no codec to ask:
+
+* the metadata accessors (:mod:`aioinformer._objects.meta`), a dict, a model, an entry or a
+  view alike, and the compact store (:class:`~aioinformer.indexer.CompactIndexer`), whose
+  reads wrap its entries in views;
+* the shipped index functions (:func:`~aioinformer.indexer.namespace_index_func` and the
+  label index's), which read an entry's head, so the default index never decodes one;
+* the shipped transforms (:func:`~aioinformer.transforms.strip_managed_fields`,
+  :func:`~aioinformer.transforms.keep_metadata_only`), which edit an entry's bytes
+  without decoding them;
+* a typed informer's model guard (``_pipeline/model_guard.py``), which validates a view
+  from one decode of the whole object;
+* the operator's edits of an object (finalizers, owner references), which refuse a
+  read-only view with :class:`~aioinformer.errors.ReadOnlyObjectError`.
 
 Task model: pure functions, run by the task that calls them; a codec holds no state.
 """
@@ -39,15 +56,15 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
-from aioinformer._pipeline.meta import meta_namespace_key, same_resource_version
-from aioinformer._pipeline.raw import (
+from aioinformer._objects.meta import meta_namespace_key, same_resource_version
+from aioinformer._objects.raw import (
     DICT_BATCH,
     READS_RAW,
     CompactDecoder,
     CompactEntry,
     ObjectsDecoder,
 )
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.view import ObjectView
 from aioinformer.errors import KeyFuncError, TransformError
 from aioinformer.indexer import CompactIndexer, Indexer, IndexFunc
 from aioinformer.models import DeletedFinalStateUnknown
@@ -88,7 +105,7 @@ class Codec(abc.ABC):
     event_batch: ClassVar[int | None]
     """How many decoded events a reader hands on at a time; ``None``: a whole read."""
 
-    # -- decoding (the client's Decoder, inherited from _pipeline.raw's decoders) ------
+    # -- decoding (the client's Decoder, inherited from _objects.raw's decoders) ------
 
     @abc.abstractmethod
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
@@ -209,9 +226,9 @@ class ObjectsCodec(ObjectsDecoder, Codec):
 
 
 class CompactCodec(CompactDecoder, Codec):
-    """Each object's JSON bytes and head (:class:`~aioinformer._pipeline.raw.CompactEntry`) in
+    """Each object's JSON bytes and head (:class:`~aioinformer._objects.raw.CompactEntry`) in
     the cache and in every notification; each handler call, like each lister read, gets its
-    own read-only :class:`~aioinformer._pipeline.view.ObjectView` of the entry, which decodes
+    own read-only :class:`~aioinformer._objects.view.ObjectView` of the entry, which decodes
     only the fields it is asked for and dies with the call. Objects from a source of dicts
     (or a transform) are encoded as they are stored."""
 

@@ -92,13 +92,13 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias, cast
 
+from aioinformer._objects.meta import resource_version_of
 from aioinformer._pipeline.fifo_producers import (
     apply_one_by_one,
     overridden_producers,
     producers_of,
 )
 from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
-from aioinformer._pipeline.meta import resource_version_of
 from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError

@@ -15,7 +15,7 @@ indexes, which are computed from the stored state.
 
 Keys. :func:`meta_namespace_key` gives ``"namespace/name"`` (``"name"`` for a
 cluster-scoped object; it lives with the other metadata accessors in
-:mod:`aioinformer._pipeline.meta` and is re-exported here). It is the default key function of every
+:mod:`aioinformer._objects.meta` and is re-exported here). It is the default key function of every
 stage, and it understands a :class:`~aioinformer.models.DeletedFinalStateUnknown`
 tombstone, so deletes may be fed either an object or a tombstone.
 
@@ -57,6 +57,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from aioinformer._objects.meta import meta_namespace_key as meta_namespace_key
+from aioinformer._objects.raw import CompactEntry
+from aioinformer._objects.view import ObjectView
 from aioinformer._pipeline.indexes import NAMESPACE_INDEX as NAMESPACE_INDEX
 from aioinformer._pipeline.indexes import (
     NO_VALUES,
@@ -80,9 +83,6 @@ from aioinformer._pipeline.indexes import as_indexers as as_indexers
 from aioinformer._pipeline.indexes import label_index_func as label_index_func
 from aioinformer._pipeline.indexes import namespace_index_func as namespace_index_func
 from aioinformer._pipeline.indexes import split_meta_namespace_key as split_meta_namespace_key
-from aioinformer._pipeline.meta import meta_namespace_key as meta_namespace_key
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
 from aioinformer.errors import (
     IndexFuncError,
 )
@@ -590,11 +590,11 @@ def _run(func: IndexFunc, entry: Any, view: Any) -> Packed:
 
 
 class CompactIndexer(Indexer[Any]):
-    """An :class:`Indexer` whose entries are :class:`~aioinformer._pipeline.raw.CompactEntry`: each
+    """An :class:`Indexer` whose entries are :class:`~aioinformer._objects.raw.CompactEntry`: each
     object's JSON bytes and head, which the cyclic collector never walks.
 
     Reads (``get``, ``get_by_key``, ``list``, ``index``, ``by_index``) return a read-only
-    :class:`~aioinformer._pipeline.view.ObjectView` of each entry, which decodes only the
+    :class:`~aioinformer._objects.view.ObjectView` of each entry, which decodes only the
     fields its reader asks for (``obj.to_dict()`` gives a copy to change).
     Writes accept CompactEntry objects, decoded dicts (encoded here) or any other object (kept as it
     is, decoded to itself). Each entry's index values are kept beside it, so an update or

@@ -178,7 +178,7 @@ class SharedIndexInformer(Service):
     its JSON bytes as received plus its key, namespace, name, resourceVersion, kind and
     labels: the cyclic garbage collector never walks such a cache, however large, and it
     takes a fraction of the memory. Reads, index functions and handlers receive read-only
-    views (:class:`~aioinformer._pipeline.view.ObjectView`): the head fields are read
+    views (:class:`~aioinformer._objects.view.ObjectView`): the head fields are read
     without a decode, any other field is decoded on its first read, changes raise
     :class:`~aioinformer.errors.ReadOnlyObjectError` (``obj.to_dict()`` is a copy to
     change); a ``keys_only`` handler receives keys. ``"objects"`` keeps the

@@ -31,7 +31,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
-from aioinformer._pipeline.meta import labels_of, namespace_of
+from aioinformer._objects.meta import labels_of, namespace_of
 from aioinformer._pipeline.model_guard import ModelGuard, converted_deleted, converted_old
 from aioinformer.errors import InvalidObjectError
 from aioinformer.indexer import NAMESPACE_INDEX, Indexer
@@ -91,7 +91,7 @@ class Lister(Generic[T]):
 
     Reads never block and never go to the server: they return what the cache holds now,
     which may be behind the server. From a compact cache (the default) every read returns
-    read-only views (:class:`~aioinformer._pipeline.view.ObjectView`), which decode only
+    read-only views (:class:`~aioinformer._objects.view.ObjectView`), which decode only
     the fields read and refuse changes (``obj.to_dict()`` is a copy to change); from a
     ``cache="objects"`` cache they are the cached objects themselves: treat those as
     read-only. With ``model=``,

@@ -124,7 +124,7 @@ class ObjectList:
 
     items: list[Any] = field(default_factory=list)
     """Decoded ``dict`` items, or what the informer's codec decodes them into (a compact
-    cache's :class:`~aioinformer._pipeline.raw.CompactEntry`, see
+    cache's :class:`~aioinformer._objects.raw.CompactEntry`, see
     :meth:`DescribedListerWatcher.decoded_with`)."""
     resource_version: str = ""
     continue_: str | None = None
@@ -166,7 +166,7 @@ class Decoder(Protocol):
     def decode_list(self, body: bytes, *, kind: str, api_version: str) -> ObjectList:
         """One LIST answer's page; ``kind``/``api_version`` are the resource's, given to
         items that lack them. A body that is not a list of objects raises
-        :class:`~aioinformer._pipeline.raw.CompactDecodeError` (orjson's error when it is
+        :class:`~aioinformer._objects.raw.CompactDecodeError` (orjson's error when it is
         not even JSON); the client turns either into a ``TransportError``."""
 
     def decode_event(self, line: bytes) -> WatchEvent | None:

@@ -66,13 +66,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeAlias
 
+from aioinformer._objects.meta import resource_version_of
 from aioinformer._pipeline.fifo_producers import (
     apply_one_by_one,
     overridden_producers,
     producers_of,
 )
 from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
-from aioinformer._pipeline.meta import resource_version_of
 from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion
 from aioinformer.delta_fifo import (
     DEFAULT_BATCH_KEYS,

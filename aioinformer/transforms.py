@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._pipeline.raw import READS_RAW, CompactEntry, without_fields
+from aioinformer._objects.raw import READS_RAW, CompactEntry, without_fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -10,7 +10,7 @@ chunks whose boundaries fall anywhere. Output: one :class:`WatchEvent` per line,
 order, handed on a read at a time (:meth:`WatchStream.batches`). The usual line is decoded
 by a :class:`~aioinformer.listwatch.Decoder` (the informer's codec): into a dict with one
 ``orjson.loads`` (the default), or, for a compact cache, into a
-:class:`~aioinformer._pipeline.raw.CompactEntry`: the object's bytes and its head, read by
+:class:`~aioinformer._objects.raw.CompactEntry`: the object's bytes and its head, read by
 msgspec without decoding the rest. Bookmarks and anything unusual are decoded whole, the
 careful way.
 

@@ -83,7 +83,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 import orjson
 
 from aioinformer._kernel.clock import default_clock
-from aioinformer._pipeline.raw import CompactEntry, decode_list
+from aioinformer._objects.raw import CompactEntry, decode_list
 from aioinformer.codec import DICT_BATCH, CompactCodec, ObjectsCodec
 from aioinformer.codec import Codec as PipelineCodec
 from aioinformer.delta_fifo import DEFAULT_BATCH_KEYS, Delta, DeltaFIFO, Deltas, DeltaType

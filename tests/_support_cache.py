@@ -2,7 +2,7 @@
 
 ``"objects"`` caches the decoded dicts; ``"compact"`` caches each object's JSON bytes
 beside a few decoded fields and decodes a fresh dict on every read (see
-:mod:`aioinformer._pipeline.raw`). The suites that prove the informer correct (convergence, the
+:mod:`aioinformer._objects.raw`). The suites that prove the informer correct (convergence, the
 faults over the fake API server, cancellation) run once per mode.
 
 Input: nothing. Output: the ``cache`` fixture, parametrised over :data:`CACHE_MODES`
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline import view as view_module
-from aioinformer._pipeline.raw import FIELDS_DECODER, CompactEntry
+from aioinformer._objects import view as view_module
+from aioinformer._objects.raw import FIELDS_DECODER, CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.informer import SharedIndexInformer
@@ -157,7 +157,7 @@ def _as_raw(event: WatchEvent) -> WatchEvent:
 class Decodes:
     """Counts, while installed, what parses an object's bytes past its head: whole-object
     decodes (:meth:`CompactEntry.decode`) and splits of the whole object into its fields
-    (a :class:`~aioinformer._pipeline.view.ObjectView` makes one, on its first read past
+    (a :class:`~aioinformer._objects.view.ObjectView` makes one, on its first read past
     what the entry holds)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,6 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
   :mod:`~aioinformer._pipeline.reflector_status` and
   :mod:`~aioinformer._pipeline.metric_recorders` (the reflector's and the indexes' metrics;
   the operator's and the client's recorders live in their wings);
-- the objects' representation the codecs share: :mod:`~aioinformer._pipeline.raw` (a compact
-  cache's entries, and the decoders of a source's bytes the client reads through) and
-  :mod:`~aioinformer._pipeline.meta` (metadata accessors for either);
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on),
   :mod:`~aioinformer._pipeline.fifo_producers` (the per-event producers subclasses
   override) and :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
@@ -19,6 +16,10 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
 - the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),
   :mod:`~aioinformer._pipeline.model_guard` and :mod:`~aioinformer._pipeline.handlers` (a
   handler outside delivery: its protocol, settings, statistics and registration).
+
+The objects' representation the stages share with every other wing (the compact entry,
+the decoders, the views, the metadata accessors) is not here but one layer down, in
+:mod:`aioinformer._objects`.
 
 What a stage does for every event lives in the stage's own module, not here: the reading
 of a watch stream in :mod:`~aioinformer.reflector`, applying a key's deltas in

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._objects.meta import resource_version_of
 from aioinformer.listwatch import ADDED, BOOKMARK, DELETED, MODIFIED
 
 if TYPE_CHECKING:

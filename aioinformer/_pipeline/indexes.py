@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import msgspec
 
-from aioinformer._pipeline.meta import describe, labels_of, metadata_of, namespace_of
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.meta import describe, labels_of, metadata_of, namespace_of
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.errors import IndexerArgumentsError, IndexValuesError, KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -100,7 +100,7 @@ def namespace_index_func(obj: Any) -> list[str]:
     """Index an object by namespace: ``[namespace]``, or ``[""]`` when cluster-scoped.
 
     Raises :class:`KeyFuncError` for an object without metadata. Reads only the head of a
-    compact cache's :class:`~aioinformer._pipeline.raw.CompactEntry`, so it never decodes one.
+    compact cache's :class:`~aioinformer._objects.raw.CompactEntry`, so it never decodes one.
     """
     if type(obj) is CompactEntry:
         return [obj.namespace]

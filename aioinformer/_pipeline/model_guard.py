@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from aioinformer._pipeline.meta import meta_namespace_key, resource_version_of
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.meta import meta_namespace_key, resource_version_of
+from aioinformer._objects.view import ObjectView
 from aioinformer.errors import InvalidObjectError, KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 

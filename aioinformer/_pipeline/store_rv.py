@@ -29,7 +29,7 @@ import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._objects.meta import resource_version_of
 from aioinformer.resource_version import parse_resource_version
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 import orjson
 import yaml
 
-from aioinformer._pipeline.view import json_default, thaw
+from aioinformer._objects.view import json_default, thaw
 from aioinformer.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,

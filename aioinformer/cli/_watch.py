@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 import orjson
 
 from aioinformer._kernel.runner import first_completed
-from aioinformer._pipeline.meta import resource_version_of
-from aioinformer._pipeline.view import json_default
+from aioinformer._objects.meta import resource_version_of
+from aioinformer._objects.view import json_default
 from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,

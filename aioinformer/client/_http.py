@@ -50,7 +50,7 @@ import orjson
 import yarl
 
 from aioinformer._kernel.clock import default_clock
-from aioinformer._pipeline.view import json_default
+from aioinformer._objects.view import json_default
 from aioinformer.client._auth import Authenticator, Credentials
 from aioinformer.client._encoding import GZIP, IDENTITY, body_reader
 from aioinformer.client._metrics import NO_REST_CLIENT_METRICS, new_rest_client_metrics

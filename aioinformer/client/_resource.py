@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from aioinformer._pipeline.raw import OBJECTS_DECODER
+from aioinformer._objects.raw import OBJECTS_DECODER
 from aioinformer.client._http import JSON, HttpSession
 from aioinformer.client._names import GVR, ResourceInfo, check_namespace, check_subresource
 from aioinformer.client._transport import map_transport_errors
@@ -178,7 +178,7 @@ class ResourceClient(DescribedListerWatcher):
     def decoded_with(self, codec: Decoder) -> DescribedListerWatcher:
         """This resource, listed and watched through ``codec``: its items and events'
         objects are what ``codec`` decodes the bytes into (a compact cache's
-        :class:`~aioinformer._pipeline.raw.CompactEntry`, read without building a ``dict``)."""
+        :class:`~aioinformer._objects.raw.CompactEntry`, read without building a ``dict``)."""
         return _Decoded(self, codec)
 
     def watch(

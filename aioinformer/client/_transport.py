@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
-from aioinformer._pipeline.raw import CompactDecodeError
+from aioinformer._objects.raw import CompactDecodeError
 from aioinformer.client._encoding import CompressedBodyError
 from aioinformer.errors import (
     AioinformerError,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 import orjson
 
-from aioinformer._pipeline.raw import OBJECTS_DECODER
+from aioinformer._objects.raw import OBJECTS_DECODER
 from aioinformer.client._encoding import body_reader
 from aioinformer.client._transport import map_transport_errors
 from aioinformer.errors import AioinformerError, WatchError
@@ -254,7 +254,7 @@ def read_watch_stream(
     Ending normally means the server closed the watch (e.g. ``timeoutSeconds`` elapsed).
     A line longer than ``max_line_bytes`` raises :class:`WatchError`. ``codec`` decodes
     the usual lines (the objects of ``ADDED``/``MODIFIED``/``DELETED`` events): dicts by
-    default, :class:`~aioinformer._pipeline.raw.CompactEntry` entries with a compact codec.
+    default, :class:`~aioinformer._objects.raw.CompactEntry` entries with a compact codec.
     ``raw_body`` declares that the response was requested with aiohttp's decompression
     off (``auto_decompress=False``): a gzip body is then inflated here, every member of
     it, whatever the aiohttp version. Without it the body is read as aiohttp hands it

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._kernel.clock import CancelAfter
 from aioinformer._kernel.lifecycle import State
-from aioinformer._pipeline.meta import labels_of, meta_namespace_key, namespace_of, uid_of
+from aioinformer._objects.meta import labels_of, meta_namespace_key, namespace_of, uid_of
 from aioinformer.errors import CacheReadTimeout, InformerStoppedError
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.resource_version import parse_resource_version

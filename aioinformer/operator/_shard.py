@@ -37,7 +37,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._pipeline.meta import resource_version_of
+from aioinformer._objects.meta import resource_version_of
 from aioinformer.errors import NotFound
 from aioinformer.indexer import split_meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown

@@ -52,7 +52,7 @@ from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import Service
 from aioinformer._kernel.runner import TaskRunner, first_completed
 from aioinformer._kernel.sync import wait_for_cache_sync
-from aioinformer._pipeline.meta import labels_of, name_of, namespace_of, resource_version_of
+from aioinformer._objects.meta import labels_of, name_of, namespace_of, resource_version_of
 from aioinformer.errors import Conflict, NotFound
 from aioinformer.indexer import meta_namespace_key
 from aioinformer.listwatch import ListOptions

@@ -123,8 +123,8 @@ from aioinformer._kernel.runner import (
     is_async_callable,
 )
 from aioinformer._kernel.sync import Watched, wait_synced
+from aioinformer._objects.meta import namespace_of, owner_references_of
 from aioinformer._pipeline.handlers import DEFAULT_SLOW_HANDLER_THRESHOLDS, handler_name
-from aioinformer._pipeline.meta import namespace_of, owner_references_of
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown

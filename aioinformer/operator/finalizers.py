@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._kernel.runner import is_async_callable
-from aioinformer._pipeline.meta import _field, describe, metadata_of, name_of, namespace_of
-from aioinformer._pipeline.meta import resource_version_of as _resource_version_of
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.meta import _field, describe, metadata_of, name_of, namespace_of
+from aioinformer._objects.meta import resource_version_of as _resource_version_of
+from aioinformer._objects.view import ObjectView
 from aioinformer.errors import NotFound, ReadOnlyObjectError
 from aioinformer.labels import _DNS1123_SUBDOMAIN_RE, _NAME_RE
 

@@ -88,7 +88,7 @@ from aioinformer._kernel.runner import (
     first_completed,
     is_async_callable,
 )
-from aioinformer._pipeline.meta import name_of
+from aioinformer._objects.meta import name_of
 from aioinformer.errors import CacheSyncError, LeadershipLost
 from aioinformer.factory import SharedInformerFactory, resource_key
 from aioinformer.models import DeletedFinalStateUnknown

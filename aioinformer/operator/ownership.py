@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from aioinformer._pipeline.meta import (
+from aioinformer._objects.meta import (
     api_version_and_kind_of,
     describe,
     metadata_of,
@@ -46,8 +46,8 @@ from aioinformer._pipeline.meta import (
     namespace_of,
     uid_of,
 )
-from aioinformer._pipeline.meta import owner_references_of as _owner_references_of
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.meta import owner_references_of as _owner_references_of
+from aioinformer._objects.view import ObjectView
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError, ReadOnlyObjectError
 from aioinformer.models import OwnerReference
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
-from aioinformer._pipeline.meta import annotations_of, generation_of, labels_of, resource_version_of
+from aioinformer._objects.meta import annotations_of, generation_of, labels_of, resource_version_of
 
 __all__ = [
     "Predicate",

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.runner import TaskRunner, first_completed
-from aioinformer._pipeline.meta import (
+from aioinformer._objects.meta import (
     api_version_and_kind_of,
     describe,
     name_of,

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._pipeline.meta import labels_of, namespace_of, owner_references_of
+from aioinformer._objects.meta import labels_of, namespace_of, owner_references_of
 
 if TYPE_CHECKING:
     from aioinformer.client import GVR

@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer._kernel.clock import Clock, TimerHandle, call_later
-from aioinformer._pipeline.meta import annotations_of, meta_namespace_key
+from aioinformer._objects.meta import annotations_of, meta_namespace_key
 from aioinformer._pipeline.reflector_status import LastHeard
 from aioinformer._pipeline.watch_policy import (
     WatchEnd,

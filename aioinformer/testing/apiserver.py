@@ -105,7 +105,7 @@ from aioinformer._apiserver.lifecycle import Server
 from aioinformer._apiserver.objects import Entry, ResourceType, StatusError, status_body
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.runner import finish_regardless
-from aioinformer._pipeline.view import json_default
+from aioinformer._objects.view import json_default
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults

@@ -61,7 +61,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._apiserver.objects import status_body
-from aioinformer._pipeline.meta import meta_namespace_key
+from aioinformer._objects.meta import meta_namespace_key
 from aioinformer.errors import (
     AioinformerError,
     ApiError,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.codec import CompactCodec
 from aioinformer.errors import Gone
 from aioinformer.listwatch import ListOptions, WatchEvent

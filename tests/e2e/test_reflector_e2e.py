@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer._kernel.backoff import Backoff
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.client import Client
 from aioinformer.codec import CompactCodec
 from aioinformer.config import Config

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.indexer import NAMESPACE_INDEX
 from aioinformer.k8s.core_v1 import Pod
 from aioinformer.processor import NotificationKind

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.audit import AuditOutcome, CacheAudit, KeyRecorder
 from aioinformer.client import Client
 from aioinformer.codec import CompactCodec

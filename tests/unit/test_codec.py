@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.raw import CompactEntry
+from aioinformer._objects.view import ObjectView
 from aioinformer.codec import CompactCodec, ObjectsCodec, codec_for, head_of
 from aioinformer.errors import KeyFuncError
 from aioinformer.indexer import CompactIndexer, Indexer

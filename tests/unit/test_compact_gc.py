@@ -12,8 +12,8 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.raw import CompactEntry
+from aioinformer._objects.view import ObjectView
 from aioinformer.indexer import (
     NAMESPACE_INDEX,
     CompactIndexer,

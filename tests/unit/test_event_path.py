@@ -14,11 +14,11 @@ The per-event path is the six stages (``client._watch``: framing; ``codec``: dec
 ``delta_fifo``; ``informer``: applying a key's deltas; ``indexer``; ``processor``: the
 handler calls) and five modules that are no stage of their own: the vocabulary's
 :class:`WatchEvent` (``listwatch``, whose dataclass constructor runs once per decoded
-line); the compact entry's decoding (``_pipeline.raw``: the head of each line, which the
-codec calls); the read-only view each handler call gets (``_pipeline.view``, which the
+line); the compact entry's decoding (``_objects.raw``: the head of each line, which the
+codec calls); the read-only view each handler call gets (``_objects.view``, which the
 indexer makes for index functions too, so the module sits below both the indexer and the
 codec, and folding it into the codec would close an import circle); the default key
-function (``_pipeline.meta``, which the FIFO calls for every object); and the
+function (``_objects.meta``, which the FIFO calls for every object); and the
 base class the two FIFOs share (``_pipeline.fifo_waits``, whose ``has_synced()`` the
 informer asks once per popped key, client-go's *isInInitialList*).
 
@@ -52,9 +52,9 @@ PER_EVENT = {
     "aioinformer.indexer",
     "aioinformer.processor",
     "aioinformer.listwatch",
-    "aioinformer._pipeline.raw",
-    "aioinformer._pipeline.view",
-    "aioinformer._pipeline.meta",
+    "aioinformer._objects.raw",
+    "aioinformer._objects.view",
+    "aioinformer._objects.meta",
     "aioinformer._pipeline.fifo_waits",
 }
 

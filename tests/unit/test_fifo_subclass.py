@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import aioinformer.informer as informer_module
-from aioinformer._pipeline.meta import labels_of
+from aioinformer._objects.meta import labels_of
 from aioinformer.delta_fifo import DeltaFIFO, Deltas, DeltaType
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.listwatch import WatchEvent

@@ -7,7 +7,7 @@ too). That holds in both cache modes. In ``cache="compact"`` it is also what let
 event skip the whole-object decode: when every consumer of the informer wants keys only
 (and there is no transform and no index function of the user's), nothing but the few
 fields the store decodes up front is ever decoded, which the tests check by counting
-the calls of :meth:`aioinformer._pipeline.raw.CompactEntry.decode`. A full handler beside them costs
+the calls of :meth:`aioinformer._objects.raw.CompactEntry.decode`. A full handler beside them costs
 one decode per event, whose dict all full handlers share; an index function of the
 user's costs one per stored object, while the namespace index and label indexes read
 heads and cost none. A :class:`Controller` with the default key function registers

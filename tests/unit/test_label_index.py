@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.indexer import CompactIndexer, Indexer, label_index_func
 from aioinformer.models import KubeObject
 

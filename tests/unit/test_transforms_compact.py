@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry, decode_list
+from aioinformer._objects.raw import CompactEntry, decode_list
 from aioinformer.codec import CompactCodec
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.testing.clock import FakeClock

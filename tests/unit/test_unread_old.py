@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.raw import CompactEntry
+from aioinformer._objects.view import ObjectView
 from aioinformer.informer import CacheMode, SharedIndexInformer
 from aioinformer.models import KubeObject
 from aioinformer.testing.clock import FakeClock

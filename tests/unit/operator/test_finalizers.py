@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aioinformer import ObjectView, ReadOnlyObjectError
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.models import KubeObject, ObjectMeta
 from aioinformer.operator.finalizers import (
     Finalizer,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aioinformer import ObjectView, ReadOnlyObjectError
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.errors import AlreadyOwnedError, OwnerReferenceError
 from aioinformer.models import KubeObject, ObjectMeta, OwnerReference
 from aioinformer.operator.controller import enqueue_owner

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._pipeline.meta import namespace_of
-from aioinformer._pipeline.raw import CompactEntry
+from aioinformer._objects.meta import namespace_of
+from aioinformer._objects.raw import CompactEntry
 from aioinformer.models import KubeObject
 from aioinformer.operator.predicates import (
     Predicate,

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from aioinformer import ObjectView, ReadOnlyObjectError, json_default
-from aioinformer._pipeline.raw import CompactEntry, decode_list, decode_watch_line
-from aioinformer._pipeline.view import ReadOnlyDict, ReadOnlyList, thaw
+from aioinformer._objects.raw import CompactEntry, decode_list, decode_watch_line
+from aioinformer._objects.view import ReadOnlyDict, ReadOnlyList, thaw
 from aioinformer.models import KubeObject
 from tests._support_cache import Decodes
 

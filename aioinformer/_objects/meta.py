@@ -5,9 +5,9 @@ references, and an object may be a raw ``dict`` (what the JSON decoder made, the
 case), any other mapping, or a model with a ``.metadata`` attribute (a
 :class:`~aioinformer.models.KubeObject` or a user's pydantic model), whose metadata may
 itself be a mapping or a model with snake_case attributes, or a compact cache's
-:class:`~aioinformer._pipeline.raw.CompactEntry`, which carries the fields read here
+:class:`~aioinformer._objects.raw.CompactEntry`, which carries the fields read here
 beside its bytes (annotations and owner references are decoded from those bytes), or a
-read-only :class:`~aioinformer._pipeline.view.ObjectView` of one (read through its entry). These
+read-only :class:`~aioinformer._objects.view.ObjectView` of one (read through its entry). These
 functions accept all of them, so no caller repeats the "dict or model" dance.
 
 Input: an object (and for :func:`same_resource_version`, two). Output: the field, or a
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aioinformer._pipeline.raw import CompactEntry
-from aioinformer._pipeline.view import ObjectView
+from aioinformer._objects.raw import CompactEntry
+from aioinformer._objects.view import ObjectView
 from aioinformer.errors import KeyFuncError
 from aioinformer.models import DeletedFinalStateUnknown
 
@@ -49,7 +49,7 @@ __all__ = [
 
 def metadata_of(obj: Any) -> Any:
     """The object's metadata (a mapping or a model), or ``None`` when it has none. For a
-    :class:`~aioinformer._pipeline.raw.CompactEntry` it is decoded from the object's bytes."""
+    :class:`~aioinformer._objects.raw.CompactEntry` it is decoded from the object's bytes."""
     if isinstance(obj, Mapping):
         return obj.get("metadata")
     if type(obj) is CompactEntry:

@@ -2,7 +2,7 @@
 listers receive.
 
 Role: a compact cache (``cache="compact"``, the default) stores each object as a
-:class:`~aioinformer._pipeline.raw.CompactEntry`, its JSON bytes beside the few fields the
+:class:`~aioinformer._objects.raw.CompactEntry`, its JSON bytes beside the few fields the
 pipeline reads. What the user's code gets for one is an :class:`ObjectView`: a read-only
 ``Mapping`` that answers ``obj["metadata"]["name"]``, ``["namespace"]``,
 ``["resourceVersion"]``, ``["labels"]``, ``obj["kind"]`` and ``obj["apiVersion"]`` from the
@@ -26,7 +26,7 @@ The decoded parts are :class:`ReadOnlyDict` and :class:`ReadOnlyList`, subclasse
 on them as on any dict. Their children are frozen as they are reached, so reading one
 field of a large ``spec`` never converts the rest.
 
-Input: one :class:`~aioinformer._pipeline.raw.CompactEntry`. Output: views, and
+Input: one :class:`~aioinformer._objects.raw.CompactEntry`. Output: views, and
 :func:`json_default`, the ``default=`` for orjson or ``json`` that encodes a view.
 
 Task model: synchronous, no shared state; a view belongs to whoever received it (each
@@ -43,7 +43,7 @@ import msgspec
 import orjson
 from pydantic_core import SchemaSerializer, core_schema
 
-from aioinformer._pipeline.raw import FIELDS_DECODER, CompactEntry
+from aioinformer._objects.raw import FIELDS_DECODER, CompactEntry
 from aioinformer.errors import ReadOnlyObjectError
 
 __all__ = [
@@ -542,7 +542,7 @@ class ObjectView(_LazyObject):
 
 def view_of(entry: Any) -> Any:
     """What a reader gets for a cached entry: an :class:`ObjectView` of a
-    :class:`~aioinformer._pipeline.raw.CompactEntry`, anything else as it is."""
+    :class:`~aioinformer._objects.raw.CompactEntry`, anything else as it is."""
     return ObjectView(entry) if type(entry) is CompactEntry else entry
 
 

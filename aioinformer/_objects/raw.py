@@ -10,7 +10,7 @@ the metadata user code reads most lies (uid, generation, deletionTimestamp, anno
 finalizers, ownerReferences: a ``msgspec.Raw`` over each value, which copies nothing), so
 that reading one decodes a few bytes rather than splitting the whole object. ``decode()``
 turns it into a fresh ``dict`` each time it is called; what user code gets for one is a
-read-only view of it (:mod:`aioinformer._pipeline.view`).
+read-only view of it (:mod:`aioinformer._objects.view`).
 
 Why: CPython's cyclic collector walks every container that is alive, and a decoded Pod is
 hundreds of them. A cache of decoded objects is walked by every full collection, and
@@ -22,7 +22,7 @@ nothing however large it grows, and its bytes are a fraction of the decoded dict
 Input: a LIST body (:func:`decode_list`), one watch line (:func:`decode_watch_line`), or
 an already decoded ``dict`` (:meth:`CompactEntry.from_dict`, for sources that produce dicts).
 Output: ``CompactEntry`` items and events, decoded with msgspec reading only the head of each
-object (what readers get for an entry is a view of it: :mod:`aioinformer._pipeline.view`).
+object (what readers get for an entry is a view of it: :mod:`aioinformer._objects.view`).
 
 The two :class:`~aioinformer.listwatch.Decoder` implementations a source reads bytes
 through live here too: :class:`CompactDecoder` (these entries) and :class:`ObjectsDecoder`

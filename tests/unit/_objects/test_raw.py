@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from aioinformer._pipeline.meta import (
+from aioinformer._objects.meta import (
     annotations_of,
     labels_of,
     meta_namespace_key,
@@ -18,7 +18,7 @@ from aioinformer._pipeline.meta import (
     resource_version_of,
     same_resource_version,
 )
-from aioinformer._pipeline.raw import (
+from aioinformer._objects.raw import (
     CompactDecodeError,
     CompactEntry,
     decode_list,

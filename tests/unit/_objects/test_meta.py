@@ -1,4 +1,4 @@
-"""The metadata accessors of ``aioinformer._pipeline.meta``: the same answer for a raw dict, another
+"""The metadata accessors of ``aioinformer._objects.meta``: the same answer for a raw dict, another
 mapping, a model with mapping metadata and a model with model metadata."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer._pipeline.meta import (
+from aioinformer._objects.meta import (
     annotations_of,
     api_version_and_kind_of,
     describe,
