@@ -90,7 +90,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 from aioinformer._objects.meta import resource_version_of
 from aioinformer._pipeline.fifo_producers import (
@@ -99,6 +99,8 @@ from aioinformer._pipeline.fifo_producers import (
     producers_of,
 )
 from aioinformer._pipeline.fifo_waits import _CHECKPOINT_EVERY, _FIFOWaits
+from aioinformer._pipeline.relist import KnownObjects as KnownObjects
+from aioinformer._pipeline.relist import relist_tombstones, unqueued_known
 from aioinformer._pipeline.store_rv import AppliedReads, AppliedResourceVersion, low_water
 from aioinformer.errors import FIFOClosedError as FIFOClosedError
 from aioinformer.errors import KeyFuncError
@@ -194,14 +196,6 @@ class Deltas(list[Delta]):
     def newest(self) -> Delta | None:
         """The latest change, or ``None`` when empty."""
         return self[-1] if self else None
-
-
-class KnownObjects(Protocol):
-    """What the FIFO needs from the cache it feeds (an :class:`Indexer` is one)."""
-
-    def list_keys(self) -> list[str]: ...
-
-    def get_by_key(self, key: str) -> Any | None: ...
 
 
 PopProcessFunc: TypeAlias = Callable[[Deltas], Awaitable[None] | None]
@@ -549,28 +543,12 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         for key, obj in pairs:
             enqueue(action, obj, key, False)
 
+        # Each tombstone is queued as it is found: a queued key only gains a delta, and
+        # the cache's keys that are found later are checked against the queue as it is.
         queued_deletions = 0
-        items = self._items
-        # Keys only in the queue: values change in place below, the key set does not.
-        for key, deltas in items.items():
-            if key in keys:
-                continue
-            last = deltas[-1].object
-            if type(last) is DeletedFinalStateUnknown:
-                last = last.obj
+        for tombstone in relist_tombstones(self._items, self._known_objects, keys):
             queued_deletions += 1
-            enqueue(_DELETED, DeletedFinalStateUnknown(key, last), key, False)
-
-        known = self._known_objects
-        if known is not None:
-            for key in known.list_keys():
-                if key in keys or key in items:
-                    continue
-                obj = known.get_by_key(key)
-                if obj is None:
-                    logger.debug("key %s vanished from the known objects during replace", key)
-                queued_deletions += 1
-                enqueue(_DELETED, DeletedFinalStateUnknown(key, obj), key, False)
+            enqueue(_DELETED, tombstone, tombstone.key, False)
 
         if self._atomic:
             self._group = len(self._queue)
@@ -594,15 +572,8 @@ class DeltaFIFO(AppliedReads, _FIFOWaits, WatchBatchSink):
         self._rv_log.append(None)
         items = self._items
         before = len(items)
-        for key in known.list_keys():
-            obj = known.get_by_key(key)
-            if obj is None:
-                logger.debug("key %s vanished from the known objects during resync", key)
-                continue
-            obj_key = self.key_of(obj)
-            if obj_key in items:
-                continue
-            self._enqueue(_SYNC, obj, obj_key, False)
+        for key, obj in unqueued_known(known, items, self.key_of):
+            self._enqueue(_SYNC, obj, key, False)
         if self._atomic and len(items) > before:
             self._group = len(self._queue)
         self._advance()

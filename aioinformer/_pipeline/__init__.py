@@ -10,7 +10,9 @@ top (:mod:`~aioinformer.reflector`, :mod:`~aioinformer.delta_fifo`,
   the operator's and the client's recorders live in their wings);
 - the FIFOs': :mod:`~aioinformer._pipeline.fifo_waits` (the condition poppers wait on),
   :mod:`~aioinformer._pipeline.fifo_producers` (the per-event producers subclasses
-  override) and :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion);
+  override), :mod:`~aioinformer._pipeline.store_rv` (the store's resourceVersion) and
+  :mod:`~aioinformer._pipeline.relist` (the tombstones a relist queues, the objects a
+  resync re-offers);
 - the indexer's: :mod:`~aioinformer._pipeline.indexes` (the index-function seam, the
   functions shipped, the check of their answers, and the value-to-keys maps);
 - the processor's: :mod:`~aioinformer._pipeline.pending` (each handler's ``asyncio.Queue``),

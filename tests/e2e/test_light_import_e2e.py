@@ -35,6 +35,7 @@ MAY_LOAD = {
     "aioinformer._pipeline.model_guard",
     "aioinformer._pipeline.pending",
     "aioinformer._pipeline.reflector_status",
+    "aioinformer._pipeline.relist",
     "aioinformer._pipeline.store_rv",
     "aioinformer._pipeline.watch_policy",
     "aioinformer.audit",
