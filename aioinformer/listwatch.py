@@ -83,6 +83,7 @@ _QUERY_NAMES: Final = {
     "allow_watch_bookmarks": "allowWatchBookmarks",
     "send_initial_events": "sendInitialEvents",
     "label_selector": "labelSelector",
+    "shard_selector": "shardSelector",
     "field_selector": "fieldSelector",
 }
 
@@ -103,6 +104,9 @@ class ListOptions:
     send_initial_events: bool | None = None
     label_selector: str | None = None
     field_selector: str | None = None
+    shard_selector: str | None = None
+    """A shard selector (KEP-5866, see :mod:`aioinformer.shard_selector`): the server
+    serves only the objects whose hashed uid or namespace falls in its ranges."""
 
     def to_query(self) -> dict[str, str]:
         """The URL query parameters for these options (unset ones left out)."""
@@ -135,6 +139,10 @@ class ObjectList:
     api_version: str | None = None
     """The ``apiVersion`` of the items, ``None`` when unknown; items without one of
     their own were given this one."""
+    shard_selector: str | None = None
+    """The shard selector the server applied to this page, as it echoes it
+    (``metadata.shardInfo.selector``, normalised); ``None`` when it did not say, as a
+    server without KEP-5866 (or with its gate off) does not."""
 
 
 @dataclass(frozen=True, slots=True)

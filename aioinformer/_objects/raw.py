@@ -192,11 +192,16 @@ class _Head(msgspec.Struct, gc=False, rename="camel"):
     metadata: _Meta | None = None
 
 
+class _ShardInfo(msgspec.Struct, gc=False):
+    selector: str | None = None
+
+
 class _ListMeta(msgspec.Struct, gc=False, rename="camel"):
     resource_version: str = ""
     # The wire name; "continue" is a Python keyword.
     continue_: str | None = msgspec.field(default=None, name="continue")
     remaining_item_count: int | None = None
+    shard_info: _ShardInfo | None = None
 
 
 class _List(msgspec.Struct, gc=False, rename="camel"):
@@ -281,6 +286,8 @@ class ListBody(msgspec.Struct, frozen=True, gc=False):
     kind: str
     """The item kind (the list's kind without ``List``); ``""`` when unnamed."""
     api_version: str
+    shard_selector: str | None = None
+    """The shard selector the server says it applied (``metadata.shardInfo.selector``)."""
 
 
 def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBody:
@@ -318,7 +325,13 @@ def decode_list(body: bytes, *, kind: str = "", api_version: str = "") -> ListBo
         remaining_item_count=meta.remaining_item_count if meta is not None else None,
         kind=item_kind,
         api_version=item_api_version,
+        shard_selector=_applied_shards(meta),
     )
+
+
+def _applied_shards(meta: _ListMeta | None) -> str | None:
+    info = meta.shard_info if meta is not None else None
+    return (info.selector or None) if info is not None else None
 
 
 def _odd_item(raw: bytes, kind: str, api_version: str) -> Any:
@@ -486,6 +499,7 @@ class ObjectsDecoder:
             remaining_item_count=meta.get("remainingItemCount"),
             kind=item_kind or None,
             api_version=list_api_version,
+            shard_selector=_shard_selector_of(meta),
         )
 
     def decode_event(self, line: bytes) -> WatchEvent | None:
@@ -498,6 +512,13 @@ class ObjectsDecoder:
         if type(kind) is str and kind != "ERROR" and type(obj) is dict:
             return WatchEvent(kind, obj)
         return None
+
+
+def _shard_selector_of(meta: dict[str, Any]) -> str | None:
+    """A decoded list's ``metadata.shardInfo.selector``, ``None`` when it has none."""
+    info = meta.get("shardInfo")
+    selector = info.get("selector") if type(info) is dict else None
+    return selector if type(selector) is str and selector else None
 
 
 class CompactDecoder:
@@ -517,6 +538,7 @@ class CompactDecoder:
             remaining_item_count=page.remaining_item_count,
             kind=page.kind or None,
             api_version=page.api_version,
+            shard_selector=page.shard_selector,
         )
 
     def decode_event(self, line: bytes) -> WatchEvent | None:
