@@ -50,14 +50,16 @@ from typing import TYPE_CHECKING, Any
 from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.runner import TaskRunner
 from aioinformer._kernel.sync import Watched, wait_synced
+from aioinformer._objects.meta import namespace_of, uid_of
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, as_indexers, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
-from aioinformer.listwatch import DescribedListerWatcher, SourceInfo
+from aioinformer.listwatch import ADDED, DELETED, MODIFIED, DescribedListerWatcher, SourceInfo
 from aioinformer.reflector import ReflectorOptions
+from aioinformer.shard_selector import ShardSelector, parse_shard_selector
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -76,6 +78,8 @@ __all__ = ["InformerKey", "SharedInformerFactory", "resource_key"]
 
 logger = logging.getLogger(__name__)
 
+_OBJECT_EVENTS = frozenset((ADDED, MODIFIED, DELETED))
+
 
 @dataclass(frozen=True, slots=True)
 class InformerKey:
@@ -89,6 +93,8 @@ class InformerKey:
     label_selector: str | None
     field_selector: str | None
     metadata_only: bool
+    shard_selector: str | None = None
+    """The shard selector (KEP-5866) in its normalised text, ``None`` for every shard."""
     spelling: str = dataclasses.field(default="", compare=False)
     """How the first ``informer_for`` call named the resource (``"configmaps"``, ``"cm"``,
     ``"v1/configmaps"``), for names and messages; not part of the identity."""
@@ -102,6 +108,7 @@ class InformerKey:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             metadata_only=self.metadata_only,
+            shard_selector=self.shard_selector,
         ).label
 
 
@@ -145,14 +152,33 @@ def _check_selectors(label_selector: str | None, field_selector: str | None) -> 
         parse_field_selector(field_selector)
 
 
+def _shard_text(selector: str | ShardSelector | None) -> str | None:
+    """A shard selector's normalised text (two spellings of one selector share an
+    informer), checked: :class:`~aioinformer.errors.SelectorError` when it does not parse."""
+    if selector is None:
+        return None
+    if isinstance(selector, str):
+        selector = parse_shard_selector(selector)
+    return str(selector)
+
+
 class SharedInformerFactory(Service):
     """Builds, shares, starts and stops informers for one client.
 
     Defaults for every informer: ``namespace`` (``None``: all namespaces),
     ``resync_period`` (seconds, 0 = never), ``label_selector``, ``field_selector``,
-    ``transform`` and ``clock``; ``informer_for`` may override the namespace and selectors.
-    A selector that does not parse raises :class:`~aioinformer.errors.SelectorError` here
-    and in ``informer_for``, before any request.
+    ``shard_selector``, ``transform`` and ``clock``; ``informer_for`` may override the
+    namespace and selectors. A selector that does not parse raises
+    :class:`~aioinformer.errors.SelectorError` here and in ``informer_for``, before any
+    request.
+
+    ``shard_selector`` (a :class:`~aioinformer.shard_selector.ShardSelector` or its text)
+    asks the server for one slice of each resource (KEP-5866, kube-apiserver 1.36 behind
+    the ``ShardedListAndWatch`` gate, or ``aioinformer proxy`` in front of any cluster).
+    Where a LIST answer does not say it applied the selector (no ``shardInfo``: an older
+    server, or the gate off), the informer keeps only the slice itself, on every page and
+    watch event, and logs once that it does: the cache holds the same objects either way,
+    at the cost of watching the whole resource.
 
     Reflector settings for every informer: ``backoff``, a callable returning a new
     :class:`~aioinformer._kernel.backoff.Backoff` for each informer (a backoff holds one
@@ -189,6 +215,7 @@ class SharedInformerFactory(Service):
         resync_period: float = 0.0,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shard_selector: str | ShardSelector | None = None,
         transform: Callable[[Any], Any] | None = None,
         clock: Clock | None = None,
         backoff: Callable[[], Backoff] | None = None,
@@ -200,6 +227,7 @@ class SharedInformerFactory(Service):
         strict_indexes: bool = False,
     ) -> None:
         _check_selectors(label_selector, field_selector)
+        self._shard_selector = _shard_text(shard_selector)
         if cache_audit is not None and cache_audit.lister is not None:
             raise ValueError(
                 "a factory's cache_audit must not name a lister: each informer audits "
@@ -243,6 +271,7 @@ class SharedInformerFactory(Service):
         namespace: str | EllipsisType | None = ...,
         label_selector: str | EllipsisType | None = ...,
         field_selector: str | EllipsisType | None = ...,
+        shard_selector: str | ShardSelector | EllipsisType | None = ...,
         metadata_only: bool = False,
         model: type[Any] | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
@@ -272,6 +301,9 @@ class SharedInformerFactory(Service):
             label_selector=self._label_selector if label_selector is ... else label_selector,
             field_selector=self._field_selector if field_selector is ... else field_selector,
             metadata_only=metadata_only,
+            shard_selector=(
+                self._shard_selector if shard_selector is ... else _shard_text(shard_selector)
+            ),
         )
         informer = self._informers.get(key)
         if informer is None:
@@ -439,16 +471,35 @@ class SharedInformerFactory(Service):
 
 
 class _SelectedResource(DescribedListerWatcher):
-    """A ListerWatcher adding the informer's fixed label and field selectors to every
-    request of a resource client; it describes itself by the informer's key."""
+    """A ListerWatcher adding the informer's fixed label, field and shard selectors to
+    every request of a resource client; it describes itself by the informer's key.
 
-    __slots__ = ("_field_selector", "_key", "_label_selector", "_resource")
+    A shard selector the server did not apply (a LIST page without ``shardInfo``) is
+    applied here instead, to that page and to the watches that follow it, until a LIST
+    says the server applies it; a streaming list, whose answer cannot say, is filtered
+    here too unless the last LIST said so."""
+
+    __slots__ = (
+        "_field_selector",
+        "_key",
+        "_label_selector",
+        "_resource",
+        "_server_shards",
+        "_shards",
+        "_warned",
+    )
 
     def __init__(self, resource: DescribedListerWatcher, key: InformerKey) -> None:
         self._resource = resource
         self._key = key
         self._label_selector = key.label_selector
         self._field_selector = key.field_selector
+        self._shards = (
+            parse_shard_selector(key.shard_selector) if key.shard_selector is not None else None
+        )
+        # Whether the last LIST page said the server applied the shard selector.
+        self._server_shards = False
+        self._warned = False
 
     def describe(self) -> SourceInfo:
         key = self._key
@@ -459,24 +510,65 @@ class _SelectedResource(DescribedListerWatcher):
             label_selector=key.label_selector,
             field_selector=key.field_selector,
             metadata_only=key.metadata_only,
+            shard_selector=key.shard_selector,
             watch_list=inner.watch_list,
             server=inner.server,
         )
 
     def _options(self, options: ListOptions) -> ListOptions:
-        if self._label_selector is None and self._field_selector is None:
+        key = self._key
+        if key.label_selector is None and key.field_selector is None and self._shards is None:
             return options
         return dataclasses.replace(
             options,
-            label_selector=self._label_selector or options.label_selector,
-            field_selector=self._field_selector or options.field_selector,
+            label_selector=key.label_selector or options.label_selector,
+            field_selector=key.field_selector or options.field_selector,
+            shard_selector=key.shard_selector or options.shard_selector,
         )
 
+    def _in_shard(self, obj: Any) -> bool:
+        shards = self._shards
+        assert shards is not None
+        return shards.contains(uid=uid_of(obj) or "", namespace=namespace_of(obj))
+
     async def list(self, options: ListOptions) -> ObjectList:
-        return await self._resource.list(self._options(options))
+        page = await self._resource.list(self._options(options))
+        if self._shards is None:
+            return page
+        self._server_shards = page.shard_selector is not None
+        if not self._server_shards:
+            self._note_local_shards()
+            page.items = [item for item in page.items if self._in_shard(item)]
+        return page
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
-        return self._resource.watch(self._options(options))
+        events = self._resource.watch(self._options(options))
+        if self._shards is None or self._server_shards:
+            return events
+        self._note_local_shards()
+        return self._shard_events(events)
+
+    async def _shard_events(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:
+        in_shard = self._in_shard
+        try:
+            async for event in events:
+                if event.type in _OBJECT_EVENTS and not in_shard(event.object):
+                    continue
+                yield event
+        finally:
+            closing = getattr(events, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    def _note_local_shards(self) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "%s: the server did not apply the shard selector (no shardInfo in its LIST"
+                " answer: a kube-apiserver before 1.36, or its ShardedListAndWatch gate"
+                " off); the informer keeps its slice itself, watching the whole resource",
+                self._key.describe(),
+            )
 
     def decoded_with(self, codec: Decoder) -> _SelectedResource:
         return _SelectedResource(self._resource.decoded_with(codec), self._key)
@@ -490,5 +582,6 @@ class _SelectedResource(DescribedListerWatcher):
     def __repr__(self) -> str:
         return (
             f"<{self._resource!r} label_selector={self._label_selector!r}"
-            f" field_selector={self._field_selector!r}>"
+            f" field_selector={self._field_selector!r}"
+            f" shard_selector={self._key.shard_selector!r}>"
         )

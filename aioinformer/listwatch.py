@@ -317,6 +317,8 @@ class SourceInfo:
     """The field selector it applies to every request, if any."""
     metadata_only: bool = False
     """It serves ``PartialObjectMetadata`` (no spec, no status)."""
+    shard_selector: str | None = None
+    """The shard selector (KEP-5866) it applies to every request, if any."""
     watch_list: bool = False
     """It supports streaming lists: a ``watch`` with ``send_initial_events=True`` either
     sends the current objects as ``ADDED`` events and then a ``BOOKMARK`` annotated
@@ -338,6 +340,8 @@ class SourceInfo:
             parts.append(f"l={self.label_selector}")
         if self.field_selector:
             parts.append(f"f={self.field_selector}")
+        if self.shard_selector:
+            parts.append(f"s={self.shard_selector}")
         if self.metadata_only:
             parts.append("metadata-only")
         return " ".join(parts)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from aioinformer.operator.sharding import ShardRing
     from aioinformer.processor import SlowHandlerThresholds
     from aioinformer.reflector import ReflectorOptions
+    from aioinformer.shard_selector import ShardSelector
 
 __all__ = [
     "DEFAULT_CACHE_AUDIT",
@@ -141,6 +142,9 @@ class ManagerOptions:
     """A label selector every informer's list and watch carries."""
     field_selector: str | None = None
     """A field selector every informer's list and watch carries."""
+    shard_selector: str | ShardSelector | None = None
+    """A shard selector (KEP-5866) every informer's list and watch carries: this replica's
+    fixed slice of every resource (see :class:`~aioinformer.factory.SharedInformerFactory`)."""
     transform: Callable[[Any], Any] | None = None
     """What every informer applies to an object before caching it."""
     backoff: Callable[[], Backoff] | None = None
@@ -191,6 +195,7 @@ class ManagerKeywords(TypedDict, total=False):
     resync_period: float
     label_selector: str | None
     field_selector: str | None
+    shard_selector: str | ShardSelector | None
     transform: Callable[[Any], Any] | None
     backoff: Callable[[], Backoff] | None
     reflector: ReflectorOptions | None

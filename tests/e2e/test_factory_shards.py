@@ -1,0 +1,121 @@
+"""Informers for one slice of a resource (KEP-5866 shard selectors) through the factory:
+the selector is checked and normalised before any request, sent with every LIST and
+WATCH, and, where the server does not apply it (no ``shardInfo`` in its LIST answer, as
+kube-apiserver before 1.36 or with the gate off), applied by the informer itself, so each
+replica's cache holds its slice and nothing else after any churn."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from aioinformer.errors import SelectorError
+from aioinformer.factory import SharedInformerFactory
+from aioinformer.shard_selector import ShardSelector
+from tests._support_wait import wait_until
+
+if TYPE_CHECKING:
+    from aioinformer.client import Client
+    from aioinformer.informer import SharedIndexInformer
+    from aioinformer.testing import FakeAPIServer
+
+
+def configmap(name: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"v": "0"},
+    }
+
+
+def slice_of(server: FakeAPIServer, selector: ShardSelector) -> set[str]:
+    """The keys of the server's ConfigMaps in ``selector``'s slice."""
+    return {
+        f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        for obj in server.objects("configmaps")
+        if selector.contains(uid=obj["metadata"]["uid"], namespace=obj["metadata"]["namespace"])
+    }
+
+
+def cached(informer: SharedIndexInformer) -> set[str]:
+    return set(informer.indexer.list_keys())
+
+
+def test_one_selector_in_two_spellings_is_one_informer(kube_client: Client) -> None:
+    selector = ShardSelector.split(2)[0]
+    factory = SharedInformerFactory(kube_client)
+    first = factory.informer_for("configmaps", shard_selector=selector)
+    spelled = str(selector).replace("'", '"').replace(", ", ",")
+    assert factory.informer_for("configmaps", shard_selector=spelled) is first
+    assert factory.informer_for("configmaps") is not first
+    assert first.name == f"configmaps s={selector}"
+    defaulted = SharedInformerFactory(kube_client, shard_selector=str(selector))
+    assert defaulted.informer_for("configmaps").name == first.name
+    assert defaulted.informer_for("configmaps", shard_selector=None).name == "configmaps"
+
+
+def test_an_invalid_shard_selector_is_refused_before_any_request(kube_client: Client) -> None:
+    bad = "shardRange(object.metadata.name, '0x0', '0x1')"
+    with pytest.raises(
+        SelectorError, match=re.escape('unsupported field path "object.metadata.name"')
+    ):
+        SharedInformerFactory(kube_client, shard_selector=bad)
+    factory = SharedInformerFactory(kube_client)
+    with pytest.raises(SelectorError, match="unsupported field path"):
+        factory.informer_for("configmaps", shard_selector=bad)
+    assert factory.informers() == {}
+
+
+@pytest.mark.parametrize("cache", ["compact", "objects"])
+async def test_split_informers_hold_their_slices_of_a_server_that_ignores_the_selector(
+    fake_apiserver: FakeAPIServer,
+    kube_client: Client,
+    cache: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for namespace in "abc":
+        fake_apiserver.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+    for i in range(30):
+        fake_apiserver.create(configmap(f"cm-{i}", namespace=("a", "b", "c")[i % 3]))
+    selectors = ShardSelector.split(3)
+    caplog.set_level(logging.WARNING, logger="aioinformer.factory")
+    async with SharedInformerFactory(kube_client, cache=cache) as factory:
+        informers = [factory.informer_for("configmaps", shard_selector=s) for s in selectors]
+        await factory.wait_for_cache_sync(timeout=5)
+        slices = [slice_of(fake_apiserver, s) for s in selectors]
+        assert [cached(informer) for informer in informers] == slices
+        assert set().union(*slices) == {f"{'abc'[i % 3]}/cm-{i}" for i in range(30)}
+        assert sum(map(len, slices)) == 30  # disjoint
+
+        # Churn through the watches: the slices follow the server's objects.
+        for i in range(30, 45):
+            fake_apiserver.create(configmap(f"cm-{i}", namespace="a"))
+        for i in range(0, 30, 4):
+            fake_apiserver.delete("configmaps", "abc"[i % 3], f"cm-{i}")
+        for i in range(1, 30, 4):
+            obj = fake_apiserver.get("configmaps", "abc"[i % 3], f"cm-{i}")
+            obj["data"] = {"v": "1"}
+            fake_apiserver.update(obj)
+
+        def converged() -> bool:
+            return all(
+                cached(informer) == slice_of(fake_apiserver, selector)
+                for informer, selector in zip(informers, selectors, strict=True)
+            )
+
+        await wait_until(converged, poll=0.001, timeout=10)
+        for informer, selector in zip(informers, selectors, strict=True):
+            for key in cached(informer):
+                namespace, name = key.split("/")
+                found = informer.lister().get(name, namespace)
+                assert found is not None
+                assert selector.contains(uid=found["metadata"]["uid"], namespace=namespace)
+    # Each informer says once that it filters for itself.
+    notes = [r for r in caplog.records if "did not apply the shard selector" in r.getMessage()]
+    assert len(notes) == 3
