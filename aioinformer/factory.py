@@ -353,6 +353,25 @@ class SharedInformerFactory(Service):
             strict_indexes=self._strict_indexes,
         )
 
+    async def remove_informer(self, informer: SharedIndexInformer | InformerKey) -> None:
+        """Stop an informer of this factory, forget it, and return once its run has ended
+        (its watch closed, its handlers' tasks ended): what a controller for a resource
+        that went away (a deleted CustomResourceDefinition) does with its informers. A
+        later ``informer_for`` with the same key builds a new one. ``ValueError`` for an
+        informer (or key) this factory does not hold."""
+        if isinstance(informer, InformerKey):
+            key: InformerKey | None = informer
+            found = self._informers.get(informer)
+        else:
+            key = next((k for k, i in self._informers.items() if i is informer), None)
+            found = informer if key is not None else None
+        if key is None or found is None:
+            raise ValueError(f"{informer!r} is not an informer of this factory")
+        del self._informers[key]
+        if key in self._launched:
+            self._launched.remove(key)
+        await found.aclose()
+
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
         """Every informer built so far, by key."""
         return dict(self._informers)
@@ -580,8 +599,9 @@ class _SelectedResource(DescribedListerWatcher):
         return None if metadata is None else _SelectedResource(metadata, self._key)
 
     def __repr__(self) -> str:
+        shard = self._key.shard_selector
+        shards = "" if shard is None else f" shard_selector={shard!r}"
         return (
             f"<{self._resource!r} label_selector={self._label_selector!r}"
-            f" field_selector={self._field_selector!r}"
-            f" shard_selector={self._key.shard_selector!r}>"
+            f" field_selector={self._field_selector!r}{shards}>"
         )

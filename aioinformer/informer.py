@@ -507,8 +507,9 @@ class SharedIndexInformer(Service):
 
     def remove_event_handler(self, registration: HandlerRegistration) -> None:
         """Unregister a handler and drop its undelivered notifications. A call already
-        running is not cancelled. Idempotent; a registration of another informer, or any
-        registration once the informer stopped, is ignored."""
+        running is not cancelled: ``await registration.wait_stopped()`` returns once it
+        has. Idempotent; a registration of another informer, or any registration once the
+        informer stopped, is ignored."""
         if registration._informer is not self:
             return
         self._processor.remove_listener(cast("ProcessorListener", registration._listener))

@@ -401,6 +401,12 @@ class ProcessorListener:
         self._callable_directly = False
         self._all_sync = all(call is None or not call[1] for call in self._calls)
 
+        # The delivery task, once run() began, and set as it ends: what wait_stopped()
+        # waits for (a pulled or direct-called listener has no call of its own running
+        # once it is closed).
+        self._task: asyncio.Task[Any] | None = None
+        self._run_ended = asyncio.Event()
+
         self.add: Callable[[Notification], None] = self._queue.put_nowait
         """Queue one notification; never blocks (the "block" bound is enforced upstream,
         by the informer waiting in :meth:`SharedProcessor.wait_for_room`)."""
@@ -430,6 +436,22 @@ class ProcessorListener:
     async def wait_closed(self) -> None:
         """Return once the listener is closed (removed, or its informer stopped)."""
         await asyncio.shield(self._queue.closing())
+
+    async def wait_stopped(self) -> None:
+        """Return once the listener is closed and no call of its handler runs any more:
+        its delivery task has ended (after the call it was in returned, for a removed
+        handler; cancelled, for a stopped informer). A call in a worker thread that its
+        stopping informer left behind (see the module notes) is not waited for.
+
+        Raises ``RuntimeError`` when called from the handler's own delivery task, which
+        would wait for itself."""
+        if self._task is not None and self._task is asyncio.current_task():
+            raise RuntimeError(
+                f"handler {self.name!r} cannot wait for its own stop from inside its call"
+            )
+        await self.wait_closed()
+        if self._task is not None:
+            await self._run_ended.wait()
 
     @property
     def pending(self) -> int:
@@ -608,6 +630,13 @@ class ProcessorListener:
 
     async def run(self) -> None:
         """Deliver queued notifications until closed or cancelled."""
+        self._task = asyncio.current_task()
+        try:
+            await self._deliver()
+        finally:
+            self._run_ended.set()
+
+    async def _deliver(self) -> None:
         pending = self._queue
         items = pending.items
         get = pending.get

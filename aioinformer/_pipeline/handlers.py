@@ -255,6 +255,8 @@ class ListenerView(Protocol):
 
     async def wait_closed(self) -> None: ...
 
+    async def wait_stopped(self) -> None: ...
+
     async def wait_initial_handled(self) -> None: ...
 
     def statistics(self) -> HandlerStatistics: ...
@@ -323,6 +325,15 @@ class HandlerRegistration:
             raise  # the informer's, failing fast: a TimeoutError, but not this wait's
         except TimeoutError:
             return False
+
+    async def wait_stopped(self) -> None:
+        """Return once the handler is removed (or its informer stopped) and no call of it
+        runs any more: a call that was running when it was removed has returned. What a
+        controller for a resource that goes away waits for before it lets go of what its
+        handler used (client-go 1.37's wait for a listener's shutdown). Waits until then
+        when the handler was not removed; ``RuntimeError`` from inside the handler's own
+        call, which would wait for itself."""
+        await self._listener.wait_stopped()
 
     def statistics(self) -> HandlerStatistics:
         """This handler's counters."""

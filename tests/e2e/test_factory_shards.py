@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aioinformer import State
 from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.shard_selector import ShardSelector
@@ -119,3 +120,55 @@ async def test_split_informers_hold_their_slices_of_a_server_that_ignores_the_se
     # Each informer says once that it filters for itself.
     notes = [r for r in caplog.records if "did not apply the shard selector" in r.getMessage()]
     assert len(notes) == 3
+
+
+# -- informers that leave ----------------------------------------------------------------
+
+
+async def test_a_removed_informer_stops_leaves_the_factory_and_can_be_built_again(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    fake_apiserver.create(configmap("a"))
+    seen: list[str] = []
+    async with SharedInformerFactory(kube_client) as factory:
+        config_maps = factory.informer_for("configmaps")
+        pods = factory.informer_for("pods")
+        registration = config_maps.add_event_handler(
+            on_add=lambda obj, initial: seen.append(obj["metadata"]["name"])
+        )
+        await factory.wait_for_cache_sync(timeout=5)
+        await fake_apiserver.wait_for_watchers(2)
+
+        await factory.remove_informer(config_maps)
+        assert config_maps.state is State.STOPPED
+        assert list(factory.informers().values()) == [pods]
+        await registration.wait_stopped()  # its handler's task has ended too
+        await wait_until(lambda: fake_apiserver.watch_count == 1, poll=0.001, timeout=5)
+        fake_apiserver.create(configmap("b"))
+        # The factory's wait and health no longer count it.
+        assert await factory.wait_for_cache_sync(timeout=5) == {"pods": True}
+        assert list(factory.health().informers) == ["pods"]
+
+        again = factory.informer_for("configmaps")
+        assert again is not config_maps
+        await factory.wait_for_cache_sync(timeout=5)
+        assert sorted(again.indexer.list_keys()) == ["default/a", "default/b"]
+        assert seen == ["a"]  # the removed informer's handler saw nothing after it left
+
+        with pytest.raises(ValueError, match="not an informer of this factory"):
+            await factory.remove_informer(config_maps)
+        key = next(iter(k for k, i in factory.informers().items() if i is pods))
+        await factory.remove_informer(key)
+        assert list(factory.informers().values()) == [again]
+        assert pods.state is State.STOPPED
+
+
+async def test_an_informer_removed_before_the_factory_starts_never_runs(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    factory = SharedInformerFactory(kube_client)
+    config_maps = factory.informer_for("configmaps")
+    await factory.remove_informer(config_maps)
+    async with factory:
+        assert await factory.wait_for_cache_sync(timeout=5) == {}
+    assert fake_apiserver.watch_count == 0
