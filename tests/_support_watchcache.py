@@ -4,7 +4,8 @@ and of the proxy's cache built on it.
 Input: a cache (anything with the watch cache's ``list``) or a watcher. Output:
 :func:`listed`, one LIST page, and :func:`watch`, a watcher from a resourceVersion, each
 with every option at its default unless given; :func:`lines`, the (type, name,
-resourceVersion) of each line a watcher has queued.
+resourceVersion) of each line a watcher has queued; :func:`count_hashes`, every value
+the kit hashes for shard selectors from then on.
 Nothing here starts a task.
 """
 
@@ -14,8 +15,26 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from aioinformer._apiserver import objects
+from aioinformer.shard_selector import fnv1a_64
+
 if TYPE_CHECKING:
+    import pytest
+
     from aioinformer._apiserver.watch import Watcher
+
+
+def count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The list every value the server kit hashes for a shard selector is appended to,
+    in order, from now until ``monkeypatch`` is undone."""
+    hashed: list[str] = []
+
+    def counting(value: str) -> int:
+        hashed.append(value)
+        return fnv1a_64(value)
+
+    monkeypatch.setattr(objects, "fnv1a_64", counting)
+    return hashed
 
 
 def lines(watcher: Watcher) -> list[tuple[str, str, str]]:

@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from aioinformer.shard_selector import SHARD_FIELDS, fnv1a_64
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from aioinformer.labels import FieldSelector, LabelSelector
+    from aioinformer.shard_selector import ShardSelector
 
 __all__ = [
     "META_GROUP",
@@ -40,6 +43,7 @@ __all__ = [
 ]
 
 _BASE_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
+_UID_FIELD: Final = SHARD_FIELDS[0]
 
 META_GROUP: Final = "meta.k8s.io"
 """The API group of ``PartialObjectMetadata`` and ``PartialObjectMetadataList``."""
@@ -146,10 +150,24 @@ class Entry:
     Invariants: ``item`` is the object encoded without ``apiVersion``/``kind`` (a LIST
     item); ``rv``, ``namespace``, ``name`` and ``labels`` equal its metadata; an entry is
     never mutated after it is stored (a write stores a new entry), so ``_metadata``, once
-    set, stays the encoding of its ``metadata``.
+    set, stays the encoding of its ``metadata``, and ``_uid_hash`` and
+    ``_namespace_hash``, once set (``-1`` before), the FNV-1a 64 hashes shard selectors
+    read of its ``uid`` and ``namespace``: each is computed at most once per entry,
+    however many watchers and pages ask.
     """
 
-    __slots__ = ("_metadata", "deleting", "item", "labels", "name", "namespace", "rv", "uid")
+    __slots__ = (
+        "_metadata",
+        "_namespace_hash",
+        "_uid_hash",
+        "deleting",
+        "item",
+        "labels",
+        "name",
+        "namespace",
+        "rv",
+        "uid",
+    )
 
     def __init__(self, obj: Mapping[str, Any], rv: int) -> None:
         meta = obj["metadata"]
@@ -161,6 +179,8 @@ class Entry:
         self.labels: Mapping[str, str] | None = meta.get("labels")
         self.uid: str | None = meta.get("uid")
         self.deleting = bool(meta.get("deletionTimestamp"))
+        self._uid_hash = -1
+        self._namespace_hash = -1
 
     def full(self, rt: ResourceType) -> bytes:
         """The object encoded with ``apiVersion`` and ``kind``, as watch events carry it."""
@@ -179,15 +199,34 @@ class Entry:
         obj: dict[str, Any] = orjson.loads(self.item)
         return obj
 
+    def in_shard(self, shards: ShardSelector) -> bool:
+        """Whether the object's hashed ``uid`` or ``namespace`` (``""`` when it has none:
+        a cluster-scoped object's) falls in one of ``shards``' ranges."""
+        for shard in shards.ranges:
+            if shard.field == _UID_FIELD:
+                h = self._uid_hash
+                if h < 0:
+                    h = self._uid_hash = fnv1a_64(self.uid or "")
+            else:
+                h = self._namespace_hash
+                if h < 0:
+                    h = self._namespace_hash = fnv1a_64(self.namespace or "")
+            if shard.start <= h < shard.end:
+                return True
+        return False
+
     def selected_by(
         self,
         labels: LabelSelector | None,
         fields: FieldSelector | None,
         *,
         fields_need_object: bool,
+        shards: ShardSelector | None = None,
     ) -> bool:
         """Whether the selectors pick this object (decoding it only for unusual fields)."""
         if labels is not None and not labels.matches(self.labels):
+            return False
+        if shards is not None and not self.in_shard(shards):
             return False
         if fields is None:
             return True

@@ -7,8 +7,15 @@ used by the fake API server (``aioinformer.testing``) and the caching proxy
 (selectors, integer and boolean parameters, the negotiated :class:`Conversion`, whether a
 watch is a streaming list and may be compressed, a bearer token) or the
 :class:`~aioinformer._apiserver.objects.StatusError` kube-apiserver answers with (400
-``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``), and the
-``web.Response`` for a stored entry or a failure.
+``BadRequest``, 404, 405, 406 ``NotAcceptable``, 422 ``Invalid``, 500 ``InternalError``
+for a shard selector that does not parse), and the ``web.Response`` for a stored entry, a
+LIST page or a failure.
+
+Shard selectors (KEP-5866, the ``shardSelector`` parameter of a LIST or WATCH) are read
+only for a server that serves them (``shard_selectors=True``): kube-apiserver v1.36 with
+its alpha ``ShardedListAndWatch`` gate on, or the caching proxy, which serves them from
+its cache whatever its upstream; any other server ignores the parameter, malformed or
+not, as kube-apiserver with the gate off does.
 
 Ordering: none; each function looks at its arguments only.
 
@@ -31,11 +38,13 @@ from aioinformer.labels import (
     parse_field_selector,
     parse_label_selector,
 )
+from aioinformer.shard_selector import parse_shard_selector
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from aioinformer._apiserver.watch import ListResult
+    from aioinformer.shard_selector import ShardSelector
 
 __all__ = [
     "JSON",
@@ -57,6 +66,7 @@ __all__ = [
     "not_served",
     "page_response",
     "selectors",
+    "shard_selector",
     "status_response",
     "streams_a_list",
     "validate_rv_match",
@@ -234,6 +244,19 @@ def selectors(
     return labels, fields
 
 
+def shard_selector(query: Mapping[str, str], *, enabled: bool) -> ShardSelector | None:
+    """The request's ``shardSelector`` when the server serves shard selectors
+    (``enabled``), else ``None`` whatever it says. One that does not parse answers what
+    kube-apiserver v1.36 answers: 500 ``InternalError`` with the parser's message."""
+    text = query.get("shardSelector") if enabled else None
+    if not text:
+        return None
+    try:
+        return parse_shard_selector(text)
+    except SelectorError as exc:
+        raise StatusError(status_body(500, "InternalError", str(exc))) from exc
+
+
 def int_param(query: Mapping[str, str], name: str) -> int | None:
     """A non-negative integer query parameter (``None`` when absent), or the 400."""
     raw = query.get(name)
@@ -272,14 +295,19 @@ def list_response(
     token: str | None,
     remaining: int | None,
     convert: Conversion | None,
+    *,
+    shards: ShardSelector | None = None,
 ) -> web.Response:
     """The HTTP answer carrying a LIST page of ``entries`` read at ``rv``, as the
-    resource's own List or converted (``PartialObjectMetadataList``)."""
+    resource's own List or converted (``PartialObjectMetadataList``); ``shards``, the
+    shard selector that filtered it, is echoed normalised (``metadata.shardInfo``)."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if token:
         meta["continue"] = token
     if remaining is not None:
         meta["remainingItemCount"] = remaining
+    if shards is not None:
+        meta["shardInfo"] = {"selector": str(shards)}
     if convert is None:
         head = {"kind": rt.kind + "List", "apiVersion": rt.api_version, "metadata": meta}
         items = [entry.item for entry in entries]
@@ -299,7 +327,15 @@ def list_response(
 
 def page_response(rt: ResourceType, result: ListResult, convert: Conversion | None) -> web.Response:
     """The HTTP answer carrying a watch cache's LIST page (see :func:`list_response`)."""
-    return list_response(rt, result.entries, result.rv, result.continue_, result.remaining, convert)
+    return list_response(
+        rt,
+        result.entries,
+        result.rv,
+        result.continue_,
+        result.remaining,
+        convert,
+        shards=result.shards,
+    )
 
 
 class ListQuery(TypedDict):
@@ -312,12 +348,17 @@ class ListQuery(TypedDict):
     resource_version_match: str | None
     limit: int | None
     continue_: str | None
+    shard_selector: NotRequired[ShardSelector | None]
 
 
-def list_query(rt: ResourceType, query: Mapping[str, str]) -> ListQuery:
+def list_query(
+    rt: ResourceType, query: Mapping[str, str], *, shard_selectors: bool = False
+) -> ListQuery:
     """A LIST request's options, or the error kube-apiserver answers: 400 for a
     selector, limit or version that does not parse (decoding the options comes first),
-    422 for a ``resourceVersionMatch`` it refuses."""
+    422 for a ``resourceVersionMatch`` it refuses, then, on a server that serves shard
+    selectors (``shard_selectors``), 500 for a ``shardSelector`` that does not parse (see
+    :func:`shard_selector`)."""
     labels, fields = selectors(rt, query)
     limit = int_param(query, "limit")
     rv = query.get("resourceVersion")
@@ -330,6 +371,7 @@ def list_query(rt: ResourceType, query: Mapping[str, str]) -> ListQuery:
         resource_version_match=match,
         limit=limit,
         continue_=query.get("continue") or None,
+        shard_selector=shard_selector(query, enabled=shard_selectors),
     )
 
 
@@ -350,6 +392,7 @@ class WatchQuery(TypedDict):
     initial_events_end: bool
     bookmarks: NotRequired[bool]
     as_meta: NotRequired[str | None]
+    shard_selector: NotRequired[ShardSelector | None]
 
 
 def watch_query(
@@ -359,11 +402,14 @@ def watch_query(
     *,
     name: str | None,
     watch_list: WatchListSupport = "supported",
+    shard_selectors: bool = False,
 ) -> tuple[WatchQuery, int | None]:
     """A WATCH request's options and its ``timeoutSeconds``, or the error kube-apiserver
-    answers (400, or 422 for options it refuses together). ``name`` (a watch of one object
-    by its path) adds ``metadata.name`` to the field selector. Initial events are sent
-    for ``sendInitialEvents=true``, and without it for an unset or ``"0"`` version.
+    answers (400, or 422 for options it refuses together; with ``shard_selectors``, 500
+    for a ``shardSelector`` that does not parse, see :func:`shard_selector`). ``name`` (a
+    watch of one object by its path) adds ``metadata.name`` to the field selector.
+    Initial events are sent for ``sendInitialEvents=true``, and without it for an unset
+    or ``"0"`` version.
 
     Asked for a ``PartialObjectMetadataList``, kube-apiserver converts each event's object
     on its own, the conversion fails, and it sends the objects unconverted: only
@@ -389,6 +435,7 @@ def watch_query(
             "allowWatchBookmarks=true"
         )
     timeout = int_param(query, "timeoutSeconds")
+    shards = shard_selector(query, enabled=shard_selectors)
     if name is not None:
         by_name = parse_field_selector(f"metadata.name={name}")
         fields = (
@@ -412,6 +459,7 @@ def watch_query(
         initial_events_end=bool(send_initial),
         bookmarks=bookmarks,
         as_meta=as_meta,
+        shard_selector=shards,
     )
     return options, timeout
 

@@ -13,6 +13,14 @@ Ordering: a :class:`Watcher` is offered events in resourceVersion order and queu
 those newer than where it started; an update that moves an object into or out of its
 selection is queued as ``ADDED`` or ``DELETED``, as kube-apiserver's watch cache does.
 
+Selection: a namespace, label and field selectors, and a shard selector (KEP-5866: the
+FNV-1a 64 hash of the object's ``uid`` or ``namespace`` in one of its ranges, read from
+the hash the :class:`~aioinformer._apiserver.objects.Entry` keeps), all of which must
+pick an object. The hashed fields never change, so an object never moves into or out of
+a shard; a LIST page filtered by one echoes it (``shardInfo``) and, as with selectors,
+gives no ``remainingItemCount``. Whether a server honours shard selectors at all is its
+own choice (see :func:`~aioinformer._apiserver.requests.list_query`).
+
 Task model: plain synchronous code on one event loop; a watcher's ``wake`` event tells
 the task that writes its stream that lines are waiting.
 """
@@ -39,6 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from aioinformer.labels import FieldSelector, LabelSelector
+    from aioinformer.shard_selector import ShardSelector
 
 __all__ = [
     "CONTINUE_EXPIRED",
@@ -100,7 +109,8 @@ class Watcher:
     ``wake`` is set whenever ``buffer`` gained a line or the watcher was closed. With
     ``as_meta`` set (a ``meta.k8s.io`` apiVersion) every object in ``buffer`` is a
     ``PartialObjectMetadata`` of that version, bookmarks included. ``bookmarks``: the
-    client asked for BOOKMARK events (``allowWatchBookmarks``).
+    client asked for BOOKMARK events (``allowWatchBookmarks``). ``selective``: some
+    namespace or selector filters what it is sent (set once, at the start).
     """
 
     __slots__ = (
@@ -114,6 +124,8 @@ class Watcher:
         "min_rv",
         "namespace",
         "rt",
+        "selective",
+        "shard_selector",
         "wake",
     )
 
@@ -127,6 +139,7 @@ class Watcher:
         min_rv: int,
         as_meta: str | None = None,
         bookmarks: bool = False,
+        shard_selector: ShardSelector | None = None,
     ) -> None:
         self.rt = rt
         self.as_meta = as_meta
@@ -134,7 +147,14 @@ class Watcher:
         self.namespace = namespace
         self.label_selector = label_selector or None
         self.field_selector = field_selector or None
+        self.shard_selector = shard_selector
         self.fields_need_object = needs_object(self.field_selector)
+        self.selective = not (
+            namespace is None
+            and self.label_selector is None
+            and self.field_selector is None
+            and shard_selector is None
+        )
         self.min_rv = min_rv
         self.buffer: list[bytes] = []
         self.closed = False
@@ -145,7 +165,10 @@ class Watcher:
         if self.namespace is not None and entry.namespace != self.namespace:
             return False
         return entry.selected_by(
-            self.label_selector, self.field_selector, fields_need_object=self.fields_need_object
+            self.label_selector,
+            self.field_selector,
+            fields_need_object=self.fields_need_object,
+            shards=self.shard_selector,
         )
 
     def offer(self, event: Change) -> None:
@@ -160,7 +183,7 @@ class Watcher:
         if event.rv <= self.min_rv:
             return False
         as_meta = self.as_meta
-        if self.namespace is None and self.label_selector is None and self.field_selector is None:
+        if not self.selective:
             self.buffer.append(event.line(None, as_meta))
             return True
         now = self.selects(event.entry)
@@ -189,12 +212,14 @@ class Watcher:
 
 @dataclass(slots=True)
 class ListResult:
-    """One LIST page: the stored entries, the list's resourceVersion, the continue token."""
+    """One LIST page: the stored entries, the list's resourceVersion, the continue token;
+    ``shards``, the shard selector that filtered it (which the answer echoes)."""
 
     entries: list[Entry]
     rv: int
     continue_: str | None
     remaining: int | None
+    shards: ShardSelector | None = None
 
     @property
     def items(self) -> list[bytes]:
@@ -322,10 +347,12 @@ def page(
     field_selector: FieldSelector | None,
     limit: int | None,
     start: str = "",
+    shard_selector: ShardSelector | None = None,
 ) -> ListResult:
     """One LIST page cut from a snapshot (``keys`` sorted, ``entries`` theirs) read at
     ``rv``: the objects of ``namespace`` (all when ``None``) from key ``start`` on that the
-    selectors pick, at most ``limit`` of them, with the token for the rest."""
+    selectors (the shard selector too) pick, at most ``limit`` of them, with the token for
+    the rest."""
     lo, hi = 0, len(entries)
     if namespace is not None:
         prefix = namespace + "/"
@@ -333,7 +360,8 @@ def page(
         hi = bisect.bisect_left(keys, prefix + "\U0010ffff")
     if start:
         lo = max(lo, bisect.bisect_left(keys, start))
-    filtering = bool(label_selector) or bool(field_selector)
+    shards = shard_selector
+    filtering = bool(label_selector) or bool(field_selector) or shards is not None
     if not filtering and not limit:
         return ListResult(list(entries[lo:hi]), rv, None, None)
     labels = label_selector or None
@@ -344,7 +372,9 @@ def page(
     while i < hi:
         entry = entries[i]
         i += 1
-        if filtering and not entry.selected_by(labels, fields, fields_need_object=decode):
+        if filtering and not entry.selected_by(
+            labels, fields, fields_need_object=decode, shards=shards
+        ):
             continue
         items.append(entry)
         if limit and len(items) >= limit:
@@ -352,8 +382,8 @@ def page(
     if i < hi and limit and len(items) >= limit:
         token = encode_continue(rv, keys[i - 1] + "\x00")
         remaining = None if filtering else hi - i
-        return ListResult(items, rv, token, remaining)
-    return ListResult(items, rv, None, None)
+        return ListResult(items, rv, token, remaining, shards)
+    return ListResult(items, rv, None, None, shards)
 
 
 def queue_initial(

@@ -28,7 +28,8 @@ The rules, as kube-apiserver v1.36 has them:
   ``continue`` token names the resourceVersion and the next key. A token whose version
   left the window answers 410 with a token that goes on at the newest version, as
   kube-apiserver's does. The last few rebuilt snapshots are kept, since the pages of one
-  list ask for the same one again and again.
+  list ask for the same one again and again. The token does not carry the selectors: each
+  page is filtered by those its request sends, a shard selector included.
 * **Watches.** A watch from a resourceVersion gets every change after it (410 before the
   window); one with initial events gets the state as ``ADDED`` events first and, when
   asked, the ``k8s.io/initial-events-end`` BOOKMARK. Each watcher is offered every change
@@ -67,6 +68,7 @@ from aioinformer._apiserver.watch import (
 if TYPE_CHECKING:
     from aioinformer._apiserver.objects import Entry, ResourceType
     from aioinformer.labels import FieldSelector, LabelSelector
+    from aioinformer.shard_selector import ShardSelector
 
 __all__ = ["History", "HistoryView", "WatchCache"]
 
@@ -292,8 +294,10 @@ class WatchCache(HistoryView, Generic[W]):
         resource_version_match: str | None,
         limit: int | None,
         continue_: str | None,
+        shard_selector: ShardSelector | None = None,
     ) -> ListResult:
-        """One LIST page; the pages of one list read one snapshot."""
+        """One LIST page; the pages of one list read one snapshot. ``shard_selector``
+        keeps only its slice (the page then echoes it)."""
         start = ""
         history = self.history
         if continue_:
@@ -312,6 +316,7 @@ class WatchCache(HistoryView, Generic[W]):
             field_selector=field_selector,
             limit=limit,
             start=start,
+            shard_selector=shard_selector,
         )
 
     # -- watches ---------------------------------------------------------------------------
@@ -328,6 +333,7 @@ class WatchCache(HistoryView, Generic[W]):
         bookmarks: bool = False,
         as_meta: str | None = None,
         rt: ResourceType | None = None,
+        shard_selector: ShardSelector | None = None,
     ) -> W:
         """Register a watcher with its first lines already queued.
 
@@ -339,7 +345,7 @@ class WatchCache(HistoryView, Generic[W]):
         it. ``as_meta`` makes it a metadata-only watch (see
         :class:`~aioinformer._apiserver.watch.Watcher`). ``rt``: the version of the resource
         the watch is served at, which its initial events and bookmarks name (default: the
-        cache's).
+        cache's). ``shard_selector``: only the objects of its slice, initial events too.
         """
         rt = rt or self.rt
         history = self.history
@@ -359,6 +365,7 @@ class WatchCache(HistoryView, Generic[W]):
             min_rv=start_rv,
             as_meta=as_meta,
             bookmarks=bookmarks,
+            shard_selector=shard_selector,
         )
         if initial_events:
             queue_initial(

@@ -24,6 +24,10 @@ The guarantees and their limits (docs/explanation/proxy.md on the documentation 
   objects gone meanwhile included) and converge without relisting.
 * The transform runs once per object change, before the change enters the history, so
   LIST, GET and WATCH agree.
+* Shard selectors (KEP-5866's ``shardSelector``, as kube-apiserver v1.36 serves it behind
+  its alpha ``ShardedListAndWatch`` gate) are served from the cache to every client,
+  whatever the upstream's version: replicas that split a resource between them work
+  against clusters that do not know the parameter.
 * A downstream watcher that does not keep up is closed once ``watcher_buffer`` lines are
   queued for it; it never slows the others, and memory stays bounded.
 * It is a cache, not etcd: a ``resourceVersion=""`` LIST reads the cache (as

@@ -38,6 +38,9 @@ Semantics:
   resourceVersion answers 410 ``Expired``: a watch (answered, as kube-apiserver v1.36.2
   answers it, with one ``ERROR`` event in a 200 stream), an ``Exact`` LIST, an expired
   ``continue``.
+* **Shard selectors** (KEP-5866) filter LIST pages and watchers from the cache whatever
+  the upstream serves: each entry keeps its hashed ``uid`` and ``namespace`` once
+  computed, so fanning a change out to many sharded watchers hashes it once.
 * **Slow watchers.** A watcher with more than ``watcher_buffer`` lines queued is closed
   (its ``abort`` callback ends the HTTP stream even if a write is blocked); its client
   re-watches from its last resourceVersion, or relists after a 410.

@@ -4,13 +4,20 @@ Role: one aiohttp handler for every request. Input: a downstream request (kubect
 client-go, this library, anything that speaks the API); output: what kube-apiserver
 v1.36 answers, from the :class:`~aioinformer.proxy._cache.ProxyWatchCache` of the resource
 named by the path, or a ``Status`` error. Served: LIST (``limit``/``continue``,
-``resourceVersion``/``resourceVersionMatch``, label and field selectors), GET by name,
-WATCH (from a resourceVersion, initial events, ``sendInitialEvents`` with the
-``k8s.io/initial-events-end`` bookmark, ``allowWatchBookmarks``, ``timeoutSeconds``),
+``resourceVersion``/``resourceVersionMatch``, label, field and shard selectors), GET by
+name, WATCH (from a resourceVersion, initial events, ``sendInitialEvents`` with the
+``k8s.io/initial-events-end`` bookmark, ``allowWatchBookmarks``, ``timeoutSeconds``,
+label, field and shard selectors),
 discovery for the served resources (aggregated too), ``/version`` (the upstream's), the
 health paths, and ``/openapi/v3`` documents for the served resources (whose PATCH
 operations, when writes are forwarded, let kubectl leave validation to the upstream).
 Writes are refused (405) or forwarded upstream with the proxy's credentials.
+
+Shard selectors (KEP-5866's ``shardSelector``) are always served, from the cache, as
+kube-apiserver v1.36 serves them with its ``ShardedListAndWatch`` gate on: each LIST page
+echoes the normalised selector (``metadata.shardInfo``), a malformed one answers 500
+``InternalError``. The upstream is listed and watched whole, so a sharded client works
+through the proxy against a cluster that has no such gate.
 
 Authentication: with tokens configured, every request but the health paths needs
 ``Authorization: Bearer <one of them>`` (compared in constant time); anything else gets
@@ -207,7 +214,7 @@ class Handler:
             return await self._watch(request, target, convert)
         if target.name is not None:
             return entry_response(cache.rt, cache.get(target.namespace, target.name), convert)
-        options = list_query(cache.rt, query)
+        options = list_query(cache.rt, query, shard_selectors=True)
         rv = options["resource_version"]
         if rv and not options["continue_"]:
             await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)
@@ -218,7 +225,9 @@ class Handler:
         self, request: web.BaseRequest, target: _Target, convert: Conversion | None
     ) -> web.StreamResponse:
         cache = target.cache
-        options, timeout = watch_query(cache.rt, request.query, convert, name=target.name)
+        options, timeout = watch_query(
+            cache.rt, request.query, convert, name=target.name, shard_selectors=True
+        )
         rv = options["resource_version"]
         if rv and rv != "0":
             await cache.wait_fresh(parse_rv(rv), _TOO_LARGE_WAIT)

@@ -13,9 +13,10 @@ the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherw
 path is parsed, an injected failure answers if one matches the verb and resource, the
 account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
 only then does the verb run against the store (a protobuf create or update body is
-decoded to the JSON it carries first). A write takes effect in the store before its
-answer is encoded, so a conversion that does not fit the answer fails after the write,
-as on kube-apiserver.
+decoded to the JSON it carries first). A LIST or WATCH reads ``shardSelector`` only with
+the ``ShardedListAndWatch`` feature gate on (see :func:`feature_gates`). A write takes
+effect in the store before its answer is encoded, so a conversion that does not fit the
+answer fails after the write, as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
@@ -27,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 from aiohttp import web
@@ -81,7 +83,40 @@ if TYPE_CHECKING:
     from aioinformer.testing._store import Store
     from aioinformer.testing._watchstream import WatchStreams
 
-__all__ = ["Account", "RequestRecord", "Router", "RouterSettings", "Rule", "patch_object"]
+__all__ = [
+    "Account",
+    "FEATURE_GATES",
+    "RequestRecord",
+    "Router",
+    "RouterSettings",
+    "Rule",
+    "SHARDED_LIST_AND_WATCH",
+    "feature_gates",
+    "patch_object",
+]
+
+SHARDED_LIST_AND_WATCH: Final = "ShardedListAndWatch"
+"""kube-apiserver v1.36's alpha gate of sharded LIST and WATCH (KEP-5866): with it on, the
+``shardSelector`` parameter keeps only the objects of its slice; off, it is ignored."""
+
+FEATURE_GATES: Final[Mapping[str, bool]] = MappingProxyType({SHARDED_LIST_AND_WATCH: False})
+"""The feature gates the fake knows, each with its default (kube-apiserver v1.36's)."""
+
+
+def feature_gates(given: Mapping[str, bool] | None) -> Mapping[str, bool]:
+    """Every known gate, as ``given`` sets it or at its default (a read-only mapping);
+    ``ValueError`` for a gate the fake does not know, or a value that is not a bool, as
+    kube-apiserver refuses to start with one."""
+    gates = dict(FEATURE_GATES)
+    for name, value in (given or {}).items():
+        if name not in FEATURE_GATES:
+            raise ValueError(
+                f"unrecognized feature gate: {name!r} (known gates: {', '.join(FEATURE_GATES)})"
+            )
+        if not isinstance(value, bool):
+            raise ValueError(f"feature gate {name!r} must be True or False, not {value!r}")
+        gates[name] = value
+    return MappingProxyType(gates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +184,11 @@ class RouterSettings(Protocol):
     @property
     def port(self) -> int:
         """The listening port, which ``/api`` publishes."""
+        ...
+
+    @property
+    def feature_gates(self) -> Mapping[str, bool]:
+        """Every known feature gate, on or off (see :func:`feature_gates`)."""
         ...
 
 
@@ -291,7 +331,9 @@ class Router:
         # fails only when the answer is written, after a write request took effect.
         convert = negotiate(request.headers.get("Accept", ""))
         if verb == "watch":
-            return await self._streams.serve(request, target, query, convert)
+            return await self._streams.serve(
+                request, target, query, convert, shard_selectors=self._shard_selectors
+            )
         if verb == "list":
             return await self._list(target, query, convert)
         if verb == "deletecollection":
@@ -471,12 +513,16 @@ class Router:
         self, target: Target, query: dict[str, str], convert: Conversion | None
     ) -> web.Response:
         rt = target.rt
-        options = list_query(rt, query)
+        options = list_query(rt, query, shard_selectors=self._shard_selectors)
         rv = options["resource_version"]
         if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
         result = self._store.list(rt, namespace=target.namespace, **options)
         return page_response(rt, result, convert)
+
+    @property
+    def _shard_selectors(self) -> bool:
+        return self._server.feature_gates[SHARDED_LIST_AND_WATCH]
 
     async def _wait_for_rv(self, text: str) -> None:
         try:

@@ -187,14 +187,18 @@ class WatchStreams:
         target: Target,
         query: dict[str, str],
         convert: Conversion | None,
+        *,
+        shard_selectors: bool = False,
     ) -> web.StreamResponse:
-        """Answer a WATCH request (see the module docstring)."""
+        """Answer a WATCH request (see the module docstring); ``shard_selectors``: its
+        ``shardSelector`` is served (the server's feature gate is on), not ignored."""
         options, timeout = watch_query(
             target.rt,
             query,
             convert,
             name=target.name,
             watch_list=self._settings.watch_list,
+            shard_selectors=shard_selectors,
         )
         bookmarks = options["bookmarks"]
         compress = (

@@ -40,6 +40,14 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``sendInitialEvents=true`` sends the state as ADDED events then the
   ``k8s.io/initial-events-end`` BOOKMARK; an update that moves an object into or out of a
   watch's selectors arrives as ADDED or DELETED;
+* sharded LIST and WATCH (KEP-5866) with ``feature_gates={"ShardedListAndWatch": True}``,
+  as kube-apiserver v1.36 serves them behind that alpha gate: ``shardSelector`` keeps
+  the objects whose FNV-1a 64 hash of ``metadata.uid`` (or ``metadata.namespace``) falls
+  in one of its ranges, on every page of a LIST (typed or ``PartialObjectMetadataList``;
+  each echoes the normalised selector as ``metadata.shardInfo.selector``, none gives
+  ``remainingItemCount``) and on a watch, initial events included; a selector that does
+  not parse answers 500 ``InternalError`` with the parser's message. With the gate off
+  (the default) the parameter is ignored, as kube-apiserver ignores it;
 * streaming lists compressed as kube-apiserver 1.37 compresses them, one gzip member per
   event, with ``watch_list_compression=True``;
 * create (409 ``AlreadyExists``), update with a resourceVersion precondition (409
@@ -112,7 +120,14 @@ from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
 from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import ResourceRegistry
-from aioinformer.testing._routes import Account, RequestRecord, Router, Rule, patch_object
+from aioinformer.testing._routes import (
+    Account,
+    RequestRecord,
+    Router,
+    Rule,
+    patch_object,
+)
+from aioinformer.testing._routes import feature_gates as known_gates
 from aioinformer.testing._store import Store
 from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
@@ -237,7 +252,10 @@ class FakeAPIServer(Server):
     kube-apiserver v1.36.2 answers it; ``"status"``: HTTP 410 on the request, for tests of
     a client's handling of that answer),
     ``watch_list_compression`` (``False``), ``require_namespaces`` (``True``) and
-    ``validate_specs`` (``True``: see Spec validation below);
+    ``validate_specs`` (``True``: see Spec validation below); ``feature_gates``, the
+    kube-apiserver feature gates to turn on or off by name (see Feature gates below;
+    fixed for the server's life, and read back, every known gate, from
+    :attr:`feature_gates`);
     ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
     a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
     :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
@@ -253,6 +271,21 @@ class FakeAPIServer(Server):
     only a body's first gzip member (aiohttp before 3.14 does) gets the first event and
     then silence. Watches from a resourceVersion, and clients that do not accept gzip, are
     answered as before. Off by default: the fake answers as v1.36 does.
+
+    Feature gates: one is known, ``"ShardedListAndWatch"`` (``False``, as kube-apiserver
+    v1.36 has its alpha gate). On, a LIST or WATCH with ``shardSelector`` (KEP-5866,
+    ``shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')``, see
+    :mod:`aioinformer.shard_selector`) is served only the objects of that slice, with
+    label and field selectors and the namespace applied too: every page of a LIST (the
+    continue token does not carry the selector; each page applies the one its request
+    sends) echoes it normalised as ``metadata.shardInfo.selector`` and gives no
+    ``remainingItemCount``; a watch, streaming lists' initial events included, is sent
+    the slice's events only; a selector that does not parse answers HTTP 500
+    ``InternalError`` whose message is the parser's (``invalid shard selector: shard
+    range start 0x8000000000000000 must be less than end 0x0000000000000000``). Off, the
+    parameter is ignored, malformed or not, and no ``shardInfo`` is echoed. A gate the
+    fake does not know raises ``ValueError`` naming it and the known gates, as
+    kube-apiserver refuses to start with one.
 
     Spec validation: creates, updates and patches of the kinds users create most are
     refused as kube-apiserver v1.36 refuses them, with its field paths and messages (422
@@ -294,7 +327,10 @@ class FakeAPIServer(Server):
         validate_specs: bool = True,
         port: int = 0,
         tls: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
+        # Every known gate, on or off, read-only: kube-apiserver reads its gates at start.
+        self.feature_gates: Mapping[str, bool] = known_gates(feature_gates)
         if watch_list not in ("supported", "forbidden", "ignored"):
             raise ValueError(
                 f"watch_list must be 'supported', 'forbidden' or 'ignored', got {watch_list!r}"
