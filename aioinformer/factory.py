@@ -57,7 +57,14 @@ from aioinformer.health import FactoryHealth
 from aioinformer.indexer import NAMESPACE_INDEX, IndexFunc, as_indexers, namespace_index_func
 from aioinformer.informer import SharedIndexInformer
 from aioinformer.labels import parse_field_selector, parse_label_selector
-from aioinformer.listwatch import ADDED, DELETED, MODIFIED, DescribedListerWatcher, SourceInfo
+from aioinformer.listwatch import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    DescribedListerWatcher,
+    ListOptions,
+    SourceInfo,
+)
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.shard_selector import ShardSelector, parse_shard_selector
 
@@ -71,7 +78,7 @@ if TYPE_CHECKING:
     from aioinformer._kernel.clock import Clock
     from aioinformer.audit import CacheAudit
     from aioinformer.informer import CacheMode
-    from aioinformer.listwatch import Decoder, ListOptions, ObjectList, WatchEvent
+    from aioinformer.listwatch import Decoder, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
 
 __all__ = ["InformerKey", "SharedInformerFactory", "resource_key"]
@@ -495,8 +502,8 @@ class _SelectedResource(DescribedListerWatcher):
 
     A shard selector the server did not apply (a LIST page without ``shardInfo``) is
     applied here instead, to that page and to the watches that follow it, until a LIST
-    says the server applies it; a streaming list, whose answer cannot say, is filtered
-    here too unless the last LIST said so."""
+    says the server applies it. A streaming list's answer cannot say, so before the first
+    watch of a source no LIST has answered for, one LIST of a single object asks."""
 
     __slots__ = (
         "_field_selector",
@@ -516,8 +523,9 @@ class _SelectedResource(DescribedListerWatcher):
         self._shards = (
             parse_shard_selector(key.shard_selector) if key.shard_selector is not None else None
         )
-        # Whether the last LIST page said the server applied the shard selector.
-        self._server_shards = False
+        # Whether the last LIST page said the server applied the shard selector; None
+        # until one has answered.
+        self._server_shards: bool | None = None
         self._warned = False
 
     def describe(self) -> SourceInfo:
@@ -564,12 +572,19 @@ class _SelectedResource(DescribedListerWatcher):
         events = self._resource.watch(self._options(options))
         if self._shards is None or self._server_shards:
             return events
-        self._note_local_shards()
         return self._shard_events(events)
 
     async def _shard_events(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:
         in_shard = self._in_shard
         try:
+            if self._server_shards is None:
+                probe = await self._resource.list(self._options(ListOptions(limit=1)))
+                self._server_shards = probe.shard_selector is not None
+            if self._server_shards:
+                async for event in events:
+                    yield event
+                return
+            self._note_local_shards()
             async for event in events:
                 if event.type in _OBJECT_EVENTS and not in_shard(event.object):
                     continue

@@ -15,6 +15,7 @@ import pytest
 from aioinformer import State
 from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
+from aioinformer.reflector import ReflectorOptions
 from aioinformer.shard_selector import ShardSelector
 from tests._support_wait import wait_until
 
@@ -71,11 +72,13 @@ def test_an_invalid_shard_selector_is_refused_before_any_request(kube_client: Cl
     assert factory.informers() == {}
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming-list", "list-then-watch"])
 @pytest.mark.parametrize("cache", ["compact", "objects"])
 async def test_split_informers_hold_their_slices_of_a_server_that_ignores_the_selector(
     fake_apiserver: FakeAPIServer,
     kube_client: Client,
     cache: Any,
+    streaming: bool,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     for namespace in "abc":
@@ -86,7 +89,8 @@ async def test_split_informers_hold_their_slices_of_a_server_that_ignores_the_se
         fake_apiserver.create(configmap(f"cm-{i}", namespace=("a", "b", "c")[i % 3]))
     selectors = ShardSelector.split(3)
     caplog.set_level(logging.WARNING, logger="aioinformer.factory")
-    async with SharedInformerFactory(kube_client, cache=cache) as factory:
+    reflector = ReflectorOptions(use_watch_list=streaming)
+    async with SharedInformerFactory(kube_client, cache=cache, reflector=reflector) as factory:
         informers = [factory.informer_for("configmaps", shard_selector=s) for s in selectors]
         await factory.wait_for_cache_sync(timeout=5)
         slices = [slice_of(fake_apiserver, s) for s in selectors]
@@ -172,3 +176,33 @@ async def test_an_informer_removed_before_the_factory_starts_never_runs(
     async with factory:
         assert await factory.wait_for_cache_sync(timeout=5) == {}
     assert fake_apiserver.watch_count == 0
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming-list", "list-then-watch"])
+@pytest.mark.fake_apiserver(feature_gates={"ShardedListAndWatch": True})
+async def test_an_informer_leaves_the_slicing_to_a_server_that_applies_it(
+    fake_apiserver: FakeAPIServer,
+    kube_client: Client,
+    streaming: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for i in range(20):
+        fake_apiserver.create(configmap(f"cm-{i}"))
+    selectors = ShardSelector.split(2)
+    caplog.set_level(logging.WARNING, logger="aioinformer.factory")
+    reflector = ReflectorOptions(use_watch_list=streaming)
+    async with SharedInformerFactory(kube_client, reflector=reflector) as factory:
+        informers = [factory.informer_for("configmaps", shard_selector=s) for s in selectors]
+        await factory.wait_for_cache_sync(timeout=5)
+        assert [cached(i) for i in informers] == [slice_of(fake_apiserver, s) for s in selectors]
+        for i in range(20, 30):
+            fake_apiserver.create(configmap(f"cm-{i}"))
+        await wait_until(
+            lambda: all(
+                cached(informer) == slice_of(fake_apiserver, selector)
+                for informer, selector in zip(informers, selectors, strict=True)
+            ),
+            poll=0.001,
+            timeout=10,
+        )
+    assert not [r for r in caplog.records if "did not apply the shard selector" in r.getMessage()]
