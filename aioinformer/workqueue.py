@@ -104,6 +104,23 @@ _UNFINISHED_WORK_UPDATE_PERIOD: Final = 0.5
 """Seconds between refreshes of the unfinished-work gauges (client-go's period)."""
 
 
+class _ReadyItems(Protocol[T]):
+    """What a :class:`WorkQueue` keeps its ready items in: a ``deque`` (FIFO), or any
+    store with the same three operations that hands them out in another order."""
+
+    def append(self, item: T) -> None:
+        """Make ``item`` ready; the queue appends each item at most once at a time."""
+        ...
+
+    def popleft(self) -> T:
+        """Remove and return the item to hand out next; called only when not empty."""
+        ...
+
+    def __len__(self) -> int:
+        """Items ready to be handed out."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class QueueStatistics:
     """A snapshot of a queue, from :meth:`WorkQueue.statistics`."""
@@ -144,8 +161,9 @@ class WorkQueue(Generic[T]):
         self._clock = clock
         self._metrics = new_queue_metrics(name, metrics_provider, clock=clock)
         # Items ready to be handed out, oldest first. An item is in `_queue` at most once,
-        # and only if it is in `_dirty` and not in `_processing`.
-        self._queue: collections.deque[T] = collections.deque()
+        # and only if it is in `_dirty` and not in `_processing`. Only the three operations
+        # of _ReadyItems are used, so a subclass may keep another order (a priority heap).
+        self._queue: _ReadyItems[T] = collections.deque()
         # Items that need processing: everything in `_queue`, plus items added while a
         # worker held them (those are in `_processing` and go to `_queue` at `done()`).
         self._dirty: set[T] = set()
@@ -450,6 +468,10 @@ class DelayingQueue(WorkQueue[T]):
         if not delay > 0:  # NaN included: it cannot be ordered in the heap
             self.add(item)
             return
+        self._add_waiting(item, delay)
+
+    def _add_waiting(self, item: T, delay: float) -> None:
+        """Keep ``item`` waiting ``delay`` (> 0) seconds, or less if it already waits less."""
         if not self._started:
             self._start()
         due = self._clock.monotonic() + delay
@@ -510,9 +532,13 @@ class DelayingQueue(WorkQueue[T]):
             if due > now:
                 return due
             heapq.heappop(heap)
-            del self._waiting[item]
-            self.add(item)
+            self._release(item)
         return None
+
+    def _release(self, item: T) -> None:
+        """``item`` is due: stop its wait and add it."""
+        del self._waiting[item]
+        self.add(item)
 
     async def _run_timer(self) -> None:
         loop = asyncio.get_running_loop()
