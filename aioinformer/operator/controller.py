@@ -105,7 +105,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import enum
 import inspect
 import logging
 import time
@@ -123,12 +122,12 @@ from aioinformer._kernel.runner import (
     is_async_callable,
 )
 from aioinformer._kernel.sync import Watched, wait_synced
-from aioinformer._objects.meta import namespace_of, owner_references_of
 from aioinformer._pipeline.handlers import DEFAULT_SLOW_HANDLER_THRESHOLDS, handler_name
 from aioinformer.errors import CacheSyncError, Requeue, ShutDown
 from aioinformer.indexer import KeyFunc, meta_namespace_key
-from aioinformer.models import DeletedFinalStateUnknown
-from aioinformer.operator._event_gate import EventGate
+from aioinformer.operator._controller_watches import EnqueueFunc as EnqueueFunc
+from aioinformer.operator._controller_watches import HandlerSync, add_watch
+from aioinformer.operator._controller_watches import enqueue_owner as enqueue_owner
 from aioinformer.operator._metrics import new_controller_metrics
 from aioinformer.operator.predicates import PredicateLike, as_predicates
 from aioinformer.operator.retry import is_conflict
@@ -137,9 +136,7 @@ from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueu
 if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
-    from aioinformer.health import InformerStatistics
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
-    from aioinformer.listwatch import ListerWatcher
 
 __all__ = [
     "Controller",
@@ -154,9 +151,6 @@ logger = logging.getLogger(__name__)
 
 Reconcile = Callable[[str], Awaitable[Any] | Any]
 """``reconcile(key)``: sync or async; its outcome is read as the module docstring says."""
-
-EnqueueFunc = Callable[[Any], Iterable[str]]
-"""Maps an informer's object (or a deletion tombstone) to the keys to reconcile."""
 
 DEFAULT_DRAIN_TIMEOUT: Final = 30.0
 """Seconds in-flight reconciles may take to finish once the controller is stopping."""
@@ -199,40 +193,6 @@ class ControllerStatistics:
     """Calls of a sync reconcile that held the event loop past 0.1 s (the bound of a sync
     event handler, ``SlowHandlerThresholds().loop``); the first of each run of them is
     logged as a warning."""
-
-
-def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
-    """An ``enqueue`` mapping for secondary objects: the key of their controlling owner.
-
-    For an object whose ``metadata.ownerReferences`` holds a reference with
-    ``controller: true`` of ``kind`` (and ``api_version``'s group, when given), yields
-    ``"namespace/owner-name"`` in the object's namespace. Objects without such an owner
-    yield nothing. Deletion tombstones map through the last state they carry.
-
-    Example: a ConfigMap owned by ``Widget`` ``default/hello`` enqueues ``default/hello``,
-    so editing or deleting the ConfigMap makes the Widget's reconcile repair it.
-    """
-    group = api_version.rpartition("/")[0] if api_version is not None else None
-
-    def owner_keys(obj: Any) -> list[str]:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
-            if obj is None:
-                return []
-        namespace = namespace_of(obj)
-        keys = []
-        for ref in owner_references_of(obj):
-            if not ref.get("controller") or ref.get("kind") != kind:
-                continue
-            if group is not None and str(ref.get("apiVersion", "")).rpartition("/")[0] != group:
-                continue
-            name = ref.get("name")
-            if name:
-                keys.append(f"{namespace}/{name}" if namespace else str(name))
-        return keys
-
-    owner_keys.__qualname__ = f"enqueue_owner({kind})"
-    return owner_keys
 
 
 def _timer_for(clock: Clock) -> Callable[[], float]:
@@ -395,64 +355,13 @@ class Controller(Service):
         """
         if self.state is not State.NEW:
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
-        checks = as_predicates(predicates)
-        add = self._queue.add
-        controller_name = self.name
-        if enqueue is None and self._key_func is meta_namespace_key and not checks:
-            # The informer hands over the keys themselves: nothing is decoded for us.
-            registration = informer.add_event_handler(
-                on_add=lambda key, is_in_initial_list: add(key),
-                on_update=lambda old_key, key: add(key),
-                on_delete=add,
-                name=f"controller {self.name}",
-                keys_only=True,
-            )
-            self._watches.append((informer, registration))
-            return
-        if enqueue is None:
-            key_func = self._key_func
-
-            def keys_of(obj: Any) -> Iterable[str]:
-                return (key_func(obj),)
-
-            mapping: EnqueueFunc = keys_of
-        else:
-            mapping = enqueue
-
-        def handle(obj: Any) -> None:
-            try:
-                keys = list(mapping(obj))
-            except Exception:
-                logger.exception(
-                    "controller %s: no key for an object of %s", controller_name, informer.name
-                )
-                return
-            for key in keys:
-                add(key)
-
-        gate = EventGate(checks, f"controller {self.name}", informer.name) if checks else None
-
-        def on_add(obj: Any, is_in_initial_list: bool) -> None:
-            if gate is None or gate.create(obj):
-                handle(obj)
-
-        def on_update(old: Any, new: Any) -> None:
-            if gate is None or gate.update(old, new):
-                handle(new)
-
-        def on_update_new(_old: Any, new: Any) -> None:
-            # Never reads the old state, so a compact cache never decodes it for us.
-            handle(new)
-
-        def on_delete(obj: Any) -> None:
-            if gate is None or gate.delete(obj):
-                handle(obj)
-
-        registration = informer.add_event_handler(
-            on_add=on_add,
-            on_update=on_update if gate is not None else on_update_new,
-            on_delete=on_delete,
-            name=f"controller {self.name}",
+        registration = add_watch(
+            informer,
+            self._queue.add,
+            where=f"controller {self.name}",
+            key_func=self._key_func,
+            enqueue=enqueue,
+            predicates=as_predicates(predicates),
         )
         self._watches.append((informer, registration))
 
@@ -565,7 +474,7 @@ class Controller(Service):
         first; raises :class:`CacheSyncError` past ``cache_sync_timeout`` or when an
         informer stops."""
         watched = [
-            Watched.of(_HandlerSync(informer, registration))
+            Watched.of(HandlerSync(informer, registration))
             for informer, registration in self._watches
         ]
         first, wait = await first_completed(
@@ -767,52 +676,6 @@ class Controller(Service):
                 exc_info=error,
             )
         queue.add_rate_limited(key)
-
-
-class _HandlerLag(enum.Enum):
-    SYNCED = "synced"
-    """The informer synced; its handler has not handled the whole initial list yet."""
-
-
-class _HandlerSync:
-    """An informer as the sync wait sees it, synced only once the controller's handler
-    on it is: what the wait names in a :class:`CacheSyncError` stays the informer's."""
-
-    __slots__ = ("_informer", "_registration")
-
-    def __init__(self, informer: SharedIndexInformer, registration: HandlerRegistration) -> None:
-        self._informer = informer
-        self._registration = registration
-
-    @property
-    def name(self) -> str:
-        return self._informer.name
-
-    @property
-    def state(self) -> enum.Enum:
-        if self._informer.has_synced():
-            # Read only while the handler is unsynced: the error must not say the
-            # informer is still listing when it is the handler that lags.
-            return _HandlerLag.SYNCED
-        return self._informer.state
-
-    @property
-    def lister_watcher(self) -> ListerWatcher:
-        return self._informer.lister_watcher
-
-    def has_synced(self) -> bool:
-        return self._registration.has_synced()
-
-    async def wait_started(self) -> None:
-        await self._informer.wait_started()
-
-    async def wait_for_sync(self, timeout: float | None = None, *, fail_fast: bool = True) -> bool:
-        # False only when the informer stops first: the controller removes its handlers
-        # only after this wait.
-        return await self._registration.wait_for_sync(timeout, fail_fast=fail_fast)
-
-    def statistics(self) -> InformerStatistics:
-        return self._informer.statistics()
 
 
 def _brief(value: object) -> str:

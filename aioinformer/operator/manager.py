@@ -73,7 +73,6 @@ import contextlib
 import importlib
 import logging
 import signal
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -88,23 +87,19 @@ from aioinformer._kernel.runner import (
     first_completed,
     is_async_callable,
 )
-from aioinformer._objects.meta import name_of
 from aioinformer.errors import CacheSyncError, LeadershipLost
-from aioinformer.factory import SharedInformerFactory, resource_key
-from aioinformer.models import DeletedFinalStateUnknown
+from aioinformer.factory import SharedInformerFactory
 from aioinformer.operator._endpoints import Answer, HttpEndpoint
+from aioinformer.operator._exit_report import report_exit
+from aioinformer.operator._manager_ring import RingSeat
 from aioinformer.operator._options import DEFAULT_CACHE_AUDIT as DEFAULT_CACHE_AUDIT
 from aioinformer.operator._options import LeaderElection as LeaderElection
 from aioinformer.operator._options import ManagerOptions as ManagerOptions
 from aioinformer.operator._options import default_identity as default_identity
-from aioinformer.operator._resourcelock import LEASES_RESOURCE
 from aioinformer.operator._runnables import Runnable, RunnableGroup
-from aioinformer.operator._shard import ShardView
-from aioinformer.operator._sharder import Sharder
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
-from aioinformer.operator.sharding import RingMembership
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -117,6 +112,7 @@ if TYPE_CHECKING:
     from aioinformer.health import FactoryHealth
     from aioinformer.informer import SharedIndexInformer
     from aioinformer.operator._options import ManagerKeywords
+    from aioinformer.operator._sharder import Sharder
     from aioinformer.operator.controller import Reconcile
 
 __all__ = [
@@ -240,50 +236,6 @@ class Manager(Service):
                 on_started_leading=self._lead,
                 clock=clock,
             )
-        shard = options.shard
-        # Each sharded resource's key, and whether the ring reconciles it (not only
-        # follows its owner); informers of them watch this shard's objects only.
-        self._sharded: dict[str, bool] = {}
-        # Sharded informers handed out: id -> (the informer, its resource, and for a
-        # resource the ring reconciles, the view its controllers' guards share).
-        self._sharded_informers: dict[
-            int, tuple[SharedIndexInformer, str | GVR | ResourceInfo, ShardView | None]
-        ] = {}
-        self._shard_elector: LeaderElector | None = None
-        self._sharder_elector: LeaderElector | None = None
-        self._sharder: Sharder | None = None
-        self._membership: RingMembership | None = None
-        if shard is not None:
-            # Every replica follows the ring's Leases (full objects: the holder is in the
-            # spec), the sharder's informer shared with it.
-            self._membership = RingMembership()
-            leases = self._factory.informer_for(
-                LEASES_RESOURCE, namespace=shard.namespace, label_selector=shard.lease_selector
-            )
-            leases.add_event_handler(
-                on_add=lambda lease, _initial: self._lease_seen(lease),
-                on_update=lambda _old, lease: self._lease_seen(lease),
-                on_delete=self._lease_gone,
-                name="manager ring members",
-            )
-            for spec in shard.resources:
-                self._sharded[resource_key(spec.resource)] = True
-                for owned in spec.controlled:
-                    self._sharded.setdefault(resource_key(owned), False)
-            self._shard_elector = self._ring_elector(
-                LeaseLock(
-                    client,
-                    shard.namespace,
-                    shard.identity,
-                    shard.identity,
-                    labels=shard.lease_labels,
-                ),
-                self._lead_shard,
-            )
-            self._sharder_elector = self._ring_elector(
-                LeaseLock(client, shard.namespace, shard.sharder_lease, shard.identity),
-                self._run_sharder,
-            )
         self._endpoints: list[HttpEndpoint] = []
         self._health_endpoint: HttpEndpoint | None = None
         self._metrics_endpoint: HttpEndpoint | None = None
@@ -317,6 +269,12 @@ class Manager(Service):
         self.sharding = asyncio.Event()
         """Set while this replica holds its shard Lease and runs its sharded controllers
         (never without ``shard``); ``await manager.sharding.wait()``."""
+        # With ``shard``: the Leases this replica follows and campaigns for in the ring.
+        self._seat: RingSeat | None = None
+        if options.shard is not None:
+            self._seat = RingSeat(
+                options, client, self._factory, clock=self._clock, lead_shard=self._lead_shard
+            )
         # Set when asked to stop while running (stopped before the start, run() returns
         # at once without serving: Service).
         self._stop_requested = asyncio.Event()
@@ -328,44 +286,6 @@ class Manager(Service):
         self.elected = asyncio.Event()
         """Set while this manager leads (at once after sync without leader election);
         ``await manager.elected.wait()``."""
-
-    # The ring's one Lease handler: it feeds the one membership, which the sharder this
-    # replica runs (while it holds the sharder Lease) shares and is told about.
-
-    def _lease_seen(self, lease: Any) -> None:
-        membership = self._membership
-        if membership is not None:
-            self._members_seen(membership.observe(lease, self._clock.monotonic()))
-
-    def _lease_gone(self, lease: Any) -> None:
-        membership = self._membership
-        name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
-        if membership is not None:
-            self._members_seen(name is not None and membership.forget(name))
-
-    def _members_seen(self, changed: bool) -> None:
-        if changed and self._membership is not None:
-            members = self._membership.members()
-            logger.info("manager: ring members now %s", ", ".join(members) or "none")
-        if self._sharder is not None:
-            self._sharder.lease_event(changed)
-
-    def _ring_elector(
-        self, lock: LeaseLock, work: Callable[[], Coroutine[Any, Any, None]]
-    ) -> LeaderElector:
-        """An elector on one of the ring's Leases, with the ring's timings, releasing the
-        Lease on a graceful stop (so the sharder moves a leaving shard's objects at once)."""
-        ring = self.options.shard
-        assert ring is not None
-        return LeaderElector(
-            lock,
-            lease_duration=ring.lease_duration,
-            renew_deadline=ring.renew_deadline,
-            retry_period=ring.retry_period,
-            release_on_cancel=True,
-            on_started_leading=work,
-            clock=self._clock,
-        )
 
     # -- building --------------------------------------------------------------------------
 
@@ -398,17 +318,10 @@ class Manager(Service):
         With ``shard``, an informer of a sharded resource (one the ring reconciles, or
         one they control) watches this shard's objects only: the ring's shard label
         selector is added to ``label_selector``."""
-        ring = self.options.shard
-        sharded = self._sharded.get(resource_key(resource)) if ring is not None else None
-        if ring is None or sharded is None:
+        seat = self._seat
+        if seat is None:
             return self._factory.informer_for(resource, **options)
-        wanted = options.get("label_selector")
-        selector = ring.selector if not wanted else f"{wanted},{ring.selector}"
-        informer = self._factory.informer_for(resource, **{**options, "label_selector": selector})
-        if id(informer) not in self._sharded_informers:
-            view = ShardView(ring, informer) if sharded else None
-            self._sharded_informers[id(informer)] = (informer, resource, view)
-        return informer
+        return seat.informer_for(resource, **options)
 
     def add(self, controller: Controller) -> None:
         """Run ``controller`` while this manager leads (at once without leader election).
@@ -431,23 +344,10 @@ class Manager(Service):
         controller._keep_time_of(self._clock)
         self._controllers.append(controller)
         runnable = Runnable(f"controller {controller.name}", controller.run, controller.stop)
-        sharded = [
-            self._sharded_informers[id(informer)]
-            for informer in controller.informers
-            if id(informer) in self._sharded_informers
-        ]
-        if not sharded:
+        if self._seat is not None and self._seat.shard_controller(controller):
+            self._shard_group.add(runnable)
+        else:
             self._elected_group.add(runnable)
-            return
-        ring = self.options.shard
-        assert ring is not None
-        for informer, resource, view in sharded:
-            if view is None:
-                continue  # a controlled resource follows its owner: no drain of its own
-            guard = view.guard(self._client, resource, controller.key_func)
-            controller.watch(informer, enqueue=guard.keys)
-            controller._add_guard(guard)
-        self._shard_group.add(runnable)
 
     def controller(self, name: str, reconcile: Reconcile, **options: Any) -> Controller:
         """Build a :class:`~aioinformer.operator.Controller` that waits for its informers as
@@ -513,6 +413,7 @@ class Manager(Service):
         controllers_ok = all(c.state in _CONTROLLER_OK for c in self._controllers)
         state = self.state
         running = state in _RUNNING_STATES
+        seat = self._seat
         return ManagerHealth(
             state=state,
             ready=running and self._synced and factory.ready and controllers_ok,
@@ -520,26 +421,14 @@ class Manager(Service):
             leader=self.is_leader,
             controllers=controllers,
             factory=factory,
-            shard=self._shard_health(),
+            shard=None if seat is None else seat.health(holding=self.sharding.is_set()),
         )
-
-    def _shard_health(self) -> dict[str, Any] | None:
-        ring = self.options.shard
-        if ring is None:
-            return None
-        return {
-            "ring": ring.name,
-            "identity": ring.identity,
-            "holding": self.sharding.is_set(),
-            "sharder": self.sharder is not None,
-            "members": self.ring_members,
-        }
 
     @property
     def ring_members(self) -> list[str]:
         """With ``shard``: the ring's members as their Leases show them to this replica
         (each holds its own Lease), sorted; ``[]`` without ``shard``."""
-        return self._membership.members() if self._membership is not None else []
+        return [] if self._seat is None else self._seat.membership.members()
 
     def _probe(self, passed: Callable[[ManagerHealth], bool]) -> Callable[[], Awaitable[Answer]]:
         async def answer() -> Answer:
@@ -633,9 +522,10 @@ class Manager(Service):
         shard and the sharder campaigns side by side. The first Lease lost stops all."""
         lost: list[BaseException] = []
         campaigns = [self._leader_part()]
-        if self._shard_elector is not None and self._sharder_elector is not None:
-            campaigns.append(self._campaign(self._shard_elector, self._shard_group))
-            campaigns.append(self._campaign(self._sharder_elector, None))
+        seat = self._seat
+        if seat is not None:
+            campaigns.append(self._campaign(seat.shard_elector, self._shard_group))
+            campaigns.append(self._campaign(seat.sharder_elector, None))
         if len(campaigns) == 1:
             return await campaigns[0]
 
@@ -698,7 +588,7 @@ class Manager(Service):
         self.sharding.set()
         logger.info(
             "manager: holding shard %s; starting %s sharded controllers",
-            self._shard_elector.identity if self._shard_elector is not None else "",
+            self._seat.shard_elector.identity if self._seat is not None else "",
             len(self._shard_group),
         )
         try:
@@ -707,27 +597,10 @@ class Manager(Service):
         finally:
             self.sharding.clear()
 
-    async def _run_sharder(self) -> None:
-        """The sharder Lease's work: assign the ring's objects until cancelled."""
-        ring = self.options.shard
-        assert ring is not None
-        sharder = self._sharder = Sharder(
-            self._client,
-            self._factory,
-            ring,
-            namespace=self.options.namespace,
-            clock=self._clock,
-            cache_sync_timeout=self.options.cache_sync_timeout,
-            membership=self._membership,
-        )
-        logger.info("manager: running the sharder of ring %s", ring.name)
-        await sharder.run()
-
     @property
     def sharder(self) -> Sharder | None:
         """The ring's sharder while this replica runs it (it holds the sharder Lease)."""
-        sharder = self._sharder
-        return sharder if sharder is not None and sharder.state is State.RUNNING else None
+        return None if self._seat is None else self._seat.sharder
 
     async def _shutdown(self) -> None:
         """What the runnable groups leave behind, stopped in reverse order: the runnables
@@ -763,12 +636,12 @@ class Manager(Service):
         try:
             await self.run()
         except (CacheSyncError, LeadershipLost) as error:
-            _report(f"{type(error).__name__}: {error}")
+            report_exit(f"{type(error).__name__}: {error}")
             return 1
         except Exception as error:
             # Blind on purpose: any failure becomes the exit code, its cause on stderr.
             logger.error("manager failed", exc_info=error)
-            _report(f"manager failed: {type(error).__name__}: {error}")
+            report_exit(f"manager failed: {type(error).__name__}: {error}")
             return 1
         finally:
             for signum in installed:
@@ -802,43 +675,11 @@ class Manager(Service):
             except Exception as error:
                 # Blind on purpose: a setup failure becomes the exit code, cause on stderr.
                 logger.error("manager setup failed", exc_info=error)
-                _report(f"manager setup failed: {type(error).__name__}: {error}")
+                report_exit(f"manager setup failed: {type(error).__name__}: {error}")
                 return 1
             return await manager.run_until_signal()
 
         return asyncio.run(go())
-
-
-def _report(message: str) -> None:
-    """The cause of a non-zero exit, logged, and on stderr for the operator reading the
-    pod's logs: written there only when the log does not already reach it, so it shows
-    once."""
-    logger.error("%s", message)
-    if not _logs_reach_stderr(logging.ERROR):
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
-
-
-def _logs_reach_stderr(level: int) -> bool:
-    """Whether a record of ``level`` from this module's logger is written to stderr: by
-    a stream handler on it or on an ancestor it propagates to, or, with no handler at
-    all, by logging's last resort."""
-    if not logger.isEnabledFor(level):
-        return False
-    current: logging.Logger | None = logger
-    found = False
-    while current is not None:
-        for handler in current.handlers:
-            found = True
-            stream = getattr(handler, "stream", None)
-            to_stderr = type(handler) is logging.StreamHandler and stream is sys.stderr
-            if to_stderr and level >= handler.level:
-                return True
-        if not current.propagate:
-            break
-        current = current.parent
-    last_resort = logging.lastResort
-    return not found and last_resort is not None and level >= last_resort.level
 
 
 def _metrics_answer() -> Callable[[], Awaitable[Answer]]:

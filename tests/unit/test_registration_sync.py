@@ -15,7 +15,8 @@ import pytest
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer.errors import CacheSyncError
 from aioinformer.informer import SharedIndexInformer
-from aioinformer.operator.controller import Controller, _HandlerSync
+from aioinformer.operator._controller_watches import HandlerSync
+from aioinformer.operator.controller import Controller
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.testing.clock import FakeClock
 from aioinformer.testing.lister_watcher import FakeListerWatcher
@@ -169,7 +170,7 @@ async def test_a_sync_error_says_when_the_handler_lags_behind_a_synced_informer(
     informer = SharedIndexInformer(source, name="pods", clock=clock)
     handler = Gated()
     registration = informer.add_event_handler(handler)
-    watched = [Watched.of(_HandlerSync(informer, registration))]
+    watched = [Watched.of(HandlerSync(informer, registration))]
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
         waiting = asyncio.create_task(wait_synced(watched, timeout=30, clock=clock))
