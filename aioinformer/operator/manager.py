@@ -205,6 +205,7 @@ class Manager(Service):
             resync_period=options.resync_period,
             label_selector=options.label_selector,
             field_selector=options.field_selector,
+            shard_selector=options.shard_selector,
             transform=options.transform,
             clock=clock,
             backoff=options.backoff,

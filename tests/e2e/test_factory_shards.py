@@ -206,3 +206,11 @@ async def test_an_informer_leaves_the_slicing_to_a_server_that_applies_it(
             timeout=10,
         )
     assert not [r for r in caplog.records if "did not apply the shard selector" in r.getMessage()]
+
+
+def test_a_managers_shard_selector_reaches_its_informers(kube_client: Client) -> None:
+    from aioinformer.operator import Manager
+
+    selector = ShardSelector.split(2)[1]
+    manager = Manager(kube_client, shard_selector=selector)
+    assert manager.informer_for("configmaps").name == f"configmaps s={selector}"

@@ -72,6 +72,7 @@ MAY_LOAD = {
     "aioinformer.reflector._reflector",
     "aioinformer.reflector._watch_read",
     "aioinformer.resource_version",
+    "aioinformer.shard_selector",
     "aioinformer.transforms",
     "aioinformer.watch",
     "aioinformer.workqueue",
