@@ -8,7 +8,8 @@ owner-reference helpers, the watch predicates, the Event recorder, leader electi
 (:mod:`~aioinformer.operator.manager`, :mod:`~aioinformer.operator.controller`,
 :mod:`~aioinformer.operator.finalizers`, :mod:`~aioinformer.operator.ownership`,
 :mod:`~aioinformer.operator.predicates`, :mod:`~aioinformer.operator.recorder`,
-:mod:`~aioinformer.operator.leaderelection`, :mod:`~aioinformer.operator.retry`), which
+:mod:`~aioinformer.operator.leaderelection`, :mod:`~aioinformer.operator.retry`,
+:mod:`~aioinformer.operator.crds`), which
 keep exporting them. Nothing is defined here: every name is the very object of its module,
 and that module is imported the first time the name is read (PEP 562), so importing the
 toolkit costs nothing until an operator uses a part of it.
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from aioinformer.operator.controller import EnqueueFunc as EnqueueFunc
     from aioinformer.operator.controller import Reconcile as Reconcile
     from aioinformer.operator.controller import enqueue_owner as enqueue_owner
+    from aioinformer.operator.crds import CRDControllers as CRDControllers
+    from aioinformer.operator.crds import CRDScope as CRDScope
     from aioinformer.operator.finalizers import Cleanup as Cleanup
     from aioinformer.operator.finalizers import Finalizer as Finalizer
     from aioinformer.operator.finalizers import FinalizerAction as FinalizerAction
@@ -87,6 +90,8 @@ if TYPE_CHECKING:
     from aioinformer.operator.sharding import ShardRing as ShardRing
 
 __all__ = [
+    "CRDControllers",
+    "CRDScope",
     "Cleanup",
     "Controller",
     "ControllerStatistics",
@@ -150,6 +155,7 @@ _HOMES = {
         "Reconcile",
         "enqueue_owner",
     ),
+    "aioinformer.operator.crds": ("CRDControllers", "CRDScope"),
     "aioinformer.operator.finalizers": (
         "Cleanup",
         "Finalizer",

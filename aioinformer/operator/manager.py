@@ -99,6 +99,7 @@ from aioinformer.operator._options import default_identity as default_identity
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
+from aioinformer.operator.crds import CRDControllers
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
     from aioinformer.operator._options import ManagerKeywords
     from aioinformer.operator._sharder import Sharder
     from aioinformer.operator.controller import Reconcile
+    from aioinformer.operator.crds import Setup
 
 __all__ = [
     "DEFAULT_CACHE_AUDIT",
@@ -255,6 +257,8 @@ class Manager(Service):
             )
             self._endpoints.append(self._metrics_endpoint)
         self._controllers: list[Controller] = []
+        # The controllers of CustomResourceDefinitions, each run while its CRD is there.
+        self._crd_gates: list[CRDControllers] = []
         # Runnables started once the caches synced, and those started once leading (the
         # controllers among them).
         self._unelected = RunnableGroup(
@@ -364,6 +368,19 @@ class Manager(Service):
         self.add(controller)
         return controller
 
+    def add_crd_controllers(self, crd: str, setup: Setup) -> CRDControllers:
+        """Run the controllers ``setup`` builds while the CustomResourceDefinition named
+        ``crd`` (``"widgets.example.com"``) is established, and stop them when it goes:
+        ``setup(scope)`` (sync or async) builds them with ``scope.informer_for(...)`` and
+        ``scope.controller(...)``, once for each CRD seen (each uid). They run while the
+        manager leads, not sharded; their failure, or ``setup``'s, stops the manager. See
+        :mod:`aioinformer.operator.crds`."""
+        self._check_open()
+        gate = CRDControllers(self, crd, setup)
+        self._crd_gates.append(gate)
+        self._elected_group.add(Runnable(f"crd {crd}", gate.run))
+        return gate
+
     def add_runnable(
         self,
         fn: Callable[[], Coroutine[Any, Any, Any]],
@@ -410,8 +427,12 @@ class Manager(Service):
     def health(self) -> ManagerHealth:
         """The manager's health now (see :class:`ManagerHealth`)."""
         factory = self._factory.health()
-        controllers = {c.name: c.state.value for c in self._controllers}
-        controllers_ok = all(c.state in _CONTROLLER_OK for c in self._controllers)
+        watched = [
+            *self._controllers,
+            *(c for gate in self._crd_gates for c in gate.controllers),
+        ]
+        controllers = {c.name: c.state.value for c in watched}
+        controllers_ok = all(c.state in _CONTROLLER_OK for c in watched)
         state = self.state
         running = state in _RUNNING_STATES
         seat = self._seat

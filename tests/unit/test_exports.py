@@ -203,6 +203,7 @@ OPERATOR_HOMES = {
         "enqueue_owner",
     ],
     "aioinformer.errors": ["Requeue"],
+    "aioinformer.operator.crds": ["CRDControllers", "CRDScope"],
     "aioinformer.operator.finalizers": [
         "Cleanup",
         "Finalizer",
