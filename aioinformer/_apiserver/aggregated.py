@@ -9,8 +9,9 @@ core group under ``/api``, the named groups under ``/apis``), answered with that
 type, or nothing when the client prefers the classic documents of
 :mod:`aioinformer._apiserver.discovery`.
 
-Ordering: the same as the classic documents: groups by name, a group's versions newest
-first (the first is the preferred one), resources in registration order.
+Ordering: the same as the classic documents: groups by name, a group's versions in
+kube-apiserver's priority order (the first is the preferred one), resources in
+registration order.
 
 Task model: synchronous functions called from the server's request handler.
 """
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from aiohttp import web
 
+from aioinformer._apiserver.discovery import version_order
 from aioinformer._apiserver.requests import JSON, method_not_allowed
 
 if TYPE_CHECKING:
@@ -90,7 +92,7 @@ def aggregated_response(
 
 
 def _group(name: str, resources: list[ResourceType], verbs: tuple[str, ...]) -> dict[str, Any]:
-    versions = sorted({rt.version for rt in resources if rt.group == name}, reverse=True)
+    versions = sorted({rt.version for rt in resources if rt.group == name}, key=version_order)
     metadata: dict[str, Any] = {"name": name} if name else {}
     return {
         "metadata": metadata,

@@ -9,13 +9,15 @@ that path (``APIVersions``, ``APIResourceList``, ``APIGroupList``, ``APIGroup``,
 version info) or ``ok`` for the health endpoints, and 404/405 ``Status`` errors otherwise.
 
 Ordering: resources are listed in registration order, groups by name, a group's versions
-newest first (by name, descending), the first of them preferred.
+in kube-apiserver's priority order (:func:`version_order`: ``v2``, ``v1``, ``v1beta1``,
+``v1alpha1``), the first of them preferred.
 
 Task model: synchronous functions called from the server's request handler.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -28,7 +30,9 @@ if TYPE_CHECKING:
 
     from aioinformer._apiserver.objects import ResourceType
 
-__all__ = ["VERBS", "VERSION_INFO", "discovery_response", "is_discovery"]
+__all__ = ["VERBS", "VERSION_INFO", "discovery_response", "is_discovery", "version_order"]
+
+_KUBE_VERSION: Final = re.compile(r"v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?")
 
 VERBS: Final = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 """What a resource of the fake API server (and of a proxy that forwards writes) serves."""
@@ -102,12 +106,24 @@ def discovery_response(
     return web.Response(body=orjson.dumps(body), content_type=JSON)
 
 
+def version_order(version: str) -> tuple[int, int, int, str]:
+    """A sort key putting versions in kube-apiserver's priority order, first preferred:
+    "kube-like" ones (``v2``, ``v1``, ``v2beta1``, ``v1alpha1``) by stability, then major,
+    then minor, newest first; then the others by name."""
+    match = _KUBE_VERSION.fullmatch(version)
+    if match is None:
+        return (3, 0, 0, version)
+    major, stage, minor = match.groups()
+    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
+    return (rank, -int(major), -int(minor or 0), "")
+
+
 def _groups(registry: Iterable[ResourceType]) -> list[str]:
     return sorted({rt.group for rt in registry if rt.group})
 
 
 def _group(registry: Iterable[ResourceType], group: str) -> dict[str, Any]:
-    versions = sorted({rt.version for rt in registry if rt.group == group}, reverse=True)
+    versions = sorted({rt.version for rt in registry if rt.group == group}, key=version_order)
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
