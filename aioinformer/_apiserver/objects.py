@@ -101,6 +101,10 @@ class ResourceType:
     field_labels: frozenset[str] = _BASE_FIELDS
     scale_subresource: bool = False
     """Serves ``/scale``: an ``autoscaling/v1`` Scale over ``spec.replicas``."""
+    scale_paths: tuple[str, str, str] | None = None
+    """A custom resource's scale paths, as its definition names them
+    (``specReplicasPath``, ``statusReplicasPath``, ``labelSelectorPath`` or ``""``, each
+    ``.spec.replicas``-like); ``None``: the built-in workloads' fields."""
     generation: bool = False
     """Objects carry ``metadata.generation`` (workloads, pods, custom resources), bumped
     by a change outside metadata and status; ConfigMaps, Secrets, Namespaces... do not."""

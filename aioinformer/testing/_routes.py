@@ -5,7 +5,8 @@ on 127.0.0.1; output is kube-apiserver's answer: a discovery document, a stored 
 a LIST page, a delete's answer (the object, or a ``Success`` Status), a watch stream
 (handed to :class:`~aioinformer.testing._watchstream.WatchStreams`), or a ``Status``
 failure with the same code, reason and details. The ``scale`` subresource (an ``autoscaling/v1``
-Scale over ``spec.replicas``) and the ``status`` subresource are served here too.
+Scale over ``spec.replicas``, or over the paths a CustomResourceDefinition names) and the
+``status`` subresource are served here too.
 
 Ordering, per request: the request is logged (:class:`RequestRecord`); injected latency
 is applied; an unknown or missing bearer token answers 401; discovery (aggregated when
@@ -447,7 +448,10 @@ class Router:
                 scale_rt, target.name, "spec.replicas", f"{replicas}: must be a non-negative int"
             )
         obj = entry.decode()
-        obj.setdefault("spec", {})["replicas"] = replicas
+        if rt.scale_paths is None:
+            obj.setdefault("spec", {})["replicas"] = replicas
+        else:
+            _set_path(obj, rt.scale_paths[0], replicas)
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
         return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
 
@@ -613,6 +617,26 @@ def _label_selector_text(selector: Any) -> str:
     return ",".join(text for _, text in sorted(terms))
 
 
+def _path_value(obj: Any, path: str) -> Any:
+    """The value at a ``.spec.replicas``-like path of ``obj`` (``None`` when absent)."""
+    for part in path.split(".")[1:]:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _set_path(obj: dict[str, Any], path: str, value: Any) -> None:
+    """Set the value at a ``.spec.replicas``-like path of ``obj``, making its maps."""
+    *parents, last = path.split(".")[1:]
+    for part in parents:
+        child = obj.get(part)
+        if not isinstance(child, dict):
+            child = obj[part] = {}
+        obj = child
+    obj[last] = value
+
+
 def _scale_of(rt: ResourceType, entry: Entry) -> dict[str, Any]:
     """The ``autoscaling/v1`` Scale of a stored object."""
     obj = entry.decode()
@@ -624,20 +648,30 @@ def _scale_of(rt: ResourceType, entry: Entry) -> dict[str, Any]:
         for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
         if k in meta
     }
-    # The API server defaults a built-in workload's spec.replicas to 1; the fake does not
-    # default, so the Scale does. A custom resource without the field reports 0.
-    default = 1 if rt.group == "apps" else 0
-    scale_status: dict[str, Any] = {"replicas": status.get("replicas", 0)}
-    selector = _label_selector_text(spec.get("selector"))
-    if not selector and isinstance(status.get("selector"), str):
-        selector = status["selector"]
+    if rt.scale_paths is not None:
+        # A definition's paths, read as the apiextensions server reads them.
+        spec_path, status_path, selector_path = rt.scale_paths
+        wanted, current = _path_value(obj, spec_path), _path_value(obj, status_path)
+        replicas = wanted if isinstance(wanted, int) else 0
+        scale_status: dict[str, Any] = {"replicas": current if isinstance(current, int) else 0}
+        selector = _path_value(obj, selector_path) if selector_path else None
+        if not isinstance(selector, str):
+            selector = ""
+    else:
+        # The API server defaults a built-in workload's spec.replicas to 1; the fake does
+        # not default, so the Scale does. A custom resource without the field reports 0.
+        replicas = spec.get("replicas", 1 if rt.group == "apps" else 0)
+        scale_status = {"replicas": status.get("replicas", 0)}
+        selector = _label_selector_text(spec.get("selector"))
+        if not selector and isinstance(status.get("selector"), str):
+            selector = status["selector"]
     if selector:
         scale_status["selector"] = selector
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
-        "spec": {"replicas": spec.get("replicas", default)},
+        "spec": {"replicas": replicas},
         "status": scale_status,
     }
 
