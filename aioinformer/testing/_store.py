@@ -20,7 +20,9 @@ begins: at the version it started at.
 Writes are admitted as kube-apiserver admits them (``_validation``: the namespace must
 exist, names and labels must be valid, typed fields must have their type; ``_specs``,
 unless ``validate_specs`` is off: the specs of the kinds users create most) and record
-``managedFields`` (``_managed``). Errors are raised as :class:`StatusError`, carrying the
+``managedFields`` (``_managed``). A resource's :class:`Controller` (the
+CustomResourceDefinitions' installer) admits its objects too and acts on every change of
+them, within the write. Errors are raised as :class:`StatusError`, carrying the
 ``Status`` body and HTTP headers the server answers with. The stored-object values
 (:class:`ResourceType`, :class:`Entry`) and the ``Status`` builders live in ``_objects``
 and are re-exported here.
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aioinformer._apiserver.objects import (
     Entry,
@@ -57,11 +59,30 @@ if TYPE_CHECKING:
     from aioinformer._apiserver.watch import ListResult
     from aioinformer.testing._validation import SpecRules
 
-__all__ = ["Store"]
+__all__ = ["Controller", "Store"]
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Controller(Protocol):
+    """What acts on one resource's writes besides the store, as a kube-apiserver
+    controller does, but synchronously, within the write (``_crds`` for
+    CustomResourceDefinitions)."""
+
+    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        """Validate and default an object about to be stored (``old``: the stored one, on
+        an update of the main resource), in place; raise the 422 to refuse it."""
+        ...
+
+    def removing(self, entry: Entry) -> None:
+        """The object is about to be removed from the store (its DELETED comes next)."""
+        ...
+
+    def written(self, event_type: str, entry: Entry) -> None:
+        """A change of the object was stored and delivered to the watches."""
+        ...
 
 
 class _Table(WatchCache[Watcher]):
@@ -101,6 +122,8 @@ class Store(HistoryView):
         self.require_namespaces = True
         # Writes of the kinds ``_specs`` knows are refused when their spec is invalid.
         self.validate_specs = True
+        # Per resource id: what acts on its writes (the CRDs' installer).
+        self.controllers: dict[tuple[str, str], Controller] = {}
 
     @property
     def specs(self) -> SpecRules | None:
@@ -138,6 +161,9 @@ class Store(HistoryView):
             table.deliver(event)
         if self.on_write is not None:
             self.on_write()
+        controller = self.controllers.get(rt.id)
+        if controller is not None:
+            controller.written(event_type, entry)
 
     def _stamp(self, obj: dict[str, Any]) -> Entry:
         history = self.history
@@ -152,6 +178,9 @@ class Store(HistoryView):
         kube-apiserver admits it (see ``_validation.admit_create``)."""
         namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
         admit_create(namespaces, rt, obj, self.specs)
+        controller = self.controllers.get(rt.id)
+        if controller is not None:
+            controller.admit(obj, None)
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -241,6 +270,9 @@ class Store(HistoryView):
                 errors.extend(specs.errors(rt, new))
             if errors:
                 raise invalid_error(rt, name, errors)
+            controller = self.controllers.get(rt.id)
+            if controller is not None:
+                controller.admit(new, old)
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         new["metadata"]["managedFields"] = record_write(
@@ -314,9 +346,28 @@ class Store(HistoryView):
 
     def _remove(self, rt: ResourceType, key: str, last: dict[str, Any]) -> Entry:
         prev = self.table(rt).entries[key]
+        controller = self.controllers.get(rt.id)
+        if controller is not None:
+            controller.removing(prev)
         entry = self._stamp(last)
         self._commit(rt, "DELETED", key, entry, prev)
         return entry
+
+    def drop(self, rt: ResourceType) -> None:
+        """Forget resource ``rt`` (every version of it), as deleting its definition does:
+        every object is removed (each a DELETED event at a new resourceVersion, its
+        finalizers notwithstanding), then every watch of it ends, after the events it was
+        sent. A table made anew for it later starts empty."""
+        table = self._tables.get(rt.id)
+        if table is None:
+            return
+        for key, entry in zip(*table.ordered(), strict=True):
+            last = entry.decode()
+            last["apiVersion"] = rt.api_version
+            last["kind"] = rt.kind
+            self._commit(rt, "DELETED", key, self._stamp(last), entry)
+        table.close_all()
+        del self._tables[rt.id]
 
     # -- history -------------------------------------------------------------------------
 
@@ -346,7 +397,11 @@ class Store(HistoryView):
         return self.table(rt).open_watch(namespace=namespace, rt=rt, **query)
 
     def close_watch(self, watcher: Watcher) -> None:
-        self.table(watcher.rt).close_watch(watcher)
+        table = self._tables.get(watcher.rt.id)
+        if table is None:  # its resource was dropped, which closed it
+            watcher.close()
+        else:
+            table.close_watch(watcher)
 
 
 def conflict(rt: ResourceType, name: str) -> StatusError:
