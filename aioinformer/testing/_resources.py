@@ -3,13 +3,16 @@
 Each entry mirrors the discovery document kube-apiserver publishes for it (group,
 version, plural, kind, scope, short names, status subresource) and the field selectors it
 accepts beyond ``metadata.name`` and ``metadata.namespace``; the workload controllers
-(deployments, replica sets, stateful sets) also serve the ``scale`` subresource. Pods,
-Services and ServiceAccounts answer a delete with the deleted object, as their
-kube-apiserver registries do; the others (and custom resources) with a ``Status``.
+(deployments, replica sets, stateful sets) also serve the ``scale`` subresource.
+CustomResourceDefinitions are served too: a created one installs the resource it defines
+(``_crds``). Pods, Services and ServiceAccounts answer a delete with the deleted object,
+as their kube-apiserver registries do; the others (and custom resources) with a ``Status``.
 
 :class:`ResourceRegistry` is the set a running server serves: the built-ins plus the CRDs
-registered at runtime. Input is registrations and names (a URL's group, version and
-plural; a test's ``"deployments.apps"``; an object's apiVersion and kind); output is the
+registered at runtime (``register_crd``) or installed from CustomResourceDefinition
+objects, which :meth:`ResourceRegistry.remove` takes away again when they are deleted.
+Input is registrations and names (a URL's group, version and plural; a test's
+``"deployments.apps"``; an object's apiVersion and kind); output is the
 :class:`ResourceType` they name. Ordering: iteration follows first registration, which is
 the order discovery documents list resources in. Task model: synchronous, no tasks.
 """
@@ -24,9 +27,23 @@ from aioinformer.errors import UnknownResourceError
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["BUILTIN_TYPES", "ResourceRegistry"]
+__all__ = ["BUILTIN_TYPES", "CRD_TYPE", "ResourceRegistry"]
 
 _BASE: Final = frozenset({"metadata.name", "metadata.namespace"})
+
+CRD_TYPE: Final = ResourceType(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    False,
+    "customresourcedefinition",
+    ("crd", "crds"),
+    True,
+    generation=True,
+)
+"""``apiextensions.k8s.io/v1`` CustomResourceDefinitions: creating one serves the resource
+it defines (``_crds``)."""
 
 
 BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
@@ -172,6 +189,7 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         generation=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
+    CRD_TYPE,
 )
 
 
@@ -192,6 +210,13 @@ class ResourceRegistry:
         """Serve ``rt`` from now on."""
         self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
         self._by_kind[(rt.api_version, rt.kind)] = rt
+
+    def remove(self, rt: ResourceType) -> None:
+        """Stop serving ``rt`` (its version of the resource); the other versions stay."""
+        if self._by_gvr.get((rt.group, rt.version, rt.plural)) == rt:
+            del self._by_gvr[(rt.group, rt.version, rt.plural)]
+        if self._by_kind.get((rt.api_version, rt.kind)) == rt:
+            del self._by_kind[(rt.api_version, rt.kind)]
 
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(self._by_gvr.values())

@@ -116,10 +116,11 @@ from aioinformer._kernel.runner import finish_regardless
 from aioinformer._objects.view import json_default
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
+from aioinformer.testing._crds import Definitions
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
 from aioinformer.testing._requests import prepare_new
-from aioinformer.testing._resources import ResourceRegistry
+from aioinformer.testing._resources import CRD_TYPE, ResourceRegistry
 from aioinformer.testing._routes import (
     Account,
     RequestRecord,
@@ -364,6 +365,7 @@ class FakeAPIServer(Server):
         self._store.on_write = written.set
         self._store.loses_event = self.faults.loses
         self._registry = ResourceRegistry()
+        self._store.controllers[CRD_TYPE.id] = Definitions(self._registry, self._store)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
         self.faults.attach_freezer(self._streams)

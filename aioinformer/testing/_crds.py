@@ -1,0 +1,391 @@
+"""CustomResourceDefinitions on the fake API server, as kube-apiserver v1.36 serves them.
+
+Role: the fake's stand-in for the apiextensions server and its controllers. Input is
+every write of an ``apiextensions.k8s.io/v1`` CustomResourceDefinition (over HTTP or a
+test's direct call; the store hands each to :class:`Definitions` as a
+:class:`~aioinformer.testing._store.Controller`); output is the definition validated
+(422 ``Invalid`` with one ``details.causes`` entry per error, in
+``ValidateCustomResourceDefinition``'s words), defaulted and given its ``status``, and
+the resource it defines served or no longer served:
+
+* admission: ``metadata.name`` must be ``<spec.names.plural>.<spec.group>``; the group a
+  DNS subdomain with a dot; the scope ``Namespaced`` or ``Cluster``; the plural, the
+  singular, the kind, the list kind and the short names DNS-1035 labels (the kinds in
+  any case); the versions' names unique DNS-1035 labels, exactly one of them the storage
+  version; a ``scale`` subresource's ``specReplicasPath`` under ``.spec``, its
+  ``statusReplicasPath`` under ``.status``, its ``labelSelectorPath`` (when set) under
+  either; ``spec.conversion.strategy`` ``None`` or ``Webhook``; an update may not change
+  the group, the plural, the scope or the kind. A plural already served in the group by
+  something else (a built-in, or a ``register_crd`` resource) is refused on
+  ``spec.names.plural``, where kube-apiserver would leave the names unaccepted.
+  The schemas are stored as given: neither validated nor applied to custom objects;
+* defaulting, as the v1 API defaults: ``names.singular`` (the kind, lowercased),
+  ``names.listKind`` (``<Kind>List``), ``conversion.strategy: None``;
+* ``status``: ``conditions`` ``NamesAccepted`` (reason ``NoConflicts``) and
+  ``Established`` (``InitialNamesAccepted``), both ``"True"``, each keeping its
+  ``lastTransitionTime`` across updates; ``acceptedNames`` (the defaulted names);
+  ``storedVersions`` (the storage version, and every one that was before);
+* installation: every version with ``served: true`` is served (discovery included) with
+  the definition's scope and names and its own ``status`` and ``scale`` subresources (the
+  scale read and written at the definition's paths). The versions share one object
+  store, as they share one etcd key space: an object written at one version is read at
+  every other with that version's ``apiVersion`` and nothing else converted, as
+  ``strategy: None`` does;
+* deletion: the resource's objects are removed (each a ``DELETED`` event, their
+  finalizers notwithstanding, where kube-apiserver would wait for them), the open
+  watches of it end after those events, and it is no longer served: its versions leave
+  discovery and its URLs answer 404 as for an unknown resource. This happens when the
+  definition is marked for deletion (a finalizer of the user's holds it) or, without one,
+  just before it is removed. A definition created again later serves the resource anew,
+  empty.
+
+Kube-apiserver's controllers do all this asynchronously, within moments; here it is done
+within the write, so the answer to a create already shows the definition
+``Established`` and the resource served.
+
+Task model: synchronous, called by the store on the server's event loop.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+from aioinformer._apiserver.objects import ResourceType
+from aioinformer.testing._resources import CRD_TYPE
+from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
+from aioinformer.testing._validation import (
+    dns_subdomain_errors,
+    invalid_error,
+    regex_error,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aioinformer._apiserver.objects import Entry
+    from aioinformer.testing._resources import ResourceRegistry
+    from aioinformer.testing._store import Store
+    from aioinformer.testing._validation import FieldError
+
+__all__ = ["Definitions"]
+
+_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
+_SCOPES: Final = ("Cluster", "Namespaced")
+_STRATEGIES: Final = ("None", "Webhook")
+_IMMUTABLE: Final = "field is immutable"
+_CONDITIONS: Final = (
+    ("NamesAccepted", "NoConflicts", "no conflicts found"),
+    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _versions(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    versions = spec.get("versions")
+    return [_dict(v) for v in versions] if isinstance(versions, list) else []
+
+
+def _dns1035_errors(value: str) -> list[str]:
+    """What apimachinery's ``IsDNS1035Label`` says of ``value`` (empty: valid)."""
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1035_RE.fullmatch(value):
+        errors.append(
+            regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character",
+                _DNS1035_FMT,
+                "my-name",
+                "abc-123",
+            )
+        )
+    return errors
+
+
+def _label(field: str, value: str, prefix: str = "") -> list[FieldError]:
+    """The one ``FieldValueInvalid`` of a set ``value`` that is no DNS-1035 label."""
+    errors = _dns1035_errors(value.lower() if prefix else value) if value else []
+    return [_invalid(field, value, prefix + ",".join(errors))] if errors else []
+
+
+def _names_errors(names: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateCustomResourceDefinitionNames`` after the spec's required names."""
+    errors = [
+        _required(f"spec.names.{key}")
+        for key in ("plural", "singular", "kind", "listKind")
+        if not _str(names.get(key))
+    ]
+    errors += _label("spec.names.plural", _str(names.get("plural")))
+    errors += _label("spec.names.singular", _str(names.get("singular")))
+    mixed = "may have mixed case, but should otherwise match: "
+    kind, list_kind = _str(names.get("kind")), _str(names.get("listKind"))
+    errors += _label("spec.names.kind", kind, mixed)
+    errors += _label("spec.names.listKind", list_kind, mixed)
+    short_names = names.get("shortNames")
+    for i, short in enumerate(short_names if isinstance(short_names, list) else ()):
+        errors += _label(f"spec.names.shortNames[{i}]", _str(short)) if short else []
+    if kind and kind == list_kind:
+        errors.append(
+            _invalid("spec.names.listKind", list_kind, "kind and listKind may not be the same")
+        )
+    return errors
+
+
+def _scale_errors(field: str, scale: Mapping[str, Any]) -> list[FieldError]:
+    """A version's ``scale`` subresource paths (``field``: its path)."""
+    errors: list[FieldError] = []
+    rules = (
+        ("specReplicasPath", (".spec.",), "should be a json path under .spec"),
+        ("statusReplicasPath", (".status.",), "should be a json path under .status"),
+    )
+    for key, prefixes, detail in rules:
+        path = _str(scale.get(key))
+        if not path:
+            errors.append(_required(f"{field}.{key}"))
+        elif not path.startswith(prefixes):
+            errors.append(_invalid(f"{field}.{key}", path, detail))
+    selector = _str(scale.get("labelSelectorPath"))
+    if selector and not selector.startswith((".spec.", ".status.")):
+        detail = "should be a json path under either .spec or .status"
+        errors.append(_invalid(f"{field}.labelSelectorPath", selector, detail))
+    return errors
+
+
+def _spec_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateCustomResourceDefinition``: the name, then the spec, in its order."""
+    spec = _dict(obj.get("spec"))
+    names = _dict(spec.get("names"))
+    group, plural = _str(spec.get("group")), _str(names.get("plural"))
+    errors: list[FieldError] = []
+    name = _str(_dict(obj.get("metadata")).get("name"))
+    if name != f"{plural}.{group}":
+        errors.append(_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    if not group:
+        errors.append(_required("spec.group"))
+    elif subdomain := dns_subdomain_errors(group):
+        errors.append(_invalid("spec.group", group, ",".join(subdomain)))
+    elif "." not in group:
+        errors.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
+    scope = _str(spec.get("scope"))
+    if not scope:
+        errors.append(_required("spec.scope"))
+    elif scope not in _SCOPES:
+        errors.append(_not_supported("spec.scope", scope, _SCOPES))
+    versions = _versions(spec)
+    seen: set[str] = set()
+    for i, version in enumerate(versions):
+        version_name = _str(version.get("name"))
+        if problems := _dns1035_errors(version_name):
+            errors.append(_invalid(f"spec.versions[{i}].name", version_name, ",".join(problems)))
+        seen.add(version_name)
+        scale = _dict(version.get("subresources")).get("scale")
+        if isinstance(scale, dict):
+            errors += _scale_errors(f"spec.versions[{i}].subresources.scale", scale)
+    raw_versions = spec.get("versions")
+    if len(seen) != len(versions):
+        errors.append(_invalid("spec.versions", raw_versions, "must contain unique version names"))
+    if sum(1 for version in versions if version.get("storage") is True) != 1:
+        detail = "must have exactly one version marked as storage version"
+        errors.append(_invalid("spec.versions", raw_versions, detail))
+    errors += _names_errors(names)
+    strategy = _str(_dict(spec.get("conversion")).get("strategy"))
+    if strategy not in _STRATEGIES:
+        errors.append(
+            _not_supported("spec.conversion.strategy", strategy, _STRATEGIES)
+            if strategy
+            else _required("spec.conversion.strategy")
+        )
+    return errors
+
+
+def _update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateCustomResourceDefinitionSpecUpdate``'s immutable fields (the scope and
+    the kind are immutable once established, which a stored definition here always is)."""
+    spec, old_spec = _dict(obj.get("spec")), _dict(old.get("spec"))
+    names, old_names = _dict(spec.get("names")), _dict(old_spec.get("names"))
+    errors = []
+    for field, new, before in (
+        ("spec.scope", spec.get("scope"), old_spec.get("scope")),
+        ("spec.names.kind", names.get("kind"), old_names.get("kind")),
+        ("spec.group", spec.get("group"), old_spec.get("group")),
+        ("spec.names.plural", names.get("plural"), old_names.get("plural")),
+    ):
+        if new != before:
+            errors.append(_invalid(field, new, _IMMUTABLE))
+    return errors
+
+
+def _default(obj: dict[str, Any]) -> None:
+    """What the v1 API defaults on a definition, in place."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict):
+        kind = _str(names.get("kind"))
+        if not names.get("singular") and kind:
+            names["singular"] = kind.lower()
+        if not names.get("listKind") and kind:
+            names["listKind"] = kind + "List"
+    if not isinstance(spec.get("conversion"), dict):
+        spec["conversion"] = {"strategy": "None"}
+
+
+def _status(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The status the naming and establishing controllers write, keeping the transition
+    times of conditions that were already true and every version stored before."""
+    spec = _dict(obj.get("spec"))
+    names = _dict(spec.get("names"))
+    previous = _dict((old or {}).get("status"))
+    since = {
+        _str(c.get("type")): c.get("lastTransitionTime")
+        for c in previous.get("conditions") or ()
+        if isinstance(c, dict) and c.get("status") == "True"
+    }
+    now = _now()
+    conditions = [
+        {
+            "type": kind,
+            "status": "True",
+            "lastTransitionTime": since.get(kind) or now,
+            "reason": reason,
+            "message": message,
+        }
+        for kind, reason, message in _CONDITIONS
+    ]
+    accepted = {
+        key: names[key]
+        for key in ("plural", "singular", "shortNames", "kind", "listKind", "categories")
+        if names.get(key)
+    }
+    stored = [v for v in previous.get("storedVersions") or () if isinstance(v, str)]
+    for version in _versions(spec):
+        if version.get("storage") is True and version.get("name") not in stored:
+            stored.append(version["name"])
+    return {"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored}
+
+
+def version_types(obj: Mapping[str, Any]) -> tuple[tuple[ResourceType, ...], ResourceType]:
+    """The resource types of a valid definition: one per served version, and the storage
+    version's (served or not), whose ``id`` they all share."""
+    spec = _dict(obj.get("spec"))
+    names = _dict(spec.get("names"))
+    short_names = names.get("shortNames")
+    served: list[ResourceType] = []
+    storage: ResourceType | None = None
+    for version in _versions(spec):
+        subresources = _dict(version.get("subresources"))
+        scale = subresources.get("scale")
+        rt = ResourceType(
+            spec["group"],
+            version["name"],
+            names["plural"],
+            names["kind"],
+            spec.get("scope") == "Namespaced",
+            names["singular"],
+            tuple(short_names) if isinstance(short_names, list) else (),
+            isinstance(subresources.get("status"), dict),
+            scale_subresource=isinstance(scale, dict),
+            scale_paths=(
+                (
+                    scale["specReplicasPath"],
+                    scale["statusReplicasPath"],
+                    _str(scale.get("labelSelectorPath")),
+                )
+                if isinstance(scale, dict)
+                else None
+            ),
+            generation=True,
+        )
+        if version.get("served") is True:
+            served.append(rt)
+        if version.get("storage") is True:
+            storage = rt
+    assert storage is not None  # admitted definitions have one
+    return tuple(served), storage
+
+
+class Definitions:
+    """The definitions of one server and the resources they installed (a
+    :class:`~aioinformer.testing._store.Controller` of CustomResourceDefinitions).
+
+    Invariant: ``_installed`` maps the name of every stored definition that is not being
+    deleted to the resource types its served versions are served as (all of them in the
+    registry) and its storage version's type.
+    """
+
+    def __init__(self, registry: ResourceRegistry, store: Store) -> None:
+        self._registry = registry
+        self._store = store
+        self._installed: dict[str, tuple[tuple[ResourceType, ...], ResourceType]] = {}
+
+    # -- the store's Controller ----------------------------------------------------------
+
+    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        """Default, validate (the 422) and give ``obj`` its status, in place."""
+        _default(obj)
+        errors = _spec_errors(obj)
+        if old is not None:
+            errors += _update_errors(obj, old)
+        name = _str(_dict(obj.get("metadata")).get("name"))
+        if not errors:
+            errors += self._conflicts(name, obj)
+        if errors:
+            raise invalid_error(CRD_TYPE, name, errors)
+        obj["status"] = _status(obj, old)
+
+    def removing(self, entry: Entry) -> None:
+        self._uninstall(entry.name)
+
+    def written(self, event_type: str, entry: Entry) -> None:
+        if event_type == "DELETED" or entry.deleting:
+            self._uninstall(entry.name)
+        else:
+            self._install(entry.name, entry.decode())
+
+    # -- installation ----------------------------------------------------------------------
+
+    def _conflicts(self, name: str, obj: Mapping[str, Any]) -> list[FieldError]:
+        """A plural served in the definition's group by something it did not install."""
+        spec = _dict(obj.get("spec"))
+        group, plural = spec["group"], spec["names"]["plural"]
+        own = self._installed.get(name, ((), None))[0]
+        for rt in self._registry:
+            if (rt.group, rt.plural) == (group, plural) and rt not in own:
+                detail = f"is already served in API group {group!r} by another resource"
+                return [_invalid("spec.names.plural", plural, detail)]
+        return []
+
+    def _install(self, name: str, obj: Mapping[str, Any]) -> None:
+        served, storage = version_types(obj)
+        before = self._installed.get(name, ((), storage))[0]
+        for rt in before:
+            if rt not in served:
+                self._registry.remove(rt)
+        for rt in served:
+            self._registry.add(rt)
+        self._installed[name] = (served, storage)
+
+    def _uninstall(self, name: str) -> None:
+        installed = self._installed.pop(name, None)
+        if installed is None:
+            return
+        served, storage = installed
+        for rt in served:
+            self._registry.remove(rt)
+        self._store.drop(storage)
