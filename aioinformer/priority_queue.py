@@ -49,7 +49,8 @@ same :class:`~aioinformer.workqueue.MetricsProvider` as every queue, with
 controller-runtime's two differences: an add counts (and enters the depth) when the item
 becomes ready, not when it starts waiting, and a retry is counted for a delay above 0
 only. A provider that also implements :class:`PriorityMetricsProvider` gets the depth per
-priority besides (controller-runtime labels ``workqueue_depth`` with ``priority``).
+priority instead of the total (which is their sum), as controller-runtime labels
+``workqueue_depth`` with ``priority``.
 
 Task model: as :class:`~aioinformer.workqueue.DelayingQueue`: all methods run on one
 event loop and the sync ones never block; one timer task moves items whose delay ran out
@@ -83,12 +84,18 @@ from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar, runtime_che
 
 from aioinformer._kernel.clock import Clock, default_clock
 from aioinformer._kernel.lifecycle import State
-from aioinformer.workqueue import RateLimitingQueue, get_metrics_provider
+from aioinformer.workqueue import MetricsProvider, RateLimitingQueue, get_metrics_provider
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
-    from aioinformer.workqueue import MetricsProvider, RateLimiter
+    from aioinformer.workqueue import (
+        CounterMetric,
+        GaugeMetric,
+        HistogramMetric,
+        RateLimiter,
+        SettableGaugeMetric,
+    )
 
 __all__ = [
     "LOW_PRIORITY",
@@ -137,8 +144,10 @@ class PriorityDepthMetric(Protocol):
 @runtime_checkable
 class PriorityMetricsProvider(Protocol):
     """Optional, beside :class:`~aioinformer.workqueue.MetricsProvider`: a provider that
-    implements it gets the depth of each named :class:`PriorityQueue` per priority (the
-    total depth is recorded as for any queue). Called once per queue, when it is created."""
+    implements it gets the depth of each named :class:`PriorityQueue` per priority, and
+    then not its total depth (``new_depth_metric`` is not called for it: the total is the
+    sum over priorities, and one gauge family labelled with ``priority`` would count
+    each item twice). Called once per queue, when it is created."""
 
     def new_depth_with_priority_metric(self, name: str) -> PriorityDepthMetric:
         """Items ready to be handed out, per priority (``workqueue_depth{priority}``)."""
@@ -154,6 +163,48 @@ class _NoDepthByPriority:
         pass
 
     def dec(self, priority: int) -> None:
+        pass
+
+
+class _NoTotalDepth:
+    """A provider's workqueue metrics but the total depth: a queue whose provider keeps
+    the depth per priority records only that one (the total is its sum), as
+    controller-runtime does, so that one gauge family does not count each item twice."""
+
+    __slots__ = ("_provider",)
+
+    def __init__(self, provider: MetricsProvider) -> None:
+        self._provider = provider
+
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        return _NoGauge()
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        return self._provider.new_adds_metric(name)
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        return self._provider.new_latency_metric(name)
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        return self._provider.new_work_duration_metric(name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return self._provider.new_unfinished_work_seconds_metric(name)
+
+    def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return self._provider.new_longest_running_processor_seconds_metric(name)
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        return self._provider.new_retries_metric(name)
+
+
+class _NoGauge:
+    __slots__ = ()
+
+    def inc(self) -> None:
+        pass
+
+    def dec(self) -> None:
         pass
 
 
@@ -361,6 +412,19 @@ class PriorityQueue(RateLimitingQueue[T]):
         clock: Clock = default_clock,
         metrics_provider: MetricsProvider | None = None,
     ) -> None:
+        # `object`: any provider may also implement the optional protocol.
+        provider: object = (
+            metrics_provider if metrics_provider is not None else get_metrics_provider()
+        )
+        by_priority = (
+            provider
+            if name
+            and isinstance(provider, PriorityMetricsProvider)
+            and isinstance(provider, MetricsProvider)
+            else None
+        )
+        if by_priority is not None:
+            metrics_provider = _NoTotalDepth(by_priority)
         super().__init__(rate_limiter, name=name, clock=clock, metrics_provider=metrics_provider)
         # item -> (priority, ready sequence) of every item queued, waiting for its delay,
         # or re-added while a worker holds it (`_dirty`). The sequence of a waiting item
@@ -374,14 +438,10 @@ class PriorityQueue(RateLimitingQueue[T]):
         # item -> the priority it was handed out with, while a worker holds it.
         self._held: dict[T, int] = {}
         self._fair_key = fair_key
-        # `object`: any provider may also implement the optional protocol.
-        provider: object = (
-            metrics_provider if metrics_provider is not None else get_metrics_provider()
-        )
         self._depth_by_priority: PriorityDepthMetric = (
-            provider.new_depth_with_priority_metric(name)
-            if self._metrics.enabled and isinstance(provider, PriorityMetricsProvider)
-            else _NoDepthByPriority()
+            _NoDepthByPriority()
+            if by_priority is None
+            else by_priority.new_depth_with_priority_metric(name)
         )
 
     # -- producers -----------------------------------------------------------------------

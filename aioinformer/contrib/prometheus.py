@@ -8,7 +8,11 @@ and the cache audits'), backed by labelled
 set. Input: the ``new_*_metric`` calls components
 make when they are created. Output: the children, which the components update directly.
 
-Workqueue metrics, label ``name`` (the queue's name):
+Workqueue metrics, label ``name`` (the queue's name), plus ``priority`` on the depth
+(``""`` for a FIFO queue; for a :class:`~aioinformer.priority_queue.PriorityQueue` one
+series per priority, ``"0"``, ``"-100"``, ..., whose sum is its depth, as
+controller-runtime's; beyond :data:`MAX_PRIORITY_SERIES` priorities the rest share
+``"exceeded_cardinality_limit"``):
 
 ========================================== ========= ======================================
 metric                                     type      meaning
@@ -162,6 +166,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aioinformer._kernel.metrics import AddCounterMetric
+    from aioinformer.priority_queue import PriorityDepthMetric
     from aioinformer.workqueue import (
         CounterMetric,
         GaugeMetric,
@@ -174,6 +179,7 @@ __all__ = [
     "DURATION_BUCKETS",
     "HANDLER_LATENCY_BUCKETS",
     "ITEM_BUCKETS",
+    "MAX_PRIORITY_SERIES",
     "PrometheusMetricsProvider",
     "RECONCILE_TIME_BUCKETS",
     "REQUEST_DURATION_BUCKETS",
@@ -225,8 +231,42 @@ resource to a large one, plus the wait for the cache to catch up (up to a bookma
 about a minute, on a quiet resource)."""
 
 _LABELS: Final = ("name",)
+_DEPTH_LABELS: Final = ("name", "priority")
+
+MAX_PRIORITY_SERIES: Final = 25
+"""The ``workqueue_depth`` series one priority queue gets, one per priority, as
+controller-runtime bounds them; the items of any further priority are counted together
+under ``priority="exceeded_cardinality_limit"``."""
+
+_EXCEEDED: Final = "exceeded_cardinality_limit"
 _CONTROLLER_LABELS: Final = ("controller",)
 _HANDLER_LABELS: Final = ("informer", "handler")
+
+
+class _DepthByPriority:
+    """One priority queue's ``workqueue_depth`` children, one per priority (made on the
+    priority's first add and kept), at most :data:`MAX_PRIORITY_SERIES` of them."""
+
+    __slots__ = ("_children", "_family", "_name")
+
+    def __init__(self, family: Gauge, name: str) -> None:
+        self._family = family
+        self._name = name
+        self._children: dict[int, Gauge] = {}
+
+    def _child(self, priority: int) -> Gauge:
+        children = self._children
+        label = str(priority) if len(children) < MAX_PRIORITY_SERIES else _EXCEEDED
+        child = children[priority] = self._family.labels(name=self._name, priority=label)
+        return child
+
+    def inc(self, priority: int) -> None:
+        child = self._children.get(priority)
+        (child if child is not None else self._child(priority)).inc()
+
+    def dec(self, priority: int) -> None:
+        child = self._children.get(priority)
+        (child if child is not None else self._child(priority)).dec()
 
 
 class PrometheusMetricsProvider:
@@ -240,8 +280,8 @@ class PrometheusMetricsProvider:
     def __init__(self, *, registry: CollectorRegistry | None = REGISTRY) -> None:
         self._depth = Gauge(
             "workqueue_depth",
-            "Current depth of the workqueue.",
-            _LABELS,
+            "Current depth of the workqueue, by priority for a priority queue.",
+            _DEPTH_LABELS,
             registry=registry,
         )
         self._adds = Counter(
@@ -545,7 +585,10 @@ class PrometheusMetricsProvider:
         )
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
-        return self._depth.labels(name=name)
+        return self._depth.labels(name=name, priority="")
+
+    def new_depth_with_priority_metric(self, name: str) -> PriorityDepthMetric:
+        return _DepthByPriority(self._depth, name)
 
     def new_adds_metric(self, name: str) -> CounterMetric:
         return self._adds.labels(name=name)

@@ -46,4 +46,4 @@ def test_the_page_lists_every_registered_series_with_its_type_and_labels() -> No
 def test_the_table_is_read_from_the_page() -> None:
     # Guards the reader above: an empty parse would compare two empty sets on a broken page.
     assert len(documented()) >= 40
-    assert ("workqueue_depth", "gauge", ("name",)) in documented()
+    assert ("workqueue_depth", "gauge", ("name", "priority")) in documented()

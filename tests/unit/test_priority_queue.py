@@ -563,6 +563,19 @@ async def test_a_provider_without_the_priority_protocol_records_the_total_depth(
         assert plain.recorded["depth"].value == 1
 
 
+async def test_a_provider_with_the_priority_protocol_gets_no_total_depth(
+    provider: Provider, fake_clock: FakeClock
+) -> None:
+    # As controller-runtime's: the depth per priority replaces the total (its sum), so
+    # one gauge family labelled with the priority does not count each item twice.
+    async with PriorityQueue[str](name="p", clock=fake_clock, metrics_provider=provider) as q:
+        q.add("a", priority=1)
+        q.add("b")
+        assert provider.depth == {1: 1, 0: 1}
+    assert "depth" not in provider.recorded
+    assert provider.recorded["adds"].value == 2
+
+
 @pytest.mark.usefixtures("restore_installed_provider")
 async def test_the_installed_provider_is_used_and_unnamed_queues_record_nothing(
     provider: Provider, fake_clock: FakeClock

@@ -62,7 +62,9 @@ def registry() -> CollectorRegistry:
 
 
 def sample(registry: CollectorRegistry, metric: str, queue: str) -> float | None:
-    return registry.get_sample_value(metric, {"name": queue})
+    # A FIFO queue's depth carries priority="" (a priority queue's, one per priority).
+    labels = {"name": queue, "priority": ""} if metric == "workqueue_depth" else {"name": queue}
+    return registry.get_sample_value(metric, labels)
 
 
 async def test_queue_traffic_shows_up_under_client_go_metric_names(
