@@ -75,7 +75,9 @@ class ThreadedFakeAPIServer:
     The methods are the server's own, blocking: ``create``, ``update``, ``patch``,
     ``delete``, ``get``, ``objects``, ``create_namespace``, ``register_crd``,
     ``compact``, ``add_token``, ``remove_token``, ``restart``, ``wait_for_watchers``,
-    and :attr:`faults` (a :class:`ThreadedFaults`). They raise what the server raises.
+    and :attr:`faults` (a :class:`ThreadedFaults`). They raise what the server raises;
+    ``create`` of a CustomResourceDefinition serves its resource, ``delete`` of it
+    removes the resource, as on :class:`FakeAPIServer`.
     Anything else runs on the server's loop through :meth:`call` (a function, awaited
     there when it returns an awaitable), e.g. ``fake.call(setattr, fake.server,
     "watch_list", "forbidden")``. :meth:`client` gives an

@@ -67,6 +67,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``/apis/{group}/{version}``, and the aggregated ``apidiscovery.k8s.io/v2`` documents
   of ``/api`` and ``/apis`` for a client that asks for them) and ``/version``, built-ins
   and runtime-registered CRDs;
+* ``apiextensions.k8s.io/v1`` CustomResourceDefinitions (``crd``, ``crds``): creating one
+  validates it (422 ``Invalid`` with kube-apiserver's causes), defaults it, writes its
+  ``Established`` status and serves its served versions at once; an update changes the
+  versions served; deleting one deletes its objects, ends its watches and stops serving
+  it (see ``_crds``);
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
@@ -181,6 +186,8 @@ class FakeAPIServer(Server):
         server.objects("pods")                  # the truth, for convergence assertions
         server.resource_version                 # the global counter
         server.register_crd("example.com", "v1", "widgets", "Widget", namespaced=True)
+        server.create(crd)                      # a CustomResourceDefinition: served at once
+        server.delete("customresourcedefinitions", None, "widgets.example.com")
         server.compact()                        # older versions now answer 410
         await server.restart(reset_history=True)
 
@@ -307,10 +314,13 @@ class FakeAPIServer(Server):
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
     plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
-    and garbage collection are not modelled. Answers are JSON only (no protobuf, YAML or
-    ``Table``); protobuf bodies are decoded for ConfigMaps, Secrets, Namespaces and
-    ServiceAccounts only; the OpenAPI documents carry no schemas (``kubectl explain``
-    finds nothing).
+    and garbage collection are not modelled; a CustomResourceDefinition's schemas are
+    stored as given, never applied to its objects (no pruning, validation or defaulting),
+    and no conversion webhook is called (every version reads the stored object as is);
+    ``validate_specs=False`` does not turn the definitions' own validation off. Answers
+    are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
+    ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry
+    no schemas (``kubectl explain`` finds nothing).
     """
 
     def __init__(
@@ -542,10 +552,15 @@ class FakeAPIServer(Server):
         singular: str | None = None,
         short_names: Iterable[str] = (),
     ) -> None:
-        """Serve a custom resource from now on (discovery included).
+        """Serve a custom resource from now on (discovery included), without a
+        CustomResourceDefinition object: none is listed, and a definition of the same
+        plural and group is refused as already served. Registering the same group,
+        version and plural again replaces it.
 
         ``scale_subresource`` serves ``/scale`` with the usual paths: ``spec.replicas``,
-        ``status.replicas`` and ``status.selector``.
+        ``status.replicas`` and ``status.selector``. To serve a resource as a cluster
+        does, with its definition's names, versions and scale paths, and to remove it
+        again, :meth:`create` its CustomResourceDefinition and :meth:`delete` it.
         """
         if not group:
             raise ValueError("a custom resource needs an API group")
