@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.e2e.test_fake_apiserver_kubectl import KUBECTL, kubectl, manifest
+from tests.unit.testing.test_fake_crds import widget_crd
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,29 +23,19 @@ pytestmark = [
     pytest.mark.fake_apiserver(tls=True),
 ]
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+# A schema that keeps spec.size, as a cluster needs it (the fake applies no schema).
+CRD = widget_crd(
+    versions=[
+        {
+            "name": "v1",
+            "served": True,
+            "storage": True,
+            "schema": {
+                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            },
+        }
+    ]
+)
 WIDGET = {
     "apiVersion": "example.com/v1",
     "kind": "Widget",
