@@ -9,13 +9,16 @@ object to keys (the controller's key function, or an :data:`EnqueueFunc` such as
 :class:`HandlerSync` is a watch as the sync wait sees it: synced once the handler has
 been handed the whole initial list, not merely once the informer has.
 
-Input: the informer, the queue's ``add``, the key function or mapping and the
+Input: the informer, the work queue (a
+:class:`~aioinformer.priority_queue.PriorityQueue` gets each key with its priority: the
+initial list's and resyncs' low, other events' at 0), the key function or mapping and the
 predicates. Output: the handler's
 :class:`~aioinformer.informer.HandlerRegistration` (the controller removes it when its
 run ends), and keys in the queue as events arrive. A mapping that raises is logged,
 naming the controller and the informer, and the event yields no key. A watch with
 neither a mapping, predicates, nor a key function other than the default takes the
-keys the informer hands out itself: nothing is decoded for it.
+keys the informer hands out itself: nothing is decoded for it (with a priority queue,
+only when its informer does not resync: telling a resync takes both states).
 
 Task model: none of its own; the handlers are synchronous calls on the event loop,
 from the informer's dispatch.
@@ -28,16 +31,18 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from aioinformer._objects.meta import namespace_of, owner_references_of
+from aioinformer._objects.meta import namespace_of, owner_references_of, same_resource_version
 from aioinformer.indexer import KeyFunc, meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._event_gate import EventGate
+from aioinformer.priority_queue import LOW_PRIORITY, PriorityQueue
 
 if TYPE_CHECKING:
     from aioinformer.health import InformerStatistics
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
     from aioinformer.listwatch import ListerWatcher
     from aioinformer.operator.predicates import Predicate
+    from aioinformer.workqueue import RateLimitingQueue
 
 __all__ = ["EnqueueFunc", "HandlerSync", "add_watch", "enqueue_owner"]
 
@@ -84,52 +89,52 @@ def enqueue_owner(kind: str, *, api_version: str | None = None) -> EnqueueFunc:
 
 def add_watch(
     informer: SharedIndexInformer,
-    add: Callable[[str], None],
+    queue: RateLimitingQueue[str],
     *,
     where: str,
     key_func: KeyFunc,
     enqueue: EnqueueFunc | None,
     predicates: tuple[Predicate, ...],
 ) -> HandlerRegistration:
-    """Register on ``informer`` the handler that ``add``\\ s the keys of its events:
+    """Register on ``informer`` the handler that adds to ``queue`` the keys of its events:
     ``enqueue(obj)``'s, or ``key_func(obj)``, for the events ``predicates`` let through.
-    ``where`` (``"controller <name>"``) names the handler and the logs."""
-    if enqueue is None and key_func is meta_namespace_key and not predicates:
+    ``where`` (``"controller <name>"``) names the handler and the logs.
+
+    A :class:`~aioinformer.priority_queue.PriorityQueue` gets the keys of the initial
+    list and of resyncs (an update whose old and new states have the same
+    resourceVersion) at :data:`~aioinformer.priority_queue.LOW_PRIORITY`, those of any
+    other event at 0 (controller-runtime's ``WithLowPriorityWhenUnchanged``)."""
+    add = queue.add
+    prioritized = isinstance(queue, PriorityQueue)
+    # Whether an update may be a resync, to be told by the states' resourceVersions. An
+    # informer created without resync never hands a handler an update of an unchanged
+    # object (a relist's unchanged objects reach only the handlers due a resync): then
+    # every update is a change, and no state needs to be read to tell.
+    resyncs = prioritized and informer.resync_check_period != 0
+    if enqueue is None and key_func is meta_namespace_key and not predicates and not resyncs:
         # The informer hands over the keys themselves: nothing is decoded for us.
         return informer.add_event_handler(
-            on_add=lambda key, is_in_initial_list: add(key),
+            on_add=_initial_low(queue) if isinstance(queue, PriorityQueue) else _initial(add),
             on_update=lambda old_key, key: add(key),
             on_delete=add,
             name=where,
             keys_only=True,
         )
-    if enqueue is None:
-
-        def keys_of(obj: Any) -> Iterable[str]:
-            return (key_func(obj),)
-
-        mapping: EnqueueFunc = keys_of
-    else:
-        mapping = enqueue
-
-    def handle(obj: Any) -> None:
-        try:
-            keys = list(mapping(obj))
-        except Exception:
-            logger.exception("%s: no key for an object of %s", where, informer.name)
-            return
-        for key in keys:
-            add(key)
-
+    handle = _key_adder(informer, where, key_func, enqueue, add)
+    low = (
+        _key_adder(informer, where, key_func, enqueue, _at_low_priority(queue))
+        if isinstance(queue, PriorityQueue)
+        else handle
+    )
     gate = EventGate(predicates, where, informer.name) if predicates else None
 
     def on_add(obj: Any, is_in_initial_list: bool) -> None:
         if gate is None or gate.create(obj):
-            handle(obj)
+            (low if is_in_initial_list else handle)(obj)
 
     def on_update(old: Any, new: Any) -> None:
         if gate is None or gate.update(old, new):
-            handle(new)
+            (low if resyncs and same_resource_version(old, new) else handle)(new)
 
     def on_update_new(_old: Any, new: Any) -> None:
         # Never reads the old state, so a compact cache never decodes it for us.
@@ -141,10 +146,64 @@ def add_watch(
 
     return informer.add_event_handler(
         on_add=on_add,
-        on_update=on_update if gate is not None else on_update_new,
+        on_update=on_update if gate is not None or resyncs else on_update_new,
         on_delete=on_delete,
         name=where,
     )
+
+
+def _initial(add: Callable[[str], None]) -> Callable[[str, bool], None]:
+    """A keys-only ``on_add`` for a FIFO queue."""
+    return lambda key, is_in_initial_list: add(key)
+
+
+def _initial_low(queue: PriorityQueue[str]) -> Callable[[str, bool], None]:
+    """A keys-only ``on_add`` putting the initial list's keys at the low priority."""
+    add = queue.add
+    return lambda key, is_in_initial_list: add(
+        key, priority=LOW_PRIORITY if is_in_initial_list else 0
+    )
+
+
+def _at_low_priority(queue: PriorityQueue[str]) -> Callable[[str], None]:
+    """``queue.add`` at :data:`~aioinformer.priority_queue.LOW_PRIORITY`."""
+    add = queue.add
+    return lambda key: add(key, priority=LOW_PRIORITY)
+
+
+def _key_adder(
+    informer: SharedIndexInformer,
+    where: str,
+    key_func: KeyFunc,
+    enqueue: EnqueueFunc | None,
+    add: Callable[[str], None],
+) -> Callable[[Any], None]:
+    """What ``add``\\ s an object's keys: ``enqueue(obj)``'s, or ``key_func(obj)``; a
+    mapping that raises is logged and yields no key."""
+    if enqueue is None:
+
+        def add_key(obj: Any) -> None:
+            try:
+                key = key_func(obj)
+            except Exception:
+                logger.exception("%s: no key for an object of %s", where, informer.name)
+                return
+            add(key)
+
+        return add_key
+
+    mapping = enqueue
+
+    def add_keys(obj: Any) -> None:
+        try:
+            keys = list(mapping(obj))
+        except Exception:
+            logger.exception("%s: no key for an object of %s", where, informer.name)
+            return
+        for key in keys:
+            add(key)
+
+    return add_keys
 
 
 class _HandlerLag(enum.Enum):

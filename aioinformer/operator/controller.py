@@ -1,12 +1,22 @@
 """The controller runner: informer events in, reconcile calls out, failures retried.
 
 Role: :class:`Controller` ties informers to a reconcile function through a
-:class:`~aioinformer.workqueue.RateLimitingQueue`::
+:class:`~aioinformer.priority_queue.PriorityQueue` (a
+:class:`~aioinformer.workqueue.RateLimitingQueue` with ``use_priority_queue=False``)::
 
-    informer handlers --key--> RateLimitingQueue --get()--> N workers --> reconcile(key)
-          ^                          ^     |                                  |
-          |                          |     +-- add_after / add_rate_limited <-+ (failure,
-    add/update/delete           enqueue(key)                                      Requeue)
+    informer handlers --key, priority--> PriorityQueue --get()--> N workers --> reconcile(key)
+          ^                                ^     |                                  |
+          |                                |     +-- add_after / add_rate_limited <-+
+    add/update/delete        enqueue(key, priority)   (failure, Requeue: same priority)
+
+Priorities (controller-runtime's, whose controllers use its priority queue by default):
+the keys of an informer's initial list and of its resyncs (an update whose old and new
+states carry the same resourceVersion) are queued at
+:data:`~aioinformer.priority_queue.LOW_PRIORITY`, those of every other event at 0, so a
+change someone just made is reconciled before the backlog of a start or a resync. A key
+already queued keeps the highest priority it was queued with: an event for an object whose
+key waits low raises it. A key handed to a worker keeps its priority for its retry (a
+failure, ``Requeue()``, ``Requeue(after=s)``); :meth:`Controller.enqueue` takes one.
 
 Input: the events of one or more :class:`~aioinformer.informer.SharedIndexInformer`\\ s,
 filtered by the watch's :mod:`~aioinformer.operator.predicates` (if any), each mapped to keys
@@ -131,9 +141,17 @@ from aioinformer.operator._controller_watches import enqueue_owner as enqueue_ow
 from aioinformer.operator._metrics import new_controller_metrics
 from aioinformer.operator.predicates import PredicateLike, as_predicates
 from aioinformer.operator.retry import is_conflict
-from aioinformer.workqueue import QueueStatistics, RateLimiter, RateLimitingQueue
+from aioinformer.priority_queue import PriorityQueue
+from aioinformer.workqueue import (
+    ItemExponentialFailureRateLimiter,
+    QueueStatistics,
+    RateLimiter,
+    RateLimitingQueue,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from anyio.abc import TaskStatus
 
     from aioinformer.informer import HandlerRegistration, SharedIndexInformer
@@ -213,8 +231,21 @@ class Controller(Service):
     given. :meth:`watch` adds informers with their own mapping. ``reconcile`` may be sync
     or async (detected once, here); a sync one runs on the event loop and must not block.
 
-    Keyword arguments: ``rate_limiter`` decides failure delays (default
-    :func:`~aioinformer.workqueue.default_controller_rate_limiter`); ``clock`` drives the
+    Keyword arguments: ``use_priority_queue`` (default ``True``, controller-runtime's
+    ``UsePriorityQueue``) queues keys in a :class:`~aioinformer.priority_queue.PriorityQueue`:
+    the initial list's and resyncs' keys low, other events' at 0, retries at the priority
+    they were handed out with (see the module docstring); ``False`` keeps a first-in,
+    first-out :class:`~aioinformer.workqueue.RateLimitingQueue`, where
+    :meth:`enqueue`'s ``priority`` is ignored. ``fair_key`` (priority queue only, else
+    ``ValueError``; default ``None``) names each key's tenant, such as
+    :func:`~aioinformer.priority_queue.namespace_of_key`: within a priority the queue then
+    hands out keys round-robin among tenants, so one busy namespace cannot starve the
+    others. ``rate_limiter`` decides failure delays with either queue (default: per-key
+    backoff, 5 ms doubling up to 1000 s, a
+    :class:`~aioinformer.workqueue.ItemExponentialFailureRateLimiter`, as controller-runtime
+    gives its priority queue; with ``use_priority_queue=False``,
+    :func:`~aioinformer.workqueue.default_controller_rate_limiter`, which also caps all
+    retries at 10 per second past a burst of 100); ``clock`` drives the
     queue's delays, the drain timeout and the sync timeout (tests pass a ``FakeClock``;
     without it, the event loop's, or the clock of the Manager it is added to);
     ``drain_timeout`` bounds, in seconds, how long in-flight reconciles may run once
@@ -257,9 +288,15 @@ class Controller(Service):
         predicates: Iterable[PredicateLike] = (),
         reconcile_timeout: float | None = None,
         cache_sync_fail_fast: bool = True,
+        use_priority_queue: bool = True,
+        fair_key: Callable[[str], Hashable] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        if fair_key is not None and not use_priority_queue:
+            raise ValueError(
+                f"controller {name}: fair_key needs the priority queue (use_priority_queue=True)"
+            )
         self._is_async = is_async_callable(reconcile)
         if reconcile_timeout is not None:
             if not reconcile_timeout > 0:
@@ -289,9 +326,21 @@ class Controller(Service):
         # controller puts its own clock in it (see _keep_time_of).
         self._clock: Clock = clock if clock is not None else ClockSlot()
         self._drain_timeout = float(drain_timeout)
-        self._queue: RateLimitingQueue[str] = RateLimitingQueue(
-            rate_limiter, name=name, clock=self._clock
-        )
+        self._queue: RateLimitingQueue[str]
+        # The same queue when it is a priority queue (the default), else None.
+        self._priority_queue: PriorityQueue[str] | None
+        if use_priority_queue:
+            if rate_limiter is None:
+                # controller-runtime's default with its priority queue: per-key backoff
+                # alone, no overall bucket that would hold an event's retry behind a
+                # burst of failing resync keys.
+                rate_limiter = ItemExponentialFailureRateLimiter()
+            self._queue = self._priority_queue = PriorityQueue(
+                rate_limiter, fair_key=fair_key, name=name, clock=self._clock
+            )
+        else:
+            self._priority_queue = None
+            self._queue = RateLimitingQueue(rate_limiter, name=name, clock=self._clock)
         self._metrics = new_controller_metrics(name, clock=self._clock, workers=workers)
         # Every informer watched, with its registration; all must sync before workers start.
         self._watches: list[tuple[SharedIndexInformer, HandlerRegistration]] = []
@@ -357,7 +406,7 @@ class Controller(Service):
             raise RuntimeError(f"controller {self.name}: watch() must be called before run()")
         registration = add_watch(
             informer,
-            self._queue.add,
+            self._queue,
             where=f"controller {self.name}",
             key_func=self._key_func,
             enqueue=enqueue,
@@ -384,13 +433,36 @@ class Controller(Service):
         """The informers this controller watches, in the order they were added."""
         return [informer for informer, _ in self._watches]
 
-    def enqueue(self, key: str) -> None:
-        """Queue ``key`` for a reconcile (a manual trigger); ignored once stopping."""
-        self._queue.add(key)
+    def enqueue(self, key: str, *, priority: int = 0) -> None:
+        """Queue ``key`` for a reconcile (a manual trigger) at ``priority`` (higher is
+        reconciled first; a key already queued keeps the higher of its two priorities);
+        ignored once stopping. With ``use_priority_queue=False`` the priority is ignored."""
+        queue = self._priority_queue
+        if queue is not None:
+            queue.add(key, priority=priority)
+        else:
+            self._queue.add(key)
 
-    def enqueue_after(self, key: str, delay: float) -> None:
-        """Queue ``key`` once ``delay`` seconds have passed; ignored once stopping."""
-        self._queue.add_after(key, delay)
+    def enqueue_after(self, key: str, delay: float, *, priority: int = 0) -> None:
+        """Queue ``key`` at ``priority`` once ``delay`` seconds have passed; ignored once
+        stopping (the priority as for :meth:`enqueue`)."""
+        self._requeue_after(key, delay, priority)
+
+    def _requeue_after(self, key: str, delay: float, priority: int) -> None:
+        queue = self._priority_queue
+        if queue is not None:
+            queue.add_after(key, delay, priority=priority)
+        else:
+            self._queue.add_after(key, delay)
+
+    def _requeue_rate_limited(self, key: str, priority: int) -> None:
+        """Queue ``key`` again after its rate limiter's delay, at the priority it was
+        handed out with (controller-runtime's requeue keeps it)."""
+        queue = self._priority_queue
+        if queue is not None:
+            queue.add_rate_limited(key, priority=priority)
+        else:
+            self._queue.add_rate_limited(key)
 
     # -- inspection --------------------------------------------------------------------
 
@@ -400,7 +472,9 @@ class Controller(Service):
 
     @property
     def queue(self) -> RateLimitingQueue[str]:
-        """The controller's work queue (for inspection; prefer :meth:`enqueue`)."""
+        """The controller's work queue (for inspection; prefer :meth:`enqueue`): a
+        :class:`~aioinformer.priority_queue.PriorityQueue` unless the controller was built
+        with ``use_priority_queue=False``."""
         return self._queue
 
     def statistics(self) -> ControllerStatistics:
@@ -527,11 +601,16 @@ class Controller(Service):
     async def _work(self, index: int) -> None:
         """One worker: take a key, reconcile it, record the outcome; until stopping."""
         queue = self._queue
+        prioritized = self._priority_queue
         metrics = self._metrics
         in_flight = self._in_flight
+        priority = 0
         while self._taking_keys():
             try:
-                key = await queue.get()
+                if prioritized is not None:
+                    key, priority = await prioritized.get_with_priority()
+                else:
+                    key = await queue.get()
             except ShutDown:
                 return
             if not self._taking_keys():
@@ -540,7 +619,7 @@ class Controller(Service):
             in_flight[index] = key
             started = metrics.started()
             try:
-                await self._process(key, started)
+                await self._process(key, started, priority)
             except asyncio.CancelledError:
                 if not self._taking_keys():
                     self._cut_short.append(key)
@@ -554,9 +633,10 @@ class Controller(Service):
                 del in_flight[index]
                 queue.done(key)
 
-    async def _process(self, key: str, started: float) -> None:
+    async def _process(self, key: str, started: float, priority: int) -> None:
         """Reconcile ``key`` and act on the outcome; ``started`` is what the metrics
-        recorder returned as the reconcile began."""
+        recorder returned as the reconcile began, ``priority`` what the key was handed out
+        with (a retry keeps it)."""
         queue = self._queue
         deadline: CancelAfter | None = None
         try:
@@ -594,13 +674,13 @@ class Controller(Service):
                     self._reconcile_timeout,
                     queue.num_requeues(key) + 1,
                 )
-                queue.add_rate_limited(key)
+                self._requeue_rate_limited(key, priority)
             else:
-                self._retry_failed(key, error, started)
+                self._retry_failed(key, error, started, priority)
             return
         self._reconciles += 1
         if result is not None and not isinstance(result, Requeue):
-            self._retry_failed(key, self._wrong_return(key, result), started)
+            self._retry_failed(key, self._wrong_return(key, result), started, priority)
             return
         if not isinstance(result, Requeue):
             self._successes += 1
@@ -608,16 +688,16 @@ class Controller(Service):
             queue.forget(key)
             return
         if result.err is not None:
-            self._retry_failed(key, result.err, started)
+            self._retry_failed(key, result.err, started, priority)
             return
         self._requeues += 1
         if result.after is not None and result.after > 0:
             self._metrics.requeued_after(started)
             queue.forget(key)
-            queue.add_after(key, result.after)
+            self._requeue_after(key, result.after, priority)
         else:
             self._metrics.requeued(started)
-            queue.add_rate_limited(key)
+            self._requeue_rate_limited(key, priority)
 
     def _wrong_return(self, key: str, result: object) -> TypeError:
         """The failure of a reconcile that returned neither ``None`` nor a ``Requeue``."""
@@ -649,7 +729,7 @@ class Controller(Service):
             limit,
         )
 
-    def _retry_failed(self, key: str, error: BaseException, started: float) -> None:
+    def _retry_failed(self, key: str, error: BaseException, started: float, priority: int) -> None:
         """Count, log and rate-limit a reconcile that failed with ``error``: a 409 from a
         stale cache in one INFO line (and, in the metrics, as a ``requeue``: it is
         retried as one and is no failure), anything else at ERROR with its traceback."""
@@ -675,7 +755,7 @@ class Controller(Service):
                 retry,
                 exc_info=error,
             )
-        queue.add_rate_limited(key)
+        self._requeue_rate_limited(key, priority)
 
 
 def _brief(value: object) -> str:
