@@ -31,13 +31,18 @@ the resource it defines served or no longer served:
   store, as they share one etcd key space: an object written at one version is read at
   every other with that version's ``apiVersion`` and nothing else converted, as
   ``strategy: None`` does;
-* deletion: the resource's objects are removed (each a ``DELETED`` event, their
-  finalizers notwithstanding, where kube-apiserver would wait for them), the open
-  watches of it end after those events, and it is no longer served: its versions leave
-  discovery and its URLs answer 404 as for an unknown resource. This happens when the
-  definition is marked for deletion (a finalizer of the user's holds it) or, without one,
-  just before it is removed. A definition created again later serves the resource anew,
-  empty.
+* deletion, as kube-apiserver's finalizer controller does it: the delete marks the
+  definition with the ``customresourcecleanup.apiextensions.k8s.io`` finalizer and a
+  ``Terminating`` condition (``InstanceDeletionInProgress``), then deletes every object
+  of the resource (those without finalizers are removed, a ``DELETED`` event each; those
+  with finalizers are marked, and removed when their controllers clear them). While any
+  remains, the resource is still served but refuses creates (405 ``MethodNotAllowed``);
+  once none does, the finalizer is removed (so, without finalizers of the user's, the
+  definition is deleted), the open watches of the resource end after the events they
+  were sent, and it is no longer served: its versions leave discovery and its URLs
+  answer 404 as for an unknown resource. Removing the cleanup finalizer by hand, or
+  deleting the definition while it is not installed, removes whatever objects remain at
+  once. A definition created again later serves the resource anew, empty.
 
 Kube-apiserver's controllers do all this asynchronously, within moments; here it is done
 within the write, so the answer to a create already shows the definition
@@ -52,7 +57,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._apiserver.objects import ResourceType
+from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 from aioinformer.testing._resources import CRD_TYPE
 from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
 from aioinformer.testing._validation import (
@@ -69,13 +74,15 @@ if TYPE_CHECKING:
     from aioinformer.testing._store import Store
     from aioinformer.testing._validation import FieldError
 
-__all__ = ["Definitions"]
+__all__ = ["CLEANUP_FINALIZER", "Definitions"]
 
 _DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 _SCOPES: Final = ("Cluster", "Namespaced")
 _STRATEGIES: Final = ("None", "Webhook")
 _IMMUTABLE: Final = "field is immutable"
+CLEANUP_FINALIZER: Final = "customresourcecleanup.apiextensions.k8s.io"
+"""The finalizer that holds a deleted definition until its objects are gone."""
 _CONDITIONS: Final = (
     ("NamesAccepted", "NoConflicts", "no conflicts found"),
     ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
@@ -268,6 +275,11 @@ def _status(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> dict[str, 
         }
         for kind, reason, message in _CONDITIONS
     ]
+    conditions += [
+        c
+        for c in previous.get("conditions") or ()
+        if isinstance(c, dict) and c.get("type") not in ("NamesAccepted", "Established")
+    ]
     accepted = {
         key: names[key]
         for key in ("plural", "singular", "shortNames", "kind", "listKind", "categories")
@@ -324,15 +336,18 @@ class Definitions:
     """The definitions of one server and the resources they installed (a
     :class:`~aioinformer.testing._store.Controller` of CustomResourceDefinitions).
 
-    Invariant: ``_installed`` maps the name of every stored definition that is not being
-    deleted to the resource types its served versions are served as (all of them in the
-    registry) and its storage version's type.
+    Invariants: ``_installed`` maps the name of every definition whose resource is served
+    to the resource types its served versions are served as (all of them in the
+    registry) and its storage version's type, whose objects an :class:`_Instances` in the
+    store's controllers watches; ``_terminating`` holds those of them marked for
+    deletion, whose objects are being deleted.
     """
 
     def __init__(self, registry: ResourceRegistry, store: Store) -> None:
         self._registry = registry
         self._store = store
         self._installed: dict[str, tuple[tuple[ResourceType, ...], ResourceType]] = {}
+        self._terminating: set[str] = set()
 
     # -- the store's Controller ----------------------------------------------------------
 
@@ -349,14 +364,61 @@ class Definitions:
             raise invalid_error(CRD_TYPE, name, errors)
         obj["status"] = _status(obj, old)
 
+    def deleting(self, obj: dict[str, Any]) -> None:
+        """Hold the definition with the cleanup finalizer while its objects go, marked
+        ``Terminating`` as kube-apiserver's delete marks it."""
+        if _str(obj["metadata"].get("name")) not in self._installed:
+            return
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+        status = obj.setdefault("status", {})
+        conditions = [
+            c for c in status.get("conditions") or () if _dict(c).get("type") != "Terminating"
+        ]
+        conditions.append(
+            {
+                "type": "Terminating",
+                "status": "True",
+                "lastTransitionTime": _now(),
+                "reason": "InstanceDeletionInProgress",
+                "message": "CustomResource deletion is in progress",
+            }
+        )
+        status["conditions"] = conditions
+
     def removing(self, entry: Entry) -> None:
         self._uninstall(entry.name)
 
     def written(self, event_type: str, entry: Entry) -> None:
-        if event_type == "DELETED" or entry.deleting:
+        if event_type == "DELETED":
             self._uninstall(entry.name)
+        elif entry.deleting:
+            self._terminate(entry.name)
         else:
             self._install(entry.name, entry.decode())
+
+    # -- what its objects' controller asks -------------------------------------------------
+
+    def terminating(self, name: str) -> bool:
+        """Whether definition ``name`` is deleting its objects."""
+        return name in self._terminating
+
+    def finish(self, name: str) -> None:
+        """Once a terminating definition has no object left: remove its cleanup
+        finalizer (deleting it, unless the user's finalizers hold it) and stop serving
+        its resource."""
+        installed = self._installed.get(name)
+        if name not in self._terminating or installed is None:
+            return
+        if self._store.table(installed[1]).entries:
+            return
+        crd = self._store.get(CRD_TYPE, None, name).decode()
+        finalizers = crd["metadata"].get("finalizers") or []
+        if CLEANUP_FINALIZER in finalizers:
+            crd["metadata"]["finalizers"] = [f for f in finalizers if f != CLEANUP_FINALIZER]
+            self._store.update(CRD_TYPE, crd, manager="kube-apiserver")
+        self._uninstall(name)
 
     # -- installation ----------------------------------------------------------------------
 
@@ -380,12 +442,56 @@ class Definitions:
         for rt in served:
             self._registry.add(rt)
         self._installed[name] = (served, storage)
+        self._store.controllers[storage.id] = _Instances(self, name)
+
+    def _terminate(self, name: str) -> None:
+        """Delete every object of the resource (a mark, for those with finalizers)."""
+        installed = self._installed.get(name)
+        if name in self._terminating or installed is None:
+            return
+        self._terminating.add(name)
+        storage = installed[1]
+        for entry in list(self._store.table(storage).entries.values()):
+            if not entry.deleting:
+                self._store.delete(storage, entry.namespace, entry.name)
+        self.finish(name)
 
     def _uninstall(self, name: str) -> None:
         installed = self._installed.pop(name, None)
+        self._terminating.discard(name)
         if installed is None:
             return
         served, storage = installed
         for rt in served:
             self._registry.remove(rt)
+        self._store.controllers.pop(storage.id, None)
         self._store.drop(storage)
+
+
+class _Instances:
+    """The controller of one installed resource's objects: creates are refused while its
+    definition terminates, and the removal of the last one lets the definition go."""
+
+    def __init__(self, definitions: Definitions, name: str) -> None:
+        self._definitions = definitions
+        self._name = name
+
+    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        if old is None and self._definitions.terminating(self._name):
+            raise StatusError(
+                status_body(
+                    405,
+                    "MethodNotAllowed",
+                    "create not allowed while custom resource definition is terminating",
+                )
+            )
+
+    def deleting(self, obj: dict[str, Any]) -> None:
+        pass
+
+    def removing(self, entry: Entry) -> None:
+        pass
+
+    def written(self, event_type: str, entry: Entry) -> None:
+        if event_type == "DELETED":
+            self._definitions.finish(self._name)

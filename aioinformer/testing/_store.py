@@ -76,6 +76,11 @@ class Controller(Protocol):
         an update of the main resource), in place; raise the 422 to refuse it."""
         ...
 
+    def deleting(self, obj: dict[str, Any]) -> None:
+        """A delete is about to mark or remove the stored object ``obj`` (decoded, not yet
+        marked); a finalizer added here in place makes it a mark."""
+        ...
+
     def removing(self, entry: Entry) -> None:
         """The object is about to be removed from the store (its DELETED comes next)."""
         ...
@@ -329,6 +334,9 @@ class Store(HistoryView):
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         meta = new["metadata"]
+        controller = self.controllers.get(rt.id)
+        if controller is not None and not current.deleting:
+            controller.deleting(new)
         if meta.get("finalizers"):
             if current.deleting:
                 return current

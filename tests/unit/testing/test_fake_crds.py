@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aioinformer.errors import NotFound, UnknownResourceError, UnprocessableEntity
+from aioinformer.errors import ApiError, NotFound, UnknownResourceError, UnprocessableEntity
 from aioinformer.listwatch import ListOptions
 from aioinformer.testing import FakeAPIServer, ThreadedFakeAPIServer
 
@@ -225,6 +225,43 @@ async def test_a_definition_held_by_a_finalizer_stops_serving_when_marked(
         "customresourcedefinitions", None, "widgets.example.com", {"metadata": {"finalizers": []}}
     )
     assert server.objects("customresourcedefinitions") == []
+
+
+async def test_an_object_with_a_finalizer_keeps_its_definition_terminating_until_cleared(
+    served: tuple[FakeAPIServer, Client],
+) -> None:
+    server, client = served
+    server.create(widget_crd())
+    held = widget("held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    server.create(held)
+    server.create(widget("free"))
+    await client.resource(CRDS).delete("widgets.example.com")
+
+    crd = server.get("customresourcedefinitions", None, "widgets.example.com")
+    assert crd["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    terminating = crd["status"]["conditions"][-1]
+    assert (terminating["type"], terminating["status"], terminating["reason"]) == (
+        "Terminating",
+        "True",
+        "InstanceDeletionInProgress",
+    )
+    # Still served, for the object's controller to clear its finalizer; no new objects.
+    widgets = client.resource("widgets", namespace="default")
+    (left,) = (await widgets.list()).items
+    assert left["metadata"]["name"] == "held"
+    assert left["metadata"]["deletionTimestamp"]
+    with pytest.raises(ApiError) as refused:
+        await widgets.create(widget("new"))
+    assert (refused.value.code, refused.value.reason) == (405, "MethodNotAllowed")
+    assert refused.value.message == (
+        "create not allowed while custom resource definition is terminating"
+    )
+
+    await widgets.patch("held", {"metadata": {"finalizers": None}})
+    assert server.objects("customresourcedefinitions") == []
+    with pytest.raises(NotFound):
+        await client.request("GET", "/apis/example.com/v1/widgets")
 
 
 async def test_an_update_adds_and_withdraws_served_versions(
