@@ -70,8 +70,9 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
 * ``apiextensions.k8s.io/v1`` CustomResourceDefinitions (``crd``, ``crds``): creating one
   validates it (422 ``Invalid`` with kube-apiserver's causes), defaults it, writes its
   ``Established`` status and serves its served versions at once; an update changes the
-  versions served; deleting one deletes its objects, ends its watches and stops serving
-  it (see ``_crds``);
+  versions served; deleting one holds it ``Terminating`` while its objects are deleted
+  (those with finalizers until they are cleared), then ends the resource's watches and
+  stops serving it (see ``_crds``);
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
