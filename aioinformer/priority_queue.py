@@ -3,7 +3,8 @@
 Role: the work queue of a controller that must not keep new work waiting behind old work.
 When a controller starts, or an informer resyncs, every object's key is queued at once;
 with a FIFO an object a user just changed waits behind all of them. Here each add carries
-a priority, and the controller adds the keys of the initial list and of resyncs at
+a priority, and the controller (:class:`~aioinformer.operator.controller.Controller`, whose
+queue this is by default) adds the keys of the initial list and of resyncs at
 :data:`LOW_PRIORITY` (controller-runtime's ``handler.LowPriority``, -100) and those of
 real events at the default 0, so an event overtakes the backlog, and raises the priority
 of its key when that key is already queued at the low one.

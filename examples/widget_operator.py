@@ -63,6 +63,7 @@ from aioinformer.operator import (
     generation_changed,
     set_controller_reference,
 )
+from aioinformer.priority_queue import namespace_of_key
 from aioinformer.testing import FakeAPIServer, eventually
 
 if TYPE_CHECKING:
@@ -207,13 +208,16 @@ class WidgetOperator:
         self.finalizer = Finalizer(self._widget_api, FINALIZER, self._clean_up)
         # Reconcile a Widget when its spec changes (generation), when it is created or
         # deleted, and when its deletion starts (that bumps the generation too); not for
-        # its own status writes or a label edit.
+        # its own status writes or a label edit. Within a priority (changes before the
+        # start's and resyncs' backlog), namespaces take turns: a busy one cannot starve
+        # the rest.
         self.controller = Controller(
             OPERATOR,
             self.reconcile,
             informers=[self.widgets],
             predicates=[generation_changed],
             workers=workers,
+            fair_key=namespace_of_key,
         )
         # A ConfigMap event (edited or deleted by hand) re-reconciles its Widget.
         self.controller.watch(
