@@ -40,22 +40,23 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from aioinformer._kernel.lifecycle import State
 from aioinformer._kernel.runner import first_completed
 from aioinformer._objects.meta import name_of, uid_of
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.controller import Controller
 
 if TYPE_CHECKING:
-    from aioinformer.client import GVR, ResourceInfo
-    from aioinformer.factory import InformerKey
+    from aioinformer._kernel.clock import Clock
+    from aioinformer.client import GVR, Client, ResourceInfo
+    from aioinformer.factory import InformerKey, SharedInformerFactory
     from aioinformer.informer import SharedIndexInformer
+    from aioinformer.operator.cached_client import CachedClient
     from aioinformer.operator.controller import Reconcile
-    from aioinformer.operator.manager import Manager
 
-__all__ = ["CRDControllers", "CRDS_RESOURCE", "CRDScope", "Setup", "crd_established"]
+__all__ = ["CRDControllers", "CRDHost", "CRDS_RESOURCE", "CRDScope", "Setup", "crd_established"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,21 @@ CRDS_RESOURCE: Final = "apiextensions.k8s.io/v1/customresourcedefinitions"
 Setup = Callable[["CRDScope"], Awaitable[None] | None]
 """What builds a CRD's informers and controllers through its :class:`CRDScope`; sync or
 async."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CRDHost:
+    """What a manager lends the controllers of its CRDs (built by the manager)."""
+
+    client: Client
+    cached_client: CachedClient
+    factory: SharedInformerFactory
+    clock: Clock
+    controller_settings: Mapping[str, Any]
+    """The keyword arguments every controller of the manager is built with."""
+    grace: Callable[[], float]
+    """Seconds the controllers get to stop, asked when they stop: the manager's remaining
+    deadline when it is stopping, a whole grace period when only the CRD went."""
 
 
 def crd_established(crd: Any) -> bool:
@@ -87,9 +103,13 @@ class CRDScope:
     ``crd`` is the CustomResourceDefinition as the cache showed it when it was
     established (its ``spec.versions`` tell which versions are served)."""
 
-    def __init__(self, manager: Manager, crd: Mapping[str, Any]) -> None:
-        self.manager = manager
+    def __init__(self, host: CRDHost, crd: Mapping[str, Any]) -> None:
+        self._host = host
         self.crd = crd
+        self.client: Client = host.client
+        """The manager's client."""
+        self.cached_client: CachedClient = host.cached_client
+        """The manager's cache-backed client, as reconciles use it."""
         self._controllers: list[Controller] = []
         self._owned: list[InformerKey] = []
         """Informers built through this scope that the factory did not hold before."""
@@ -100,7 +120,7 @@ class CRDScope:
         """The manager factory's informer (``manager.factory.informer_for``, same keywords).
         One the factory did not hold before is this scope's: it leaves the factory when
         the CRD goes. One it already held (shared with the rest of the operator) stays."""
-        factory = self.manager.factory
+        factory = self._host.factory
         before = set(factory.informers())
         informer = factory.informer_for(resource, **options)
         for key, built in factory.informers().items():
@@ -111,21 +131,16 @@ class CRDScope:
     def controller(self, name: str, reconcile: Reconcile, **options: Any) -> Controller:
         """A :class:`~aioinformer.operator.Controller` as ``manager.controller`` builds it
         (the manager's sync settings and clock), run while the CRD is there."""
-        manager = self.manager
-        settings: dict[str, Any] = {
-            "cache_sync_timeout": manager.options.cache_sync_timeout,
-            "cache_sync_fail_fast": manager.options.cache_sync_fail_fast,
-        }
-        controller = Controller(name, reconcile, **{**settings, **options})
+        controller = Controller(name, reconcile, **{**self._host.controller_settings, **options})
         self.add(controller)
         return controller
 
     def add(self, controller: Controller) -> None:
         """Run ``controller``, built by hand, while the CRD is there (it keeps the
-        manager's clock, as :meth:`Manager.add` would have it)."""
+        manager's clock, as ``Manager.add`` would have it)."""
         if any(c is controller for c in self._controllers):
             raise ValueError(f"controller {controller.name!r} was already added")
-        controller._keep_time_of(self.manager._clock)
+        controller._keep_time_of(self._host.clock)
         self._controllers.append(controller)
 
     @property
@@ -144,15 +159,15 @@ class CRDControllers:
     stopped when it goes (see the module docstring). Built by
     ``Manager.add_crd_controllers``; :attr:`serving` and :attr:`idle` tell where it is."""
 
-    def __init__(self, manager: Manager, name: str, setup: Setup) -> None:
+    def __init__(self, host: CRDHost, name: str, setup: Setup) -> None:
         if not isinstance(name, str) or name.count(".") < 2:
             raise ValueError(f"a CustomResourceDefinition is named <plural>.<group>, got {name!r}")
         if not callable(setup):
             raise TypeError(f"setup must be callable with a CRDScope, got {setup!r}")
         self.name = name
-        self._manager = manager
+        self._host = host
         self._setup = setup
-        self._informer = manager.factory.informer_for(
+        self._informer = host.factory.informer_for(
             CRDS_RESOURCE,
             namespace=None,
             label_selector=None,
@@ -210,8 +225,8 @@ class CRDControllers:
     async def _generation(self, uid: str, crd: Mapping[str, Any]) -> None:
         """Set up and run the controllers of the CRD with ``uid`` until it is gone (or one
         fails, which is raised), then stop them and take the scope's informers out."""
-        manager = self._manager
-        scope = self._scope = CRDScope(manager, crd)
+        host = self._host
+        scope = self._scope = CRDScope(host, crd)
         self.generations += 1
         failures: list[BaseException] = []
         failed = asyncio.Event()
@@ -220,13 +235,6 @@ class CRDControllers:
             failures.append(error)
             failed.set()
 
-        def grace() -> float:
-            # The manager's one deadline when it is stopping; a whole grace period when
-            # only the CRD went.
-            if manager.state is State.STOPPING:
-                return manager._grace()
-            return manager.options.graceful_shutdown_timeout
-
         logger.info("crd %s (uid %s): established; setting up its controllers", self.name, uid)
         self.idle.clear()
         try:
@@ -234,7 +242,7 @@ class CRDControllers:
             if inspect.isawaitable(result):
                 await result
             group = RunnableGroup(
-                f"crd {self.name}", on_failure=on_failure, clock=manager._clock, grace=grace
+                f"crd {self.name}", on_failure=on_failure, clock=host.clock, grace=host.grace
             )
             for controller in scope.controllers:
                 group.add(
@@ -250,8 +258,8 @@ class CRDControllers:
         finally:
             self.serving.clear()
             for key in scope.informers:
-                if key in manager.factory.informers():
-                    await manager.factory.remove_informer(key)
+                if key in host.factory.informers():
+                    await host.factory.remove_informer(key)
             self._scope = None
             self.idle.set()
         if failures:

@@ -99,7 +99,7 @@ from aioinformer.operator._options import default_identity as default_identity
 from aioinformer.operator._runnables import Runnable, RunnableGroup
 from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
-from aioinformer.operator.crds import CRDControllers
+from aioinformer.operator.crds import CRDControllers, CRDHost
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
 
 if TYPE_CHECKING:
@@ -257,8 +257,20 @@ class Manager(Service):
             )
             self._endpoints.append(self._metrics_endpoint)
         self._controllers: list[Controller] = []
-        # The controllers of CustomResourceDefinitions, each run while its CRD is there.
+        # The controllers of CustomResourceDefinitions, each run while its CRD is there,
+        # and what they are lent of the manager.
         self._crd_gates: list[CRDControllers] = []
+        self._crd_host = CRDHost(
+            client=client,
+            cached_client=self._cached_client,
+            factory=self._factory,
+            clock=self._clock,
+            controller_settings={
+                "cache_sync_timeout": options.cache_sync_timeout,
+                "cache_sync_fail_fast": options.cache_sync_fail_fast,
+            },
+            grace=self._crd_grace,
+        )
         # Runnables started once the caches synced, and those started once leading (the
         # controllers among them).
         self._unelected = RunnableGroup(
@@ -376,7 +388,7 @@ class Manager(Service):
         manager leads, not sharded; their failure, or ``setup``'s, stops the manager. See
         :mod:`aioinformer.operator.crds`."""
         self._check_open()
-        gate = CRDControllers(self, crd, setup)
+        gate = CRDControllers(self._crd_host, crd, setup)
         self._crd_gates.append(gate)
         self._elected_group.add(Runnable(f"crd {crd}", gate.run))
         return gate
@@ -478,6 +490,13 @@ class Manager(Service):
         if self._shutdown_deadline is None:
             self._shutdown_deadline = now + self.options.graceful_shutdown_timeout
         return max(0.0, self._shutdown_deadline - now)
+
+    def _crd_grace(self) -> float:
+        """The grace a CRD's controllers get: the manager's one deadline once it is
+        stopping, a whole period when only their CRD went."""
+        if self.state is State.STOPPING:
+            return self._grace()
+        return self.options.graceful_shutdown_timeout
 
     def _failed(self, runnable: Runnable, error: BaseException) -> None:
         logger.error("manager: %s failed; stopping", runnable.name, exc_info=error)
