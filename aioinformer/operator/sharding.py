@@ -48,9 +48,10 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from aioinformer._objects.meta import labels_of, namespace_of, owner_references_of
+from aioinformer._objects.meta import labels_of, namespace_of, owner_references_of, uid_of
+from aioinformer.shard_selector import HASH_SPACE, ShardField, ShardSelector, fnv1a_64
 
 if TYPE_CHECKING:
     from aioinformer.client import GVR
@@ -62,14 +63,21 @@ __all__ = [
     "RING_LABEL",
     "RingMembership",
     "SHARD_LABEL_PREFIX",
+    "SLOTS_ANNOTATION",
+    "ShardMode",
     "ShardRing",
     "ShardState",
     "ShardedResource",
     "controller_hash_key",
     "drain_label",
+    "format_slots",
     "object_hash_key",
+    "parse_slots",
     "rendezvous",
     "shard_label",
+    "slot_owner",
+    "slot_selector",
+    "slots_of_hash",
 ]
 
 CONVENTIONS: Final = "sharding.timebertt.dev/v1alpha1"
@@ -82,6 +90,15 @@ SHARD_LABEL_PREFIX: Final = "shard.alpha.sharding.timebertt.dev/"
 """Followed by the ring's name: the label holding an object's shard."""
 DRAIN_LABEL_PREFIX: Final = "drain.alpha.sharding.timebertt.dev/"
 """Followed by the ring's name: the label asking an object's shard to give it up."""
+
+SLOTS_ANNOTATION: Final = "sharding.aioinformer.dev/slots"
+"""In range mode, the annotation on a shard Lease listing the slots its shard holds
+(``"0-3,7"``): it watches them, or is about to, or still finishes reconciles of them."""
+
+ShardMode = Literal["auto", "labels", "ranges"]
+"""How a ring splits its objects: ``"labels"`` (the sharder labels each object),
+``"ranges"`` (each shard watches slots of the hash space, through shard selectors the
+API server or the proxy serves) or ``"auto"`` (ranges where they are served)."""
 
 ORPHAN_AFTER: Final = 60.0
 """Seconds a dead shard's Lease stays before the sharder deletes it (that project's
@@ -137,6 +154,16 @@ class ShardRing:
     sharder moves a silent shard's objects once its Lease is ``lease_duration`` old.
     ``sync_period`` is how often the sharder goes over every object again (its
     periodic pass, catching anything a watch missed).
+
+    ``mode`` chooses how objects are split (:data:`ShardMode`): by labels the sharder
+    writes, or by ranges of the hash space each shard watches through a shard selector
+    (KEP-5866), handed over through the shard Leases; ``"auto"``, the default, takes ranges
+    when the API server (or the proxy in front of it) serves shard selectors for every
+    ring resource, and labels otherwise. In range mode the space is cut into ``slots``
+    equal ranges, each held by one shard at a time, and objects are hashed on
+    ``range_field``: an object's uid, or its namespace, which a ring whose resources
+    control others needs (an object's controller is in its namespace, so it lands with
+    it; by uid it would not).
     """
 
     name: str
@@ -147,6 +174,9 @@ class ShardRing:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     sync_period: float = 300.0
+    mode: ShardMode = "auto"
+    slots: int = 64
+    range_field: ShardField = "object.metadata.uid"
 
     def __post_init__(self) -> None:
         if len(self.name) > 63 or not _DNS_LABEL.match(self.name):
@@ -174,6 +204,37 @@ class ShardRing:
             )
         if not self.sync_period > 0:
             raise ValueError(f"sync_period must be > 0, got {self.sync_period}")
+        if self.mode not in ("auto", "labels", "ranges"):
+            raise ValueError(f"mode must be 'auto', 'labels' or 'ranges', got {self.mode!r}")
+        if not 1 <= self.slots <= 4096:
+            raise ValueError(f"slots must be between 1 and 4096, got {self.slots}")
+        if self.range_field not in ("object.metadata.uid", "object.metadata.namespace"):
+            raise ValueError(
+                f"range_field must be object.metadata.uid or object.metadata.namespace,"
+                f" got {self.range_field!r}"
+            )
+        if self.mode == "ranges" and not self.ranges_keep_owners:
+            raise ValueError(
+                f"ring {self.name!r} shards resources its objects control: in range mode"
+                " they land with their controller only when hashed by namespace"
+                " (range_field='object.metadata.namespace')"
+            )
+
+    @property
+    def ranges_keep_owners(self) -> bool:
+        """Whether range mode keeps every controlled object with its controller: no ring
+        resource controls others, or objects are hashed by namespace."""
+        if self.range_field == "object.metadata.namespace":
+            return True
+        return not any(spec.controlled for spec in self.resources)
+
+    def slot_of(self, obj: Any) -> int:
+        """The slot ``obj`` falls in, in range mode: where its ``range_field``'s hash lies."""
+        if self.range_field == "object.metadata.uid":
+            value = uid_of(obj) or ""
+        else:
+            value = namespace_of(obj) or ""
+        return slots_of_hash(fnv1a_64(value), self.slots)
 
     @property
     def shard_label(self) -> str:
@@ -265,6 +326,80 @@ def rendezvous(key: str, members: Iterable[str]) -> str | None:
         if best is None or candidate > best:
             best = candidate
     return None if best is None else best[1]
+
+
+def slots_of_hash(h: int, count: int) -> int:
+    """The slot of the hash ``h`` when the space is cut into ``count`` equal ranges (the
+    cuts of :meth:`ShardSelector.split`)."""
+    slot = h * count // HASH_SPACE
+    # A cut rounds down: step back while the slot starts above h.
+    while slot > 0 and HASH_SPACE * slot // count > h:
+        slot -= 1
+    return slot
+
+
+def slot_owner(slot: int, members: Iterable[str]) -> str | None:
+    """The member that should hold ``slot``: rendezvous hashing over the members, as for
+    an object's key, so a member joining or leaving moves only about 1/N of the slots."""
+    return rendezvous(f"slot/{slot}", members)
+
+
+_NOTHING: Final = ShardSelector.of((HASH_SPACE - 2, HASH_SPACE - 1))
+"""A selector of one hash value: what a shard holding no slot watches (the guard
+refuses whatever it may show)."""
+
+
+def slot_selector(
+    slots: Iterable[int], count: int, *, field: ShardField = "object.metadata.uid"
+) -> ShardSelector:
+    """The shard selector of ``slots`` (of ``count``), adjacent slots joined into one
+    range; with no slot, a range of a single hash value, as a shard selector selects at
+    least one."""
+    ordered = sorted(set(slots))
+    if not ordered:
+        return ShardSelector.of(*((r.start, r.end) for r in _NOTHING.ranges), field=field)
+    bounds: list[tuple[int, int]] = []
+    for slot in ordered:
+        start = HASH_SPACE * slot // count
+        end = HASH_SPACE * (slot + 1) // count if slot + 1 < count else HASH_SPACE - 1
+        if bounds and bounds[-1][1] == start:
+            bounds[-1] = (bounds[-1][0], end)
+        else:
+            bounds.append((start, end))
+    return ShardSelector.of(*bounds, field=field)
+
+
+def format_slots(slots: Iterable[int]) -> str:
+    """``slots`` as the slots annotation writes them: sorted, runs as ``a-b``
+    (``"0-3,7"``); ``""`` for none."""
+    ordered = sorted(set(slots))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_slots(text: object, count: int) -> frozenset[int] | None:
+    """The slots a slots annotation lists; ``None`` when it is not one (a slot out of
+    ``[0, count)`` included), which a reader takes as holding every slot: it waits
+    rather than risk two shards on one slot."""
+    if not isinstance(text, str):
+        return None
+    slots: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, dash, last = part.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            return None
+        low, high = int(first), int(last) if dash else int(first)
+        if not 0 <= low <= high < count:
+            return None
+        slots.update(range(low, high + 1))
+    return frozenset(slots)
 
 
 class ShardState(enum.Enum):
