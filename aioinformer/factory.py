@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from aioinformer.listwatch import Decoder, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
 
-__all__ = ["InformerKey", "SharedInformerFactory", "resource_key"]
+__all__ = ["InformerKey", "ShardsMoved", "SharedInformerFactory", "resource_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -379,6 +379,32 @@ class SharedInformerFactory(Service):
             self._launched.remove(key)
         await found.aclose()
 
+    def reselect(self, informer: SharedIndexInformer, shard_selector: str | ShardSelector) -> bool:
+        """Move an informer of this factory to another shard selector while it runs: its
+        requests carry ``shard_selector`` from now on, and it relists at once (after its
+        reflector's backoff), so the objects it no longer selects leave its cache as
+        deletions (tombstones, to its handlers) and the newly selected ones arrive as
+        adds. Before it starts, its first list uses the new selector. What a shard of a
+        ring in range mode does when its slots change. False when the informer had that
+        selector already; ``ValueError`` for an informer this factory does not hold, or
+        one built without a shard selector (its key says it watches every shard)."""
+        key = next((k for k, i in self._informers.items() if i is informer), None)
+        if key is None:
+            raise ValueError(f"{informer!r} is not an informer of this factory")
+        source = informer.lister_watcher
+        if key.shard_selector is None or not isinstance(source, _SelectedResource):
+            raise ValueError(
+                f"informer {key.describe()} was built without a shard selector: build it"
+                " with one (informer_for(..., shard_selector=...)) to move it later"
+            )
+        text = _shard_text(shard_selector)
+        assert text is not None
+        if source.shards.text == text:
+            return False
+        source.shards.move(text)
+        informer._request_relist(ShardsMoved(f"shard selector now {text}"))
+        return True
+
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
         """Every informer built so far, by key."""
         return dict(self._informers)
@@ -496,36 +522,56 @@ class SharedInformerFactory(Service):
         return f"<SharedInformerFactory informers={len(self._informers)} {self._state.name}>"
 
 
+class ShardsMoved(Exception):
+    """Why an informer relists after :meth:`SharedInformerFactory.reselect`: its shard
+    selector moved."""
+
+
+class _Shards:
+    """The shard selector an informer's requests carry, shared by every copy of its source
+    (the decoding one the reflector reads through, the audit's metadata lister), so that
+    :meth:`SharedInformerFactory.reselect` moves them all at once; and whether the server
+    applies it, as the last LIST page said (``None`` until one has answered)."""
+
+    __slots__ = ("selector", "served", "text")
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+        self.selector = parse_shard_selector(text) if text is not None else None
+        self.served: bool | None = None
+
+    def move(self, text: str) -> None:
+        self.text = text
+        self.selector = parse_shard_selector(text)
+
+
 class _SelectedResource(DescribedListerWatcher):
-    """A ListerWatcher adding the informer's fixed label, field and shard selectors to
-    every request of a resource client; it describes itself by the informer's key.
+    """A ListerWatcher adding the informer's label, field and shard selectors to every
+    request of a resource client; it describes itself by the informer's key.
 
     A shard selector the server did not apply (a LIST page without ``shardInfo``) is
     applied here instead, to that page and to the watches that follow it, until a LIST
     says the server applies it. A streaming list's answer cannot say, so before the first
-    watch of a source no LIST has answered for, one LIST of a single object asks."""
+    watch of a source no LIST has answered for, one LIST of a single object asks. The
+    shard selector may move while the informer runs (:meth:`SharedInformerFactory.reselect`)."""
 
     __slots__ = (
         "_field_selector",
         "_key",
         "_label_selector",
         "_resource",
-        "_server_shards",
-        "_shards",
         "_warned",
+        "shards",
     )
 
-    def __init__(self, resource: DescribedListerWatcher, key: InformerKey) -> None:
+    def __init__(
+        self, resource: DescribedListerWatcher, key: InformerKey, shards: _Shards | None = None
+    ) -> None:
         self._resource = resource
         self._key = key
         self._label_selector = key.label_selector
         self._field_selector = key.field_selector
-        self._shards = (
-            parse_shard_selector(key.shard_selector) if key.shard_selector is not None else None
-        )
-        # Whether the last LIST page said the server applied the shard selector; None
-        # until one has answered.
-        self._server_shards: bool | None = None
+        self.shards = shards if shards is not None else _Shards(key.shard_selector)
         self._warned = False
 
     def describe(self) -> SourceInfo:
@@ -537,50 +583,53 @@ class _SelectedResource(DescribedListerWatcher):
             label_selector=key.label_selector,
             field_selector=key.field_selector,
             metadata_only=key.metadata_only,
-            shard_selector=key.shard_selector,
+            shard_selector=self.shards.text,
             watch_list=inner.watch_list,
             server=inner.server,
         )
 
     def _options(self, options: ListOptions) -> ListOptions:
         key = self._key
-        if key.label_selector is None and key.field_selector is None and self._shards is None:
+        shards = self.shards.text
+        if key.label_selector is None and key.field_selector is None and shards is None:
             return options
         return dataclasses.replace(
             options,
             label_selector=key.label_selector or options.label_selector,
             field_selector=key.field_selector or options.field_selector,
-            shard_selector=key.shard_selector or options.shard_selector,
+            shard_selector=shards or options.shard_selector,
         )
 
     def _in_shard(self, obj: Any) -> bool:
-        shards = self._shards
+        shards = self.shards.selector
         assert shards is not None
         return shards.contains(uid=uid_of(obj) or "", namespace=namespace_of(obj))
 
     async def list(self, options: ListOptions) -> ObjectList:
         page = await self._resource.list(self._options(options))
-        if self._shards is None:
+        shards = self.shards
+        if shards.selector is None:
             return page
-        self._server_shards = page.shard_selector is not None
-        if not self._server_shards:
+        shards.served = page.shard_selector is not None
+        if not shards.served:
             self._note_local_shards()
             page.items = [item for item in page.items if self._in_shard(item)]
         return page
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         events = self._resource.watch(self._options(options))
-        if self._shards is None or self._server_shards:
+        if self.shards.selector is None or self.shards.served:
             return events
         return self._shard_events(events)
 
     async def _shard_events(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:
         in_shard = self._in_shard
+        shards = self.shards
         try:
-            if self._server_shards is None:
+            if shards.served is None:
                 probe = await self._resource.list(self._options(ListOptions(limit=1)))
-                self._server_shards = probe.shard_selector is not None
-            if self._server_shards:
+                shards.served = probe.shard_selector is not None
+            if shards.served:
                 async for event in events:
                     yield event
                 return
@@ -605,16 +654,16 @@ class _SelectedResource(DescribedListerWatcher):
             )
 
     def decoded_with(self, codec: Decoder) -> _SelectedResource:
-        return _SelectedResource(self._resource.decoded_with(codec), self._key)
+        return _SelectedResource(self._resource.decoded_with(codec), self._key, self.shards)
 
     def metadata_lister(self) -> _SelectedResource | None:
         """The same objects (namespace, selectors) as ``PartialObjectMetadata``, for a
         cache audit."""
         metadata = self._resource.metadata_lister()
-        return None if metadata is None else _SelectedResource(metadata, self._key)
+        return None if metadata is None else _SelectedResource(metadata, self._key, self.shards)
 
     def __repr__(self) -> str:
-        shard = self._key.shard_selector
+        shard = self.shards.text
         shards = "" if shard is None else f" shard_selector={shard!r}"
         return (
             f"<{self._resource!r} label_selector={self._label_selector!r}"

@@ -580,6 +580,14 @@ class SharedIndexInformer(Service):
         """How often (seconds) the reflector checks whether a handler is due a resync."""
         return self._resync_check_period
 
+    def _request_relist(self, reason: BaseException) -> None:
+        """Relist now, as the source's selection changed (``reason`` says how): the
+        objects it no longer lists leave the cache as deletions. Before the reflector
+        exists, its first list reads the new selection anyway."""
+        reflector = self._reflector
+        if reflector is not None:
+            reflector.request_relist(reason)
+
     @property
     def last_sync_resource_version(self) -> str:
         """The resourceVersion the reflector last synced to ("" before the first list)."""

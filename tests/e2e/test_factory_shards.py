@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from aioinformer import State
+from aioinformer._kernel.backoff import Backoff
 from aioinformer.errors import SelectorError
 from aioinformer.factory import SharedInformerFactory
 from aioinformer.reflector import ReflectorOptions
 from aioinformer.shard_selector import ShardSelector
+from aioinformer.testing import FakeAPIServer
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
     from aioinformer.client import Client
     from aioinformer.informer import SharedIndexInformer
-    from aioinformer.testing import FakeAPIServer
 
 
 def configmap(name: str, namespace: str = "default") -> dict[str, Any]:
@@ -214,3 +215,72 @@ def test_a_managers_shard_selector_reaches_its_informers(kube_client: Client) ->
     selector = ShardSelector.split(2)[1]
     manager = Manager(kube_client, shard_selector=selector)
     assert manager.informer_for("configmaps").name == f"configmaps s={selector}"
+
+
+# -- informers whose slice moves -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["server-applies", "informer-applies"])
+async def test_a_reselected_informer_relists_into_its_new_slice(gate: bool) -> None:
+    # The server applies selectors or not: either way the cache moves to the new slice,
+    # the objects that left are deleted as tombstones, those that came are added.
+    gates = {"ShardedListAndWatch": gate}
+    async with FakeAPIServer(feature_gates=gates) as server, server.client() as client:
+        await _reselected(server, client)
+
+
+async def _reselected(fake_apiserver: FakeAPIServer, kube_client: Client) -> None:
+    for i in range(24):
+        fake_apiserver.create(configmap(f"cm-{i}"))
+    first, second = ShardSelector.split(2)
+    both = ShardSelector.of((first.ranges[0].start, second.ranges[0].end))
+    added: list[str] = []
+    deleted: list[tuple[str, bool]] = []
+    quick = lambda: Backoff(initial=0.01, cap=0.05)  # noqa: E731 - a relist needs no wait here
+    async with SharedInformerFactory(kube_client, backoff=quick) as factory:
+        informer = factory.informer_for("configmaps", shard_selector=first)
+        informer.add_event_handler(
+            on_add=lambda obj, _initial: added.append(obj["metadata"]["name"]),
+            on_delete=lambda obj: deleted.append(
+                (getattr(obj, "key", None) or obj["metadata"]["name"], hasattr(obj, "key"))
+            ),
+        )
+        await factory.wait_for_cache_sync(timeout=5)
+        assert cached(informer) == slice_of(fake_apiserver, first)
+
+        assert factory.reselect(informer, second)
+        assert not factory.reselect(informer, str(second))  # the same, spelled as text
+        await wait_until(
+            lambda: cached(informer) == slice_of(fake_apiserver, second), poll=0.001, timeout=10
+        )
+        assert informer.statistics().reflector is not None
+        assert str(second) in repr(informer.lister_watcher)
+        left = slice_of(fake_apiserver, first)
+        assert {key for key, _ in deleted} == left
+        assert all(tombstone for _, tombstone in deleted)
+        assert {f"default/{name}" for name in added} == left | slice_of(fake_apiserver, second)
+
+        # Widened to the whole space: everything, through the next relist.
+        factory.reselect(informer, both)
+        await wait_until(lambda: len(cached(informer)) == 24, poll=0.001, timeout=10)
+        fake_apiserver.create(configmap("cm-late"))
+        await wait_until(lambda: len(cached(informer)) == 25, poll=0.001, timeout=10)
+
+
+async def test_only_an_informer_of_the_factory_built_with_a_shard_selector_moves(
+    kube_client: Client,
+) -> None:
+    factory = SharedInformerFactory(kube_client)
+    whole = factory.informer_for("configmaps")
+    with pytest.raises(ValueError, match="built without a shard selector"):
+        factory.reselect(whole, ShardSelector.split(2)[0])
+    other = SharedInformerFactory(kube_client).informer_for(
+        "configmaps", shard_selector=ShardSelector.split(2)[0]
+    )
+    with pytest.raises(ValueError, match="not an informer of this factory"):
+        factory.reselect(other, ShardSelector.split(2)[1])
+    sliced = factory.informer_for("configmaps", shard_selector=ShardSelector.split(2)[0])
+    # Before the start: the first list reads the new slice.
+    assert factory.reselect(sliced, ShardSelector.split(2)[1])
+    with pytest.raises(SelectorError):
+        factory.reselect(sliced, "shardRange(object.metadata.uid, '0x1', '0x0')")
