@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from aioinformer.listwatch import Decoder, ObjectList, WatchEvent
     from aioinformer.processor import SlowHandlerThresholds
 
-__all__ = ["InformerKey", "ShardsMoved", "SharedInformerFactory", "resource_key"]
+__all__ = ["InformerKey", "SelectionMoved", "SharedInformerFactory", "resource_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -379,30 +379,35 @@ class SharedInformerFactory(Service):
             self._launched.remove(key)
         await found.aclose()
 
-    def reselect(self, informer: SharedIndexInformer, shard_selector: str | ShardSelector) -> bool:
-        """Move an informer of this factory to another shard selector while it runs: its
-        requests carry ``shard_selector`` from now on, and it relists at once (after its
-        reflector's backoff), so the objects it no longer selects leave its cache as
-        deletions (tombstones, to its handlers) and the newly selected ones arrive as
-        adds. Before it starts, its first list uses the new selector. What a shard of a
-        ring in range mode does when its slots change. False when the informer had that
-        selector already; ``ValueError`` for an informer this factory does not hold, or
-        one built without a shard selector (its key says it watches every shard)."""
+    def reselect(
+        self,
+        informer: SharedIndexInformer,
+        *,
+        shard_selector: str | ShardSelector | EllipsisType | None = ...,
+        label_selector: str | EllipsisType | None = ...,
+    ) -> bool:
+        """Move an informer of this factory to other selectors while it runs (``...``
+        leaves one as it is, ``None`` drops it): its requests carry them from now on, and
+        it relists at once (after its reflector's backoff), so the objects it no longer
+        selects leave its cache as deletions (tombstones, to its handlers) and the newly
+        selected ones arrive as adds. Before it starts, its first list uses them. What a
+        shard of a ring whose slots change does. The informer keeps its key (a later
+        ``informer_for`` with the key's selectors still returns it). False when nothing
+        changed; ``ValueError`` for an informer this factory does not hold;
+        :class:`~aioinformer.errors.SelectorError` for a selector that does not parse."""
         key = next((k for k, i in self._informers.items() if i is informer), None)
-        if key is None:
-            raise ValueError(f"{informer!r} is not an informer of this factory")
         source = informer.lister_watcher
-        if key.shard_selector is None or not isinstance(source, _SelectedResource):
-            raise ValueError(
-                f"informer {key.describe()} was built without a shard selector: build it"
-                " with one (informer_for(..., shard_selector=...)) to move it later"
-            )
-        text = _shard_text(shard_selector)
-        assert text is not None
-        if source.shards.text == text:
+        if key is None or not isinstance(source, _SelectedResource):
+            raise ValueError(f"{informer!r} is not an informer of this factory")
+        selection = source.selection
+        shards = selection.shard_selector if shard_selector is ... else _shard_text(shard_selector)
+        labels = selection.label_selector if label_selector is ... else label_selector
+        _check_selectors(labels, key.field_selector)
+        if (shards, labels) == (selection.shard_selector, selection.label_selector):
             return False
-        source.shards.move(text)
-        informer._request_relist(ShardsMoved(f"shard selector now {text}"))
+        selection.move_shards(shards)
+        selection.label_selector = labels
+        informer._request_relist(SelectionMoved(f"selectors now l={labels} s={shards}"))
         return True
 
     def informers(self) -> dict[InformerKey, SharedIndexInformer]:
@@ -522,114 +527,118 @@ class SharedInformerFactory(Service):
         return f"<SharedInformerFactory informers={len(self._informers)} {self._state.name}>"
 
 
-class ShardsMoved(Exception):
-    """Why an informer relists after :meth:`SharedInformerFactory.reselect`: its shard
-    selector moved."""
+class SelectionMoved(Exception):
+    """Why an informer relists after :meth:`SharedInformerFactory.reselect`: its selectors
+    moved."""
 
 
-class _Shards:
-    """The shard selector an informer's requests carry, shared by every copy of its source
-    (the decoding one the reflector reads through, the audit's metadata lister), so that
-    :meth:`SharedInformerFactory.reselect` moves them all at once; and whether the server
-    applies it, as the last LIST page said (``None`` until one has answered)."""
+class _Selection:
+    """The label and shard selectors an informer's requests carry, shared by every copy of
+    its source (the decoding one the reflector reads through, the audit's metadata
+    lister), so that :meth:`SharedInformerFactory.reselect` moves them all at once; and
+    whether the server applies the shard selector, as the last LIST page said (``None``
+    until one has answered)."""
 
-    __slots__ = ("selector", "served", "text")
+    __slots__ = ("label_selector", "served", "shard_selector", "shards")
 
-    def __init__(self, text: str | None) -> None:
-        self.text = text
-        self.selector = parse_shard_selector(text) if text is not None else None
+    def __init__(self, label_selector: str | None, shard_selector: str | None) -> None:
+        self.label_selector = label_selector
+        self.shard_selector = shard_selector
+        self.shards = parse_shard_selector(shard_selector) if shard_selector is not None else None
         self.served: bool | None = None
 
-    def move(self, text: str) -> None:
-        self.text = text
-        self.selector = parse_shard_selector(text)
+    def move_shards(self, text: str | None) -> None:
+        self.shard_selector = text
+        self.shards = parse_shard_selector(text) if text is not None else None
+        self.served = None
 
 
 class _SelectedResource(DescribedListerWatcher):
     """A ListerWatcher adding the informer's label, field and shard selectors to every
-    request of a resource client; it describes itself by the informer's key.
+    request of a resource client; it describes itself by them.
 
     A shard selector the server did not apply (a LIST page without ``shardInfo``) is
     applied here instead, to that page and to the watches that follow it, until a LIST
     says the server applies it. A streaming list's answer cannot say, so before the first
     watch of a source no LIST has answered for, one LIST of a single object asks. The
-    shard selector may move while the informer runs (:meth:`SharedInformerFactory.reselect`)."""
+    label and shard selectors may move while the informer runs
+    (:meth:`SharedInformerFactory.reselect`)."""
 
-    __slots__ = (
-        "_field_selector",
-        "_key",
-        "_label_selector",
-        "_resource",
-        "_warned",
-        "shards",
-    )
+    __slots__ = ("_key", "_resource", "_warned", "selection")
 
     def __init__(
-        self, resource: DescribedListerWatcher, key: InformerKey, shards: _Shards | None = None
+        self,
+        resource: DescribedListerWatcher,
+        key: InformerKey,
+        selection: _Selection | None = None,
     ) -> None:
         self._resource = resource
         self._key = key
-        self._label_selector = key.label_selector
-        self._field_selector = key.field_selector
-        self.shards = shards if shards is not None else _Shards(key.shard_selector)
+        self.selection = (
+            selection
+            if selection is not None
+            else _Selection(key.label_selector, key.shard_selector)
+        )
         self._warned = False
 
     def describe(self) -> SourceInfo:
         key = self._key
+        selection = self.selection
         inner = self._resource.describe()
         return SourceInfo(
             resource=key.spelling or key.resource,
             namespace=key.namespace,
-            label_selector=key.label_selector,
+            label_selector=selection.label_selector,
             field_selector=key.field_selector,
             metadata_only=key.metadata_only,
-            shard_selector=self.shards.text,
+            shard_selector=selection.shard_selector,
             watch_list=inner.watch_list,
             server=inner.server,
         )
 
     def _options(self, options: ListOptions) -> ListOptions:
         key = self._key
-        shards = self.shards.text
-        if key.label_selector is None and key.field_selector is None and shards is None:
+        selection = self.selection
+        labels, shards = selection.label_selector, selection.shard_selector
+        if labels is None and key.field_selector is None and shards is None:
             return options
         return dataclasses.replace(
             options,
-            label_selector=key.label_selector or options.label_selector,
+            label_selector=labels or options.label_selector,
             field_selector=key.field_selector or options.field_selector,
             shard_selector=shards or options.shard_selector,
         )
 
     def _in_shard(self, obj: Any) -> bool:
-        shards = self.shards.selector
+        shards = self.selection.shards
         assert shards is not None
         return shards.contains(uid=uid_of(obj) or "", namespace=namespace_of(obj))
 
     async def list(self, options: ListOptions) -> ObjectList:
         page = await self._resource.list(self._options(options))
-        shards = self.shards
-        if shards.selector is None:
+        selection = self.selection
+        if selection.shards is None:
             return page
-        shards.served = page.shard_selector is not None
-        if not shards.served:
+        selection.served = page.shard_selector is not None
+        if not selection.served:
             self._note_local_shards()
             page.items = [item for item in page.items if self._in_shard(item)]
         return page
 
     def watch(self, options: ListOptions) -> AsyncIterator[WatchEvent]:
         events = self._resource.watch(self._options(options))
-        if self.shards.selector is None or self.shards.served:
+        if self.selection.shards is None or self.selection.served:
             return events
         return self._shard_events(events)
 
     async def _shard_events(self, events: AsyncIterator[WatchEvent]) -> AsyncIterator[WatchEvent]:
         in_shard = self._in_shard
-        shards = self.shards
+        selection = self.selection
         try:
-            if shards.served is None:
+            if selection.served is None:
                 probe = await self._resource.list(self._options(ListOptions(limit=1)))
-                shards.served = probe.shard_selector is not None
-            if shards.served:
+                selection.served = probe.shard_selector is not None
+            if selection.served:
                 async for event in events:
                     yield event
                 return
@@ -654,18 +663,19 @@ class _SelectedResource(DescribedListerWatcher):
             )
 
     def decoded_with(self, codec: Decoder) -> _SelectedResource:
-        return _SelectedResource(self._resource.decoded_with(codec), self._key, self.shards)
+        return _SelectedResource(self._resource.decoded_with(codec), self._key, self.selection)
 
     def metadata_lister(self) -> _SelectedResource | None:
         """The same objects (namespace, selectors) as ``PartialObjectMetadata``, for a
         cache audit."""
         metadata = self._resource.metadata_lister()
-        return None if metadata is None else _SelectedResource(metadata, self._key, self.shards)
+        return None if metadata is None else _SelectedResource(metadata, self._key, self.selection)
 
     def __repr__(self) -> str:
-        shard = self.shards.text
+        selection = self.selection
+        shard = selection.shard_selector
         shards = "" if shard is None else f" shard_selector={shard!r}"
         return (
-            f"<{self._resource!r} label_selector={self._label_selector!r}"
-            f" field_selector={self._field_selector!r}{shards}>"
+            f"<{self._resource!r} label_selector={selection.label_selector!r}"
+            f" field_selector={self._key.field_selector!r}{shards}>"
         )

@@ -248,8 +248,10 @@ async def _reselected(fake_apiserver: FakeAPIServer, kube_client: Client) -> Non
         await factory.wait_for_cache_sync(timeout=5)
         assert cached(informer) == slice_of(fake_apiserver, first)
 
-        assert factory.reselect(informer, second)
-        assert not factory.reselect(informer, str(second))  # the same, spelled as text
+        assert factory.reselect(informer, shard_selector=second)
+        assert not factory.reselect(
+            informer, shard_selector=str(second)
+        )  # the same, spelled as text
         await wait_until(
             lambda: cached(informer) == slice_of(fake_apiserver, second), poll=0.001, timeout=10
         )
@@ -261,26 +263,47 @@ async def _reselected(fake_apiserver: FakeAPIServer, kube_client: Client) -> Non
         assert {f"default/{name}" for name in added} == left | slice_of(fake_apiserver, second)
 
         # Widened to the whole space: everything, through the next relist.
-        factory.reselect(informer, both)
+        factory.reselect(informer, shard_selector=both)
         await wait_until(lambda: len(cached(informer)) == 24, poll=0.001, timeout=10)
         fake_apiserver.create(configmap("cm-late"))
         await wait_until(lambda: len(cached(informer)) == 25, poll=0.001, timeout=10)
 
 
-async def test_only_an_informer_of_the_factory_built_with_a_shard_selector_moves(
+async def test_reselect_moves_only_the_factorys_informers_and_checks_the_selectors(
     kube_client: Client,
 ) -> None:
     factory = SharedInformerFactory(kube_client)
-    whole = factory.informer_for("configmaps")
-    with pytest.raises(ValueError, match="built without a shard selector"):
-        factory.reselect(whole, ShardSelector.split(2)[0])
     other = SharedInformerFactory(kube_client).informer_for(
         "configmaps", shard_selector=ShardSelector.split(2)[0]
     )
     with pytest.raises(ValueError, match="not an informer of this factory"):
-        factory.reselect(other, ShardSelector.split(2)[1])
+        factory.reselect(other, shard_selector=ShardSelector.split(2)[1])
     sliced = factory.informer_for("configmaps", shard_selector=ShardSelector.split(2)[0])
-    # Before the start: the first list reads the new slice.
-    assert factory.reselect(sliced, ShardSelector.split(2)[1])
+    # Before the start: the first list reads the new selectors.
+    assert factory.reselect(sliced, shard_selector=ShardSelector.split(2)[1])
+    assert not factory.reselect(sliced)
     with pytest.raises(SelectorError):
-        factory.reselect(sliced, "shardRange(object.metadata.uid, '0x1', '0x0')")
+        factory.reselect(sliced, shard_selector="shardRange(object.metadata.uid, '0x1', '0x0')")
+    with pytest.raises(SelectorError):
+        factory.reselect(sliced, label_selector="a in (")
+
+
+async def test_an_informer_of_everything_narrowed_to_a_label_and_a_slice_and_back(
+    fake_apiserver: FakeAPIServer, kube_client: Client
+) -> None:
+    for i in range(12):
+        obj = configmap(f"cm-{i}")
+        obj["metadata"]["labels"] = {"team": "a" if i % 2 else "b"}
+        fake_apiserver.create(obj)
+    quick = lambda: Backoff(initial=0.01, cap=0.05)  # noqa: E731 - a relist needs no wait here
+    async with SharedInformerFactory(kube_client, backoff=quick) as factory:
+        informer = factory.informer_for("configmaps")
+        await factory.wait_for_cache_sync(timeout=5)
+        assert len(cached(informer)) == 12
+        half = ShardSelector.split(2)[0]
+        assert factory.reselect(informer, label_selector="team=a", shard_selector=half)
+        wanted = {key for key in slice_of(fake_apiserver, half) if int(key.rsplit("-", 1)[1]) % 2}
+        await wait_until(lambda: cached(informer) == wanted, poll=0.001, timeout=10)
+        assert factory.informer_for("configmaps") is informer  # its key is as built
+        assert factory.reselect(informer, label_selector=None, shard_selector=None)
+        await wait_until(lambda: len(cached(informer)) == 12, poll=0.001, timeout=10)
