@@ -84,7 +84,8 @@ Life cycle: a controller is a :class:`~aioinformer.Service` and its ``state`` an
 ``STARTING`` (``run()`` waits for every informer to sync; no worker runs), ``RUNNING``
 (workers take keys and reconcile them; ``run()`` signals readiness here), ``STOPPING``
 (no key is taken any more; reconciles in flight may finish), ``STOPPED`` (every worker
-has ended and the queue is shut down).
+has ended, the controller's handlers are removed from its informers with no call of them
+still running, and the queue is shut down).
 
 Task model: :meth:`Controller.run` owns the worker tasks (children of one
 :class:`~aioinformer._kernel.runner.TaskRunner`, and the queue's timer task) and returns
@@ -538,10 +539,24 @@ class Controller(Service):
             self._workers_runner = None
             for informer, registration in self._watches:
                 informer.remove_event_handler(registration)
-            await finish_regardless(self._queue.aclose())
+            try:
+                await finish_regardless(self._wait_handlers_stopped())
+            finally:
+                await finish_regardless(self._queue.aclose())
 
     def _request_stop(self) -> None:
         self._stop_requested.set()
+
+    async def _wait_handlers_stopped(self) -> None:
+        """Wait until each handler the run removed has stopped
+        (``registration.wait_stopped()``): its delivery task has ended, after the call
+        it was in returned (one in a worker thread included), so no call of its
+        predicates, key function or mapping is left running once ``run()`` returns.
+        Never hangs on an informer: the handler of one never started has no task, and
+        one whose informer stopped had its task cancelled (a call in a worker thread is
+        then left to finish on its own)."""
+        for _, registration in self._watches:
+            await registration.wait_stopped()
 
     async def _wait_for_sync(self, stop_requested: asyncio.Event) -> bool:
         """True once every handler of the controller synced; False when asked to stop
