@@ -51,6 +51,7 @@ from aioinformer._kernel.lifecycle import Service, State
 from aioinformer._kernel.runner import TaskRunner
 from aioinformer._kernel.sync import Watched, wait_synced
 from aioinformer._objects.meta import namespace_of, uid_of
+from aioinformer._pipeline.watch_policy import RelistRequested
 from aioinformer.client import GVR, Client, ResourceInfo
 from aioinformer.client._builtin import builtin_gvr
 from aioinformer.health import FactoryHealth
@@ -527,9 +528,9 @@ class SharedInformerFactory(Service):
         return f"<SharedInformerFactory informers={len(self._informers)} {self._state.name}>"
 
 
-class SelectionMoved(Exception):
+class SelectionMoved(RelistRequested):
     """Why an informer relists after :meth:`SharedInformerFactory.reselect`: its selectors
-    moved."""
+    moved (logged at INFO: a move is no fault)."""
 
 
 class _Selection:

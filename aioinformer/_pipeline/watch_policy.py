@@ -52,6 +52,7 @@ __all__ = [
     "Decision",
     "FailureStreak",
     "InternalErrorRetry",
+    "RelistRequested",
     "Step",
     "WatchEnd",
     "failure_level",
@@ -169,10 +170,16 @@ def _short_watch_error(what: str) -> WatchError:
     return WatchError(f"very short watch: the {what} closed within a second without any event")
 
 
+class RelistRequested(Exception):
+    """A relist asked for on purpose, not a fault (an informer whose selectors moved):
+    given to ``Reflector.request_relist``, it is logged at INFO, not as a warning."""
+
+
 def _after_watch(end: WatchEnd, may_retry_internal: bool) -> Decision:
     error = end.error
     if end.resync_failed and error is not None:
-        return Decision(Step.RELIST, (error,), logging.WARNING)
+        level = logging.INFO if isinstance(error, RelistRequested) else logging.WARNING
+        return Decision(Step.RELIST, (error,), level)
     if end.timed_out and error is not None:
         return Decision(Step.REWATCH, (error,))
     if error is not None and not end.opened:

@@ -25,17 +25,20 @@ guards on the sharded controllers' workers.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from aioinformer._kernel.lifecycle import State
 from aioinformer._objects.meta import name_of
 from aioinformer.factory import resource_key
+from aioinformer.listwatch import ListOptions
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._resourcelock import LEASES_RESOURCE
-from aioinformer.operator._shard import ShardView
+from aioinformer.operator._shard import ShardView, SlotView
 from aioinformer.operator._sharder import Sharder
+from aioinformer.operator._slot_keeper import SlotKeeper
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
-from aioinformer.operator.sharding import RingMembership
+from aioinformer.operator.sharding import RingMembership, slot_selector
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -49,6 +52,34 @@ if TYPE_CHECKING:
     from aioinformer.operator.sharding import ShardRing
 
 __all__ = ["RingSeat"]
+
+
+def _asked(resource: str | GVR | ResourceInfo, options: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies a request for a sharded informer, before the ring narrows it."""
+    return (
+        resource_key(resource),
+        options.get("namespace", ...),
+        options.get("label_selector", ...),
+        options.get("field_selector", ...),
+        options.get("metadata_only", False),
+    )
+
+
+@dataclass(slots=True)
+class _Sharded:
+    """An informer of a sharded resource the seat handed out."""
+
+    informer: SharedIndexInformer
+    resource: str | GVR | ResourceInfo
+    label_selector: str | None
+    """The selector asked for, before the ring's own was added."""
+    reconciled: bool
+    """Whether the ring reconciles the resource (not only follows its owner)."""
+    labels: ShardView | None = None
+    """In label mode (and "auto"), the view its controllers' drain guards share."""
+    slots: SlotView | None = None
+    """In range mode (and "auto"), the view its controllers' slot guards share."""
+
 
 # The manager's own logger: these lines are about its place in the ring.
 logger = logging.getLogger("aioinformer.operator.manager")
@@ -79,11 +110,12 @@ class RingSeat:
         # Each sharded resource's key, and whether the ring reconciles it (not only
         # follows its owner); informers of them watch this shard's objects only.
         self._sharded: dict[str, bool] = {}
-        # Sharded informers handed out: id -> (the informer, its resource, and for a
-        # resource the ring reconciles, the view its controllers' guards share).
-        self._sharded_informers: dict[
-            int, tuple[SharedIndexInformer, str | GVR | ResourceInfo, ShardView | None]
-        ] = {}
+        # Sharded informers handed out: id -> what the ring keeps of each; and by what
+        # was asked for, as their selectors move away from the keys they were built with.
+        self._sharded_informers: dict[int, _Sharded] = {}
+        self._handed: dict[tuple[Any, ...], SharedIndexInformer] = {}
+        # Labels or ranges; None while "auto" has not asked the server yet.
+        self.mode: Literal["labels", "ranges"] | None = None if ring.mode == "auto" else ring.mode
         # The sharder, from the first time this replica held the sharder Lease on.
         self._sharder: Sharder | None = None
         # Every replica follows the ring's Leases (full objects: the holder is in the
@@ -102,22 +134,18 @@ class RingSeat:
             self._sharded[resource_key(spec.resource)] = True
             for owned in spec.controlled:
                 self._sharded.setdefault(resource_key(owned), False)
-        self.shard_elector = self._elector(
-            LeaseLock(
-                client,
-                ring.namespace,
-                ring.identity,
-                ring.identity,
-                labels=ring.lease_labels,
-            ),
-            lead_shard,
+        shard_lock = LeaseLock(
+            client, ring.namespace, ring.identity, ring.identity, labels=ring.lease_labels
         )
+        self.shard_elector = self._elector(shard_lock, lead_shard)
         """Campaigns for this replica's own shard Lease; holding it runs ``lead_shard()``."""
         self.sharder_elector = self._elector(
             LeaseLock(client, ring.namespace, ring.sharder_lease, ring.identity),
             self._run_sharder,
         )
         """Campaigns for the ring's sharder Lease; holding it runs the sharder."""
+        self.slots = SlotKeeper(ring, factory, shard_lock, clock=clock)
+        """In range mode, this shard's slots: kept while it holds its shard Lease."""
 
     def _elector(
         self, lock: LeaseLock, work: Callable[[], Coroutine[Any, Any, None]]
@@ -140,10 +168,12 @@ class RingSeat:
 
     def _lease_seen(self, lease: Any) -> None:
         self._members_seen(self.membership.observe(lease, self._clock.monotonic()))
+        self.slots.lease_seen(lease)
 
     def _lease_gone(self, lease: Any) -> None:
         name = name_of(lease.obj if isinstance(lease, DeletedFinalStateUnknown) else lease)
         self._members_seen(name is not None and self.membership.forget(name))
+        self.slots.lease_gone(lease)
 
     def _members_seen(self, changed: bool) -> None:
         if changed:
@@ -157,24 +187,89 @@ class RingSeat:
     def informer_for(
         self, resource: str | GVR | ResourceInfo, **options: Any
     ) -> SharedIndexInformer:
-        """The factory's informer for ``resource``; for a sharded resource, with the
-        ring's shard label selector added to ``label_selector``."""
+        """The factory's informer for ``resource``; for a sharded resource, narrowed to this
+        shard: by the ring's shard label selector added to ``label_selector`` (label mode,
+        and "auto" until the ring knows), or by the shard selector of its slots (range
+        mode, none until it holds some)."""
         sharded = self._sharded.get(resource_key(resource))
         if sharded is None:
             return self._factory.informer_for(resource, **options)
         ring = self.ring
         wanted = options.get("label_selector")
-        selector = ring.selector if not wanted else f"{wanted},{ring.selector}"
-        informer = self._factory.informer_for(resource, **{**options, "label_selector": selector})
+        asked = _asked(resource, options)
+        handed = self._handed.get(asked)
+        if handed is not None:
+            # The one handed out before, whose selectors moved since (its key kept the
+            # ones it was built with): asking again means the same informer.
+            indexers = options.get("indexers")
+            if indexers:
+                existing = handed.indexer.get_indexers()
+                handed.add_indexers({n: f for n, f in indexers.items() if n not in existing})
+            return handed
+        if self.mode == "ranges":
+            informer = self._factory.informer_for(
+                resource, **{**options, "shard_selector": self.slots.selector()}
+            )
+        else:
+            selector = ring.selector if not wanted else f"{wanted},{ring.selector}"
+            informer = self._factory.informer_for(
+                resource, **{**options, "label_selector": selector}
+            )
         if id(informer) not in self._sharded_informers:
-            view = ShardView(ring, informer) if sharded else None
-            self._sharded_informers[id(informer)] = (informer, resource, view)
+            entry = _Sharded(informer, resource, wanted, reconciled=sharded)
+            if sharded and self.mode != "ranges":
+                entry.labels = ShardView(ring, informer)
+            if sharded and self.mode != "labels":
+                entry.slots = SlotView(ring, informer, lambda: self.slots.serving)
+            if self.mode == "ranges":
+                self.slots.add_informer(informer)
+            self._sharded_informers[id(informer)] = entry
+            self._handed[asked] = informer
         return informer
+
+    async def choose_mode(self) -> Literal["labels", "ranges"]:
+        """Settle "auto" before the informers list: ranges when the ring keeps controlled
+        objects with their owners that way and the server applies a shard selector to a
+        LIST of every ring resource (its answer echoes ``shardInfo``), labels otherwise.
+        The informers handed out so far move to the mode chosen."""
+        ring = self.ring
+        mode = self.mode
+        if mode is None:
+            mode = "labels"
+            if ring.ranges_keep_owners:
+                served = [await self._serves_shards(spec.resource) for spec in ring.resources]
+                mode = "ranges" if all(served) else "labels"
+            logger.info(
+                "manager: ring %s shards by %s (%s)",
+                ring.name,
+                mode,
+                "the server applies shard selectors"
+                if mode == "ranges"
+                else "shard selectors are not served here, or resources it controls need labels",
+            )
+            self.mode = mode
+            if mode == "ranges":
+                for entry in self._sharded_informers.values():
+                    self._factory.reselect(
+                        entry.informer,
+                        label_selector=entry.label_selector,
+                        shard_selector=self.slots.selector(),
+                    )
+                    self.slots.add_informer(entry.informer)
+        return mode
+
+    async def _serves_shards(self, resource: str | GVR) -> bool:
+        everything = slot_selector(range(1), 1, field=self.ring.range_field)
+        api = self._client.resource(resource, namespace=self._options.namespace)
+        page = await api.list(ListOptions(limit=1, shard_selector=str(everything)))
+        return page.shard_selector is not None
 
     def shard_controller(self, controller: Controller) -> bool:
         """Whether ``controller`` is sharded: it watches a shard-selected informer of the
-        manager's. Then each of its watches of a resource the ring reconciles gets a drain
-        guard; a controlled resource follows its owner, with no drain of its own."""
+        manager's. Then each of its watches of a resource the ring reconciles gets a guard:
+        in label mode the drain acknowledgement, in range mode the slot check (in "auto",
+        both, the one of the mode chosen deciding); a controlled resource follows its
+        owner, with no guard of its own."""
         sharded = [
             self._sharded_informers[id(informer)]
             for informer in controller.informers
@@ -182,18 +277,32 @@ class RingSeat:
         ]
         if not sharded:
             return False
-        for informer, resource, view in sharded:
-            if view is None:
-                continue
-            guard = view.guard(self._client, resource, controller.key_func)
-            controller.watch(informer, enqueue=guard.keys)
-            controller._add_guard(guard)
+        for entry in sharded:
+            by_labels = by_slots = None
+            if entry.labels is not None:
+                by_labels = entry.labels.guard(self._client, entry.resource, controller.key_func)
+                controller.watch(entry.informer, enqueue=by_labels.keys)
+            if entry.slots is not None:
+                by_slots = entry.slots.guard(controller.key_func)
+                self.slots.add_guard(controller, by_slots)
+            if by_labels is not None or by_slots is not None:
+                controller._add_guard(self._guard(by_labels, by_slots))
         return True
+
+    def _guard(self, by_labels: Any, by_slots: Any) -> Callable[[str], Coroutine[Any, Any, bool]]:
+        """The guard of the ring's mode, as it is when the key comes."""
+
+        async def guard(key: str) -> bool:
+            chosen = by_slots if self.mode == "ranges" else by_labels
+            return False if chosen is None else bool(await chosen(key))
+
+        return guard
 
     # -- the sharder Lease's work ----------------------------------------------------------
 
     async def _run_sharder(self) -> None:
-        """The sharder Lease's work: assign the ring's objects until cancelled."""
+        """The sharder Lease's work: assign the ring's objects until cancelled (in range
+        mode, only take expired shard Leases over and delete orphaned ones)."""
         ring = self.ring
         sharder = self._sharder = Sharder(
             self._client,
@@ -203,6 +312,7 @@ class RingSeat:
             clock=self._clock,
             cache_sync_timeout=self._options.cache_sync_timeout,
             membership=self.membership,
+            assign=self.mode != "ranges",
         )
         logger.info("manager: running the sharder of ring %s", ring.name)
         await sharder.run()
@@ -220,10 +330,14 @@ class RingSeat:
         (``holding``, as the manager knows) and runs the sharder, and the ring's members
         as its Leases show them."""
         ring = self.ring
-        return {
+        health: dict[str, Any] = {
             "ring": ring.name,
             "identity": ring.identity,
+            "mode": self.mode or "auto",
             "holding": holding,
             "sharder": self.sharder is not None,
             "members": self.membership.members(),
         }
+        if self.mode == "ranges":
+            health["slots"] = self.slots.health()
+        return health

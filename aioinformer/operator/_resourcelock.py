@@ -116,6 +116,8 @@ class _LeaseAPI(Protocol):
 
     async def update(self, obj: Any) -> Any: ...
 
+    async def patch(self, name: str, body: Any) -> Any: ...
+
 
 class _ResourceClientFactory(Protocol):
     """The part of :class:`aioinformer.client.Client` a :class:`LeaseLock` uses."""
@@ -270,6 +272,14 @@ class LeaseLock:
             }
         )
         self._lease = dict(updated)
+
+    async def annotate(self, annotations: Mapping[str, str]) -> dict[str, Any]:
+        """Set ``annotations`` on the Lease (a merge patch, which leaves its spec alone) and
+        keep the answer as the Lease last written, so the next renewal carries them and
+        its resourceVersion; return it. A shard in range mode lists its slots so."""
+        patched = dict(await self._api.patch(self.name, {"metadata": {"annotations": annotations}}))
+        self._lease = patched
+        return patched
 
     def _metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """``metadata`` with this lock's labels added."""

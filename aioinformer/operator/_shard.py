@@ -1,4 +1,4 @@
-"""A replica's half of a shard ring: acknowledging drains, and telling a move from a
+r"""A replica's half of a shard ring: acknowledging drains, and telling a move from a
 deletion, for the controllers it runs.
 
 Role: in a sharded :class:`~aioinformer.operator.Manager`, every controller watching a
@@ -25,6 +25,10 @@ Draining: when the sharder labels one of this shard's objects with the drain lab
    meanwhile, is retried by the controller), and the key is forgotten: the reconcile is
    not called for it again while it is away.
 
+In range mode (see :mod:`aioinformer.operator._slots`) no label moves: a
+:class:`SlotView` and its guards (:class:`SlotGuard`) play these parts with the slot of each
+object's hash, and a shard gives a slot up as a whole.
+
 Input: the controller, the shard-selected informer of a ring resource and that
 resource. Output: a guard the controller runs before each reconcile. Task model: none
 of its own; the guard runs on the controller's workers, the view's handler on the
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
     from aioinformer.informer import SharedIndexInformer
     from aioinformer.operator.sharding import ShardRing
 
-__all__ = ["DrainGuard", "ShardView"]
+__all__ = ["DrainGuard", "ShardView", "SlotGuard", "SlotView"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,3 +167,93 @@ class DrainGuard:
         self._drained.add(key)
         logger.info("ring %s: shard %s gave %s up", ring.name, ring.identity, key)
         return True
+
+
+class SlotView:
+    """One range-mode informer of a ring resource, as its controllers' guards see it: the
+    informer watches this shard's slots (it moves with them, see
+    :mod:`aioinformer.operator._slots`), and ``serving()`` tells which slots are this
+    shard's now.
+
+    What a range-mode controller's reconcile is called for, as in label mode: an object
+    in a slot this shard serves; once, an object deleted while its slot was served here;
+    never one of a slot this shard does not serve (it moved, or its informer still shows
+    it until the relist that follows a move). The watch reports the objects of a slot
+    that left as deleted, in their last state: the slot tells them from deletions.
+    Registered before any controller watches the informer, so for every event it runs no
+    later than a controller's own handler."""
+
+    __slots__ = ("_guards", "_ring", "_serving", "informer")
+
+    def __init__(
+        self, ring: ShardRing, informer: SharedIndexInformer, serving: Callable[[], set[int]]
+    ) -> None:
+        self._ring = ring
+        self.informer = informer
+        self._serving = serving
+        self._guards: list[SlotGuard] = []
+        informer.add_event_handler(on_delete=self._deleted, name=f"slots {ring.identity}")
+
+    def _deleted(self, obj: Any) -> None:
+        last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        slot = self._ring.slot_of(last)
+        if slot not in self._serving():
+            return  # its slot moved away: not a deletion
+        for guard in self._guards:
+            guard.deleted(last, slot)
+
+    def guard(self, key_func: Callable[[Any], str]) -> SlotGuard:
+        """A new guard for one controller watching this informer."""
+        guard = SlotGuard(self._ring, self.informer, self._serving, key_func)
+        self._guards.append(guard)
+        return guard
+
+
+class SlotGuard:
+    """Guards one controller's reconciles of one ring resource in range mode (see
+    :class:`SlotView`): :meth:`__call__` runs before each reconcile and returns True when
+    the key is not this shard's to reconcile; :meth:`slot_of_key` tells the slot of a key
+    it let through, so a shard letting a slot go waits for those reconciles."""
+
+    __slots__ = ("_deleted", "_informer", "_key_func", "_passed", "_ring", "_serving")
+
+    def __init__(
+        self,
+        ring: ShardRing,
+        informer: SharedIndexInformer,
+        serving: Callable[[], set[int]],
+        key_func: Callable[[Any], str],
+    ) -> None:
+        self._ring = ring
+        self._informer = informer
+        self._serving = serving
+        self._key_func = key_func
+        self._deleted: dict[str, int] = {}
+        """Keys of objects deleted while their slot was served here → that slot."""
+        self._passed: dict[str, int] = {}
+        """Keys let through → their slot (kept until the key is guarded again)."""
+
+    def deleted(self, obj: Any, slot: int) -> None:
+        """``obj`` was deleted while its slot was served here: its next reconcile runs."""
+        self._deleted[self._key_func(obj)] = slot
+
+    def slot_of_key(self, key: str) -> int | None:
+        """The slot of ``key`` when this guard last let it through, else ``None``."""
+        return self._passed.get(key)
+
+    async def __call__(self, key: str) -> bool:
+        serving = self._serving()
+        obj = self._informer.indexer.get_by_key(key)
+        if obj is None:
+            slot = self._deleted.pop(key, None)
+            if slot is None or slot not in serving:
+                self._passed.pop(key, None)
+                return True  # moved away, or never here: not a deletion
+        else:
+            self._deleted.pop(key, None)  # here again: a deletion no longer pending
+            slot = self._ring.slot_of(obj)
+            if slot not in serving:
+                self._passed.pop(key, None)
+                return True
+        self._passed[key] = slot
+        return False

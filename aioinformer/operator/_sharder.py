@@ -119,7 +119,9 @@ class Sharder(Service):
     ``client`` lists the sharded objects of ``namespace`` (``None``: all) and writes the
     labels and Leases; ``factory`` provides the informers of the Leases and of the
     objects no shard holds (shared with the rest of the manager); ``workers`` objects are
-    written concurrently.
+    written concurrently. With ``assign=False`` (a ring in range mode) it only takes
+    expired shard Leases over and deletes orphaned ones: the shards move their slots
+    themselves.
     """
 
     def __init__(
@@ -133,8 +135,12 @@ class Sharder(Service):
         workers: int = 8,
         cache_sync_timeout: float = 120.0,
         membership: RingMembership | None = None,
+        assign: bool = True,
     ) -> None:
         self._client = client
+        # False in range mode: the shards hand their slots over themselves, and the
+        # sharder only keeps time over the Leases (takeovers, orphans).
+        self._assigns = assign
         self._namespace = namespace
         self._factory = factory
         self._ring = ring
@@ -198,6 +204,14 @@ class Sharder(Service):
             )
         elif self._membership.members():
             self._members_changed()  # the members its owner has seen so far
+        if not self._assigns:
+            await factory.start()
+            await wait_for_cache_sync(leases, timeout=self._cache_sync_timeout, clock=self._clock)
+            async with TaskRunner(name=self.service_name) as timekeeping:
+                timekeeping.start_soon(self._keep_time(), name="leases")
+                task_status.started()
+                await self._stopping.wait()
+            return
         controller = self._controller = Controller(
             self.service_name,
             self._assign,

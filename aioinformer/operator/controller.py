@@ -352,6 +352,8 @@ class Controller(Service):
         self._workers_runner: TaskRunner | None = None
         # Worker index -> the key it is reconciling; a worker absent here is idle in get().
         self._in_flight: dict[int, str] = {}
+        # Told after each reconcile (a shard waiting to let a slot go: _on_reconcile_end).
+        self._reconcile_ends: list[Callable[[], None]] = []
         # Keys whose reconcile the drain cancelled, for its warning.
         self._cut_short: list[str] = []
         self._reconciles = 0
@@ -414,6 +416,16 @@ class Controller(Service):
             predicates=as_predicates(predicates),
         )
         self._watches.append((informer, registration))
+
+    def _on_reconcile_end(self, told: Callable[[], None]) -> None:
+        """Call ``told()`` each time a worker is done with a key (reconciled, guarded off
+        or failed): a shard of a ring in range mode waits so for the reconciles of a slot
+        it gives up (see :mod:`aioinformer.operator._slot_keeper`)."""
+        self._reconcile_ends.append(told)
+
+    def _reconciling(self) -> list[str]:
+        """The keys workers are reconciling now."""
+        return list(self._in_flight.values())
 
     def _add_guard(self, guard: Callable[[str], Awaitable[bool]]) -> None:
         """Run ``await guard(key)`` before each reconcile; when it returns True the key is
@@ -647,6 +659,8 @@ class Controller(Service):
                 metrics.stopped()
                 del in_flight[index]
                 queue.done(key)
+                for told in self._reconcile_ends:
+                    told()
 
     async def _process(self, key: str, started: float, priority: int) -> None:
         """Reconcile ``key`` and act on the outcome; ``started`` is what the metrics

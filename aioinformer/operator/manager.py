@@ -521,6 +521,8 @@ class Manager(Service):
             for endpoint in self._endpoints:
                 await endpoint.start()
                 logger.info("manager: serving %s on %s", endpoint.name, endpoint.address)
+            if self._seat is not None:
+                await self._seat.choose_mode()  # before the informers list
             await self._factory.start()
             self._mark_started()
             if await self._wait_for_sync():
@@ -632,9 +634,15 @@ class Manager(Service):
             self._seat.shard_elector.identity if self._seat is not None else "",
             len(self._shard_group),
         )
+        seat = self._seat
         try:
             async with self._shard_group:
-                await anyio.sleep_forever()
+                if seat is not None and seat.mode == "ranges":
+                    # Its slots, beside the controllers: kept until the Lease is lost or
+                    # the manager stops, then the group drains the controllers.
+                    await seat.slots.run()
+                else:
+                    await anyio.sleep_forever()
         finally:
             self.sharding.clear()
 
