@@ -16,8 +16,12 @@ Against a cluster (or any API server), ``python examples/sharded_operator.py --c
 runs one replica with ``Client.from_env()``: its identity is ``$POD_NAME`` (default: the
 host name), its Leases live in ``$POD_NAMESPACE`` (default ``default``), and
 ``$LEASE_DURATION`` (seconds, default 15; the renew deadline and retry period follow at
-2/3 and 1/6 of it) sets how fast a replica that died is replaced. Run it as a Deployment
-of N replicas. It needs RBAC for ``configmaps`` (list, watch, patch) and ``leases``
+2/3 and 1/6 of it) sets how fast a replica that died is replaced, and ``$SHARD_MODE``
+(``auto``, the default, ``labels`` or ``ranges``) how the ring splits the ConfigMaps:
+where the API server serves shard selectors (Kubernetes 1.36's ``ShardedListAndWatch``,
+or ``aioinformer proxy`` in front of any cluster), ``auto`` gives each replica ranges of
+the hash space to watch, handed over through the Leases, and no label is written. Run it
+as a Deployment of N replicas. It needs RBAC for ``configmaps`` (list, watch, patch) and ``leases``
 (get, list, watch, create, update, delete). Each reconcile is logged with its start and
 end on the process's monotonic clock, the record the end-to-end test checks for overlaps.
 """
@@ -32,7 +36,7 @@ import os
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aioinformer import Client, split_meta_namespace_key
 from aioinformer.operator import Controller, Manager, ShardedResource, ShardRing
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from aioinformer import SharedIndexInformer
+    from aioinformer.operator.sharding import ShardMode
 
 logger = logging.getLogger("sharded_operator")
 
@@ -82,7 +87,9 @@ def build_replica(
     return manager
 
 
-def ring_for(identity: str, namespace: str, lease_duration: float) -> ShardRing:
+def ring_for(
+    identity: str, namespace: str, lease_duration: float, mode: ShardMode = "auto"
+) -> ShardRing:
     return ShardRing(
         name=RING_NAME,
         namespace=namespace,
@@ -91,6 +98,7 @@ def ring_for(identity: str, namespace: str, lease_duration: float) -> ShardRing:
         lease_duration=lease_duration,
         renew_deadline=lease_duration * 2 / 3,
         retry_period=lease_duration / 6,
+        mode=mode,
     )
 
 
@@ -157,9 +165,12 @@ async def on_cluster() -> AsyncIterator[Manager]:
         identity = os.environ.get("POD_NAME") or socket.gethostname().lower()
         namespace = os.environ.get("POD_NAMESPACE", "default")
         lease_duration = float(os.environ.get("LEASE_DURATION", "15"))
+        mode = os.environ.get("SHARD_MODE", "auto")
+        if mode not in ("auto", "labels", "ranges"):
+            raise SystemExit(f"SHARD_MODE must be auto, labels or ranges, not {mode!r}")
         yield build_replica(
             client,
-            ring_for(identity, namespace, lease_duration),
+            ring_for(identity, namespace, lease_duration, cast("ShardMode", mode)),
             graceful_shutdown_timeout=lease_duration / 2,
         )
 

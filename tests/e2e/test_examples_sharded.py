@@ -2,9 +2,10 @@
 other examples): three replica processes against one fake API server through a
 kubeconfig. One replica is killed (SIGKILL: its Lease is not released) and its keys are
 reconciled elsewhere within the lease duration plus the sharder's reaction; a fourth
-joins and takes keys through drains. Every reconcile each process logs (start and end on
-the machine's monotonic clock) is checked: no key is ever reconciled by two replicas at
-once."""
+joins and takes keys through drains. Both modes: labels the sharder writes, and ranges of
+the hash space handed over through the Leases (a server serving shard selectors). Every
+reconcile each process logs (start and end on the machine's monotonic clock) is checked:
+no key is ever reconciled by two replicas at once."""
 
 from __future__ import annotations
 
@@ -19,10 +20,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aioinformer.operator.sharding import shard_label
+import pytest
+
+from aioinformer.operator.sharding import (
+    SLOTS_ANNOTATION,
+    ShardedResource,
+    ShardRing,
+    parse_slots,
+    shard_label,
+)
 from tests._support_wait import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aioinformer.testing import FakeAPIServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sharded_operator.py"
@@ -35,7 +46,7 @@ LABEL = shard_label("configmaps")
 LINE = re.compile(r"reconcile (start|end) (\S+) (\d+\.\d+)")
 
 
-def owners(server: FakeAPIServer) -> dict[str, tuple[str, str]]:
+def label_owners(server: FakeAPIServer) -> dict[str, tuple[str, str]]:
     """Each ConfigMap's shard label and the replica that last stamped it."""
     return {
         obj["metadata"]["name"]: (
@@ -46,18 +57,46 @@ def owners(server: FakeAPIServer) -> dict[str, tuple[str, str]]:
     }
 
 
-def settled(server: FakeAPIServer, replicas: set[str]) -> bool:
+def settled(server: FakeAPIServer, replicas: set[str], mode: str) -> bool:
     """Every ConfigMap is stamped by its shard, and each of ``replicas`` has some."""
-    found = owners(server).values()
+    found = owners_in(mode)(server).values()
     return {shard for shard, _ in found} == replicas and all(
         stamp == shard for shard, stamp in found
     )
 
 
+def slot_owners(server: FakeAPIServer) -> dict[str, tuple[str, str]]:
+    """In range mode: each ConfigMap's shard, the live one whose Lease lists its slot, and
+    the replica that last stamped it."""
+    ring = ShardRing(
+        name="configmaps", namespace="default", resources=(ShardedResource("configmaps"),)
+    )
+    held: dict[int, str] = {}
+    for lease in server.objects("leases", "default"):
+        meta = lease["metadata"]
+        if lease["spec"].get("holderIdentity") != meta["name"]:
+            continue
+        text = (meta.get("annotations") or {}).get(SLOTS_ANNOTATION)
+        for slot in parse_slots(text, ring.slots) or ():
+            held[slot] = meta["name"]
+    return {
+        obj["metadata"]["name"]: (
+            held.get(ring.slot_of(obj), ""),
+            obj["metadata"].get("annotations", {}).get("example.com/reconciled-by", ""),
+        )
+        for obj in server.objects("configmaps", "default")
+    }
+
+
+def owners_in(mode: str) -> Callable[[FakeAPIServer], dict[str, tuple[str, str]]]:
+    return label_owners if mode == "labels" else slot_owners
+
+
 class Replicas:
-    def __init__(self, server: FakeAPIServer, logs: Path) -> None:
+    def __init__(self, server: FakeAPIServer, logs: Path, mode: str = "labels") -> None:
         self.kubeconfig = server.kubeconfig_path()
         self.logs = logs
+        self.mode = mode
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.killed_at: dict[str, float] = {}
 
@@ -68,6 +107,7 @@ class Replicas:
             POD_NAME=identity,
             POD_NAMESPACE="default",
             LEASE_DURATION=str(LEASE_DURATION),
+            SHARD_MODE=self.mode,
         )
         with (self.logs / f"{identity}.log").open("wb") as log:
             self.processes[identity] = subprocess.Popen(
@@ -121,18 +161,31 @@ def overlaps(by_key: dict[str, list[tuple[float, float, str]]]) -> list[str]:
     return found
 
 
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "labels",
+        pytest.param(
+            "ranges",
+            marks=pytest.mark.fake_apiserver(feature_gates={"ShardedListAndWatch": True}),
+        ),
+    ],
+)
 async def test_three_processes_share_the_keys_survive_a_kill_and_drain_to_a_join(
-    fake_apiserver: FakeAPIServer, tmp_path: Path
+    fake_apiserver: FakeAPIServer, tmp_path: Path, mode: str
 ) -> None:
     for index in range(30):
         fake_apiserver.create(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{index}"}}
         )
-    replicas = Replicas(fake_apiserver, tmp_path)
+    owners = owners_in(mode)
+    replicas = Replicas(fake_apiserver, tmp_path, mode)
     try:
         for identity in ("a", "b", "c"):
             replicas.start(identity)
-        await wait_until(lambda: settled(fake_apiserver, {"a", "b", "c"}), timeout=60, poll=0.05)
+        await wait_until(
+            lambda: settled(fake_apiserver, {"a", "b", "c"}, mode), timeout=60, poll=0.05
+        )
         sharder = fake_apiserver.get("leases", "default", "configmaps-sharder")["spec"][
             "holderIdentity"
         ]
@@ -149,13 +202,13 @@ async def test_three_processes_share_the_keys_survive_a_kill_and_drain_to_a_join
         )
         took = time.monotonic() - replicas.killed_at[victim]
         assert took <= LEASE_DURATION + REACTION, f"keys moved {took:.2f}s after the kill"
-        assert settled(fake_apiserver, survivors)
+        assert settled(fake_apiserver, survivors, mode)
 
         replicas.start("d")
         await wait_until(
             lambda: (
                 any(shard == "d" for shard, _ in owners(fake_apiserver).values())
-                and settled(fake_apiserver, survivors | {"d"})
+                and settled(fake_apiserver, survivors | {"d"}, mode)
             ),
             timeout=60,
             poll=0.05,
