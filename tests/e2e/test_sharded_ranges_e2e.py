@@ -18,7 +18,7 @@ import pytest
 
 from aioinformer import State
 from aioinformer.errors import LeadershipLost
-from aioinformer.operator import Controller, Manager
+from aioinformer.operator import Controller, Manager, enqueue_owner
 from aioinformer.operator.sharding import (
     SLOTS_ANNOTATION,
     ShardedResource,
@@ -323,3 +323,80 @@ async def test_a_silent_replica_stops_before_its_slots_move(gated: FakeAPIServer
                 with contextlib.suppress(Exception):
                     await run
     assert record.violations == []
+
+
+async def test_controlled_objects_follow_their_owner_when_hashed_by_namespace(
+    gated: FakeAPIServer,
+) -> None:
+    # By namespace, a ConfigMap's Secrets (controlled by it) are in its slot: the shard
+    # reconciling the owner holds its children in cache, and no other shard does.
+    clock = FakeClock()
+    owners: dict[str, str] = {}
+    for team in ("red", "blue", "green", "gold"):
+        gated.create_namespace(team)
+        owner = gated.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "app", "namespace": team},
+            }
+        )
+        owners[team] = owner["metadata"]["uid"]
+        gated.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": "app-secret",
+                    "namespace": team,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ConfigMap",
+                            "name": "app",
+                            "uid": owner["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+            }
+        )
+    ring = dataclasses.replace(
+        RING,
+        resources=(ShardedResource("configmaps", controlled=("secrets",)),),
+        range_field="object.metadata.namespace",
+    )
+    reconciled: dict[str, list[str]] = {}
+    async with gated.client() as client, contextlib.AsyncExitStack() as stack:
+        managers = {}
+        for identity in ("a", "b"):
+            manager = Manager(
+                client,
+                shard=dataclasses.replace(ring, identity=identity),
+                clock=clock,
+                cache_audit=None,
+            )
+            config_maps = manager.informer_for("configmaps")
+            secrets = manager.informer_for("secrets")
+
+            async def reconcile(key: str, identity: str = identity) -> None:
+                reconciled.setdefault(identity, []).append(key)
+
+            controller = Controller("apps", reconcile, informers=[config_maps])
+            controller.watch(secrets, enqueue=enqueue_owner("ConfigMap"))
+            manager.add(controller)
+            managers[identity] = await stack.enter_async_context(manager)
+        await until(lambda: settled(managers), clock)
+        await until(lambda: sum(len(set(v)) for v in reconciled.values()) == 4, clock)
+        held: list[str] = []
+        for identity, manager in managers.items():
+            cms = namespaces_of(manager.informer_for("configmaps"))
+            children = namespaces_of(manager.informer_for("secrets"))
+            assert cms == children  # each owner's children are on its shard
+            assert {k.split("/")[0] for k in reconciled.get(identity, [])} == cms
+            held.extend(cms)
+        assert sorted(held) == sorted(owners)
+
+
+def namespaces_of(informer: Any) -> set[str]:
+    return {key.split("/")[0] for key in informer.indexer.list_keys()}
