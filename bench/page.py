@@ -646,7 +646,8 @@ def _sections(results: dict[str, Any]) -> Iterator[str]:
         yield ""
         yield (
             "Per replica process: the single replica, then each shard with its ratio to it in"
-            " brackets; then the shard killed and how long until its keys moved."
+            " brackets, in label mode, then in range mode; then, for each mode, the shard"
+            " killed and how long until its keys moved."
         )
         yield ""
         yield sharding

@@ -295,15 +295,21 @@ _SHARDING_METRICS = (
     Metric("cached_objects", "objects cached", "{:,.0f}"),
     Metric("reconciles", "reconciles", "{:,.0f}", summary=False),
     Metric("lost_keys", "keys of the killed shard", "{:,.0f}"),
+    Metric("lost_slots", "slots of the killed shard (range mode)", "{:,.0f}"),
     Metric("lease_duration_s", "lease duration (s)", "{:,.1f}"),
     Metric("failover_s", "s from SIGKILL until each carries a live shard's label", "{:,.2f}"),
+    Metric(
+        "failover_slots_s",
+        "s from SIGKILL until the live shards' Leases list each of its slots",
+        "{:,.2f}",
+    ),
     Metric("failover_reconciled_s", "s from SIGKILL until each was reconciled there", "{:,.2f}"),
     Metric("churn_events", "updates written by the churn", "{:,.0f}", summary=False),
     Metric("churn_rate", "achieved churn (updates/s)", "{:,.0f}", summary=False),
 )
-"""Per replica process (the first eight; for ``sharded-3`` the busiest shard's under the
-plain name, each shard's as ``<identity>.<name>``), then the failover's, then the churn's
-(see :mod:`bench.sharding`)."""
+"""Per replica process (the first eight; for a sharded variant the busiest shard's under
+the plain name, each shard's as ``<identity>.<name>``), then the failover's (each variant
+reports those of its mode), then the churn's (see :mod:`bench.sharding`)."""
 _PER_EVENT_ADDED = "{:+,.2f}"
 _STAGE_METRICS = (
     Metric("frame_us", "1. read and frame"),
@@ -639,9 +645,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         reference="singleton",
         server=False,
         targets=(
-            # "Each shard <= 0.4x the singleton": judged on the busiest shard.
+            # "Each shard <= 0.4x the singleton": judged on the busiest shard, in each mode.
             Target("sharded-3", "cpu_s", "<=", 0.4, ratio=True),
             Target("sharded-3", "cache_mib", "<=", 0.4, ratio=True),
+            Target("sharded-3-ranges", "cpu_s", "<=", 0.4, ratio=True),
+            Target("sharded-3-ranges", "cache_mib", "<=", 0.4, ratio=True),
         ),
     ),
     Scenario(
@@ -1071,8 +1079,9 @@ def medians(entry: dict[str, Any], variant: str) -> dict[str, float]:
 
 def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
     """The sharding scenario's tables: one row per replica process (the singleton, then
-    each shard with its ratio to the singleton in brackets), then the targets with met or
-    missed and what the killed shard's keys went through."""
+    each shard of each sharded variant, its mode beside its name when that is range mode,
+    with its ratio to the singleton in brackets), then, one column per sharded variant,
+    the targets with met or missed and what the killed shard's keys went through."""
     columns = [m for m in scenario.metrics if m.summary and m.name in sharding.PROCESS_FIGURES]
     lines = [
         f"| scenario | process | {' | '.join(m.label for m in columns)} |",
@@ -1081,6 +1090,7 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
     reference = medians(entry, scenario.reference or "singleton")
     for variant, data in entry["variants"].items():
         figures = medians(entry, variant)
+        ranges = sharding.mode_of(variant) == "ranges"
         for process in sharding.processes_of(variant):
             prefix = "" if process == "singleton" else f"{process}."
             cells = []
@@ -1092,24 +1102,47 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
                 text = metric.fmt.format(value)
                 base = reference.get(metric.name) if prefix else None
                 cells.append(f"{text} ({value / base:.2f}x)" if base else text)
-            role = " (sharder)" if figures.get(f"{prefix}sharder") else ""
+            roles = [*(["ranges"] if ranges else [])]
+            if figures.get(f"{prefix}sharder"):
+                roles.append("sharder")
+            role = f" ({', '.join(roles)})" if roles else ""
             lines.append(f"| {entry['name']} | {process}{role} | {' | '.join(cells)} |")
+    sharded = [variant for variant in entry["variants"] if sharding.mode_of(variant) is not None]
+    if not sharded:
+        return "\n".join(lines)
     labels = {metric.name: metric.label for metric in scenario.metrics}
-    facts = ["| scenario | figure | value |", "|---|---|---:|"]
+    modes = {"labels": "label mode", "ranges": "range mode"}
+    facts = [
+        "| scenario | figure | "
+        + " | ".join(f"{modes[str(sharding.mode_of(v))]} (`{v}`)" for v in sharded)
+        + " |",
+        f"|---|---|{'---:|' * len(sharded)}",
+    ]
+    goals: dict[tuple[str, str], dict[str, str]] = {}
     for goal in entry["targets"]:
         verdict = {True: "met", False: "missed", None: "n/a"}[goal["met"]]
         measured = "—" if goal["measured"] is None else f"{goal['measured']:.2f}x"
-        facts.append(
-            f"| {entry['name']} | busiest shard's {labels[goal['metric']]}, vs the singleton's"
-            f" (target {goal['goal']}) | {measured}: {verdict} |"
+        goals.setdefault((goal["metric"], goal["goal"]), {})[goal["variant"]] = (
+            f"{measured}: {verdict}"
         )
-    killed = medians(entry, "sharded-3")
+    for (metric_name, goal_text), cells in goals.items():
+        facts.append(
+            f"| {entry['name']} | busiest shard's {labels[metric_name]}, vs the singleton's"
+            f" (target {goal_text}) | {' | '.join(cells.get(v, '') for v in sharded)} |"
+        )
+    killed = {variant: medians(entry, variant) for variant in sharded}
     for metric in scenario.metrics:
-        if metric.summary and metric.name in sharding.FAILOVER_FIGURES and metric.name in killed:
-            facts.append(
-                f"| {entry['name']} | shard killed: {metric.label} |"
-                f" {metric.fmt.format(killed[metric.name])} |"
-            )
+        if not metric.summary or metric.name not in sharding.FAILOVER_FIGURES:
+            continue
+        cells = [
+            metric.fmt.format(killed[v][metric.name])
+            if metric.name in killed[v]
+            else ("—" if metric.name not in sharding.failover_figures_of(v) else "")
+            for v in sharded
+        ]
+        if all(cell in ("", "—") for cell in cells):
+            continue
+        facts.append(f"| {entry['name']} | shard killed: {metric.label} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n\n" + "\n".join(facts)
 
 

@@ -69,9 +69,10 @@ Kinds and what they report:
   (``server-separate``) or on the measured loop itself (``server-same-loop``).
 * ``fanout`` — N raw watchers through a ``CachingProxy`` (``proxy-nN``) or on the upstream
   directly (``direct-nN``), each side in its own processes: see :mod:`bench.fanout`.
-* ``sharding`` — one unsharded Manager (``singleton``) against three shards of a ring
-  (``sharded-3``) on the same ConfigMaps and churn, each replica in its own process: CPU,
-  RSS and cache per process, then one shard killed: see :mod:`bench.sharding`.
+* ``sharding`` — one unsharded Manager (``singleton``) against three shards of a ring,
+  in label mode (``sharded-3``) and in range mode (``sharded-3-ranges``), on the same
+  ConfigMaps and churn, each replica in its own process: CPU, RSS and cache per process,
+  then one shard killed: see :mod:`bench.sharding`.
 * ``stages`` — CPU µs per event of each stage of the pipeline measured alone, their sum
   beside the whole pipeline, and what a user's choices add: see :mod:`bench.stages`.
   Variants: ``baseline`` (the naive loop's stages), ``ours`` (the library's).

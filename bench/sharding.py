@@ -5,48 +5,58 @@ Role: measures what ``Manager(shard=ShardRing(...))`` promises: each of N
 shards costs about 1/N of one unsharded replica, in CPU and in cache memory, and a dead
 shard's objects are owned and reconciled elsewhere soon after its Lease expires.
 Input: the scenario's params (``objects``, ``rate`` and ``seconds`` of the churn,
-``lease_duration``, ``startup_grace``, ``history``, ``failover_timeout``) and a variant,
-``singleton`` or ``sharded-3``. Output: flat ``{metric: value}`` figures (see
-:data:`PROCESS_FIGURES` and :data:`FAILOVER_FIGURES`).
+``lease_duration``, ``startup_grace``, ``history``, ``failover_timeout``) and a variant:
+``singleton``, ``sharded-3`` (label mode) or ``sharded-3-ranges`` (range mode). Output:
+flat ``{metric: value}`` figures (see :data:`PROCESS_FIGURES` and :data:`FAILOVER_FIGURES`).
 
 Processes, so that each one's CPU and RSS are its own (read from ``/proc/PID``):
 
 * ``server``: a :class:`~aioinformer.testing.FakeAPIServer` holding ``objects`` ConfigMaps
-  (about 1 KiB each, over 50 namespaces). They start labelled as the sharder labels them
-  for the ring of :data:`IDENTITIES`, and the shard Leases and the sharder's Lease start
+  (about 1 KiB each, over 50 namespaces), and the shard Leases and the sharder's Lease
   held by their replicas, with ``startup_grace`` seconds of validity: the state a running
-  ring leaves behind. Both variants get the same objects, labels included; the run
-  measures the ring at work, not its first assignment of every object. On ``churn`` the
+  ring leaves behind, so the run measures the ring at work, not its first assignment of
+  every object. For ``singleton`` and ``sharded-3`` the ConfigMaps start labelled as the
+  sharder labels them for the ring of :data:`IDENTITIES` (the same objects, labels
+  included). For ``sharded-3-ranges`` the server applies shard selectors (the
+  ``ShardedListAndWatch`` gate), no ConfigMap is labelled, and each shard Lease's slots
+  annotation lists the slots a settled ring of :data:`IDENTITIES` gives its shard
+  (``slot_owner(slot, IDENTITIES)`` for each of :data:`SLOTS`). On ``churn`` the
   server rewrites one ConfigMap's data at a time, round-robin, at ``rate`` per second for
   ``seconds`` (merge patches: labels are kept), each write at its own time as independent
   writers' changes reach a real server: a replica's CPU follows the number of times it
   wakes up for events as much as the number of events, so writes bunched into ticks
   would flatter the replica that gets them all.
-* ``replica`` (one for ``singleton``, one per identity for ``sharded-3``): a
+* ``replica`` (one for ``singleton``, one per identity for the sharded variants): a
   :class:`~aioinformer.operator.Manager` with one controller watching ConfigMaps through
   ``manager.informer_for`` (so a shard's informer watches its own objects only). Its
   reconcile reads the object from the lister and writes nothing: the figures are the
   cache's and the events' cost, not writes'. The singleton's Manager has no ``shard=``;
   each shard's has ``shard=ShardRing(...)`` with ``lease_duration`` (renew deadline and
-  retry period at 2/3 and 1/6 of it). A replica says it is ready once its controller has
-  reconciled as many keys as its cache holds.
+  retry period at 2/3 and 1/6 of it), ``mode="labels"`` for ``sharded-3`` and
+  ``mode="ranges", slots=SLOTS`` for ``sharded-3-ranges``. A replica says it is ready
+  once its controller has reconciled as many keys as its cache holds (in range mode, once
+  it serves every slot it should hold, too).
 
 The measuring side (the worker) starts them, waits until every replica is ready, runs
 the churn, then reads each replica's CPU (utime + stime: from its start to the end of
 the churn, and over the churn alone), its peak RSS (VmHWM), its RSS growth from just
 before its Manager was built to the end of the churn after a full collection (the
 cache's share of memory, with the watch and queue state beside it: the interpreter and
-imports are left out) and the objects in its cache. ``sharded-3`` then sends SIGKILL to
-a shard that does not run the sharder, and measures the seconds until every one of its
-keys carries a surviving shard's label (a watch of the ConfigMaps from just before the
-kill) and until each was reconciled by that shard (each survivor records when it first
-reconciled each key it was told to follow; CLOCK_MONOTONIC is shared by every process on
-Linux).
+imports are left out) and the objects in its cache. A sharded variant then sends SIGKILL
+to a shard that does not run the sharder, and measures the seconds until each of its keys
+was reconciled by a survivor (each survivor records when it first reconciled each key it
+was told to follow; CLOCK_MONOTONIC is shared by every process on Linux), and until the
+keys, or the slots, moved: in label mode until every key carries a surviving shard's
+label (a watch of the ConfigMaps from just before the kill), in range mode until the
+survivors' shard Leases list every slot the killed shard's Lease listed (a watch of the
+Leases from just before the kill; a survivor lists a slot once it claims it, and serves
+it once the claim held).
 
-Figures: the singleton reports each :data:`PROCESS_FIGURES` name; ``sharded-3`` reports
-them per shard as ``<identity>.<name>`` and, under the plain name, the largest over its
-shards (the busiest shard, which the targets judge against the singleton), plus
-``<identity>.sharder`` (1 for the shard running the sharder) and :data:`FAILOVER_FIGURES`.
+Figures: the singleton reports each :data:`PROCESS_FIGURES` name; a sharded variant
+reports them per shard as ``<identity>.<name>`` and, under the plain name, the largest
+over its shards (the busiest shard, which the targets judge against the singleton), plus
+``<identity>.sharder`` (1 for the shard running the sharder) and the
+:data:`FAILOVER_FIGURES` of its mode.
 
 Task model: each child runs one event loop (the replica's Manager in ``async with``); the
 measuring side is one coroutine that closes every child before it returns.
@@ -76,17 +86,24 @@ __all__ = [
     "IDENTITIES",
     "PROCESS_FIGURES",
     "RING",
+    "SLOTS",
     "VARIANTS",
+    "failover_figures_of",
     "main",
+    "mode_of",
     "processes_of",
+    "settled_slots",
     "sharding_case",
 ]
 
-VARIANTS: Final = ("singleton", "sharded-3")
-"""One unsharded replica (the reference), and three shards."""
+VARIANTS: Final = ("singleton", "sharded-3", "sharded-3-ranges")
+"""One unsharded replica (the reference), three shards in label mode, three in range
+mode."""
 IDENTITIES: Final = ("shard-a", "shard-b", "shard-c")
-"""The shards of ``sharded-3``; the first starts holding the sharder's Lease."""
+"""The shards of the sharded variants; the first starts holding the sharder's Lease."""
 RING: Final = "bench"
+SLOTS: Final = 64
+"""The slots of the hash space in range mode."""
 _LEASE_NAMESPACE: Final = "default"
 
 PROCESS_FIGURES: Final = (
@@ -105,13 +122,18 @@ over the churn alone; peak and final RSS; RSS growth from before its Manager was
 (after a full collection); the objects in its cache; reconciles run."""
 FAILOVER_FIGURES: Final = (
     "failover_s",
+    "failover_slots_s",
     "failover_reconciled_s",
     "lost_keys",
+    "lost_slots",
     "lease_duration_s",
 )
-"""What ``sharded-3`` reports of the killed shard: seconds from the SIGKILL until each of
-its keys carries a surviving shard's label, and until each was reconciled there; how
-many keys it held; the Lease duration the ring ran with."""
+"""What a sharded variant reports of the killed shard: seconds from the SIGKILL until
+each of its keys carries a surviving shard's label (``failover_s``, label mode) or until
+the survivors' Leases list each of its slots (``failover_slots_s``, range mode), and
+until each key was reconciled by a survivor; how many keys it held (and, in range mode,
+slots); the Lease duration the ring ran with. Each variant reports those of its mode:
+see :func:`failover_figures_of`."""
 
 _MODULE: Final = "bench.sharding"
 _TOKEN: Final = "bench-sharding"
@@ -125,9 +147,27 @@ def processes_of(variant: str) -> tuple[str, ...]:
     identities; :class:`ValueError` for another name."""
     if variant == "singleton":
         return ("singleton",)
-    if variant == "sharded-3":
+    if variant in VARIANTS:
         return IDENTITIES
-    raise ValueError(f"not a sharding variant ({' or '.join(VARIANTS)}): {variant!r}")
+    raise ValueError(f"not a sharding variant ({', '.join(VARIANTS)}): {variant!r}")
+
+
+def mode_of(variant: str) -> str | None:
+    """The ring mode of ``variant``: ``None`` for the singleton, ``"labels"`` or
+    ``"ranges"``; :class:`ValueError` for another name."""
+    processes_of(variant)
+    if variant == "singleton":
+        return None
+    return "ranges" if variant.endswith("-ranges") else "labels"
+
+
+def failover_figures_of(variant: str) -> tuple[str, ...]:
+    """The :data:`FAILOVER_FIGURES` ``variant`` reports (none for the singleton)."""
+    mode = mode_of(variant)
+    if mode is None:
+        return ()
+    unused = {"failover_slots_s", "lost_slots"} if mode == "labels" else {"failover_s"}
+    return tuple(name for name in FAILOVER_FIGURES if name not in unused)
 
 
 # --- the children -----------------------------------------------------------------------
@@ -137,12 +177,21 @@ def _micro_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _lease(name: str, holder: str, seconds: int, labels: dict[str, str]) -> dict[str, Any]:
+def _lease(
+    name: str,
+    holder: str,
+    seconds: int,
+    labels: dict[str, str],
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     stamp = _micro_time(datetime.now(UTC))
+    meta: dict[str, Any] = {"name": name, "namespace": _LEASE_NAMESPACE, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
     return {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
-        "metadata": {"name": name, "namespace": _LEASE_NAMESPACE, "labels": labels},
+        "metadata": meta,
         "spec": {
             "holderIdentity": holder,
             "leaseDurationSeconds": seconds,
@@ -153,9 +202,10 @@ def _lease(name: str, holder: str, seconds: int, labels: dict[str, str]) -> dict
     }
 
 
-def _ring(identity: str, lease_duration: float) -> ShardRing:
-    """The ``ShardRing`` of shard ``identity``: the renew deadline and retry period at
-    2/3 and 1/6 of ``lease_duration``."""
+def _ring(identity: str, lease_duration: float, mode: str = "labels") -> ShardRing:
+    """The ``ShardRing`` of shard ``identity`` in ``mode`` (``"labels"``, or ``"ranges"``
+    over :data:`SLOTS` slots): the renew deadline and retry period at 2/3 and 1/6 of
+    ``lease_duration``."""
     from aioinformer.operator import ShardedResource, ShardRing
 
     return ShardRing(
@@ -166,37 +216,74 @@ def _ring(identity: str, lease_duration: float) -> ShardRing:
         lease_duration=lease_duration,
         renew_deadline=lease_duration * 2 / 3,
         retry_period=lease_duration / 6,
+        mode="ranges" if mode == "ranges" else "labels",
+        slots=SLOTS,
     )
 
 
-def _seed(server: Any, objects: int, grace: int) -> list[tuple[str, str]]:
-    """Store the ConfigMaps, labelled for the ring, and its Leases held (see the module
-    notes); return each ConfigMap's (namespace, name)."""
-    from aioinformer.operator.sharding import object_hash_key, rendezvous
+def settled_slots(identity: str) -> frozenset[int]:
+    """The slots a settled ring of :data:`IDENTITIES` gives ``identity`` in range mode."""
+    from aioinformer.operator.sharding import slot_owner
 
-    ring = _ring(IDENTITIES[0], float(grace))
+    members = sorted(IDENTITIES)
+    return frozenset(slot for slot in range(SLOTS) if slot_owner(slot, members) == identity)
+
+
+def _seed(server: Any, objects: int, grace: int, mode: str = "labels") -> list[tuple[str, str]]:
+    """Store the ConfigMaps (labelled for the ring in label mode) and its Leases held
+    (listing their slots in range mode; see the module notes); return each ConfigMap's
+    (namespace, name)."""
+    from aioinformer.operator.sharding import (
+        SLOTS_ANNOTATION,
+        format_slots,
+        object_hash_key,
+        rendezvous,
+    )
+
+    ring = _ring(IDENTITIES[0], float(grace), mode)
+    ranges = mode == "ranges"
     keys = []
     for index in range(objects):
         config_map = {"apiVersion": "v1", "kind": "ConfigMap", **make_configmap(index)}
         meta = config_map["metadata"]
         for field in ("resourceVersion", "uid", "creationTimestamp"):
             del meta[field]
-        key = object_hash_key("", "ConfigMap", meta["namespace"], meta["name"])
-        meta["labels"][ring.shard_label] = rendezvous(key, IDENTITIES)
+        if not ranges:
+            key = object_hash_key("", "ConfigMap", meta["namespace"], meta["name"])
+            meta["labels"][ring.shard_label] = rendezvous(key, IDENTITIES)
         server.create(config_map)
         keys.append((meta["namespace"], meta["name"]))
     for identity in IDENTITIES:
-        server.create(_lease(identity, identity, grace, ring.lease_labels))
+        annotations = {SLOTS_ANNOTATION: format_slots(settled_slots(identity))} if ranges else None
+        server.create(_lease(identity, identity, grace, ring.lease_labels, annotations))
     server.create(_lease(ring.sharder_lease, IDENTITIES[0], grace, {}))
     return keys
+
+
+def _held(server: Any, mode: str) -> dict[str, int]:
+    """How many of the seeded ConfigMaps each shard holds in range mode (by the slot of
+    each one's uid, which the server chose); none in label mode."""
+    if mode != "ranges":
+        return {}
+    ring = _ring(IDENTITIES[0], 3.0, mode)
+    owner_of_slot = {slot: identity for identity in IDENTITIES for slot in settled_slots(identity)}
+    held = dict.fromkeys(IDENTITIES, 0)
+    for config_map in server.objects("configmaps"):
+        held[owner_of_slot[ring.slot_of(config_map)]] += 1
+    return held
 
 
 async def _server(config: dict[str, Any]) -> None:
     from aioinformer.testing.apiserver import FakeAPIServer
 
-    async with FakeAPIServer(require_namespaces=False, history_size=config["history"]) as server:
+    mode = config["mode"]
+    gates = {"ShardedListAndWatch": True} if mode == "ranges" else None
+    async with FakeAPIServer(
+        require_namespaces=False, history_size=config["history"], feature_gates=gates
+    ) as server:
         server.add_token(_TOKEN)
-        keys = _seed(server, config["objects"], config["startup_grace"])
+        keys = _seed(server, config["objects"], config["startup_grace"], mode)
+        held = _held(server, mode)
 
         async def churn(command: dict[str, Any]) -> dict[str, Any]:
             """Rewrite one ConfigMap's data at a time, ``rate`` per second for ``seconds``,
@@ -212,7 +299,7 @@ async def _server(config: dict[str, Any]) -> None:
                 server.patch("configmaps", namespace, name, {"data": {"REVISION": str(written)}})
             return {"written": total, "seconds": time.monotonic() - started}
 
-        await serve({"url": server.url}, {"churn": churn})
+        await serve({"url": server.url, "held": held}, {"churn": churn})
 
 
 class _Followed:
@@ -247,7 +334,11 @@ async def _replica(config: dict[str, Any]) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     base_rss = settled_rss()
     identity: str | None = config["identity"]
-    ring = None if identity is None else _ring(identity, float(config["lease_duration"]))
+    mode = config["mode"]
+    ring = None if identity is None else _ring(identity, float(config["lease_duration"]), mode)
+    # In range mode the informer first lists no slot and moves to the shard's slots once
+    # its claims held (a relist): ready once the cache holds the shard's objects.
+    expected = int(config["expected"]) if mode == "ranges" else 0
     followed = _Followed()
     reconciles = [0]
     caught_up = asyncio.Event()
@@ -261,7 +352,8 @@ async def _replica(config: dict[str, Any]) -> None:
             namespace, name = split_meta_namespace_key(key)
             lister.get(name, namespace=namespace)  # read as a reconcile does; write nothing
             followed.reconciled(key)
-            if reconciles[0] >= len(config_maps.indexer):
+            cached = len(config_maps.indexer)
+            if reconciles[0] >= cached >= expected:
                 caught_up.set()
 
         manager.add(Controller("bench", reconcile, informers=[config_maps]))
@@ -309,8 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def sharding_case(_url: str, params: dict[str, Any], *, variant: str) -> dict[str, float]:
-    """Run one sharding variant (``singleton`` or ``sharded-3``); see the module notes."""
+    """Run one sharding variant (see :data:`VARIANTS` and the module notes)."""
     names = processes_of(variant)
+    mode = mode_of(variant) or "labels"
     async with contextlib.AsyncExitStack() as stack:
         server = await Child.start(
             _MODULE,
@@ -319,10 +412,12 @@ async def sharding_case(_url: str, params: dict[str, Any], *, variant: str) -> d
                 "objects": params["objects"],
                 "history": params["history"],
                 "startup_grace": params["startup_grace"],
+                "mode": mode,
             },
         )
         stack.push_async_callback(server.close)
         url = server.ready["url"]
+        held = server.ready["held"]
         replicas = await start_all(
             stack,
             _MODULE,
@@ -331,6 +426,8 @@ async def sharding_case(_url: str, params: dict[str, Any], *, variant: str) -> d
                 {
                     "url": url,
                     "identity": None if name == "singleton" else name,
+                    "mode": mode,
+                    "expected": held.get(name, 0),
                     "lease_duration": params["lease_duration"],
                     "sync_timeout": params["startup_grace"],
                 }
@@ -358,12 +455,13 @@ async def sharding_case(_url: str, params: dict[str, Any], *, variant: str) -> d
         figures = _process_figures(per_process, variant)
         figures["churn_events"] = float(churned["written"])
         figures["churn_rate"] = churned["written"] / max(churned["seconds"], 1e-9)
-        if variant == "sharded-3":
+        if variant != "singleton":
             for name, stat in zip(names, stats, strict=True):
                 figures[f"{name}.sharder"] = 1.0 if stat["sharder"] else 0.0
             victim = max(i for i, stat in enumerate(stats) if not stat["sharder"])
+            failover = _failover_ranges if mode == "ranges" else _failover
             figures.update(
-                await _failover(
+                await failover(
                     url,
                     dict(zip(names, replicas, strict=True)),
                     names[victim],
@@ -422,24 +520,101 @@ async def _failover(
                             return time.monotonic()
             raise RuntimeError("the watch ended before every lost key moved")
 
-        async def reconciled() -> float:
-            """When the last lost key was first reconciled by a survivor."""
-            first: dict[str, float] = {}
-            while not lost <= first.keys():
-                await asyncio.sleep(_POLL)
-                for child in survivors.values():
-                    for key, stamp in (await child.ask(op="reconciled"))["first"].items():
-                        first[key] = min(stamp, first.get(key, stamp))
-            return max(first[key] for key in lost)
-
         killed = time.monotonic()
         await replicas[victim].kill()
         async with asyncio.timeout(params["failover_timeout"]):
-            moved_at, reconciled_at = await asyncio.gather(moved(), reconciled())
+            moved_at, reconciled_at = await asyncio.gather(
+                moved(), _first_reconciles(survivors, lost)
+            )
     return {
         "failover_s": moved_at - killed,
         "failover_reconciled_s": reconciled_at - killed,
         "lost_keys": float(len(lost)),
+        "lease_duration_s": float(params["lease_duration"]),
+    }
+
+
+async def _first_reconciles(survivors: dict[str, Child], lost: set[str]) -> float:
+    """When the last of ``lost`` was first reconciled by one of ``survivors``."""
+    first: dict[str, float] = {}
+    while not lost <= first.keys():
+        await asyncio.sleep(_POLL)
+        for child in survivors.values():
+            for key, stamp in (await child.ask(op="reconciled"))["first"].items():
+                first[key] = min(stamp, first.get(key, stamp))
+    return max(first[key] for key in lost)
+
+
+async def _failover_ranges(
+    url: str, replicas: dict[str, Child], victim: str, params: dict[str, Any]
+) -> dict[str, float]:
+    """Kill ``victim`` and time its slots' and keys' move to the survivors in range mode
+    (see the module notes)."""
+    from aioinformer.client import Client
+    from aioinformer.config import Config
+    from aioinformer.listwatch import ListOptions
+    from aioinformer.operator.sharding import (
+        RING_LABEL,
+        SLOTS_ANNOTATION,
+        parse_slots,
+        slot_selector,
+    )
+
+    survivors = {name: child for name, child in replicas.items() if name != victim}
+
+    def listed(lease: dict[str, Any]) -> frozenset[int]:
+        """The slots a Lease lists while held by its own shard (none otherwise)."""
+        meta = lease.get("metadata") or {}
+        if (lease.get("spec") or {}).get("holderIdentity") != meta.get("name"):
+            return frozenset()
+        annotations = meta.get("annotations") or {}
+        return parse_slots(annotations.get(SLOTS_ANNOTATION), SLOTS) or frozenset()
+
+    async with Client(Config(host=url, token=_TOKEN)) as client:
+        leases = client.resource("leases", namespace=_LEASE_NAMESPACE)
+        ring_leases = f"{RING_LABEL}={RING}"
+        held = await leases.list(ListOptions(label_selector=ring_leases))
+        slots_of = {lease["metadata"]["name"]: listed(lease) for lease in held.items}
+        victim_slots = slots_of.get(victim, frozenset())
+        if not victim_slots:
+            raise RuntimeError(f"shard {victim} lists no slot: nothing to fail over")
+        selector = str(slot_selector(victim_slots, SLOTS))
+        page = await client.resource("configmaps").list(ListOptions(shard_selector=selector))
+        lost = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" for obj in page.items}
+        if not lost:
+            raise RuntimeError(f"shard {victim} holds no ConfigMap: nothing to fail over")
+        for child in survivors.values():
+            await child.ask(op="follow", keys=sorted(lost))
+
+        async def moved() -> float:
+            """When the survivors' Leases last came to list every slot of the victim."""
+            current = {name: slots for name, slots in slots_of.items() if name in survivors}
+            options = ListOptions(
+                resource_version=held.resource_version, label_selector=ring_leases
+            )
+            async with contextlib.aclosing(leases.watch(options)) as events:
+                async for event in events:
+                    if event.type == "BOOKMARK":
+                        continue
+                    name = (event.object.get("metadata") or {}).get("name")
+                    if name not in survivors:
+                        continue
+                    current[name] = frozenset() if event.type == "DELETED" else listed(event.object)
+                    if victim_slots <= frozenset().union(*current.values()):
+                        return time.monotonic()
+            raise RuntimeError("the watch ended before every slot of the killed shard moved")
+
+        killed = time.monotonic()
+        await replicas[victim].kill()
+        async with asyncio.timeout(params["failover_timeout"]):
+            moved_at, reconciled_at = await asyncio.gather(
+                moved(), _first_reconciles(survivors, lost)
+            )
+    return {
+        "failover_slots_s": moved_at - killed,
+        "failover_reconciled_s": reconciled_at - killed,
+        "lost_keys": float(len(lost)),
+        "lost_slots": float(len(victim_slots)),
         "lease_duration_s": float(params["lease_duration"]),
     }
 

@@ -205,39 +205,70 @@ def test_quick_sharding_run_reports_every_process_figure_and_the_failover(
     for variant, data in entry["variants"].items():
         assert data["errors"] == [], variant
     objects = entry["params"]["objects"]
-    singleton, sharded = medians["singleton"], medians["sharded-3"]
-    per_shard = {
-        identity: {figure: sharded[f"{identity}.{figure}"] for figure in sharding.PROCESS_FIGURES}
-        for identity in sharding.IDENTITIES
-    }
-    for figures in (singleton, *per_shard.values()):
-        assert figures["cpu_s"] >= figures["churn_cpu_s"] > 0
-        assert figures["cpu_s"] > figures["startup_cpu_s"] > 0
-        assert figures["peak_rss_mib"] >= figures["rss_mib"] > 0
-        assert figures["cache_mib"] > 0
-        assert figures["reconciles"] >= figures["cached_objects"] > 0
-    # The singleton caches every ConfigMap; the shards split them between them.
+    singleton = medians["singleton"]
+    sharded_variants = [v for v in sharding.VARIANTS if v != "singleton"]
+    assert sharded_variants == ["sharded-3", "sharded-3-ranges"]
+    # The singleton caches every ConfigMap.
     assert singleton["cached_objects"] == objects
-    assert sum(figures["cached_objects"] for figures in per_shard.values()) == objects
-    assert sorted(sharded[f"{identity}.sharder"] for identity in sharding.IDENTITIES) == [0, 0, 1]
-    for figure in sharding.PROCESS_FIGURES:
-        assert sharded[figure] == max(figures[figure] for figures in per_shard.values())
-    # The churn was the same for both runs.
-    assert singleton["churn_events"] == sharded["churn_events"] > 0
-    # The killed shard's keys moved after its Lease expired, and were reconciled there.
-    assert sharded["lease_duration_s"] == entry["params"]["lease_duration"]
-    assert 0 < sharded["lost_keys"] < objects
-    assert sharded["failover_s"] >= sharded["lease_duration_s"] * 2 / 3
-    assert sharded["failover_reconciled_s"] > 0
-    assert set(entry["ratios"]) == {"sharded-3"}
-    assert {goal["metric"]: goal["met"] is not None for goal in entry["targets"]} == {
-        "cpu_s": True,
-        "cache_mib": True,
+    for variant in sharded_variants:
+        sharded = medians[variant]
+        per_shard = {
+            identity: {
+                figure: sharded[f"{identity}.{figure}"] for figure in sharding.PROCESS_FIGURES
+            }
+            for identity in sharding.IDENTITIES
+        }
+        for figures in (singleton, *per_shard.values()):
+            assert figures["cpu_s"] >= figures["churn_cpu_s"] > 0, variant
+            assert figures["cpu_s"] > figures["startup_cpu_s"] > 0, variant
+            assert figures["peak_rss_mib"] >= figures["rss_mib"] > 0, variant
+            assert figures["cache_mib"] > 0, variant
+            assert figures["reconciles"] >= figures["cached_objects"] > 0, variant
+        # The shards split the ConfigMaps between them.
+        assert sum(figures["cached_objects"] for figures in per_shard.values()) == objects
+        identities = sharding.IDENTITIES
+        assert sorted(sharded[f"{identity}.sharder"] for identity in identities) == [0, 0, 1]
+        for figure in sharding.PROCESS_FIGURES:
+            assert sharded[figure] == max(figures[figure] for figures in per_shard.values())
+        # The churn was the same for every run.
+        assert singleton["churn_events"] == sharded["churn_events"] > 0
+        # The killed shard's keys moved after its Lease expired, and were reconciled there.
+        assert set(sharding.failover_figures_of(variant)) <= sharded.keys(), variant
+        assert sharded["lease_duration_s"] == entry["params"]["lease_duration"]
+        assert 0 < sharded["lost_keys"] < objects
+        assert sharded["failover_reconciled_s"] > 0
+    labels, ranges = medians["sharded-3"], medians["sharded-3-ranges"]
+    assert labels["failover_s"] >= labels["lease_duration_s"] * 2 / 3
+    assert "failover_slots_s" not in labels
+    # In range mode the slots moved once the Lease expired: every slot it listed, and
+    # each of its keys was reconciled by a survivor after that.
+    assert "failover_s" not in ranges
+    assert ranges["failover_slots_s"] >= ranges["lease_duration_s"] * 2 / 3
+    assert ranges["failover_reconciled_s"] >= ranges["failover_slots_s"]
+    victim = next(i for i in reversed(sharding.IDENTITIES) if not ranges[f"{i}.sharder"])
+    assert ranges["lost_slots"] == len(sharding.settled_slots(victim)) > 0
+    assert ranges["lost_keys"] == ranges[f"{victim}.cached_objects"]
+    assert set(entry["ratios"]) == set(sharded_variants)
+    assert {
+        (goal["variant"], goal["metric"]): goal["met"] is not None for goal in entry["targets"]
+    } == {
+        (variant, metric): True for variant in sharded_variants for metric in ("cpu_s", "cache_mib")
     }
     assert table.startswith("| scenario | process | CPU s, start → end of churn |")
-    for process in ("singleton", "shard-a (sharder)", "shard-b", "shard-c"):
+    processes = ("singleton", "shard-a (sharder)", "shard-b", "shard-c")
+    for process in (
+        *processes,
+        "shard-a (ranges, sharder)",
+        "shard-b (ranges)",
+        "shard-c (ranges)",
+    ):
         assert f"| sharding-configmaps-30k | {process} | " in table, process
+    assert "| label mode (`sharded-3`) | range mode (`sharded-3-ranges`) |" in table
     assert "| sharding-configmaps-30k | shard killed: s from SIGKILL until each" in table
+    assert (
+        "| sharding-configmaps-30k | shard killed: s from SIGKILL until the live shards' Leases"
+        " list each of its slots | — | "
+    ) in table
 
 
 _STAGES = ("frame_us", "decode_us", "fifo_us", "store_us", "dispatch_us", "handler_us")
