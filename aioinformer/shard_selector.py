@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Literal, cast
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 from aioinformer.errors import SelectorError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "HASH_SPACE",
@@ -149,10 +152,21 @@ class ShardSelector:
         """Whether an object with this ``uid`` and ``namespace`` (``""`` for a
         cluster-scoped one) belongs to the selector: its field's hash is in a range."""
         hashes: dict[str, int] = {}
-        for r in self.ranges:
-            h = hashes.get(r.field)
+
+        def hash_of(field: ShardField) -> int:
+            h = hashes.get(field)
             if h is None:
-                h = hashes[r.field] = fnv1a_64(uid if r.field == SHARD_FIELDS[0] else namespace)
+                h = hashes[field] = fnv1a_64(uid if field == SHARD_FIELDS[0] else namespace)
+            return h
+
+        return self.contains_by(hash_of)
+
+    def contains_by(self, hash_of: Callable[[ShardField], int]) -> bool:
+        """Whether the object whose field hashes ``hash_of(field)`` gives belongs to the
+        selector: for a holder of hashes computed once (the fake API server's stored
+        objects keep theirs)."""
+        for r in self.ranges:
+            h = hash_of(r.field)
             if r.start <= h < r.end:
                 return True
         return False

@@ -205,19 +205,20 @@ class Entry:
 
     def in_shard(self, shards: ShardSelector) -> bool:
         """Whether the object's hashed ``uid`` or ``namespace`` (``""`` when it has none:
-        a cluster-scoped object's) falls in one of ``shards``' ranges."""
-        for shard in shards.ranges:
-            if shard.field == _UID_FIELD:
-                h = self._uid_hash
-                if h < 0:
-                    h = self._uid_hash = fnv1a_64(self.uid or "")
-            else:
-                h = self._namespace_hash
-                if h < 0:
-                    h = self._namespace_hash = fnv1a_64(self.namespace or "")
-            if shard.start <= h < shard.end:
-                return True
-        return False
+        a cluster-scoped object's) falls in one of ``shards``' ranges; each hash is
+        computed once per stored object."""
+        return shards.contains_by(self._hash_of)
+
+    def _hash_of(self, field: str) -> int:
+        if field == _UID_FIELD:
+            h = self._uid_hash
+            if h < 0:
+                h = self._uid_hash = fnv1a_64(self.uid or "")
+            return h
+        h = self._namespace_hash
+        if h < 0:
+            h = self._namespace_hash = fnv1a_64(self.namespace or "")
+        return h
 
     def selected_by(
         self,
