@@ -26,6 +26,7 @@ from aioinformer._pipeline.watch_policy import (
     Decision,
     FailureStreak,
     InternalErrorRetry,
+    RelistRequested,
     Step,
     WatchEnd,
     failure_level,
@@ -216,6 +217,9 @@ class Reflector:
         # Set by the resync task when store.resync() failed; ends the current
         # list_and_watch() (the next one relists). Cleared when list_and_watch() starts.
         self._resync_error: BaseException | None = None
+        # A relist asked for on purpose while listing (the source's selection moved under
+        # the list in flight, which was sent with the old one): owed once the list ends.
+        self._relist_owed: BaseException | None = None
         self._lists = 0
         self._watches = 0
         self._relists = 0
@@ -293,6 +297,11 @@ class Reflector:
         While listing, or between rounds, the list under way or coming is that relist
         (it reads at or past every resourceVersion the store had applied)."""
         self._policy.rv_unavailable = True
+        if self._listing and isinstance(reason, RelistRequested):
+            # The list under way was sent with the old selection (a streaming list's
+            # stream would even go on as the watch): relist as soon as it ends.
+            self._relist_owed = reason
+            return
         if not self._in_round or self._listing:
             return
         # The resync task's path: the read in progress, or the next one, ends at once.
@@ -395,6 +404,7 @@ class Reflector:
             raise RuntimeError(f"{self!r} is already listing and watching")
         self._in_round = True
         self._resync_error = None
+        self._relist_owed = None
         # The round's helper (the resync loop): it does not outlive the round.
         helper: Running | None = None
         try:
@@ -406,6 +416,11 @@ class Reflector:
             if carried is None:
                 await self._list()
             self._listing = False
+            owed = self._take_owed_relist()
+            if owed is not None:
+                # The watch ends at once (a carried stream closed with it), and run()
+                # relists with the selection as it is now.
+                self._resync_error = owed
             if self._options.resync_period > 0:
                 helper = Running.spawn(self._resync_loop(), name=f"{self._name} resync")
             await self._watch(carried)
@@ -417,6 +432,12 @@ class Reflector:
                 self._in_round = self._listing = False
                 if not self._running:
                     self._state = _STOPPED
+
+    def _take_owed_relist(self) -> BaseException | None:
+        """The reason of a relist asked for on purpose while listing, once (see
+        :meth:`request_relist`)."""
+        owed, self._relist_owed = self._relist_owed, None
+        return owed
 
     # -------------------------------------------------------------------- list
 

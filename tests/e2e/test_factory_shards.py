@@ -307,3 +307,31 @@ async def test_an_informer_of_everything_narrowed_to_a_label_and_a_slice_and_bac
         assert factory.informer_for("configmaps") is informer  # its key is as built
         assert factory.reselect(informer, label_selector=None, shard_selector=None)
         await wait_until(lambda: len(cached(informer)) == 12, poll=0.001, timeout=10)
+
+
+@pytest.mark.parametrize("watch_list", [True, False], ids=["streaming-list", "list"])
+async def test_a_reselect_during_the_relist_of_the_previous_one_is_applied(
+    watch_list: bool,
+) -> None:
+    # The list in flight was sent with the selection before: it is committed, and a
+    # relist follows at once with the selection as it is now (a streaming list's stream
+    # does not go on as the watch).
+    gates = {"ShardedListAndWatch": True}
+    async with FakeAPIServer(feature_gates=gates) as server, server.client() as client:
+        for i in range(24):
+            server.create(configmap(f"cm-{i}"))
+        first, second = ShardSelector.split(2)
+        both = ShardSelector.of((first.ranges[0].start, second.ranges[0].end))
+        quick = lambda: Backoff(initial=0.01, cap=0.05)  # noqa: E731 - a relist needs no wait here
+        options = ReflectorOptions(use_watch_list=watch_list)
+        async with SharedInformerFactory(client, backoff=quick, reflector=options) as factory:
+            informer = factory.informer_for("configmaps", shard_selector=first)
+            await factory.wait_for_cache_sync(timeout=5)
+            server.faults.latency(0.5)  # a slow server: the relist takes a while
+            assert factory.reselect(informer, shard_selector=second)
+            reflector = informer._reflector
+            assert reflector is not None
+            await wait_until(lambda: reflector._listing, poll=0.001, timeout=5)
+            assert factory.reselect(informer, shard_selector=both)  # while it lists
+            server.faults.latency(0)
+            await wait_until(lambda: len(cached(informer)) == 24, poll=0.01, timeout=5)
