@@ -144,7 +144,7 @@ class RingSeat:
             self._run_sharder,
         )
         """Campaigns for the ring's sharder Lease; holding it runs the sharder."""
-        self.slots = SlotKeeper(ring, factory, shard_lock, clock=clock)
+        self.slots = SlotKeeper(ring, factory, shard_lock, leases, clock=clock)
         """In range mode, this shard's slots: kept while it holds its shard Lease."""
 
     def _elector(

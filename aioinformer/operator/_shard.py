@@ -241,6 +241,13 @@ class SlotGuard:
         """The slot of ``key`` when this guard last let it through, else ``None``."""
         return self._passed.get(key)
 
+    def keep_only(self, reconciling: Iterable[str]) -> None:
+        """Forget the slots of keys let through whose reconcile has ended: only those
+        running matter to a slot let go."""
+        running = set(reconciling)
+        for key in [k for k in self._passed if k not in running]:
+            del self._passed[key]
+
     async def __call__(self, key: str) -> bool:
         serving = self._serving()
         obj = self._informer.indexer.get_by_key(key)

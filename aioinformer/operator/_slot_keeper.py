@@ -4,11 +4,12 @@ through that Lease, watched through its informers' shard selectors.
 Role: the I/O around :class:`~aioinformer.operator._slots.SlotSeat`, which decides. A
 :class:`SlotKeeper` is fed every Lease of the ring (by the manager's one Lease handler),
 and while its shard holds its Lease, :meth:`SlotKeeper.run` loops: plan; narrow or widen
-the shard's informers to the slots it serves (:meth:`~aioinformer.SharedInformerFactory.reselect`,
-a relist); release the slots it gave up once no reconcile of them runs in a sharded
-controller; write the Lease's slots annotation when it changed, and report the write's
-resourceVersion. Guards read :attr:`SlotKeeper.serving` before each reconcile, so a slot
-given up is refused at once, before its informer has narrowed.
+the shard's informers to the slots it serves
+(:meth:`~aioinformer.SharedInformerFactory.reselect`, a relist); release the slots it gave
+up once no reconcile of them runs in a sharded controller; write the Lease's slots
+annotation when it changed; judge the claims once the Lease cache has applied that write.
+Guards read :attr:`SlotKeeper.serving` before each reconcile, so a slot given up is
+refused at once, before its informer has narrowed.
 
 Input: the ring, the factory, the shard Lease's lock, the informers and the guards of the
 sharded controllers. Output: the Lease's annotation and the informers' selectors. Task
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +56,22 @@ class SlotKeeper:
     """One range-mode shard's slots (see the module docstring)."""
 
     def __init__(
-        self, ring: ShardRing, factory: SharedInformerFactory, lock: LeaseLock, *, clock: Clock
+        self,
+        ring: ShardRing,
+        factory: SharedInformerFactory,
+        lock: LeaseLock,
+        leases: SharedIndexInformer,
+        *,
+        clock: Clock,
     ) -> None:
         self.ring = ring
         self._factory = factory
         self._lock = lock
+        self._leases = leases
         self._clock = clock
+        self._rng = random.Random()
+        self._judge_after: str | None = None
+        """The resourceVersion of the last write whose claims await judgement."""
         self.seat = SlotSeat(ring.identity, ring.slots)
         self._informers: list[SharedIndexInformer] = []
         self._guards: list[tuple[Controller, SlotGuard]] = []
@@ -101,12 +113,7 @@ class SlotKeeper:
         holder = spec.get("holderIdentity") if isinstance(spec, Mapping) else None
         annotations = meta.get("annotations")
         text = annotations.get(SLOTS_ANNOTATION) if isinstance(annotations, Mapping) else None
-        self.seat.lease_seen(
-            name,
-            member=holder == name,
-            slots=parse_slots(text, self.ring.slots),
-            resource_version=resource_version_of(lease) or "",
-        )
+        self.seat.lease_seen(name, member=holder == name, slots=parse_slots(text, self.ring.slots))
         self._wake.set()
 
     def lease_gone(self, lease: Any) -> None:
@@ -120,10 +127,11 @@ class SlotKeeper:
 
     async def run(self) -> None:
         """Keep the slots until cancelled (the Lease lost, or the manager stopping); then
-        serve nothing. The first write lists no slot, so a claim a former run of this
-        shard left in its Lease is withdrawn before anything else."""
+        serve nothing. The first write replaces whatever a former run of this shard left
+        in its Lease's annotation with what this run claims."""
         seat = self.seat
         seat.reset()
+        self._judge_after = None
         self.running = True
         try:
             while True:
@@ -134,11 +142,43 @@ class SlotKeeper:
                 if seat.needs_write:
                     await self._write()
                     continue
+                judging = self._judging()
+                if judging is not None:
+                    await self._judge(judging)
+                    continue
                 await self._wake.wait()
         finally:
             self.running = False
             seat.reset()
             self._follow_serving()
+
+    async def _judge(self, resource_version: str) -> None:
+        """Judge the written claims once the Lease cache has applied the write (it then
+        holds every claim written before it); after a withdrawal, wait a random moment
+        so that two shards that withdrew from each other do not claim again in step."""
+        ring = self.ring
+        if not await self._leases.wait_for_resource_version(
+            resource_version, timeout=ring.retry_period
+        ):
+            return  # not applied yet (or the cache stopped): the next turn waits again
+        self._judge_after = None
+        listed: frozenset[int] = frozenset()
+        others: dict[str, frozenset[int] | None] = {}
+        for lease in self._leases.indexer.list():
+            name = name_of(lease)
+            meta = lease.get("metadata") if isinstance(lease, Mapping) else None
+            spec = lease.get("spec") if isinstance(lease, Mapping) else None
+            if name is None or not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
+                continue
+            annotations = meta.get("annotations")
+            text = annotations.get(SLOTS_ANNOTATION) if isinstance(annotations, Mapping) else None
+            slots = parse_slots(text, ring.slots)
+            if name == ring.identity:
+                listed = slots or frozenset()
+            elif spec.get("holderIdentity") == name:
+                others[name] = slots
+        if self.seat.judge(listed, others):
+            await self._clock.sleep(self._rng.uniform(0, ring.retry_period))
 
     def _follow_serving(self) -> None:
         """Move the informers to the slots served (a relist where the selector changed)."""
@@ -152,17 +192,23 @@ class SlotKeeper:
                     informer.name,
                 )
 
+    def _judging(self) -> str | None:
+        """The write whose claims await judgement, if one does."""
+        return self._judge_after if self.seat.awaiting_judgement else None
+
     def _finish_releases(self) -> None:
         """Let go the releasing slots no reconcile of a sharded controller still runs in."""
-        releasing = self.seat.releasing
-        if not releasing:
-            return
         busy: set[int] = set()
         for controller, guard in self._guards:
-            for key in controller._reconciling():
+            reconciling = controller._reconciling()
+            guard.keep_only(reconciling)
+            for key in reconciling:
                 slot = guard.slot_of_key(key)
                 if slot is not None:
                     busy.add(slot)
+        releasing = self.seat.releasing
+        if not releasing:
+            return
         done = releasing - busy
         if done:
             self.seat.released(done)
@@ -182,7 +228,8 @@ class SlotKeeper:
             )
             await first_completed(self._wake.wait(), self._clock.sleep(self.ring.retry_period))
             return
-        self.seat.written(claimed, resource_version_of(lease) or "")
+        self.seat.written(claimed)
+        self._judge_after = resource_version_of(lease) or None
 
     def health(self) -> dict[str, Any]:
         """The slots served, claimed and releasing, as the annotation writes them."""

@@ -15,22 +15,26 @@ names among the live members; it moves in two steps, each written to a Lease:
    come back on its Lease watch with no other live Lease listing the slot at that point.
    If one does, it withdraws the claim and tries again later.
 
-Why no slot is ever served by two shards: a Lease watch delivers every Lease's changes in
-resourceVersion order, so when a shard sees its own claim come back (at resourceVersion
-``r``), it has seen every claim written before ``r``. Of two shards claiming one slot, the
-later write sees the earlier one and withdraws; the earlier one saw no claim and serves.
-A shard that serves a slot keeps it listed until it has stopped, so a later claimant
-waits. A shard is live while it holds its own Lease (as in label mode); one whose Lease
-is released or taken over by the sharder holds nothing, and it stopped before that (its
-renewal deadline is shorter than the Lease's duration). A claim is judged only by an
-observation at or past its write's resourceVersion (compared as integers, as etcd's
-revisions are), never by an older event still on its way.
+Why no slot is ever served by two shards: a claim is judged only once this shard's
+cache of the Leases has applied the write that made it (its informer's resourceVersion
+is at or past the write's), so the cache holds every claim written before it, and maybe
+some written after. Of two shards claiming one slot, the later write's judge sees the
+earlier claim and withdraws; the earlier one's judge may see the later claim too and
+withdraw as well (it then waits a random moment before claiming again), but never serves
+beside it. A shard that serves a slot keeps it listed until it has stopped, so a later
+claimant waits. A shard is live while it holds its own Lease (as in label mode); one
+whose Lease is released or taken over by the sharder holds nothing, and it stopped
+before that (its renewal deadline is shorter than the Lease's duration). The order in
+which the Lease watch delivers changes does not matter: the judge reads the cache as a
+whole, not the events one by one.
 
-Input: every Lease of the ring, in the order the watch delivers them; the writes of this
-shard's Lease and the resourceVersions they returned; the end of a released slot's
-reconciles. Output: what this shard's Lease should list (:attr:`SlotSeat.claimed`), what it
-serves (:attr:`SlotSeat.serving`), and what it must let go (:attr:`SlotSeat.releasing`).
-Nothing here does I/O or starts a task (see :mod:`aioinformer.operator._manager_ring`).
+Input: every Lease of the ring as the watch delivers them (for the members and the
+claims to plan with); the writes of this shard's Lease; the Leases as the cache holds
+them once it has applied a write (to judge its claims); the end of a released slot's
+reconciles. Output: what this shard's Lease should list (:attr:`SlotSeat.claimed`), what
+it serves (:attr:`SlotSeat.serving`), and what it must let go
+(:attr:`SlotSeat.releasing`). Nothing here does I/O or starts a task (see
+:mod:`aioinformer.operator._manager_ring`).
 """
 
 from __future__ import annotations
@@ -40,27 +44,20 @@ from typing import TYPE_CHECKING
 from aioinformer.operator.sharding import slot_owner
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
 __all__ = ["SlotSeat"]
 
 
-def _rv(text: str | None) -> int | None:
-    """A resourceVersion as an integer; ``None`` when it is not one."""
-    if text is None or not text.isdigit():
-        return None
-    return int(text)
-
-
 class SlotSeat:
     """The slots of shard ``identity`` in a ring of ``count`` slots (see the module
-    docstring). Feed it every Lease of the ring (:meth:`lease_seen`, :meth:`lease_gone`)
-    in watch order, call :meth:`plan` after each change, write :attr:`claimed` to this
-    shard's Lease when :meth:`plan` says so and report the write (:meth:`written`), and
-    report released slots whose reconciles ended (:meth:`released`)."""
+    docstring). Feed it every Lease of the ring (:meth:`lease_seen`, :meth:`lease_gone`),
+    call :meth:`plan` after each change, write :attr:`claimed` to this shard's Lease when
+    :meth:`plan` says so and report the write (:meth:`written`), :meth:`judge` the claims
+    once the Lease cache has applied it, and report released slots whose reconciles ended
+    (:meth:`released`)."""
 
     __slots__ = (
-        "_early",
         "_member",
         "_others",
         "_pending",
@@ -87,12 +84,8 @@ class SlotSeat:
         """Slots whose claim held: watched and reconciled."""
         self.releasing: set[int] = set()
         """Slots no longer served whose reconciles may still run: listed until they end."""
-        self._pending: dict[int, int | None] = {}
-        """Claimed, not yet confirmed: slot → the resourceVersion its write returned
-        (``None`` until the write has answered)."""
-        self._early: list[tuple[int, frozenset[int], frozenset[int]]] = []
-        """Observations of this shard's own Lease made before the write they answer was
-        known: (resourceVersion, slots listed, slots another live Lease listed then)."""
+        self._pending: dict[int, bool] = {}
+        """Claimed, not yet judged: slot → whether a write of the Lease listed it."""
         self._wanted: tuple[tuple[str, ...], frozenset[int]] = ((), frozenset())
         """The members last planned for, and the slots this shard won among them."""
         self._written: frozenset[int] | None = None
@@ -102,29 +95,15 @@ class SlotSeat:
 
     # -- what the Leases show --------------------------------------------------------------
 
-    def lease_seen(
-        self, name: str, *, member: bool, slots: frozenset[int] | None, resource_version: str
-    ) -> None:
+    def lease_seen(self, name: str, *, member: bool, slots: frozenset[int] | None) -> None:
         """A Lease of the ring as the watch shows it now: ``member`` when it is held by the
         shard it names, ``slots`` its annotation (``None``: missing or unreadable)."""
-        if name != self.identity:
-            if member:
-                self._others[name] = slots
-            else:
-                self._others.pop(name, None)
-            return
-        self._member = member
-        if not member:
-            return
-        listed = slots or frozenset()
-        rv = _rv(resource_version)
-        if rv is None:
-            return
-        contested = self._contested()
-        unknown = [slot for slot, at in self._pending.items() if at is None]
-        if unknown:
-            self._early.append((rv, listed, frozenset(contested)))
-        self._judge(rv, listed, contested)
+        if name == self.identity:
+            self._member = member
+        elif member:
+            self._others[name] = slots
+        else:
+            self._others.pop(name, None)
 
     def lease_gone(self, name: str) -> None:
         """A Lease of the ring was deleted."""
@@ -133,26 +112,14 @@ class SlotSeat:
         else:
             self._others.pop(name, None)
 
-    def _contested(self) -> set[int]:
+    def _contested(self, others: Mapping[str, frozenset[int] | None] | None = None) -> set[int]:
         """Slots some other live member's Lease lists (all of them for an unreadable one)."""
         contested: set[int] = set()
-        for slots in self._others.values():
+        for slots in (self._others if others is None else others).values():
             if slots is None:
                 return set(range(self.count))
             contested |= slots
         return contested
-
-    def _judge(self, rv: int, listed: frozenset[int], contested: set[int]) -> None:
-        """Settle the claims an observation of this shard's Lease at ``rv`` answers."""
-        for slot, at in list(self._pending.items()):
-            if at is None or rv < at or slot not in listed:
-                continue
-            del self._pending[slot]
-            if slot in contested:
-                self.claimed.discard(slot)  # another claim came first: withdraw
-                self.withdrawals += 1
-            else:
-                self.serving.add(slot)
 
     # -- what this shard does --------------------------------------------------------------
 
@@ -189,35 +156,49 @@ class SlotSeat:
         contested = self._contested()
         for slot in wanted - self.claimed - contested:
             self.claimed.add(slot)
-            self._pending[slot] = None
+            self._pending[slot] = False
         return self.needs_write
 
     @property
     def needs_write(self) -> bool:
         """Whether this shard's Lease does not list :attr:`claimed` yet, or a claim awaits
-        a write (one made anew while the Lease already listed it: its write tells the
-        resourceVersion to judge it by)."""
+        a write (one made anew while the Lease already listed it)."""
         if self._written is None or self._written != self.claimed:
             return True
-        return any(at is None for at in self._pending.values())
+        return not all(self._pending.values())
 
-    def written(self, claimed: Iterable[int], resource_version: str) -> None:
-        """This shard's Lease was written listing ``claimed``, at ``resource_version``:
-        the pending claims among them await an observation at or past it."""
-        rv = _rv(resource_version)
+    @property
+    def awaiting_judgement(self) -> bool:
+        """Whether a written claim waits for :meth:`judge`."""
+        return any(self._pending.values())
+
+    def written(self, claimed: Iterable[int]) -> None:
+        """This shard's Lease was written listing ``claimed``: the pending claims among
+        them are to be judged once the Lease cache has applied that write."""
         listed = self._written = frozenset(claimed)
-        for slot, at in list(self._pending.items()):
-            if at is None and slot in listed:
-                self._pending[slot] = rv if rv is not None else -1
-        if rv is None:
-            return
-        # Observations made before this answer came: the first one at or past it decides.
-        for seen_rv, seen_listed, contested in self._early:
-            if seen_rv >= rv:
-                self._judge(seen_rv, seen_listed, set(contested))
-                break
-        if all(at is not None for at in self._pending.values()):
-            self._early.clear()
+        for slot in self._pending:
+            if slot in listed:
+                self._pending[slot] = True
+
+    def judge(self, listed: frozenset[int], others: Mapping[str, frozenset[int] | None]) -> bool:
+        """Settle the written claims, from the Leases as the cache holds them once it has
+        applied this shard's last write: ``listed`` what this shard's Lease lists there,
+        ``others`` what every other Lease held by its own shard lists (``None``:
+        unreadable). A claim another Lease lists too is withdrawn; the rest are served.
+        True when one was withdrawn."""
+        contested = self._contested(others)
+        withdrew = False
+        for slot, written in list(self._pending.items()):
+            if not written or slot not in listed:
+                continue
+            del self._pending[slot]
+            if slot in contested:
+                self.claimed.discard(slot)
+                self.withdrawals += 1
+                withdrew = True
+            else:
+                self.serving.add(slot)
+        return withdrew
 
     def released(self, slots: Iterable[int]) -> None:
         """The reconciles of these releasing slots have ended: they leave the Lease at its
@@ -234,7 +215,6 @@ class SlotSeat:
         self.serving.clear()
         self.releasing.clear()
         self._pending.clear()
-        self._early.clear()
         self._written = None
 
     @property

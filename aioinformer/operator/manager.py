@@ -281,7 +281,7 @@ class Manager(Service):
         )
         # The sharded controllers: run while this replica holds its shard Lease.
         self._shard_group = RunnableGroup(
-            "manager (shard)", on_failure=self._failed, clock=self._clock, grace=self._grace
+            "manager (shard)", on_failure=self._failed, clock=self._clock, grace=self._shard_grace
         )
         self.sharding = asyncio.Event()
         """Set while this replica holds its shard Lease and runs its sharded controllers
@@ -490,6 +490,17 @@ class Manager(Service):
         if self._shutdown_deadline is None:
             self._shutdown_deadline = now + self.options.graceful_shutdown_timeout
         return max(0.0, self._shutdown_deadline - now)
+
+    def _shard_grace(self) -> float:
+        """The grace the sharded controllers get: the manager's one deadline when it stops
+        (its shard Lease is released only after them); when the Lease was lost, only what
+        is left before the sharder may take it over and another replica reconcile the
+        same objects: ``lease_duration - renew_deadline - retry_period``."""
+        seat = self._seat
+        if seat is None or self._stop_requested.is_set():
+            return self._grace()
+        ring = seat.ring
+        return max(0.0, ring.lease_duration - ring.renew_deadline - ring.retry_period)
 
     def _crd_grace(self) -> float:
         """The grace a CRD's controllers get: the manager's one deadline once it is

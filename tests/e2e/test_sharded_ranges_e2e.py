@@ -391,8 +391,10 @@ async def test_controlled_objects_follow_their_owner_when_hashed_by_namespace(
         held: list[str] = []
         for identity, manager in managers.items():
             cms = namespaces_of(manager.informer_for("configmaps"))
-            children = namespaces_of(manager.informer_for("secrets"))
-            assert cms == children  # each owner's children are on its shard
+            children = manager.informer_for("secrets")
+            # Each owner's children are on its shard (once that informer, too, has
+            # relisted with the shard's slots).
+            await until(lambda c=children, want=cms: namespaces_of(c) == want, clock)
             assert {k.split("/")[0] for k in reconciled.get(identity, [])} == cms
             held.extend(cms)
         assert sorted(held) == sorted(owners)
