@@ -402,3 +402,44 @@ async def test_controlled_objects_follow_their_owner_when_hashed_by_namespace(
 
 def namespaces_of(informer: Any) -> set[str]:
     return {key.split("/")[0] for key in informer.indexer.list_keys()}
+
+
+async def test_a_replica_that_lost_its_lease_cuts_a_hung_reconcile_before_a_takeover(
+    gated: FakeAPIServer,
+) -> None:
+    # Its running reconciles get only what is left before the sharder may take the Lease
+    # over (lease_duration - renew_deadline - retry_period), not the whole grace period:
+    # otherwise the next owner of its slots would reconcile beside them.
+    clock = FakeClock()
+    record = Reconciles()
+    keys = seed(gated, 20)
+    for identity in ("a", "b"):
+        gated.add_token(f"token-{identity}")
+    clients = {i: gated.client(token=f"token-{i}") for i in ("a", "b")}
+    async with contextlib.AsyncExitStack() as stack:
+        for client in clients.values():
+            await stack.enter_async_context(client)
+        managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b")}
+        runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
+        try:
+            await until(lambda: settled(managers), clock)
+            await until(lambda: record.everyone() == set(keys), clock)
+            silent = next(i for i, m in managers.items() if m.sharder is None)
+            hung = next(key for key in keys if owner_of(gated, key) == silent)
+            record.hold = (hung, asyncio.Event())  # never set: the reconcile hangs
+            touch(gated, hung)
+            await until(lambda: record.running.get(hung) == silent, clock)
+            gated.remove_token(f"token-{silent}")  # cut off: renewals fail
+            started = clock.monotonic()
+            await until(lambda: runs[silent].done(), clock)
+            with pytest.raises(LeadershipLost):
+                await runs[silent]
+            assert hung not in record.running  # cut short
+            assert clock.monotonic() - started < RING.lease_duration
+        finally:
+            for manager in managers.values():
+                manager.stop()
+            for run in runs.values():
+                with contextlib.suppress(Exception):
+                    await run
+    assert record.violations == []
