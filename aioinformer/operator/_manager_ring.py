@@ -256,6 +256,8 @@ class RingSeat:
                         shard_selector=self.slots.selector(),
                     )
                     self.slots.add_informer(entry.informer)
+                    if entry.labels is not None:
+                        entry.labels.retire()
         return mode
 
     async def _serves_shards(self, resource: str | GVR) -> bool:

@@ -67,13 +67,22 @@ class ShardView:
     enqueues is reconciled.
     """
 
-    __slots__ = ("_guards", "_ring", "informer")
+    __slots__ = ("_guards", "_registration", "_ring", "informer")
 
     def __init__(self, ring: ShardRing, informer: SharedIndexInformer) -> None:
         self._ring = ring
         self.informer = informer
         self._guards: list[DrainGuard] = []
-        informer.add_event_handler(on_delete=self._deleted, name=f"shard {ring.identity}")
+        self._registration = informer.add_event_handler(
+            on_delete=self._deleted, name=f"shard {ring.identity}"
+        )
+
+    def retire(self) -> None:
+        """Stop following deletions: the ring took range mode, and no drain guard of this
+        view will ever run (their record of deletions would only grow)."""
+        self.informer.remove_event_handler(self._registration)
+        for guard in self._guards:
+            guard._deleted.clear()
 
     def _deleted(self, obj: Any) -> None:
         last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
