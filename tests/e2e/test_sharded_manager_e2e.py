@@ -8,7 +8,6 @@ reconcile of the same key is running is recorded as a violation."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from aioinformer.operator.sharding import (
     rendezvous,
 )
 from aioinformer.testing.clock import FakeClock
+from tests._support_sharding import Reconciles, cut_off_able
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
 from tests._support_wait import wait_until
 
@@ -38,41 +38,6 @@ POLL = 0.005
 RING = ShardRing(
     name="cms", namespace="default", resources=(ShardedResource("configmaps"),), identity="a"
 )
-
-
-class Reconciles:
-    """Every replica's reconciles: who reconciled each key, and any overlap."""
-
-    def __init__(self) -> None:
-        self.running: dict[str, str] = {}
-        self.by_replica: dict[str, list[str]] = {}
-        self.violations: list[tuple[str, str, str]] = []
-
-    def reconciler(self, identity: str) -> Any:
-        async def reconcile(key: str) -> None:
-            other = self.running.get(key)
-            if other is not None and other != identity:
-                self.violations.append((key, other, identity))
-            self.running[key] = identity
-            try:
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
-                self.by_replica.setdefault(identity, []).append(key)
-            finally:
-                if self.running.get(key) == identity:
-                    del self.running[key]
-
-        return reconcile
-
-    def last_owner(self) -> dict[str, str]:
-        owners: dict[str, str] = {}
-        for identity, keys in self.by_replica.items():
-            for key in keys:
-                owners[key] = identity  # order across replicas is not kept: see callers
-        return owners
-
-    def seen(self, identity: str) -> set[str]:
-        return set(self.by_replica.get(identity, []))
 
 
 def config_map(name: str) -> dict[str, Any]:
@@ -232,44 +197,32 @@ async def test_a_silent_replica_stops_before_its_keys_move_and_they_move_after_t
     clock = FakeClock()
     record = Reconciles()
     keys = seed(fake_apiserver, 24)
-    for identity in ("a", "b", "c"):
-        fake_apiserver.add_token(f"token-{identity}")
-    clients = {i: fake_apiserver.client(token=f"token-{i}") for i in ("a", "b", "c")}
-    async with contextlib.AsyncExitStack() as stack:
-        for client in clients.values():
-            await stack.enter_async_context(client)
-        managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b", "c")}
-        runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
-        try:
-            await every_key_reconciled(record, keys, clock)
-            silent = next(i for i, m in managers.items() if m.sharder is None)
-            lost = record.seen(silent)
-            fake_apiserver.remove_token(f"token-{silent}")  # cut off: renewals fail
-            started = clock.monotonic()
-            await wait_until(
-                lambda: runs[silent].done(), poll=POLL, between=lambda: clock.advance(0.5)
-            )
-            with pytest.raises(LeadershipLost):
-                await runs[silent]
-            stopped_after = clock.monotonic() - started
-            assert stopped_after <= RING.renew_deadline + RING.retry_period + 0.5
-            # Its keys stay put until its Lease is a lease duration old, then move.
-            assert all(shard_of(fake_apiserver, key) == silent for key in lost)
-            rest = [i for i in ("a", "b", "c") if i != silent]
-            await wait_until(
-                lambda: lost <= record.seen(rest[0]) | record.seen(rest[1]),
-                poll=POLL,
-                between=lambda: clock.advance(0.5),
-            )
-            moved_after = clock.monotonic() - started
-            assert RING.lease_duration - RING.retry_period <= moved_after
-            assert moved_after <= RING.lease_duration + 2 * RING.retry_period + 1
-        finally:
-            for manager in managers.values():
-                manager.stop()
-            for run in runs.values():
-                with contextlib.suppress(Exception):
-                    await run
+
+    def build(client: Client, identity: str) -> Manager:
+        return replica(client, identity, clock, record)
+
+    async with cut_off_able(fake_apiserver, ("a", "b", "c"), build) as (managers, runs):
+        await every_key_reconciled(record, keys, clock)
+        silent = next(i for i, m in managers.items() if m.sharder is None)
+        lost = record.seen(silent)
+        fake_apiserver.remove_token(f"token-{silent}")  # cut off: renewals fail
+        started = clock.monotonic()
+        await wait_until(lambda: runs[silent].done(), poll=POLL, between=lambda: clock.advance(0.5))
+        with pytest.raises(LeadershipLost):
+            await runs[silent]
+        stopped_after = clock.monotonic() - started
+        assert stopped_after <= RING.renew_deadline + RING.retry_period + 0.5
+        # Its keys stay put until its Lease is a lease duration old, then move.
+        assert all(shard_of(fake_apiserver, key) == silent for key in lost)
+        rest = [i for i in ("a", "b", "c") if i != silent]
+        await wait_until(
+            lambda: lost <= record.seen(rest[0]) | record.seen(rest[1]),
+            poll=POLL,
+            between=lambda: clock.advance(0.5),
+        )
+        moved_after = clock.monotonic() - started
+        assert RING.lease_duration - RING.retry_period <= moved_after
+        assert moved_after <= RING.lease_duration + 2 * RING.retry_period + 1
     assert record.violations == []
 
 

@@ -28,6 +28,7 @@ from aioinformer.operator.sharding import (
 )
 from aioinformer.testing import FakeAPIServer
 from aioinformer.testing.clock import FakeClock
+from tests._support_sharding import Reconciles, cut_off_able
 from tests._support_tasks import no_task_outlives_the_test as no_task_outlives_the_test
 from tests._support_wait import wait_until
 
@@ -49,41 +50,6 @@ RING = ShardRing(
     slots=SLOTS,
 )
 GATED = {"ShardedListAndWatch": True}
-
-
-class Reconciles:
-    """Every replica's reconciles: who reconciled each key, and any overlap."""
-
-    def __init__(self) -> None:
-        self.running: dict[str, str] = {}
-        self.by_replica: dict[str, list[str]] = {}
-        self.violations: list[tuple[str, str, str]] = []
-        self.hold: tuple[str, asyncio.Event] | None = None
-        """A key whose reconciles wait for the event (a slow reconcile)."""
-
-    def reconciler(self, identity: str) -> Any:
-        async def reconcile(key: str) -> None:
-            other = self.running.get(key)
-            if other is not None and other != identity:
-                self.violations.append((key, other, identity))
-            self.running[key] = identity
-            try:
-                await asyncio.sleep(0)
-                if self.hold is not None and self.hold[0] == key:
-                    await self.hold[1].wait()
-                await asyncio.sleep(0)
-                self.by_replica.setdefault(identity, []).append(key)
-            finally:
-                if self.running.get(key) == identity:
-                    del self.running[key]
-
-        return reconcile
-
-    def seen(self, identity: str) -> set[str]:
-        return set(self.by_replica.get(identity, []))
-
-    def everyone(self) -> set[str]:
-        return {key for keys in self.by_replica.values() for key in keys}
 
 
 def config_map(name: str) -> dict[str, Any]:
@@ -289,39 +255,29 @@ async def test_a_silent_replica_stops_before_its_slots_move(gated: FakeAPIServer
     clock = FakeClock()
     record = Reconciles()
     keys = seed(gated, 40)
-    for identity in ("a", "b", "c"):
-        gated.add_token(f"token-{identity}")
-    clients = {i: gated.client(token=f"token-{i}") for i in ("a", "b", "c")}
-    async with contextlib.AsyncExitStack() as stack:
-        for client in clients.values():
-            await stack.enter_async_context(client)
-        managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b", "c")}
-        runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
-        try:
-            await until(lambda: settled(managers), clock)
-            await until(lambda: record.everyone() == set(keys), clock)
-            silent = next(i for i, m in managers.items() if m.sharder is None)
-            lost = {key for key in keys if owner_of(gated, key) == silent}
-            assert lost
-            gated.remove_token(f"token-{silent}")  # cut off: renewals fail
-            started = clock.monotonic()
-            await until(lambda: runs[silent].done(), clock)
-            with pytest.raises(LeadershipLost):
-                await runs[silent]
-            assert clock.monotonic() - started <= RING.renew_deadline + RING.retry_period + 0.5
-            rest = {i: m for i, m in managers.items() if i != silent}
-            await until(lambda: settled(rest), clock)
-            # Its slots moved only after its Lease was a lease duration old (taken over).
-            assert clock.monotonic() - started >= RING.lease_duration - RING.retry_period
-            for key in lost:
-                touch(gated, key)
-            await until(lambda: all(owner_of(gated, key) in rest for key in lost), clock)
-        finally:
-            for manager in managers.values():
-                manager.stop()
-            for run in runs.values():
-                with contextlib.suppress(Exception):
-                    await run
+
+    def build(client: Client, identity: str) -> Manager:
+        return replica(client, identity, clock, record)
+
+    async with cut_off_able(gated, ("a", "b", "c"), build) as (managers, runs):
+        await until(lambda: settled(managers), clock)
+        await until(lambda: record.everyone() == set(keys), clock)
+        silent = next(i for i, m in managers.items() if m.sharder is None)
+        lost = {key for key in keys if owner_of(gated, key) == silent}
+        assert lost
+        gated.remove_token(f"token-{silent}")  # cut off: renewals fail
+        started = clock.monotonic()
+        await until(lambda: runs[silent].done(), clock)
+        with pytest.raises(LeadershipLost):
+            await runs[silent]
+        assert clock.monotonic() - started <= RING.renew_deadline + RING.retry_period + 0.5
+        rest = {i: m for i, m in managers.items() if i != silent}
+        await until(lambda: settled(rest), clock)
+        # Its slots moved only after its Lease was a lease duration old (taken over).
+        assert clock.monotonic() - started >= RING.lease_duration - RING.retry_period
+        for key in lost:
+            touch(gated, key)
+        await until(lambda: all(owner_of(gated, key) in rest for key in lost), clock)
     assert record.violations == []
 
 
@@ -413,33 +369,23 @@ async def test_a_replica_that_lost_its_lease_cuts_a_hung_reconcile_before_a_take
     clock = FakeClock()
     record = Reconciles()
     keys = seed(gated, 20)
-    for identity in ("a", "b"):
-        gated.add_token(f"token-{identity}")
-    clients = {i: gated.client(token=f"token-{i}") for i in ("a", "b")}
-    async with contextlib.AsyncExitStack() as stack:
-        for client in clients.values():
-            await stack.enter_async_context(client)
-        managers = {i: replica(clients[i], i, clock, record) for i in ("a", "b")}
-        runs = {i: asyncio.ensure_future(m.run()) for i, m in managers.items()}
-        try:
-            await until(lambda: settled(managers), clock)
-            await until(lambda: record.everyone() == set(keys), clock)
-            silent = next(i for i, m in managers.items() if m.sharder is None)
-            hung = next(key for key in keys if owner_of(gated, key) == silent)
-            record.hold = (hung, asyncio.Event())  # never set: the reconcile hangs
-            touch(gated, hung)
-            await until(lambda: record.running.get(hung) == silent, clock)
-            gated.remove_token(f"token-{silent}")  # cut off: renewals fail
-            started = clock.monotonic()
-            await until(lambda: runs[silent].done(), clock)
-            with pytest.raises(LeadershipLost):
-                await runs[silent]
-            assert hung not in record.running  # cut short
-            assert clock.monotonic() - started < RING.lease_duration
-        finally:
-            for manager in managers.values():
-                manager.stop()
-            for run in runs.values():
-                with contextlib.suppress(Exception):
-                    await run
+
+    def build(client: Client, identity: str) -> Manager:
+        return replica(client, identity, clock, record)
+
+    async with cut_off_able(gated, ("a", "b"), build) as (managers, runs):
+        await until(lambda: settled(managers), clock)
+        await until(lambda: record.everyone() == set(keys), clock)
+        silent = next(i for i, m in managers.items() if m.sharder is None)
+        hung = next(key for key in keys if owner_of(gated, key) == silent)
+        record.hold = (hung, asyncio.Event())  # never set: the reconcile hangs
+        touch(gated, hung)
+        await until(lambda: record.running.get(hung) == silent, clock)
+        gated.remove_token(f"token-{silent}")  # cut off: renewals fail
+        started = clock.monotonic()
+        await until(lambda: runs[silent].done(), clock)
+        with pytest.raises(LeadershipLost):
+            await runs[silent]
+        assert hung not in record.running  # cut short
+        assert clock.monotonic() - started < RING.lease_duration
     assert record.violations == []

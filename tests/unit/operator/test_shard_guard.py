@@ -13,6 +13,7 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._shard import DrainGuard, ShardView
 from aioinformer.operator.sharding import ShardedResource, ShardRing
+from tests._support_sharding import GuardedInformer
 
 RING = ShardRing(
     name="cms", namespace="ops", resources=(ShardedResource("configmaps"),), identity="a"
@@ -28,25 +29,6 @@ def cm(name: str, *, shard: str | None = "a", drain: bool = False, rv: str = "7"
     return {
         "metadata": {"name": name, "namespace": "default", "labels": labels, "resourceVersion": rv}
     }
-
-
-class Cache:
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-
-    def get_by_key(self, key: str) -> dict[str, Any] | None:
-        return self.objects.get(key)
-
-
-class Informer:
-    """Just what the view and the guard use of an informer."""
-
-    def __init__(self) -> None:
-        self.indexer = Cache()
-        self.on_delete: Any = None
-
-    def add_event_handler(self, **callbacks: Any) -> None:
-        self.on_delete = callbacks["on_delete"]
 
 
 class Client:
@@ -65,8 +47,8 @@ class Client:
         return {}
 
 
-def guarded(client: Client | None = None) -> tuple[Informer, DrainGuard, Client]:
-    informer = Informer()
+def guarded(client: Client | None = None) -> tuple[GuardedInformer, DrainGuard, Client]:
+    informer = GuardedInformer()
     client = client or Client()
     view = ShardView(RING, informer)  # type: ignore[arg-type]
     guard = view.guard(client, "configmaps", meta_namespace_key)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from aioinformer.indexer import meta_namespace_key
 from aioinformer.models import DeletedFinalStateUnknown
 from aioinformer.operator._shard import SlotGuard, SlotView
 from aioinformer.operator.sharding import ShardedResource, ShardRing
+from tests._support_sharding import GuardedInformer
 
 RING = ShardRing(
     name="cms",
@@ -34,27 +35,8 @@ def named_in(slot: int) -> str:
     return next(f"cm-{i}" for i in range(1000) if RING.slot_of(cm(f"cm-{i}")) == slot)
 
 
-class Cache:
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, Any]] = {}
-
-    def get_by_key(self, key: str) -> dict[str, Any] | None:
-        return self.objects.get(key)
-
-
-class Informer:
-    """Just what the view and the guard use of an informer."""
-
-    def __init__(self) -> None:
-        self.indexer = Cache()
-        self.on_delete: Any = None
-
-    def add_event_handler(self, **callbacks: Any) -> None:
-        self.on_delete = callbacks["on_delete"]
-
-
-def guarded(serving: set[int]) -> tuple[Informer, SlotGuard]:
-    informer = Informer()
+def guarded(serving: set[int]) -> tuple[GuardedInformer, SlotGuard]:
+    informer = GuardedInformer()
     view = SlotView(RING, informer, lambda: serving)  # type: ignore[arg-type]
     return informer, view.guard(meta_namespace_key)
 
