@@ -646,8 +646,9 @@ def _sections(results: dict[str, Any]) -> Iterator[str]:
         yield ""
         yield (
             "Per replica process: the single replica, then each shard with its ratio to it in"
-            " brackets, in label mode, then in range mode; then, for each mode, the shard"
-            " killed and how long until its keys moved."
+            " brackets, for each ring mode measured (range mode's shards marked as ranges);"
+            " then, one column per mode, the targets, the shard killed and how long until its"
+            " keys moved."
         )
         yield ""
         yield sharding
