@@ -599,17 +599,18 @@ async def controller_ours(
         controller = Controller("bench", reconcile)
         enqueue = controller.queue.add
 
-        def counted_add(key: str) -> None:
+        def counted_add(key: str, **options: Any) -> None:
             # Every event reaches the queue through add() (deduplicated inside), so
             # counting its calls counts events through the pipeline, the initial list's
-            # adds first.
+            # adds first. The priority queue, the controller's default, also gets each
+            # key's priority (the initial list's low).
             adds[0] += 1
             if adds[0] == first_watch_add:
                 marks[0] = time.perf_counter()
             elif adds[0] == expected:
                 marks[1] = time.perf_counter()
                 finished.set()
-            enqueue(key)
+            enqueue(key, **options)
 
         # Installed before watch() binds the queue's add into the informer handler.
         controller.queue.add = counted_add  # type: ignore[method-assign, assignment]

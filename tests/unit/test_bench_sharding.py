@@ -23,7 +23,11 @@ from bench.sharding import (
 
 
 def test_variant_names_give_the_replica_processes() -> None:
-    assert [processes_of(variant) for variant in VARIANTS] == [("singleton",), IDENTITIES]
+    assert [processes_of(variant) for variant in VARIANTS] == [
+        ("singleton",),
+        IDENTITIES,
+        IDENTITIES,
+    ]
     for bad in ("sharded-4", "singletons", ""):
         with pytest.raises(ValueError, match="not a sharding variant"):
             processes_of(bad)
