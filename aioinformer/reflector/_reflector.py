@@ -354,9 +354,10 @@ class Reflector:
 
         Each failure raised by :meth:`list_and_watch` goes to the error handler; every
         attempt, failed or not, is followed by a backoff delay (client-go's sliding
-        ``BackoffUntil``), which a 429's ``Retry-After`` replaces. A ``CancelledError``
-        let out by the lister-watcher while this task is not being cancelled counts as
-        such a failure: only cancelling the task ends ``run()``.
+        ``BackoffUntil``), which a 429's ``Retry-After`` replaces, except a round ended for
+        a relist asked for on purpose (:class:`RelistRequested`), which relists at once.
+        A ``CancelledError`` let out by the lister-watcher while this task is not being
+        cancelled counts as such a failure: only cancelling the task ends ``run()``.
         """
         if self._running:
             raise RuntimeError(f"{self!r} is already running")
@@ -386,6 +387,11 @@ class Reflector:
                         "%s: list and watch failed with a stray cancellation", self._name
                     )
                     await self._report(exc)
+                if error is None and isinstance(self._resync_error, RelistRequested):
+                    # A relist asked for on purpose (selectors moved) is no failure: it
+                    # starts at once, without the backoff between attempts.
+                    await self._clock.sleep(0)
+                    continue
                 await self._back_off(error)
         finally:
             self._running = False

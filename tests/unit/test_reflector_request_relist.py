@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from aioinformer._pipeline.watch_policy import RelistRequested
 from aioinformer.errors import CacheDivergence
 from aioinformer.reflector import Reflector, ReflectorState
 from tests._support_health import clock as clock
@@ -65,4 +66,20 @@ async def test_a_relist_asked_for_between_rounds_is_the_coming_list_at_the_lates
     assert lw.list_calls[-1].resource_version == ""
     await wait_until(lambda: watching.state is ReflectorState.WATCHING)
     assert not any(isinstance(error, CacheDivergence) for error in reported)
+    assert watching.statistics().relists == 1
+
+
+async def test_a_relist_asked_for_on_purpose_starts_at_once_without_a_backoff(
+    watching: Reflector, lw: FakeListerWatcher, clock: FakeClock
+) -> None:
+    # A source whose selectors moved: no failure, so no backoff before the relist (the
+    # fake clock never moves here).
+    reported: list[BaseException] = []
+    watching.set_watch_error_handler(lambda _reflector, error: reported.append(error))
+    reason = RelistRequested("selectors now s=...")
+    watching.request_relist(reason)
+    await lw.wait_for_list_calls(2)
+    assert lw.list_calls[-1].resource_version == ""
+    await wait_until(lambda: watching.state is ReflectorState.WATCHING)
+    assert reported == [reason]
     assert watching.statistics().relists == 1
