@@ -101,20 +101,26 @@ class SlotKeeper:
         self._guards.append((controller, guard))
         controller._on_reconcile_end(self._wake.set)
 
-    def lease_seen(self, lease: Any) -> None:
-        """A Lease of the ring as its watch shows it, in order."""
-        if not isinstance(lease, Mapping):
-            return
-        meta = lease.get("metadata")
-        spec = lease.get("spec")
+    def _read(self, lease: Any) -> tuple[str, bool, frozenset[int] | None] | None:
+        """A ring Lease's name, whether its shard holds it, and the slots it lists
+        (``None``: unreadable); ``None`` for what is not a Lease."""
+        meta = lease.get("metadata") if isinstance(lease, Mapping) else None
         if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
-            return
+            return None
         name: str = meta["name"]
+        spec = lease.get("spec")
         holder = spec.get("holderIdentity") if isinstance(spec, Mapping) else None
         annotations = meta.get("annotations")
         text = annotations.get(SLOTS_ANNOTATION) if isinstance(annotations, Mapping) else None
-        self.seat.lease_seen(name, member=holder == name, slots=parse_slots(text, self.ring.slots))
-        self._wake.set()
+        return name, holder == name, parse_slots(text, self.ring.slots)
+
+    def lease_seen(self, lease: Any) -> None:
+        """A Lease of the ring as its watch shows it."""
+        read = self._read(lease)
+        if read is not None:
+            name, member, slots = read
+            self.seat.lease_seen(name, member=member, slots=slots)
+            self._wake.set()
 
     def lease_gone(self, lease: Any) -> None:
         """A Lease of the ring was deleted."""
@@ -160,22 +166,21 @@ class SlotKeeper:
         if not await self._leases.wait_for_resource_version(
             resource_version, timeout=ring.retry_period
         ):
-            return  # not applied yet (or the cache stopped): the next turn waits again
+            # Not applied yet, or the cache stopped (then the wait returns at once): wait
+            # a little before the next turn waits again.
+            await first_completed(self._wake.wait(), self._clock.sleep(ring.retry_period))
+            return
         self._judge_after = None
         listed: frozenset[int] = frozenset()
         others: dict[str, frozenset[int] | None] = {}
         for lease in self._leases.indexer.list():
-            name = name_of(lease)
-            meta = lease.get("metadata") if isinstance(lease, Mapping) else None
-            spec = lease.get("spec") if isinstance(lease, Mapping) else None
-            if name is None or not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
+            read = self._read(lease)
+            if read is None:
                 continue
-            annotations = meta.get("annotations")
-            text = annotations.get(SLOTS_ANNOTATION) if isinstance(annotations, Mapping) else None
-            slots = parse_slots(text, ring.slots)
+            name, member, slots = read
             if name == ring.identity:
                 listed = slots or frozenset()
-            elif spec.get("holderIdentity") == name:
+            elif member:
                 others[name] = slots
         if self.seat.judge(listed, others):
             await self._clock.sleep(self._rng.uniform(0, ring.retry_period))
