@@ -10,7 +10,7 @@ wall time because a real sleep costs the suite as much as work does; CI runs it 
 otherwise idle machine, where the slowest unit test takes about a third of a second.
 
 The hooks here apply to the tests under ``tests/unit`` only (pytest scopes a conftest's
-test hooks to its directory). ``tests/unit/test_unit_time_limit.py`` runs this very file
+test hooks to its directory). ``tests/e2e/test_unit_time_limit.py`` runs this very file
 in a pytester session.
 """
 

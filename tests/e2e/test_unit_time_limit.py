@@ -1,7 +1,8 @@
 """The unit suite's time limit (``tests/unit/conftest.py``), run in a pytester session of
-its own: with ``AIOINFORMER_MAX_UNIT_SECONDS`` set, a test slower than that fails naming
-the phase and the time, a quick one passes; unset, nothing is checked; a value that is not
-a positive number is refused."""
+its own (an end-to-end test: a session of its own takes about the unit limit itself). With
+``AIOINFORMER_MAX_UNIT_SECONDS`` set, a test slower than that fails naming the phase and
+the time, a quick one passes; unset, nothing is checked; a value that is not a positive
+number is refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = (Path(__file__).parent / "conftest.py").read_text()
+CONFTEST = (Path(__file__).parents[1] / "unit" / "conftest.py").read_text()
 
 TESTS = """
 import time
