@@ -138,6 +138,7 @@ from aioinformer.testing._routes import feature_gates as known_gates
 from aioinformer.testing._store import Store
 from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
+from aioinformer.testing._webhook_configs import WEBHOOK_CONFIGURATION_TYPES, WebhookConfigurations
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -377,6 +378,8 @@ class FakeAPIServer(Server):
         self._store.loses_event = self.faults.loses
         self._registry = ResourceRegistry()
         self._store.controllers[CRD_TYPE.id] = Definitions(self._registry, self._store)
+        for rt in WEBHOOK_CONFIGURATION_TYPES:
+            self._store.controllers[rt.id] = WebhookConfigurations(rt)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
         self.faults.attach_freezer(self._streams)
