@@ -207,6 +207,9 @@ class AdmissionChain:
     async def write(self, attrs: Attributes, write: Write) -> Entry:
         """Admit the request and make its write (see the module docstring); the dry run's
         entry when ``attrs.dry_run``."""
+        if attrs.operation == "UPDATE" and attrs.old_object is None:
+            # Nothing stored to update: the store's 404, before any webhook.
+            return write(attrs.object, dry_run=attrs.dry_run, probe=None)
         mutating = self._webhooks(MUTATING_TYPE)
         validating = self._webhooks(VALIDATING_TYPE)
         if not attrs.dry_run and not any(

@@ -14,14 +14,18 @@ the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherw
 path is parsed, an injected failure answers if one matches the verb and resource, the
 account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
 only then does the verb run against the store (a protobuf create or update body is
-decoded to the JSON it carries first). A LIST or WATCH reads ``shardSelector`` only with
-the ``ShardedListAndWatch`` feature gate on (see :func:`feature_gates`). A write takes
-effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver.
+decoded to the JSON it carries first). A create, update, patch or delete goes through the
+admission chain (``_admission``: mutating webhooks, the store's validation as a dry run,
+validating webhooks) before its write, which ``?dryRun=All`` leaves out; the webhooks'
+warnings become the answer's ``Warning`` headers. A LIST or WATCH reads
+``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
+:func:`feature_gates`). A write takes effect in the store before its answer is encoded, so
+a conversion that does not fit the answer fails after the write, as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
-future resourceVersion (``too_large_rv_wait``) and a watch stream.
+future resourceVersion (``too_large_rv_wait``), a watch stream and the admission
+webhooks' calls.
 """
 
 from __future__ import annotations
@@ -381,13 +385,10 @@ class Router:
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
-            current = self._store.get(rt, target.namespace, target.name)
-            patched = patched_object(
-                current, rt, target.namespace, target.name, patch, content_type
-            )
-            entry = await admitting.write(
-                "UPDATE", patched, current, self._updater(rt, target.subresource, _manager(request))
-            )
+            stored = self._store.get(rt, target.namespace, target.name)
+            patched = patched_object(stored, rt, target.namespace, target.name, patch, content_type)
+            update = self._updater(rt, target.subresource, _manager(request))
+            entry = await admitting.write("UPDATE", patched, stored, update)
             return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
@@ -425,7 +426,8 @@ class Router:
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        current = self._store.get(rt, target.namespace, target.name)
+        # A missing object is the store's 404, after the body's own checks.
+        current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
         entry = await admitting.write(
             "UPDATE", obj, current, self._updater(rt, target.subresource, manager)
         )

@@ -76,11 +76,10 @@ async def webhook_server() -> AsyncIterator[Hook]:
     app.router.add_post("/{path:.*}", hook.handle)
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=hook.pki.server_context())
-    await site.start()
-    server = site._server
-    assert isinstance(server, asyncio.Server)
-    hook.port = server.sockets[0].getsockname()[1]
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    hook.port = listening.getsockname()[1]
+    await web.SockSite(runner, listening, ssl_context=hook.pki.server_context()).start()
     try:
         yield hook
     finally:
@@ -748,3 +747,14 @@ async def test_kubectl_applies_a_webhook_configuration_that_then_denies(
         'error: failed to create configmap: configmaps "c1" is forbidden: admission webhook '
         '"guard.example.com" denied the request: kubectl was here'
     ) in err
+
+
+async def test_an_update_of_a_missing_object_is_a_404_before_any_webhook(
+    fake_apiserver: FakeAPIServer, hook: Hook
+) -> None:
+    fake_apiserver.create(validating("guard", webhook(hook, "guard.example.com", "check")))
+    status, body, _ = await raw(
+        fake_apiserver, "PUT", "/api/v1/namespaces/default/configmaps/c1", config_map("c1")
+    )
+    assert (status, body["message"]) == (404, 'configmaps "c1" not found')
+    assert hook.reviews == []
