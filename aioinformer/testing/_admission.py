@@ -20,9 +20,10 @@ the configuration's ``caBundle`` (the system's roots without one), within
 it); a ``service`` reference is called at ``https://<name>.<namespace>.svc:<port><path>``,
 a name the fake resolves to 127.0.0.1. Warnings of the webhooks that answered go back to
 the client as ``Warning: 299 - "<text>"`` headers (see :func:`collect_warnings`), denials
-and failures included. ``reinvocationPolicy: IfNeeded`` is stored but no webhook is
-called twice. Writes made by the test's direct calls (``FakeAPIServer.create``, ...) skip
-admission, as writes to etcd do.
+and failures included. A mutating webhook with ``reinvocationPolicy: IfNeeded`` is
+called once more, after the others, when a later webhook changed the object it left.
+Writes made by the test's direct calls (``FakeAPIServer.create``, ...) skip admission, as
+writes to etcd do.
 
 Task model: :meth:`AdmissionChain.write` runs in the request's handler task and awaits
 each webhook call in turn; the store is read and written synchronously between the calls,
@@ -216,12 +217,7 @@ class AdmissionChain:
             self._invocation(hook, attrs) for hook in (*mutating, *validating)
         ):
             return write(attrs.object, dry_run=False, probe=None)
-        obj = attrs.object
-        for hook in mutating:
-            current = attrs.with_object(obj)
-            invocation = self._invocation(hook, current)
-            if invocation is not None:
-                obj = await self._mutate(invocation, current)
+        obj = await self._mutate_all(attrs, mutating)
         probe = write(_copy(obj), dry_run=True, probe=None)
         validated = attrs.with_object(obj)
         if attrs.operation != "DELETE":
@@ -241,6 +237,35 @@ class AdmissionChain:
         if attrs.dry_run:
             return probe
         return write(obj, dry_run=False, probe=probe)
+
+    async def _mutate_all(
+        self, attrs: Attributes, mutating: list[Webhook]
+    ) -> dict[str, Any] | None:
+        """The object after every mutating webhook that applies, in order; then, once, those
+        with ``reinvocationPolicy: IfNeeded`` whose object a later webhook changed."""
+        obj = attrs.object
+        changes = 0
+        # Per reinvocable webhook called: how many changes there were right after it.
+        called: dict[int, int] = {}
+        for index, hook in enumerate(mutating):
+            current = attrs.with_object(obj)
+            invocation = self._invocation(hook, current)
+            if invocation is None:
+                continue
+            mutated = await self._mutate(invocation, current)
+            if mutated != obj:
+                changes += 1
+            obj = mutated
+            if hook.spec.get("reinvocationPolicy") == "IfNeeded":
+                called[index] = changes
+        for index, seen in called.items():
+            if changes == seen:
+                continue
+            current = attrs.with_object(obj)
+            invocation = self._invocation(mutating[index], current)
+            if invocation is not None:
+                obj = await self._mutate(invocation, current)
+        return obj
 
     async def _mutate(self, invocation: Invocation, attrs: Attributes) -> dict[str, Any] | None:
         answer = await self._call(invocation, attrs)

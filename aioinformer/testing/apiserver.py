@@ -79,7 +79,8 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   create, update, patch and delete over HTTP, as kube-apiserver calls them (mutating by
   configuration name, each JSONPatch applied, then the object's validation, then the
   validating webhooks; rules, selectors, matchPolicy, failurePolicy, timeoutSeconds;
-  denials, call failures and ``Warning`` headers in its words; see ``_admission``), and
+  ``reinvocationPolicy: IfNeeded``; denials, call failures and ``Warning`` headers in
+  its words; see ``_admission``), and
   ``?dryRun=All`` on those writes: admitted, answered, nothing stored;
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
@@ -324,7 +325,7 @@ class FakeAPIServer(Server):
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, the
     built-in admission plugins (but NamespaceLifecycle's 404), validating and mutating
-    admission policies, webhooks' ``matchConditions`` and reinvocation, admission of
+    admission policies, webhooks' ``matchConditions``, admission of
     ``scale`` writes and of DELETE collections, validation of other kinds' specs and of
     fields beyond those above, defaulting, and garbage collection are not modelled; the
     test's direct writes skip admission, as writes to etcd do; a CustomResourceDefinition's

@@ -758,3 +758,22 @@ async def test_an_update_of_a_missing_object_is_a_404_before_any_webhook(
     )
     assert (status, body["message"]) == (404, 'configmaps "c1" not found')
     assert hook.reviews == []
+
+
+@pytest.mark.parametrize(("policy", "calls"), [("IfNeeded", 2), ("Never", 1)])
+async def test_a_webhook_is_reinvoked_if_needed_after_a_later_change(
+    fake_apiserver: FakeAPIServer, hook: Hook, policy: str, calls: int
+) -> None:
+    hook.answers["later"] = patch_answer({"op": "add", "path": "/data/later", "value": "x"})
+    fake_apiserver.create(
+        mutating(
+            "a",
+            webhook(hook, "first.example.com", "first", reinvocationPolicy=policy),
+            webhook(hook, "later.example.com", "later"),
+        )
+    )
+    async with fake_apiserver.client() as client:
+        await client.resource("configmaps").create(config_map("c1"))
+    assert [path for path, _ in hook.reviews] == ["first", "later", "first"][: calls + 1]
+    if calls == 2:
+        assert hook.requests("first")[1]["object"]["data"]["later"] == "x"
