@@ -515,8 +515,8 @@ async def test_a_dry_run_is_admitted_but_stores_nothing(
     fake_apiserver.create(config_map("kept"))
     rv = fake_apiserver.resource_version
     path = "/api/v1/namespaces/default/configmaps"
-    status, created, _ = await raw(fake_apiserver, "POST", path + "?dryRun=All", config_map("c1"))
-    assert status == 201
+    async with fake_apiserver.client() as client:
+        created = await client.resource("configmaps").create(config_map("c1"), dry_run=True)
     assert created["metadata"]["labels"] == {"mutated": "yes"}
     assert "resourceVersion" not in created["metadata"]
     assert created["metadata"]["uid"]
