@@ -405,7 +405,12 @@ class Router:
 
             def create(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
                 assert new is not None
-                uid = probe.uid if probe is not None else None
+                uid = None
+                if probe is not None:
+                    # The object the validating webhooks saw is the one stored: its uid,
+                    # and the name a generateName was completed to.
+                    uid = probe.uid
+                    new["metadata"].setdefault("name", probe.name)
                 return self._store.create(rt, new, manager=manager, dry_run=dry_run, uid=uid)
 
             entry = await admitting.write("CREATE", obj, None, create)

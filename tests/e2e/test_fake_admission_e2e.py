@@ -777,3 +777,17 @@ async def test_a_webhook_is_reinvoked_if_needed_after_a_later_change(
     assert [path for path, _ in hook.reviews] == ["first", "later", "first"][: calls + 1]
     if calls == 2:
         assert hook.requests("first")[1]["object"]["data"]["later"] == "x"
+
+
+async def test_a_generated_name_is_the_one_the_validating_webhook_saw(
+    fake_apiserver: FakeAPIServer, hook: Hook
+) -> None:
+    fake_apiserver.create(validating("guard", webhook(hook, "guard.example.com", "check")))
+    cm = config_map("")
+    del cm["metadata"]["name"]
+    cm["metadata"]["generateName"] = "gen-"
+    async with fake_apiserver.client() as client:
+        created = await client.resource("configmaps").create(cm)
+    (request,) = hook.requests("check")
+    assert request["object"]["metadata"]["name"] == created["metadata"]["name"]
+    assert created["metadata"]["name"].startswith("gen-")
