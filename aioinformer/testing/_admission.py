@@ -33,6 +33,7 @@ resourceVersion precondition then answers 409).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import contextvars
 import logging
@@ -77,9 +78,9 @@ __all__ = [
     "Admitting",
     "Write",
     "collect_warnings",
+    "user_groups",
     "warning_header",
     "webhook_url",
-    "user_groups",
     "write_options",
 ]
 
@@ -337,8 +338,6 @@ def _ssl_context(spec: Mapping[str, Any]) -> ssl.SSLContext:
     bundle = _dict(spec.get("clientConfig")).get("caBundle")
     if not bundle:
         return ssl.create_default_context()
-    import base64
-
     try:
         pem = base64.b64decode(str(bundle)).decode()
         return ssl.create_default_context(cadata=pem)

@@ -70,7 +70,7 @@ class Hook:
 
 
 @contextlib.asynccontextmanager
-async def webhook_server() -> AsyncIterator[Hook]:
+async def webhook_server(names: tuple[str, ...] = ("127.0.0.1",)) -> AsyncIterator[Hook]:
     hook = Hook(make_pki())
     app = web.Application()
     app.router.add_post("/{path:.*}", hook.handle)
@@ -79,7 +79,8 @@ async def webhook_server() -> AsyncIterator[Hook]:
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     hook.port = listening.getsockname()[1]
-    await web.SockSite(runner, listening, ssl_context=hook.pki.server_context()).start()
+    context = hook.pki.server_context(names=names)
+    await web.SockSite(runner, listening, ssl_context=context).start()
     try:
         yield hook
     finally:
@@ -791,3 +792,18 @@ async def test_a_generated_name_is_the_one_the_validating_webhook_saw(
     (request,) = hook.requests("check")
     assert request["object"]["metadata"]["name"] == created["metadata"]["name"]
     assert created["metadata"]["name"].startswith("gen-")
+
+
+async def test_a_service_reference_is_called_at_its_cluster_name(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    async with webhook_server(names=("guard.ops.svc",)) as hook:
+        spec = webhook(hook, "guard.example.com", "check")
+        spec["clientConfig"] = {
+            "service": {"name": "guard", "namespace": "ops", "port": hook.port, "path": "/check"},
+            "caBundle": spec["clientConfig"]["caBundle"],
+        }
+        fake_apiserver.create(validating("guard", spec))
+        async with fake_apiserver.client() as client:
+            await client.resource("configmaps").create(config_map("c1"))
+        assert [r["name"] for r in hook.requests("check")] == ["c1"]
