@@ -14,7 +14,7 @@ validating webhooks, sent the object as it would be stored (all of them are call
 after the other; the first failure answers, as kube-apiserver answers the first of its
 parallel calls' failures); then the write, unless the request is a dry run
 (``?dryRun=All``). A dry run reaching a webhook whose ``sideEffects`` is not ``None`` or
-``NoneOnDryRun`` answers 400. Webhooks are called over HTTPS with ``aiohttp``, trusting
+``NoneOnDryRun`` answers 400. Webhooks are called (``_admission_call``) over HTTPS, trusting
 the configuration's ``caBundle`` (the system's roots without one), within
 ``timeoutSeconds`` of real time (``?timeout=<n>s`` on the URL, as kube-apiserver sends
 it); a ``service`` reference is called at ``https://<name>.<namespace>.svc:<port><path>``,
@@ -33,21 +33,17 @@ resourceVersion precondition then answers 409).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import contextvars
 import logging
-import socket
-import ssl
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import aiohttp
 import orjson
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from aioinformer._apiserver.objects import ResourceType, StatusError
+from aioinformer.testing._admission_call import post_review
 from aioinformer.testing._admission_review import (
     Answer,
     CallFailed,
@@ -80,7 +76,6 @@ __all__ = [
     "collect_warnings",
     "user_groups",
     "warning_header",
-    "webhook_url",
     "write_options",
 ]
 
@@ -130,47 +125,6 @@ def _warn(texts: tuple[str, ...]) -> None:
     for text in texts:
         if text and text not in sink:
             sink.append(text)
-
-
-class _ServiceResolver(AbstractResolver):
-    """Resolves ``<service>.<namespace>.svc`` to 127.0.0.1 (the fake has no cluster
-    network: a service's webhook listens on the test's machine) and other names as
-    usual."""
-
-    def __init__(self) -> None:
-        self._default = aiohttp.ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        if host.endswith(".svc"):
-            return [
-                {
-                    "hostname": host,
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "family": socket.AF_INET,
-                    "proto": 0,
-                    "flags": socket.AI_NUMERICHOST,
-                }
-            ]
-        return await self._default.resolve(host, port, family)
-
-    async def close(self) -> None:
-        await self._default.close()
-
-
-def webhook_url(spec: Mapping[str, Any]) -> str:
-    """Where a webhook is posted to, with kube-apiserver's ``timeout`` parameter."""
-    config = _dict(spec.get("clientConfig"))
-    url = config.get("url")
-    if not isinstance(url, str):
-        service = _dict(config.get("service"))
-        path = service.get("path") or ""
-        host = f"{service.get('name')}.{service.get('namespace')}.svc"
-        url = f"https://{host}:{service.get('port', 443)}{path}"
-    timeout = spec.get("timeoutSeconds", 10)
-    return f"{url}?timeout={timeout}s"
 
 
 class AdmissionChain:
@@ -312,7 +266,7 @@ class AdmissionChain:
             version = review_version(hook.spec.get("admissionReviewVersions"))
             uid = str(uuid.uuid4())
             review = build_review(uid, invocation, attrs, version=version)
-            body = await _post(hook, review)
+            body = await post_review(hook, review)
             answer = read_answer(uid, body, mutating=hook.mutating, version=version)
         except CallFailed as exc:
             self._failed(hook, str(exc))
@@ -332,72 +286,6 @@ def _copy(obj: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     return copied
-
-
-def _ssl_context(spec: Mapping[str, Any]) -> ssl.SSLContext:
-    bundle = _dict(spec.get("clientConfig")).get("caBundle")
-    if not bundle:
-        return ssl.create_default_context()
-    try:
-        pem = base64.b64decode(str(bundle)).decode()
-        return ssl.create_default_context(cadata=pem)
-    except (ValueError, ssl.SSLError) as exc:
-        raise CallFailed(
-            f"could not get REST client: unable to load root certificates: {exc}"
-        ) from None
-
-
-async def _post(hook: Webhook, review: dict[str, Any]) -> bytes:
-    """POST the review; the answer's body, or :class:`CallFailed` naming what went wrong
-    (in Go's words for the common cases)."""
-    url = webhook_url(hook.spec)
-    context = _ssl_context(hook.spec)
-    connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver())
-    timeout = aiohttp.ClientTimeout(total=hook.timeout)
-    try:
-        async with (
-            aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
-            session.post(
-                url,
-                data=orjson.dumps(review),
-                headers={"Content-Type": "application/json", "Accept": "application/json, */*"},
-            ) as response,
-        ):
-            body = await response.read()
-            if not 200 <= response.status < 300:
-                raise CallFailed(_status_reason(response.status, body))
-            return body
-    except TimeoutError:
-        raise CallFailed(
-            f'failed to call webhook: Post "{url}": context deadline exceeded'
-        ) from None
-    except aiohttp.ClientConnectorCertificateError as exc:
-        raise CallFailed(
-            f'failed to call webhook: Post "{url}": tls: failed to verify certificate: '
-            f"{exc.certificate_error}"
-        ) from None
-    except aiohttp.ClientConnectorError as exc:
-        if isinstance(exc.os_error, ConnectionRefusedError):
-            detail = f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
-        else:
-            detail = str(exc)
-        raise CallFailed(f'failed to call webhook: Post "{url}": {detail}') from None
-    except aiohttp.ClientError as exc:
-        raise CallFailed(f'failed to call webhook: Post "{url}": {exc}') from None
-
-
-def _status_reason(code: int, body: bytes) -> str:
-    """What client-go reports of a webhook's non-2xx answer."""
-    try:
-        status = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        status = None
-    if isinstance(status, dict) and status.get("kind") == "Status" and status.get("message"):
-        return str(status["message"])
-    text = body.decode(errors="replace").strip()
-    if text:
-        return f'an error on the server ("{text}") has prevented the request from succeeding'
-    return f"the server responded with the status code {code} but did not return more information"
 
 
 _OPTIONS_KINDS: Final = {

@@ -16,9 +16,9 @@ from aioinformer.testing._admission import (
     AdmissionChain,
     user_groups,
     warning_header,
-    webhook_url,
     write_options,
 )
+from aioinformer.testing._admission_call import webhook_url
 from aioinformer.testing._admission_review import (
     CallFailed,
     build_review,
