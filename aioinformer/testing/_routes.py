@@ -14,14 +14,18 @@ the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherw
 path is parsed, an injected failure answers if one matches the verb and resource, the
 account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
 only then does the verb run against the store (a protobuf create or update body is
-decoded to the JSON it carries first). A LIST or WATCH reads ``shardSelector`` only with
-the ``ShardedListAndWatch`` feature gate on (see :func:`feature_gates`). A write takes
-effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver.
+decoded to the JSON it carries first). A create, update, patch or delete goes through the
+admission chain (``_admission``: mutating webhooks, the store's validation as a dry run,
+validating webhooks) before its write, which ``?dryRun=All`` leaves out; the webhooks'
+warnings become the answer's ``Warning`` headers. A LIST or WATCH reads
+``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
+:func:`feature_gates`). A write takes effect in the store before its answer is encoded, so
+a conversion that does not fit the answer fails after the write, as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
-future resourceVersion (``too_large_rv_wait``) and a watch stream.
+future resourceVersion (``too_large_rv_wait``), a watch stream and the admission
+webhooks' calls.
 """
 
 from __future__ import annotations
@@ -61,6 +65,14 @@ from aioinformer._apiserver.requests import (
     selectors,
     status_response,
 )
+from aioinformer.testing._admission import (
+    AdmissionChain,
+    Admitting,
+    Write,
+    collect_warnings,
+    warning_header,
+    write_options,
+)
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._patch import PatchError
@@ -94,6 +106,7 @@ __all__ = [
     "SHARDED_LIST_AND_WATCH",
     "feature_gates",
     "patch_object",
+    "patched_object",
 ]
 
 SHARDED_LIST_AND_WATCH: Final = "ShardedListAndWatch"
@@ -214,6 +227,7 @@ class Router:
         written: asyncio.Event,
     ) -> None:
         self._server = settings
+        self._admission = AdmissionChain(store, registry)
         self._store = store
         self._registry = registry
         self._accounts = accounts
@@ -224,6 +238,14 @@ class Router:
         self._written = written
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        # Webhooks' warnings reach the client on the answer, failures included.
+        with collect_warnings() as warnings:
+            response = await self._handle(request)
+        for text in warnings:
+            response.headers.add("Warning", warning_header(text))
+        return response
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         query = dict(request.query)
         token = bearer(request)
         account = self._accounts.get(token) if token is not None else None
@@ -265,7 +287,7 @@ class Router:
             if failure is not None:
                 return self._fail(request, failure)
             self._authorize(account, verb, target)
-            return await self._serve(request, verb, target, query)
+            return await self._serve(request, verb, target, query, account)
         except StatusError as exc:
             return status_response(exc)
 
@@ -324,7 +346,12 @@ class Router:
         raise StatusError(status_body(403, "Forbidden", message, rt.details(target.name)))
 
     async def _serve(
-        self, request: web.Request, verb: str, target: Target, query: dict[str, str]
+        self,
+        request: web.Request,
+        verb: str,
+        target: Target,
+        query: dict[str, str],
+        account: Account,
     ) -> web.StreamResponse:
         rt = target.rt
         # As on kube-apiserver, the Accept header is negotiated before anything happens,
@@ -346,25 +373,22 @@ class Router:
             entry = self._store.get(rt, target.namespace, target.name)
             return entry_response(rt, entry, convert)
         body = await request.read()
+        dry_run = request.query.getall("dryRun", [])
         if verb == "delete":
             assert target.name is not None
-            return self._delete(target, body, convert)
+            return await self._delete(target, body, convert, account, dry_run)
+        options = write_options(verb, dry_run, query)
+        admitting = Admitting(self._admission, target, account.user, options)
         if verb == "patch":
             assert target.name is not None
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
-            entry = patch_object(
-                self._store,
-                rt,
-                target.namespace,
-                target.name,
-                patch,
-                content_type,
-                target.subresource,
-                manager=_manager(request),
-            )
+            stored = self._store.get(rt, target.namespace, target.name)
+            patched = patched_object(stored, rt, target.namespace, target.name, patch, content_type)
+            update = self._updater(rt, target.subresource, _manager(request))
+            entry = await admitting.write("UPDATE", patched, stored, update)
             return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
@@ -378,7 +402,18 @@ class Router:
             obj = prepare_new(rt, obj, target.namespace)
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
-            entry = self._store.create(rt, obj, manager=manager)
+
+            def create(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+                assert new is not None
+                uid = None
+                if probe is not None:
+                    # The object the validating webhooks saw is the one stored: its uid,
+                    # and the name a generateName was completed to.
+                    uid = probe.uid
+                    new["metadata"].setdefault("name", probe.name)
+                return self._store.create(rt, new, manager=manager, dry_run=dry_run, uid=uid)
+
+            entry = await admitting.write("CREATE", obj, None, create)
             return entry_response(rt, entry, convert, status=201)
         # update
         assert target.name is not None
@@ -396,8 +431,23 @@ class Router:
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        entry = self._store.update(rt, obj, subresource=target.subresource, manager=manager)
+        # A missing object is the store's 404, after the body's own checks.
+        current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
+        entry = await admitting.write(
+            "UPDATE", obj, current, self._updater(rt, target.subresource, manager)
+        )
         return entry_response(rt, entry, convert)
+
+    def _updater(self, rt: ResourceType, subresource: str | None, manager: str) -> Write:
+        """The store update of an admitted object (after the webhooks' mutations)."""
+
+        def update(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+            assert new is not None
+            return self._store.update(
+                rt, new, subresource=subresource, manager=manager, dry_run=dry_run
+            )
+
+        return update
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -455,24 +505,43 @@ class Router:
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
         return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
 
-    def _delete(self, target: Target, body: bytes, convert: Conversion | None) -> web.Response:
+    async def _delete(
+        self,
+        target: Target,
+        body: bytes,
+        convert: Conversion | None,
+        account: Account,
+        dry_run: list[str],
+    ) -> web.Response:
         rt = target.rt
         assert target.name is not None
+        name = target.name
         precondition_rv: str | None = None
         precondition_uid: str | None = None
-        if body.strip():
-            options = decode_body(body)
-            preconditions = options.get("preconditions") if isinstance(options, dict) else None
-            if isinstance(preconditions, dict):
-                precondition_rv = preconditions.get("resourceVersion")
-                precondition_uid = preconditions.get("uid")
-        entry = self._store.delete(
-            rt,
-            target.namespace,
-            target.name,
-            precondition_rv=precondition_rv,
-            precondition_uid=precondition_uid,
-        )
+        options: Any = decode_body(body) if body.strip() else {}
+        if not isinstance(options, dict):
+            options = {}
+        preconditions = options.get("preconditions")
+        if isinstance(preconditions, dict):
+            precondition_rv = preconditions.get("resourceVersion")
+            precondition_uid = preconditions.get("uid")
+        if isinstance(options.get("dryRun"), list):
+            dry_run = [*dry_run, *options["dryRun"]]
+        review_options = write_options("delete", dry_run, {}, options)
+        current = self._store.get(rt, target.namespace, name)
+
+        def delete(_: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+            return self._store.delete(
+                rt,
+                target.namespace,
+                name,
+                precondition_rv=precondition_rv,
+                precondition_uid=precondition_uid,
+                dry_run=dry_run,
+            )
+
+        admitting = Admitting(self._admission, target, account.user, review_options)
+        entry = await admitting.write("DELETE", None, current, delete)
         # Still stored (finalizers hold it): the object as marked. Removed: the object as
         # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
         # so; a Status naming the uid for the others.
@@ -555,6 +624,22 @@ def patch_object(
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
     the patch sets is a precondition."""
     current = store.get(rt, namespace, name)
+    patched = patched_object(current, rt, namespace, name, patch, content_type)
+    # The patched object keeps the stored resourceVersion unless the patch set one,
+    # which then acts as a precondition, as on the real server.
+    return store.update(rt, patched, subresource=subresource, manager=manager)
+
+
+def patched_object(
+    current: Entry,
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    patch: Any,
+    content_type: str,
+) -> dict[str, Any]:
+    """The stored object ``current`` with a patch of ``content_type`` applied (the 400 or
+    422 for a patch that does not apply, or that changes the name or namespace)."""
     apply = PATCH_TYPES[content_type]
     try:
         target = {"apiVersion": rt.api_version, "kind": rt.kind, **current.decode()}
@@ -568,9 +653,8 @@ def patch_object(
     meta = patched["metadata"]
     if meta.get("name") != name or meta.get("namespace") != namespace:
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
-    # The patched object keeps the stored resourceVersion unless the patch set one,
-    # which then acts as a precondition, as on the real server.
-    return store.update(rt, patched, subresource=subresource, manager=manager)
+    result: dict[str, Any] = patched
+    return result
 
 
 def _manager(request: web.Request) -> str:

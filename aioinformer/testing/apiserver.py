@@ -73,6 +73,15 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   versions served; deleting one holds it ``Terminating`` while its objects are deleted
   (those with finalizers until they are cleared), then ends the resource's watches and
   stops serving it (see ``_crds``);
+* admission webhooks: ``admissionregistration.k8s.io/v1``
+  ValidatingWebhookConfigurations and MutatingWebhookConfigurations, validated (422 with
+  kube-apiserver's causes) and defaulted, whose webhooks are called over HTTPS on every
+  create, update, patch and delete over HTTP, as kube-apiserver calls them (mutating by
+  configuration name, each JSONPatch applied, then the object's validation, then the
+  validating webhooks; rules, selectors, matchPolicy, failurePolicy, timeoutSeconds;
+  ``reinvocationPolicy: IfNeeded``; denials, call failures and ``Warning`` headers in
+  its words; see ``_admission``), and
+  ``?dryRun=All`` on those writes: admitted, answered, nothing stored;
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
@@ -138,6 +147,7 @@ from aioinformer.testing._routes import feature_gates as known_gates
 from aioinformer.testing._store import Store
 from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
+from aioinformer.testing._webhook_configs import WEBHOOK_CONFIGURATION_TYPES, WebhookConfigurations
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -313,11 +323,14 @@ class FakeAPIServer(Server):
     that seed minimal objects; names, labels and namespaces are still checked.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
-    patch merges lists by ``name``-like keys without schemas; server-side apply, admission
-    plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
-    and garbage collection are not modelled; a CustomResourceDefinition's schemas are
-    stored as given, never applied to its objects (no pruning, validation or defaulting),
-    and no conversion webhook is called (every version reads the stored object as is);
+    patch merges lists by ``name``-like keys without schemas; server-side apply, the
+    built-in admission plugins (but NamespaceLifecycle's 404), validating and mutating
+    admission policies, webhooks' ``matchConditions``, admission of
+    ``scale`` writes and of DELETE collections, validation of other kinds' specs and of
+    fields beyond those above, defaulting, and garbage collection are not modelled; the
+    test's direct writes skip admission, as writes to etcd do; a CustomResourceDefinition's
+    schemas are stored as given, never applied to its objects (no pruning, validation or
+    defaulting), and no conversion webhook is called (every version reads the stored object as is);
     ``validate_specs=False`` does not turn the definitions' own validation off. Answers
     are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
     ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry
@@ -377,6 +390,8 @@ class FakeAPIServer(Server):
         self._store.loses_event = self.faults.loses
         self._registry = ResourceRegistry()
         self._store.controllers[CRD_TYPE.id] = Definitions(self._registry, self._store)
+        for rt in WEBHOOK_CONFIGURATION_TYPES:
+            self._store.controllers[rt.id] = WebhookConfigurations(rt)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
         self.faults.attach_freezer(self._streams)
