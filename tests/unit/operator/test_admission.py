@@ -380,16 +380,19 @@ _json = st.recursive(
 )
 
 
-@example_settings(300)
+@example_settings(200)
 @given(old=_json, new=_json)
 def test_applying_the_patch_to_the_old_value_gives_the_new_one(old: Any, new: Any) -> None:
     ops = json_patch(old, new)
     patched = apply_json_patch(old, ops)
-    # JSON tells true from 1, Python's == does not: compare the encodings.
-    assert orjson.dumps(patched) == orjson.dumps(new)
+    # JSON tells true from 1, Python's == does not: compare the encodings (keys sorted,
+    # an object's key order means nothing).
+    assert orjson.dumps(patched, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        new, option=orjson.OPT_SORT_KEYS
+    )
 
 
-@example_settings(100)
+@example_settings(50)
 @given(objects=st.dictionaries(st.text(max_size=3), _json, max_size=4))
 def test_a_value_patched_to_itself_needs_no_operation(objects: dict[str, Any]) -> None:
     assert json_patch(objects, orjson.loads(orjson.dumps(objects))) == []
