@@ -127,7 +127,8 @@ class Rule:
     ``"*"`` matches every group, version, resource or operation; ``"widgets/status"`` a
     subresource, ``"*/*"`` every resource and subresource."""
 
-    operations: tuple[Operation | Literal["*"], ...] = (Operation.CREATE, Operation.UPDATE)
+    operations: tuple[Operation | str, ...] = (Operation.CREATE, Operation.UPDATE)
+    """:class:`Operation` values or their names (``"CREATE"``), or ``"*"`` alone."""
     api_groups: tuple[str, ...] = ("*",)
     api_versions: tuple[str, ...] = ("*",)
     resources: tuple[str, ...] = ("*",)

@@ -342,7 +342,7 @@ class WebhookServer:
                 )
             rules = [
                 Rule(
-                    operations=tuple("*" if op == "*" else Operation(op) for op in operations),
+                    operations=tuple(operations),
                     api_groups=(group,),
                     api_versions=(version,),
                     resources=(resource,),
