@@ -70,19 +70,34 @@ def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
     try:
         context.load_cert_chain(cert_file, key_file)
     except ssl.SSLError as exc:
-        # OpenSSL names the step that failed; say which file it read then.
-        text = str(exc)
-        at_fault = (
-            key_file if ("KEY" in text.upper() and "VALUES" not in text.upper()) else cert_file
-        )
-        raise WebhookCertificateError(
-            f"cannot serve {cert_file} with {key_file}: {exc.reason or text}", path=at_fault
-        ) from exc
+        raise _fault(cert_file, key_file, exc) from exc
     except OSError as exc:
         raise WebhookCertificateError(
             f"cannot read webhook certificate files {cert_file}, {key_file}: {exc}", path=cert_file
         ) from exc
     return context
+
+
+def _fault(cert_file: Path, key_file: Path, exc: ssl.SSLError) -> WebhookCertificateError:
+    """Which of the two files OpenSSL refused, and why, from a second look at the
+    certificate alone."""
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=cert_file)
+    except ssl.SSLError as cert_exc:
+        return WebhookCertificateError(
+            f"webhook certificate file {cert_file} is not a PEM certificate: "
+            f"{cert_exc.reason or cert_exc}",
+            path=cert_file,
+        )
+    if exc.reason == "KEY_VALUES_MISMATCH":
+        return WebhookCertificateError(
+            f"webhook certificate file {cert_file} does not match the key in {key_file}",
+            path=cert_file,
+        )
+    return WebhookCertificateError(
+        f"webhook key file {key_file} is not a PEM private key: {exc.reason or exc}",
+        path=key_file,
+    )
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

@@ -12,7 +12,8 @@ is registered. It can also run alone: ``async with WebhookServer(options) as ser
 Input: HTTPS ``POST`` requests with ``Content-Type: application/json`` and an
 AdmissionReview v1 or ConversionReview v1 body. Output: the review's answer (200); 400 with
 a ``Status`` naming what is wrong for another content type, an empty or undecodable body or
-one that is not a review; 405 for another method; 404 for a path nothing is registered at.
+one that is not a review; 405 for another method; 404 for a path nothing is registered at;
+500 with the message of a conversion handler that raised (logged with its traceback).
 What a handler's outcome answers is :mod:`aioinformer.operator.admission`'s.
 
 Certificates (:class:`WebhookOptions`): ``tls.crt`` and ``tls.key`` from ``cert_dir``
@@ -590,6 +591,11 @@ class WebhookServer:
             answer = await route.answer(review)
         except BadReview as exc:
             return _status(400, "BadRequest", str(exc))
+        except Exception as exc:
+            # Blind on purpose: a conversion handler that broke its promise never to raise
+            # answers 500 with its message, not aiohttp's traceback page.
+            logger.error("webhook %s: the handler raised", request.path, exc_info=exc)
+            return _status(500, "InternalError", f"{type(exc).__name__}: {exc}")
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
     def __repr__(self) -> str:

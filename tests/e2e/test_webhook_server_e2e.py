@@ -384,6 +384,22 @@ async def test_a_conversion_webhook_is_served_and_counted(
     assert provider.value("controller_runtime_webhook_requests_total", "/convert", "200") == 1
 
 
+class BrokenConversion(DoubleConversion):
+    async def review(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no hub")
+
+
+async def test_a_conversion_handler_that_raises_answers_500_with_its_message(
+    kube_client: Client, pki: Pki
+) -> None:
+    manager = webhook_manager(kube_client, pki)
+    manager.webhooks.add_conversion(BrokenConversion())
+    async with manager:
+        status, answer = await post(manager, "/convert", {"kind": "x"}, pki.client_context())
+    assert status == 500
+    assert answer["message"] == "RuntimeError: no hub"
+
+
 async def test_a_rotated_certificate_reaches_new_connections_while_open_ones_keep_working(
     kube_client: Client, pki: Pki
 ) -> None:

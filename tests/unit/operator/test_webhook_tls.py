@@ -80,19 +80,31 @@ def test_a_missing_file_at_the_start_is_named(tmp_path: Path) -> None:
     assert caught.value.path == tmp_path / "tls.crt"
 
 
-def test_a_file_that_is_not_pem_fails_the_start(tmp_path: Path, ca: trustme.CA) -> None:
+def test_a_key_that_is_not_pem_fails_the_start_naming_it(tmp_path: Path, ca: trustme.CA) -> None:
     cert_file, key_file = write_pair(tmp_path, ca, "127.0.0.1")
     key_file.write_text("not a key")
-    with pytest.raises(WebhookCertificateError, match="cannot serve"):
+    with pytest.raises(WebhookCertificateError, match="is not a PEM private key") as caught:
         server_context(cert_file, key_file)
+    assert caught.value.path == key_file
+
+
+def test_a_certificate_that_is_not_pem_fails_the_start_naming_it(
+    tmp_path: Path, ca: trustme.CA
+) -> None:
+    cert_file, key_file = write_pair(tmp_path, ca, "127.0.0.1")
+    cert_file.write_text("not a certificate")
+    with pytest.raises(WebhookCertificateError, match="is not a PEM certificate") as caught:
+        server_context(cert_file, key_file)
+    assert caught.value.path == cert_file
 
 
 def test_a_key_of_another_certificate_fails_the_start(tmp_path: Path, ca: trustme.CA) -> None:
     cert_file, key_file = write_pair(tmp_path, ca, "127.0.0.1")
     other = ca.issue_cert("127.0.0.1")
     key_file.write_bytes(other.private_key_pem.bytes())
-    with pytest.raises(WebhookCertificateError, match="cannot serve"):
+    with pytest.raises(WebhookCertificateError, match="does not match the key") as caught:
         server_context(cert_file, key_file)
+    assert caught.value.path == cert_file
 
 
 def test_new_files_are_served_to_the_next_handshake(tmp_path: Path, ca: trustme.CA) -> None:
