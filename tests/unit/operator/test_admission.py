@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aioinformer.k8s.core_v1 import Pod
 from aioinformer.models import KubeObject
 from aioinformer.operator.admission import (
     AdmissionRequest,
@@ -454,3 +455,42 @@ def test_default_paths_and_names_are_controller_runtimes_and_fully_qualified() -
     assert default_webhook_name("validating", "example.com", "Widget") == "vwidget.example.com"
     assert default_webhook_name("mutating", "apps", "Deployment") == "mdeployment.apps.k8s.io"
     assert default_webhook_name("validating", "", "Pod") == "vpod.core.k8s.io"
+
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "p",
+        "namespace": "default",
+        "creationTimestamp": "2024-01-01T00:00:00Z",
+        "labels": {"app": "p"},
+    },
+    "spec": {
+        "containers": [
+            {"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1"}}},
+        ],
+        "restartPolicy": "Always",
+    },
+    "status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"},
+}
+
+
+async def test_a_built_in_model_mutation_patches_camel_case_paths_only_where_edited() -> None:
+    def pin(obj: Pod, request: AdmissionRequest[Pod]) -> None:
+        assert obj.spec is not None
+        assert obj.spec.containers is not None
+        container = obj.spec.containers[0]
+        container.image = "nginx:1.27"
+        container.image_pull_policy = "IfNotPresent"
+
+    body = review(
+        kind={"group": "", "version": "v1", "kind": "Pod"},
+        resource={"group": "", "version": "v1", "resource": "pods"},
+        object=POD,
+    )
+    ops = patch_of(await webhook(pin, type="mutating", model=Pod).review(body))
+    assert ops == [
+        {"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.27"},
+        {"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "IfNotPresent"},
+    ]
