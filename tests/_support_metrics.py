@@ -1,6 +1,6 @@
 """Shared by the metrics tests: a provider whose metrics are plain recorders.
 
-``RecordingProvider`` implements the reflector, leader-election, controller, REST
+``RecordingProvider`` implements the reflector, leader-election, controller, webhook, REST
 client and index metric protocols (not the workqueue's), keeping each metric object by ``(metric,
 *labels)`` so a test reads ``provider.value("reflector_lists_total", "pods")`` or
 ``provider.value("rest_client_requests_total", "404", "GET", "127.0.0.1:8080")``;
@@ -114,6 +114,15 @@ class RecordingProvider:
 
     def new_leader_renewal_failures_metric(self, name: str) -> RecordedMetric:
         return self.metric("aioinformer_leader_election_renewal_failures_total", name)
+
+    def new_webhook_requests_metric(self, webhook: str, code: str) -> RecordedMetric:
+        return self.metric("controller_runtime_webhook_requests_total", webhook, code)
+
+    def new_webhook_latency_metric(self, webhook: str) -> RecordedMetric:
+        return self.metric("controller_runtime_webhook_latency_seconds", webhook)
+
+    def new_webhook_in_flight_metric(self, webhook: str) -> RecordedMetric:
+        return self.metric("controller_runtime_webhook_requests_in_flight", webhook)
 
     def new_controller_reconciles_metric(self, controller: str, result: str) -> RecordedMetric:
         return self.metric("controller_runtime_reconcile_total", controller, result)

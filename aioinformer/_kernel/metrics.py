@@ -3,7 +3,8 @@
 The metric protocols live here: :class:`MetricsProvider` (a workqueue's seven metrics,
 recorded by this module), the optional :class:`ReflectorMetricsProvider`,
 :class:`LeaderMetricsProvider`, :class:`ControllerMetricsProvider` (controller-runtime's
-reconcile metrics) and :class:`RestClientMetricsProvider` (client-go's REST client
+reconcile metrics), :class:`WebhookMetricsProvider` (controller-runtime's webhook metrics)
+and :class:`RestClientMetricsProvider` (client-go's REST client
 metrics), whose recorders live with what they record (the reflector's in
 :mod:`aioinformer._pipeline.metric_recorders`, the elector's, sharder's and controller's in
 :mod:`aioinformer.operator._metrics`, the REST client's in :mod:`aioinformer.client._metrics`),
@@ -67,6 +68,7 @@ __all__ = [
     "SettableGaugeMetric",
     "ShardingMetricsProvider",
     "WatchListMetricsProvider",
+    "WebhookMetricsProvider",
     "get_metrics_provider",
     "new_handler_metrics",
     "new_queue_metrics",
@@ -285,6 +287,32 @@ class ShardingMetricsProvider(Protocol):
 
 
 @runtime_checkable
+class WebhookMetricsProvider(Protocol):
+    """Makes the metric objects of a webhook server's paths (controller-runtime's webhook
+    metrics), keyed by the path (the ``webhook`` label).
+
+    Optional, as :class:`ReflectorMetricsProvider`: a webhook server records through the
+    provider only when it implements this protocol. The latency and in-flight objects are
+    made once per path, when it is registered; the requests object once per path and
+    status code, the first time a request ends with that code.
+    """
+
+    def new_webhook_requests_metric(self, webhook: str, code: str) -> CounterMetric:
+        """Requests to ``webhook`` answered with HTTP status ``code``
+        (``controller_runtime_webhook_requests_total``)."""
+        ...
+
+    def new_webhook_latency_metric(self, webhook: str) -> HistogramMetric:
+        """Seconds from a request's arrival to its answer
+        (``controller_runtime_webhook_latency_seconds``)."""
+        ...
+
+    def new_webhook_in_flight_metric(self, webhook: str) -> GaugeMetric:
+        """Requests being answered now (``controller_runtime_webhook_requests_in_flight``)."""
+        ...
+
+
+@runtime_checkable
 class ControllerMetricsProvider(Protocol):
     """Makes the metric objects of one controller, keyed by the controller's name
     (controller-runtime's reconcile metrics).
@@ -443,6 +471,7 @@ AnyMetricsProvider: TypeAlias = (
     | CacheAuditMetricsProvider
     | IndexMetricsProvider
     | ShardingMetricsProvider
+    | WebhookMetricsProvider
 )
 """What :func:`set_metrics_provider` accepts: a provider of any of the metric protocols
 (usually all of them); each component uses the protocols the provider implements."""

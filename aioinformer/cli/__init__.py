@@ -1,4 +1,4 @@
-"""The ``aioinformer`` command: ``demo``, ``watch``, ``get`` and ``proxy``.
+"""The ``aioinformer`` command: ``demo``, ``watch``, ``get``, ``proxy`` and ``webhook``.
 
 Role: the command-line front door. Input: ``argv``. Output: text on stdout (the demo's
 live display and summary, ``watch``'s rows), one-line errors on stderr, and an exit code.
@@ -15,6 +15,8 @@ live display and summary, ``watch``'s rows), one-line errors on stderr, and an e
 * ``aioinformer proxy --resource R ...`` serves the list/watch API of the resources from
   one upstream watch each, to any number of clients, objects rewritten by an optional
   transform (see :mod:`aioinformer.cli._proxy`).
+* ``aioinformer webhook manifests module:attribute`` prints the webhook configurations of
+  the webhooks registered on an operator's Manager (see :mod:`aioinformer.cli._webhook`).
 
 Exit codes: 0 success; 1 a clear failure reported on one line (bad kubeconfig, unknown
 resource, forbidden namespace, a named object not found, unreachable server, a demo that
@@ -45,6 +47,7 @@ _QUIET: Final = {
     "watch": logging.WARNING,
     "get": logging.WARNING,
     "proxy": logging.WARNING,
+    "webhook": logging.WARNING,
 }
 
 _Target = TypeVar("_Target", bound="TargetOptions")
@@ -127,8 +130,8 @@ def _target_options(kind: type[_Target], args: argparse.Namespace, **own: Any) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``aioinformer`` argument parser (subcommands ``demo``, ``watch``, ``get`` and
-    ``proxy``)."""
+    """The ``aioinformer`` argument parser (subcommands ``demo``, ``watch``, ``get``,
+    ``proxy`` and ``webhook``)."""
     parser = argparse.ArgumentParser(
         prog="aioinformer",
         description=(
@@ -345,6 +348,53 @@ def _add_proxy(commands: Any) -> None:
         help="seconds the caches may take to sync before the proxy gives up (60)",
     )
     _add_verbose(proxy)
+    _add_webhook(commands)
+
+
+def _add_webhook(commands: Any) -> None:
+    webhook = commands.add_parser(
+        "webhook",
+        help="an operator's admission and conversion webhooks: their manifests",
+        description="Work with the webhooks an operator's Manager registers.",
+    )
+    actions = webhook.add_subparsers(dest="webhook_command", metavar="ACTION", required=True)
+    manifests = actions.add_parser(
+        "manifests",
+        help="print the webhook configurations of the registered webhooks",
+        description=(
+            "Import MODULE, take the Manager or WebhookServer ATTRIBUTE names (or call the "
+            "function it names), and print the ValidatingWebhookConfiguration and "
+            "MutatingWebhookConfiguration of the webhooks registered on it, and a "
+            "CustomResourceDefinition patch per conversion webhook, for kubectl apply."
+        ),
+    )
+    manifests.add_argument(
+        "target", metavar="MODULE:ATTRIBUTE", help="where the Manager is: my_operator:manager"
+    )
+    reach = manifests.add_mutually_exclusive_group(required=True)
+    reach.add_argument(
+        "--service",
+        metavar="NS/NAME[:PORT]",
+        help="the Service kube-apiserver calls the webhooks through (port 443 unless given)",
+    )
+    reach.add_argument(
+        "--url", metavar="URL", help="the https:// address kube-apiserver calls instead"
+    )
+    manifests.add_argument(
+        "--ca-bundle",
+        metavar="FILE",
+        help="a PEM file to trust the server with (caBundle); default: the self-signed CA, "
+        "if any, else none (cert-manager's CA injector fills it)",
+    )
+    manifests.add_argument(
+        "--name",
+        help="the configurations' name (default: validating-webhook-configuration and "
+        "mutating-webhook-configuration)",
+    )
+    manifests.add_argument(
+        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (default) or json"
+    )
+    _add_verbose(manifests)
 
 
 _NO_RESOURCE = """you must specify the type of resource to get, for example:
@@ -435,6 +485,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sync_timeout=args.sync_timeout,
             ),
             log_level=level,
+        )
+    if args.command == "webhook":
+        import sys
+
+        from aioinformer.cli._webhook import WebhookOptions, run_webhook_manifests
+
+        webhook_options = WebhookOptions(
+            target=args.target,
+            service=args.service,
+            url=args.url,
+            ca_bundle=args.ca_bundle,
+            name=args.name,
+            output=args.output,
+        )
+        return run_webhook_manifests(
+            webhook_options, out=sys.stdout, err=sys.stderr, log_level=level
         )
     from aioinformer.cli._watch import WatchOptions, run_watch
 

@@ -75,6 +75,18 @@ metric                                            type      meaning
 ``controller_runtime_max_concurrent_reconciles``  Gauge     the controller's workers
 ================================================= ========= ===============================
 
+Webhook metrics, controller-runtime's, label ``webhook`` (the path served), plus ``code``
+(the HTTP status answered) on the total:
+
+=================================================== ========= ============================
+metric                                              type      meaning
+=================================================== ========= ============================
+``controller_runtime_webhook_requests_total``       Counter   requests answered, by
+                                                              ``code``
+``controller_runtime_webhook_latency_seconds``      Histogram seconds per request
+``controller_runtime_webhook_requests_in_flight``   Gauge     requests being answered
+=================================================== ========= ============================
+
 Sharding metrics, label ``ring`` (the shard ring's name), recorded by the replica running
 the ring's sharder:
 
@@ -328,6 +340,7 @@ class PrometheusMetricsProvider:
         self._register_sharding_metrics(registry)
         self._register_handler_metrics(registry)
         self._register_controller_metrics(registry)
+        self._register_webhook_metrics(registry)
         self._register_rest_client_metrics(registry)
         self._register_audit_metrics(registry)
 
@@ -567,6 +580,26 @@ class PrometheusMetricsProvider:
             registry=registry,
         )
 
+    def _register_webhook_metrics(self, registry: CollectorRegistry | None) -> None:
+        self._webhook_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Requests a webhook path answered, by HTTP status code.",
+            ("webhook", "code"),
+            registry=registry,
+        )
+        self._webhook_latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Seconds a webhook path took to answer a request.",
+            ("webhook",),
+            registry=registry,
+        )
+        self._webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Requests a webhook path is answering right now.",
+            ("webhook",),
+            registry=registry,
+        )
+
     def _register_rest_client_metrics(self, registry: CollectorRegistry | None) -> None:
         self._requests = Counter(
             "rest_client_requests_total",
@@ -678,6 +711,17 @@ class PrometheusMetricsProvider:
 
     def new_sharder_takeovers_metric(self, ring: str) -> CounterMetric:
         return self._takeovers.labels(ring=ring)
+
+    # -- webhooks -----------------------------------------------------------------------
+
+    def new_webhook_requests_metric(self, webhook: str, code: str) -> CounterMetric:
+        return self._webhook_requests.labels(webhook=webhook, code=code)
+
+    def new_webhook_latency_metric(self, webhook: str) -> HistogramMetric:
+        return self._webhook_latency.labels(webhook=webhook)
+
+    def new_webhook_in_flight_metric(self, webhook: str) -> GaugeMetric:
+        return self._webhook_in_flight.labels(webhook=webhook)
 
     # -- informers and handlers --------------------------------------------------------
 

@@ -4,13 +4,15 @@ into metrics.
 Role: each reports the milestones of its cycle to a *recorder*, which writes them to the
 metric objects a provider made for it
 (:class:`~aioinformer._kernel.metrics.LeaderMetricsProvider`,
+:class:`~aioinformer._kernel.metrics.WebhookMetricsProvider`,
 :class:`~aioinformer._kernel.metrics.ShardingMetricsProvider`,
 :class:`~aioinformer._kernel.metrics.ControllerMetricsProvider`), as the reflector's
 recorder does (:mod:`aioinformer._pipeline.metric_recorders`).
 
 Input: the component's calls, sync, on its event loop: an elector's run started, lease
 acquired, renewal failed, leadership left; a ring's membership changed; a controller's
-reconcile started, ended with its result, and its worker freed. Output:
+reconcile started, ended with its result, and its worker freed; a webhook request
+arrived and was answered with a status code. Output:
 ``inc``/``dec``/``set``/``observe`` calls on the provider's metric objects.
 
 Cost: a reconcile costs two clock reads and four metric updates, on objects resolved when
@@ -27,20 +29,24 @@ from aioinformer._kernel.metrics import (
     ControllerMetricsProvider,
     LeaderMetricsProvider,
     ShardingMetricsProvider,
+    WebhookMetricsProvider,
     get_metrics_provider,
 )
 
 if TYPE_CHECKING:
     from aioinformer._kernel.clock import Clock
+    from aioinformer._kernel.metrics import CounterMetric
 
 __all__ = [
     "ControllerMetrics",
     "LeaderMetrics",
     "ReconcileResult",
     "ShardingMetrics",
+    "WebhookMetrics",
     "new_controller_metrics",
     "new_leader_metrics",
     "new_sharding_metrics",
+    "new_webhook_metrics",
 ]
 
 
@@ -284,3 +290,61 @@ def new_controller_metrics(name: str, *, clock: Clock, workers: int) -> Controll
     if not isinstance(provider, ControllerMetricsProvider):
         return _NO_CONTROLLER_METRICS
     return _ProviderControllerMetrics(provider, name, clock, workers)
+
+
+class WebhookMetrics:
+    """A webhook path's recorder. This base records nothing.
+
+    The server calls :meth:`started` when a request for the path arrives and
+    :meth:`finished` with what it returned once the answer is written, whatever it was."""
+
+    __slots__ = ()
+
+    def started(self) -> float:
+        """A request arrived; returns the time it did."""
+        return 0.0
+
+    def finished(self, started: float, code: int) -> None:
+        """The request was answered with HTTP status ``code``."""
+
+
+class _ProviderWebhookMetrics(WebhookMetrics):
+    """Records a webhook path's requests through a :class:`WebhookMetricsProvider`."""
+
+    __slots__ = ("_clock", "_codes", "_in_flight", "_latency", "_path", "_provider")
+
+    def __init__(self, provider: WebhookMetricsProvider, path: str, clock: Clock) -> None:
+        self._provider = provider
+        self._path = path
+        self._clock = clock
+        self._latency = provider.new_webhook_latency_metric(path)
+        self._in_flight = provider.new_webhook_in_flight_metric(path)
+        # One counter per status code met, made the first time: codes are few.
+        self._codes: dict[int, CounterMetric] = {}
+
+    def started(self) -> float:
+        self._in_flight.inc()
+        return self._clock.monotonic()
+
+    def finished(self, started: float, code: int) -> None:
+        self._in_flight.dec()
+        self._latency.observe(self._clock.monotonic() - started)
+        counter = self._codes.get(code)
+        if counter is None:
+            counter = self._codes[code] = self._provider.new_webhook_requests_metric(
+                self._path, str(code)
+            )
+        counter.inc()
+
+
+_NO_WEBHOOK_METRICS: Final = WebhookMetrics()
+
+
+def new_webhook_metrics(path: str, *, clock: Clock) -> WebhookMetrics:
+    """The recorder for the webhook served at ``path``: the installed provider's when it
+    implements :class:`WebhookMetricsProvider`, else the no-op one. Latencies are read on
+    ``clock``."""
+    provider = get_metrics_provider()
+    if not isinstance(provider, WebhookMetricsProvider):
+        return _NO_WEBHOOK_METRICS
+    return _ProviderWebhookMetrics(provider, path, clock)

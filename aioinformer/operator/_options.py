@@ -3,8 +3,8 @@ once.
 
 Role: controller-runtime's ``manager.Options``. :class:`ManagerOptions` holds every setting
 of a Manager, its own (leader election, endpoints, sync and shutdown deadlines, the clock,
-the cache audit, the shard ring) and what its factory gives every informer (resync,
-selectors, transform, the cache mode, ...), typed and validated in this one place;
+the cache audit, the shard ring, the webhook server) and what its factory gives every
+informer (resync, selectors, transform, the cache mode, ...), typed and validated in this one place;
 :class:`LeaderElection` is the campaign it runs. A Manager takes an options object, the
 same settings as keywords (:class:`ManagerKeywords`, which a type checker checks), or both:
 the keywords replace the object's fields.
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from aioinformer._kernel.clock import Clock
     from aioinformer.codec import CacheMode
     from aioinformer.operator.sharding import ShardRing
+    from aioinformer.operator.webhook import WebhookOptions
     from aioinformer.processor import SlowHandlerThresholds
     from aioinformer.reflector import ReflectorOptions
     from aioinformer.shard_selector import ShardSelector
@@ -134,6 +135,11 @@ class ManagerOptions:
     shard: ShardRing | None = None
     """Shard the controllers of the ring's resources across replicas (see
     :mod:`aioinformer.operator.sharding`); ``None``: no sharding."""
+    webhook: WebhookOptions | None = None
+    """How ``manager.webhooks`` listens and with which certificate (see
+    :class:`~aioinformer.operator.webhook.WebhookOptions`); ``None``: its defaults
+    (``":9443"``, the files of controller-runtime's ``cert_dir``). It listens only when a
+    webhook is registered."""
 
     # What the factory gives every informer (see SharedInformerFactory).
     resync_period: float = 0.0
@@ -192,6 +198,7 @@ class ManagerKeywords(TypedDict, total=False):
     clock: Clock | None
     cache_audit: CacheAudit | None
     shard: ShardRing | None
+    webhook: WebhookOptions | None
     resync_period: float
     label_selector: str | None
     field_selector: str | None

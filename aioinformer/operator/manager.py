@@ -11,7 +11,9 @@ process exit code.
 Start order (controller-runtime's, with ``EnableWarmup``):
 
 1. the health endpoint (``/healthz`` and ``/livez`` answer 200, ``/readyz`` 503) and the
-   metrics endpoint listen;
+   metrics endpoint listen, then the webhook server (``manager.webhooks``) when webhooks
+   are registered on it, before any informer lists: a conversion webhook must answer
+   before a cache reads its custom resources;
 2. the factory starts every informer asked for so far, and the manager waits until all
    have synced, at most ``cache_sync_timeout`` seconds; past it, as soon as an informer
    stops unsynced, or as soon as an informer's first list fails in a way no retry alone
@@ -28,7 +30,8 @@ Stop (:meth:`Manager.stop`, cancelling ``run()``, SIGTERM/SIGINT under
 :meth:`Manager.run_until_signal`, or a runnable's failure): controllers are asked to stop
 and drain their in-flight reconciles, other runnables are cancelled, all within
 ``graceful_shutdown_timeout`` seconds (then cancelled); the lease is released
-(``release_on_cancel``); the factory shuts down; the endpoints close. A runnable that
+(``release_on_cancel``); the factory shuts down; the webhook server and the endpoints
+close. A runnable that
 raises stops the manager, and ``run()`` raises that error.
 
 Leadership lost (a renewal missed ``renew_deadline``): controllers and leader-only
@@ -101,6 +104,7 @@ from aioinformer.operator.cached_client import CachedClient
 from aioinformer.operator.controller import Controller
 from aioinformer.operator.crds import CRDControllers, CRDHost
 from aioinformer.operator.leaderelection import LeaderElector, LeaseLock
+from aioinformer.operator.webhook import WebhookServer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -151,6 +155,9 @@ class ManagerHealth:
     shard: dict[str, Any] | None = None
     """With ``shard``: the ring's name, this replica's identity, whether it holds its
     shard Lease and runs the sharder, and the ring's members as its Leases show them."""
+    webhooks: dict[str, Any] | None = None
+    """With webhooks registered: the webhook server's state, address and paths (a manager
+    with webhooks is ready only while its server listens)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values: the manager's fields and the factory's record."""
@@ -161,6 +168,7 @@ class ManagerHealth:
             "leader": self.leader,
             "controllers": dict(self.controllers),
             **({"shard": dict(self.shard)} if self.shard is not None else {}),
+            **({"webhooks": dict(self.webhooks)} if self.webhooks is not None else {}),
             **{k: v for k, v in self.factory.as_dict().items() if k not in ("ready", "live")},
         }
 
@@ -256,6 +264,10 @@ class Manager(Service):
                 "metrics", options.metrics_address, {"/metrics": _metrics_answer()}
             )
             self._endpoints.append(self._metrics_endpoint)
+        self.webhooks = WebhookServer(options.webhook, clock=self._clock)
+        """The webhook server (controller-runtime's ``mgr.GetWebhookServer()``): register
+        admission and conversion webhooks on it before ``run()``; it listens only when some
+        are, from before the informers list until after the controllers stopped."""
         self._controllers: list[Controller] = []
         # The controllers of CustomResourceDefinitions, each run while its CRD is there,
         # and what they are lent of the manager.
@@ -448,14 +460,17 @@ class Manager(Service):
         state = self.state
         running = state in _RUNNING_STATES
         seat = self._seat
+        webhooks = self.webhooks
+        serving = webhooks.started or not webhooks.has_handlers
         return ManagerHealth(
             state=state,
-            ready=running and self._synced and factory.ready and controllers_ok,
+            ready=running and self._synced and factory.ready and controllers_ok and serving,
             live=running and factory.live,
             leader=self.is_leader,
             controllers=controllers,
             factory=factory,
             shard=None if seat is None else seat.health(holding=self.sharding.is_set()),
+            webhooks=webhooks.health() if webhooks.has_handlers else None,
         )
 
     @property
@@ -521,7 +536,9 @@ class Manager(Service):
         Returns after :meth:`stop`; re-raises a cancellation once stopped. Raises
         :class:`~aioinformer.errors.CacheSyncError` when the caches did not sync,
         :class:`~aioinformer.errors.LeadershipLost` when leadership was lost, a runnable's
-        error when one failed, ``OSError`` when an endpoint cannot listen, and
+        error when one failed, ``OSError`` when an endpoint or the webhook server cannot
+        listen, :class:`~aioinformer.operator.webhook.WebhookCertificateError` when the
+        webhook server's certificate files are missing or broken, and
         ``RuntimeError`` on a second run. ``task_status.started()`` is signalled once the
         caches have synced (the manager is ``RUNNING``; leading or campaigning).
         """
@@ -532,6 +549,9 @@ class Manager(Service):
             for endpoint in self._endpoints:
                 await endpoint.start()
                 logger.info("manager: serving %s on %s", endpoint.name, endpoint.address)
+            # Before the informers list: a conversion webhook must answer before a cache
+            # can read its custom resources.
+            await self.webhooks.start()
             if self._seat is not None:
                 await self._seat.choose_mode()  # before the informers list
             await self._factory.start()
@@ -674,6 +694,7 @@ class Manager(Service):
                 # Never started (a standby's): its queue took keys all the same.
                 await finish_regardless(controller.queue.aclose())
         await finish_regardless(self._factory.shutdown())
+        await finish_regardless(self.webhooks.close())
         for endpoint in reversed(self._endpoints):
             await finish_regardless(endpoint.close())
 

@@ -20,14 +20,14 @@ griffe_rst = load_hook("griffe_rst")
 exports = load_hook("exports")
 
 EVERY_COMMAND = "\n".join(
-    f"<!-- cli-reference: {name} -->" for name in ("demo", "watch", "get", "proxy")
+    f"<!-- cli-reference: {name} -->" for name in ("demo", "watch", "get", "proxy", "webhook")
 )
 
 
 def test_each_marker_becomes_the_commands_own_help() -> None:
     page = cli_reference.render("<!-- cli-reference -->\n" + EVERY_COMMAND)
     assert "<!-- cli-reference" not in page
-    assert page.count("```text\nusage: aioinformer") == 5
+    assert page.count("```text\nusage: aioinformer") == 6
     assert "usage: aioinformer proxy [-h] --resource R" in page
     assert "--chunk-size N" in page
 

@@ -30,6 +30,7 @@ MANAGER_ONLY = {
     "cache_sync_fail_fast",
     "graceful_shutdown_timeout",
     "shard",
+    "webhook",
 }
 
 
