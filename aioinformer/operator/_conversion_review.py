@@ -22,7 +22,8 @@ REVIEW_API_VERSION: Final = "apiextensions.k8s.io/v1"
 
 
 class ReviewFailure(Exception):
-    """A request answered Failure: ``str()`` is the message, ``cause`` a converter's error."""
+    """A request answered Failure: ``str()`` is the message, ``cause`` a converter's error.
+    Raised inside ``Conversion.review`` and caught there; it never reaches its caller."""
 
     def __init__(self, message: str, cause: BaseException | None = None) -> None:
         super().__init__(message)
@@ -69,6 +70,7 @@ def reference(index: int, obj: Mapping[str, Any]) -> str:
 
 
 def answer(uid: str, objects: list[Any], result: dict[str, str]) -> dict[str, Any]:
+    """The ConversionReview answered for the request ``uid``."""
     return {
         "apiVersion": REVIEW_API_VERSION,
         "kind": "ConversionReview",

@@ -32,7 +32,7 @@ _SUBDOMAIN_RE: Final = re.compile(
 )
 _MAX_NAME: Final = 63
 _MAX_PREFIX: Final = 253
-ANNOTATIONS_LIMIT: Final = 256 * 1024
+_ANNOTATIONS_LIMIT: Final = 256 * 1024
 """Bytes the keys and values of an object's annotations may take together."""
 
 _IDENTITY: Final = ("name", "namespace", "uid")
@@ -40,7 +40,8 @@ _IDENTITY: Final = ("name", "namespace", "uid")
 
 
 class RuleBroken(Exception):
-    """A converted object the API server would refuse; ``str()`` says why."""
+    """A converted object the API server would refuse; ``str()`` says why. ``review``
+    turns it into the answer's Failure message; it never reaches its caller."""
 
 
 def _qualified_name_problem(key: str) -> str | None:
@@ -81,8 +82,8 @@ def annotation_problem(annotations: Mapping[str, str]) -> str | None:
         if problem is not None:
             return f"annotation key {key!r}: {problem}"
         size += len(key.encode()) + len(value.encode())
-    if size > ANNOTATIONS_LIMIT:
-        return f"annotations take {size} bytes, more than the {ANNOTATIONS_LIMIT} allowed"
+    if size > _ANNOTATIONS_LIMIT:
+        return f"annotations take {size} bytes, more than the {_ANNOTATIONS_LIMIT} allowed"
     return None
 
 

@@ -257,3 +257,45 @@ def test_a_model_that_is_not_a_pydantic_class_is_refused() -> None:
 def test_a_typed_conversion_refuses_more_converters_for_its_spokes() -> None:
     with pytest.raises(ConversionSetupError, match=r"to_hub\('v1beta1'\) is already registered"):
         typed().to_hub("v1beta1", lambda obj: obj)
+
+
+class SpecV2(BaseModel):
+    replicas: int
+    color: str
+
+
+class WidgetV2(KubeObject):
+    """A hub with a field the older version lacks."""
+
+    spec: SpecV2
+
+
+COLOR = "example.com/color"
+
+
+class WidgetV1Poor(KubeObject):
+    """A spoke without ``color``: it keeps it in an annotation, for the way back."""
+
+    spec: SpecV1beta1
+
+    def to_hub(self) -> WidgetV2:
+        metadata = self.metadata.model_copy(deep=True)
+        color = metadata.annotations.pop(COLOR, "blue")
+        return WidgetV2(metadata=metadata, spec=SpecV2(replicas=self.spec.size, color=color))
+
+    @classmethod
+    def from_hub(cls, hub: WidgetV2) -> Self:
+        metadata = hub.metadata.model_copy(deep=True)
+        metadata.annotations = {**metadata.annotations, COLOR: hub.spec.color}
+        return cls(metadata=metadata, spec=SpecV1beta1(size=hub.spec.replicas))
+
+
+async def test_a_typed_round_trip_through_a_poorer_version_keeps_every_field() -> None:
+    conversion = Conversion.from_models(CRD, hub="v2", models={"v2": WidgetV2, "v1": WidgetV1Poor})
+    start = widget("v2", {"replicas": 5, "color": "teal"})
+    start["metadata"]["annotations"] = {"keep": "me"}
+    (down,) = converted(await conversion.review(review_of("example.com/v1", start)))
+    assert down["spec"] == {"size": 5}
+    assert down["metadata"]["annotations"] == {"keep": "me", COLOR: "teal"}
+    (back,) = converted(await conversion.review(review_of("example.com/v2", down)))
+    assert back == start
