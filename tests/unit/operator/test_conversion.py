@@ -481,20 +481,25 @@ async def test_a_converter_that_raises_is_a_failure_naming_it_and_the_error(
 
 
 async def test_the_second_converter_of_a_spoke_to_spoke_path_is_named_when_it_fails() -> None:
-    conversion = widgets()
+    calls: list[str] = []
 
     def explode(obj: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("down")
 
-    conversion._from_hub.pop("v1alpha1")
+    conversion = Conversion(CRD, hub="v1")
+    conversion.to_hub("v1beta1", recording(calls, "v1beta1 up"))
+    conversion.from_hub("v1beta1", recording(calls, "v1beta1 down"))
+    conversion.to_hub("v1alpha1", recording(calls, "v1alpha1 up"))
     conversion.from_hub("v1alpha1", explode)
     message = failure(
-        await conversion.review(
-            review_of("example.com/v1alpha1", widget("v1beta1", {"size": 1, "colour": "r"}))
-        )
+        await conversion.review(review_of("example.com/v1alpha1", widget("v1beta1", {})))
     )
-    assert "from_hub('v1alpha1')" in message
-    assert message.endswith("raised RuntimeError: down")
+    assert calls == ["v1beta1 up"]
+    assert message == (
+        f"objects[0] (default/w1): from_hub('v1alpha1') ({__name__}."
+        "test_the_second_converter_of_a_spoke_to_spoke_path_is_named_when_it_fails.<locals>."
+        "explode) raised RuntimeError: down"
+    )
 
 
 @pytest.mark.parametrize(
