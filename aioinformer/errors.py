@@ -37,6 +37,8 @@ imports nothing third-party::
     ├── CacheScopeError (ValueError)     a cache-backed read of what the cache cannot hold
     ├── Requeue                          "put this item back" signal (FIFO, controller)
     ├── LeadershipLost                   leadership lost inside ``leadership()``      (terminal)
+    ├── ConversionSetupError (ValueError) a CRD conversion registered wrong: a spoke twice,
+    │                                    the hub as a spoke, one direction only
     ├── ShutDown                         WorkQueue.get() on a shut-down, empty queue  (terminal)
     ├── QueueEmpty                       WorkQueue.get_nowait() with nothing ready
     ├── TransportError                   no usable HTTP answer: timeout, bad JSON (reflectors retry)
@@ -83,6 +85,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "ConversionSetupError",
     "FIFOClosedError",
     "Forbidden",
     "Gone",
@@ -483,6 +486,15 @@ class LeadershipLost(AioinformerError):
     """Raised on leaving ``async with elector.leadership():`` when leadership was lost inside.
 
     The body was cancelled when the loss was noticed; this error replaces that cancellation.
+    """
+
+
+class ConversionSetupError(AioinformerError, ValueError):
+    """Raised while a :class:`~aioinformer.operator.Conversion` is built, before it serves
+    a request: a CRD name or version name Kubernetes would refuse, a converter registered
+    twice for one version and direction, a converter for the hub version, a model that
+    lacks ``to_hub`` or ``from_hub``, or (from ``Conversion.check()``) a spoke version with
+    a converter in one direction only. The message names the version and the fault.
     """
 
 

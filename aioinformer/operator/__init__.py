@@ -9,7 +9,7 @@ owner-reference helpers, the watch predicates, the Event recorder, leader electi
 :mod:`~aioinformer.operator.finalizers`, :mod:`~aioinformer.operator.ownership`,
 :mod:`~aioinformer.operator.predicates`, :mod:`~aioinformer.operator.recorder`,
 :mod:`~aioinformer.operator.leaderelection`, :mod:`~aioinformer.operator.retry`,
-:mod:`~aioinformer.operator.crds`), which
+:mod:`~aioinformer.operator.crds`, :mod:`~aioinformer.operator.conversion`), which
 keep exporting them. Nothing is defined here: every name is the very object of its module,
 and that module is imported the first time the name is read (PEP 562), so importing the
 toolkit costs nothing until an operator uses a part of it.
@@ -37,12 +37,15 @@ from typing import TYPE_CHECKING
 from aioinformer._kernel.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from aioinformer.errors import ConversionSetupError as ConversionSetupError
     from aioinformer.errors import Requeue as Requeue
     from aioinformer.operator.controller import Controller as Controller
     from aioinformer.operator.controller import ControllerStatistics as ControllerStatistics
     from aioinformer.operator.controller import EnqueueFunc as EnqueueFunc
     from aioinformer.operator.controller import Reconcile as Reconcile
     from aioinformer.operator.controller import enqueue_owner as enqueue_owner
+    from aioinformer.operator.conversion import Conversion as Conversion
+    from aioinformer.operator.conversion import Convertible as Convertible
     from aioinformer.operator.crds import CRDControllers as CRDControllers
     from aioinformer.operator.crds import CRDScope as CRDScope
     from aioinformer.operator.finalizers import Cleanup as Cleanup
@@ -95,6 +98,9 @@ __all__ = [
     "Cleanup",
     "Controller",
     "ControllerStatistics",
+    "Conversion",
+    "ConversionSetupError",
+    "Convertible",
     "DEFAULT_RETRY",
     "EnqueueFunc",
     "EventRecorder",
@@ -147,7 +153,7 @@ __all__ = [
 # nothing until an operator uses a part of it (the Manager, and the web server of its
 # endpoints, only when a Manager is asked for).
 _HOMES = {
-    "aioinformer.errors": ("Requeue",),
+    "aioinformer.errors": ("ConversionSetupError", "Requeue"),
     "aioinformer.operator.controller": (
         "Controller",
         "ControllerStatistics",
@@ -155,6 +161,7 @@ _HOMES = {
         "Reconcile",
         "enqueue_owner",
     ),
+    "aioinformer.operator.conversion": ("Conversion", "Convertible"),
     "aioinformer.operator.crds": ("CRDControllers", "CRDScope"),
     "aioinformer.operator.finalizers": (
         "Cleanup",

@@ -202,7 +202,8 @@ OPERATOR_HOMES = {
         "Reconcile",
         "enqueue_owner",
     ],
-    "aioinformer.errors": ["Requeue"],
+    "aioinformer.errors": ["ConversionSetupError", "Requeue"],
+    "aioinformer.operator.conversion": ["Conversion", "Convertible"],
     "aioinformer.operator.crds": ["CRDControllers", "CRDScope"],
     "aioinformer.operator.finalizers": [
         "Cleanup",
