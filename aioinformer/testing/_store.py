@@ -76,6 +76,11 @@ class Controller(Protocol):
         an update of the main resource), in place; raise the 422 to refuse it."""
         ...
 
+    def admit_status(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """As :meth:`admit`, for a write of the ``status`` subresource: ``obj`` is the
+        stored object ``old`` with the new status."""
+        ...
+
     def deleting(self, obj: dict[str, Any]) -> None:
         """A delete is about to mark or remove the stored object ``obj`` (decoded, not yet
         marked); a finalizer added here in place makes it a mark."""
@@ -183,6 +188,8 @@ class Store(HistoryView):
         kube-apiserver admits it (see ``_validation.admit_create``)."""
         namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
         admit_create(namespaces, rt, obj, self.specs)
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
         controller = self.controllers.get(rt.id)
         if controller is not None:
             controller.admit(obj, None)
@@ -250,6 +257,10 @@ class Store(HistoryView):
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            new["apiVersion"] = rt.api_version
+            controller = self.controllers.get(rt.id)
+            if controller is not None:
+                controller.admit_status(new, old)
         else:
             new = dict(obj)
             new_meta = dict(meta)
@@ -275,6 +286,7 @@ class Store(HistoryView):
                 errors.extend(specs.errors(rt, new))
             if errors:
                 raise invalid_error(rt, name, errors)
+            new["apiVersion"] = rt.api_version
             controller = self.controllers.get(rt.id)
             if controller is not None:
                 controller.admit(new, old)
