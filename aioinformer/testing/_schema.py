@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from aioinformer.testing._schema_formats import format_check
-from aioinformer.testing._validation import FieldError
+from aioinformer.testing._validation import NULL, FieldError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -391,7 +391,7 @@ class Node:
             for option in self.enum
         ]
         detail = "supported values: " + ", ".join(orjson.dumps(v).decode() for v in shown)
-        out.append(_Fault("FieldValueNotSupported", path, value, detail))
+        out.append(_Fault("FieldValueNotSupported", path, NULL if value is None else value, detail))
 
     def _check_object(self, value: dict[str, Any], path: str, out: list[_Fault]) -> None:
         size = len(value)

@@ -40,8 +40,8 @@ _DATE_TIME_RE: Final = re.compile(
 )
 _GO_DURATION_RE: Final = re.compile(r"[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+|[-+]?0")
 _STRFMT_UNITS: Final = (
-    "ns|us|µs|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|sec|"
-    "minutes?|mins?|hours?|hr|days?|weeks?|wk"
+    "nanoseconds?|microseconds?|milliseconds?|seconds?|sec|minutes?|mins?|hours?|hr|"
+    "days?|weeks?|wk|ns|us|µs|ms|s|m|h|d|w"
 )
 _STRFMT_DURATION_RE: Final = re.compile(rf"(\d+)\s*({_STRFMT_UNITS})")
 _UUID_RE: Final = re.compile(

@@ -272,8 +272,8 @@ def _default_errors(schema: Mapping[str, Any], path: str) -> list[FieldError]:
         pruned = prune({"value": value}, compile_schema({"properties": {"value": schema}}))
         field = f"{path}.default"
         if pruned:
-            shown = ", ".join(p.removeprefix("value.") for p in pruned)
-            detail = f"must not have unknown fields, got: {shown}"
+            shown = " ".join(p.removeprefix("value.") for p in pruned)
+            detail = f"must not have unknown fields, got: [{shown}]"
             errors.append(FieldError("FieldValueInvalid", field, detail, schema["default"]))
         else:
             errors += schema_errors(node, value, field)
