@@ -47,10 +47,12 @@ the resource it defines served or no longer served:
 * custom objects: each version's schema is compiled once, when the definition is
   installed or changed; every create, update and ``status`` write of an object is
   pruned and defaulted by its version's schema (``_schema_defaults``), then validated
-  against it (``_schema``: 422 ``Invalid`` with kube-apiserver's causes). The
-  ``fieldValidation`` query parameter is not read: unknown fields are always dropped
-  silently, as with ``fieldValidation=Ignore`` (no ``Strict`` refusal, no ``Warn``
-  warning headers).
+  against it (``_schema``: 422 ``Invalid`` with kube-apiserver's causes). The unknown
+  fields pruned follow the request's ``fieldValidation``: ``Strict`` refuses the write
+  with the decoder's 400 (``Widget in version "v1" cannot be handled as a Widget:
+  strict decoding error: unknown field "spec.colour"``), ``Warn`` (kube-apiserver's
+  default over HTTP) answers one ``Warning`` header per field (``299 - "unknown field
+  \"spec.colour\""``), ``Ignore`` (the test's direct calls) drops them silently.
 
 Kube-apiserver's controllers do all this asynchronously, within moments; here it is done
 within the write, so the answer to a create already shows the definition
@@ -65,6 +67,8 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 from aioinformer.testing._resources import CRD_TYPE
 from aioinformer.testing._schema import compile_schema, schema_errors
@@ -72,6 +76,7 @@ from aioinformer.testing._schema_defaults import apply_defaults, prune
 from aioinformer.testing._schema_structural import schema_definition_errors
 from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
 from aioinformer.testing._validation import (
+    bad_request,
     dns_subdomain_errors,
     invalid_error,
     regex_error,
@@ -366,8 +371,11 @@ class Definitions:
 
     # -- the store's Controller ----------------------------------------------------------
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
-        """Default, validate (the 422) and give ``obj`` its status, in place."""
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
+        """Default, validate (the 422) and give ``obj`` its status, in place (unknown
+        fields of a definition are kept, so there is nothing to warn of)."""
         _default(obj)
         errors = _spec_errors(obj)
         if old is not None:
@@ -378,9 +386,12 @@ class Definitions:
         if errors:
             raise invalid_error(CRD_TYPE, name, errors)
         obj["status"] = _status(obj, old)
+        return []
 
-    def admit_status(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
-        pass
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        return []
 
     def deleting(self, obj: dict[str, Any]) -> None:
         """Hold the definition with the cleanup finalizer while its objects go, marked
@@ -507,7 +518,9 @@ class _Instances:
         self._definitions = definitions
         self._name = name
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
         if old is None and self._definitions.terminating(self._name):
             raise StatusError(
                 status_body(
@@ -516,23 +529,32 @@ class _Instances:
                     "create not allowed while custom resource definition is terminating",
                 )
             )
-        self._apply_schema(obj)
+        return self._apply_schema(obj, field_validation)
 
-    def admit_status(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
-        self._apply_schema(obj)
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        return self._apply_schema(obj, field_validation)
 
-    def _apply_schema(self, obj: dict[str, Any]) -> None:
-        """Prune, default and validate ``obj`` by the schema of its ``apiVersion``."""
+    def _apply_schema(self, obj: dict[str, Any], field_validation: str) -> list[str]:
+        """Prune, default and validate ``obj`` by the schema of its ``apiVersion``; the
+        warnings of the unknown fields pruned, under ``Warn``."""
         version = _str(obj.get("apiVersion")).rpartition("/")[2]
         found = self._definitions.schema(self._name, version)
         if found is None:
-            return
+            return []
         rt, node = found
-        prune(obj, node)
+        unknown = [f"unknown field {orjson.dumps(path).decode()}" for path in prune(obj, node)]
+        if unknown and field_validation == "Strict":
+            raise bad_request(
+                f"{rt.kind} in version {orjson.dumps(rt.version).decode()} cannot be handled "
+                f"as a {rt.kind}: strict decoding error: {', '.join(unknown)}"
+            )
         apply_defaults(obj, node)
         errors = schema_errors(node, obj)
         if errors:
             raise invalid_error(rt, _str(_dict(obj.get("metadata")).get("name")), errors)
+        return unknown if field_validation == "Warn" else []
 
     def deleting(self, obj: dict[str, Any]) -> None:
         pass

@@ -355,6 +355,7 @@ class Router:
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
+            warnings: list[str] = []
             entry = patch_object(
                 self._store,
                 rt,
@@ -364,22 +365,28 @@ class Router:
                 content_type,
                 target.subresource,
                 manager=_manager(request),
+                field_validation=_field_validation(request),
+                warnings=warnings,
             )
-            return entry_response(rt, entry, convert)
+            return _warned(entry_response(rt, entry, convert), warnings)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
             # object goes on as the JSON it carries.
             body = orjson.dumps(decode_protobuf_object(body))
         obj = decode_object(rt, body)
         manager = _manager(request)
+        field_validation = _field_validation(request)
+        warnings = []
         if verb == "create":
             if target.subresource is not None:
                 raise method_not_allowed()
             obj = prepare_new(rt, obj, target.namespace)
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
-            entry = self._store.create(rt, obj, manager=manager)
-            return entry_response(rt, entry, convert, status=201)
+            entry = self._store.create(
+                rt, obj, manager=manager, field_validation=field_validation, warnings=warnings
+            )
+            return _warned(entry_response(rt, entry, convert, status=201), warnings)
         # update
         assert target.name is not None
         meta = obj.get("metadata")
@@ -396,8 +403,15 @@ class Router:
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        entry = self._store.update(rt, obj, subresource=target.subresource, manager=manager)
-        return entry_response(rt, entry, convert)
+        entry = self._store.update(
+            rt,
+            obj,
+            subresource=target.subresource,
+            manager=manager,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
+        return _warned(entry_response(rt, entry, convert), warnings)
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -550,10 +564,13 @@ def patch_object(
     subresource: str | None,
     *,
     manager: str = UNKNOWN_MANAGER,
+    field_validation: str = "Ignore",
+    warnings: list[str] | None = None,
 ) -> Entry:
     """Apply a patch of ``content_type`` to a stored object and store the result as
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
-    the patch sets is a precondition."""
+    the patch sets is a precondition. ``field_validation`` and ``warnings`` are as for
+    :meth:`Store.create <aioinformer.testing._store.Store.create>`."""
     current = store.get(rt, namespace, name)
     apply = PATCH_TYPES[content_type]
     try:
@@ -570,7 +587,27 @@ def patch_object(
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
-    return store.update(rt, patched, subresource=subresource, manager=manager)
+    return store.update(
+        rt,
+        patched,
+        subresource=subresource,
+        manager=manager,
+        field_validation=field_validation,
+        warnings=warnings,
+    )
+
+
+def _field_validation(request: web.Request) -> str:
+    """The request's directive for unknown fields: kube-apiserver's default is ``Warn``."""
+    return request.query.get("fieldValidation") or "Warn"
+
+
+def _warned(response: web.Response, warnings: list[str]) -> web.Response:
+    """``response`` with one ``Warning`` header per warning, as kube-apiserver writes them
+    (``299 - "<text>"``, which kubectl prints as ``Warning: <text>``)."""
+    for text in warnings:
+        response.headers.add("Warning", f"299 - {orjson.dumps(text).decode()}")
+    return response
 
 
 def _manager(request: web.Request) -> str:

@@ -74,8 +74,9 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   (those with finalizers until they are cleared), then ends the resource's watches and
   stops serving it (see ``_crds``); each version needs a structural
   ``openAPIV3Schema``, by which every write of a custom object is pruned, defaulted and
-  validated with kube-apiserver's 422 causes (see ``_schema``; ``fieldValidation`` is
-  not read, unknown fields are dropped silently; CEL rules are not evaluated);
+  validated with kube-apiserver's 422 causes (see ``_schema``; the unknown fields
+  pruned are refused under ``fieldValidation=Strict`` and answered as ``Warning``
+  headers under ``Warn``, the default; CEL rules are not evaluated);
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's

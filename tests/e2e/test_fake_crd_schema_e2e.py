@@ -2,7 +2,9 @@
 kubectl, as on a cluster: a non-structural schema refuses the definition; an instance
 of the wrong type is refused with kube-apiserver's 422 (status code, message, causes,
 and what ``kubectl apply`` prints); one without optional fields gets their defaults; one
-with unknown fields is stored without them; a status write is validated too. The
+with unknown fields is refused under kubectl's strict validation and stored without them
+under ``--validate=warn``, which prints the server's warning; a status write is validated
+too. The
 example operator's ``WIDGET_CRD`` installs and its objects validate."""
 
 from __future__ import annotations
@@ -111,6 +113,30 @@ async def test_kubectl_apply_prints_the_refusal_and_stores_the_defaulted_object(
         fake_apiserver, tmp_path, "get", "widget", "w1", "-o", "jsonpath={.spec.replicas}"
     )
     assert (code, out) == (0, "1"), err
+
+
+@needs_kubectl
+async def test_kubectl_apply_refuses_unknown_fields_unless_told_to_warn(
+    fake_apiserver: FakeAPIServer, tmp_path: Path
+) -> None:
+    code, _, err = await kubectl(
+        fake_apiserver, tmp_path, "apply", "-f", manifest(tmp_path, "crd.yaml", crd())
+    )
+    assert code == 0, err
+    typo = manifest(tmp_path, "typo.yaml", widget(name="w", colour="red"))
+    # kubectl validates strictly by default, leaving it to the server.
+    code, out, err = await kubectl(fake_apiserver, tmp_path, "apply", "-f", typo)
+    assert code == 1, (out, err)
+    assert (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+        'unknown field "spec.colour"'
+    ) in err
+    code, out, err = await kubectl(fake_apiserver, tmp_path, "apply", "--validate=warn", "-f", typo)
+    assert code == 0, err
+    assert 'Warning: unknown field "spec.colour"' in err
+    assert out.strip() == "widget.example.com/w1 created"
+    (stored,) = fake_apiserver.objects("example.com/v1/widgets")
+    assert stored["spec"] == {"name": "w", "replicas": 1, "mode": "safe"}
 
 
 async def test_the_example_operators_definition_installs_and_its_objects_validate(

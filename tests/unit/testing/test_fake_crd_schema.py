@@ -9,16 +9,21 @@ The cases follow apiextensions' ``structural`` validation, ``defaulting`` and
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 
 from aioinformer.errors import UnprocessableEntity
-from aioinformer.testing import FakeAPIServer
+from aioinformer.testing import ADMIN_TOKEN, FakeAPIServer
 from aioinformer.testing._schema import compile_schema
 from aioinformer.testing._schema_defaults import apply_defaults, prune
 
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
+WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
 WIDGET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -543,3 +548,72 @@ def test_each_object_gets_its_own_copy_of_a_default() -> None:
     apply_defaults(second, node)
     first["s"]["a"].append(1)
     assert second == {"s": {"a": []}}
+
+
+# -- fieldValidation ------------------------------------------------------------------------
+
+STRICT_MESSAGE = (
+    'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+    'unknown field "spec.colour", unknown field "top"'
+)
+WARNING = '299 - "unknown field \\"spec.colour\\""'
+
+
+async def write(
+    server: FakeAPIServer, method: str, path: str, body: Any, **query: str
+) -> tuple[int, Any, list[str]]:
+    """Send ``body`` to the server's ``path``; the answer's code, body and warnings."""
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": content_type}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, server.url + path, json=body, params=query, headers=headers) as got,
+    ):
+        return got.status, await got.json(), got.headers.getall("Warning", [])
+
+
+@pytest.fixture
+async def started() -> AsyncIterator[FakeAPIServer]:
+    async with FakeAPIServer() as server:
+        server.create(crd())
+        yield server
+
+
+async def test_strict_field_validation_refuses_unknown_fields_with_the_decoders_400(
+    started: FakeAPIServer,
+) -> None:
+    obj = {**widget(name="w", colour="red"), "top": 1}
+    code, body, _ = await write(started, "POST", WIDGETS, obj, fieldValidation="Strict")
+    assert (code, body["reason"], body["message"]) == (400, "BadRequest", STRICT_MESSAGE)
+    assert started.objects("example.com/v1/widgets") == []
+
+
+async def test_field_validation_warns_by_default_and_ignore_is_silent(
+    started: FakeAPIServer,
+) -> None:
+    code, body, warnings = await write(started, "POST", WIDGETS, widget(name="w", colour="red"))
+    assert (code, body["spec"], warnings) == (
+        201,
+        {"name": "w", "replicas": 1, "mode": "safe"},
+        [WARNING],
+    )
+    code, _, warnings = await write(
+        started, "POST", WIDGETS, widget("w2", name="w", colour="red"), fieldValidation="Ignore"
+    )
+    assert (code, warnings) == (201, [])
+
+
+async def test_patches_and_status_writes_follow_field_validation_too(
+    started: FakeAPIServer,
+) -> None:
+    started.create(widget(name="w"))
+    patch = {"spec": {"colour": "red"}}
+    code, body, _ = await write(started, "PATCH", f"{WIDGETS}/w1", patch, fieldValidation="Strict")
+    assert (code, body["reason"]) == (400, "BadRequest")
+    status = {"status": {"ready": True, "shade": "dark"}}
+    code, body, warnings = await write(started, "PATCH", f"{WIDGETS}/w1/status", status)
+    assert (code, body["status"], warnings) == (
+        200,
+        {"ready": True},
+        ['299 - "unknown field \\"status.shade\\""'],
+    )
