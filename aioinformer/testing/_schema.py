@@ -160,7 +160,9 @@ def _plural(count: int, word: str) -> str:
 class Node:
     """One compiled schema node. Every attribute is read-only once compiled; a keyword
     the schema does not set is ``None`` (or empty), so a check costs nothing unless set.
-    ``properties`` keeps the schema's order, which is the order errors come in."""
+    ``properties`` keeps the schema's order, which is the order errors come in;
+    ``has_lists`` is true iff this node or one below it is a ``set``/``map`` list or an
+    embedded resource, so the passes after the schema skip the rest."""
 
     __slots__ = (
         "additional",
@@ -173,6 +175,7 @@ class Node:
         "exclusive_minimum",
         "format",
         "format_name",
+        "has_lists",
         "int_or_string",
         "items",
         "list_map_keys",
@@ -251,6 +254,12 @@ class Node:
         self.not_: Node | None = Node(not_) if isinstance(not_, dict) else None
         self.list_type: str = schema.get("x-kubernetes-list-type") or ""
         self.list_map_keys: tuple[str, ...] = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+        children = [*self.properties.values(), self.additional, self.items]
+        self.has_lists: bool = (
+            self.embedded
+            or self.list_type in ("set", "map")
+            or any(child is not None and child.has_lists for child in children)
+        )
 
     def __repr__(self) -> str:
         return f"<Node type={','.join(self.types) or '-'} properties={list(self.properties)}>"
@@ -419,7 +428,10 @@ class Node:
 
     def check_lists(self, value: Any, field: str, out: list[FieldError]) -> None:
         """``listtype.ValidateListSetsAndMaps`` and ``objectmeta``'s embedded-resource
-        checks, at field path ``field``."""
+        checks, at field path ``field`` (nothing to walk where the subtree has neither
+        set or map lists nor embedded resources)."""
+        if not self.has_lists:
+            return
         if isinstance(value, dict):
             if self.embedded:
                 for key in ("apiVersion", "kind"):

@@ -617,3 +617,22 @@ async def test_patches_and_status_writes_follow_field_validation_too(
         {"ready": True},
         ['299 - "unknown field \\"status.shade\\""'],
     )
+
+
+def test_each_versions_schema_is_compiled_once_not_per_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aioinformer.testing import _crds
+
+    compiled: list[dict[str, Any]] = []
+
+    def counting(schema: dict[str, Any]) -> Any:
+        compiled.append(schema)
+        return compile_schema(schema)
+
+    monkeypatch.setattr(_crds, "compile_schema", counting)
+    server = FakeAPIServer()
+    server.create(crd())
+    for i in range(3):
+        server.create(widget(f"w{i}", name="w"))
+    assert len(compiled) == 1
