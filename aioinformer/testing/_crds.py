@@ -52,7 +52,8 @@ the resource it defines served or no longer served:
   with the decoder's 400 (``Widget in version "v1" cannot be handled as a Widget:
   strict decoding error: unknown field "spec.colour"``), ``Warn`` (kube-apiserver's
   default over HTTP) answers one ``Warning`` header per field (``299 - "unknown field
-  \"spec.colour\""``), ``Ignore`` (the test's direct calls) drops them silently.
+  \"spec.colour\""``), ``Ignore`` (the test's direct calls) drops them silently; a
+  value that is none of these is taken as ``Ignore``, where kube-apiserver refuses it.
 
 Kube-apiserver's controllers do all this asynchronously, within moments; here it is done
 within the write, so the answer to a create already shows the definition

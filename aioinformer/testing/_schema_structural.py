@@ -25,7 +25,10 @@ Left out: the value-validation restrictions inside ``allOf``/``anyOf``/``oneOf``
 (no ``type``, ``default``, ``nullable`` or new properties there), the checks of
 ``x-kubernetes-validations`` (CEL) and of ``$ref``/``patternProperties``/
 ``dependencies`` (refused by kube-apiserver, accepted and ignored here), the
-``x-kubernetes-map-type`` and the cost limits.
+``x-kubernetes-map-type``, a ``type`` beside ``x-kubernetes-int-or-string``, an
+``x-kubernetes-embedded-resource`` with neither properties nor preserved unknown fields,
+``additionalProperties: true`` (accepted; its object's fields are pruned here), the
+``x-kubernetes-list-type`` of a non-array and the cost limits.
 
 Ordering: versions in order; within a schema, a node's children (``items``, then
 ``properties`` in the schema's order) before the node's own errors, as kube-apiserver
