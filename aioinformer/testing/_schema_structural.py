@@ -15,7 +15,8 @@ errors ``ValidateCustomResourceDefinition`` adds for the schemas, each on its pa
   ``metadata`` may only restrict ``name`` and ``generateName``; ``kind`` and
   ``apiVersion`` there are strings;
 * the v1 restrictions: ``additionalProperties`` neither ``false`` nor beside
-  ``properties``; no ``uniqueItems: true``; ``x-kubernetes-list-type`` one of
+  ``properties``; no ``uniqueItems: true``; a ``pattern`` that compiles (with Python's
+  ``re``, whose error is quoted where Go's ``regexp`` would be); ``x-kubernetes-list-type`` one of
   ``atomic``, ``set``, ``map``, a ``map`` with ``x-kubernetes-list-map-keys``;
 * defaults (``structuraldefaulting.ValidateDefaults``): each ``default`` has no field
   its schema would prune (``must not have unknown fields``) and validates against its
@@ -40,6 +41,7 @@ Task model: pure synchronous functions.
 from __future__ import annotations
 
 import copy
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._apiserver.objects import StatusError, status_body
@@ -254,6 +256,34 @@ def _structural(schema: Mapping[str, Any], level: str, path: str) -> list[FieldE
     return errors
 
 
+def _pattern_errors(schema: Mapping[str, Any], path: str) -> list[FieldError]:
+    """The ``pattern`` keywords that do not compile, anywhere in the schema (those of
+    ``allOf``/``anyOf``/``oneOf``/``not`` too, which the compiled tree also holds)."""
+    errors: list[FieldError] = []
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            detail = f"must be a valid regular expression, but isn't: {exc}"
+            errors.append(FieldError("FieldValueInvalid", f"{path}.pattern", detail, pattern))
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for key, sub in properties.items():
+            if isinstance(sub, dict):
+                errors += _pattern_errors(sub, f"{path}.properties[{key}]")
+    for key in ("items", "additionalProperties", "not"):
+        sub = schema.get(key)
+        if isinstance(sub, dict):
+            errors += _pattern_errors(sub, f"{path}.{key}")
+    for key in ("allOf", "anyOf", "oneOf"):
+        subs = schema.get(key)
+        for i, sub in enumerate(subs if isinstance(subs, list) else ()):
+            if isinstance(sub, dict):
+                errors += _pattern_errors(sub, f"{path}.{key}[{i}]")
+    return errors
+
+
 def _only_names(metadata: Mapping[str, Any]) -> bool:
     """Whether a root ``metadata`` schema restricts nothing but ``name``/``generateName``
     (its ``type`` and ``default`` aside)."""
@@ -304,7 +334,7 @@ def schema_definition_errors(versions: list[dict[str, Any]]) -> list[FieldError]
             errors.append(FieldError("FieldValueRequired", path, "schemas are required"))
             continue
         _walk_types(root)
-        structural = _structural(root, "root", path)
+        structural = _structural(root, "root", path) + _pattern_errors(root, path)
         errors += structural
         if not structural:
             errors += _default_errors(root, path)

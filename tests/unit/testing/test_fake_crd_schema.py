@@ -636,3 +636,19 @@ def test_each_versions_schema_is_compiled_once_not_per_write(
     for i in range(3):
         server.create(widget(f"w{i}", name="w"))
     assert len(compiled) == 1
+
+
+def test_a_pattern_that_does_not_compile_refuses_the_definition() -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "a("}}}
+    ((reason, field, message),) = definition_causes(schema)
+    assert (reason, field) == ("FieldValueInvalid", f"{ROOT}.properties[s].pattern")
+    assert message.startswith('Invalid value: "a(": must be a valid regular expression')
+
+
+def test_a_bad_pattern_inside_a_composition_refuses_the_definition_too() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "anyOf": [{"pattern": "["}]}},
+    }
+    ((_, field, _),) = definition_causes(schema)
+    assert field == f"{ROOT}.properties[s].anyOf[0].pattern"
