@@ -15,7 +15,8 @@ into ``field.Error`` values by apiextensions' ``kubeOpenAPIResultToFieldErrors``
   Go's ``MatchString``), ``format`` (see ``_schema_formats``), ``multipleOf``,
   ``maximum``/``minimum`` (with ``exclusive*``), ``items``, ``minItems``/``maxItems``,
   ``uniqueItems``, ``enum``, then ``minProperties``/``maxProperties`` (which, failing,
-  stop the object's checks), ``additionalProperties``, ``properties`` and ``required``;
+  stop the object's checks), ``additionalProperties``, ``properties`` (in the schema's
+  order, where kube-openapi walks a Go map, in an order that varies) and ``required``;
 * the messages: ``Invalid value: "string": spec.replicas in body must be of type
   integer: "string"``, ``Required value``, ``Unsupported value: "c": supported values:
   "a", "b"``, ``Too long: may not be more than 3 bytes``, ``Too many: 3: must have at
