@@ -111,6 +111,13 @@ def collect_warnings() -> Iterator[list[str]]:
         _WARNINGS.reset(token)
 
 
+def request_warnings() -> list[str]:
+    """The list the request handled now gathers its warnings in (the webhooks' and the
+    schema's unknown fields), for a part that appends to it; a fresh list outside one."""
+    sink = _WARNINGS.get()
+    return sink if sink is not None else []
+
+
 def warning_header(text: str) -> str:
     """A ``Warning`` header value as kube-apiserver writes it: code 299, agent ``-``, the
     text quoted with ``"`` and ``\\`` escaped."""

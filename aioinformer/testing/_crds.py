@@ -18,7 +18,8 @@ the resource it defines served or no longer served:
   the group, the plural, the scope or the kind. A plural already served in the group by
   something else (a built-in, or a ``register_crd`` resource) is refused on
   ``spec.names.plural``, where kube-apiserver would leave the names unaccepted.
-  The schemas are stored as given: neither validated nor applied to custom objects;
+  Each version needs a structural ``openAPIV3Schema`` whose defaults validate
+  (``_schema_structural`` lists the checks and those left out);
 * defaulting, as the v1 API defaults: ``names.singular`` (the kind, lowercased),
   ``names.listKind`` (``<Kind>List``), ``conversion.strategy: None``;
 * ``status``: ``conditions`` ``NamesAccepted`` (reason ``NoConflicts``) and
@@ -42,7 +43,17 @@ the resource it defines served or no longer served:
   were sent, and it is no longer served: its versions leave discovery and its URLs
   answer 404 as for an unknown resource. Removing the cleanup finalizer by hand, or
   deleting the definition while it is not installed, removes whatever objects remain at
-  once. A definition created again later serves the resource anew, empty.
+  once. A definition created again later serves the resource anew, empty;
+* custom objects: each version's schema is compiled once, when the definition is
+  installed or changed; every create, update and ``status`` write of an object is
+  pruned and defaulted by its version's schema (``_schema_defaults``), then validated
+  against it (``_schema``: 422 ``Invalid`` with kube-apiserver's causes). The unknown
+  fields pruned follow the request's ``fieldValidation``: ``Strict`` refuses the write
+  with the decoder's 400 (``Widget in version "v1" cannot be handled as a Widget:
+  strict decoding error: unknown field "spec.colour"``), ``Warn`` (kube-apiserver's
+  default over HTTP) answers one ``Warning`` header per field (``299 - "unknown field
+  \"spec.colour\""``), ``Ignore`` (the test's direct calls) drops them silently; a
+  value that is none of these is taken as ``Ignore``, where kube-apiserver refuses it.
 
 Kube-apiserver's controllers do all this asynchronously, within moments; here it is done
 within the write, so the answer to a create already shows the definition
@@ -57,10 +68,16 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
 from aioinformer.testing._resources import CRD_TYPE
+from aioinformer.testing._schema import compile_schema, schema_errors
+from aioinformer.testing._schema_defaults import apply_defaults, prune
+from aioinformer.testing._schema_structural import schema_definition_errors
 from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
 from aioinformer.testing._validation import (
+    bad_request,
     dns_subdomain_errors,
     invalid_error,
     regex_error,
@@ -71,6 +88,7 @@ if TYPE_CHECKING:
 
     from aioinformer._apiserver.objects import Entry
     from aioinformer.testing._resources import ResourceRegistry
+    from aioinformer.testing._schema import Node
     from aioinformer.testing._store import Store
     from aioinformer.testing._validation import FieldError
 
@@ -209,6 +227,7 @@ def _spec_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     if sum(1 for version in versions if version.get("storage") is True) != 1:
         detail = "must have exactly one version marked as storage version"
         errors.append(_invalid("spec.versions", raw_versions, detail))
+    errors += schema_definition_errors(versions)
     errors += _names_errors(names)
     strategy = _str(_dict(spec.get("conversion")).get("strategy"))
     if strategy not in _STRATEGIES:
@@ -339,20 +358,25 @@ class Definitions:
     Invariants: ``_installed`` maps the name of every definition whose resource is served
     to the resource types its served versions are served as (all of them in the
     registry) and its storage version's type, whose objects an :class:`_Instances` in the
-    store's controllers watches; ``_terminating`` holds those of them marked for
-    deletion, whose objects are being deleted.
+    store's controllers watches; ``_schemas`` holds, for each of them, the compiled
+    schema of every version (served or not) by version name; ``_terminating`` holds
+    those of them marked for deletion, whose objects are being deleted.
     """
 
     def __init__(self, registry: ResourceRegistry, store: Store) -> None:
         self._registry = registry
         self._store = store
         self._installed: dict[str, tuple[tuple[ResourceType, ...], ResourceType]] = {}
+        self._schemas: dict[str, dict[str, Node]] = {}
         self._terminating: set[str] = set()
 
     # -- the store's Controller ----------------------------------------------------------
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
-        """Default, validate (the 422) and give ``obj`` its status, in place."""
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
+        """Default, validate (the 422) and give ``obj`` its status, in place (unknown
+        fields of a definition are kept, so there is nothing to warn of)."""
         _default(obj)
         errors = _spec_errors(obj)
         if old is not None:
@@ -363,6 +387,12 @@ class Definitions:
         if errors:
             raise invalid_error(CRD_TYPE, name, errors)
         obj["status"] = _status(obj, old)
+        return []
+
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        return []
 
     def deleting(self, obj: dict[str, Any]) -> None:
         """Hold the definition with the cleanup finalizer while its objects go, marked
@@ -399,6 +429,13 @@ class Definitions:
             self._install(entry.name, entry.decode())
 
     # -- what its objects' controller asks -------------------------------------------------
+
+    def schema(self, name: str, version: str) -> tuple[ResourceType, Node] | None:
+        """The storage resource type of installed definition ``name`` and the compiled
+        schema of its ``version`` (``None``: not installed, or no such version)."""
+        installed = self._installed.get(name)
+        node = self._schemas.get(name, {}).get(version)
+        return None if installed is None or node is None else (installed[1], node)
 
     def terminating(self, name: str) -> bool:
         """Whether definition ``name`` is deleting its objects."""
@@ -442,6 +479,10 @@ class Definitions:
         for rt in served:
             self._registry.add(rt)
         self._installed[name] = (served, storage)
+        self._schemas[name] = {
+            version["name"]: compile_schema(version["schema"]["openAPIV3Schema"])
+            for version in _versions(_dict(obj.get("spec")))
+        }
         self._store.controllers[storage.id] = _Instances(self, name)
 
     def _terminate(self, name: str) -> None:
@@ -458,6 +499,7 @@ class Definitions:
 
     def _uninstall(self, name: str) -> None:
         installed = self._installed.pop(name, None)
+        self._schemas.pop(name, None)
         self._terminating.discard(name)
         if installed is None:
             return
@@ -470,13 +512,16 @@ class Definitions:
 
 class _Instances:
     """The controller of one installed resource's objects: creates are refused while its
-    definition terminates, and the removal of the last one lets the definition go."""
+    definition terminates, every write is pruned, defaulted and validated by its
+    version's schema, and the removal of the last one lets the definition go."""
 
     def __init__(self, definitions: Definitions, name: str) -> None:
         self._definitions = definitions
         self._name = name
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
         if old is None and self._definitions.terminating(self._name):
             raise StatusError(
                 status_body(
@@ -485,6 +530,32 @@ class _Instances:
                     "create not allowed while custom resource definition is terminating",
                 )
             )
+        return self._apply_schema(obj, field_validation)
+
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        return self._apply_schema(obj, field_validation)
+
+    def _apply_schema(self, obj: dict[str, Any], field_validation: str) -> list[str]:
+        """Prune, default and validate ``obj`` by the schema of its ``apiVersion``; the
+        warnings of the unknown fields pruned, under ``Warn``."""
+        version = _str(obj.get("apiVersion")).rpartition("/")[2]
+        found = self._definitions.schema(self._name, version)
+        if found is None:
+            return []
+        rt, node = found
+        unknown = [f"unknown field {orjson.dumps(path).decode()}" for path in prune(obj, node)]
+        if unknown and field_validation == "Strict":
+            raise bad_request(
+                f"{rt.kind} in version {orjson.dumps(rt.version).decode()} cannot be handled "
+                f"as a {rt.kind}: strict decoding error: {', '.join(unknown)}"
+            )
+        apply_defaults(obj, node)
+        errors = schema_errors(node, obj)
+        if errors:
+            raise invalid_error(rt, _str(_dict(obj.get("metadata")).get("name")), errors)
+        return unknown if field_validation == "Warn" else []
 
     def deleting(self, obj: dict[str, Any]) -> None:
         pass

@@ -70,6 +70,7 @@ from aioinformer.testing._admission import (
     Admitting,
     Write,
     collect_warnings,
+    request_warnings,
     warning_header,
     write_options,
 )
@@ -387,7 +388,9 @@ class Router:
             patch = decode_body(body)
             stored = self._store.get(rt, target.namespace, target.name)
             patched = patched_object(stored, rt, target.namespace, target.name, patch, content_type)
-            update = self._updater(rt, target.subresource, _manager(request))
+            update = self._updater(
+                rt, target.subresource, _manager(request), _field_validation(request)
+            )
             entry = await admitting.write("UPDATE", patched, stored, update)
             return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
@@ -396,6 +399,7 @@ class Router:
             body = orjson.dumps(decode_protobuf_object(body))
         obj = decode_object(rt, body)
         manager = _manager(request)
+        field_validation = _field_validation(request)
         if verb == "create":
             if target.subresource is not None:
                 raise method_not_allowed()
@@ -411,7 +415,15 @@ class Router:
                     # and the name a generateName was completed to.
                     uid = probe.uid
                     new["metadata"].setdefault("name", probe.name)
-                return self._store.create(rt, new, manager=manager, dry_run=dry_run, uid=uid)
+                return self._store.create(
+                    rt,
+                    new,
+                    manager=manager,
+                    dry_run=dry_run,
+                    uid=uid,
+                    field_validation=field_validation,
+                    warnings=request_warnings(),
+                )
 
             entry = await admitting.write("CREATE", obj, None, create)
             return entry_response(rt, entry, convert, status=201)
@@ -434,17 +446,25 @@ class Router:
         # A missing object is the store's 404, after the body's own checks.
         current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
         entry = await admitting.write(
-            "UPDATE", obj, current, self._updater(rt, target.subresource, manager)
+            "UPDATE", obj, current, self._updater(rt, target.subresource, manager, field_validation)
         )
         return entry_response(rt, entry, convert)
 
-    def _updater(self, rt: ResourceType, subresource: str | None, manager: str) -> Write:
+    def _updater(
+        self, rt: ResourceType, subresource: str | None, manager: str, field_validation: str
+    ) -> Write:
         """The store update of an admitted object (after the webhooks' mutations)."""
 
         def update(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
             assert new is not None
             return self._store.update(
-                rt, new, subresource=subresource, manager=manager, dry_run=dry_run
+                rt,
+                new,
+                subresource=subresource,
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=field_validation,
+                warnings=request_warnings(),
             )
 
         return update
@@ -619,15 +639,25 @@ def patch_object(
     subresource: str | None,
     *,
     manager: str = UNKNOWN_MANAGER,
+    field_validation: str = "Ignore",
+    warnings: list[str] | None = None,
 ) -> Entry:
     """Apply a patch of ``content_type`` to a stored object and store the result as
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
-    the patch sets is a precondition."""
+    the patch sets is a precondition. ``field_validation`` and ``warnings`` are as for
+    :meth:`Store.create <aioinformer.testing._store.Store.create>`."""
     current = store.get(rt, namespace, name)
     patched = patched_object(current, rt, namespace, name, patch, content_type)
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
-    return store.update(rt, patched, subresource=subresource, manager=manager)
+    return store.update(
+        rt,
+        patched,
+        subresource=subresource,
+        manager=manager,
+        field_validation=field_validation,
+        warnings=warnings,
+    )
 
 
 def patched_object(
@@ -655,6 +685,11 @@ def patched_object(
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
     result: dict[str, Any] = patched
     return result
+
+
+def _field_validation(request: web.Request) -> str:
+    """The request's directive for unknown fields: kube-apiserver's default is ``Warn``."""
+    return request.query.get("fieldValidation") or "Warn"
 
 
 def _manager(request: web.Request) -> str:

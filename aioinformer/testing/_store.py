@@ -71,9 +71,20 @@ class Controller(Protocol):
     controller does, but synchronously, within the write (``_crds`` for
     CustomResourceDefinitions)."""
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
         """Validate and default an object about to be stored (``old``: the stored one, on
-        an update of the main resource), in place; raise the 422 to refuse it."""
+        an update of the main resource), in place; raise the 422 to refuse it. Return
+        the warnings of the write: the unknown fields dropped under ``field_validation``
+        ``Warn`` (``Strict`` refuses them with the decoder's 400)."""
+        ...
+
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        """As :meth:`admit`, for a write of the ``status`` subresource: ``obj`` is the
+        stored object ``old`` with the new status."""
         ...
 
     def deleting(self, obj: dict[str, Any]) -> None:
@@ -184,17 +195,23 @@ class Store(HistoryView):
         manager: str = UNKNOWN_MANAGER,
         dry_run: bool = False,
         uid: str | None = None,
+        field_validation: str = "Ignore",
+        warnings: list[str] | None = None,
     ) -> Entry:
         """Store a new object (``obj`` is owned by the store from here on), admitted as
         kube-apiserver admits it (see ``_validation.admit_create``). ``dry_run``: admit,
         default and answer the object as it would be stored (no resourceVersion), store
         nothing; ``uid``: the uid to give it (a dry run's, so the object admission saw is
-        the one stored)."""
+        the one stored). ``field_validation`` is the request's directive for unknown fields
+        (``Ignore``, ``Warn``, ``Strict``), which the resource's controller applies; its
+        warnings are added to ``warnings``."""
         namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
         admit_create(namespaces, rt, obj, self.specs)
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
         controller = self.controllers.get(rt.id)
         if controller is not None:
-            controller.admit(obj, None)
+            _warn(warnings, controller.admit(obj, None, field_validation))
         meta = obj["metadata"]
         name = meta["name"]
         key = object_key(meta.get("namespace"), name)
@@ -232,6 +249,8 @@ class Store(HistoryView):
         subresource: str | None = None,
         manager: str = UNKNOWN_MANAGER,
         dry_run: bool = False,
+        field_validation: str = "Ignore",
+        warnings: list[str] | None = None,
     ) -> Entry:
         """Replace an object; ``metadata.resourceVersion``, when set, is a precondition.
         ``dry_run``: the object as it would be stored, at the stored resourceVersion,
@@ -241,7 +260,8 @@ class Store(HistoryView):
         update keeps the stored ``status`` of resources with a status subresource, a status
         update changes only ``status``. An object marked for deletion whose finalizers
         become empty is deleted. ``managedFields`` are the server's: ``manager``'s entry
-        is recorded, whatever the object carried.
+        is recorded, whatever the object carried. ``field_validation`` and ``warnings``
+        are as for :meth:`create`.
         """
         specs = self.specs
         check_types(rt, obj, specs)
@@ -264,6 +284,10 @@ class Store(HistoryView):
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            new["apiVersion"] = rt.api_version
+            controller = self.controllers.get(rt.id)
+            if controller is not None:
+                _warn(warnings, controller.admit_status(new, old, field_validation))
         else:
             new = dict(obj)
             new_meta = dict(meta)
@@ -289,9 +313,10 @@ class Store(HistoryView):
                 errors.extend(specs.errors(rt, new))
             if errors:
                 raise invalid_error(rt, name, errors)
+            new["apiVersion"] = rt.api_version
             controller = self.controllers.get(rt.id)
             if controller is not None:
-                controller.admit(new, old)
+                _warn(warnings, controller.admit(new, old, field_validation))
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         new["metadata"]["managedFields"] = record_write(
@@ -433,6 +458,11 @@ class Store(HistoryView):
             watcher.close()
         else:
             table.close_watch(watcher)
+
+
+def _warn(warnings: list[str] | None, more: list[str]) -> None:
+    if warnings is not None:
+        warnings.extend(more)
 
 
 def conflict(rt: ResourceType, name: str) -> StatusError:

@@ -220,6 +220,8 @@ _HEADS: Final = {
     "FieldValueNotSupported": "Unsupported value",
     "FieldValueForbidden": "Forbidden",
     "FieldValueTooLong": "Too long",
+    "FieldValueTooMany": "Too many",
+    "FieldValueTypeInvalid": "Invalid value",
 }
 # The causes whose message never shows the bad value.
 _VALUELESS: Final = frozenset({"FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong"})
@@ -230,7 +232,7 @@ class FieldError:
     """One field's validation failure, as an apimachinery ``field.Error``: ``reason`` is
     the cause type (``FieldValueRequired``, ``FieldValueInvalid``,
     ``FieldValueDuplicate``, ``FieldValueNotSupported``, ``FieldValueForbidden``,
-    ``FieldValueTooLong``),
+    ``FieldValueTooLong``, ``FieldValueTooMany``, ``FieldValueTypeInvalid``),
     ``value`` the bad value (``None``: not shown; :data:`NULL`: shown as ``null``),
     ``detail`` the explanation."""
 

@@ -117,13 +117,23 @@ class WebhookConfigurations:
         self._rt = rt
         self._mutating = rt == MUTATING_TYPE
 
-    def admit(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
-        """Default ``obj`` in place, then refuse it (the 422) when it is invalid."""
+    def admit(
+        self, obj: dict[str, Any], old: Mapping[str, Any] | None, field_validation: str
+    ) -> list[str]:
+        """Default ``obj`` in place, then refuse it (the 422) when it is invalid. A
+        built-in kind: unknown fields are neither pruned nor warned of here."""
         default_configuration(obj, mutating=self._mutating)
         errors = configuration_errors(obj, old, mutating=self._mutating)
         if errors:
             name = str(_dict(obj.get("metadata")).get("name") or "")
             raise invalid_error(self._rt, name, errors)
+        return []
+
+    def admit_status(
+        self, obj: dict[str, Any], old: Mapping[str, Any], field_validation: str
+    ) -> list[str]:
+        """The configurations have no status subresource: nothing to check."""
+        return []
 
     def deleting(self, obj: dict[str, Any]) -> None:
         pass

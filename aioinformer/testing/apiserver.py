@@ -72,7 +72,11 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``Established`` status and serves its served versions at once; an update changes the
   versions served; deleting one holds it ``Terminating`` while its objects are deleted
   (those with finalizers until they are cleared), then ends the resource's watches and
-  stops serving it (see ``_crds``);
+  stops serving it (see ``_crds``); each version needs a structural
+  ``openAPIV3Schema``, by which every write of a custom object is pruned, defaulted and
+  validated with kube-apiserver's 422 causes (see ``_schema``; the unknown fields
+  pruned are refused under ``fieldValidation=Strict`` and answered as ``Warning``
+  headers under ``Warn``, the default; CEL rules are not evaluated);
 * admission webhooks: ``admissionregistration.k8s.io/v1``
   ValidatingWebhookConfigurations and MutatingWebhookConfigurations, validated (422 with
   kube-apiserver's causes) and defaulted, whose webhooks are called over HTTPS on every
@@ -329,8 +333,8 @@ class FakeAPIServer(Server):
     ``scale`` writes and of DELETE collections, validation of other kinds' specs and of
     fields beyond those above, defaulting, and garbage collection are not modelled; the
     test's direct writes skip admission, as writes to etcd do; a CustomResourceDefinition's
-    schemas are stored as given, never applied to its objects (no pruning, validation or
-    defaulting), and no conversion webhook is called (every version reads the stored object as is);
+    CEL rules (``x-kubernetes-validations``) are not evaluated, and no conversion webhook
+    is called (every version reads the stored object as is);
     ``validate_specs=False`` does not turn the definitions' own validation off. Answers
     are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
     ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry

@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.fake_apiserver(tls=True),
 ]
 
-# A schema that keeps spec.size, as a cluster needs it (the fake applies no schema).
+# A schema that keeps every field: the fake prunes by the schema, as a cluster does.
 CRD = widget_crd(
     versions=[
         {

@@ -34,6 +34,18 @@ DNS1035 = (
 )
 
 
+SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+"""A schema that keeps every field (the instances here carry fields of their own)."""
+SCHEMAS_REQUIRED = "Required value: schemas are required"
+
+
+def version(
+    name: str, *, served: bool = True, storage: bool = False, **more: Any
+) -> dict[str, Any]:
+    """A version of the definition, with :data:`SCHEMA`."""
+    return {"name": name, "served": served, "storage": storage, "schema": SCHEMA, **more}
+
+
 def widget_crd(**spec: Any) -> dict[str, Any]:
     """The definition of ``widgets.example.com`` (``v1``, namespaced, with status), with
     ``spec`` fields replaced."""
@@ -50,7 +62,7 @@ def widget_crd(**spec: Any) -> dict[str, Any]:
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                    "schema": SCHEMA,
                     "subresources": {"status": {}},
                 }
             ],
@@ -91,7 +103,7 @@ async def test_a_definition_created_over_http_is_established_and_serves_its_reso
         "listKind": "WidgetList",
     }
     assert created["spec"]["conversion"] == {"strategy": "None"}
-    assert created["spec"]["versions"][0]["schema"] == {"openAPIV3Schema": {"type": "object"}}
+    assert created["spec"]["versions"][0]["schema"] == SCHEMA
     status = created["status"]
     assert [(c["type"], c["status"], c["reason"], c["message"]) for c in status["conditions"]] == [
         ("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
@@ -117,8 +129,8 @@ async def test_discovery_lists_every_served_version_with_the_definitions_names(
     served: tuple[FakeAPIServer, Client],
 ) -> None:
     server, client = served
-    v1beta1 = {"name": "v1beta1", "served": True, "storage": False}
-    unserved = {"name": "v1alpha1", "served": False, "storage": False}
+    v1beta1 = version("v1beta1")
+    unserved = version("v1alpha1", served=False)
     versions = [*widget_crd()["spec"]["versions"], v1beta1, unserved]
     server.create(widget_crd(versions=versions, scope="Cluster"))
 
@@ -271,8 +283,8 @@ async def test_an_update_adds_and_withdraws_served_versions(
     created = server.create(widget_crd())
     first = created["status"]["conditions"][0]["lastTransitionTime"]
     server.create(widget("a"))
-    v2 = {"name": "v2", "served": True, "storage": True}
-    v1 = {"name": "v1", "served": True, "storage": False}
+    v2 = version("v2", storage=True)
+    v1 = version("v1")
     updated = server.patch(
         "customresourcedefinitions", None, "widgets.example.com", {"spec": {"versions": [v1, v2]}}
     )
@@ -397,7 +409,12 @@ def with_spec(path: str, value: Any) -> dict[str, Any]:
                     "FieldValueInvalid",
                     "spec.versions",
                     'Invalid value: [{"name":"v1","served":true,"storage":false}]: ' + STORAGE,
-                )
+                ),
+                (
+                    "FieldValueRequired",
+                    "spec.versions[0].schema.openAPIV3Schema",
+                    SCHEMAS_REQUIRED,
+                ),
             ],
             id="no-storage-version",
         ),
@@ -415,13 +432,18 @@ def with_spec(path: str, value: Any) -> dict[str, Any]:
                     "spec.versions",
                     'Invalid value: [{"name":"v1","served":true,"storage":true},{"name":"v1",'
                     '"served":true,"storage":false}]: must contain unique version names',
-                )
+                ),
+                ("FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema", SCHEMAS_REQUIRED),
+                ("FieldValueRequired", "spec.versions[1].schema.openAPIV3Schema", SCHEMAS_REQUIRED),
             ],
             id="duplicate-versions",
         ),
         pytest.param(
             with_spec("versions", [{"name": "V1", "served": True, "storage": True}]),
-            [("FieldValueInvalid", "spec.versions[0].name", f'Invalid value: "V1": {DNS1035}')],
+            [
+                ("FieldValueInvalid", "spec.versions[0].name", f'Invalid value: "V1": {DNS1035}'),
+                ("FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema", SCHEMAS_REQUIRED),
+            ],
             id="version-name",
         ),
         pytest.param(
@@ -447,6 +469,7 @@ def with_spec(path: str, value: Any) -> dict[str, Any]:
                     "spec.versions[0].subresources.scale.statusReplicasPath",
                     "Required value",
                 ),
+                ("FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema", SCHEMAS_REQUIRED),
             ],
             id="scale-paths",
         ),
@@ -504,8 +527,8 @@ async def test_the_scale_subresource_reads_and_writes_the_definitions_paths(
         "statusReplicasPath": ".status.ready",
         "labelSelectorPath": ".status.selector",
     }
-    version = {"name": "v1", "served": True, "storage": True, "subresources": {"scale": scale}}
-    server.create(widget_crd(versions=[version]))
+    scaled = version("v1", storage=True, subresources={"scale": scale})
+    server.create(widget_crd(versions=[scaled]))
     server.create({**widget("a", size=2), "status": {"ready": 1, "selector": "app=a"}})
     path = "/apis/example.com/v1/namespaces/default/widgets/a/scale"
     got = await client.request("GET", path)
