@@ -3,7 +3,7 @@
 Role: imports the user's module, takes the :class:`~aioinformer.operator.manager.Manager`
 or :class:`~aioinformer.operator.webhook.WebhookServer` it names (``module:attribute``, or
 a function of no arguments returning one, sync or async), and prints what
-:func:`~aioinformer.operator.webhook_manifests.webhook_manifests` writes for the webhooks
+:func:`~aioinformer.operator.manifests.webhook_manifests` writes for the webhooks
 registered on it: YAML documents separated by ``---`` (``-o yaml``, the default, for
 ``kubectl apply -f -``) or one JSON ``List`` (``-o json``).
 
@@ -37,8 +37,8 @@ from aioinformer.cli._common import (
     log_line_handler,
 )
 from aioinformer.operator.manager import Manager
+from aioinformer.operator.manifests import webhook_manifests
 from aioinformer.operator.webhook import WebhookServer
-from aioinformer.operator.webhook_manifests import webhook_manifests
 
 if TYPE_CHECKING:
     from typing import TextIO

@@ -3,13 +3,17 @@
 Role: the entry point for writing an operator, as controller-runtime's ``ctrl`` package
 (its ``alias.go``) is for Go. An operator needs the :class:`Manager` that runs it, the
 :class:`Controller` and its reconcile outcome (:class:`Requeue`), the finalizer and
-owner-reference helpers, the watch predicates, the Event recorder, leader election and
-``retry_on_conflict``; each lives in this package's module named for its concept
+owner-reference helpers, the watch predicates, the Event recorder, leader election,
+``retry_on_conflict``, and the webhooks (the server, admission answers, conversion through
+a hub version, the configurations written from code); each lives in this package's module
+named for its concept
 (:mod:`~aioinformer.operator.manager`, :mod:`~aioinformer.operator.controller`,
 :mod:`~aioinformer.operator.finalizers`, :mod:`~aioinformer.operator.ownership`,
 :mod:`~aioinformer.operator.predicates`, :mod:`~aioinformer.operator.recorder`,
 :mod:`~aioinformer.operator.leaderelection`, :mod:`~aioinformer.operator.retry`,
-:mod:`~aioinformer.operator.crds`, :mod:`~aioinformer.operator.conversion`), which
+:mod:`~aioinformer.operator.crds`, :mod:`~aioinformer.operator.webhook`,
+:mod:`~aioinformer.operator.admission`, :mod:`~aioinformer.operator.conversion`,
+:mod:`~aioinformer.operator.manifests`), which
 keep exporting them. Nothing is defined here: every name is the very object of its module,
 and that module is imported the first time the name is read (PEP 562), so importing the
 toolkit costs nothing until an operator uses a part of it.
@@ -39,6 +43,9 @@ from aioinformer._kernel.lazy import lazy_exports
 if TYPE_CHECKING:
     from aioinformer.errors import ConversionSetupError as ConversionSetupError
     from aioinformer.errors import Requeue as Requeue
+    from aioinformer.operator.admission import AdmissionRequest as AdmissionRequest
+    from aioinformer.operator.admission import Allowed as Allowed
+    from aioinformer.operator.admission import Denied as Denied
     from aioinformer.operator.controller import Controller as Controller
     from aioinformer.operator.controller import ControllerStatistics as ControllerStatistics
     from aioinformer.operator.controller import EnqueueFunc as EnqueueFunc
@@ -64,6 +71,7 @@ if TYPE_CHECKING:
     from aioinformer.operator.manager import Manager as Manager
     from aioinformer.operator.manager import ManagerHealth as ManagerHealth
     from aioinformer.operator.manager import ManagerOptions as ManagerOptions
+    from aioinformer.operator.manifests import webhook_manifests as webhook_manifests
     from aioinformer.operator.ownership import has_controller_reference as has_controller_reference
     from aioinformer.operator.ownership import remove_owner_reference as remove_owner_reference
     from aioinformer.operator.ownership import set_controller_reference as set_controller_reference
@@ -91,8 +99,12 @@ if TYPE_CHECKING:
     from aioinformer.operator.retry import retry_on_conflict as retry_on_conflict
     from aioinformer.operator.sharding import ShardedResource as ShardedResource
     from aioinformer.operator.sharding import ShardRing as ShardRing
+    from aioinformer.operator.webhook import WebhookOptions as WebhookOptions
+    from aioinformer.operator.webhook import WebhookServer as WebhookServer
 
 __all__ = [
+    "AdmissionRequest",
+    "Allowed",
     "CRDControllers",
     "CRDScope",
     "Cleanup",
@@ -102,6 +114,7 @@ __all__ = [
     "ConversionSetupError",
     "Convertible",
     "DEFAULT_RETRY",
+    "Denied",
     "EnqueueFunc",
     "EventRecorder",
     "EventRecorderStatistics",
@@ -125,6 +138,8 @@ __all__ = [
     "ShardRing",
     "ShardedResource",
     "UpdatePredicate",
+    "WebhookOptions",
+    "WebhookServer",
     "add_finalizer",
     "all_of",
     "annotations_changed",
@@ -147,6 +162,7 @@ __all__ = [
     "retry_on_conflict",
     "set_controller_reference",
     "set_owner_reference",
+    "webhook_manifests",
 ]
 
 # Each name's module, imported the first time the name is read: importing the toolkit costs
@@ -154,6 +170,7 @@ __all__ = [
 # endpoints, only when a Manager is asked for).
 _HOMES = {
     "aioinformer.errors": ("ConversionSetupError", "Requeue"),
+    "aioinformer.operator.admission": ("AdmissionRequest", "Allowed", "Denied"),
     "aioinformer.operator.controller": (
         "Controller",
         "ControllerStatistics",
@@ -162,6 +179,8 @@ _HOMES = {
         "enqueue_owner",
     ),
     "aioinformer.operator.conversion": ("Conversion", "Convertible"),
+    "aioinformer.operator.webhook": ("WebhookOptions", "WebhookServer"),
+    "aioinformer.operator.manifests": ("webhook_manifests",),
     "aioinformer.operator.crds": ("CRDControllers", "CRDScope"),
     "aioinformer.operator.finalizers": (
         "Cleanup",

@@ -9,7 +9,7 @@ the object edited (:func:`json_patch`), or no patch when nothing changed.
 :class:`AdmissionWebhook` is one registered handler with the settings its
 ``ValidatingWebhookConfiguration`` or ``MutatingWebhookConfiguration`` entry carries
 (:class:`Rule`, failure and match policies, side effects, the timeout, selectors), which
-:mod:`aioinformer.operator.webhook_manifests` writes out; the server of
+:mod:`aioinformer.operator.manifests` writes out; the server of
 :mod:`aioinformer.operator.webhook` calls :meth:`AdmissionWebhook.review`.
 
 Input: an AdmissionReview body, decoded. Output: the AdmissionReview answer, a dict.
@@ -18,7 +18,7 @@ What the answer says, as controller-runtime's:
 
 * allowed: ``allowed: true``, the handler's warnings, and for a mutating handler
   ``patchType: JSONPatch`` with the base64 patch when it changed the object;
-* denied: ``allowed: false`` and ``result`` with the :class:`Denied`'s code (403 unless
+* denied: ``allowed: false`` and ``status`` with the :class:`Denied`'s code (403 unless
   told), reason and message;
 * the handler raised anything else: ``allowed: false``, code 500 and the exception's
   message (logged once, with its traceback);
@@ -306,8 +306,8 @@ class Denied(Exception):
         self.reason = reason if reason is not None else ("Forbidden" if code == 403 else "")
         self.warnings = tuple(warnings)
 
-    def result(self) -> dict[str, Any]:
-        """The answer's ``result``, a ``Status``."""
+    def status(self) -> dict[str, Any]:
+        """The answer's ``status``, a ``Status`` (the field Go names ``Result``)."""
         status: dict[str, Any] = {"status": "Failure", "code": self.code, "message": self.message}
         if self.reason:
             status["reason"] = self.reason
@@ -510,7 +510,7 @@ class AdmissionWebhook:
             )
             return {
                 "allowed": False,
-                "result": {"status": "Failure", "code": 500, "message": str(exc)},
+                "status": {"status": "Failure", "code": 500, "message": str(exc)},
             }
         if isinstance(outcome, Denied):
             return _denial(outcome)
@@ -572,7 +572,7 @@ class AdmissionWebhook:
 
 
 def _denial(denied: Denied) -> dict[str, Any]:
-    response: dict[str, Any] = {"allowed": False, "result": denied.result()}
+    response: dict[str, Any] = {"allowed": False, "status": denied.status()}
     if denied.warnings:
         response["warnings"] = list(denied.warnings)
     return response

@@ -388,8 +388,10 @@ class WebhookServer:
         return webhook
 
     def add_conversion(self, handler: ConversionHandler, path: str = "/convert") -> None:
-        """Serve ``handler``'s ConversionReviews at ``path``. ``ValueError`` for a path
-        taken or not starting with ``/``; ``RuntimeError`` once started idle or closed."""
+        """Serve ``handler``'s ConversionReviews at ``path``. A handler with a ``check()``
+        (a :class:`~aioinformer.operator.conversion.Conversion`) is checked now, so a version
+        converted one way only fails here rather than on every review. ``ValueError`` for a
+        path taken or not starting with ``/``; ``RuntimeError`` once started idle or closed."""
         if self._state in (WebhookServerState.IDLE, WebhookServerState.CLOSED):
             raise RuntimeError(
                 f"the webhook server is {self._state.value}: register webhooks before it starts"
@@ -402,6 +404,9 @@ class WebhookServer:
         if not path.startswith("/") or "?" in path:
             raise ValueError(f"a webhook path starts with '/' and has no query, got {path!r}")
         self._check_free(path)
+        check = getattr(handler, "check", None)
+        if callable(check):
+            check()
         self._conversions[path] = handler
         self._routes[path] = _Route(handler.review, new_webhook_metrics(path, clock=self._clock))
 
@@ -431,7 +436,7 @@ class WebhookServer:
         """With ``self_signed``: the CA's PEM, which the configuration's ``caBundle``
         carries (made on first use, once per server); else ``None`` (cert-manager's CA
         injector fills ``caBundle``, or pass it to
-        :func:`~aioinformer.operator.webhook_manifests.webhook_manifests`)."""
+        :func:`~aioinformer.operator.manifests.webhook_manifests`)."""
         if not self.options.self_signed:
             return None
         return self._pair().ca_pem

@@ -184,8 +184,8 @@ async def test_a_denial_carries_its_message_and_warnings(running: Manager, pki: 
     _, answer = await post(running, "/validate-example-com-v1-widget", body, pki.client_context())
     response = answer["response"]
     assert response["allowed"] is False
-    assert response["result"]["code"] == 403
-    assert response["result"]["message"] == "spec.size must be at most 10"
+    assert response["status"]["code"] == 403
+    assert response["status"]["message"] == "spec.size must be at most 10"
     assert response["warnings"] == ["size was 11"]
 
 
@@ -308,7 +308,7 @@ async def test_a_handler_past_its_timeout_is_answered_in_time(
             )
     assert cancelled.is_set()
     assert answer["response"]["allowed"] is False
-    assert answer["response"]["result"]["code"] == 504
+    assert answer["response"]["status"]["code"] == 504
 
 
 async def test_requests_are_counted_by_path_and_code(

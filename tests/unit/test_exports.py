@@ -204,6 +204,9 @@ OPERATOR_HOMES = {
     ],
     "aioinformer.errors": ["ConversionSetupError", "Requeue"],
     "aioinformer.operator.conversion": ["Conversion", "Convertible"],
+    "aioinformer.operator.admission": ["AdmissionRequest", "Allowed", "Denied"],
+    "aioinformer.operator.webhook": ["WebhookOptions", "WebhookServer"],
+    "aioinformer.operator.manifests": ["webhook_manifests"],
     "aioinformer.operator.crds": ["CRDControllers", "CRDScope"],
     "aioinformer.operator.finalizers": [
         "Cleanup",

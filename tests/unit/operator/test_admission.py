@@ -176,7 +176,7 @@ async def test_a_denial_answers_its_code_reason_message_and_warnings(raised: boo
     assert response == {
         "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
         "allowed": False,
-        "result": {
+        "status": {
             "status": "Failure",
             "code": 403,
             "reason": "Forbidden",
@@ -190,14 +190,14 @@ async def test_a_denial_may_carry_another_code_and_reason() -> None:
     def check(request: AdmissionRequest[Any]) -> None:
         raise Denied("name taken", code=409, reason="AlreadyExists")
 
-    result = (await webhook(check).review(review()))["response"]["result"]
+    result = (await webhook(check).review(review()))["response"]["status"]
     assert (result["code"], result["reason"]) == (409, "AlreadyExists")
 
 
 async def test_returning_false_denies() -> None:
     response = (await webhook(lambda request: False).review(review()))["response"]
     assert response["allowed"] is False
-    assert response["result"]["code"] == 403
+    assert response["status"]["code"] == 403
 
 
 async def test_an_unexpected_exception_answers_500_with_its_message_logged_once(
@@ -209,7 +209,7 @@ async def test_an_unexpected_exception_answers_500_with_its_message_logged_once(
     with caplog.at_level(logging.ERROR, logger="aioinformer.operator.admission"):
         response = (await webhook(check).review(review()))["response"]
     assert response["allowed"] is False
-    assert response["result"] == {"status": "Failure", "code": 500, "message": "'spec'"}
+    assert response["status"] == {"status": "Failure", "code": 500, "message": "'spec'"}
     failures = [r for r in caplog.records if "handler failed" in r.getMessage()]
     assert len(failures) == 1
     assert failures[0].exc_info is not None
@@ -233,9 +233,9 @@ async def test_a_handler_running_past_the_timeout_is_cancelled_and_answered_504(
     response = (await answering)["response"]
     assert cancelled.is_set()
     assert response["allowed"] is False
-    assert response["result"]["code"] == 504
-    assert response["result"]["reason"] == "Timeout"
-    assert "did not answer within 2s" in response["result"]["message"]
+    assert response["status"]["code"] == 504
+    assert response["status"]["reason"] == "Timeout"
+    assert "did not answer within 2s" in response["status"]["message"]
 
 
 async def test_the_dry_run_flag_reaches_the_handler() -> None:
@@ -329,8 +329,8 @@ async def test_an_object_the_model_refuses_is_denied_400() -> None:
         await webhook(lambda request: None, model=Widget).review(review(object={"spec": 1}))
     )["response"]
     assert response["allowed"] is False
-    assert response["result"]["code"] == 400
-    assert "not a valid Widget" in response["result"]["message"]
+    assert response["status"]["code"] == 400
+    assert "not a valid Widget" in response["status"]["message"]
 
 
 # -- the JSONPatch -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aioinformer.errors import ConversionSetupError
-from aioinformer.operator import Conversion
+from aioinformer.operator import Conversion, WebhookServer
 from tests._support_properties import example_settings
 
 if TYPE_CHECKING:
@@ -735,3 +735,15 @@ def test_the_crd_stanza_names_the_webhook_and_review_version_v1() -> None:
         "strategy": "Webhook",
         "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]},
     }
+
+
+def test_the_webhook_server_refuses_a_conversion_converting_a_version_one_way_only() -> None:
+    conversion = Conversion("widgets.example.com", hub="v1")
+    conversion.from_hub("v1alpha1", lambda widget: widget)
+    server = WebhookServer()
+    with pytest.raises(ConversionSetupError, match="'v1alpha1' has from_hub but no to_hub"):
+        server.add_conversion(conversion)
+    assert server.conversions == {}
+    conversion.to_hub("v1alpha1", lambda widget: widget)
+    server.add_conversion(conversion)
+    assert server.conversions == {"/convert": conversion}

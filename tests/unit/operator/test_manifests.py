@@ -16,8 +16,8 @@ from aioinformer.k8s.admissionregistration_v1 import (
     ValidatingWebhookConfiguration,
 )
 from aioinformer.operator.admission import Rule
+from aioinformer.operator.manifests import conversion_patch, webhook_manifests
 from aioinformer.operator.webhook import WebhookOptions, WebhookServer, WebhookServerState
-from aioinformer.operator.webhook_manifests import conversion_patch, webhook_manifests
 
 _QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?){2,}$")
 _OPERATIONS = {"*", "CREATE", "UPDATE", "DELETE", "CONNECT"}
