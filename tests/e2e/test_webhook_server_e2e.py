@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 import pytest
-import trustme
 
 from aioinformer.models import KubeObject
 from aioinformer.operator.admission import AdmissionRequest, Allowed, Denied
@@ -30,6 +29,7 @@ from aioinformer.testing._patch import apply_json_patch
 from aioinformer.workqueue import set_metrics_provider
 from tests._support_metrics import RecordingProvider
 from tests._support_metrics import restore_installed_provider as restore_installed_provider
+from tests._support_webhooks import WebhookPki, served_names, webhook_manager
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -66,40 +66,9 @@ def review(**request: Any) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
 
 
-class Pki:
-    """A CA and the webhook's files in a directory, rewritable while serving."""
-
-    def __init__(self, directory: Path) -> None:
-        self.ca = trustme.CA()
-        self.directory = directory
-        self.write("127.0.0.1", "first.example")
-
-    def write(self, *names: str) -> None:
-        issued = self.ca.issue_cert(*names)
-        (self.directory / "tls.crt").write_bytes(
-            b"".join(blob.bytes() for blob in issued.cert_chain_pems)
-        )
-        (self.directory / "tls.key").write_bytes(issued.private_key_pem.bytes())
-
-    def client_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context()
-        self.ca.configure_trust(context)
-        return context
-
-
 @pytest.fixture
-def pki(tmp_path: Path) -> Pki:
-    return Pki(tmp_path)
-
-
-def webhook_manager(client: Client, pki: Pki, **options: Any) -> Manager:
-    settings: dict[str, Any] = {
-        "address": "127.0.0.1:0",
-        "cert_dir": pki.directory,
-        "cert_reload_interval": 0,
-    }
-    settings.update(options)
-    return Manager(client, webhook=WebhookOptions(**settings), health_address="127.0.0.1:0")
+def pki(tmp_path: Path) -> WebhookPki:
+    return WebhookPki(tmp_path)
 
 
 async def post(
@@ -126,20 +95,8 @@ async def post(
             await session.close()
 
 
-async def served_names(manager: Manager, context: ssl.SSLContext) -> set[str]:
-    """The names of the certificate a new connection is shown."""
-    host, port = str(manager.webhooks.address).rsplit(":", 1)
-    _, writer = await asyncio.open_connection(host, int(port), ssl=context)
-    try:
-        cert = writer.get_extra_info("peercert")
-        return {value for _, value in cert["subjectAltName"]}
-    finally:
-        writer.close()
-        await writer.wait_closed()
-
-
 @pytest.fixture
-async def running(kube_client: Client, pki: Pki) -> AsyncIterator[Manager]:
+async def running(kube_client: Client, pki: WebhookPki) -> AsyncIterator[Manager]:
     """A manager with a validating and a mutating webhook for widgets."""
     manager = webhook_manager(kube_client, pki)
 
@@ -167,7 +124,7 @@ async def running(kube_client: Client, pki: Pki) -> AsyncIterator[Manager]:
         yield manager
 
 
-async def test_an_allowed_review_is_answered_allowed(running: Manager, pki: Pki) -> None:
+async def test_an_allowed_review_is_answered_allowed(running: Manager, pki: WebhookPki) -> None:
     status, answer = await post(
         running, "/validate-example-com-v1-widget", review(), pki.client_context()
     )
@@ -179,7 +136,7 @@ async def test_an_allowed_review_is_answered_allowed(running: Manager, pki: Pki)
     }
 
 
-async def test_a_denial_carries_its_message_and_warnings(running: Manager, pki: Pki) -> None:
+async def test_a_denial_carries_its_message_and_warnings(running: Manager, pki: WebhookPki) -> None:
     body = review(object={"metadata": {"name": "w"}, "spec": {"size": 11}})
     _, answer = await post(running, "/validate-example-com-v1-widget", body, pki.client_context())
     response = answer["response"]
@@ -189,7 +146,7 @@ async def test_a_denial_carries_its_message_and_warnings(running: Manager, pki: 
     assert response["warnings"] == ["size was 11"]
 
 
-async def test_warnings_of_an_allowed_request(running: Manager, pki: Pki) -> None:
+async def test_warnings_of_an_allowed_request(running: Manager, pki: WebhookPki) -> None:
     body = review(object={"metadata": {"name": "w"}, "spec": {"size": 7}})
     _, answer = await post(running, "/validate-example-com-v1-widget", body, pki.client_context())
     assert answer["response"]["allowed"] is True
@@ -198,7 +155,7 @@ async def test_warnings_of_an_allowed_request(running: Manager, pki: Pki) -> Non
 
 @pytest.mark.parametrize("dry_run", [False, True])
 async def test_a_mutation_answers_a_patch_that_applies(
-    running: Manager, pki: Pki, dry_run: bool
+    running: Manager, pki: WebhookPki, dry_run: bool
 ) -> None:
     body = review(dryRun=dry_run)
     _, answer = await post(running, "/mutate-example-com-v1-widget", body, pki.client_context())
@@ -211,7 +168,7 @@ async def test_a_mutation_answers_a_patch_that_applies(
     assert patched["metadata"]["labels"] == {"dry-run": str(dry_run).lower()}
 
 
-async def test_an_unknown_path_answers_404(running: Manager, pki: Pki) -> None:
+async def test_an_unknown_path_answers_404(running: Manager, pki: WebhookPki) -> None:
     status, answer = await post(running, "/validate-nothing", review(), pki.client_context())
     assert status == 404
     assert answer["reason"] == "NotFound"
@@ -228,7 +185,7 @@ async def test_an_unknown_path_answers_404(running: Manager, pki: Pki) -> None:
     ],
 )
 async def test_a_bad_request_answers_400_with_a_message(
-    running: Manager, pki: Pki, body: bytes, content_type: str, message: str
+    running: Manager, pki: WebhookPki, body: bytes, content_type: str, message: str
 ) -> None:
     status, answer = await post(
         running,
@@ -242,7 +199,7 @@ async def test_a_bad_request_answers_400_with_a_message(
     assert message in answer["message"]
 
 
-async def test_only_post_is_allowed(running: Manager, pki: Pki) -> None:
+async def test_only_post_is_allowed(running: Manager, pki: WebhookPki) -> None:
     status, answer = await post(
         running, "/validate-example-com-v1-widget", b"", pki.client_context(), method="GET"
     )
@@ -266,7 +223,7 @@ class Widget(KubeObject):
     spec: dict[str, int]
 
 
-async def test_a_typed_handler_gets_and_edits_a_model(kube_client: Client, pki: Pki) -> None:
+async def test_a_typed_handler_gets_and_edits_a_model(kube_client: Client, pki: WebhookPki) -> None:
     manager = webhook_manager(kube_client, pki)
     seen: list[Any] = []
 
@@ -287,7 +244,7 @@ async def test_a_typed_handler_gets_and_edits_a_model(kube_client: Client, pki: 
 
 
 async def test_a_handler_past_its_timeout_is_answered_in_time(
-    kube_client: Client, pki: Pki
+    kube_client: Client, pki: WebhookPki
 ) -> None:
     manager = webhook_manager(kube_client, pki)
     cancelled = asyncio.Event()
@@ -312,7 +269,7 @@ async def test_a_handler_past_its_timeout_is_answered_in_time(
 
 
 async def test_requests_are_counted_by_path_and_code(
-    kube_client: Client, pki: Pki, restore_installed_provider: None
+    kube_client: Client, pki: WebhookPki, restore_installed_provider: None
 ) -> None:
     provider = RecordingProvider()
     set_metrics_provider(provider)
@@ -358,7 +315,7 @@ class DoubleConversion:
 
 
 async def test_a_conversion_webhook_is_served_and_counted(
-    kube_client: Client, pki: Pki, restore_installed_provider: None
+    kube_client: Client, pki: WebhookPki, restore_installed_provider: None
 ) -> None:
     provider = RecordingProvider()
     set_metrics_provider(provider)
@@ -390,7 +347,7 @@ class BrokenConversion(DoubleConversion):
 
 
 async def test_a_conversion_handler_that_raises_answers_500_with_its_message(
-    kube_client: Client, pki: Pki
+    kube_client: Client, pki: WebhookPki
 ) -> None:
     manager = webhook_manager(kube_client, pki)
     manager.webhooks.add_conversion(BrokenConversion())
@@ -401,7 +358,7 @@ async def test_a_conversion_handler_that_raises_answers_500_with_its_message(
 
 
 async def test_a_rotated_certificate_reaches_new_connections_while_open_ones_keep_working(
-    kube_client: Client, pki: Pki
+    kube_client: Client, pki: WebhookPki
 ) -> None:
     manager = webhook_manager(kube_client, pki)
     manager.webhooks.validate(None, lambda request: None, **WIDGETS)
@@ -421,7 +378,9 @@ async def test_a_rotated_certificate_reaches_new_connections_while_open_ones_kee
         assert len(connector._conns) == 1
 
 
-async def test_a_broken_rotation_keeps_the_old_certificate(kube_client: Client, pki: Pki) -> None:
+async def test_a_broken_rotation_keeps_the_old_certificate(
+    kube_client: Client, pki: WebhookPki
+) -> None:
     manager = webhook_manager(kube_client, pki)
     manager.webhooks.validate(None, lambda request: None, **WIDGETS)
     context = pki.client_context()
@@ -449,7 +408,7 @@ async def test_a_self_signed_server_is_trusted_with_its_ca_bundle(kube_client: C
 
 
 async def test_the_server_listens_before_the_informers_list_and_closes_after_the_runnables(
-    kube_client: Client, pki: Pki, monkeypatch: pytest.MonkeyPatch
+    kube_client: Client, pki: WebhookPki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manager = webhook_manager(kube_client, pki)
     manager.webhooks.validate(None, lambda request: None, **WIDGETS)
@@ -489,7 +448,7 @@ async def test_a_manager_without_webhooks_never_listens(kube_client: Client) -> 
 
 
 async def test_a_webhook_address_in_use_fails_the_run_with_oserror(
-    kube_client: Client, pki: Pki
+    kube_client: Client, pki: WebhookPki
 ) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
