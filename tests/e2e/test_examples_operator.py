@@ -85,6 +85,10 @@ async def test_the_operator_demo_runs_every_scenario(capsys: pytest.CaptureFixtu
     await widget_operator.demo()
     out = capsys.readouterr().out
     assert "created: {'bye-config': {'greeting': 'Goodbye', 'size': '2'}, " in out
+    assert (
+        'refused by the webhook: widgets.example.com "huge" is forbidden: admission webhook'
+        ' "vwidget.example.com" denied the request: spec.size must be at most 10, not 50'
+    ) in out
     assert "status: {'observedGeneration': 1, 'configMap': 'hello-config'}" in out
     assert "widget edited: {'greeting': 'Hello, world', 'size': '1'}" in out
     assert "ConfigMap edited by hand, repaired: {'greeting': 'Goodbye', 'size': '2'}" in out
