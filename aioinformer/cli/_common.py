@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import importlib
 import logging
 import os
 import random
@@ -47,6 +48,7 @@ __all__ = [
     "GAP",
     "CommandFailure",
     "TargetOptions",
+    "import_target",
     "age_of",
     "describe_api_error",
     "failure_text",
@@ -81,6 +83,27 @@ GAP: Final = "   "
 
 class CommandFailure(Exception):
     """A failure reported to the user as one line (its message) and exit code 1."""
+
+
+def import_target(spec: str, error: type[Exception], *, what: str = "module") -> object:
+    """The object ``spec`` (``module:attribute``, or ``module:object.attribute``) names,
+    imported with the working directory first on ``sys.path``, as ``python -m`` finds a
+    user's module. Raises ``error`` with one line saying what went wrong (``what`` names
+    the module in it: "the transform's module")."""
+    module_name, _, path = spec.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: object = importlib.import_module(module_name)
+    except Exception as exc:
+        raise error(f"cannot import {what} {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    for attribute in path.split("."):
+        try:
+            target = getattr(target, attribute)
+        except AttributeError:
+            raise error(f"{module_name!r} has no attribute {path!r}") from None
+    return target
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
-import os
 import ssl
 import sys
 from dataclasses import dataclass
@@ -46,6 +44,7 @@ from aioinformer.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CommandFailure,
+    import_target,
     load_cli_config,
     reported_as,
     run_command,
@@ -127,21 +126,7 @@ def load_transform(spec: str) -> Transform:
     """The function ``spec`` (``module:function``, or ``module:object.attribute``) names,
     imported with the working directory first on ``sys.path`` (as ``python -m`` would).
     Raises :class:`ProxyUsageError` saying what went wrong."""
-    module_name, _, path = spec.partition(":")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        target: object = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ProxyUsageError(
-            f"cannot import the transform's module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
-    for attribute in path.split("."):
-        try:
-            target = getattr(target, attribute)
-        except AttributeError:
-            raise ProxyUsageError(f"{module_name!r} has no attribute {path!r}") from None
+    target = import_target(spec, ProxyUsageError, what="the transform's module")
     if not callable(target):
         raise ProxyUsageError(f"--transform {spec!r} is not callable")
     transform: Transform = target

@@ -18,11 +18,8 @@ Nothing is served and no cluster is contacted.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -33,6 +30,7 @@ import yaml
 from aioinformer.cli._common import (
     EXIT_FAILURE,
     CommandFailure,
+    import_target,
     library_logging,
     log_line_handler,
 )
@@ -86,20 +84,7 @@ def _server_of(target: str) -> WebhookServer:
     module_name, sep, path = target.partition(":")
     if not sep or not module_name or not path:
         raise WebhookUsageError(f"the target must be 'module:attribute', got {target!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)  # as ``python -m`` would find the user's module
-    try:
-        found: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise WebhookUsageError(
-            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
-    for attribute in path.split("."):
-        try:
-            found = getattr(found, attribute)
-        except AttributeError:
-            raise WebhookUsageError(f"{module_name!r} has no attribute {path!r}") from None
+    found = import_target(target, WebhookUsageError, what="the module")
     server = _as_server(found)
     if server is None and callable(found):
         made = found()

@@ -135,6 +135,29 @@ def dns_label_errors(value: str) -> list[str]:
     return errors
 
 
+_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """What apimachinery's ``IsDNS1035Label`` says of ``value`` (empty: valid): a DNS-1123
+    label that starts with a letter (a CRD's version names, a webhook's service port name)."""
+    errors = []
+    if len(value) > 63:
+        errors.append(_max_len(63))
+    if not _DNS1035_RE.fullmatch(value):
+        errors.append(
+            regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character",
+                _DNS1035_FMT,
+                "my-name",
+                "abc-123",
+            )
+        )
+    return errors
+
+
 # Resources whose names are not DNS-1123 subdomains, and what they are instead: namespace,
 # StatefulSet (its pods' hostnames) and Service names end up in DNS labels. A new
 # Service's name is a DNS-1123 label since v1.36, where RelaxedServiceNameValidation is

@@ -31,7 +31,6 @@ Task model: synchronous, called by the store within the write.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -47,9 +46,9 @@ from aioinformer.testing._spec_fields import (
 )
 from aioinformer.testing._validation import (
     FieldError,
+    dns1035_label_errors,
     dns_subdomain_errors,
     invalid_error,
-    regex_error,
 )
 
 if TYPE_CHECKING:
@@ -100,8 +99,6 @@ _NO_SIDE_EFFECTS: Final = ("None", "NoneOnDryRun")
 _SIDE_EFFECTS: Final = ("None", "NoneOnDryRun", "Some", "Unknown")
 _REINVOCATION: Final = ("IfNeeded", "Never")
 _REVIEW_VERSIONS: Final = ("v1", "v1beta1")
-_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 _URL_FORM: Final = "; desired format: https://host[/path]"
 _HTTPS_ONLY: Final = "'https' is the only allowed URL scheme"
 _TIMEOUT_RANGE: Final = "the timeout value must be between 1 and 30 seconds"
@@ -410,28 +407,10 @@ def _review_version_errors(versions: Any, at: str) -> list[FieldError]:
             errors.append(_invalid(f"{path}[{i}]", version, "duplicate version"))
             continue
         seen.add(version)
-        for problem in _dns1035_errors(str(version)):
+        for problem in dns1035_label_errors(str(version)):
             errors.append(_invalid(f"{path}[{i}]", version, problem))
     if not seen & set(_REVIEW_VERSIONS):
         errors.append(
             _invalid(path, listed, f"must include at least one of {', '.join(_REVIEW_VERSIONS)}")
-        )
-    return errors
-
-
-def _dns1035_errors(value: str) -> list[str]:
-    """apimachinery's ``IsDNS1035Label``."""
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1035_RE.fullmatch(value):
-        errors.append(
-            regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_FMT,
-                "my-name",
-                "abc-123",
-            )
         )
     return errors

@@ -120,7 +120,9 @@ def test_an_async_factory_is_run_and_json_is_one_list(operator_module: str, tmp_
     ("target", "message"),
     [
         pytest.param(
-            "no_such_module_here:manager", "cannot import 'no_such_module_here'", id="module"
+            "no_such_module_here:manager",
+            "cannot import the module 'no_such_module_here'",
+            id="module",
         ),
         pytest.param("{module}:nothing", "has no attribute 'nothing'", id="attribute"),
         pytest.param("{module}:not_a_server", "is not a Manager or a WebhookServer", id="type"),
