@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from aioinformer._kernel.clock import Clock
+    from aioinformer.testing._converter import Conversions
     from aioinformer.testing._resources import ResourceRegistry
     from aioinformer.testing._store import Store
     from aioinformer.testing._watchstream import WatchStreams
@@ -212,6 +214,7 @@ class Router:
         faults: Faults,
         streams: WatchStreams,
         written: asyncio.Event,
+        conversions: Conversions,
     ) -> None:
         self._server = settings
         self._store = store
@@ -220,6 +223,7 @@ class Router:
         self._plan = plan
         self._faults = faults
         self._streams = streams
+        self._conversions = conversions
         # Set by the store after every write; a LIST at a future version waits on it.
         self._written = written
 
@@ -344,28 +348,33 @@ class Router:
         if verb == "get":
             assert target.name is not None
             entry = self._store.get(rt, target.namespace, target.name)
-            return entry_response(rt, entry, convert)
+            return await self._answer(rt, entry, convert)
         body = await request.read()
         if verb == "delete":
             assert target.name is not None
-            return self._delete(target, body, convert)
+            return await self._delete(target, body, convert)
         if verb == "patch":
             assert target.name is not None
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
-            entry = patch_object(
-                self._store,
-                rt,
-                target.namespace,
-                target.name,
-                patch,
-                content_type,
-                target.subresource,
-                manager=_manager(request),
-            )
-            return entry_response(rt, entry, convert)
+            if self._conversions.converts(rt):
+                entry = await self._patch_converted(
+                    target, patch, content_type, manager=_manager(request)
+                )
+            else:
+                entry = patch_object(
+                    self._store,
+                    rt,
+                    target.namespace,
+                    target.name,
+                    patch,
+                    content_type,
+                    target.subresource,
+                    manager=_manager(request),
+                )
+            return await self._answer(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
             # object goes on as the JSON it carries.
@@ -378,8 +387,9 @@ class Router:
             obj = prepare_new(rt, obj, target.namespace)
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
-            entry = self._store.create(rt, obj, manager=manager)
-            return entry_response(rt, entry, convert, status=201)
+            storage_rt, obj = await self._conversions.to_storage(rt, obj)
+            entry = self._store.create(storage_rt, obj, manager=manager)
+            return await self._answer(rt, entry, convert, status=201)
         # update
         assert target.name is not None
         meta = obj.get("metadata")
@@ -396,8 +406,37 @@ class Router:
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        entry = self._store.update(rt, obj, subresource=target.subresource, manager=manager)
-        return entry_response(rt, entry, convert)
+        storage_rt, obj = await self._conversions.to_storage(rt, obj)
+        entry = self._store.update(storage_rt, obj, subresource=target.subresource, manager=manager)
+        return await self._answer(rt, entry, convert)
+
+    async def _answer(
+        self, rt: ResourceType, entry: Entry, convert: Conversion | None, *, status: int = 200
+    ) -> web.Response:
+        """The answer carrying a stored object, converted to ``rt``'s version by the
+        definition's webhook when it has one (a metadata-only answer is not)."""
+        if convert is None:
+            entry = await self._conversions.entry(rt, entry)
+        return entry_response(rt, entry, convert, status=status)
+
+    async def _patch_converted(
+        self, target: Target, patch: Any, content_type: str, *, manager: str
+    ) -> Entry:
+        """A patch of a version a webhook converts: the stored object converted to the
+        request's version, patched, converted back and stored. A write of the object
+        while the webhook converts answers 409 ``Conflict`` (the stored resourceVersion
+        is the update's precondition unless the patch sets one)."""
+        rt = target.rt
+        assert target.name is not None
+        current = self._store.get(rt, target.namespace, target.name)
+        converted = await self._conversions.entry(rt, current)
+        patched = patched_object(
+            rt, converted.decode(), target.namespace, target.name, patch, content_type
+        )
+        storage_rt, patched = await self._conversions.to_storage(rt, patched)
+        return self._store.update(
+            storage_rt, patched, subresource=target.subresource, manager=manager
+        )
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -455,7 +494,9 @@ class Router:
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
         return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
 
-    def _delete(self, target: Target, body: bytes, convert: Conversion | None) -> web.Response:
+    async def _delete(
+        self, target: Target, body: bytes, convert: Conversion | None
+    ) -> web.Response:
         rt = target.rt
         assert target.name is not None
         precondition_rv: str | None = None
@@ -477,7 +518,7 @@ class Router:
         # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
         # so; a Status naming the uid for the others.
         if (entry.deleting and self._exists(rt, entry)) or rt.returns_deleted_object:
-            return entry_response(rt, entry, convert)
+            return await self._answer(rt, entry, convert)
         details = rt.details(target.name)
         details["uid"] = entry.uid
         body_out = {
@@ -511,6 +552,8 @@ class Router:
         deleted = [
             self._store.delete(rt, listed.namespace, listed.name) for listed in result.entries
         ]
+        if convert is None:
+            deleted = await self._conversions.entries(rt, deleted)
         return list_response(rt, deleted, self._store.rv, None, None, convert)
 
     async def _list(
@@ -522,6 +565,9 @@ class Router:
         if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
         result = self._store.list(rt, namespace=target.namespace, **options)
+        if convert is None and result.entries:
+            entries = await self._conversions.entries(rt, result.entries)
+            result = dataclasses.replace(result, entries=entries)
         return page_response(rt, result, convert)
 
     @property
@@ -555,9 +601,25 @@ def patch_object(
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
     the patch sets is a precondition."""
     current = store.get(rt, namespace, name)
+    patched = patched_object(rt, current.decode(), namespace, name, patch, content_type)
+    # The patched object keeps the stored resourceVersion unless the patch set one,
+    # which then acts as a precondition, as on the real server.
+    return store.update(rt, patched, subresource=subresource, manager=manager)
+
+
+def patched_object(
+    rt: ResourceType,
+    current: dict[str, Any],
+    namespace: str | None,
+    name: str,
+    patch: Any,
+    content_type: str,
+) -> dict[str, Any]:
+    """``current`` (an object as version ``rt`` has it) with a patch of ``content_type``
+    applied; the 422 when it changes the name or namespace or removes the metadata."""
     apply = PATCH_TYPES[content_type]
     try:
-        target = {"apiVersion": rt.api_version, "kind": rt.kind, **current.decode()}
+        target = {"apiVersion": rt.api_version, "kind": rt.kind, **current}
         patched = apply(target, patch)
     except PatchError as exc:
         raise StatusError(
@@ -568,9 +630,7 @@ def patch_object(
     meta = patched["metadata"]
     if meta.get("name") != name or meta.get("namespace") != namespace:
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
-    # The patched object keeps the stored resourceVersion unless the patch set one,
-    # which then acts as a precondition, as on the real server.
-    return store.update(rt, patched, subresource=subresource, manager=manager)
+    return patched
 
 
 def _manager(request: web.Request) -> str:

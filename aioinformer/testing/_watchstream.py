@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
+    from aioinformer.testing._converter import Conversions
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
     from aioinformer.testing._requests import (
         Target,
@@ -132,9 +133,16 @@ class WatchStreams:
     """
 
     def __init__(
-        self, settings: StreamSettings, *, store: Store, plan: FaultPlan, faults: Faults
+        self,
+        settings: StreamSettings,
+        *,
+        store: Store,
+        plan: FaultPlan,
+        faults: Faults,
+        conversions: Conversions | None = None,
     ) -> None:
         self._settings = settings
+        self._conversions = conversions
         self._store = store
         self._plan = plan
         self._faults = faults
@@ -265,6 +273,13 @@ class WatchStreams:
                 if watcher.buffer:
                     batch = watcher.buffer
                     watcher.buffer = []
+                    if self._conversions is not None and watcher.as_meta is None:
+                        try:
+                            batch = await self._conversions.lines(watcher.rt, batch)
+                        except StatusError as exc:
+                            # kube-apiserver ends a watch whose event it cannot encode.
+                            logger.info("watch on %s ends: %s", request.path, exc.status["message"])
+                            break
                     held = self._plan.watch_event_delay(watcher.rt)
                     if held:
                         # Taken before the wait: what arrives meanwhile waits its own turn.

@@ -122,6 +122,7 @@ from aioinformer._kernel.runner import finish_regardless
 from aioinformer._objects.view import json_default
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
+from aioinformer.testing._converter import CONVERSION_TIMEOUT, Conversions
 from aioinformer.testing._crds import Definitions
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
@@ -340,6 +341,8 @@ class FakeAPIServer(Server):
         port: int = 0,
         tls: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
+        conversion_timeout: float = CONVERSION_TIMEOUT,
+        webhook_services: Mapping[tuple[str, str], tuple[str, int]] | None = None,
     ) -> None:
         # Every known gate, on or off, read-only: kube-apiserver reads its gates at start.
         self.feature_gates: Mapping[str, bool] = known_gates(feature_gates)
@@ -378,7 +381,19 @@ class FakeAPIServer(Server):
         self._registry = ResourceRegistry()
         self._store.controllers[CRD_TYPE.id] = Definitions(self._registry, self._store)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
-        self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
+        # Where a webhook's service reference connects: (namespace, name) -> (host, port).
+        # The test may add to it while the server runs.
+        self.webhook_services: dict[tuple[str, str], tuple[str, int]] = dict(webhook_services or {})
+        self._conversions = Conversions(
+            self._store, timeout=conversion_timeout, services=self.webhook_services
+        )
+        self._streams = WatchStreams(
+            self,
+            store=self._store,
+            plan=plan,
+            faults=self.faults,
+            conversions=self._conversions,
+        )
         self.faults.attach_freezer(self._streams)
         self._router = Router(
             self,
@@ -389,6 +404,7 @@ class FakeAPIServer(Server):
             faults=self.faults,
             streams=self._streams,
             written=written,
+            conversions=self._conversions,
         )
         self._kubeconfigs: list[str] = []
         for namespace in _DEFAULT_NAMESPACES:
@@ -416,6 +432,7 @@ class FakeAPIServer(Server):
         await self._listener.cancel_tasks()
         self._streams.close_all()
         await self._listener.cleanup()
+        await self._conversions.close()
         for path in self._kubeconfigs:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -456,6 +473,16 @@ class FakeAPIServer(Server):
         """``http://127.0.0.1:PORT``, or ``https://127.0.0.1:PORT`` with ``tls=True``."""
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def conversion_timeout(self) -> float:
+        """Seconds a conversion webhook call may take (see Conversion webhooks); it may
+        be changed while the server runs."""
+        return self._conversions.timeout
+
+    @conversion_timeout.setter
+    def conversion_timeout(self, seconds: float) -> None:
+        self._conversions.timeout = seconds
 
     @property
     def ca_pem(self) -> bytes | None:
