@@ -72,7 +72,9 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``Established`` status and serves its served versions at once; an update changes the
   versions served; deleting one holds it ``Terminating`` while its objects are deleted
   (those with finalizers until they are cleared), then ends the resource's watches and
-  stops serving it (see ``_crds``);
+  stops serving it (see ``_crds``); with ``conversion.strategy: Webhook`` the other
+  versions are converted to and from the storage version by the definition's webhook
+  over HTTPS (see ``_converter`` and Conversion webhooks in :class:`FakeAPIServer`);
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
@@ -269,7 +271,9 @@ class FakeAPIServer(Server):
     ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
     a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
     :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
-    kubeconfig's token.
+    kubeconfig's token; ``conversion_timeout`` seconds a conversion webhook call may take
+    (30.0, kube-apiserver's; also settable later) and ``webhook_services``, where a
+    webhook's ``service`` reference connects (see Conversion webhooks below).
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -313,12 +317,37 @@ class FakeAPIServer(Server):
     ``@pytest.mark.fake_apiserver(validate_specs=False)``) admits any spec, for tests
     that seed minimal objects; names, labels and namespaces are still checked.
 
+    Conversion webhooks: a CustomResourceDefinition with ``spec.conversion.strategy:
+    Webhook`` (validated as kube-apiserver validates it: ``webhookClientConfig`` with
+    exactly one of an ``https`` ``url`` or a ``service``, ``conversionReviewVersions``
+    naming ``v1`` or ``v1beta1``; 422 with its field paths otherwise) has its objects
+    stored in the storage version. A create, update or patch in another version is
+    converted to it by the webhook before it is admitted and stored; a get, list, watch
+    event, delete or write answer in another version is converted from it (a LIST page's
+    objects in one ConversionReview, each watch event in its own; the storage version is
+    never sent). The review (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the
+    definition prefers it) is POSTed to ``clientConfig.url`` with ``?timeout=30s``,
+    trusting ``caBundle``; a ``service`` connects to the ``(host, port)``
+    ``webhook_services[(namespace, name)]`` gives (the certificate is checked for
+    ``<name>.<namespace>.svc``), and one not listed fails as an unresolvable name. The
+    answer is checked as kube-apiserver checks it (the uid, ``Success``, the count, each
+    object's apiVersion, kind, name, namespace and uid; other metadata restored but for
+    labels and annotations). A failed conversion (the webhook down, hanging past
+    ``conversion_timeout``, untrusted, answering garbage or something refused) answers 500
+    ``InternalError``: ``Internal error occurred: conversion webhook for example.com/v1,
+    Kind=Widget failed: Post "https://127.0.0.1:8443/convert?timeout=30s": dial tcp
+    127.0.0.1:8443: connect: connection refused``; a watch whose event fails to convert
+    ends. Not converted: metadata-only answers (``PartialObjectMetadata``), the ``scale``
+    subresource (read and written on the stored object), and the test's direct calls
+    (``create``, ``objects``, ``patch``...), which see the storage version. The HTTP
+    session closes with the server.
+
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission
     plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
     and garbage collection are not modelled; a CustomResourceDefinition's schemas are
     stored as given, never applied to its objects (no pruning, validation or defaulting),
-    and no conversion webhook is called (every version reads the stored object as is);
+    and with ``strategy: None`` every version reads the stored object as is;
     ``validate_specs=False`` does not turn the definitions' own validation off. Answers
     are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
     ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry
