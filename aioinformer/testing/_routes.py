@@ -415,7 +415,7 @@ class Router:
     ) -> web.Response:
         """The answer carrying a stored object, converted to ``rt``'s version by the
         definition's webhook when it has one (a metadata-only answer is not)."""
-        if convert is None:
+        if convert is None and self._conversions.converts(rt):
             entry = await self._conversions.entry(rt, entry)
         return entry_response(rt, entry, convert, status=status)
 
@@ -552,7 +552,7 @@ class Router:
         deleted = [
             self._store.delete(rt, listed.namespace, listed.name) for listed in result.entries
         ]
-        if convert is None:
+        if convert is None and self._conversions.converts(rt):
             deleted = await self._conversions.entries(rt, deleted)
         return list_response(rt, deleted, self._store.rv, None, None, convert)
 
@@ -565,7 +565,7 @@ class Router:
         if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
         result = self._store.list(rt, namespace=target.namespace, **options)
-        if convert is None and result.entries:
+        if convert is None and result.entries and self._conversions.converts(rt):
             entries = await self._conversions.entries(rt, result.entries)
             result = dataclasses.replace(result, entries=entries)
         return page_response(rt, result, convert)

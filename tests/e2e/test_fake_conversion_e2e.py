@@ -54,7 +54,8 @@ def convert(obj: dict[str, Any], desired: str) -> dict[str, Any]:
 class Webhook:
     """A conversion webhook on 127.0.0.1 over HTTPS; ``behaviour`` says how it answers:
     ``convert``, ``rename`` (changes the first object's name), ``drop`` (leaves the
-    last object out) or ``hang`` (answers when ``release`` is set)."""
+    last object out), ``garbage`` (not JSON), ``error`` (a 500 with a text body) or
+    ``hang`` (answers when ``release`` is set)."""
 
     def __init__(self, pki: Pki) -> None:
         self.pki = pki
@@ -77,6 +78,10 @@ class Webhook:
             objects = objects[:-1]
         elif self.behaviour == "hang":
             await self.release.wait()
+        elif self.behaviour == "garbage":
+            return web.Response(body=b"<html>not a review</html>", content_type="text/html")
+        elif self.behaviour == "error":
+            return web.Response(status=500, text="converter crashed")
         return web.json_response(
             {
                 "apiVersion": "apiextensions.k8s.io/v1",
@@ -350,6 +355,78 @@ async def test_an_answer_that_renames_or_drops_an_object_is_refused(
         "Internal error occurred: conversion webhook for example.com/v1, Kind=WidgetList "
         "returned 1 objects, expected 2"
     )
+
+
+async def test_an_answer_that_is_not_a_review_or_not_a_success_is_a_500(
+    served: tuple[FakeAPIServer, Client], webhook: Webhook
+) -> None:
+    server, client = served
+    server.create({**convert(beta_widget("a", 1), "example.com/v1"), "spec": {}})
+    beta = client.resource(V1BETA1, namespace="default")
+    prefix = "Internal error occurred: conversion webhook for example.com/v1, Kind=Widget failed: "
+
+    webhook.behaviour = "garbage"
+    with pytest.raises(ApiError) as failed:
+        await beta.get("a")
+    assert failed.value.code == 500
+    assert failed.value.message.startswith(prefix + "couldn't get version/kind; json parse error: ")
+    webhook.behaviour = "error"
+    with pytest.raises(ApiError) as failed:
+        await beta.get("a")
+    assert failed.value.message == prefix + (
+        'an error on the server ("converter crashed") has prevented the request from succeeding'
+    )
+
+
+async def test_deletes_and_status_writes_in_another_version_are_converted(
+    served: tuple[FakeAPIServer, Client], webhook: Webhook
+) -> None:
+    server, client = served
+    for name in ("a", "b"):
+        server.create(
+            {
+                **convert(beta_widget(name, 1), "example.com/v1"),
+                "metadata": {"name": name, "namespace": "default", "finalizers": ["x.io/f"]},
+                "spec": {"replicas": 2},
+            }
+        )
+    beta = client.resource(V1BETA1, namespace="default")
+
+    current = await beta.get("a")
+    status = await client.request(
+        "PUT",
+        "/apis/example.com/v1beta1/namespaces/default/widgets/a/status",
+        json={**current, "status": {"ready": True}},
+    )
+    assert (status["spec"], status["status"]) == ({"count": 2}, {"ready": True})
+    assert server.objects("widgets")[0]["status"] == {"ready": True}
+    # Held by its finalizer, the deleted object is the answer, converted.
+    marked = await client.request(
+        "DELETE", "/apis/example.com/v1beta1/namespaces/default/widgets/a"
+    )
+    assert (marked["apiVersion"], marked["spec"]) == ("example.com/v1beta1", {"count": 2})
+    assert marked["metadata"]["deletionTimestamp"]
+    webhook.reviews.clear()
+    deleted = await client.request("DELETE", "/apis/example.com/v1beta1/namespaces/default/widgets")
+    assert [(i["metadata"]["name"], i["spec"]) for i in deleted["items"]] == [
+        ("a", {"count": 2}),
+        ("b", {"count": 2}),
+    ]
+    [review] = webhook.reviews
+    assert len(review["request"]["objects"]) == 2
+
+
+async def test_the_review_version_is_the_first_the_definition_prefers(webhook: Webhook) -> None:
+    crd = conversion_crd(webhook.client_config())
+    crd["spec"]["conversion"]["webhook"]["conversionReviewVersions"] = ["v2", "v1beta1", "v1"]
+    async with FakeAPIServer() as server, server.client() as client:
+        await client.resource(CRDS).create(crd)
+        server.create({**convert(beta_widget("a", 1), "example.com/v1"), "spec": {}})
+        # The webhook answers a v1 review to a v1beta1 one: kube-apiserver never checked
+        # a v1beta1 answer's kind or uid.
+        got = await client.resource(V1BETA1, namespace="default").get("a")
+    assert got["apiVersion"] == "example.com/v1beta1"
+    assert [r["apiVersion"] for r in webhook.reviews] == ["apiextensions.k8s.io/v1beta1"]
 
 
 async def test_a_watch_ends_when_an_event_cannot_be_converted(

@@ -21,6 +21,7 @@ from aioinformer.testing._conversion import (
     review_request,
     webhook_config,
 )
+from aioinformer.testing._converter import Conversions, _go_duration, _status_message
 from tests.unit.testing.test_fake_crds import refusal, widget_crd
 
 UID = "5a0a5ab1-0000-4000-8000-000000000001"
@@ -442,4 +443,62 @@ def test_a_v1beta1_answer_is_not_checked_for_its_kind_or_uid() -> None:
         "conversion webhook for example.com/v1, Kind=Widget failed: expected webhook response "
         "of apiextensions.k8s.io/v1, Kind=ConversionReview, got apiextensions.k8s.io/v1beta1, "
         "Kind=ConversionReview"
+    )
+
+
+# -- the call's words ------------------------------------------------------------------------
+
+
+def test_the_timeout_is_sent_as_go_prints_a_duration() -> None:
+    assert _go_duration(30.0) == "30s"
+    assert _go_duration(0.25) == "250ms"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        pytest.param(400, b"", "the server rejected our request for an unknown reason", id="400"),
+        pytest.param(404, b"", "the server could not find the requested resource", id="404"),
+        pytest.param(
+            502,
+            b"bad gateway\n",
+            'an error on the server ("bad gateway") has prevented the request from succeeding',
+            id="5xx-with-text",
+        ),
+        pytest.param(
+            403,
+            b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no, thanks"}',
+            "no, thanks",
+            id="status-body",
+        ),
+    ],
+)
+def test_a_failed_http_answer_is_worded_as_client_go_words_it(
+    status: int, body: bytes, message: str
+) -> None:
+    assert _status_message(status, body) == message
+
+
+def test_a_service_resolves_only_where_the_server_maps_it() -> None:
+    crd = widget_crd(
+        conversion=webhook(
+            {"service": {"namespace": "ops", "name": "hooks", "port": 443, "path": "/c"}}, ["v1"]
+        )
+    )
+    config = webhook_config(crd)
+    assert config is not None
+    conversions = Conversions(FakeAPIServer()._store, timeout=5)
+    with pytest.raises(ConversionFailure) as failure:
+        conversions._endpoint(config)
+    assert str(failure.value) == (
+        'Post "https://hooks.ops.svc:443/c?timeout=5s": dial tcp: lookup hooks.ops.svc: '
+        "no such host"
+    )
+    mapped = Conversions(
+        FakeAPIServer()._store, timeout=5, services={("ops", "hooks"): ("127.0.0.1", 9443)}
+    )
+    assert mapped._endpoint(config) == (
+        "https://hooks.ops.svc:443/c?timeout=5s",
+        "https://127.0.0.1:9443/c?timeout=5s",
+        "hooks.ops.svc",
     )
