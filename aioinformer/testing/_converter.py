@@ -96,12 +96,22 @@ def conversion_error(message: str) -> StatusError:
 
 
 @dataclass(frozen=True, slots=True)
-class _Hook:
-    """One definition's webhook and storage version, as of its stored ``rv``."""
+class _Read:
+    """What one stored definition says of conversion, as of its ``rv``: its webhook
+    (``None``: ``strategy: None``) and its storage version."""
 
     rv: int
     config: WebhookConfig | None
     storage_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Hook:
+    """The webhook converting one served version, and its definition's storage version
+    as a resource type (what the converted objects are stored and read as)."""
+
+    config: WebhookConfig
+    storage: ResourceType
 
 
 def _go_duration(seconds: float) -> str:
@@ -114,7 +124,7 @@ def _go_duration(seconds: float) -> str:
 class Conversions:
     """The conversion webhooks of one server's definitions (see the module docstring).
 
-    Invariants: ``_hooks`` maps a definition's name to what was read of it at the
+    Invariants: ``_read`` maps a definition's name to what was read of it at the
     resourceVersion it carries (a changed definition is read again); ``_contexts`` one
     ``SSLContext`` per CA bundle; ``_session`` is ``None`` until the first call and after
     :meth:`close`.
@@ -133,7 +143,7 @@ class Conversions:
         self.services: Mapping[tuple[str, str], tuple[str, int]] = (
             services if services is not None else {}
         )
-        self._hooks: dict[str, _Hook] = {}
+        self._read: dict[str, _Read] = {}
         self._contexts: dict[bytes, ssl.SSLContext] = {}
         self._session: aiohttp.ClientSession | None = None
 
@@ -154,15 +164,15 @@ class Conversions:
         entry = self._store.table(CRD_TYPE).entries.get(name)
         if entry is None:
             return None
-        hook = self._hooks.get(name)
-        if hook is None or hook.rv != entry.rv:
+        read = self._read.get(name)
+        if read is None or read.rv != entry.rv:
             crd = entry.decode()
             versions = (crd.get("spec") or {}).get("versions") or ()
             storage = next((v["name"] for v in versions if v.get("storage") is True), "")
-            hook = self._hooks[name] = _Hook(entry.rv, webhook_config(crd), storage)
-        if hook.config is None or hook.storage_version == rt.version:
+            read = self._read[name] = _Read(entry.rv, webhook_config(crd), storage)
+        if read.config is None or read.storage_version == rt.version:
             return None
-        return hook
+        return _Hook(read.config, dataclasses.replace(rt, version=read.storage_version))
 
     def converts(self, rt: ResourceType) -> bool:
         """Whether objects read or written as ``rt`` go through a webhook."""
@@ -177,15 +187,14 @@ class Conversions:
         resource type to store it as (``rt`` and ``obj`` as they are when no webhook
         converts them)."""
         hook = self._hook(rt)
-        if hook is None or hook.config is None:
+        if hook is None:
             return rt, obj
-        storage_rt = dataclasses.replace(rt, version=hook.storage_version)
         sent = {**obj, "apiVersion": rt.api_version, "kind": rt.kind}
         gvk = gvk_text(rt.api_version, rt.kind)
         [converted] = await self._call(
-            hook.config, [sent], storage_rt.api_version, gvk, is_list=False
+            hook.config, [sent], hook.storage.api_version, gvk, is_list=False
         )
-        return storage_rt, converted
+        return hook.storage, converted
 
     async def entry(self, rt: ResourceType, entry: Entry) -> Entry:
         """A stored object as version ``rt`` has it."""
@@ -197,9 +206,9 @@ class Conversions:
     ) -> list[Entry]:
         """Stored objects as version ``rt`` has them: a list's in one review."""
         hook = self._hook(rt)
-        if hook is None or hook.config is None or not entries:
+        if hook is None or not entries:
             return list(entries)
-        storage = dataclasses.replace(rt, version=hook.storage_version).api_version
+        storage = hook.storage.api_version
         sent = [{"apiVersion": storage, "kind": rt.kind, **e.decode()} for e in entries]
         gvk = gvk_text(storage, rt.kind + ("List" if is_list else ""))
         converted = await self._call(hook.config, sent, rt.api_version, gvk, is_list=is_list)
@@ -209,9 +218,9 @@ class Conversions:
         """A watch's lines with each event's object as version ``rt`` has it (one review
         per event); bookmarks and errors go as they are."""
         hook = self._hook(rt)
-        if hook is None or hook.config is None:
+        if hook is None:
             return lines
-        storage = dataclasses.replace(rt, version=hook.storage_version).api_version
+        storage = hook.storage.api_version
         gvk = gvk_text(storage, rt.kind)
         out = []
         for line in lines:
