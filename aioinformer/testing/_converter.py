@@ -4,10 +4,15 @@ Role: converts a custom resource's objects between the version a request names a
 storage version, for definitions with ``spec.conversion.strategy: Webhook``. Input is a
 request's resource type and the objects (a write's body, stored entries, watch lines);
 output is the objects converted by the definition's webhook (``ConversionReview`` over
-HTTPS, see :mod:`~aioinformer.testing._conversion`), or the 500 ``InternalError``
-kube-apiserver answers when a conversion fails (``Internal error occurred: conversion
-webhook for example.com/v1, Kind=Widget failed: Post "https://127.0.0.1:8443/convert?
-timeout=30s": dial tcp 127.0.0.1:8443: connect: connection refused``). Definitions with
+HTTPS, see :mod:`~aioinformer.testing._conversion`), or the 500 kube-apiserver answers
+when a conversion fails: reading from storage an ``InternalError`` (``Internal error
+occurred: conversion webhook for example.com/v1, Kind=Widget failed: Post
+"https://127.0.0.1:8443/convert?timeout=30s": dial tcp 127.0.0.1:8443: connect:
+connection refused``), converting a write for storage a 500 with no reason and the
+bare message (``conversion webhook for example.com/v1beta1, Kind=Widget failed: ...``).
+Metadata-only reads (``PartialObjectMetadata``) are converted too, as kube-apiserver's
+per-version storage decodes every object into the version asked for; metadata-only
+watches are not. Definitions with
 ``strategy: None``, the storage version itself and resources without a definition object
 (``register_crd``) are passed through untouched.
 
@@ -82,9 +87,16 @@ _STATUS_TEXT: Final = {
 }
 
 
-def conversion_error(message: str) -> StatusError:
-    """The 500 ``InternalError`` a failed conversion answers with (``message``: the
-    conversion's error, also the Status's one cause)."""
+def conversion_error(message: str, *, to_storage: bool = False) -> StatusError:
+    """The 500 a failed conversion answers with (``message``: the conversion's error).
+
+    Reading from storage, kube-apiserver wraps it as an ``InternalError`` whose one cause
+    is the message; encoding a write for storage, it passes the bare error on, which
+    becomes a 500 with no reason and the message alone."""
+    if to_storage:
+        body = status_body(500, "", message)
+        del body["reason"]  # StatusReasonUnknown is empty, which the JSON leaves out
+        return StatusError(body)
     return StatusError(
         status_body(
             500,
@@ -192,7 +204,7 @@ class Conversions:
         sent = {**obj, "apiVersion": rt.api_version, "kind": rt.kind}
         gvk = gvk_text(rt.api_version, rt.kind)
         [converted] = await self._call(
-            hook.config, [sent], hook.storage.api_version, gvk, is_list=False
+            hook.config, [sent], hook.storage.api_version, gvk, is_list=False, to_storage=True
         )
         return hook.storage, converted
 
@@ -275,9 +287,10 @@ class Conversions:
         gvk: str,
         *,
         is_list: bool,
+        to_storage: bool = False,
     ) -> list[dict[str, Any]]:
         """One review of ``objects`` to ``desired``: the converted objects, or the 500
-        of kube-apiserver's message."""
+        of kube-apiserver's message (see :func:`conversion_error`)."""
         uid = str(uuid.uuid4())
         review_version = config.review_version
         try:
@@ -285,14 +298,14 @@ class Conversions:
         except ConversionFailure as exc:
             message = f"conversion webhook for {gvk} failed: {exc}"
             logger.debug("%s", message)
-            raise conversion_error(message) from None
+            raise conversion_error(message, to_storage=to_storage) from None
         try:
             return converted_objects(
                 review_version, uid, answer, objects, desired, gvk, is_list=is_list
             )
         except ConversionFailure as exc:
             logger.debug("%s", exc)
-            raise conversion_error(str(exc)) from None
+            raise conversion_error(str(exc), to_storage=to_storage) from None
 
     async def _post(self, config: WebhookConfig, review: dict[str, Any]) -> Any:
         """POST ``review`` and decode the answer; :class:`ConversionFailure` with the

@@ -414,8 +414,9 @@ class Router:
         self, rt: ResourceType, entry: Entry, convert: Conversion | None, *, status: int = 200
     ) -> web.Response:
         """The answer carrying a stored object, converted to ``rt``'s version by the
-        definition's webhook when it has one (a metadata-only answer is not)."""
-        if convert is None and self._conversions.converts(rt):
+        definition's webhook when it has one (a metadata-only answer too: its labels
+        and annotations are the converted object's)."""
+        if self._conversions.converts(rt):
             entry = await self._conversions.entry(rt, entry)
         return entry_response(rt, entry, convert, status=status)
 
@@ -446,7 +447,10 @@ class Router:
         is a precondition on the object)."""
         rt = target.rt
         assert target.name is not None
-        entry = self._store.get(rt, target.namespace, target.name)
+        # A version a webhook converts reads its scale at its own paths, converted.
+        entry = await self._conversions.entry(
+            rt, self._store.get(rt, target.namespace, target.name)
+        )
         if verb == "get":
             return _scale_response(rt, entry, convert)
         if verb not in ("update", "patch"):
@@ -492,7 +496,9 @@ class Router:
         else:
             _set_path(obj, rt.scale_paths[0], replicas)
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
-        return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
+        storage_rt, obj = await self._conversions.to_storage(rt, obj)
+        updated = self._store.update(storage_rt, obj, manager=manager)
+        return _scale_response(rt, await self._conversions.entry(rt, updated), convert)
 
     async def _delete(
         self, target: Target, body: bytes, convert: Conversion | None
@@ -552,7 +558,7 @@ class Router:
         deleted = [
             self._store.delete(rt, listed.namespace, listed.name) for listed in result.entries
         ]
-        if convert is None and self._conversions.converts(rt):
+        if self._conversions.converts(rt):
             deleted = await self._conversions.entries(rt, deleted)
         return list_response(rt, deleted, self._store.rv, None, None, convert)
 
@@ -565,7 +571,7 @@ class Router:
         if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
         result = self._store.list(rt, namespace=target.namespace, **options)
-        if convert is None and result.entries and self._conversions.converts(rt):
+        if result.entries and self._conversions.converts(rt):
             entries = await self._conversions.entries(rt, result.entries)
             result = dataclasses.replace(result, entries=entries)
         return page_response(rt, result, convert)

@@ -323,9 +323,10 @@ class FakeAPIServer(Server):
     naming ``v1`` or ``v1beta1``; 422 with its field paths otherwise) has its objects
     stored in the storage version. A create, update or patch in another version is
     converted to it by the webhook before it is admitted and stored; a get, list, watch
-    event, delete or write answer in another version is converted from it (a LIST page's
-    objects in one ConversionReview, each watch event in its own; the storage version is
-    never sent). The review (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the
+    event, delete, write answer or ``scale`` in another version is converted from it (a
+    LIST page's objects in one ConversionReview, each watch event in its own; the
+    storage version is never sent; metadata-only gets and lists too, metadata-only
+    watches not). The review (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the
     definition prefers it) is POSTed to ``clientConfig.url`` with ``?timeout=30s``,
     trusting ``caBundle``; a ``service`` connects to the ``(host, port)``
     ``webhook_services[(namespace, name)]`` gives (the certificate is checked for
@@ -333,14 +334,14 @@ class FakeAPIServer(Server):
     answer is checked as kube-apiserver checks it (the uid, ``Success``, the count, each
     object's apiVersion, kind, name, namespace and uid; other metadata restored but for
     labels and annotations). A failed conversion (the webhook down, hanging past
-    ``conversion_timeout``, untrusted, answering garbage or something refused) answers 500
-    ``InternalError``: ``Internal error occurred: conversion webhook for example.com/v1,
-    Kind=Widget failed: Post "https://127.0.0.1:8443/convert?timeout=30s": dial tcp
-    127.0.0.1:8443: connect: connection refused``; a watch whose event fails to convert
-    ends. Not converted: metadata-only answers (``PartialObjectMetadata``), the ``scale``
-    subresource (read and written on the stored object), and the test's direct calls
-    (``create``, ``objects``, ``patch``...), which see the storage version. The HTTP
-    session closes with the server.
+    ``conversion_timeout``, untrusted, answering garbage or something refused) answers a
+    read with 500 ``InternalError``: ``Internal error occurred: conversion webhook for
+    example.com/v1, Kind=Widget failed: Post "https://127.0.0.1:8443/convert?timeout=30s":
+    dial tcp 127.0.0.1:8443: connect: connection refused``; a write it fails to convert
+    for storage with a 500 of no reason and the bare message, nothing stored; a watch
+    whose event fails to convert ends. The test's direct calls (``create``, ``objects``,
+    ``patch``...) are not converted and see the stored fields. The HTTP session closes
+    with the server.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, admission

@@ -291,12 +291,17 @@ async def test_a_webhook_that_is_down_fails_reads_and_writes_with_a_500(
             "Internal error occurred: conversion webhook for example.com/v1, Kind=WidgetList "
             f"failed: {refusal}"
         )
+        # A write's conversion for storage fails with the bare error: no reason, no cause.
         with pytest.raises(ApiError) as failed:
             await beta.create(beta_widget("b", 2))
+        assert (failed.value.code, failed.value.reason, failed.value.details) == (500, "", {})
         assert failed.value.message == (
-            "Internal error occurred: conversion webhook for example.com/v1beta1, Kind=Widget "
-            f"failed: {refusal}"
+            f"conversion webhook for example.com/v1beta1, Kind=Widget failed: {refusal}"
         )
+        # Metadata-only reads of the version are converted too.
+        with pytest.raises(ApiError) as failed:
+            await client.resource(V1BETA1, namespace="default", metadata_only=True).get("a")
+        assert failed.value.reason == "InternalError"
         # Nothing was stored; the storage version is still served.
         listed = await client.resource(V1, namespace="default").list()
         assert [i["metadata"]["name"] for i in listed.items] == ["a"]
@@ -414,6 +419,28 @@ async def test_deletes_and_status_writes_in_another_version_are_converted(
     ]
     [review] = webhook.reviews
     assert len(review["request"]["objects"]) == 2
+
+
+async def test_the_scale_of_another_version_is_read_and_written_at_its_own_paths(
+    webhook: Webhook,
+) -> None:
+    crd = conversion_crd(webhook.client_config())
+    for version, path in zip(
+        crd["spec"]["versions"], (".spec.replicas", ".spec.count"), strict=True
+    ):
+        scale = {"specReplicasPath": path, "statusReplicasPath": ".status.replicas"}
+        version["subresources"] = {"status": {}, "scale": scale}
+    async with FakeAPIServer() as server, server.client() as client:
+        await client.resource(CRDS).create(crd)
+        server.create({**convert(beta_widget("a", 1), "example.com/v1"), "spec": {"replicas": 2}})
+        path = "/apis/example.com/v1beta1/namespaces/default/widgets/a/scale"
+
+        assert (await client.request("GET", path))["spec"] == {"replicas": 2}
+        scale = await client.request(
+            "PUT", path, json={"kind": "Scale", "metadata": {"name": "a"}, "spec": {"replicas": 5}}
+        )
+        assert scale["spec"] == {"replicas": 5}
+        assert server.objects("widgets")[0]["spec"] == {"replicas": 5}
 
 
 async def test_the_review_version_is_the_first_the_definition_prefers(webhook: Webhook) -> None:
