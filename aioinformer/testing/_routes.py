@@ -424,20 +424,29 @@ class Router:
         self, target: Target, patch: Any, content_type: str, *, manager: str
     ) -> Entry:
         """A patch of a version a webhook converts: the stored object converted to the
-        request's version, patched, converted back and stored. A write of the object
-        while the webhook converts answers 409 ``Conflict`` (the stored resourceVersion
-        is the update's precondition unless the patch sets one)."""
+        request's version, patched, converted back and stored. The webhook's round trips
+        leave room for another write of the object: as kube-apiserver's patcher does, the
+        patch is then applied again to the newer object, at most
+        ``_PATCH_CONFLICT_RETRIES`` times, unless the patch names a resourceVersion (a
+        precondition, whose 409 ``Conflict`` is answered at once)."""
         rt = target.rt
         assert target.name is not None
-        current = self._store.get(rt, target.namespace, target.name)
-        converted = await self._conversions.entry(rt, current)
-        patched = patched_object(
-            rt, converted.decode(), target.namespace, target.name, patch, content_type
-        )
-        storage_rt, patched = await self._conversions.to_storage(rt, patched)
-        return self._store.update(
-            storage_rt, patched, subresource=target.subresource, manager=manager
-        )
+        attempts = 1 if _sets_resource_version(patch) else 1 + _PATCH_CONFLICT_RETRIES
+        for attempt in range(attempts):
+            current = self._store.get(rt, target.namespace, target.name)
+            converted = await self._conversions.entry(rt, current)
+            patched = patched_object(
+                rt, converted.decode(), target.namespace, target.name, patch, content_type
+            )
+            storage_rt, patched = await self._conversions.to_storage(rt, patched)
+            try:
+                return self._store.update(
+                    storage_rt, patched, subresource=target.subresource, manager=manager
+                )
+            except StatusError as exc:
+                if exc.code != 409 or attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -637,6 +646,23 @@ def patched_object(
     if meta.get("name") != name or meta.get("namespace") != namespace:
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
     return patched
+
+
+_PATCH_CONFLICT_RETRIES: Final = 5
+"""kube-apiserver's ``maxRetryWhenPatchConflicts``."""
+
+
+def _sets_resource_version(patch: Any) -> bool:
+    """Whether a patch sets ``metadata.resourceVersion`` (a merge patch's field, or a JSON
+    patch operation on its path)."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
+    if isinstance(patch, list):
+        return any(
+            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
+        )
+    return False
 
 
 def _manager(request: web.Request) -> str:

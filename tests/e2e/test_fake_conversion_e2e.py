@@ -28,7 +28,7 @@ from tests.e2e.test_fake_apiserver_kubectl import KUBECTL, kubectl
 from tests.unit.testing.test_fake_crds import widget_crd
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
     from aioinformer.client import Client
@@ -65,11 +65,15 @@ class Webhook:
         self.release = asyncio.Event()
         self.port = 0
         self.runner: web.AppRunner | None = None
+        # Called with each review before it is answered.
+        self.on_review: Callable[[dict[str, Any]], None] | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         review = await request.json()
         self.reviews.append(review)
         self.queries.append(request.query_string)
+        if self.on_review is not None:
+            self.on_review(review)
         req = review["request"]
         objects = [convert(o, req["desiredAPIVersion"]) for o in req["objects"]]
         if self.behaviour == "rename":
@@ -419,6 +423,40 @@ async def test_deletes_and_status_writes_in_another_version_are_converted(
     ]
     [review] = webhook.reviews
     assert len(review["request"]["objects"]) == 2
+
+
+async def test_a_patch_raced_by_another_write_is_applied_again_to_the_newer_object(
+    served: tuple[FakeAPIServer, Client], webhook: Webhook
+) -> None:
+    server, client = served
+    server.create({**convert(beta_widget("a", 1), "example.com/v1"), "spec": {"replicas": 1}})
+    beta = client.resource(V1BETA1, namespace="default")
+    raced: list[str] = []
+
+    def race(review: dict[str, Any]) -> None:
+        # While the patched object is converted for storage, another client writes it.
+        if review["request"]["desiredAPIVersion"] == "example.com/v1" and not raced:
+            written = server.patch("widgets", "default", "a", {"metadata": {"labels": {"l": "x"}}})
+            raced.append(written["metadata"]["resourceVersion"])
+
+    webhook.on_review = race
+    patched = await beta.patch("a", {"spec": {"count": 9}})
+    assert (patched["spec"], patched["metadata"]["labels"]) == ({"count": 9}, {"l": "x"})
+    to_storage = [r for r in webhook.reviews if r["request"]["desiredAPIVersion"].endswith("/v1")]
+    assert len(to_storage) == 2  # the patch, applied again after the race
+
+    # A patch naming a resourceVersion is a precondition: its conflict is answered.
+    raced.clear()
+    webhook.reviews.clear()
+    with pytest.raises(ApiError) as failed:
+        await beta.patch(
+            "a", {"metadata": {"resourceVersion": patched["metadata"]["resourceVersion"]}}
+        )
+    assert failed.value.code == 409
+    assert [r["request"]["desiredAPIVersion"] for r in webhook.reviews] == [
+        "example.com/v1beta1",
+        "example.com/v1",
+    ]
 
 
 async def test_the_scale_of_another_version_is_read_and_written_at_its_own_paths(
