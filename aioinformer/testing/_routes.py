@@ -17,11 +17,14 @@ only then does the verb run against the store (a protobuf create or update body 
 decoded to the JSON it carries first). A LIST or WATCH reads ``shardSelector`` only with
 the ``ShardedListAndWatch`` feature gate on (see :func:`feature_gates`). A write takes
 effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver.
+answer fails after the write, as on kube-apiserver. A version of a custom resource that
+its definition's webhook converts (``_converter``) is converted to the storage version
+before a write reaches the store, and every object answered is converted back.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
-future resourceVersion (``too_large_rv_wait``) and a watch stream.
+future resourceVersion (``too_large_rv_wait``), a conversion webhook's answer (bounded by
+the server's ``conversion_timeout``) and a watch stream.
 """
 
 from __future__ import annotations
@@ -435,7 +438,7 @@ class Router:
         for attempt in range(attempts):
             current = self._store.get(rt, target.namespace, target.name)
             converted = await self._conversions.entry(rt, current)
-            patched = patched_object(
+            patched = _patched_object(
                 rt, converted.decode(), target.namespace, target.name, patch, content_type
             )
             storage_rt, patched = await self._conversions.to_storage(rt, patched)
@@ -616,13 +619,13 @@ def patch_object(
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
     the patch sets is a precondition."""
     current = store.get(rt, namespace, name)
-    patched = patched_object(rt, current.decode(), namespace, name, patch, content_type)
+    patched = _patched_object(rt, current.decode(), namespace, name, patch, content_type)
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
     return store.update(rt, patched, subresource=subresource, manager=manager)
 
 
-def patched_object(
+def _patched_object(
     rt: ResourceType,
     current: dict[str, Any],
     namespace: str | None,

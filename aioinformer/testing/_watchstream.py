@@ -7,7 +7,10 @@ negotiated conversion), the store's fan-out into the watcher's buffer, the serve
 and the armed watch faults; output is the response body: the initial events or the
 history since the requested resourceVersion, live events, a BOOKMARK every
 ``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
-line, a dropped, stalled or frozen stream), each recorded in the fault log. A version older than
+line, a dropped, stalled or frozen stream), each recorded in the fault log. A watch of a
+version its definition's webhook converts (``_converter``) has each event's object
+converted before it is written, one review per event; an event that fails to convert
+ends the stream, as kube-apiserver ends a watch it cannot encode. A version older than
 the history is answered as kube-apiserver v1.36.2 answers it: HTTP 200, one ``ERROR``
 line carrying the 410 ``Expired`` Status (``too old resource version: 1 (216)``), then the
 end of the stream; with ``expired_watch="status"`` the request itself answers HTTP 410,
