@@ -18,7 +18,8 @@ The answer's checks, in kube-apiserver's order: the review's ``apiVersion`` and 
 as were sent, then each object: its group/version the desired one, its kind the sent
 one's, and the same name, namespace and uid. The other metadata of a converted object is
 restored from the sent one but its labels and annotations, which the webhook may change
-(string values only): kube-apiserver ignores such changes rather than refusing them.
+(to string values; changed labels must be valid labels, changed annotations have valid
+keys): kube-apiserver ignores the other changes rather than refusing them.
 
 Task model: pure synchronous functions.
 """
@@ -33,7 +34,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
-from aioinformer.testing._validation import FieldError, _go_quote, regex_error
+from aioinformer.testing._validation import (
+    FieldError,
+    _go_quote,
+    label_key_errors,
+    label_map_errors,
+    regex_error,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -400,6 +407,24 @@ def _go_type(value: Any) -> str:
     return _GO_TYPES.get(type(value), "<nil>")
 
 
+def _metadata_map_errors(key: str, value: Mapping[str, str]) -> list[FieldError]:
+    """apimachinery's ``ValidateLabels`` of changed labels, or ``ValidateAnnotations``'
+    key check of changed annotations (at kube-apiserver's ``metadata.annotation``)."""
+    if key == "labels":
+        return label_map_errors(value, "metadata.labels")
+    return [
+        FieldError("FieldValueInvalid", "metadata.annotation", message, name)
+        for name in sorted(value)
+        for message in label_key_errors(name.lower())
+    ]
+
+
+def _aggregate(errors: Sequence[FieldError]) -> str:
+    """An ``ErrorList``'s ``ToAggregate().Error()``: one error alone, more in brackets."""
+    texts = [f"{e.field}: {e.body()}" for e in errors]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
 def _restore_metadata(original: Mapping[str, Any], converted: dict[str, Any]) -> dict[str, Any]:
     """``converted`` with the metadata of ``original`` but its own labels and
     annotations (string maps), as kube-apiserver's ``restoreObjectMeta`` keeps it."""
@@ -426,5 +451,9 @@ def _restore_metadata(original: Mapping[str, Any], converted: dict[str, Any]) ->
                     f"metadata.{key}[{name}] must be a string, but is {_go_type(item)} "
                     "in converted object"
                 )
+        if value != meta.get(key):
+            errors = _metadata_map_errors(key, value)
+            if errors:
+                raise ConversionFailure(_aggregate(errors))
         meta[key] = value
     return {**converted, "metadata": meta}

@@ -502,3 +502,16 @@ def test_a_service_resolves_only_where_the_server_maps_it() -> None:
         "https://127.0.0.1:9443/c?timeout=5s",
         "hooks.ops.svc",
     )
+
+
+def test_labels_the_webhook_changes_must_be_valid() -> None:
+    out = converted(stored())
+    out["metadata"]["labels"] = {"bad key": "x"}
+    message = refused(answer([out]), [stored()])
+    assert message.startswith(
+        "conversion webhook for example.com/v1, Kind=Widget returned invalid metadata: "
+        'metadata.labels: Invalid value: "bad key": name part must consist of alphanumeric'
+    )
+    # Labels given back unchanged are not checked again.
+    sent = stored(labels={"a": "1"})
+    assert check(answer([converted(sent)]), [sent])[0]["metadata"]["labels"] == {"a": "1"}
