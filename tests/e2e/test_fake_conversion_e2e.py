@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiohttp import web
 
+from aioinformer import SharedIndexInformer
 from aioinformer.errors import ApiError
 from aioinformer.listwatch import ListOptions
 from aioinformer.testing import FakeAPIServer, eventually
@@ -266,6 +267,26 @@ async def test_each_watch_event_in_another_version_is_converted(
         ("ADDED", "example.com/v1beta1", {"count": 1}),
         ("MODIFIED", "example.com/v1beta1", {"count": 4}),
     ]
+
+
+async def test_an_informer_on_another_version_syncs_and_follows_converted_objects(
+    served: tuple[FakeAPIServer, Client], webhook: Webhook
+) -> None:
+    server, client = served
+    server.create({**convert(beta_widget("a", 1), "example.com/v1"), "spec": {"replicas": 1}})
+    informer = SharedIndexInformer(client.resource(V1BETA1, namespace="default"))
+    async with informer:
+        assert await informer.wait_for_sync(timeout=10)
+
+        def count() -> Any:
+            cached = informer.lister().get("a", namespace="default")
+            assert cached is not None
+            return cached["spec"].get("count")
+
+        assert count() == 1
+        await client.resource(V1, namespace="default").patch("a", {"spec": {"replicas": 8}})
+
+        await eventually(lambda: count() == 8, timeout=10)
 
 
 async def test_a_webhook_that_is_down_fails_reads_and_writes_with_a_500(
