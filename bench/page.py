@@ -474,6 +474,16 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _update_line(update: dict[str, Any]) -> str:
+    """The header's line for one ``--update``: which scenarios replaced the run's, when,
+    at which commit and with which command."""
+    when = datetime.datetime.fromisoformat(update["started_at"]).astimezone(datetime.UTC)
+    names = ", ".join(f"`{name}`" for name in update["scenarios"])
+    commit = f" at commit `{update['git_commit']}`" if update.get("git_commit") else ""
+    command = shlex.join(["python", "-m", "bench", *(update.get("argv") or ())])
+    return f"- **Re-measured:** {names} on {when:%Y-%m-%d %H:%M} UTC{commit} (`{command}`)"
+
+
 def _header(results: dict[str, Any]) -> Iterator[str]:
     meta = results["meta"]
     started = datetime.datetime.fromisoformat(meta["started_at"]).astimezone(datetime.UTC)
@@ -527,6 +537,8 @@ def _header(results: dict[str, Any]) -> Iterator[str]:
         else ""
     )
     yield f"- **Rounds:** {rounds}; every figure is the median over the timed rounds"
+    for update in meta.get("updates", ()):
+        yield _update_line(update)
     yield ""
     if meta["mode"] == "full" and repeats == 1:
         yield (

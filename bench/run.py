@@ -17,6 +17,9 @@ met; its metadata records the command's arguments (``argv``). A full run (every 
 not ``--quick``) then writes the documentation's benchmarks page from it
 (:mod:`bench.page`, into ``--page-dir``, default ``docs/benchmarks``); ``--page`` writes it
 from a part of a run, or alone from a results file written earlier without measuring anything.
+``--update --only SCENARIO`` re-measures named scenarios into the published results, each
+in place of its old entry, and writes the page, which names what was re-measured, when and
+at which commit (:func:`merge_update`).
 
 ``--quick`` shrinks every scenario (same scenarios, fewer objects and events, one repeat,
 no warm-up) so the whole run takes well under a minute; the test suite runs it.
@@ -51,7 +54,7 @@ from bench.replay import REPO_ROOT, ReplayConfig, ReplayServerProcess, child_env
 from bench.worker import RESULT_PREFIX
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "DEFAULT_OUTPUT",
@@ -1125,10 +1128,10 @@ def render_sharding(entry: dict[str, Any], scenario: Scenario) -> str:
         goals.setdefault((goal["metric"], goal["goal"]), {})[goal["variant"]] = (
             f"{measured}: {verdict}"
         )
-    for (metric_name, goal_text), cells in goals.items():
+    for (metric_name, goal_text), verdicts in goals.items():
         facts.append(
             f"| {entry['name']} | busiest shard's {labels[metric_name]}, vs the singleton's"
-            f" (target {goal_text}) | {' | '.join(cells.get(v, '') for v in sharded)} |"
+            f" (target {goal_text}) | {' | '.join(verdicts.get(v, '') for v in sharded)} |"
         )
     killed = {variant: medians(entry, variant) for variant in sharded}
     for metric in scenario.metrics:
@@ -1243,6 +1246,13 @@ def _parser() -> argparse.ArgumentParser:
         help="measure nothing: print the table (or with --page, write the page) of a results"
         " file written earlier",
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="re-measure the --only scenarios into the published results"
+        " (bench/results/latest.json), each in place of its old figures, and write the page;"
+        " the page names what was re-measured, when and at which commit",
+    )
     page = parser.add_mutually_exclusive_group()
     page.add_argument(
         "--page",
@@ -1303,6 +1313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "writing the benchmarks page needs matplotlib: pip install 'aioinformer[bench]'"
             " (or run with --no-page)"
         )
+    if args.update:
+        return _update(args, render)
     if args.output is None:
         args.output = PARTIAL_OUTPUT if partial else DEFAULT_OUTPUT
     results = run(args)
@@ -1313,6 +1325,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     if writes_page:
         _write_page(results, args.page_dir)
     return 0
+
+
+def _update(args: argparse.Namespace, render: Callable[[dict[str, Any]], str]) -> int:
+    """``--update``: measure the ``--only`` scenarios as the published run was measured
+    and put them into its results in place of their old entries (see :func:`merge_update`)."""
+    if not args.only or args.quick or args.from_json is not None or args.no_page:
+        raise SystemExit(
+            "--update re-measures named scenarios of the published full run: give --only,"
+            " and neither --quick, --from-json nor --no-page"
+        )
+    published_path = args.output or DEFAULT_OUTPUT
+    try:
+        published = orjson.loads(published_path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise SystemExit(f"cannot read the published results {published_path}: {exc}") from exc
+    meta = published["meta"]
+    if meta["mode"] != "full":
+        raise SystemExit(f"{published_path} holds a {meta['mode']} run: only a full one is updated")
+    if args.uvloop != (meta["loop"] == "uvloop"):
+        raise SystemExit(f"{published_path} was measured on {meta['loop']}: pass the same loop")
+    # The published run's rounds, unless asked otherwise on purpose.
+    if "--repeats" not in args.argv:
+        args.repeats = meta["repeats"]
+    if "--warmup" not in args.argv:
+        args.warmup = meta["warmup"]
+    measured = run(args)
+    updated = merge_update(published, measured)
+    published_path.write_bytes(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
+    print(render(measured))
+    _log(f"results updated in {published_path}")
+    _write_page(updated, args.page_dir)
+    return 0
+
+
+def merge_update(published: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """``published`` with each scenario of ``measured`` in place of its entry (or added at
+    its place in the scenario order when new), and the re-measurement recorded in
+    ``meta["updates"]`` (when, at which commit, with which command, which scenarios)."""
+    fresh = {entry["name"]: entry for entry in measured["scenarios"]}
+    order = {scenario.name: index for index, scenario in enumerate(SCENARIOS)}
+    kept = [entry for entry in published["scenarios"] if entry["name"] not in fresh]
+    scenarios = sorted(
+        [*kept, *fresh.values()], key=lambda entry: order.get(entry["name"], len(order))
+    )
+    meta = measured["meta"]
+    update = {
+        "scenarios": list(fresh),
+        **{key: meta.get(key) for key in ("started_at", "git_commit", "argv", "repeats", "warmup")},
+    }
+    updates = [*published["meta"].get("updates", []), update]
+    return {**published, "meta": {**published["meta"], "updates": updates}, "scenarios": scenarios}
 
 
 def _write_page(results: dict[str, Any], directory: Path) -> None:

@@ -77,7 +77,7 @@ from bench.measure import settled_rss
 from bench.objects import make_configmap
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from aioinformer.operator import ShardRing
 
@@ -503,8 +503,6 @@ async def _failover(
         lost = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" for obj in page.items}
         if not lost:
             raise RuntimeError(f"shard {victim} holds no ConfigMap: nothing to fail over")
-        for child in survivors.values():
-            await child.ask(op="follow", keys=sorted(lost))
 
         async def moved() -> float:
             """When the last lost key was seen with a survivor's label."""
@@ -520,18 +518,34 @@ async def _failover(
                             return time.monotonic()
             raise RuntimeError("the watch ended before every lost key moved")
 
-        killed = time.monotonic()
-        await replicas[victim].kill()
-        async with asyncio.timeout(params["failover_timeout"]):
-            moved_at, reconciled_at = await asyncio.gather(
-                moved(), _first_reconciles(survivors, lost)
-            )
+        moved_s, reconciled_s = await _kill_and_time(
+            replicas[victim], survivors, lost, moved, params["failover_timeout"]
+        )
     return {
-        "failover_s": moved_at - killed,
-        "failover_reconciled_s": reconciled_at - killed,
+        "failover_s": moved_s,
+        "failover_reconciled_s": reconciled_s,
         "lost_keys": float(len(lost)),
         "lease_duration_s": float(params["lease_duration"]),
     }
+
+
+async def _kill_and_time(
+    victim: Child,
+    survivors: dict[str, Child],
+    lost: set[str],
+    moved: Callable[[], Awaitable[float]],
+    timeout: float,
+) -> tuple[float, float]:
+    """Have ``survivors`` follow ``lost``, kill ``victim``, and give the seconds from the
+    kill until ``moved()`` returned (the ring's own sign of the move) and until each of
+    ``lost`` was first reconciled by a survivor; both within ``timeout``."""
+    for child in survivors.values():
+        await child.ask(op="follow", keys=sorted(lost))
+    killed = time.monotonic()
+    await victim.kill()
+    async with asyncio.timeout(timeout):
+        moved_at, reconciled_at = await asyncio.gather(moved(), _first_reconciles(survivors, lost))
+    return moved_at - killed, reconciled_at - killed
 
 
 async def _first_reconciles(survivors: dict[str, Child], lost: set[str]) -> float:
@@ -583,8 +597,6 @@ async def _failover_ranges(
         lost = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" for obj in page.items}
         if not lost:
             raise RuntimeError(f"shard {victim} holds no ConfigMap: nothing to fail over")
-        for child in survivors.values():
-            await child.ask(op="follow", keys=sorted(lost))
 
         async def moved() -> float:
             """When the survivors' Leases last came to list every slot of the victim."""
@@ -604,15 +616,12 @@ async def _failover_ranges(
                         return time.monotonic()
             raise RuntimeError("the watch ended before every slot of the killed shard moved")
 
-        killed = time.monotonic()
-        await replicas[victim].kill()
-        async with asyncio.timeout(params["failover_timeout"]):
-            moved_at, reconciled_at = await asyncio.gather(
-                moved(), _first_reconciles(survivors, lost)
-            )
+        moved_s, reconciled_s = await _kill_and_time(
+            replicas[victim], survivors, lost, moved, params["failover_timeout"]
+        )
     return {
-        "failover_slots_s": moved_at - killed,
-        "failover_reconciled_s": reconciled_at - killed,
+        "failover_slots_s": moved_s,
+        "failover_reconciled_s": reconciled_s,
         "lost_keys": float(len(lost)),
         "lost_slots": float(len(victim_slots)),
         "lease_duration_s": float(params["lease_duration"]),

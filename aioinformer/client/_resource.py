@@ -250,9 +250,13 @@ class ResourceClient(DescribedListerWatcher):
         namespace: str | None = None,
         *,
         field_manager: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Create ``obj``; its namespace is ``namespace``, else its own, else the bound
         one, else the config's. Raises :class:`AlreadyExists` for a taken name.
+        ``dry_run=True`` sends ``dryRun=All``: the server validates and admits the write
+        and answers as it would, but stores nothing (so do :meth:`update`, :meth:`patch`
+        and :meth:`delete`).
 
         ``obj`` is one object: a mapping, or a pydantic model such as a ``KubeObject``
         (sent as ``model_dump(mode="json", by_alias=True, exclude_none=True)``). Anything
@@ -263,7 +267,7 @@ class ResourceClient(DescribedListerWatcher):
         info = await self.info()
         meta = obj.get("metadata") or {}
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
-        query = {"fieldManager": field_manager} if field_manager else None
+        query = _write_query(field_manager, dry_run)
         result: dict[str, Any] = await self._http.request(
             "POST", info.collection_path(ns), query=query, json=obj, accept=self._object_accept()
         )
@@ -276,6 +280,7 @@ class ResourceClient(DescribedListerWatcher):
         *,
         field_manager: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Replace ``obj`` (PUT), or with ``subresource="status"`` only its status. With
         ``metadata.resourceVersion`` set, a stale object raises :class:`Conflict`.
@@ -284,7 +289,7 @@ class ResourceClient(DescribedListerWatcher):
         info = await self.info()
         meta = obj.get("metadata") or {}
         ns = self._object_namespace(info, namespace, meta.get("namespace"))
-        query = {"fieldManager": field_manager} if field_manager else None
+        query = _write_query(field_manager, dry_run)
         result: dict[str, Any] = await self._http.request(
             "PUT",
             info.object_path(meta.get("name", ""), ns, subresource),
@@ -304,6 +309,7 @@ class ResourceClient(DescribedListerWatcher):
         field_manager: str | None = None,
         force: bool | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Patch ``name``: JSON merge patch, strategic merge patch, JSON patch (a list of
         operations) or server-side apply (needs ``field_manager``; ``force`` takes over
@@ -325,9 +331,7 @@ class ResourceClient(DescribedListerWatcher):
             check_subresource(subresource)
         info = await self.info()
         ns = self._object_namespace(info, namespace)
-        query: dict[str, str] = {}
-        if field_manager:
-            query["fieldManager"] = field_manager
+        query = _write_query(field_manager, dry_run) or {}
         if force is not None:
             query["force"] = "true" if force else "false"
         result: dict[str, Any] = await self._http.request(
@@ -348,6 +352,7 @@ class ResourceClient(DescribedListerWatcher):
         grace_period_seconds: int | None = None,
         propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
         preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete ``name``; returns the object (being deleted) or a ``Status``.
         ``preconditions`` takes ``uid`` and/or ``resourceVersion``."""
@@ -362,7 +367,7 @@ class ResourceClient(DescribedListerWatcher):
             options["preconditions"] = dict(preconditions)
         body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
         result: dict[str, Any] = await self._http.request(
-            "DELETE", info.object_path(name, ns), json=body
+            "DELETE", info.object_path(name, ns), query=_write_query(None, dry_run), json=body
         )
         return result
 
@@ -399,3 +404,13 @@ class _Decoded(DescribedListerWatcher):
 
     def __repr__(self) -> str:
         return f"<{self._resource!r} decoded by {type(self._codec).__name__}>"
+
+
+def _write_query(field_manager: str | None, dry_run: bool) -> dict[str, str] | None:
+    """A write's query: its field manager, and ``dryRun=All`` for a dry run."""
+    query: dict[str, str] = {}
+    if field_manager:
+        query["fieldManager"] = field_manager
+    if dry_run:
+        query["dryRun"] = "All"
+    return query or None

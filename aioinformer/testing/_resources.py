@@ -5,7 +5,8 @@ version, plural, kind, scope, short names, status subresource) and the field sel
 accepts beyond ``metadata.name`` and ``metadata.namespace``; the workload controllers
 (deployments, replica sets, stateful sets) also serve the ``scale`` subresource.
 CustomResourceDefinitions are served too: a created one installs the resource it defines
-(``_crds``). Pods, Services and ServiceAccounts answer a delete with the deleted object,
+(``_crds``), and so are the webhook configurations admission calls (``_webhook_configs``,
+``_admission``). Pods, Services and ServiceAccounts answer a delete with the deleted object,
 as their kube-apiserver registries do; the others (and custom resources) with a ``Status``.
 
 :class:`ResourceRegistry` is the set a running server serves: the built-ins plus the CRDs
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aioinformer._apiserver.objects import ResourceType
 from aioinformer.errors import UnknownResourceError
+from aioinformer.testing._webhook_configs import WEBHOOK_CONFIGURATION_TYPES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -190,6 +192,7 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
     CRD_TYPE,
+    *WEBHOOK_CONFIGURATION_TYPES,
 )
 
 

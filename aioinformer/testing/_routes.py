@@ -14,17 +14,22 @@ the ``Accept`` header prefers it) and ``/openapi/v3`` paths are answered; otherw
 path is parsed, an injected failure answers if one matches the verb and resource, the
 account's :class:`Rule` list is checked (403), the ``Accept`` header is negotiated, and
 only then does the verb run against the store (a protobuf create or update body is
-decoded to the JSON it carries first). A LIST or WATCH reads ``shardSelector`` only with
-the ``ShardedListAndWatch`` feature gate on (see :func:`feature_gates`). A write takes
-effect in the store before its answer is encoded, so a conversion that does not fit the
-answer fails after the write, as on kube-apiserver. A version of a custom resource that
-its definition's webhook converts (``_converter``) is converted to the storage version
-before a write reaches the store, and every object answered is converted back.
+decoded to the JSON it carries first). A create, update, patch or delete goes through the
+admission chain (``_admission``: mutating webhooks, the store's validation as a dry run,
+validating webhooks) before its write, which ``?dryRun=All`` leaves out; the webhooks'
+warnings become the answer's ``Warning`` headers. A version of a custom resource that its
+definition's webhook converts (``_converter``) is admitted in the request's version (the
+admission webhooks are sent it, or the version a rule names under ``matchPolicy:
+Equivalent``, converted), then converted to the storage version for the store's
+validation and the write; every object answered is converted back. A LIST or WATCH
+reads ``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
+:func:`feature_gates`). A write takes effect in the store before its answer is encoded, so
+a conversion that does not fit the answer fails after the write, as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
-future resourceVersion (``too_large_rv_wait``), a conversion webhook's answer (bounded by
-the server's ``conversion_timeout``) and a watch stream.
+future resourceVersion (``too_large_rv_wait``), a watch stream, the admission webhooks'
+calls and a conversion webhook's answer (bounded by the server's ``conversion_timeout``).
 """
 
 from __future__ import annotations
@@ -65,6 +70,14 @@ from aioinformer._apiserver.requests import (
     selectors,
     status_response,
 )
+from aioinformer.testing._admission import (
+    AdmissionChain,
+    Admitting,
+    Write,
+    collect_warnings,
+    warning_header,
+    write_options,
+)
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
 from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
 from aioinformer.testing._patch import PatchError
@@ -99,6 +112,7 @@ __all__ = [
     "SHARDED_LIST_AND_WATCH",
     "feature_gates",
     "patch_object",
+    "patched_object",
 ]
 
 SHARDED_LIST_AND_WATCH: Final = "ShardedListAndWatch"
@@ -220,6 +234,9 @@ class Router:
         conversions: Conversions,
     ) -> None:
         self._server = settings
+        # Admission webhooks are sent another version of a converted resource through
+        # its conversion webhook.
+        self._admission = AdmissionChain(store, registry, convert=conversions.convert)
         self._store = store
         self._registry = registry
         self._accounts = accounts
@@ -231,6 +248,14 @@ class Router:
         self._written = written
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        # Webhooks' warnings reach the client on the answer, failures included.
+        with collect_warnings() as warnings:
+            response = await self._handle(request)
+        for text in warnings:
+            response.headers.add("Warning", warning_header(text))
+        return response
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         query = dict(request.query)
         token = bearer(request)
         account = self._accounts.get(token) if token is not None else None
@@ -272,7 +297,7 @@ class Router:
             if failure is not None:
                 return self._fail(request, failure)
             self._authorize(account, verb, target)
-            return await self._serve(request, verb, target, query)
+            return await self._serve(request, verb, target, query, account)
         except StatusError as exc:
             return status_response(exc)
 
@@ -331,7 +356,12 @@ class Router:
         raise StatusError(status_body(403, "Forbidden", message, rt.details(target.name)))
 
     async def _serve(
-        self, request: web.Request, verb: str, target: Target, query: dict[str, str]
+        self,
+        request: web.Request,
+        verb: str,
+        target: Target,
+        query: dict[str, str],
+        account: Account,
     ) -> web.StreamResponse:
         rt = target.rt
         # As on kube-apiserver, the Accept header is negotiated before anything happens,
@@ -353,31 +383,22 @@ class Router:
             entry = self._store.get(rt, target.namespace, target.name)
             return await self._answer(rt, entry, convert)
         body = await request.read()
+        dry_run = request.query.getall("dryRun", [])
         if verb == "delete":
             assert target.name is not None
-            return await self._delete(target, body, convert)
+            return await self._delete(target, body, convert, account, dry_run)
+        options = write_options(verb, dry_run, query)
+        admitting = Admitting(self._admission, target, account.user, options)
         if verb == "patch":
             assert target.name is not None
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
-            if self._conversions.converts(rt):
-                entry = await self._patch_converted(
-                    target, patch, content_type, manager=_manager(request)
-                )
-            else:
-                entry = patch_object(
-                    self._store,
-                    rt,
-                    target.namespace,
-                    target.name,
-                    patch,
-                    content_type,
-                    target.subresource,
-                    manager=_manager(request),
-                )
-            return await self._answer(rt, entry, convert)
+            entry = await self._patch(
+                admitting, target, patch, content_type, manager=_manager(request)
+            )
+            return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
             # object goes on as the JSON it carries.
@@ -390,9 +411,25 @@ class Router:
             obj = prepare_new(rt, obj, target.namespace)
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
-            storage_rt, obj = await self._conversions.to_storage(rt, obj)
-            entry = self._store.create(storage_rt, obj, manager=manager)
-            return await self._answer(rt, entry, convert, status=201)
+
+            async def create(
+                new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
+            ) -> Entry:
+                assert new is not None
+                uid = None
+                if probe is not None:
+                    # The object the validating webhooks saw is the one stored: its uid,
+                    # and the name a generateName was completed to.
+                    uid = probe.uid
+                    new["metadata"].setdefault("name", probe.name)
+                storage_rt, stored = await self._conversions.to_storage(rt, new)
+                entry = self._store.create(
+                    storage_rt, stored, manager=manager, dry_run=dry_run, uid=uid
+                )
+                return await self._conversions.entry(rt, entry)
+
+            entry = await admitting.write("CREATE", obj, None, create)
+            return entry_response(rt, entry, convert, status=201)
         # update
         assert target.name is not None
         meta = obj.get("metadata")
@@ -409,9 +446,15 @@ class Router:
                 )
             )
         check_namespace(rt, meta, target.namespace)
-        storage_rt, obj = await self._conversions.to_storage(rt, obj)
-        entry = self._store.update(storage_rt, obj, subresource=target.subresource, manager=manager)
-        return await self._answer(rt, entry, convert)
+        # A missing object is the store's 404, after the body's own checks.
+        current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
+        if current is not None and self._admission.configured():
+            # The old object admission webhooks are sent, in the request's version.
+            current = await self._conversions.entry(rt, current)
+        entry = await admitting.write(
+            "UPDATE", obj, current, self._updater(rt, target.subresource, manager)
+        )
+        return entry_response(rt, entry, convert)
 
     async def _answer(
         self, rt: ResourceType, entry: Entry, convert: Conversion | None, *, status: int = 200
@@ -423,33 +466,48 @@ class Router:
             entry = await self._conversions.entry(rt, entry)
         return entry_response(rt, entry, convert, status=status)
 
-    async def _patch_converted(
-        self, target: Target, patch: Any, content_type: str, *, manager: str
+    async def _patch(
+        self, admitting: Admitting, target: Target, patch: Any, content_type: str, *, manager: str
     ) -> Entry:
-        """A patch of a version a webhook converts: the stored object converted to the
-        request's version, patched, converted back and stored. The webhook's round trips
-        leave room for another write of the object: as kube-apiserver's patcher does, the
-        patch is then applied again to the newer object, at most
-        ``_PATCH_CONFLICT_RETRIES`` times, unless the patch names a resourceVersion (a
-        precondition, whose 409 ``Conflict`` is answered at once)."""
+        """A patch: the stored object (converted to the request's version when a webhook
+        converts it) patched, admitted and written as an update. The admission and
+        conversion webhooks' round trips leave room for another write of the object: as
+        kube-apiserver's patcher does, the patch is then applied again to the newer
+        object, at most ``_PATCH_CONFLICT_RETRIES`` times, unless the patch names a
+        resourceVersion (a precondition, whose 409 ``Conflict`` is answered at once)."""
         rt = target.rt
         assert target.name is not None
+        update = self._updater(rt, target.subresource, manager)
         attempts = 1 if _sets_resource_version(patch) else 1 + _PATCH_CONFLICT_RETRIES
         for attempt in range(attempts):
-            current = self._store.get(rt, target.namespace, target.name)
-            converted = await self._conversions.entry(rt, current)
-            patched = _patched_object(
-                rt, converted.decode(), target.namespace, target.name, patch, content_type
+            stored = self._store.get(rt, target.namespace, target.name)
+            current = await self._conversions.entry(rt, stored)
+            patched = patched_object(
+                current, rt, target.namespace, target.name, patch, content_type
             )
-            storage_rt, patched = await self._conversions.to_storage(rt, patched)
             try:
-                return self._store.update(
-                    storage_rt, patched, subresource=target.subresource, manager=manager
-                )
+                return await admitting.write("UPDATE", patched, current, update)
             except StatusError as exc:
                 if exc.code != 409 or attempt == attempts - 1:
                     raise
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _updater(self, rt: ResourceType, subresource: str | None, manager: str) -> Write:
+        """The store update of an admitted object (after the webhooks' mutations, in the
+        request's version): converted to the storage version when a webhook converts it,
+        stored, and given back in the request's version."""
+
+        async def update(
+            new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
+        ) -> Entry:
+            assert new is not None
+            storage_rt, stored = await self._conversions.to_storage(rt, new)
+            entry = self._store.update(
+                storage_rt, stored, subresource=subresource, manager=manager, dry_run=dry_run
+            )
+            return await self._conversions.entry(rt, entry)
+
+        return update
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -513,25 +571,46 @@ class Router:
         return _scale_response(rt, await self._conversions.entry(rt, updated), convert)
 
     async def _delete(
-        self, target: Target, body: bytes, convert: Conversion | None
+        self,
+        target: Target,
+        body: bytes,
+        convert: Conversion | None,
+        account: Account,
+        dry_run: list[str],
     ) -> web.Response:
         rt = target.rt
         assert target.name is not None
+        name = target.name
         precondition_rv: str | None = None
         precondition_uid: str | None = None
-        if body.strip():
-            options = decode_body(body)
-            preconditions = options.get("preconditions") if isinstance(options, dict) else None
-            if isinstance(preconditions, dict):
-                precondition_rv = preconditions.get("resourceVersion")
-                precondition_uid = preconditions.get("uid")
-        entry = self._store.delete(
-            rt,
-            target.namespace,
-            target.name,
-            precondition_rv=precondition_rv,
-            precondition_uid=precondition_uid,
-        )
+        options: Any = decode_body(body) if body.strip() else {}
+        if not isinstance(options, dict):
+            options = {}
+        preconditions = options.get("preconditions")
+        if isinstance(preconditions, dict):
+            precondition_rv = preconditions.get("resourceVersion")
+            precondition_uid = preconditions.get("uid")
+        if isinstance(options.get("dryRun"), list):
+            dry_run = [*dry_run, *options["dryRun"]]
+        review_options = write_options("delete", dry_run, {}, options)
+        current = self._store.get(rt, target.namespace, name)
+        if self._admission.configured():
+            # The old object admission webhooks are sent, in the request's version.
+            current = await self._conversions.entry(rt, current)
+
+        async def delete(_: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+            # As stored: the answer converts the object it carries.
+            return self._store.delete(
+                rt,
+                target.namespace,
+                name,
+                precondition_rv=precondition_rv,
+                precondition_uid=precondition_uid,
+                dry_run=dry_run,
+            )
+
+        admitting = Admitting(self._admission, target, account.user, review_options)
+        entry = await admitting.write("DELETE", None, current, delete)
         # Still stored (finalizers hold it): the object as marked. Removed: the object as
         # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
         # so; a Status naming the uid for the others.
@@ -619,25 +698,26 @@ def patch_object(
     ``manager``'s write; the name and namespace may not change, and a resourceVersion
     the patch sets is a precondition."""
     current = store.get(rt, namespace, name)
-    patched = _patched_object(rt, current.decode(), namespace, name, patch, content_type)
+    patched = patched_object(current, rt, namespace, name, patch, content_type)
     # The patched object keeps the stored resourceVersion unless the patch set one,
     # which then acts as a precondition, as on the real server.
     return store.update(rt, patched, subresource=subresource, manager=manager)
 
 
-def _patched_object(
+def patched_object(
+    current: Entry,
     rt: ResourceType,
-    current: dict[str, Any],
     namespace: str | None,
     name: str,
     patch: Any,
     content_type: str,
 ) -> dict[str, Any]:
-    """``current`` (an object as version ``rt`` has it) with a patch of ``content_type``
-    applied; the 422 when it changes the name or namespace or removes the metadata."""
+    """The object ``current`` (as stored, or as version ``rt`` has it when a webhook
+    converts it) with a patch of ``content_type`` applied (the 400 or 422 for a patch
+    that does not apply, that changes the name or namespace or removes the metadata)."""
     apply = PATCH_TYPES[content_type]
     try:
-        target = {"apiVersion": rt.api_version, "kind": rt.kind, **current}
+        target = {"apiVersion": rt.api_version, "kind": rt.kind, **current.decode()}
         patched = apply(target, patch)
     except PatchError as exc:
         raise StatusError(
@@ -648,7 +728,8 @@ def _patched_object(
     meta = patched["metadata"]
     if meta.get("name") != name or meta.get("namespace") != namespace:
         raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
-    return patched
+    result: dict[str, Any] = patched
+    return result
 
 
 _PATCH_CONFLICT_RETRIES: Final = 5

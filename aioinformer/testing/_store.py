@@ -177,10 +177,19 @@ class Store(HistoryView):
         return Entry(obj, history.rv)
 
     def create(
-        self, rt: ResourceType, obj: dict[str, Any], *, manager: str = UNKNOWN_MANAGER
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        manager: str = UNKNOWN_MANAGER,
+        dry_run: bool = False,
+        uid: str | None = None,
     ) -> Entry:
         """Store a new object (``obj`` is owned by the store from here on), admitted as
-        kube-apiserver admits it (see ``_validation.admit_create``)."""
+        kube-apiserver admits it (see ``_validation.admit_create``). ``dry_run``: admit,
+        default and answer the object as it would be stored (no resourceVersion), store
+        nothing; ``uid``: the uid to give it (a dry run's, so the object admission saw is
+        the one stored)."""
         namespaces = self.table(_NAMESPACES).entries if self.require_namespaces else None
         admit_create(namespaces, rt, obj, self.specs)
         controller = self.controllers.get(rt.id)
@@ -199,7 +208,7 @@ class Store(HistoryView):
                     rt.details(name),
                 )
             )
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid or str(uuid.uuid4())
         meta["creationTimestamp"] = _now()
         if rt.generation:
             meta["generation"] = 1
@@ -209,6 +218,8 @@ class Store(HistoryView):
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         meta["managedFields"] = record_write(None, obj, api_version=rt.api_version, manager=manager)
+        if dry_run:
+            return Entry(obj, self.history.rv)
         entry = self._stamp(obj)
         self._commit(rt, "ADDED", key, entry, None)
         return entry
@@ -220,8 +231,11 @@ class Store(HistoryView):
         *,
         subresource: str | None = None,
         manager: str = UNKNOWN_MANAGER,
+        dry_run: bool = False,
     ) -> Entry:
         """Replace an object; ``metadata.resourceVersion``, when set, is a precondition.
+        ``dry_run``: the object as it would be stored, at the stored resourceVersion,
+        nothing stored.
 
         Server-owned metadata (uid, creationTimestamp, generation) is kept; a main-resource
         update keeps the stored ``status`` of resources with a status subresource, a status
@@ -287,6 +301,9 @@ class Store(HistoryView):
             manager=manager,
             subresource=subresource,
         )
+        if dry_run:
+            new["metadata"]["resourceVersion"] = str(current.rv)
+            return Entry(new, current.rv)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             return self._remove(rt, key, new)
         entry = self._stamp(new)
@@ -301,8 +318,10 @@ class Store(HistoryView):
         *,
         precondition_rv: str | None = None,
         precondition_uid: str | None = None,
+        dry_run: bool = False,
     ) -> Entry:
-        """Delete an object (or mark it, when it has finalizers); return the last state."""
+        """Delete an object (or mark it, when it has finalizers); return the last state
+        (``dry_run``: the state it would have, nothing changed)."""
         key = object_key(namespace, name)
         current = self.table(rt).entries.get(key)
         if current is None:
@@ -347,9 +366,13 @@ class Store(HistoryView):
             # filtering on generation changes still hears of the deletion.
             if meta.get("generation"):
                 meta["generation"] = int(meta["generation"]) + 1
+            if dry_run:
+                return Entry(new, current.rv)
             entry = self._stamp(new)
             self._commit(rt, "MODIFIED", key, entry, current)
             return entry
+        if dry_run:
+            return Entry(new, current.rv)
         return self._remove(rt, key, new)
 
     def _remove(self, rt: ResourceType, key: str, last: dict[str, Any]) -> Entry:

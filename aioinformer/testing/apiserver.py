@@ -75,6 +75,15 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   stops serving it (see ``_crds``); with ``conversion.strategy: Webhook`` the other
   versions are converted to and from the storage version by the definition's webhook
   over HTTPS (see ``_converter`` and Conversion webhooks in :class:`FakeAPIServer`);
+* admission webhooks: ``admissionregistration.k8s.io/v1``
+  ValidatingWebhookConfigurations and MutatingWebhookConfigurations, validated (422 with
+  kube-apiserver's causes) and defaulted, whose webhooks are called over HTTPS on every
+  create, update, patch and delete over HTTP, as kube-apiserver calls them (mutating by
+  configuration name, each JSONPatch applied, then the object's validation, then the
+  validating webhooks; rules, selectors, matchPolicy, failurePolicy, timeoutSeconds;
+  ``reinvocationPolicy: IfNeeded``; denials, call failures and ``Warning`` headers in
+  its words; see ``_admission``), and
+  ``?dryRun=All`` on those writes: admitted (and converted), answered, nothing stored;
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
@@ -141,6 +150,7 @@ from aioinformer.testing._routes import feature_gates as known_gates
 from aioinformer.testing._store import Store
 from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
+from aioinformer.testing._webhook_configs import WEBHOOK_CONFIGURATION_TYPES, WebhookConfigurations
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -320,35 +330,41 @@ class FakeAPIServer(Server):
     Conversion webhooks: a CustomResourceDefinition with ``spec.conversion.strategy:
     Webhook`` (validated as kube-apiserver validates it: ``webhookClientConfig`` with
     exactly one of an ``https`` ``url`` or a ``service``, ``conversionReviewVersions``
-    naming ``v1`` or ``v1beta1``; 422 with its field paths otherwise) has its objects
-    stored in the storage version. A create, update or patch in another version is
-    converted to it by the webhook before it is admitted and stored; a get, list, watch
-    event, delete, write answer or ``scale`` in another version is converted from it (a
-    LIST page's objects in one ConversionReview, each watch event in its own; the
-    storage version is never sent; metadata-only gets and lists too, metadata-only
-    watches not). The review (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the
-    definition prefers it) is POSTed to ``clientConfig.url`` with ``?timeout=30s``,
-    trusting ``caBundle``; a ``service`` connects to the ``(host, port)``
-    ``webhook_services[(namespace, name)]`` gives (the certificate is checked for
-    ``<name>.<namespace>.svc``), and one not listed fails as an unresolvable name. The
-    answer is checked as kube-apiserver checks it (the uid, ``Success``, the count, each
-    object's apiVersion, kind, name, namespace and uid; other metadata restored but for
-    labels and annotations). A failed conversion (the webhook down, hanging past
-    ``conversion_timeout``, untrusted, answering garbage or something refused) answers a
-    read with 500 ``InternalError``: ``Internal error occurred: conversion webhook for
-    example.com/v1, Kind=Widget failed: Post "https://127.0.0.1:8443/convert?timeout=30s":
-    dial tcp 127.0.0.1:8443: connect: connection refused``; a write it fails to convert
-    for storage with a 500 of no reason and the bare message, nothing stored; a watch
-    whose event fails to convert ends. The test's direct calls (``create``, ``objects``,
-    ``patch``...) are not converted and see the stored fields. The HTTP session closes
-    with the server.
+    naming ``v1`` or ``v1beta1``; 422 with its field paths otherwise) has its objects stored
+    in the storage version. A create, update or patch in another version is admitted in that
+    version (admission webhooks are sent it, or under ``matchPolicy: Equivalent`` the
+    version their rule names, converted by the webhook), then converted to the storage
+    version for the object's validation and the store (a dry run converts too, stores
+    nothing), and answered converted back; a get, list, watch event, delete, write answer or
+    ``scale`` in another version is converted from it (a LIST page's objects in one
+    ConversionReview, each watch event in its own; the storage version is never sent;
+    metadata-only gets and lists too, metadata-only watches not). The review
+    (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the definition prefers it) is POSTed
+    to ``clientConfig.url`` with ``?timeout=30s``, trusting ``caBundle``; a ``service``
+    connects to the ``(host, port)`` ``webhook_services[(namespace, name)]`` gives (the
+    certificate is checked for ``<name>.<namespace>.svc``), and one not listed fails as an
+    unresolvable name. The answer is checked as kube-apiserver checks it (the uid,
+    ``Success``, the count, each object's apiVersion, kind, name, namespace and uid; other
+    metadata restored but for labels and annotations). A failed conversion (the webhook
+    down, hanging past ``conversion_timeout``, untrusted, answering garbage or something
+    refused) answers a read with 500 ``InternalError``: ``Internal error occurred:
+    conversion webhook for example.com/v1, Kind=Widget failed: Post
+    "https://127.0.0.1:8443/convert?timeout=30s": dial tcp 127.0.0.1:8443: connect:
+    connection refused``; a write it fails to convert for storage with a 500 of no reason
+    and the bare message, nothing stored; a watch whose event fails to convert ends. The
+    test's direct calls (``create``, ``objects``, ``patch``...) are not converted and see
+    the stored fields. The HTTP session closes with the server.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
-    patch merges lists by ``name``-like keys without schemas; server-side apply, admission
-    plugins, validation of other kinds' specs and of fields beyond those above, defaulting,
-    and garbage collection are not modelled; a CustomResourceDefinition's schemas are
-    stored as given, never applied to its objects (no pruning, validation or defaulting),
-    and with ``strategy: None`` every version reads the stored object as is;
+    patch merges lists by ``name``-like keys without schemas; server-side apply, the
+    built-in admission plugins (but NamespaceLifecycle's 404), validating and mutating
+    admission policies, webhooks' ``matchConditions``, admission of
+    ``scale`` writes and of DELETE collections, validation of other kinds' specs and of
+    fields beyond those above, defaulting, and garbage collection are not modelled; the
+    test's direct writes skip admission and conversion, as writes to etcd do; a
+    CustomResourceDefinition's schemas are stored as given, never applied to its objects
+    (no pruning, validation or defaulting), and with ``strategy: None`` every version
+    reads the stored object as is;
     ``validate_specs=False`` does not turn the definitions' own validation off. Answers
     are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
     ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry
@@ -410,6 +426,8 @@ class FakeAPIServer(Server):
         self._store.loses_event = self.faults.loses
         self._registry = ResourceRegistry()
         self._store.controllers[CRD_TYPE.id] = Definitions(self._registry, self._store)
+        for rt in WEBHOOK_CONFIGURATION_TYPES:
+            self._store.controllers[rt.id] = WebhookConfigurations(rt)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
         # Where a webhook's service reference connects: (namespace, name) -> (host, port).
         # The test may add to it while the server runs.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
+import bench.page
 import bench.run
 from bench.page import PLOTS_DIR, page_markdown, rebuilt_command
 from bench.run import SCENARIOS, main
@@ -199,3 +200,84 @@ def test_a_run_that_would_write_the_page_without_matplotlib_stops_before_measuri
     assert calls.runs == []
     calls.main("--output", str(calls.output), "--no-page")
     assert len(calls.runs) == 1
+
+
+def _entry(name: str, figure: float) -> dict[str, Any]:
+    return {"name": name, "figure": figure}
+
+
+def _published(tmp_path: Path) -> Path:
+    path = tmp_path / "latest.json"
+    meta = {**_meta(repeats=1, warmup=0), "started_at": "2026-12-01T08:00:00+00:00"}
+    scenarios = [_entry("stages", 1.0), _entry("proxy-fanout", 2.0)]
+    path.write_bytes(orjson.dumps({"meta": meta, "scenarios": scenarios}))
+    return path
+
+
+class _Measures(_Calls):
+    """``_Calls`` whose run gives each asked scenario an entry, with the figure 9."""
+
+    def _run(self, args: argparse.Namespace) -> dict[str, Any]:
+        results = super()._run(args)
+        results["meta"]["started_at"] = "2026-12-04T22:00:00+00:00"
+        results["meta"]["git_commit"] = "abc123"
+        results["scenarios"] = [_entry(name, 9.0) for name in args.only]
+        return results
+
+
+def test_an_update_replaces_only_the_named_scenarios_and_the_page_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls = _Measures(monkeypatch, tmp_path)
+    monkeypatch.setattr(bench.run, "render_summary", lambda results: "")
+    published = _published(tmp_path)
+    calls.main("--update", "--only", "stages", "--output", str(published))
+    # Measured as the published run was: its rounds, unless asked otherwise.
+    (meta,) = calls.runs
+    assert (meta["repeats"], meta["warmup"]) == (1, 0)
+    updated = orjson.loads(published.read_bytes())
+    assert updated["scenarios"] == [_entry("stages", 9.0), _entry("proxy-fanout", 2.0)]
+    assert updated["meta"]["started_at"] == "2026-12-01T08:00:00+00:00"
+    (update,) = updated["meta"]["updates"]
+    assert update["scenarios"] == ["stages"]
+    assert update["git_commit"] == "abc123"
+    ((written, _),) = calls.pages
+    assert written == updated
+    assert bench.page._update_line(update).startswith(
+        "- **Re-measured:** `stages` on 2026-12-04 22:00 UTC at commit `abc123`"
+        " (`python -m bench --update --only stages --output"
+    )
+
+
+def test_a_new_scenario_is_added_in_the_scenario_order() -> None:
+    names = [scenario.name for scenario in SCENARIOS]
+    published = {"meta": _meta(), "scenarios": [_entry(names[0], 1.0), _entry(names[2], 1.0)]}
+    measured = {
+        "meta": {"started_at": "2026-12-04T22:00:00+00:00"},
+        "scenarios": [_entry(names[1], 5.0)],
+    }
+    merged = bench.run.merge_update(published, measured)
+    assert [entry["name"] for entry in merged["scenarios"]] == names[:3]
+    assert published["scenarios"] == [_entry(names[0], 1.0), _entry(names[2], 1.0)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(("--update",), id="no-only"),
+        pytest.param(("--update", "--only", "stages", "--quick"), id="quick"),
+        pytest.param(("--update", "--only", "stages", "--no-page"), id="no-page"),
+        pytest.param(("--update", "--only", "stages", "--uvloop"), id="other-loop"),
+    ],
+)
+def test_an_update_that_would_not_match_the_published_run_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    calls = _Measures(monkeypatch, tmp_path)
+    published = _published(tmp_path)
+    before = published.read_bytes()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: object())
+    with pytest.raises(SystemExit):
+        main([*argv, "--output", str(published)])
+    assert calls.runs == []
+    assert published.read_bytes() == before

@@ -822,6 +822,24 @@ async def test_update_puts_the_object_at_its_name(recorder: tuple[Recorder, str]
     assert (req["method"], req["path"]) == ("PUT", "/api/v1/namespaces/team-a/pods/web-0")
 
 
+async def test_writes_send_dry_run_all_when_asked(recorder: tuple[Recorder, str]) -> None:
+    rec, url = recorder
+    async with Client(Config(host=url)) as client:
+        pods = client.resource(PODS, "team-a")
+        await pods.create(POD, dry_run=True)
+        await pods.update(POD, dry_run=True, field_manager="me")
+        await pods.patch("web-0", {"metadata": {}}, dry_run=True)
+        await pods.delete("web-0", dry_run=True)
+        await pods.create(POD)
+    assert [req["query"] for req in rec.requests] == [
+        {"dryRun": "All"},
+        {"fieldManager": "me", "dryRun": "All"},
+        {"dryRun": "All"},
+        {"dryRun": "All"},
+        {},
+    ]
+
+
 @pytest.mark.parametrize(
     ("patch_type", "patch", "content_type"),
     [
