@@ -18,7 +18,8 @@ parallel calls' failures); then the write, unless the request is a dry run
 the configuration's ``caBundle`` (the system's roots without one), within
 ``timeoutSeconds`` of real time (``?timeout=<n>s`` on the URL, as kube-apiserver sends
 it); a ``service`` reference is called at ``https://<name>.<namespace>.svc:<port><path>``,
-a name the fake resolves to 127.0.0.1. Warnings of the webhooks that answered go back to
+connected where ``_webhook_address`` resolves it (the server's ``webhook_services``
+entry, else 127.0.0.1 at the reference's port). Warnings of the webhooks that answered go back to
 the client as ``Warning: 299 - "<text>"`` headers (see :func:`collect_warnings`), denials
 and failures included. A mutating webhook with ``reinvocationPolicy: IfNeeded`` is
 called once more, after the others, when a later webhook changed the object it left.
@@ -166,10 +167,15 @@ class AdmissionChain:
         store: Store,
         registry: ResourceRegistry,
         *,
+        services: Mapping[tuple[str, str], tuple[str, int]] | None = None,
         convert: Convert = relabel,
     ) -> None:
         self._store = store
         self._registry = registry
+        # Shared with the server, which the test may add to (see ``_webhook_address``).
+        self._services: Mapping[tuple[str, str], tuple[str, int]] = (
+            services if services is not None else {}
+        )
         self._convert = convert
 
     def configured(self) -> bool:
@@ -334,7 +340,7 @@ class AdmissionChain:
             version = review_version(hook.spec.get("admissionReviewVersions"))
             uid = str(uuid.uuid4())
             review = build_review(uid, invocation, attrs, version=version)
-            body = await post_review(hook, review)
+            body = await post_review(hook, review, self._services)
             answer = read_answer(uid, body, mutating=hook.mutating, version=version)
         except CallFailed as exc:
             self._failed(hook, str(exc))

@@ -19,10 +19,10 @@ watches are not. Definitions with
 (``register_crd``) are passed through untouched.
 
 The webhook is read from the definition stored in the server (re-read when it changes):
-``clientConfig.url``, or a ``service`` looked up in the server's ``webhook_services``
-(``(namespace, name)`` to a ``(host, port)`` to connect to, the TLS name checked still
-``<name>.<namespace>.svc``); a service not in it fails as an unresolvable name does
-(``dial tcp: lookup <name>.<namespace>.svc: no such host``). The server is verified
+``clientConfig.url``, or a ``service`` resolved as admission webhooks' are
+(``_webhook_address``: the server's ``webhook_services`` entry when it lists the
+service, else 127.0.0.1 at the reference's port; the certificate checked for
+``<name>.<namespace>.svc``). The server is verified
 against ``caBundle`` (the system's trust store when empty). One request per conversion:
 a LIST page's objects in one review, a single object in one, each watch event in one;
 none for an empty list. Each call is bounded by ``timeout`` seconds (kube-apiserver's 30)
@@ -55,6 +55,7 @@ from aioinformer.testing._conversion import (
     webhook_config,
 )
 from aioinformer.testing._resources import CRD_TYPE
+from aioinformer.testing._webhook_address import WebhookAddress, service_address, url_address
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -275,21 +276,13 @@ class Conversions:
             self._contexts[ca_bundle] = context
         return context
 
-    def _endpoint(self, config: WebhookConfig) -> tuple[str, str, str | None]:
-        """(the URL as kube-apiserver names it, the URL connected to, the TLS server
-        name when it differs from the connected host); :class:`ConversionFailure` for a
-        service the server cannot resolve."""
+    def _endpoint(self, config: WebhookConfig) -> WebhookAddress:
+        """Where the webhook is called (see ``_webhook_address``)."""
         query = f"?timeout={_go_duration(self.timeout)}"
         if config.service is None:
-            url = (config.url or "") + query
-            return url, url, None
+            return url_address(config.url or "", query)
         namespace, name, port, path = config.service
-        host = f"{name}.{namespace}.svc"
-        shown = f"https://{host}:{port}{path}{query}"
-        address = self.services.get((namespace, name))
-        if address is None:
-            raise ConversionFailure(f'Post "{shown}": dial tcp: lookup {host}: no such host')
-        return shown, f"https://{address[0]}:{address[1]}{path}{query}", host
+        return service_address(namespace, name, port, path, query, self.services)
 
     def _session_for_call(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -327,7 +320,8 @@ class Conversions:
     async def _post(self, config: WebhookConfig, review: dict[str, Any]) -> Any:
         """POST ``review`` and decode the answer; :class:`ConversionFailure` with the
         client's words (after ``conversion webhook for <gvk> failed: ``) otherwise."""
-        shown, url, server_name = self._endpoint(config)
+        address = self._endpoint(config)
+        shown, server_name = address.shown, address.server_name
         try:
             context = self._context(config.ca_bundle)
         except (ssl.SSLError, ValueError):
@@ -335,15 +329,17 @@ class Conversions:
                 f'Post "{shown}": unable to load root certificates: unable to parse bytes '
                 "as PEM block"
             ) from None
-        headers = {"Content-Type": "application/json", "Accept": "application/json, */*"}
-        if server_name is not None:
-            headers["Host"] = shown.split("/")[2]
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, */*",
+            **address.headers(),
+        }
         session = self._session_for_call()
         try:
             async with (
                 asyncio.timeout(self.timeout),
                 session.post(
-                    url,
+                    address.url,
                     data=orjson.dumps(review),
                     headers=headers,
                     ssl=context,

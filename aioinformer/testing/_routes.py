@@ -234,9 +234,11 @@ class Router:
         conversions: Conversions,
     ) -> None:
         self._server = settings
-        # Admission webhooks are sent another version of a converted resource through
-        # its conversion webhook.
-        self._admission = AdmissionChain(store, registry, convert=conversions.convert)
+        # Admission webhooks resolve services as conversion webhooks do, and are sent
+        # another version of a converted resource through its conversion webhook.
+        self._admission = AdmissionChain(
+            store, registry, services=conversions.services, convert=conversions.convert
+        )
         self._store = store
         self._registry = registry
         self._accounts = accounts

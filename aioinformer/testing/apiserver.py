@@ -283,7 +283,7 @@ class FakeAPIServer(Server):
     :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
     kubeconfig's token; ``conversion_timeout`` seconds a conversion webhook call may take
     (30.0, kube-apiserver's; also settable later) and ``webhook_services``, where a
-    webhook's ``service`` reference connects (see Conversion webhooks below).
+    webhook's ``service`` reference connects (see Webhook services below).
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -340,10 +340,8 @@ class FakeAPIServer(Server):
     ConversionReview, each watch event in its own; the storage version is never sent;
     metadata-only gets and lists too, metadata-only watches not). The review
     (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the definition prefers it) is POSTed
-    to ``clientConfig.url`` with ``?timeout=30s``, trusting ``caBundle``; a ``service``
-    connects to the ``(host, port)`` ``webhook_services[(namespace, name)]`` gives (the
-    certificate is checked for ``<name>.<namespace>.svc``), and one not listed fails as an
-    unresolvable name. The answer is checked as kube-apiserver checks it (the uid,
+    to ``clientConfig.url`` with ``?timeout=30s``, trusting ``caBundle``; a ``service`` as
+    in Webhook services below. The answer is checked as kube-apiserver checks it (the uid,
     ``Success``, the count, each object's apiVersion, kind, name, namespace and uid; other
     metadata restored but for labels and annotations). A failed conversion (the webhook
     down, hanging past ``conversion_timeout``, untrusted, answering garbage or something
@@ -354,6 +352,14 @@ class FakeAPIServer(Server):
     and the bare message, nothing stored; a watch whose event fails to convert ends. The
     test's direct calls (``create``, ``objects``, ``patch``...) are not converted and see
     the stored fields. The HTTP session closes with the server.
+
+    Webhook services: a webhook's ``clientConfig.service`` (namespace, name, port,
+    path), admission or conversion alike, is called as
+    ``https://<name>.<namespace>.svc:<port><path>``: the fake connects to the
+    ``(host, port)`` ``webhook_services[(namespace, name)]`` gives when the
+    service is listed there (the test may add to it while the server runs), else to
+    127.0.0.1 at the reference's port; either way the certificate is checked for
+    ``<name>.<namespace>.svc``.
 
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, the

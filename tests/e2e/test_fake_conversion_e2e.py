@@ -544,7 +544,9 @@ async def test_strategy_none_converts_nothing(webhook: Webhook) -> None:
 async def test_a_service_reference_connects_where_the_server_maps_it() -> None:
     hook = Webhook(make_pki())
     await hook.start(names=("hooks.ops.svc",))
-    service = {"namespace": "ops", "name": "hooks", "port": 443, "path": "/convert"}
+    # A port nothing listens on: the reference's own, where an unmapped service connects.
+    closed = closed_port()
+    service = {"namespace": "ops", "name": "hooks", "port": closed, "path": "/convert"}
     config = {"service": service, "caBundle": ca_bundle(hook.pki)}
     try:
         async with FakeAPIServer() as server, server.client() as client:
@@ -555,8 +557,8 @@ async def test_a_service_reference_connects_where_the_server_maps_it() -> None:
                 await beta.get("a")
             assert failed.value.message == (
                 "Internal error occurred: conversion webhook for example.com/v1, Kind=Widget "
-                'failed: Post "https://hooks.ops.svc:443/convert?timeout=30s": dial tcp: '
-                "lookup hooks.ops.svc: no such host"
+                f'failed: Post "https://hooks.ops.svc:{closed}/convert?timeout=30s": dial tcp '
+                f"127.0.0.1:{closed}: connect: connection refused"
             )
 
             server.webhook_services[("ops", "hooks")] = ("127.0.0.1", hook.port)
@@ -564,6 +566,23 @@ async def test_a_service_reference_connects_where_the_server_maps_it() -> None:
             assert hook.connections == 1
         # The server's session went with it, and its connection.
         await eventually(lambda: hook.connections == 0, timeout=5)
+    finally:
+        await hook.stop()
+
+
+async def test_an_unmapped_service_connects_to_loopback_at_its_port() -> None:
+    hook = Webhook(make_pki())
+    await hook.start(names=("hooks.ops.svc",))
+    service = {"namespace": "ops", "name": "hooks", "port": hook.port, "path": "/convert"}
+    try:
+        async with FakeAPIServer() as server, server.client() as client:
+            config = {"service": service, "caBundle": ca_bundle(hook.pki)}
+            await client.resource(CRDS).create(conversion_crd(config))
+            server.create({**convert(beta_widget("a", 2), "example.com/v1")})
+            got = await client.resource(V1BETA1, namespace="default").get("a")
+            assert (got["apiVersion"], got["spec"]) == ("example.com/v1beta1", {"count": 2})
+            [review] = hook.reviews
+            assert review["request"]["desiredAPIVersion"] == "example.com/v1beta1"
     finally:
         await hook.stop()
 

@@ -20,7 +20,7 @@ from aioinformer.testing._admission import (
     warning_header,
     write_options,
 )
-from aioinformer.testing._admission_call import webhook_url
+from aioinformer.testing._admission_call import webhook_address
 from aioinformer.testing._admission_review import (
     CallFailed,
     build_review,
@@ -32,6 +32,7 @@ from aioinformer.testing._admission_review import (
 from aioinformer.testing._admission_rules import Attributes, Invocation, Webhook
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._store import Store
+from aioinformer.testing._webhook_address import WebhookAddress
 
 PODS = ResourceType("", "v1", "pods", "Pod", True)
 DEPLOYMENTS = ResourceType("apps", "v1", "deployments", "Deployment", True)
@@ -259,12 +260,30 @@ def test_the_review_version_is_v1_when_accepted_else_v1beta1() -> None:
 
 
 def test_a_webhook_url_carries_kubes_timeout_parameter() -> None:
-    assert webhook_url({"clientConfig": {"url": "https://h/x"}, "timeoutSeconds": 5}) == (
-        "https://h/x?timeout=5s"
-    )
+    url = webhook_address({"clientConfig": {"url": "https://h/x"}, "timeoutSeconds": 5}, {})
+    assert url == WebhookAddress("https://h/x?timeout=5s", "https://h/x?timeout=5s")
+    assert url.headers() == {}
+
+
+def test_a_service_connects_where_the_server_maps_it_else_to_loopback() -> None:
     service = {"name": "hooks", "namespace": "ops", "port": 9443, "path": "/validate"}
-    assert webhook_url({"clientConfig": {"service": service}}) == (
-        "https://hooks.ops.svc:9443/validate?timeout=10s"
+    spec = {"clientConfig": {"service": service}}
+    assert webhook_address(spec, {}) == WebhookAddress(
+        "https://hooks.ops.svc:9443/validate?timeout=10s",
+        "https://127.0.0.1:9443/validate?timeout=10s",
+        "hooks.ops.svc",
+    )
+    mapped = webhook_address(spec, {("ops", "hooks"): ("127.0.0.2", 8443)})
+    assert mapped == WebhookAddress(
+        "https://hooks.ops.svc:9443/validate?timeout=10s",
+        "https://127.0.0.2:8443/validate?timeout=10s",
+        "hooks.ops.svc",
+    )
+    assert mapped.headers() == {"Host": "hooks.ops.svc:9443"}
+    # Another service is not mapped by that entry; a missing port is kube's 443.
+    other = {"clientConfig": {"service": {"name": "other", "namespace": "ops"}}}
+    assert webhook_address(other, {("ops", "hooks"): ("127.0.0.2", 8443)}).url == (
+        "https://127.0.0.1:443?timeout=10s"
     )
 
 

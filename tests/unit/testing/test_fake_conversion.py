@@ -22,6 +22,7 @@ from aioinformer.testing._conversion import (
     webhook_config,
 )
 from aioinformer.testing._converter import Conversions, _go_duration, _status_message
+from aioinformer.testing._webhook_address import WebhookAddress
 from tests.unit.testing.test_fake_crds import refusal, widget_crd
 
 UID = "5a0a5ab1-0000-4000-8000-000000000001"
@@ -479,7 +480,7 @@ def test_a_failed_http_answer_is_worded_as_client_go_words_it(
     assert _status_message(status, body) == message
 
 
-def test_a_service_resolves_only_where_the_server_maps_it() -> None:
+def test_a_service_connects_where_the_server_maps_it_else_to_loopback() -> None:
     crd = widget_crd(
         conversion=webhook(
             {"service": {"namespace": "ops", "name": "hooks", "port": 443, "path": "/c"}}, ["v1"]
@@ -488,16 +489,15 @@ def test_a_service_resolves_only_where_the_server_maps_it() -> None:
     config = webhook_config(crd)
     assert config is not None
     conversions = Conversions(FakeAPIServer()._store, timeout=5)
-    with pytest.raises(ConversionFailure) as failure:
-        conversions._endpoint(config)
-    assert str(failure.value) == (
-        'Post "https://hooks.ops.svc:443/c?timeout=5s": dial tcp: lookup hooks.ops.svc: '
-        "no such host"
+    assert conversions._endpoint(config) == WebhookAddress(
+        "https://hooks.ops.svc:443/c?timeout=5s",
+        "https://127.0.0.1:443/c?timeout=5s",
+        "hooks.ops.svc",
     )
     mapped = Conversions(
         FakeAPIServer()._store, timeout=5, services={("ops", "hooks"): ("127.0.0.1", 9443)}
     )
-    assert mapped._endpoint(config) == (
+    assert mapped._endpoint(config) == WebhookAddress(
         "https://hooks.ops.svc:443/c?timeout=5s",
         "https://127.0.0.1:9443/c?timeout=5s",
         "hooks.ops.svc",
