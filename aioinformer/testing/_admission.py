@@ -18,12 +18,21 @@ parallel calls' failures); then the write, unless the request is a dry run
 the configuration's ``caBundle`` (the system's roots without one), within
 ``timeoutSeconds`` of real time (``?timeout=<n>s`` on the URL, as kube-apiserver sends
 it); a ``service`` reference is called at ``https://<name>.<namespace>.svc:<port><path>``,
-a name the fake resolves to 127.0.0.1. Warnings of the webhooks that answered go back to
+connected where ``_webhook_address`` resolves it (the server's ``webhook_services``
+entry, else 127.0.0.1 at the reference's port). Warnings of the webhooks that answered go back to
 the client as ``Warning: 299 - "<text>"`` headers (see :func:`collect_warnings`), denials
 and failures included. A mutating webhook with ``reinvocationPolicy: IfNeeded`` is
 called once more, after the others, when a later webhook changed the object it left.
-Writes made by the test's direct calls (``FakeAPIServer.create``, ...) skip admission, as
-writes to etcd do.
+The chain works in the request's version: the object it is given, the mutated object and
+the object validated are in that version, and each webhook is sent them in the version
+its invocation names (the request's, or under ``matchPolicy: Equivalent`` the one a rule
+names), converted by the ``convert`` the chain is given (the server's conversion
+webhooks; a change of apiVersion without one) and converted back after a mutation. The
+write itself converts to the storage version (see :class:`Write`), so for a custom
+resource a conversion webhook converts, the order is: mutating webhooks in the request's
+version, conversion to the storage version and the object's validation (the dry write),
+validating webhooks, conversion again and the write. Writes made by the test's direct
+calls (``FakeAPIServer.create``, ...) skip admission, as writes to etcd do.
 
 Task model: :meth:`AdmissionChain.write` runs in the request's handler task and awaits
 each webhook call in turn; the store is read and written synchronously between the calls,
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -72,8 +82,10 @@ if TYPE_CHECKING:
 __all__ = [
     "AdmissionChain",
     "Admitting",
+    "Convert",
     "Write",
     "collect_warnings",
+    "relabel",
     "user_groups",
     "warning_header",
     "write_options",
@@ -83,13 +95,32 @@ logger = logging.getLogger(__name__)
 
 
 class Write(Protocol):
-    """The write a request makes, of ``obj`` (the mutated object; ``None`` for a delete):
-    with ``dry_run`` everything the write checks and defaults, nothing stored; ``probe``
-    is the dry run's entry when the real write follows one (a create keeps its uid)."""
+    """The write a request makes, of ``obj`` (the mutated object, in the request's
+    version; ``None`` for a delete): with ``dry_run`` everything the write checks and
+    defaults, nothing stored; ``probe`` is the dry run's entry when the real write follows
+    one (a create keeps its uid). The entry returned is the object in the request's
+    version (a write of a version a conversion webhook converts converts it to the
+    storage version for the store and back), but a delete's, which is as stored."""
 
-    def __call__(
+    async def __call__(
         self, obj: dict[str, Any] | None, /, *, dry_run: bool, probe: Entry | None
     ) -> Entry: ...
+
+
+class Convert(Protocol):
+    """An object of version ``source`` as version ``desired`` of the same resource has
+    it (a CustomResourceDefinition's conversion webhook, or the apiVersion changed)."""
+
+    async def __call__(
+        self, obj: dict[str, Any], source: ResourceType, desired: ResourceType, /
+    ) -> dict[str, Any]: ...
+
+
+async def relabel(
+    obj: dict[str, Any], source: ResourceType, desired: ResourceType
+) -> dict[str, Any]:
+    """The conversion of resources no webhook converts: only the apiVersion changes."""
+    return {**obj, "apiVersion": desired.api_version, "kind": desired.kind}
 
 
 _WARNINGS: Final[contextvars.ContextVar[list[str] | None]] = contextvars.ContextVar(
@@ -138,9 +169,26 @@ class AdmissionChain:
     """The webhooks of the server's stored configurations, called for its writes (see the
     module docstring). Owns nothing: the store and the registry are the server's."""
 
-    def __init__(self, store: Store, registry: ResourceRegistry) -> None:
+    def __init__(
+        self,
+        store: Store,
+        registry: ResourceRegistry,
+        *,
+        services: Mapping[tuple[str, str], tuple[str, int]] | None = None,
+        convert: Convert = relabel,
+    ) -> None:
         self._store = store
         self._registry = registry
+        # Shared with the server, which the test may add to (see ``_webhook_address``).
+        self._services: Mapping[tuple[str, str], tuple[str, int]] = (
+            services if services is not None else {}
+        )
+        self._convert = convert
+
+    def configured(self) -> bool:
+        """Whether any webhook configuration is stored (without one, no write is sent
+        to a webhook, and its old object need not be converted for one)."""
+        return any(self._store.table(rt).entries for rt in (MUTATING_TYPE, VALIDATING_TYPE))
 
     def _webhooks(self, rt: ResourceType) -> list[Webhook]:
         mutating = rt == MUTATING_TYPE
@@ -172,15 +220,15 @@ class AdmissionChain:
         entry when ``attrs.dry_run``."""
         if attrs.operation == "UPDATE" and attrs.old_object is None:
             # Nothing stored to update: the store's 404, before any webhook.
-            return write(attrs.object, dry_run=attrs.dry_run, probe=None)
+            return await write(attrs.object, dry_run=attrs.dry_run, probe=None)
         mutating = self._webhooks(MUTATING_TYPE)
         validating = self._webhooks(VALIDATING_TYPE)
         if not attrs.dry_run and not any(
             self._invocation(hook, attrs) for hook in (*mutating, *validating)
         ):
-            return write(attrs.object, dry_run=False, probe=None)
+            return await write(attrs.object, dry_run=False, probe=None)
         obj = await self._mutate_all(attrs, mutating)
-        probe = write(_copy(obj), dry_run=True, probe=None)
+        probe = await write(_copy(obj), dry_run=True, probe=None)
         validated = attrs.with_object(obj)
         if attrs.operation != "DELETE":
             stored = {"apiVersion": attrs.rt.api_version, "kind": attrs.rt.kind, **probe.decode()}
@@ -198,7 +246,7 @@ class AdmissionChain:
             raise failure
         if attrs.dry_run:
             return probe
-        return write(obj, dry_run=False, probe=probe)
+        return await write(obj, dry_run=False, probe=probe)
 
     async def _mutate_all(
         self, attrs: Attributes, mutating: list[Webhook]
@@ -230,7 +278,8 @@ class AdmissionChain:
         return obj
 
     async def _mutate(self, invocation: Invocation, attrs: Attributes) -> dict[str, Any] | None:
-        answer = await self._call(invocation, attrs)
+        sent = await self._versioned(invocation, attrs)
+        answer = await self._call(invocation, sent)
         if answer is None:
             return attrs.object
         if not answer.allowed:
@@ -242,25 +291,50 @@ class AdmissionChain:
                 f'admission webhook "{invocation.webhook.name}" attempted to modify the '
                 "object, which is not supported for this operation"
             )
-        sent = {**attrs.object, "apiVersion": invocation.rt.api_version}
+        assert sent.object is not None
         try:
-            patched = apply_json_patch(sent, answer.patch)
+            patched = apply_json_patch(sent.object, answer.patch)
         except PatchError as exc:
             raise internal_error(str(exc)) from None
         if not isinstance(patched, dict):
             raise internal_error("the webhook's patch did not leave an object")
-        patched["apiVersion"] = attrs.rt.api_version
-        patched["kind"] = attrs.rt.kind
-        return patched
+        patched["apiVersion"] = invocation.rt.api_version
+        patched["kind"] = invocation.rt.kind
+        # The patched object goes on in the request's version.
+        return await self._as_version(patched, invocation.rt, attrs.rt)
 
     async def _validate(self, invocation: Invocation, attrs: Attributes) -> None:
-        answer = await self._call(invocation, attrs)
+        answer = await self._call(invocation, await self._versioned(invocation, attrs))
         if answer is not None and not answer.allowed:
             raise denied(attrs, invocation.webhook.name, answer.status)
 
+    async def _versioned(self, invocation: Invocation, attrs: Attributes) -> Attributes:
+        """The request with its objects in the version the webhook is sent
+        (``invocation.rt``: the request's own, or the one a rule names under
+        ``matchPolicy: Equivalent``, converted as kube-apiserver's dispatcher converts
+        it, by the definition's conversion webhook when it has one)."""
+        if invocation.rt.version == attrs.rt.version:
+            return attrs
+        obj, old = attrs.object, attrs.old_object
+        return dataclasses.replace(
+            attrs,
+            object=None if obj is None else await self._as_version(obj, attrs.rt, invocation.rt),
+            old_object=(
+                None if old is None else await self._as_version(old, attrs.rt, invocation.rt)
+            ),
+        )
+
+    async def _as_version(
+        self, obj: dict[str, Any], source: ResourceType, desired: ResourceType
+    ) -> dict[str, Any]:
+        if source.version == desired.version:
+            return {**obj, "apiVersion": desired.api_version, "kind": desired.kind}
+        return await self._convert(obj, source, desired)
+
     async def _call(self, invocation: Invocation, attrs: Attributes) -> Answer | None:
-        """The webhook's answer, or ``None`` when its call failed under
-        ``failurePolicy: Ignore``."""
+        """The webhook's answer to the request ``attrs`` (its objects in the version
+        the webhook is sent), or ``None`` when its call failed under ``failurePolicy:
+        Ignore``."""
         hook = invocation.webhook
         if attrs.dry_run:
             side_effects = hook.spec.get("sideEffects")
@@ -273,7 +347,7 @@ class AdmissionChain:
             version = review_version(hook.spec.get("admissionReviewVersions"))
             uid = str(uuid.uuid4())
             review = build_review(uid, invocation, attrs, version=version)
-            body = await post_review(hook, review)
+            body = await post_review(hook, review, self._services)
             answer = read_answer(uid, body, mutating=hook.mutating, version=version)
         except CallFailed as exc:
             self._failed(hook, str(exc))

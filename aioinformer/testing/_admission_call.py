@@ -7,10 +7,11 @@ as kube-apiserver's client words the common cases (``dial tcp 127.0.0.1:PORT: co
 connection refused``, ``context deadline exceeded``, ``tls: failed to verify
 certificate: ...`` with Python's account of the certificate, a non-2xx answer).
 
-The URL is the configuration's ``url``, or ``https://<name>.<namespace>.svc:<port><path>``
-for a ``service`` reference, a name resolved to 127.0.0.1 (the fake has no cluster
-network: the webhook listens on the test's machine) and verified as the certificate's
-name; kube-apiserver's ``?timeout=<n>s`` is added. The server is verified against the
+The URL is the configuration's ``url``, or for a ``service`` reference
+``https://<name>.<namespace>.svc:<port><path>``, connected to where ``_webhook_address``
+resolves it (the server's ``webhook_services`` entry, else 127.0.0.1 at the reference's
+port) and verified as the certificate's name; kube-apiserver's ``?timeout=<n>s`` is
+added. The server is verified against the
 ``caBundle``, or the system's roots without one; the whole call is bounded by
 ``timeoutSeconds`` of real time, whatever clock the fake runs on.
 
@@ -21,64 +22,43 @@ and closes its own ``aiohttp`` session.
 from __future__ import annotations
 
 import base64
-import socket
 import ssl
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from aioinformer.testing._admission_review import CallFailed
 from aioinformer.testing._spec_fields import _dict
+from aioinformer.testing._webhook_address import WebhookAddress, service_address, url_address
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from aioinformer.testing._admission_rules import Webhook
 
-__all__ = ["post_review", "webhook_url"]
+__all__ = ["post_review", "webhook_address"]
 
 
-class _ServiceResolver(AbstractResolver):
-    """Resolves ``<service>.<namespace>.svc`` to 127.0.0.1 (the fake has no cluster
-    network: a service's webhook listens on the test's machine) and other names as
-    usual."""
-
-    def __init__(self) -> None:
-        self._default = aiohttp.ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        if host.endswith(".svc"):
-            return [
-                {
-                    "hostname": host,
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "family": socket.AF_INET,
-                    "proto": 0,
-                    "flags": socket.AI_NUMERICHOST,
-                }
-            ]
-        return await self._default.resolve(host, port, family)
-
-    async def close(self) -> None:
-        await self._default.close()
-
-
-def webhook_url(spec: Mapping[str, Any]) -> str:
-    """Where a webhook is posted to, with kube-apiserver's ``timeout`` parameter."""
+def webhook_address(
+    spec: Mapping[str, Any], services: Mapping[tuple[str, str], tuple[str, int]]
+) -> WebhookAddress:
+    """Where a webhook is posted to (see ``_webhook_address``), with kube-apiserver's
+    ``timeout`` parameter."""
     config = _dict(spec.get("clientConfig"))
+    query = f"?timeout={spec.get('timeoutSeconds', 10)}s"
     url = config.get("url")
-    if not isinstance(url, str):
-        service = _dict(config.get("service"))
-        path = service.get("path") or ""
-        host = f"{service.get('name')}.{service.get('namespace')}.svc"
-        url = f"https://{host}:{service.get('port', 443)}{path}"
-    timeout = spec.get("timeoutSeconds", 10)
-    return f"{url}?timeout={timeout}s"
+    if isinstance(url, str):
+        return url_address(url, query)
+    service = _dict(config.get("service"))
+    return service_address(
+        str(service.get("namespace") or ""),
+        str(service.get("name") or ""),
+        int(service.get("port") or 443),
+        str(service.get("path") or ""),
+        query,
+        services,
+    )
 
 
 def _ssl_context(spec: Mapping[str, Any]) -> ssl.SSLContext:
@@ -94,20 +74,32 @@ def _ssl_context(spec: Mapping[str, Any]) -> ssl.SSLContext:
         ) from None
 
 
-async def post_review(hook: Webhook, review: dict[str, Any]) -> bytes:
-    """POST the review; the answer's body, or :class:`CallFailed` naming what went wrong
-    (in Go's words for the common cases)."""
-    url = webhook_url(hook.spec)
+async def post_review(
+    hook: Webhook,
+    review: dict[str, Any],
+    services: Mapping[tuple[str, str], tuple[str, int]],
+) -> bytes:
+    """POST the review (a ``service`` reference resolved through ``services``, see
+    ``_webhook_address``); the answer's body, or :class:`CallFailed` naming what went
+    wrong (in Go's words for the common cases)."""
+    address = webhook_address(hook.spec, services)
+    url = address.shown
     context = _ssl_context(hook.spec)
-    connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver())
+    connector = aiohttp.TCPConnector(ssl=context)
     timeout = aiohttp.ClientTimeout(total=hook.timeout)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, */*",
+        **address.headers(),
+    }
     try:
         async with (
             aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
             session.post(
-                url,
+                address.url,
                 data=orjson.dumps(review),
-                headers={"Content-Type": "application/json", "Accept": "application/json, */*"},
+                headers=headers,
+                server_hostname=address.server_name,
             ) as response,
         ):
             body = await response.read()

@@ -14,7 +14,8 @@ the resource it defines served or no longer served:
   any case); the versions' names unique DNS-1035 labels, exactly one of them the storage
   version; a ``scale`` subresource's ``specReplicasPath`` under ``.spec``, its
   ``statusReplicasPath`` under ``.status``, its ``labelSelectorPath`` (when set) under
-  either; ``spec.conversion.strategy`` ``None`` or ``Webhook``; an update may not change
+  either; ``spec.conversion`` (``_conversion``: the strategy ``None`` or ``Webhook``, a
+  webhook's client config and review versions); an update may not change
   the group, the plural, the scope or the kind. A plural already served in the group by
   something else (a built-in, or a ``register_crd`` resource) is refused on
   ``spec.names.plural``, where kube-apiserver would leave the names unaccepted.
@@ -31,7 +32,7 @@ the resource it defines served or no longer served:
   scale read and written at the definition's paths). The versions share one object
   store, as they share one etcd key space: an object written at one version is read at
   every other with that version's ``apiVersion`` and nothing else converted, as
-  ``strategy: None`` does;
+  ``strategy: None`` does (``strategy: Webhook``: ``_converter`` calls the webhook);
 * deletion, as kube-apiserver's finalizer controller does it: the delete marks the
   definition with the ``customresourcecleanup.apiextensions.k8s.io`` finalizer and a
   ``Terminating`` condition (``InstanceDeletionInProgress``), then deletes every object
@@ -71,6 +72,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from aioinformer._apiserver.objects import ResourceType, StatusError, status_body
+from aioinformer.testing._conversion import conversion_errors, default_conversion
 from aioinformer.testing._resources import CRD_TYPE
 from aioinformer.testing._schema import compile_schema, schema_errors
 from aioinformer.testing._schema_defaults import apply_defaults, prune
@@ -97,7 +99,6 @@ __all__ = ["CLEANUP_FINALIZER", "Definitions"]
 _DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 _SCOPES: Final = ("Cluster", "Namespaced")
-_STRATEGIES: Final = ("None", "Webhook")
 _IMMUTABLE: Final = "field is immutable"
 CLEANUP_FINALIZER: Final = "customresourcecleanup.apiextensions.k8s.io"
 """The finalizer that holds a deleted definition until its objects are gone."""
@@ -229,13 +230,7 @@ def _spec_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         errors.append(_invalid("spec.versions", raw_versions, detail))
     errors += schema_definition_errors(versions)
     errors += _names_errors(names)
-    strategy = _str(_dict(spec.get("conversion")).get("strategy"))
-    if strategy not in _STRATEGIES:
-        errors.append(
-            _not_supported("spec.conversion.strategy", strategy, _STRATEGIES)
-            if strategy
-            else _required("spec.conversion.strategy")
-        )
+    errors += conversion_errors(_dict(spec.get("conversion")))
     return errors
 
 
@@ -268,8 +263,7 @@ def _default(obj: dict[str, Any]) -> None:
             names["singular"] = kind.lower()
         if not names.get("listKind") and kind:
             names["listKind"] = kind + "List"
-    if not isinstance(spec.get("conversion"), dict):
-        spec["conversion"] = {"strategy": "None"}
+    default_conversion(spec)
 
 
 def _status(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:

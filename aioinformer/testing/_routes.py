@@ -17,21 +17,26 @@ only then does the verb run against the store (a protobuf create or update body 
 decoded to the JSON it carries first). A create, update, patch or delete goes through the
 admission chain (``_admission``: mutating webhooks, the store's validation as a dry run,
 validating webhooks) before its write, which ``?dryRun=All`` leaves out; the webhooks'
-warnings become the answer's ``Warning`` headers. A LIST or WATCH reads
-``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
+warnings become the answer's ``Warning`` headers. A version of a custom resource that its
+definition's webhook converts (``_converter``) is admitted in the request's version (the
+admission webhooks are sent it, or the version a rule names under ``matchPolicy:
+Equivalent``, converted), then converted to the storage version for the store's
+validation and the write; every object answered is converted back. A LIST or WATCH
+reads ``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
 :func:`feature_gates`). A write takes effect in the store before its answer is encoded, so
 a conversion that does not fit the answer fails after the write, as on kube-apiserver.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
-future resourceVersion (``too_large_rv_wait``), a watch stream and the admission
-webhooks' calls.
+future resourceVersion (``too_large_rv_wait``), a watch stream, the admission webhooks'
+calls and a conversion webhook's answer (bounded by the server's ``conversion_timeout``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from aioinformer._kernel.clock import Clock
+    from aioinformer.testing._converter import Conversions
     from aioinformer.testing._resources import ResourceRegistry
     from aioinformer.testing._store import Store
     from aioinformer.testing._watchstream import WatchStreams
@@ -226,15 +232,21 @@ class Router:
         faults: Faults,
         streams: WatchStreams,
         written: asyncio.Event,
+        conversions: Conversions,
     ) -> None:
         self._server = settings
-        self._admission = AdmissionChain(store, registry)
+        # Admission webhooks resolve services as conversion webhooks do, and are sent
+        # another version of a converted resource through its conversion webhook.
+        self._admission = AdmissionChain(
+            store, registry, services=conversions.services, convert=conversions.convert
+        )
         self._store = store
         self._registry = registry
         self._accounts = accounts
         self._plan = plan
         self._faults = faults
         self._streams = streams
+        self._conversions = conversions
         # Set by the store after every write; a LIST at a future version waits on it.
         self._written = written
 
@@ -372,7 +384,7 @@ class Router:
         if verb == "get":
             assert target.name is not None
             entry = self._store.get(rt, target.namespace, target.name)
-            return entry_response(rt, entry, convert)
+            return await self._answer(rt, entry, convert)
         body = await request.read()
         dry_run = request.query.getall("dryRun", [])
         if verb == "delete":
@@ -386,12 +398,14 @@ class Router:
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
             patch = decode_body(body)
-            stored = self._store.get(rt, target.namespace, target.name)
-            patched = patched_object(stored, rt, target.namespace, target.name, patch, content_type)
-            update = self._updater(
-                rt, target.subresource, _manager(request), _field_validation(request)
+            entry = await self._patch(
+                admitting,
+                target,
+                patch,
+                content_type,
+                manager=_manager(request),
+                field_validation=_field_validation(request),
             )
-            entry = await admitting.write("UPDATE", patched, stored, update)
             return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
@@ -407,7 +421,9 @@ class Router:
             if rt.status_subresource and rt.plural != "namespaces":
                 obj.pop("status", None)
 
-            def create(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+            async def create(
+                new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
+            ) -> Entry:
                 assert new is not None
                 uid = None
                 if probe is not None:
@@ -415,15 +431,17 @@ class Router:
                     # and the name a generateName was completed to.
                     uid = probe.uid
                     new["metadata"].setdefault("name", probe.name)
-                return self._store.create(
-                    rt,
-                    new,
+                storage_rt, stored = await self._conversions.to_storage(rt, new)
+                entry = self._store.create(
+                    storage_rt,
+                    stored,
                     manager=manager,
                     dry_run=dry_run,
                     uid=uid,
                     field_validation=field_validation,
                     warnings=request_warnings(),
                 )
+                return await self._conversions.entry(rt, entry)
 
             entry = await admitting.write("CREATE", obj, None, create)
             return entry_response(rt, entry, convert, status=201)
@@ -445,27 +463,79 @@ class Router:
         check_namespace(rt, meta, target.namespace)
         # A missing object is the store's 404, after the body's own checks.
         current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
+        if current is not None and self._admission.configured():
+            # The old object admission webhooks are sent, in the request's version.
+            current = await self._conversions.entry(rt, current)
         entry = await admitting.write(
             "UPDATE", obj, current, self._updater(rt, target.subresource, manager, field_validation)
         )
         return entry_response(rt, entry, convert)
 
+    async def _answer(
+        self, rt: ResourceType, entry: Entry, convert: Conversion | None, *, status: int = 200
+    ) -> web.Response:
+        """The answer carrying a stored object, converted to ``rt``'s version by the
+        definition's webhook when it has one (a metadata-only answer too: its labels
+        and annotations are the converted object's)."""
+        if self._conversions.converts(rt):
+            entry = await self._conversions.entry(rt, entry)
+        return entry_response(rt, entry, convert, status=status)
+
+    async def _patch(
+        self,
+        admitting: Admitting,
+        target: Target,
+        patch: Any,
+        content_type: str,
+        *,
+        manager: str,
+        field_validation: str,
+    ) -> Entry:
+        """A patch: the stored object (converted to the request's version when a webhook
+        converts it) patched, admitted and written as an update. The admission and
+        conversion webhooks' round trips leave room for another write of the object: as
+        kube-apiserver's patcher does, the patch is then applied again to the newer
+        object, at most ``_PATCH_CONFLICT_RETRIES`` times, unless the patch names a
+        resourceVersion (a precondition, whose 409 ``Conflict`` is answered at once)."""
+        rt = target.rt
+        assert target.name is not None
+        update = self._updater(rt, target.subresource, manager, field_validation)
+        attempts = 1 if _sets_resource_version(patch) else 1 + _PATCH_CONFLICT_RETRIES
+        for attempt in range(attempts):
+            stored = self._store.get(rt, target.namespace, target.name)
+            current = await self._conversions.entry(rt, stored)
+            patched = patched_object(
+                current, rt, target.namespace, target.name, patch, content_type
+            )
+            try:
+                return await admitting.write("UPDATE", patched, current, update)
+            except StatusError as exc:
+                if exc.code != 409 or attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
     def _updater(
         self, rt: ResourceType, subresource: str | None, manager: str, field_validation: str
     ) -> Write:
-        """The store update of an admitted object (after the webhooks' mutations)."""
+        """The store update of an admitted object (after the webhooks' mutations, in the
+        request's version): converted to the storage version when a webhook converts it,
+        stored, and given back in the request's version."""
 
-        def update(new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+        async def update(
+            new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
+        ) -> Entry:
             assert new is not None
-            return self._store.update(
-                rt,
-                new,
+            storage_rt, stored = await self._conversions.to_storage(rt, new)
+            entry = self._store.update(
+                storage_rt,
+                stored,
                 subresource=subresource,
                 manager=manager,
                 dry_run=dry_run,
                 field_validation=field_validation,
                 warnings=request_warnings(),
             )
+            return await self._conversions.entry(rt, entry)
 
         return update
 
@@ -477,7 +547,10 @@ class Router:
         is a precondition on the object)."""
         rt = target.rt
         assert target.name is not None
-        entry = self._store.get(rt, target.namespace, target.name)
+        # A version a webhook converts reads its scale at its own paths, converted.
+        entry = await self._conversions.entry(
+            rt, self._store.get(rt, target.namespace, target.name)
+        )
         if verb == "get":
             return _scale_response(rt, entry, convert)
         if verb not in ("update", "patch"):
@@ -523,7 +596,9 @@ class Router:
         else:
             _set_path(obj, rt.scale_paths[0], replicas)
         obj["metadata"]["resourceVersion"] = meta.get("resourceVersion") or str(entry.rv)
-        return _scale_response(rt, self._store.update(rt, obj, manager=manager), convert)
+        storage_rt, obj = await self._conversions.to_storage(rt, obj)
+        updated = self._store.update(storage_rt, obj, manager=manager)
+        return _scale_response(rt, await self._conversions.entry(rt, updated), convert)
 
     async def _delete(
         self,
@@ -549,8 +624,12 @@ class Router:
             dry_run = [*dry_run, *options["dryRun"]]
         review_options = write_options("delete", dry_run, {}, options)
         current = self._store.get(rt, target.namespace, name)
+        if self._admission.configured():
+            # The old object admission webhooks are sent, in the request's version.
+            current = await self._conversions.entry(rt, current)
 
-        def delete(_: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+        async def delete(_: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
+            # As stored: the answer converts the object it carries.
             return self._store.delete(
                 rt,
                 target.namespace,
@@ -566,7 +645,7 @@ class Router:
         # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
         # so; a Status naming the uid for the others.
         if (entry.deleting and self._exists(rt, entry)) or rt.returns_deleted_object:
-            return entry_response(rt, entry, convert)
+            return await self._answer(rt, entry, convert)
         details = rt.details(target.name)
         details["uid"] = entry.uid
         body_out = {
@@ -600,6 +679,8 @@ class Router:
         deleted = [
             self._store.delete(rt, listed.namespace, listed.name) for listed in result.entries
         ]
+        if self._conversions.converts(rt):
+            deleted = await self._conversions.entries(rt, deleted)
         return list_response(rt, deleted, self._store.rv, None, None, convert)
 
     async def _list(
@@ -611,6 +692,9 @@ class Router:
         if rv and self._server.too_large_rv_wait > 0 and not options["continue_"]:
             await self._wait_for_rv(rv)
         result = self._store.list(rt, namespace=target.namespace, **options)
+        if result.entries and self._conversions.converts(rt):
+            entries = await self._conversions.entries(rt, result.entries)
+            result = dataclasses.replace(result, entries=entries)
         return page_response(rt, result, convert)
 
     @property
@@ -668,8 +752,9 @@ def patched_object(
     patch: Any,
     content_type: str,
 ) -> dict[str, Any]:
-    """The stored object ``current`` with a patch of ``content_type`` applied (the 400 or
-    422 for a patch that does not apply, or that changes the name or namespace)."""
+    """The object ``current`` (as stored, or as version ``rt`` has it when a webhook
+    converts it) with a patch of ``content_type`` applied (the 400 or 422 for a patch
+    that does not apply, that changes the name or namespace or removes the metadata)."""
     apply = PATCH_TYPES[content_type]
     try:
         target = {"apiVersion": rt.api_version, "kind": rt.kind, **current.decode()}
@@ -690,6 +775,23 @@ def patched_object(
 def _field_validation(request: web.Request) -> str:
     """The request's directive for unknown fields: kube-apiserver's default is ``Warn``."""
     return request.query.get("fieldValidation") or "Warn"
+
+
+_PATCH_CONFLICT_RETRIES: Final = 5
+"""kube-apiserver's ``maxRetryWhenPatchConflicts``."""
+
+
+def _sets_resource_version(patch: Any) -> bool:
+    """Whether a patch sets ``metadata.resourceVersion`` (a merge patch's field, or a JSON
+    patch operation on its path)."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
+    if isinstance(patch, list):
+        return any(
+            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
+        )
+    return False
 
 
 def _manager(request: web.Request) -> str:

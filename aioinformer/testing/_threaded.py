@@ -309,6 +309,15 @@ class ThreadedFakeAPIServer:
         self.call(setattr, self._server, "require_namespaces", value)
 
     @property
+    def conversion_timeout(self) -> float:
+        """Seconds a conversion webhook call may take."""
+        return self.call(lambda: self._server.conversion_timeout)
+
+    @conversion_timeout.setter
+    def conversion_timeout(self, seconds: float) -> None:
+        self.call(setattr, self._server, "conversion_timeout", seconds)
+
+    @property
     def validate_specs(self) -> bool:
         """Whether writes with an invalid spec or ConfigMap/Secret key are refused (422)."""
         return self.call(lambda: self._server.validate_specs)

@@ -7,7 +7,10 @@ negotiated conversion), the store's fan-out into the watcher's buffer, the serve
 and the armed watch faults; output is the response body: the initial events or the
 history since the requested resourceVersion, live events, a BOOKMARK every
 ``bookmark_interval`` when asked for, and the injected faults (a garbage line, half a
-line, a dropped, stalled or frozen stream), each recorded in the fault log. A version older than
+line, a dropped, stalled or frozen stream), each recorded in the fault log. A watch of a
+version its definition's webhook converts (``_converter``) has each event's object
+converted before it is written, one review per event; an event that fails to convert
+ends the stream, as kube-apiserver ends a watch it cannot encode. A version older than
 the history is answered as kube-apiserver v1.36.2 answers it: HTTP 200, one ``ERROR``
 line carrying the 410 ``Expired`` Status (``too old resource version: 1 (216)``), then the
 end of the stream; with ``expired_watch="status"`` the request itself answers HTTP 410,
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
+    from aioinformer.testing._converter import Conversions
     from aioinformer.testing._faults import FaultPlan, Faults, WatchFault
     from aioinformer.testing._requests import (
         Target,
@@ -132,9 +136,16 @@ class WatchStreams:
     """
 
     def __init__(
-        self, settings: StreamSettings, *, store: Store, plan: FaultPlan, faults: Faults
+        self,
+        settings: StreamSettings,
+        *,
+        store: Store,
+        plan: FaultPlan,
+        faults: Faults,
+        conversions: Conversions | None = None,
     ) -> None:
         self._settings = settings
+        self._conversions = conversions
         self._store = store
         self._plan = plan
         self._faults = faults
@@ -265,6 +276,13 @@ class WatchStreams:
                 if watcher.buffer:
                     batch = watcher.buffer
                     watcher.buffer = []
+                    if self._conversions is not None and watcher.as_meta is None:
+                        try:
+                            batch = await self._conversions.lines(watcher.rt, batch)
+                        except StatusError as exc:
+                            # kube-apiserver ends a watch whose event it cannot encode.
+                            logger.info("watch on %s ends: %s", request.path, exc.status["message"])
+                            break
                     held = self._plan.watch_event_delay(watcher.rt)
                     if held:
                         # Taken before the wait: what arrives meanwhile waits its own turn.

@@ -76,7 +76,10 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   ``openAPIV3Schema``, by which every write of a custom object is pruned, defaulted and
   validated with kube-apiserver's 422 causes (see ``_schema``; the unknown fields
   pruned are refused under ``fieldValidation=Strict`` and answered as ``Warning``
-  headers under ``Warn``, the default; CEL rules are not evaluated);
+  headers under ``Warn``, the default; CEL rules are not evaluated); with
+  ``conversion.strategy: Webhook`` the other versions are converted to and from the
+  storage version by the definition's webhook over HTTPS (see ``_converter`` and
+  Conversion webhooks in :class:`FakeAPIServer`);
 * admission webhooks: ``admissionregistration.k8s.io/v1``
   ValidatingWebhookConfigurations and MutatingWebhookConfigurations, validated (422 with
   kube-apiserver's causes) and defaulted, whose webhooks are called over HTTPS on every
@@ -85,7 +88,7 @@ Semantics served (see :class:`FakeAPIServer` for the test-facing API):
   validating webhooks; rules, selectors, matchPolicy, failurePolicy, timeoutSeconds;
   ``reinvocationPolicy: IfNeeded``; denials, call failures and ``Warning`` headers in
   its words; see ``_admission``), and
-  ``?dryRun=All`` on those writes: admitted, answered, nothing stored;
+  ``?dryRun=All`` on those writes: admitted (and converted), answered, nothing stored;
   ``/openapi/v3`` documents without schemas, whose PATCH operations take
   ``fieldValidation``, so kubectl's ``create -f`` and ``apply`` validate on the server;
 * protobuf request bodies (``application/vnd.kubernetes.protobuf``, what kubectl's
@@ -135,6 +138,7 @@ from aioinformer._kernel.runner import finish_regardless
 from aioinformer._objects.view import json_default
 from aioinformer.client._write_args import check_fake_patch_arguments, object_body
 from aioinformer.errors import BadRequest, NotFound, api_error_from_status
+from aioinformer.testing._converter import CONVERSION_TIMEOUT, Conversions
 from aioinformer.testing._crds import Definitions
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
@@ -282,7 +286,9 @@ class FakeAPIServer(Server):
     ``port`` (0: a free one, kept across restarts); ``tls`` (``False``): serve HTTPS with
     a certificate from a CA made for this server (``ca_pem``; needs ``trustme``), which
     :meth:`client` and :meth:`kubeconfig_path` trust, so kubectl authenticates with the
-    kubeconfig's token.
+    kubeconfig's token; ``conversion_timeout`` seconds a conversion webhook call may take
+    (30.0, kube-apiserver's; also settable later) and ``webhook_services``, where a
+    webhook's ``service`` reference connects (see Webhook services below).
 
     ``watch_list_compression=True`` compresses streaming lists as kube-apiserver 1.37 does
     (its ``WatchListCompression`` feature gate, beta and on by default there): a watch
@@ -326,15 +332,49 @@ class FakeAPIServer(Server):
     ``@pytest.mark.fake_apiserver(validate_specs=False)``) admits any spec, for tests
     that seed minimal objects; names, labels and namespaces are still checked.
 
+    Conversion webhooks: a CustomResourceDefinition with ``spec.conversion.strategy:
+    Webhook`` (validated as kube-apiserver validates it: ``webhookClientConfig`` with
+    exactly one of an ``https`` ``url`` or a ``service``, ``conversionReviewVersions``
+    naming ``v1`` or ``v1beta1``; 422 with its field paths otherwise) has its objects stored
+    in the storage version. A create, update or patch in another version is admitted in that
+    version (admission webhooks are sent it, or under ``matchPolicy: Equivalent`` the
+    version their rule names, converted by the webhook), then converted to the storage
+    version for the object's validation and the store (a dry run converts too, stores
+    nothing), and answered converted back; a get, list, watch event, delete, write answer or
+    ``scale`` in another version is converted from it (a LIST page's objects in one
+    ConversionReview, each watch event in its own; the storage version is never sent;
+    metadata-only gets and lists too, metadata-only watches not). The review
+    (``apiextensions.k8s.io/v1``, or ``v1beta1`` when the definition prefers it) is POSTed
+    to ``clientConfig.url`` with ``?timeout=30s``, trusting ``caBundle``; a ``service`` as
+    in Webhook services below. The answer is checked as kube-apiserver checks it (the uid,
+    ``Success``, the count, each object's apiVersion, kind, name, namespace and uid; other
+    metadata restored but for labels and annotations). A failed conversion (the webhook
+    down, hanging past ``conversion_timeout``, untrusted, answering garbage or something
+    refused) answers a read with 500 ``InternalError``: ``Internal error occurred:
+    conversion webhook for example.com/v1, Kind=Widget failed: Post
+    "https://127.0.0.1:8443/convert?timeout=30s": dial tcp 127.0.0.1:8443: connect:
+    connection refused``; a write it fails to convert for storage with a 500 of no reason
+    and the bare message, nothing stored; a watch whose event fails to convert ends. The
+    test's direct calls (``create``, ``objects``, ``patch``...) are not converted and see
+    the stored fields. The HTTP session closes with the server.
+
+    Webhook services: a webhook's ``clientConfig.service`` (namespace, name, port,
+    path), admission or conversion alike, is called as
+    ``https://<name>.<namespace>.svc:<port><path>``: the fake connects to the
+    ``(host, port)`` ``webhook_services[(namespace, name)]`` gives when the
+    service is listed there (the test may add to it while the server runs), else to
+    127.0.0.1 at the reference's port; either way the certificate is checked for
+    ``<name>.<namespace>.svc``.
+
     Caveats: a single process's double, not a conformance-tested server. Strategic merge
     patch merges lists by ``name``-like keys without schemas; server-side apply, the
     built-in admission plugins (but NamespaceLifecycle's 404), validating and mutating
     admission policies, webhooks' ``matchConditions``, admission of
     ``scale`` writes and of DELETE collections, validation of other kinds' specs and of
     fields beyond those above, defaulting, and garbage collection are not modelled; the
-    test's direct writes skip admission, as writes to etcd do; a CustomResourceDefinition's
-    CEL rules (``x-kubernetes-validations``) are not evaluated, and no conversion webhook
-    is called (every version reads the stored object as is);
+    test's direct writes skip admission and conversion, as writes to etcd do; a
+    CustomResourceDefinition's CEL rules (``x-kubernetes-validations``) are not evaluated,
+    and with ``strategy: None`` every version reads the stored object as is;
     ``validate_specs=False`` does not turn the definitions' own validation off. Answers
     are JSON only (no protobuf, YAML or ``Table``); protobuf bodies are decoded for
     ConfigMaps, Secrets, Namespaces and ServiceAccounts only; the OpenAPI documents carry
@@ -357,6 +397,8 @@ class FakeAPIServer(Server):
         port: int = 0,
         tls: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
+        conversion_timeout: float = CONVERSION_TIMEOUT,
+        webhook_services: Mapping[tuple[str, str], tuple[str, int]] | None = None,
     ) -> None:
         # Every known gate, on or off, read-only: kube-apiserver reads its gates at start.
         self.feature_gates: Mapping[str, bool] = known_gates(feature_gates)
@@ -397,7 +439,19 @@ class FakeAPIServer(Server):
         for rt in WEBHOOK_CONFIGURATION_TYPES:
             self._store.controllers[rt.id] = WebhookConfigurations(rt)
         self._accounts: dict[str, Account] = {ADMIN_TOKEN: Account("system:admin", None)}
-        self._streams = WatchStreams(self, store=self._store, plan=plan, faults=self.faults)
+        # Where a webhook's service reference connects: (namespace, name) -> (host, port).
+        # The test may add to it while the server runs.
+        self.webhook_services: dict[tuple[str, str], tuple[str, int]] = dict(webhook_services or {})
+        self._conversions = Conversions(
+            self._store, timeout=conversion_timeout, services=self.webhook_services
+        )
+        self._streams = WatchStreams(
+            self,
+            store=self._store,
+            plan=plan,
+            faults=self.faults,
+            conversions=self._conversions,
+        )
         self.faults.attach_freezer(self._streams)
         self._router = Router(
             self,
@@ -408,6 +462,7 @@ class FakeAPIServer(Server):
             faults=self.faults,
             streams=self._streams,
             written=written,
+            conversions=self._conversions,
         )
         self._kubeconfigs: list[str] = []
         for namespace in _DEFAULT_NAMESPACES:
@@ -435,6 +490,7 @@ class FakeAPIServer(Server):
         await self._listener.cancel_tasks()
         self._streams.close_all()
         await self._listener.cleanup()
+        await self._conversions.close()
         for path in self._kubeconfigs:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -475,6 +531,16 @@ class FakeAPIServer(Server):
         """``http://127.0.0.1:PORT``, or ``https://127.0.0.1:PORT`` with ``tls=True``."""
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def conversion_timeout(self) -> float:
+        """Seconds a conversion webhook call may take (see Conversion webhooks); it may
+        be changed while the server runs."""
+        return self._conversions.timeout
+
+    @conversion_timeout.setter
+    def conversion_timeout(self, seconds: float) -> None:
+        self._conversions.timeout = seconds
 
     @property
     def ca_pem(self) -> bytes | None:

@@ -807,3 +807,19 @@ async def test_a_service_reference_is_called_at_its_cluster_name(
         async with fake_apiserver.client() as client:
             await client.resource("configmaps").create(config_map("c1"))
         assert [r["name"] for r in hook.requests("check")] == ["c1"]
+
+
+async def test_a_service_reference_connects_where_webhook_services_maps_it(
+    fake_apiserver: FakeAPIServer,
+) -> None:
+    async with webhook_server(names=("guard.ops.svc",)) as hook:
+        spec = webhook(hook, "guard.example.com", "check")
+        spec["clientConfig"] = {
+            "service": {"name": "guard", "namespace": "ops", "port": 443, "path": "/check"},
+            "caBundle": spec["clientConfig"]["caBundle"],
+        }
+        fake_apiserver.webhook_services[("ops", "guard")] = ("127.0.0.1", hook.port)
+        fake_apiserver.create(validating("guard", spec))
+        async with fake_apiserver.client() as client:
+            await client.resource("configmaps").create(config_map("c1"))
+        assert [r["name"] for r in hook.requests("check")] == ["c1"]

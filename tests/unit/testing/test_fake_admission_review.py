@@ -6,6 +6,7 @@ Warning header."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 import orjson
@@ -14,11 +15,12 @@ import pytest
 from aioinformer._apiserver.objects import ResourceType, StatusError
 from aioinformer.testing._admission import (
     AdmissionChain,
+    relabel,
     user_groups,
     warning_header,
     write_options,
 )
-from aioinformer.testing._admission_call import webhook_url
+from aioinformer.testing._admission_call import webhook_address
 from aioinformer.testing._admission_review import (
     CallFailed,
     build_review,
@@ -30,6 +32,7 @@ from aioinformer.testing._admission_review import (
 from aioinformer.testing._admission_rules import Attributes, Invocation, Webhook
 from aioinformer.testing._resources import ResourceRegistry
 from aioinformer.testing._store import Store
+from aioinformer.testing._webhook_address import WebhookAddress
 
 PODS = ResourceType("", "v1", "pods", "Pod", True)
 DEPLOYMENTS = ResourceType("apps", "v1", "deployments", "Deployment", True)
@@ -257,12 +260,30 @@ def test_the_review_version_is_v1_when_accepted_else_v1beta1() -> None:
 
 
 def test_a_webhook_url_carries_kubes_timeout_parameter() -> None:
-    assert webhook_url({"clientConfig": {"url": "https://h/x"}, "timeoutSeconds": 5}) == (
-        "https://h/x?timeout=5s"
-    )
+    url = webhook_address({"clientConfig": {"url": "https://h/x"}, "timeoutSeconds": 5}, {})
+    assert url == WebhookAddress("https://h/x?timeout=5s", "https://h/x?timeout=5s")
+    assert url.headers() == {}
+
+
+def test_a_service_connects_where_the_server_maps_it_else_to_loopback() -> None:
     service = {"name": "hooks", "namespace": "ops", "port": 9443, "path": "/validate"}
-    assert webhook_url({"clientConfig": {"service": service}}) == (
-        "https://hooks.ops.svc:9443/validate?timeout=10s"
+    spec = {"clientConfig": {"service": service}}
+    assert webhook_address(spec, {}) == WebhookAddress(
+        "https://hooks.ops.svc:9443/validate?timeout=10s",
+        "https://127.0.0.1:9443/validate?timeout=10s",
+        "hooks.ops.svc",
+    )
+    mapped = webhook_address(spec, {("ops", "hooks"): ("127.0.0.2", 8443)})
+    assert mapped == WebhookAddress(
+        "https://hooks.ops.svc:9443/validate?timeout=10s",
+        "https://127.0.0.2:8443/validate?timeout=10s",
+        "hooks.ops.svc",
+    )
+    assert mapped.headers() == {"Host": "hooks.ops.svc:9443"}
+    # Another service is not mapped by that entry; a missing port is kube's 443.
+    other = {"clientConfig": {"service": {"name": "other", "namespace": "ops"}}}
+    assert webhook_address(other, {("ops", "hooks"): ("127.0.0.2", 8443)}).url == (
+        "https://127.0.0.1:443?timeout=10s"
     )
 
 
@@ -332,3 +353,42 @@ async def test_a_dry_run_reaching_a_webhook_without_side_effects_class_fails_the
     )
     ignoring = Webhook("config", False, {"name": "h.example.com", "failurePolicy": "Ignore"})
     assert await chain._call(Invocation(ignoring, PODS, ""), attrs(dry_run=True)) is None
+
+
+WIDGETS_V1 = ResourceType("example.com", "v1", "widgets", "Widget", True)
+WIDGETS_V1BETA1 = ResourceType("example.com", "v1beta1", "widgets", "Widget", True)
+
+
+async def test_a_webhook_of_another_version_is_sent_the_objects_converted() -> None:
+    calls: list[tuple[str, str]] = []
+
+    async def convert(
+        obj: dict[str, Any], source: ResourceType, desired: ResourceType
+    ) -> dict[str, Any]:
+        calls.append((source.version, desired.version))
+        return {**obj, "apiVersion": desired.api_version, "converted": True}
+
+    chain = AdmissionChain(Store(history_size=10), ResourceRegistry(), convert=convert)
+    hook = Webhook("config", False, {"name": "h.example.com"})
+    request = attrs(WIDGETS_V1BETA1, operation="UPDATE")
+    request = dataclasses.replace(request, old_object=dict(request.object or {}))
+    # The request's own version: nothing converted.
+    assert await chain._versioned(Invocation(hook, WIDGETS_V1BETA1, ""), request) is request
+    assert calls == []
+    sent = await chain._versioned(Invocation(hook, WIDGETS_V1, ""), request)
+    assert calls == [("v1beta1", "v1"), ("v1beta1", "v1")]
+    assert sent.object is not None
+    assert sent.old_object is not None
+    assert sent.object["converted"] is True
+    assert sent.old_object["apiVersion"] == "example.com/v1"
+    # The request itself keeps its version.
+    assert sent.rt == WIDGETS_V1BETA1
+
+
+async def test_without_a_conversion_webhook_only_the_apiversion_changes() -> None:
+    obj = {"apiVersion": "example.com/v1beta1", "kind": "Widget", "spec": {"count": 1}}
+    assert await relabel(obj, WIDGETS_V1BETA1, WIDGETS_V1) == {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "spec": {"count": 1},
+    }
