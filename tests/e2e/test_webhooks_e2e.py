@@ -4,16 +4,19 @@ the fake, and its writes then go through the Manager's handlers over HTTPS. A de
 reaches the client in kube-apiserver's words, a mutation is stored, a dry run reaches the
 handler as one and stores nothing, a certificate rotated while serving keeps the calls
 going, and with the Manager gone ``failurePolicy`` decides: ``Fail`` refuses the write,
-``Ignore`` lets it through."""
+``Ignore`` lets it through. A CRD's conversion webhook, a hub and a spoke on the Manager,
+converts the fake's writes and reads between versions, and a read it cannot convert with
+the Manager gone answers kube-apiserver's 500."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aioinformer.errors import Forbidden, ServerError
-from aioinformer.operator import AdmissionRequest, Allowed, Denied, Manager
+from aioinformer.operator import AdmissionRequest, Allowed, Conversion, Denied, Manager
 from tests._support_webhooks import WebhookPki, apply_manifests, served_names, webhook_manager
 
 if TYPE_CHECKING:
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-WIDGET_CRD = {
+WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
     "metadata": {"name": "widgets.example.com"},
@@ -184,3 +187,54 @@ async def test_with_the_webhook_down_failure_policy_decides(
     assert [w["metadata"]["name"] for w in fake_apiserver.objects("example.com/v1/widgets")] == [
         "unchecked"
     ]
+
+
+def versioned_crd() -> dict[str, Any]:
+    """Widgets in v1 (stored, ``spec.replicas``) and v1beta1 (``spec.size``)."""
+    crd = copy.deepcopy(WIDGET_CRD)
+    crd["spec"]["versions"].append(
+        {"name": "v1beta1", "served": True, "storage": False, "schema": SCHEMA}
+    )
+    return crd
+
+
+def widget_conversion() -> Conversion:
+    conversion = Conversion("widgets.example.com", hub="v1", kind="Widget")
+
+    @conversion.to_hub("v1beta1")
+    def up(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["spec"]["replicas"] = obj["spec"].pop("size")
+        return obj
+
+    @conversion.from_hub("v1beta1")
+    async def down(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["spec"]["size"] = obj["spec"].pop("replicas")
+        return obj
+
+    return conversion
+
+
+async def test_a_conversion_round_trip_through_the_managers_hub(
+    kube_client: Client, pki: WebhookPki, fake_apiserver: FakeAPIServer
+) -> None:
+    await kube_client.resource("customresourcedefinitions").create(versioned_crd())
+    manager = webhook_manager(kube_client, pki)
+    manager.webhooks.add_conversion(widget_conversion())
+    beta = kube_client.resource("example.com/v1beta1/widgets", namespace="default")
+    async with manager:
+        (patch,) = await apply_manifests(kube_client, manager, pki.ca.cert_pem.bytes())
+        assert patch["spec"]["conversion"]["strategy"] == "Webhook"
+        # Written in v1beta1, stored in v1 (the hub), read back in either.
+        created = await beta.create({**widget("w", size=3), "apiVersion": "example.com/v1beta1"})
+        assert (created["apiVersion"], created["spec"]) == ("example.com/v1beta1", {"size": 3})
+        (stored,) = fake_apiserver.objects("example.com/v1/widgets")
+        assert stored["spec"] == {"replicas": 3}
+        created["spec"]["size"] = 4
+        updated = await beta.update(created)
+        assert updated["spec"] == {"size": 4}
+        assert [w["spec"] for w in (await beta.list()).items] == [{"size": 4}]
+        v1 = kube_client.resource("example.com/v1/widgets", namespace="default")
+        assert (await v1.get("w"))["spec"] == {"replicas": 4}
+    # With the Manager gone, a read in v1beta1 cannot be converted: kube-apiserver's 500.
+    with pytest.raises(ServerError, match=r"conversion webhook for example\.com/v1, Kind=Widget"):
+        await beta.get("w")
