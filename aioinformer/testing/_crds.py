@@ -65,7 +65,6 @@ Task model: synchronous, called by the store on the server's event loop.
 
 from __future__ import annotations
 
-import re
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -80,9 +79,9 @@ from aioinformer.testing._schema_structural import schema_definition_errors
 from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
 from aioinformer.testing._validation import (
     bad_request,
+    dns1035_label_errors,
     dns_subdomain_errors,
     invalid_error,
-    regex_error,
 )
 
 if TYPE_CHECKING:
@@ -96,8 +95,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CLEANUP_FINALIZER", "Definitions"]
 
-_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 _SCOPES: Final = ("Cluster", "Namespaced")
 _IMMUTABLE: Final = "field is immutable"
 CLEANUP_FINALIZER: Final = "customresourcecleanup.apiextensions.k8s.io"
@@ -125,27 +122,9 @@ def _versions(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [_dict(v) for v in versions] if isinstance(versions, list) else []
 
 
-def _dns1035_errors(value: str) -> list[str]:
-    """What apimachinery's ``IsDNS1035Label`` says of ``value`` (empty: valid)."""
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1035_RE.fullmatch(value):
-        errors.append(
-            regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_FMT,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errors
-
-
 def _label(field: str, value: str, prefix: str = "") -> list[FieldError]:
     """The one ``FieldValueInvalid`` of a set ``value`` that is no DNS-1035 label."""
-    errors = _dns1035_errors(value.lower() if prefix else value) if value else []
+    errors = dns1035_label_errors(value.lower() if prefix else value) if value else []
     return [_invalid(field, value, prefix + ",".join(errors))] if errors else []
 
 
@@ -216,7 +195,7 @@ def _spec_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     seen: set[str] = set()
     for i, version in enumerate(versions):
         version_name = _str(version.get("name"))
-        if problems := _dns1035_errors(version_name):
+        if problems := dns1035_label_errors(version_name):
             errors.append(_invalid(f"spec.versions[{i}].name", version_name, ",".join(problems)))
         seen.add(version_name)
         scale = _dict(version.get("subresources")).get("scale")
