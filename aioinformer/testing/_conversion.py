@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -37,9 +36,9 @@ from aioinformer.testing._spec_fields import _invalid, _not_supported, _required
 from aioinformer.testing._validation import (
     FieldError,
     _go_quote,
+    dns1035_label_errors,
     label_key_errors,
     label_map_errors,
-    regex_error,
 )
 
 if TYPE_CHECKING:
@@ -63,8 +62,6 @@ _STRATEGIES: Final = ("None", "Webhook")
 _REVIEW_GROUP: Final = "apiextensions.k8s.io"
 _URL_FORM: Final = "; desired format: https://host[/path]"
 _NOT_WEBHOOK: Final = "should not be set when strategy is not set to Webhook"
-_DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_RE: Final = re.compile(_DNS1035_FMT)
 
 
 class ConversionFailure(Exception):
@@ -217,29 +214,12 @@ def _review_version_errors(versions: Sequence[Any]) -> list[FieldError]:
             errors.append(_invalid(f"{field}[{i}]", text, "duplicate version"))
             continue
         seen.add(text)
-        for problem in _dns1035(text):
+        for problem in dns1035_label_errors(text):
             errors.append(_invalid(f"{field}[{i}]", text, problem))
     if not seen & set(REVIEW_VERSIONS):
         shown = [_str(v) for v in versions]
         detail = "must include at least one of " + ", ".join(sorted(REVIEW_VERSIONS))
         errors.append(_invalid(field, shown, detail))
-    return errors
-
-
-def _dns1035(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1035_RE.fullmatch(value):
-        errors.append(
-            regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_FMT,
-                "my-name",
-                "abc-123",
-            )
-        )
     return errors
 
 
