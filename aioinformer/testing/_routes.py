@@ -18,13 +18,18 @@ decoded to the JSON it carries first). A create, update, patch or delete goes th
 admission chain (``_admission``: mutating webhooks, the store's validation as a dry run,
 validating webhooks) before its write, which ``?dryRun=All`` leaves out; the webhooks'
 warnings become the answer's ``Warning`` headers. A version of a custom resource that its
-definition's webhook converts (``_converter``) is admitted in the request's version (the
-admission webhooks are sent it, or the version a rule names under ``matchPolicy:
-Equivalent``, converted), then converted to the storage version for the store's
-validation and the write; every object answered is converted back. A LIST or WATCH
-reads ``shardSelector`` only with the ``ShardedListAndWatch`` feature gate on (see
-:func:`feature_gates`). A write takes effect in the store before its answer is encoded, so
-a conversion that does not fit the answer fails after the write, as on kube-apiserver.
+definition's webhook converts (``_converter``) is admitted in the request's version,
+converted to the storage version for the write; every object answered is converted
+back. A LIST or WATCH reads ``shardSelector`` only with the ``ShardedListAndWatch``
+feature gate on (see :func:`feature_gates`). A write takes effect in the store before its
+answer is encoded, so a conversion that does not fit the answer fails after the write, as
+on kube-apiserver.
+
+Layout: this module parses, authorizes and dispatches, and answers. What makes a create,
+update, patch or delete into admitted, converted store writes (the admission chain, the
+body's checks against the URL, the patch and its conflict retries) is ``_writes``'s
+:class:`~aioinformer.testing._writes.Writes`; the helpers of requests and answers are
+``_requests`` and ``_apiserver.requests``; watches are ``_watchstream``'s.
 
 Task model: :meth:`Router.handle` runs in the aiohttp handler task of its request on the
 server's event loop; it awaits only the request body, the injected latency, a wait for a
@@ -70,29 +75,20 @@ from aioinformer._apiserver.requests import (
     selectors,
     status_response,
 )
-from aioinformer.testing._admission import (
-    AdmissionChain,
-    Admitting,
-    Write,
-    collect_warnings,
-    request_warnings,
-    warning_header,
-    write_options,
-)
+from aioinformer.testing._admission import collect_warnings, warning_header, write_options
 from aioinformer.testing._faults import Failure, FaultPlan, Faults, failure_error
-from aioinformer.testing._managed import UNKNOWN_MANAGER, manager_from_user_agent
+from aioinformer.testing._managed import manager_from_user_agent
 from aioinformer.testing._patch import PatchError
 from aioinformer.testing._protobuf import decode_protobuf_object, is_protobuf
 from aioinformer.testing._requests import (
     PATCH_TYPES,
     Target,
-    check_namespace,
     decode_body,
     invalid,
-    prepare_new,
     unsupported_patch_type,
 )
 from aioinformer.testing._validation import decode_object
+from aioinformer.testing._writes import WriteRequest, Writes, field_validation
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -112,8 +108,6 @@ __all__ = [
     "Rule",
     "SHARDED_LIST_AND_WATCH",
     "feature_gates",
-    "patch_object",
-    "patched_object",
 ]
 
 SHARDED_LIST_AND_WATCH: Final = "ShardedListAndWatch"
@@ -235,11 +229,7 @@ class Router:
         conversions: Conversions,
     ) -> None:
         self._server = settings
-        # Admission webhooks resolve services as conversion webhooks do, and are sent
-        # another version of a converted resource through its conversion webhook.
-        self._admission = AdmissionChain(
-            store, registry, services=conversions.services, convert=conversions.convert
-        )
+        self._writes = Writes(store, registry, conversions)
         self._store = store
         self._registry = registry
         self._accounts = accounts
@@ -389,87 +379,32 @@ class Router:
         dry_run = request.query.getall("dryRun", [])
         if verb == "delete":
             assert target.name is not None
-            return await self._delete(target, body, convert, account, dry_run)
-        options = write_options(verb, dry_run, query)
-        admitting = Admitting(self._admission, target, account.user, options)
+            entry = await self._writes.delete(target, body, account.user, dry_run)
+            return await self._deleted(target, entry, convert)
+        write = WriteRequest(
+            target,
+            account.user,
+            write_options(verb, dry_run, query),
+            _manager(request),
+            field_validation(request),
+        )
         if verb == "patch":
             assert target.name is not None
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
                 raise unsupported_patch_type()
-            patch = decode_body(body)
-            entry = await self._patch(
-                admitting,
-                target,
-                patch,
-                content_type,
-                manager=_manager(request),
-                field_validation=_field_validation(request),
-            )
+            entry = await self._writes.patch(write, decode_body(body), content_type)
             return entry_response(rt, entry, convert)
         if is_protobuf(request.headers.get("Content-Type", "")):
             # kubectl's generators (create configmap, secret, ...) send protobuf: the
             # object goes on as the JSON it carries.
             body = orjson.dumps(decode_protobuf_object(body))
         obj = decode_object(rt, body)
-        manager = _manager(request)
-        field_validation = _field_validation(request)
         if verb == "create":
             if target.subresource is not None:
                 raise method_not_allowed()
-            obj = prepare_new(rt, obj, target.namespace)
-            if rt.status_subresource and rt.plural != "namespaces":
-                obj.pop("status", None)
-
-            async def create(
-                new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
-            ) -> Entry:
-                assert new is not None
-                uid = None
-                if probe is not None:
-                    # The object the validating webhooks saw is the one stored: its uid,
-                    # and the name a generateName was completed to.
-                    uid = probe.uid
-                    new["metadata"].setdefault("name", probe.name)
-                storage_rt, stored = await self._conversions.to_storage(rt, new)
-                entry = self._store.create(
-                    storage_rt,
-                    stored,
-                    manager=manager,
-                    dry_run=dry_run,
-                    uid=uid,
-                    field_validation=field_validation,
-                    warnings=request_warnings(),
-                )
-                return await self._conversions.entry(rt, entry)
-
-            entry = await admitting.write("CREATE", obj, None, create)
-            return entry_response(rt, entry, convert, status=201)
-        # update
-        assert target.name is not None
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict):
-            meta = obj["metadata"] = {}
-        if meta.get("name") != target.name:
-            raise StatusError(
-                status_body(
-                    400,
-                    "BadRequest",
-                    "the name of the object "
-                    f"({meta.get('name') or ''}) does not match the name on the URL "
-                    f"({target.name})",
-                )
-            )
-        check_namespace(rt, meta, target.namespace)
-        # A missing object is the store's 404, after the body's own checks.
-        current = self._store.table(rt).entries.get(object_key(target.namespace, target.name))
-        if current is not None and self._admission.configured():
-            # The old object admission webhooks are sent, in the request's version.
-            current = await self._conversions.entry(rt, current)
-        entry = await admitting.write(
-            "UPDATE", obj, current, self._updater(rt, target.subresource, manager, field_validation)
-        )
-        return entry_response(rt, entry, convert)
+            return entry_response(rt, await self._writes.create(write, obj), convert, status=201)
+        return entry_response(rt, await self._writes.update(write, obj), convert)
 
     async def _answer(
         self, rt: ResourceType, entry: Entry, convert: Conversion | None, *, status: int = 200
@@ -480,64 +415,6 @@ class Router:
         if self._conversions.converts(rt):
             entry = await self._conversions.entry(rt, entry)
         return entry_response(rt, entry, convert, status=status)
-
-    async def _patch(
-        self,
-        admitting: Admitting,
-        target: Target,
-        patch: Any,
-        content_type: str,
-        *,
-        manager: str,
-        field_validation: str,
-    ) -> Entry:
-        """A patch: the stored object (converted to the request's version when a webhook
-        converts it) patched, admitted and written as an update. The admission and
-        conversion webhooks' round trips leave room for another write of the object: as
-        kube-apiserver's patcher does, the patch is then applied again to the newer
-        object, at most ``_PATCH_CONFLICT_RETRIES`` times, unless the patch names a
-        resourceVersion (a precondition, whose 409 ``Conflict`` is answered at once)."""
-        rt = target.rt
-        assert target.name is not None
-        update = self._updater(rt, target.subresource, manager, field_validation)
-        attempts = 1 if _sets_resource_version(patch) else 1 + _PATCH_CONFLICT_RETRIES
-        for attempt in range(attempts):
-            stored = self._store.get(rt, target.namespace, target.name)
-            current = await self._conversions.entry(rt, stored)
-            patched = patched_object(
-                current, rt, target.namespace, target.name, patch, content_type
-            )
-            try:
-                return await admitting.write("UPDATE", patched, current, update)
-            except StatusError as exc:
-                if exc.code != 409 or attempt == attempts - 1:
-                    raise
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _updater(
-        self, rt: ResourceType, subresource: str | None, manager: str, field_validation: str
-    ) -> Write:
-        """The store update of an admitted object (after the webhooks' mutations, in the
-        request's version): converted to the storage version when a webhook converts it,
-        stored, and given back in the request's version."""
-
-        async def update(
-            new: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None
-        ) -> Entry:
-            assert new is not None
-            storage_rt, stored = await self._conversions.to_storage(rt, new)
-            entry = self._store.update(
-                storage_rt,
-                stored,
-                subresource=subresource,
-                manager=manager,
-                dry_run=dry_run,
-                field_validation=field_validation,
-                warnings=request_warnings(),
-            )
-            return await self._conversions.entry(rt, entry)
-
-        return update
 
     async def _scale(
         self, request: web.Request, verb: str, target: Target, convert: Conversion | None
@@ -600,50 +477,13 @@ class Router:
         updated = self._store.update(storage_rt, obj, manager=manager)
         return _scale_response(rt, await self._conversions.entry(rt, updated), convert)
 
-    async def _delete(
-        self,
-        target: Target,
-        body: bytes,
-        convert: Conversion | None,
-        account: Account,
-        dry_run: list[str],
+    async def _deleted(
+        self, target: Target, entry: Entry, convert: Conversion | None
     ) -> web.Response:
+        """A delete's answer. Still stored (finalizers hold it): the object as marked.
+        Removed: the object as deleted, at the deletion's resourceVersion, for the kinds
+        kube-apiserver answers so; a Status naming the uid for the others."""
         rt = target.rt
-        assert target.name is not None
-        name = target.name
-        precondition_rv: str | None = None
-        precondition_uid: str | None = None
-        options: Any = decode_body(body) if body.strip() else {}
-        if not isinstance(options, dict):
-            options = {}
-        preconditions = options.get("preconditions")
-        if isinstance(preconditions, dict):
-            precondition_rv = preconditions.get("resourceVersion")
-            precondition_uid = preconditions.get("uid")
-        if isinstance(options.get("dryRun"), list):
-            dry_run = [*dry_run, *options["dryRun"]]
-        review_options = write_options("delete", dry_run, {}, options)
-        current = self._store.get(rt, target.namespace, name)
-        if self._admission.configured():
-            # The old object admission webhooks are sent, in the request's version.
-            current = await self._conversions.entry(rt, current)
-
-        async def delete(_: dict[str, Any] | None, *, dry_run: bool, probe: Entry | None) -> Entry:
-            # As stored: the answer converts the object it carries.
-            return self._store.delete(
-                rt,
-                target.namespace,
-                name,
-                precondition_rv=precondition_rv,
-                precondition_uid=precondition_uid,
-                dry_run=dry_run,
-            )
-
-        admitting = Admitting(self._admission, target, account.user, review_options)
-        entry = await admitting.write("DELETE", None, current, delete)
-        # Still stored (finalizers hold it): the object as marked. Removed: the object as
-        # deleted, at the deletion's resourceVersion, for the kinds kube-apiserver answers
-        # so; a Status naming the uid for the others.
         if (entry.deleting and self._exists(rt, entry)) or rt.returns_deleted_object:
             return await self._answer(rt, entry, convert)
         details = rt.details(target.name)
@@ -711,87 +551,6 @@ class Router:
                 while self._store.rv < wanted:
                     self._written.clear()
                     await self._written.wait()
-
-
-def patch_object(
-    store: Store,
-    rt: ResourceType,
-    namespace: str | None,
-    name: str,
-    patch: Any,
-    content_type: str,
-    subresource: str | None,
-    *,
-    manager: str = UNKNOWN_MANAGER,
-    field_validation: str = "Ignore",
-    warnings: list[str] | None = None,
-) -> Entry:
-    """Apply a patch of ``content_type`` to a stored object and store the result as
-    ``manager``'s write; the name and namespace may not change, and a resourceVersion
-    the patch sets is a precondition. ``field_validation`` and ``warnings`` are as for
-    :meth:`Store.create <aioinformer.testing._store.Store.create>`."""
-    current = store.get(rt, namespace, name)
-    patched = patched_object(current, rt, namespace, name, patch, content_type)
-    # The patched object keeps the stored resourceVersion unless the patch set one,
-    # which then acts as a precondition, as on the real server.
-    return store.update(
-        rt,
-        patched,
-        subresource=subresource,
-        manager=manager,
-        field_validation=field_validation,
-        warnings=warnings,
-    )
-
-
-def patched_object(
-    current: Entry,
-    rt: ResourceType,
-    namespace: str | None,
-    name: str,
-    patch: Any,
-    content_type: str,
-) -> dict[str, Any]:
-    """The object ``current`` (as stored, or as version ``rt`` has it when a webhook
-    converts it) with a patch of ``content_type`` applied (the 400 or 422 for a patch
-    that does not apply, that changes the name or namespace or removes the metadata)."""
-    apply = PATCH_TYPES[content_type]
-    try:
-        target = {"apiVersion": rt.api_version, "kind": rt.kind, **current.decode()}
-        patched = apply(target, patch)
-    except PatchError as exc:
-        raise StatusError(
-            status_body(exc.code, "Invalid" if exc.code == 422 else "BadRequest", str(exc))
-        ) from exc
-    if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
-        raise invalid(rt, name, "metadata", "the patch removed the metadata")
-    meta = patched["metadata"]
-    if meta.get("name") != name or meta.get("namespace") != namespace:
-        raise invalid(rt, name, "metadata.name", "field is immutable", meta.get("name"))
-    result: dict[str, Any] = patched
-    return result
-
-
-def _field_validation(request: web.Request) -> str:
-    """The request's directive for unknown fields: kube-apiserver's default is ``Warn``."""
-    return request.query.get("fieldValidation") or "Warn"
-
-
-_PATCH_CONFLICT_RETRIES: Final = 5
-"""kube-apiserver's ``maxRetryWhenPatchConflicts``."""
-
-
-def _sets_resource_version(patch: Any) -> bool:
-    """Whether a patch sets ``metadata.resourceVersion`` (a merge patch's field, or a JSON
-    patch operation on its path)."""
-    if isinstance(patch, dict):
-        meta = patch.get("metadata")
-        return isinstance(meta, dict) and meta.get("resourceVersion") is not None
-    if isinstance(patch, list):
-        return any(
-            isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" for op in patch
-        )
-    return False
 
 
 def _manager(request: web.Request) -> str:

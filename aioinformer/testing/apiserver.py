@@ -106,11 +106,13 @@ every open watch before the call returns; watch lines go out in resourceVersion 
 
 Layout: this module is the façade, the lifecycle and the test-facing API. Requests are
 dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
-``_requests``; watches are streamed by ``_watchstream``; faults are armed and logged in
-``_faults``; discovery and OpenAPI documents come from ``_apiserver``'s ``discovery`` and
-``openapi``, protobuf bodies are decoded by ``_protobuf``; the socket and timers live in
-``_listener``, the TLS certificates come from ``_tls``; objects, history and watchers in
-``_store`` and ``_objects``.
+``_requests``; a create, update, patch or delete is made into admitted, converted store
+writes by ``_writes`` (whose ``patch_object`` the direct ``patch`` uses too); watches are
+streamed by ``_watchstream``; faults are armed and logged in ``_faults``; discovery and
+OpenAPI documents come from ``_apiserver``'s ``discovery`` and ``openapi``, protobuf
+bodies are decoded by ``_protobuf``; the socket and timers live in ``_listener``, the TLS
+certificates come from ``_tls``; objects, history and watchers in ``_store`` and
+``_objects``.
 
 Task model: one ``aiohttp`` server on the caller's event loop. Watch handlers wait on
 their watcher's buffer; a write fans out synchronously to every watcher (see
@@ -144,18 +146,13 @@ from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
 from aioinformer.testing._listener import Listener
 from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import CRD_TYPE, ResourceRegistry
-from aioinformer.testing._routes import (
-    Account,
-    RequestRecord,
-    Router,
-    Rule,
-    patch_object,
-)
+from aioinformer.testing._routes import Account, RequestRecord, Router, Rule
 from aioinformer.testing._routes import feature_gates as known_gates
 from aioinformer.testing._store import Store
 from aioinformer.testing._tls import make_server_tls
 from aioinformer.testing._watchstream import ExpiredWatch, WatchListSupport, WatchStreams
 from aioinformer.testing._webhook_configs import WEBHOOK_CONFIGURATION_TYPES, WebhookConfigurations
+from aioinformer.testing._writes import patch_object
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
