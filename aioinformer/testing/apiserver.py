@@ -107,10 +107,11 @@ every open watch before the call returns; watch lines go out in resourceVersion 
 Layout: this module is the façade, the lifecycle and the test-facing API. Requests are
 dispatched by ``_routes`` (authn/authz, verbs, subresources) with the helpers of
 ``_requests``; a create, update, patch or delete is made into admitted, converted store
-writes by ``_writes`` (whose ``patch_object`` the direct ``patch`` uses too); watches are
-streamed by ``_watchstream``; faults are armed and logged in ``_faults``; discovery and
-OpenAPI documents come from ``_apiserver``'s ``discovery`` and ``openapi``, protobuf
-bodies are decoded by ``_protobuf``; the socket and timers live in ``_listener``, the TLS
+writes by ``_writes`` (whose ``patch_object`` the direct ``patch`` uses too); kubeconfig
+files are written and removed by ``_kubeconfig``; watches are streamed by
+``_watchstream``; faults are armed and logged in ``_faults``; discovery and OpenAPI
+documents come from ``_apiserver``'s ``discovery`` and ``openapi``, protobuf bodies are
+decoded by ``_protobuf``; the socket and timers live in ``_listener``, the TLS
 certificates come from ``_tls``; objects, history and watchers in ``_store`` and
 ``_objects``.
 
@@ -125,10 +126,7 @@ every watch, cancels the server's own timers and closes the listening socket.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import os
-import tempfile
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -143,6 +141,7 @@ from aioinformer.errors import BadRequest, NotFound, api_error_from_status
 from aioinformer.testing._converter import CONVERSION_TIMEOUT, Conversions
 from aioinformer.testing._crds import Definitions
 from aioinformer.testing._faults import FaultPlan, FaultRecord, Faults
+from aioinformer.testing._kubeconfig import Kubeconfigs, kubeconfig
 from aioinformer.testing._listener import Listener
 from aioinformer.testing._requests import prepare_new
 from aioinformer.testing._resources import CRD_TYPE, ResourceRegistry
@@ -461,7 +460,7 @@ class FakeAPIServer(Server):
             written=written,
             conversions=self._conversions,
         )
-        self._kubeconfigs: list[str] = []
+        self._kubeconfigs = Kubeconfigs()
         for namespace in _DEFAULT_NAMESPACES:
             self.create_namespace(namespace)
 
@@ -488,10 +487,7 @@ class FakeAPIServer(Server):
         self._streams.close_all()
         await self._listener.cleanup()
         await self._conversions.close()
-        for path in self._kubeconfigs:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        self._kubeconfigs.clear()
+        self._kubeconfigs.remove_all()
 
     def _abort_watches(self) -> None:
         self._streams.abort_all()
@@ -586,39 +582,8 @@ class FakeAPIServer(Server):
         path. The file is removed on exit. With ``tls=True`` it carries the server's CA as
         ``certificate-authority-data``, so kubectl (which sends no token over plain HTTP)
         and every other client verify the server and authenticate."""
-        import yaml
-
-        cluster: dict[str, str] = {"server": self.url}
-        if self.ca_pem is not None:
-            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "aioinformer-fake", "cluster": cluster}],
-            "users": [{"name": "aioinformer-fake-user", "user": {"token": token}}],
-            "contexts": [
-                {
-                    "name": "aioinformer-fake",
-                    "context": {
-                        "cluster": "aioinformer-fake",
-                        "user": "aioinformer-fake-user",
-                        "namespace": namespace,
-                    },
-                }
-            ],
-            "current-context": "aioinformer-fake",
-            "preferences": {},
-        }
-        if path is None:
-            fd, path = tempfile.mkstemp(prefix="aioinformer-kubeconfig-", suffix=".yaml")
-        else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            # A file that was there keeps its mode through O_CREAT: it holds a token now.
-            os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            yaml.safe_dump(config, handle, sort_keys=False)
-        self._kubeconfigs.append(path)
-        return path
+        config = kubeconfig(self.url, self.ca_pem, token=token, namespace=namespace)
+        return self._kubeconfigs.write(config, path)
 
     # -- resources -------------------------------------------------------------------------
 
