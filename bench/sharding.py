@@ -362,6 +362,7 @@ async def _replica(config: dict[str, Any]) -> None:
             await caught_up.wait()  # every key the cache holds has been reconciled
 
             async def stats(_command: dict[str, Any]) -> dict[str, Any]:
+                _dump_profile(identity or "singleton", mode)
                 return {
                     "cached_objects": len(config_maps.indexer),
                     "reconciles": reconciles[0],
@@ -388,11 +389,35 @@ _ROLES: Final[dict[str, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]]] 
 }
 
 
+_PROFILER: list[Any] = []
+"""The child's profiler while ``BENCH_SHARDING_PROFILE`` names a folder (else empty)."""
+
+
+def _dump_profile(name: str, mode: str) -> None:
+    """Write the child's profile so far to ``$BENCH_SHARDING_PROFILE/<mode>-<name>.prof``."""
+    if _PROFILER:
+        import os
+
+        profiler = _PROFILER.pop()
+        profiler.disable()
+        profiler.dump_stats(
+            os.path.join(os.environ["BENCH_SHARDING_PROFILE"], f"{mode}-{name}.prof")
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.sharding ROLE '<json config>'``: run one child until stdin closes."""
+    """``python -m bench.sharding ROLE '<json config>'``: run one child until stdin closes
+    (a replica under cProfile while ``BENCH_SHARDING_PROFILE`` names a folder)."""
+    import os
+
     import orjson
 
     args = sys.argv[1:] if argv is None else argv
+    if args[0] == "replica" and os.environ.get("BENCH_SHARDING_PROFILE"):
+        import cProfile
+
+        _PROFILER.append(cProfile.Profile())
+        _PROFILER[0].enable()
     asyncio.run(_ROLES[args[0]](orjson.loads(args[1])))
     return 0
 

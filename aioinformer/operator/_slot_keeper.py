@@ -76,6 +76,9 @@ class SlotKeeper:
         self._informers: list[SharedIndexInformer] = []
         self._guards: list[tuple[Controller, SlotGuard]] = []
         self._wake = asyncio.Event()
+        self._followed: frozenset[int] | None = None
+        """The slots the informers were last moved to (``None``: not yet, or an informer
+        was added since)."""
         self.running = False
         """Whether :meth:`run` runs: this shard holds its Lease."""
 
@@ -94,12 +97,19 @@ class SlotKeeper:
     def add_informer(self, informer: SharedIndexInformer) -> None:
         """An informer of a sharded resource: it watches the slots served."""
         self._informers.append(informer)
+        self._followed = None
 
     def add_guard(self, controller: Controller, guard: SlotGuard) -> None:
         """A sharded controller's guard: a slot is released once no reconcile it let
         through for that slot runs in ``controller``."""
         self._guards.append((controller, guard))
-        controller._on_reconcile_end(self._wake.set)
+        controller._on_reconcile_end(self._reconcile_ended)
+
+    def _reconcile_ended(self) -> None:
+        """A worker is done with a key: that matters only while a slot is being let go
+        (waking for every reconcile would cost a turn of :meth:`run` per event)."""
+        if self.seat.releasing:
+            self._wake.set()
 
     def _read(self, lease: Any) -> tuple[str, bool, frozenset[int] | None] | None:
         """A ring Lease's name, whether its shard holds it, and the slots it lists
@@ -186,7 +196,12 @@ class SlotKeeper:
             await self._clock.sleep(self._rng.uniform(0, ring.retry_period))
 
     def _follow_serving(self) -> None:
-        """Move the informers to the slots served (a relist where the selector changed)."""
+        """Move the informers to the slots served (a relist where the selector changed);
+        nothing to do while the slots served are those the informers were moved to."""
+        serving = frozenset(self.seat.serving)
+        if serving == self._followed:
+            return
+        self._followed = serving
         selector = self.selector()
         for informer in self._informers:
             if self._factory.reselect(informer, shard_selector=selector):
