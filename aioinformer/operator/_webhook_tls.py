@@ -224,6 +224,9 @@ def make_self_signed(names: tuple[str, ...], *, days: int = 365) -> SelfSignedPa
         .not_valid_after(end)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
                 content_commitment=False,
@@ -257,6 +260,13 @@ def make_self_signed(names: tuple[str, ...], *, days: int = 365) -> SelfSignedPa
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        # The key identifiers a strict verifier (Python 3.13's default
+        # VERIFY_X509_STRICT) requires to chain the certificate to its CA.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
